@@ -1,0 +1,52 @@
+// The parallel search: constructive starts seed a shared elite pool, then SA and GA workers run
+// on oneTBB until the deadline, the stop flag or the work budget. Each worker owns an
+// IncrementalEvaluator over one shared CostCache; only the elite pool and the cache are shared.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include "eval/problem.h"
+#include "eval/schedule.h"
+#include "search/params.h"
+
+namespace annealer {
+
+struct SearchProgress {
+  double elapsed_seconds = 0;
+  Latency best_total = 0;
+  int64_t moves = 0;
+  double moves_per_second = 0;
+  double cache_hit_rate = 0;
+  int epoch = 0;
+};
+
+struct SearchCallbacks {
+  // Serialized (never two at once), each strictly better than the last; `found_by` = worker
+  // kind ("sa", "ga", "greedy-fusion", "pattern", "baseline", "polish", ...).
+  std::function<void(const Schedule&, Latency total, const std::string& found_by)> on_improvement;
+  std::function<void(const SearchProgress&)> on_progress;  // about every progress_interval s
+};
+
+struct SearchSummary {
+  Schedule best;
+  Latency best_total = 0;
+  int64_t moves = 0;
+  double cache_hit_rate = 0;
+  std::map<std::string, int> improvements_by_kind;
+  std::map<std::string, Latency> gain_by_kind;
+  int epochs = 0;
+};
+
+// Returns within ~50 ms after `deadline` or `stop`. The best schedule is always valid (its
+// committed Candidate was valid). Throws std::runtime_error when no valid start exists or a
+// worker failed (the worker's exception is rethrown after all workers joined).
+SearchSummary RunSearch(const Problem& problem, const SearchParams& params,
+                        std::chrono::steady_clock::time_point deadline,
+                        const std::atomic<bool>& stop, const SearchCallbacks& callbacks);
+
+}  // namespace annealer

@@ -1,0 +1,149 @@
+#include "search/params.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace annealer {
+namespace {
+
+// Builds a spec whose accessors read and write one field through a member-pointer path.
+template <typename Field>
+ParamSpec Make(std::string key, ParamType type, double min, double max, std::string doc,
+               std::function<Field&(SearchParams&)> field) {
+  ParamSpec spec;
+  spec.key = std::move(key);
+  spec.type = type;
+  spec.min = min;
+  spec.max = max;
+  spec.doc = std::move(doc);
+  spec.get = [field](const SearchParams& p) {
+    return static_cast<double>(field(const_cast<SearchParams&>(p)));
+  };
+  spec.set = [field](SearchParams& p, double v) {
+    if constexpr (std::is_same_v<Field, bool>) {
+      field(p) = v != 0;
+    } else {
+      field(p) = static_cast<Field>(v);
+    }
+  };
+  return spec;
+}
+
+std::vector<ParamSpec> BuildTable() {
+  using P = SearchParams;
+  constexpr auto I = ParamType::kInt;
+  constexpr auto R = ParamType::kReal;
+  constexpr auto B = ParamType::kBool;
+  std::vector<ParamSpec> t;
+  t.push_back(Make<uint64_t>("seed", I, 0, 9007199254740991.0, "master seed; every worker seed is derived from it",
+                             [](P& p) -> uint64_t& { return p.seed; }));
+  t.push_back(Make<int>("threads", I, 0, 1024, "worker threads; 0 = all cores",
+                        [](P& p) -> int& { return p.threads; }));
+  t.push_back(Make<bool>("deterministic", B, 0, 1,
+                         "fixed work per epoch and a barrier between epochs: identical results run to run",
+                         [](P& p) -> bool& { return p.deterministic; }));
+  t.push_back(Make<int64_t>("epoch_moves", I, 1, 1e9, "moves per worker per epoch",
+                            [](P& p) -> int64_t& { return p.epoch_moves; }));
+  t.push_back(Make<int64_t>("max_epochs", I, 0, 1e12, "work budget in epochs; 0 = until the deadline",
+                            [](P& p) -> int64_t& { return p.max_epochs; }));
+  t.push_back(Make<double>("progress_interval", R, 0.01, 3600, "seconds between progress reports",
+                           [](P& p) -> double& { return p.progress_interval; }));
+  t.push_back(Make<int64_t>("cache_entries", I, 0, 1e9, "bound of the shared subgraph cost cache; 0 = no cache",
+                            [](P& p) -> int64_t& { return p.cache_entries; }));
+  t.push_back(Make<double>("sa.initial_temperature", R, 1e-9, 1,
+                           "start temperature as a fraction of the current total latency",
+                           [](P& p) -> double& { return p.sa.initial_temperature; }));
+  t.push_back(Make<double>("sa.final_temperature", R, 1e-12, 1,
+                           "temperature (fraction of total) at which a worker reheats",
+                           [](P& p) -> double& { return p.sa.final_temperature; }));
+  t.push_back(Make<int64_t>("sa.moves_per_temperature", I, 1, 1e9, "moves between two cooling steps",
+                            [](P& p) -> int64_t& { return p.sa.moves_per_temperature; }));
+  t.push_back(Make<double>("sa.cooling", R, 0.5, 0.99999, "temperature multiplier per cooling step",
+                           [](P& p) -> double& { return p.sa.cooling; }));
+  t.push_back(Make<int64_t>("sa.reheat_after", I, 1, 1e9,
+                            "cooling steps without improving the worker's best before a reheat",
+                            [](P& p) -> int64_t& { return p.sa.reheat_after; }));
+  t.push_back(Make<int64_t>("sa.restart_after_reheats", I, 0, 1e9,
+                            "reheats before restarting from an elite-pool schedule",
+                            [](P& p) -> int64_t& { return p.sa.restart_after_reheats; }));
+  t.push_back(Make<int64_t>("ga.population", I, 2, 10000, "schedules per genetic worker",
+                            [](P& p) -> int64_t& { return p.ga.population; }));
+  t.push_back(Make<int64_t>("ga.tournament", I, 1, 100, "tournament size of parent selection",
+                            [](P& p) -> int64_t& { return p.ga.tournament; }));
+  t.push_back(Make<double>("ga.crossover_rate", R, 0, 1, "probability that a child comes from crossover",
+                           [](P& p) -> double& { return p.ga.crossover_rate; }));
+  t.push_back(Make<int64_t>("ga.mutation_moves", I, 0, 1000, "random valid moves applied to each child",
+                            [](P& p) -> int64_t& { return p.ga.mutation_moves; }));
+  t.push_back(Make<int64_t>("ga.local_moves", I, 0, 1e6, "improving-only moves applied to each child",
+                            [](P& p) -> int64_t& { return p.ga.local_moves; }));
+  t.push_back(Make<int64_t>("pool.size", I, 1, 10000, "schedules kept in the shared elite pool",
+                            [](P& p) -> int64_t& { return p.pool.size; }));
+  t.push_back(Make<double>("pool.diversity", R, 0, 1,
+                           "relative total distance under which same-partition schedules count as duplicates",
+                           [](P& p) -> double& { return p.pool.diversity; }));
+  t.push_back(Make<double>("workers.sa_share", R, 0, 1,
+                           "fraction of workers running SA (rest: GA); 1 = SA only, 0 = GA only",
+                           [](P& p) -> double& { return p.workers.sa_share; }));
+  t.push_back(Make<double>("workers.weight_partition", R, 0, 1000, "weight of partition moves",
+                           [](P& p) -> double& { return p.workers.weight_partition; }));
+  t.push_back(Make<double>("workers.weight_order", R, 0, 1000, "weight of order moves",
+                           [](P& p) -> double& { return p.workers.weight_order; }));
+  t.push_back(Make<double>("workers.weight_granularity", R, 0, 1000, "weight of granularity moves",
+                           [](P& p) -> double& { return p.workers.weight_granularity; }));
+  t.push_back(Make<double>("workers.weight_traversal", R, 0, 1000, "weight of traversal moves",
+                           [](P& p) -> double& { return p.workers.weight_traversal; }));
+  t.push_back(Make<double>("workers.weight_retention", R, 0, 1000, "weight of retention moves",
+                           [](P& p) -> double& { return p.workers.weight_retention; }));
+  t.push_back(Make<bool>("workers.polish", B, 0, 1,
+                         "exact granularity/traversal/retention polish of every new worker best",
+                         [](P& p) -> bool& { return p.workers.polish; }));
+  t.push_back(Make<bool>("constructive.greedy_fusion", B, 0, 1, "seed the pool with greedy fusion",
+                         [](P& p) -> bool& { return p.constructive.greedy_fusion; }));
+  t.push_back(Make<bool>("constructive.pattern_grouping", B, 0, 1, "seed the pool with pattern grouping",
+                         [](P& p) -> bool& { return p.constructive.pattern_grouping; }));
+  return t;
+}
+
+}  // namespace
+
+const std::vector<ParamSpec>& ParamTable() {
+  static const std::vector<ParamSpec> table = BuildTable();
+  return table;
+}
+
+std::string ValidateParams(const SearchParams& params) {
+  for (const ParamSpec& spec : ParamTable()) {
+    const double v = spec.get(params);
+    std::ostringstream out;
+    out.precision(17);
+    if (!std::isfinite(v) || v < spec.min || v > spec.max) {
+      out << spec.key << " = " << v << " is out of range [" << spec.min << ", " << spec.max << "]";
+      return out.str();
+    }
+    if (spec.type == ParamType::kInt && v != std::floor(v)) {
+      out << spec.key << " = " << v << " is not an integer";
+      return out.str();
+    }
+  }
+  if (params.sa.final_temperature > params.sa.initial_temperature) {
+    std::ostringstream out;
+    out.precision(17);
+    out << "sa.final_temperature = " << params.sa.final_temperature
+        << " exceeds sa.initial_temperature = " << params.sa.initial_temperature;
+    return out.str();
+  }
+  if (params.ga.tournament > params.ga.population) {
+    std::ostringstream out;
+    out << "ga.tournament = " << params.ga.tournament << " exceeds ga.population = "
+        << params.ga.population;
+    return out.str();
+  }
+  const auto& w = params.workers;
+  if (w.weight_partition + w.weight_order + w.weight_granularity + w.weight_traversal +
+          w.weight_retention <= 0) {
+    return "workers.weight_* are all 0: at least one move family needs a positive weight";
+  }
+  return "";
+}
+
+}  // namespace annealer

@@ -1,0 +1,107 @@
+// Every knob of the search, as nested structs with in-class defaults, plus one table that
+// describes each key (name, type, range, doc, accessors). The table drives YAML loading,
+// `--set key=value`, `--print-config` and the docs, so a key exists in exactly one place.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace annealer {
+
+// Simulated annealing workers: Metropolis acceptance on the latency difference, geometric
+// cooling per epoch, reheats when stuck and restarts from the elite pool.
+struct SaParams {
+  // Temperature as a fraction of the current total latency (scale-free across problems).
+  double initial_temperature = 0.02;
+  double final_temperature = 0.00005;
+  // Moves between two cooling steps.
+  int64_t moves_per_temperature = 200;
+  // Multiplier applied at every cooling step (0 < cooling < 1).
+  double cooling = 0.95;
+  // Cooling steps without an improvement of the worker's best before a reheat.
+  int64_t reheat_after = 40;
+  // Reheats before the worker restarts from an elite-pool schedule.
+  int64_t restart_after_reheats = 3;
+};
+
+// Genetic workers: a small population, tournament selection, partition crossover with repair,
+// mutation by the SA moves, then a short local improvement of each child.
+struct GaParams {
+  int64_t population = 16;
+  int64_t tournament = 3;
+  double crossover_rate = 0.8;
+  // Moves applied to a child (each accepted only if it keeps the schedule valid).
+  int64_t mutation_moves = 4;
+  // Greedy (improving-only) moves applied to each child after mutation.
+  int64_t local_moves = 60;
+};
+
+// The shared elite pool (OR-Tools' SharedSolutionRepository): buffered offers merged in a
+// stable order at Synchronize, duplicates merged, at most `size` schedules kept.
+struct PoolParams {
+  int64_t size = 12;
+  // Schedules whose total is within this relative distance of a kept one and have the same
+  // partition are treated as near-duplicates and only the better one is kept.
+  double diversity = 0.0005;
+};
+
+struct WorkerParams {
+  // Fraction of the workers that run simulated annealing; the rest run the genetic algorithm.
+  // 1 = SA only, 0 = GA only. With one thread a fraction > 0 and < 1 alternates the kinds
+  // per epoch.
+  double sa_share = 0.5;
+  // Relative weights of the move families.
+  double weight_partition = 4.0;
+  double weight_order = 1.0;
+  double weight_granularity = 2.0;
+  double weight_traversal = 1.0;
+  double weight_retention = 1.0;
+  // Run the exact polish (granularity per subgraph, traversal, retention by DP) on every new
+  // best schedule of a worker.
+  bool polish = true;
+};
+
+struct ConstructiveParams {
+  bool greedy_fusion = true;
+  bool pattern_grouping = true;
+};
+
+struct SearchParams {
+  uint64_t seed = 1;
+  int threads = 0;  // 0 = all cores
+  // Deterministic mode: every worker does exactly `epoch_moves` moves per epoch, then all meet
+  // at a barrier and the pool merges in a stable order. Same seed, params and budget =>
+  // identical result for a fixed thread count.
+  bool deterministic = false;
+  int64_t epoch_moves = 4000;
+  int64_t max_epochs = 0;  // work budget (deterministic or not); 0 = unlimited (until deadline)
+  double progress_interval = 1.0;  // seconds between on_progress calls
+  int64_t cache_entries = 1 << 20;  // bound of the shared cost cache
+  SaParams sa;
+  GaParams ga;
+  PoolParams pool;
+  WorkerParams workers;
+  ConstructiveParams constructive;
+};
+
+enum class ParamType { kInt, kReal, kBool };
+
+struct ParamSpec {
+  std::string key;  // "sa.initial_temperature"
+  ParamType type;
+  double min, max;  // inclusive range
+  std::string doc;
+  std::function<double(const SearchParams&)> get;
+  std::function<void(SearchParams&, double)> set;
+};
+
+// Every key of SearchParams, in a fixed order (the order of --print-config).
+const std::vector<ParamSpec>& ParamTable();
+
+// "" when every value is in range and consistent, else a one-line message quoting the bad
+// value, e.g. "sa.cooling = 1.5 is out of range [0.5, 0.99999]".
+std::string ValidateParams(const SearchParams& params);
+
+}  // namespace annealer
