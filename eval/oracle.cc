@@ -1,0 +1,563 @@
+// The oracle follows ../shared/spec/cost-model.md section by section; the comments cite the
+// rule each block implements. Checks run in a fixed order so that fast paths can report the
+// same first violation:
+//   per subgraph: V1 (local), V2, V6, V5, V8, V12, G3, V3, V11, V10, then W per step;
+//   then, for the sequence: V7 of that subgraph; after the last subgraph V1 (coverage), V9.
+#include "eval/oracle.h"
+
+#include <algorithm>
+#include <cmath>
+#include <charconv>
+#include <numeric>
+#include <optional>
+#include <tuple>
+
+namespace annealer {
+
+std::string Violation::Message() const {
+  std::string where = subgraph >= 0 ? " in subgraph " + std::to_string(subgraph) : "";
+  return rule + where + ": " + detail;
+}
+
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Half-open row and column ranges of a tensor.
+struct Region {
+  Elements r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+  Elements size() const { return (r1 - r0) * (c1 - c0); }
+  Elements rows() const { return r1 - r0; }
+  Elements cols() const { return c1 - c0; }
+  auto operator<=>(const Region&) const = default;
+};
+
+struct SliceRequest {
+  TensorId tensor;
+  Region region;
+  auto operator<=>(const SliceRequest&) const = default;
+};
+
+struct ComputeCharge {
+  OpId op;
+  Region region;
+  double amount;
+};
+
+// How an op's output region is being demanded in a step (spec D1-D3, C2-C4).
+enum class Demand {
+  kEpilogue,   // downstream of the k-loop: fires once per tile at the last k-step
+  kStripLhs,   // produces (part of) the LHS strip of a k-loop MatMul, spread over k-steps
+  kStripRhs,   // produces (part of) the RHS strip of a k-loop MatMul
+  kFull,       // feeds an upstream MatMul, which needs its full reduction range every step
+};
+
+SubgraphResult Fail(Verdict verdict, std::string rule, std::string detail) {
+  SubgraphResult result;
+  result.verdict = verdict;
+  result.violation.rule = std::move(rule);
+  result.violation.detail = std::move(detail);
+  return result;
+}
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+std::string ShortestNumber(double v) {
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, v).ptr;
+  return std::string(buffer, end);
+}
+
+// Everything about one subgraph that does not depend on the step.
+struct SubgraphShape {
+  std::vector<char> in_subgraph;       // per op
+  std::vector<OpId> sinks;             // ops whose output is not consumed inside
+  std::vector<OpId> k_loop_matmuls;    // F (spec G3)
+  std::vector<OpId> epilogue_ops;      // Pointwise ops reached from a sink through Pointwise ops
+  Elements reduction = 0;              // K*, 0 when F is empty
+};
+
+class SubgraphOracle {
+ public:
+  SubgraphOracle(const Problem& problem, const Subgraph& subgraph,
+                 const std::vector<TensorId>& retained_in)
+      : problem_(problem), subgraph_(subgraph), retained_in_(retained_in) {}
+
+  SubgraphResult Run() {
+    if (auto failure = CheckStructure()) return *failure;
+    return Simulate();
+  }
+
+ private:
+  bool Produced(TensorId t) const {
+    const OpId p = problem_.producer[t];
+    return p != kNoOp && shape_.in_subgraph[p];
+  }
+  bool ConsumedInside(TensorId t) const {
+    for (OpId c : problem_.consumers[t]) {
+      if (shape_.in_subgraph[c]) return true;
+    }
+    return false;
+  }
+  bool RetainedIn(TensorId t) const {
+    return std::find(retained_in_.begin(), retained_in_.end(), t) != retained_in_.end();
+  }
+  bool RetainedOut(TensorId t) const {
+    return std::find(subgraph_.retain.begin(), subgraph_.retain.end(), t) != subgraph_.retain.end();
+  }
+
+  std::optional<SubgraphResult> CheckStructure() {
+    const auto& ops = subgraph_.ops;
+    const int num_ops = static_cast<int>(problem_.ops.size());
+    const Elements n = problem_.native;
+    const Granularity g = subgraph_.granularity;
+
+    // V1 (local part): non-empty, ids in range, no op twice.
+    if (ops.empty()) return Fail(Verdict::kInvalid, "V1", "the subgraph has no ops");
+    shape_.in_subgraph.assign(num_ops, 0);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i] < 0 || ops[i] >= num_ops) {
+        return Fail(Verdict::kInvalid, "V1",
+                    "op id " + Str(ops[i]) + " at position " + Str(i) + " is out of range (" +
+                        Str(num_ops) + " ops)");
+      }
+      if (shape_.in_subgraph[ops[i]]) {
+        return Fail(Verdict::kInvalid, "V1", "op " + Str(ops[i]) + " is listed twice");
+      }
+      shape_.in_subgraph[ops[i]] = 1;
+    }
+
+    // V2: 1 <= w, h, k <= native.
+    if (g.w < 1 || g.w > n || g.h < 1 || g.h > n || g.k < 1 || g.k > n) {
+      return Fail(Verdict::kInvalid, "V2",
+                  "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) +
+                      "] is outside [1, " + Str(n) + "] in some axis");
+    }
+
+    // V6: declared order is topological with respect to internal edges.
+    std::vector<int> position(num_ops, -1);
+    for (size_t i = 0; i < ops.size(); ++i) position[ops[i]] = static_cast<int>(i);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      for (TensorId in : problem_.ops[ops[i]].inputs) {
+        const OpId p = problem_.producer[in];
+        if (p != kNoOp && shape_.in_subgraph[p] && position[p] > static_cast<int>(i)) {
+          return Fail(Verdict::kInvalid, "V6",
+                      "op " + Str(ops[i]) + " runs before op " + Str(p) +
+                          ", which produces its input tensor " + Str(in));
+        }
+      }
+    }
+
+    // V5: weakly connected through internal producer->consumer edges.
+    std::vector<int> component(num_ops);
+    std::iota(component.begin(), component.end(), 0);
+    auto find = [&](int x) {
+      while (component[x] != x) x = component[x] = component[component[x]];
+      return x;
+    };
+    for (OpId op : ops) {
+      for (TensorId in : problem_.ops[op].inputs) {
+        const OpId p = problem_.producer[in];
+        if (p != kNoOp && shape_.in_subgraph[p]) component[find(op)] = find(p);
+      }
+    }
+    for (OpId op : ops) {
+      if (find(op) != find(ops[0])) {
+        return Fail(Verdict::kInvalid, "V5",
+                    "op " + Str(op) + " is not connected to op " + Str(ops[0]) +
+                        " through tensors produced and consumed inside the subgraph");
+      }
+    }
+
+    // V8: only tensors produced here may be retained, each once.
+    for (size_t i = 0; i < subgraph_.retain.size(); ++i) {
+      const TensorId t = subgraph_.retain[i];
+      if (t < 0 || t >= static_cast<TensorId>(problem_.tensors.size())) {
+        return Fail(Verdict::kInvalid, "V8",
+                    "tensors_to_retain[" + Str(i) + "] = " + Str(t) + " is not a tensor id");
+      }
+      if (!Produced(t)) {
+        return Fail(Verdict::kInvalid, "V8",
+                    "tensor " + Str(t) + " is retained but not produced by this subgraph");
+      }
+      if (std::find(subgraph_.retain.begin(), subgraph_.retain.begin() + i, t) !=
+          subgraph_.retain.begin() + i) {
+        return Fail(Verdict::kInvalid, "V8", "tensor " + Str(t) + " is retained twice");
+      }
+    }
+
+    // Sinks and V12: every sink output has the shape of the first one.
+    for (OpId op : ops) {
+      if (!ConsumedInside(problem_.ops[op].output)) shape_.sinks.push_back(op);
+    }
+    const Tensor& z = problem_.tensors[problem_.ops[shape_.sinks[0]].output];
+    for (OpId s : shape_.sinks) {
+      const Tensor& t = problem_.tensors[problem_.ops[s].output];
+      if (t.width != z.width || t.height != z.height) {
+        return Fail(Verdict::kInvalid, "V12",
+                    "sinks op " + Str(shape_.sinks[0]) + " and op " + Str(s) +
+                        " have output shapes of different size");
+      }
+    }
+
+    // G3: F = MatMuls reached from the sinks through Pointwise ops only.
+    std::vector<char> seen(num_ops, 0);
+    std::vector<OpId> stack(shape_.sinks.begin(), shape_.sinks.end());
+    for (OpId s : shape_.sinks) seen[s] = 1;
+    while (!stack.empty()) {
+      const OpId op = stack.back();
+      stack.pop_back();
+      if (problem_.ops[op].kind == OpKind::MatMul) {
+        shape_.k_loop_matmuls.push_back(op);
+        continue;
+      }
+      shape_.epilogue_ops.push_back(op);
+      for (TensorId in : problem_.ops[op].inputs) {
+        const OpId p = problem_.producer[in];
+        if (p != kNoOp && shape_.in_subgraph[p] && !seen[p]) {
+          seen[p] = 1;
+          stack.push_back(p);
+        }
+      }
+    }
+    std::sort(shape_.k_loop_matmuls.begin(), shape_.k_loop_matmuls.end());
+    std::sort(shape_.epilogue_ops.begin(), shape_.epilogue_ops.end());
+    for (OpId m : shape_.k_loop_matmuls) {
+      const Elements k_op = problem_.ReductionLength(m);
+      if (shape_.reduction == 0) shape_.reduction = k_op;
+      if (k_op != shape_.reduction) {
+        return Fail(Verdict::kInvalid, "G3",
+                    "k-loop MatMuls op " + Str(shape_.k_loop_matmuls[0]) + " and op " + Str(m) +
+                        " have different reduction lengths " + Str(shape_.reduction) + " and " +
+                        Str(k_op));
+      }
+    }
+
+    // V3: k <= K for every MatMul of the subgraph.
+    for (OpId op : ops) {
+      if (problem_.ops[op].kind == OpKind::MatMul && g.k > problem_.ReductionLength(op)) {
+        return Fail(Verdict::kInvalid, "V3",
+                    "k = " + Str(g.k) + " exceeds the reduction length K = " +
+                        Str(problem_.ReductionLength(op)) + " of MatMul op " + Str(op));
+      }
+    }
+
+    // V11: a Pointwise prologue of a k-split MatMul needs w >= K (LHS side) or h >= K (RHS).
+    if (shape_.reduction > 0 && g.k < shape_.reduction) {
+      for (OpId m : shape_.k_loop_matmuls) {
+        for (int side = 0; side < 2; ++side) {
+          const Elements needed = shape_.reduction;
+          const Elements have = side == 0 ? g.w : g.h;
+          std::vector<OpId> chain;
+          const OpId first = problem_.producer[problem_.ops[m].inputs[side]];
+          if (first != kNoOp && shape_.in_subgraph[first]) chain.push_back(first);
+          while (!chain.empty()) {
+            const OpId op = chain.back();
+            chain.pop_back();
+            if (problem_.ops[op].kind != OpKind::Pointwise) continue;
+            if (have < needed) {
+              return Fail(Verdict::kInvalid, "V11",
+                          "Pointwise op " + Str(op) + " feeds the " +
+                              (side == 0 ? std::string("LHS") : std::string("RHS")) +
+                              " of k-split MatMul op " + Str(m) + ", which needs " +
+                              (side == 0 ? "w" : "h") + " >= K = " + Str(needed) + " (have " +
+                              Str(have) + ")");
+            }
+            for (TensorId in : problem_.ops[op].inputs) {
+              const OpId p = problem_.producer[in];
+              if (p != kNoOp && shape_.in_subgraph[p]) chain.push_back(p);
+            }
+          }
+        }
+      }
+    }
+
+    // Grid (G2) and V10.
+    rows_ = CeilDiv(z.height, g.h);
+    cols_ = CeilDiv(z.width, g.w);
+    const int64_t tiles = rows_ * cols_;
+    if (subgraph_.traversal) {
+      const auto& order = *subgraph_.traversal;
+      if (static_cast<int64_t>(order.size()) != tiles) {
+        return Fail(Verdict::kInvalid, "V10",
+                    "traversal order has " + Str(order.size()) + " entries for " + Str(tiles) +
+                        " tiles");
+      }
+      std::vector<char> used(tiles, 0);
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (order[i] < 0 || order[i] >= tiles || used[order[i]]) {
+          return Fail(Verdict::kInvalid, "V10",
+                      "traversal entry " + Str(i) + " = " + Str(order[i]) +
+                          " is out of range or repeated (" + Str(tiles) + " tiles)");
+        }
+        used[order[i]] = 1;
+      }
+    }
+    return std::nullopt;
+  }
+
+  void Charge(OpId op, Region region, double amount) { charges_.push_back({op, region, amount}); }
+
+  // Walks upstream from a demanded output region (spec D3, D4, C3).
+  void Feed(TensorId t, Region region, Demand demand, Elements k_len) {
+    const Tensor& tensor = problem_.tensors[t];
+    region.r1 = std::min(region.r1, tensor.height);
+    region.c1 = std::min(region.c1, tensor.width);
+    if (!Produced(t)) {
+      requests_.push_back({t, region});
+      return;
+    }
+    if (demand == Demand::kEpilogue) return;  // produced by an epilogue op or a k-loop MatMul
+    const OpId p = problem_.producer[t];
+    const Op& op = problem_.ops[p];
+    const Elements n = problem_.native;
+    const Elements reduction = shape_.reduction;
+    switch (demand) {
+      case Demand::kStripLhs:
+        Charge(p, region,
+               op.base_cost * static_cast<double>(CeilDiv(region.rows(), n) * CeilDiv(reduction, n)) *
+                   static_cast<double>(k_len) / static_cast<double>(reduction));
+        break;
+      case Demand::kStripRhs:
+        Charge(p, region,
+               op.base_cost * static_cast<double>(CeilDiv(reduction, n) * CeilDiv(region.cols(), n)) *
+                   static_cast<double>(k_len) / static_cast<double>(reduction));
+        break;
+      default:
+        Charge(p, region,
+               op.base_cost * static_cast<double>(CeilDiv(region.rows(), n) * CeilDiv(region.cols(), n)));
+        break;
+    }
+    if (op.kind == OpKind::Pointwise) {
+      for (TensorId in : op.inputs) Feed(in, region, demand, k_len);
+    } else {
+      const Elements k_op = problem_.ReductionLength(p);
+      Feed(op.inputs[0], {region.r0, region.r1, 0, k_op}, Demand::kFull, k_len);
+      Feed(op.inputs[1], {0, k_op, region.c0, region.c1}, Demand::kFull, k_len);
+    }
+  }
+
+  SubgraphResult Simulate() {
+    const Granularity g = subgraph_.granularity;
+    const Elements reduction = shape_.reduction;
+    const Elements k = reduction > 0 ? g.k : 1;
+    const int64_t k_steps = reduction > 0 ? CeilDiv(reduction, k) : 1;
+    const int64_t tiles = rows_ * cols_;
+    const Tensor& z = problem_.tensors[problem_.ops[shape_.sinks[0]].output];
+    const double bandwidth = problem_.slow_memory_bandwidth;
+
+    // Working-set terms that do not depend on the step (R5): retained tensors at full size,
+    // each counted once.
+    Elements resident = 0;
+    for (TensorId t : retained_in_) resident += problem_.tensors[t].size();
+    for (TensorId t : subgraph_.retain) {
+      if (!RetainedIn(t)) resident += problem_.tensors[t].size();
+    }
+    int written_sinks = 0;
+    for (OpId s : shape_.sinks) written_sinks += RetainedOut(problem_.ops[s].output) ? 0 : 1;
+    int accumulators = 0;  // W4: k-loop MatMuls whose output stays inside, when n_k > 1
+    if (k_steps > 1) {
+      for (OpId m : shape_.k_loop_matmuls) {
+        accumulators += ConsumedInside(problem_.ops[m].output) ? 1 : 0;
+      }
+    }
+
+    SubgraphResult result;
+    SubgraphReport& report = result.report;
+    report.tiles = tiles;
+    report.k_steps = k_steps;
+    std::vector<SliceRequest> previous;
+    int64_t step = 0;
+    for (int64_t position = 0; position < tiles; ++position) {
+      const int64_t tile = subgraph_.traversal ? (*subgraph_.traversal)[position] : position;
+      const Region out{(tile / cols_) * g.h, std::min((tile / cols_ + 1) * g.h, z.height),
+                       (tile % cols_) * g.w, std::min((tile % cols_ + 1) * g.w, z.width)};
+      for (int64_t j = 0; j < k_steps; ++j, ++step) {
+        const bool last = j == k_steps - 1;
+        const Elements k0 = j * k;
+        const Elements k1 = std::min(k0 + k, reduction);
+        requests_.clear();
+        charges_.clear();
+
+        // D2, C2: the k-loop MatMuls stream an LHS and an RHS slice every step.
+        for (OpId m : shape_.k_loop_matmuls) {
+          const Op& op = problem_.ops[m];
+          Charge(m, out,
+                 op.base_cost * static_cast<double>(k1 - k0) / static_cast<double>(reduction));
+          Feed(op.inputs[0], {out.r0, out.r1, k0, k1}, Demand::kStripLhs, k1 - k0);
+          Feed(op.inputs[1], {k0, k1, out.c0, out.c1}, Demand::kStripRhs, k1 - k0);
+        }
+        // D1, C1, C4: epilogue ops fire once per tile, at its last k-step.
+        if (last) {
+          for (OpId e : shape_.epilogue_ops) {
+            const Op& op = problem_.ops[e];
+            Charge(e, out, op.base_cost);
+            for (TensorId in : op.inputs) Feed(in, out, Demand::kEpilogue, 0);
+          }
+        }
+
+        // C5: a region computed twice in one step is charged once.
+        std::sort(charges_.begin(), charges_.end(), [](const auto& a, const auto& b) {
+          return std::tie(a.op, a.region, a.amount) < std::tie(b.op, b.region, b.amount);
+        });
+        double compute = 0;
+        for (size_t i = 0; i < charges_.size(); ++i) {
+          const bool last_of_key = i + 1 == charges_.size() || charges_[i + 1].op != charges_[i].op ||
+                                   charges_[i + 1].region != charges_[i].region;
+          if (last_of_key) compute += charges_[i].amount;  // the largest charge of that key
+        }
+
+        // D5: identical requests count once; a whole-tensor request covers partial ones.
+        std::sort(requests_.begin(), requests_.end());
+        requests_.erase(std::unique(requests_.begin(), requests_.end()), requests_.end());
+        auto whole = [&](TensorId t) {
+          const Tensor& tensor = problem_.tensors[t];
+          return SliceRequest{t, {0, tensor.height, 0, tensor.width}};
+        };
+        std::vector<TensorId> wholly_requested;
+        for (const SliceRequest& q : requests_) {
+          if (q == whole(q.tensor)) wholly_requested.push_back(q.tensor);
+        }
+        std::erase_if(requests_, [&](const SliceRequest& q) {
+          return q != whole(q.tensor) &&
+                 std::find(wholly_requested.begin(), wholly_requested.end(), q.tensor) !=
+                     wholly_requested.end();
+        });
+
+        // M1: loads, skipping retained tensors and slices held over from the previous step.
+        Elements loaded = 0;
+        Elements slices = 0;
+        for (const SliceRequest& q : requests_) {
+          if (RetainedIn(q.tensor)) continue;
+          slices += q.region.size();
+          const bool reused = std::binary_search(previous.begin(), previous.end(), q) ||
+                              std::binary_search(previous.begin(), previous.end(), whole(q.tensor));
+          if (!reused) loaded += q.region.size();
+        }
+        // M2: every sink that is not retained writes its tile at the tile's last k-step.
+        const Elements sink_tiles = written_sinks * out.size();
+        const Elements written = last ? sink_tiles : 0;
+
+        // Rule W.
+        const Elements working_set = slices + resident + sink_tiles + accumulators * out.size();
+        report.peak_working_set = std::max(report.peak_working_set, working_set);
+        if (working_set > problem_.fast_memory_capacity) {
+          return Fail(Verdict::kOutOfMemory, "W",
+                      "step " + Str(step) + " (tile " + Str(tile) + ", k-step " + Str(j) +
+                          ") needs a working set of " + Str(working_set) + " > capacity " +
+                          Str(problem_.fast_memory_capacity));
+        }
+
+        const double memory = static_cast<double>(loaded + written) / bandwidth;
+        report.compute_time += compute;
+        report.memory_time += memory;
+        report.latency += std::max(compute, memory);  // L1
+        previous.swap(requests_);
+      }
+    }
+    return result;
+  }
+
+  const Problem& problem_;
+  const Subgraph& subgraph_;
+  const std::vector<TensorId>& retained_in_;
+  SubgraphShape shape_;
+  int64_t rows_ = 0, cols_ = 0;
+  std::vector<SliceRequest> requests_;
+  std::vector<ComputeCharge> charges_;
+};
+
+}  // namespace
+
+SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& subgraph,
+                                      const std::vector<TensorId>& retained_in) {
+  return SubgraphOracle(problem, subgraph, retained_in).Run();
+}
+
+Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule) {
+  Evaluation evaluation;
+  const int num_tensors = static_cast<int>(problem.tensors.size());
+  const int num_ops = static_cast<int>(problem.ops.size());
+  std::vector<char> in_slow_memory(num_tensors, 0);
+  for (TensorId t = 0; t < num_tensors; ++t) in_slow_memory[t] = problem.producer[t] == kNoOp;
+  std::vector<char> covered(num_ops, 0);
+  std::vector<TensorId> retained_in;
+  auto fail = [&](Verdict verdict, Violation violation) {
+    evaluation.verdict = verdict;
+    evaluation.violation = std::move(violation);
+    evaluation.subgraphs.clear();
+    evaluation.total = 0;
+    return evaluation;
+  };
+
+  for (int i = 0; i < static_cast<int>(schedule.subgraphs.size()); ++i) {
+    const Subgraph& subgraph = schedule.subgraphs[i];
+    SubgraphResult result = EvaluateSubgraphOracle(problem, subgraph, retained_in);
+    if (!result.ok()) {
+      result.violation.subgraph = i;
+      return fail(result.verdict, result.violation);
+    }
+    // V7: every boundary input is in slow memory or retained by the previous subgraph.
+    std::vector<char> in_subgraph(num_ops, 0);
+    for (OpId op : subgraph.ops) in_subgraph[op] = 1;
+    for (OpId op : subgraph.ops) {
+      for (TensorId in : problem.ops[op].inputs) {
+        const OpId p = problem.producer[in];
+        if (p != kNoOp && in_subgraph[p]) continue;
+        const bool retained =
+            std::find(retained_in.begin(), retained_in.end(), in) != retained_in.end();
+        if (!in_slow_memory[in] && !retained) {
+          return fail(Verdict::kInvalid,
+                      {"V7", i,
+                       "input tensor " + std::to_string(in) + " of op " + std::to_string(op) +
+                           " is neither in slow memory nor retained by the previous subgraph"});
+        }
+      }
+    }
+    // Sinks not retained are written back (spec A.4, R3).
+    for (OpId op : subgraph.ops) {
+      covered[op] = 1;
+      const TensorId out = problem.ops[op].output;
+      bool consumed_inside = false;
+      for (OpId c : problem.consumers[out]) consumed_inside = consumed_inside || in_subgraph[c];
+      const bool retained =
+          std::find(subgraph.retain.begin(), subgraph.retain.end(), out) != subgraph.retain.end();
+      if (!consumed_inside && !retained) in_slow_memory[out] = 1;
+    }
+    retained_in = subgraph.retain;
+    evaluation.total += result.report.latency;
+    evaluation.subgraphs.push_back(result.report);
+  }
+
+  for (OpId op = 0; op < num_ops; ++op) {
+    if (!covered[op]) {
+      return fail(Verdict::kInvalid,
+                  {"V1", -1, "op " + std::to_string(op) + " appears in no subgraph"});
+    }
+  }
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    if (problem.IsGraphOutput(t) && !in_slow_memory[t]) {
+      return fail(Verdict::kInvalid,
+                  {"V9", -1,
+                   "graph output tensor " + std::to_string(t) +
+                       " is never written to slow memory"});
+    }
+  }
+
+  // V13: reported latencies that differ from ours are a warning, not an error.
+  if (schedule.reported_latencies) {
+    const auto& reported = *schedule.reported_latencies;
+    for (size_t i = 0; i < reported.size() && i < evaluation.subgraphs.size(); ++i) {
+      const double computed = evaluation.subgraphs[i].latency;
+      if (std::abs(reported[i] - computed) > 1e-6 * std::max(1.0, computed)) {
+        evaluation.warnings.push_back("V13: reported latency of subgraph " + std::to_string(i) +
+                                      " differs from the computed one (reported " +
+                                      ShortestNumber(reported[i]) + ", computed " +
+                                      ShortestNumber(computed) + ")");
+      }
+    }
+  }
+  return evaluation;
+}
+
+}  // namespace annealer

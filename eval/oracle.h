@@ -1,0 +1,64 @@
+// The oracle: a plain, step-by-step simulation of ../shared/spec/cost-model.md (section A.11).
+// It is the ground truth every fast path is tested against, so it favours being obviously
+// right over being fast: every execution step is derived, deduplicated and priced on its own.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "eval/problem.h"
+#include "eval/schedule.h"
+
+namespace annealer {
+
+enum class Verdict {
+  kValid,
+  kOutOfMemory,  // rule W / V4: a step's working set exceeds fast_memory_capacity
+  kInvalid,      // any other rule of spec A.3
+};
+
+// The first rule a schedule breaks. `rule` is the spec's id ("V1".."V13", "W", "G3", ...).
+struct Violation {
+  std::string rule;
+  int subgraph = -1;    // index in the schedule, -1 when the rule is about the whole schedule
+  std::string detail;   // names the step, tensor or op where it fails
+  std::string Message() const;  // one line: "V7 in subgraph 3: tensor 12 ..."
+};
+
+struct SubgraphReport {
+  Latency latency = 0;
+  Latency compute_time = 0;  // sum over steps of the compute term
+  Latency memory_time = 0;   // sum over steps of the memory term
+  Elements peak_working_set = 0;
+  int64_t tiles = 0;
+  int64_t k_steps = 0;  // per tile
+  bool operator==(const SubgraphReport&) const = default;
+};
+
+struct SubgraphResult {
+  Verdict verdict = Verdict::kValid;
+  Violation violation;  // meaningful when verdict != kValid (subgraph index left at -1)
+  SubgraphReport report;
+  bool ok() const { return verdict == Verdict::kValid; }
+};
+
+struct Evaluation {
+  Verdict verdict = Verdict::kValid;
+  Violation violation;
+  std::vector<SubgraphReport> subgraphs;
+  Latency total = 0;
+  std::vector<std::string> warnings;  // spec V13: reported latencies that differ from ours
+  bool ok() const { return verdict == Verdict::kValid; }
+};
+
+// Prices one subgraph in its context: `retained_in` is tensors_to_retain of the previous
+// subgraph (empty for the first). Checks every rule that depends on the subgraph alone and its
+// retained-in set: V1 (local part), V2, V3, V5, V6, V8, V10, V11, V12, G3, W.
+SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& subgraph,
+                                      const std::vector<TensorId>& retained_in);
+
+// Evaluates a whole schedule: every subgraph via EvaluateSubgraphOracle, plus the rules about
+// the sequence (V1 coverage, V7 availability, V9 end state) and the V13 warnings.
+Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule);
+
+}  // namespace annealer

@@ -1,0 +1,62 @@
+#include "eval/problem.h"
+
+#include <functional>
+#include <queue>
+
+namespace annealer {
+
+namespace {
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+std::string Problem::Finalize() {
+  const int num_tensors = static_cast<int>(tensors.size());
+  const int num_ops = static_cast<int>(ops.size());
+  producer.assign(num_tensors, kNoOp);
+  consumers.assign(num_tensors, {});
+  for (OpId op = 0; op < num_ops; ++op) {
+    const TensorId out = ops[op].output;
+    if (producer[out] != kNoOp) {
+      return "tensor " + std::to_string(out) + " is produced by both op " +
+             std::to_string(producer[out]) + " and op " + std::to_string(op);
+    }
+    producer[out] = op;
+    for (TensorId in : ops[op].inputs) consumers[in].push_back(op);
+  }
+  // Ops were visited in ascending order, so every consumer list is already sorted.
+
+  std::vector<int> missing_inputs(num_ops, 0);
+  for (OpId op = 0; op < num_ops; ++op) {
+    for (TensorId in : ops[op].inputs) {
+      if (producer[in] != kNoOp) ++missing_inputs[op];
+    }
+  }
+  std::priority_queue<OpId, std::vector<OpId>, std::greater<>> ready;
+  for (OpId op = 0; op < num_ops; ++op) {
+    if (missing_inputs[op] == 0) ready.push(op);
+  }
+  topological_order.clear();
+  while (!ready.empty()) {
+    const OpId op = ready.top();
+    ready.pop();
+    topological_order.push_back(op);
+    for (OpId next : consumers[ops[op].output]) {
+      if (--missing_inputs[next] == 0) ready.push(next);
+    }
+  }
+  if (static_cast<int>(topological_order.size()) != num_ops) {
+    for (OpId op = 0; op < num_ops; ++op) {
+      if (missing_inputs[op] > 0) {
+        return "the graph has a cycle through op " + std::to_string(op);
+      }
+    }
+  }
+  return {};
+}
+
+int64_t Problem::NativeTiles(OpId op) const {
+  const Tensor& out = tensors[ops[op].output];
+  return CeilDiv(out.height, native) * CeilDiv(out.width, native);
+}
+
+}  // namespace annealer

@@ -1,0 +1,61 @@
+// The scheduling problem: tensors, ops and the hardware, plus the DAG facts derived from them.
+// Plain data, immutable after Finalize(); shared read-only by every thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace annealer {
+
+using TensorId = int32_t;
+using OpId = int32_t;
+using Elements = int64_t;  // tensor and slice sizes; the cost model has no bytes
+using Latency = double;    // time units of the cost model
+
+inline constexpr OpId kNoOp = -1;
+
+enum class OpKind { MatMul, Pointwise };
+
+struct Tensor {
+  Elements width = 0;   // columns
+  Elements height = 0;  // rows
+  Elements size() const { return width * height; }
+  bool operator==(const Tensor&) const = default;
+};
+
+struct Op {
+  OpKind kind = OpKind::Pointwise;
+  std::vector<TensorId> inputs;  // MatMul: {LHS, RHS}
+  TensorId output = 0;
+  double base_cost = 0;
+  bool operator==(const Op&) const = default;
+};
+
+struct Problem {
+  std::vector<Tensor> tensors;
+  std::vector<Op> ops;
+  Elements fast_memory_capacity = 0;
+  double slow_memory_bandwidth = 0;  // elements per time unit
+  Elements native = 128;             // native w, h and k (spec A.1.4)
+
+  // Derived by Finalize(): who produces and who consumes each tensor, and a topological order.
+  std::vector<OpId> producer;                  // per tensor; kNoOp for graph inputs
+  std::vector<std::vector<OpId>> consumers;    // per tensor, ascending op ids
+  std::vector<OpId> topological_order;         // Kahn's order, smallest ready id first
+
+  bool operator==(const Problem&) const = default;
+
+  // Fills the derived fields. Returns an empty string on success, otherwise a one-line reason
+  // (a tensor produced twice, a cycle). Shape rules are the reader's job (src/problem_reader).
+  std::string Finalize();
+
+  bool IsGraphInput(TensorId t) const { return producer[t] == kNoOp && !consumers[t].empty(); }
+  bool IsGraphOutput(TensorId t) const { return producer[t] != kNoOp && consumers[t].empty(); }
+  // Reduction length of a MatMul: K = width of LHS = height of RHS.
+  Elements ReductionLength(OpId op) const { return tensors[ops[op].inputs[0]].width; }
+  // Number of native tiles (ceil(H/n) * ceil(W/n)) of an op's output.
+  int64_t NativeTiles(OpId op) const;
+};
+
+}  // namespace annealer
