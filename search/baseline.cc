@@ -39,7 +39,11 @@ Schedule BuildBaseline(const Problem& problem) {
     double best_latency = -1;
     for (Elements h : Sides(n, n)) {
       for (Elements w : Sides(n, n)) {
+        // With the tile fixed, a smaller k splits the same loads and compute into more steps
+        // and hides less of the first load and the last write, so the largest k that fits wins.
+        bool fitted = false;
         for (Elements k : ks) {
+          if (fitted) break;
           // Every tile charges at least base_cost (spec C1, C2): prune what cannot win.
           const int64_t tiles = CeilDiv(out.height, h) * CeilDiv(out.width, w);
           if (best_latency >= 0 && static_cast<double>(tiles) * spec.base_cost >= best_latency) {
@@ -52,6 +56,7 @@ Schedule BuildBaseline(const Problem& problem) {
             candidate.traversal =
                 MakeTraversal(pattern, CeilDiv(out.height, h), CeilDiv(out.width, w));
             const SubgraphResult result = EvaluateSubgraphOracle(problem, candidate, {});
+            fitted = fitted || result.ok();
             if (result.ok() && (best_latency < 0 || result.report.latency < best_latency)) {
               best_latency = result.report.latency;
               best = std::move(candidate);
