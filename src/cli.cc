@@ -1,0 +1,372 @@
+#include "src/cli.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <optional>
+#include <stdexcept>
+
+#include "eval/bounds.h"
+#include "eval/oracle.h"
+#include "search/baseline.h"
+#include "src/json_fields.h"
+#include "src/problem_reader.h"
+#include "src/schedule_io.h"
+#include "src/search_command.h"
+
+namespace annealer {
+
+namespace {
+
+constexpr const char* kVersion = "0.1.0";
+
+// A usage error: printed with a hint to --help, exit code 2.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+void PrintError(const std::string& message) {
+  std::fprintf(stderr, "annealer: %s\n", message.c_str());
+}
+
+// Everything goes out in one piece at the end, so a failure never leaves half an output; a
+// failed write (closed pipe, full disk) is an error, not a silent success.
+int FinishStdout(const std::string& text, int exit_code) {
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    PrintError("cannot write to standard output");
+    return 1;
+  }
+  return exit_code;
+}
+
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buffer[8];
+          std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
+          out += buffer;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string JoinIds(const std::vector<OpId>& ids, const char* separator) {
+  std::string out;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) out += separator;
+    out += std::to_string(ids[i]);
+  }
+  return out;
+}
+
+std::string GranularityText(const Granularity& g) {
+  return std::to_string(g.w) + "x" + std::to_string(g.h) + "x" + std::to_string(g.k);
+}
+
+// total / bound - 1 in percent; nullopt when the bound is zero (nothing to compare with).
+std::optional<double> GapPercent(Latency total, Latency bound) {
+  if (!(bound > 0)) return std::nullopt;
+  return (total / bound - 1.0) * 100.0;
+}
+
+// For the human table only: three decimals at most, trailing zeros dropped, so that
+// accumulated rounding noise (117964.79999999994) reads as 117964.8. --json stays exact.
+std::string Readable(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.3f", value);
+  std::string text = buffer;
+  if (text.find('.') != std::string::npos) {
+    while (text.back() == '0') text.pop_back();
+    if (text.back() == '.') text.pop_back();
+  }
+  return text == "-0" ? "0" : text;
+}
+
+std::string Percent(double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.2f %%", value);
+  return buffer;
+}
+
+// Right-aligns every column but the last, which is left-aligned free text.
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c > 0) out += "  ";
+      if (c + 1 < row.size()) {
+        out += std::string(widths[c] - row[c].size(), ' ') + row[c];
+      } else {
+        out += row[c];
+      }
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kValid: return "VALID";
+    case Verdict::kOutOfMemory: return "OOM";
+    case Verdict::kInvalid: return "INVALID";
+  }
+  return "INVALID";
+}
+
+struct ParsedArgs {
+  std::vector<std::string> positional;
+  bool json = false;
+  bool help = false;
+  std::optional<std::string> output;
+};
+
+// Options may appear anywhere; "--" ends them.
+ParsedArgs ParseArgs(const std::vector<std::string>& args, bool accepts_json, bool accepts_output) {
+  ParsedArgs parsed;
+  bool options_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (options_done || arg.empty() || arg[0] != '-' || arg == "-") {
+      parsed.positional.push_back(arg);
+    } else if (arg == "--") {
+      options_done = true;
+    } else if (arg == "-h" || arg == "--help") {
+      parsed.help = true;
+    } else if (accepts_json && arg == "--json") {
+      parsed.json = true;
+    } else if (accepts_output && (arg == "-o" || arg == "--output")) {
+      if (i + 1 >= args.size()) throw UsageError(arg + " needs a file name");
+      parsed.output = args[++i];
+    } else if (accepts_output && arg.rfind("--output=", 0) == 0) {
+      parsed.output = arg.substr(std::strlen("--output="));
+    } else {
+      throw UsageError("unknown option " + arg);
+    }
+  }
+  if (parsed.output && parsed.output->empty()) throw UsageError("the output file name is empty");
+  return parsed;
+}
+
+std::string EvaluationJson(const Schedule& schedule, const Evaluation& evaluation,
+                           const LowerBound& bound) {
+  if (!evaluation.ok()) {
+    const Violation& v = evaluation.violation;
+    return "{\"valid\": false, \"verdict\": " + JsonString(VerdictName(evaluation.verdict)) +
+           ", \"rule\": " + JsonString(v.rule) +
+           ", \"subgraph\": " + (v.subgraph >= 0 ? std::to_string(v.subgraph) : "null") +
+           ", \"message\": " + JsonString(v.Message()) + "}\n";
+  }
+  std::string out = "{\n  \"valid\": true,\n  \"subgraphs\": [";
+  for (size_t i = 0; i < evaluation.subgraphs.size(); ++i) {
+    const SubgraphReport& r = evaluation.subgraphs[i];
+    const Subgraph& s = schedule.subgraphs[i];
+    out += i > 0 ? ",\n    " : "\n    ";
+    out += "{\"ops\": [" + JoinIds(s.ops, ", ") + "], \"granularity\": [" +
+           std::to_string(s.granularity.w) + ", " + std::to_string(s.granularity.h) + ", " +
+           std::to_string(s.granularity.k) + "], \"tiles\": " + std::to_string(r.tiles) +
+           ", \"k_steps\": " + std::to_string(r.k_steps) +
+           ", \"latency\": " + FormatNumber(r.latency) +
+           ", \"compute_time\": " + FormatNumber(r.compute_time) +
+           ", \"memory_time\": " + FormatNumber(r.memory_time) +
+           ", \"peak_working_set\": " + std::to_string(r.peak_working_set) + "}";
+  }
+  out += evaluation.subgraphs.empty() ? "],\n" : "\n  ],\n";
+  const std::optional<double> gap = GapPercent(evaluation.total, bound.total());
+  out += "  \"total_latency\": " + FormatNumber(evaluation.total) + ",\n";
+  out += "  \"lower_bound\": " + FormatNumber(bound.total()) + ",\n";
+  out += "  \"lower_bound_compute\": " + FormatNumber(bound.compute) + ",\n";
+  out += "  \"lower_bound_graph_io\": " + FormatNumber(bound.graph_io) + ",\n";
+  out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
+  out += "  \"warnings\": [";
+  for (size_t i = 0; i < evaluation.warnings.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += JsonString(evaluation.warnings[i]);
+  }
+  out += "]\n}\n";
+  return out;
+}
+
+std::string EvaluationText(const std::string& problem_path, const Problem& problem,
+                           const std::string& schedule_path, const Schedule& schedule,
+                           const Evaluation& evaluation, const LowerBound& bound) {
+  std::string out = "problem   " + problem_path + ": " + std::to_string(problem.ops.size()) +
+                    " ops, " + std::to_string(problem.tensors.size()) + " tensors, capacity " +
+                    std::to_string(problem.fast_memory_capacity) + ", bandwidth " +
+                    Readable(problem.slow_memory_bandwidth) + "\n";
+  out += "schedule  " + schedule_path + ": " + std::to_string(schedule.subgraphs.size()) +
+         " subgraphs\n\n";
+  std::vector<std::vector<std::string>> rows = {{"#", "granularity", "tiles x k", "latency",
+                                                 "compute", "memory", "peak WS", "ops"}};
+  for (size_t i = 0; i < evaluation.subgraphs.size(); ++i) {
+    const SubgraphReport& r = evaluation.subgraphs[i];
+    const Subgraph& s = schedule.subgraphs[i];
+    rows.push_back({std::to_string(i), GranularityText(s.granularity),
+                    std::to_string(r.tiles) + " x " + std::to_string(r.k_steps),
+                    Readable(r.latency), Readable(r.compute_time),
+                    Readable(r.memory_time), std::to_string(r.peak_working_set),
+                    JoinIds(s.ops, ",")});
+  }
+  out += FormatTable(rows) + "\n";
+  const std::optional<double> gap = GapPercent(evaluation.total, bound.total());
+  out += "total latency  " + Readable(evaluation.total) + "\n";
+  out += "lower bound    " + Readable(bound.total()) + " (compute " +
+         Readable(bound.compute) + ", graph I/O " + Readable(bound.graph_io) + ")\n";
+  out += "gap            " + (gap ? Percent(*gap) : std::string("n/a (zero lower bound)")) + "\n";
+  return out;
+}
+
+int RunVersion() { return FinishStdout(std::string("annealer ") + kVersion + "\n", 0); }
+
+}  // namespace
+
+void PrintUsage(std::FILE* out) {
+  std::fputs(
+      "annealer: schedules MatMul/Pointwise graphs on an accelerator with a small fast memory\n"
+      "(MLSys 2026 contest problem).\n"
+      "\n"
+      "Usage:\n"
+      "  annealer [--time 60s] PROBLEM.json [OUT.json]\n"
+      "      Search for a low-latency schedule (the main command; see README.md for its\n"
+      "      options and configuration files).\n"
+      "  annealer evaluate PROBLEM.json SCHEDULE.json [--json]\n"
+      "      Check a schedule against every rule and price it per subgraph: granularity,\n"
+      "      tiles x k-steps, latency, compute vs memory time, peak working set; then the\n"
+      "      total, the problem's lower bound and the gap. An invalid schedule prints the\n"
+      "      broken rule on one line and exits 1. Reported latencies that differ from ours\n"
+      "      are warnings (stderr, exit 0).\n"
+      "  annealer baseline PROBLEM.json [-o OUT.json]\n"
+      "      Write the baseline schedule (one op per subgraph) to stdout or, atomically, to\n"
+      "      OUT.json.\n"
+      "  annealer --help | --version\n"
+      "\n"
+      "Exit codes: 0 success, 1 bad input or invalid schedule, 2 usage error.\n",
+      out);
+}
+
+int RunEvaluateCommand(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = ParseArgs(args, /*accepts_json=*/true, /*accepts_output=*/false);
+  if (parsed.help) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  if (parsed.positional.size() != 2) {
+    throw UsageError("evaluate needs PROBLEM.json and SCHEDULE.json (got " +
+                     std::to_string(parsed.positional.size()) + " file names)");
+  }
+  const std::string& problem_path = parsed.positional[0];
+  const std::string& schedule_path = parsed.positional[1];
+  const Problem problem = ReadProblemFile(problem_path);
+  const Schedule schedule = ReadScheduleFile(schedule_path);
+  const Evaluation evaluation = EvaluateOracle(problem, schedule);
+  const LowerBound bound = ComputeLowerBound(problem);
+
+  if (!evaluation.ok()) {
+    const std::string text = parsed.json ? EvaluationJson(schedule, evaluation, bound)
+                                         : evaluation.violation.Message() + "\n";
+    return FinishStdout(text, 1);
+  }
+  for (const std::string& warning : evaluation.warnings) PrintError("warning: " + warning);
+  return FinishStdout(parsed.json ? EvaluationJson(schedule, evaluation, bound)
+                                  : EvaluationText(problem_path, problem, schedule_path, schedule,
+                                                   evaluation, bound),
+                      0);
+}
+
+int RunBaselineCommand(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = ParseArgs(args, /*accepts_json=*/false, /*accepts_output=*/true);
+  if (parsed.help) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  if (parsed.positional.size() != 1) {
+    throw UsageError("baseline needs exactly one PROBLEM.json (got " +
+                     std::to_string(parsed.positional.size()) + " file names)");
+  }
+  const std::string& problem_path = parsed.positional[0];
+  const Problem problem = ReadProblemFile(problem_path);
+  Schedule schedule = BuildBaseline(problem);
+  const Evaluation evaluation = EvaluateOracle(problem, schedule);
+  if (!evaluation.ok()) {
+    // Never write an invalid schedule: this is a bug of ours, not of the input.
+    PrintError("internal error: the baseline schedule is invalid: " +
+               evaluation.violation.Message());
+    return 1;
+  }
+  std::vector<Latency> latencies;
+  for (const SubgraphReport& report : evaluation.subgraphs) latencies.push_back(report.latency);
+  schedule.reported_latencies = latencies;
+  const std::string json = ScheduleToJson(schedule, latencies);
+
+  const LowerBound bound = ComputeLowerBound(problem);
+  const std::optional<double> gap = GapPercent(evaluation.total, bound.total());
+  const std::string summary = "baseline: " + std::to_string(schedule.subgraphs.size()) +
+                              " subgraphs, total latency " + FormatNumber(evaluation.total) +
+                              ", lower bound " + FormatNumber(bound.total()) +
+                              (gap ? ", gap " + Percent(*gap) : std::string());
+  if (!parsed.output) {
+    const int code = FinishStdout(json, 0);
+    if (code == 0) std::fprintf(stderr, "%s\n", summary.c_str());
+    return code;
+  }
+  WriteFileAtomic(*parsed.output, json);
+  std::fprintf(stderr, "%s; written to %s\n", summary.c_str(), parsed.output->c_str());
+  return 0;
+}
+
+int RunMain(int argc, char** argv) {
+  try {
+    const std::string command = argc > 1 ? argv[1] : "";
+    const std::vector<std::string> rest(argv + std::min(argc, 2), argv + argc);
+    try {
+      if (argc < 2) {
+        PrintUsage(stderr);
+        return 2;
+      }
+      if (command == "--help" || command == "-h" || command == "help") {
+        PrintUsage(stdout);
+        return 0;
+      }
+      if (command == "--version") return RunVersion();
+      if (command == "evaluate") return RunEvaluateCommand(rest);
+      if (command == "baseline") return RunBaselineCommand(rest);
+    } catch (const UsageError& error) {
+      PrintError(error.what());
+      std::fputs("Run 'annealer --help' for usage.\n", stderr);
+      return 2;
+    }
+    return RunSearchCommand(argc, argv);
+  } catch (const InputError& error) {
+    PrintError(error.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    PrintError("out of memory");
+    return 1;
+  } catch (const std::exception& error) {
+    PrintError(error.what());
+    return 1;
+  } catch (...) {
+    PrintError("unknown internal error");
+    return 1;
+  }
+}
+
+}  // namespace annealer

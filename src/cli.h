@@ -1,0 +1,26 @@
+// The command line: `evaluate` and `baseline`, help and version, and the dispatcher that hands
+// every other invocation to the search command (src/search_command.h).
+// Exit codes: 0 success, 1 bad input or an invalid schedule, 2 usage error.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace annealer {
+
+// main(): dispatches on argv[1]; never lets an exception escape.
+int RunMain(int argc, char** argv);
+
+// `annealer evaluate PROBLEM.json SCHEDULE.json [--json]`; `args` are the words after
+// "evaluate". Prints the per-subgraph table (or JSON) on stdout; an invalid schedule prints one
+// line (Violation::Message()) and returns 1; V13 warnings go to stderr and keep exit code 0.
+int RunEvaluateCommand(const std::vector<std::string>& args);
+
+// `annealer baseline PROBLEM.json [-o OUT.json]`; `args` are the words after "baseline".
+// The baseline is re-checked by the oracle before anything is written.
+int RunBaselineCommand(const std::vector<std::string>& args);
+
+void PrintUsage(std::FILE* out);
+
+}  // namespace annealer
