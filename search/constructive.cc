@@ -1,0 +1,324 @@
+#include "search/constructive.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "eval/incremental.h"
+#include "search/moves.h"
+
+namespace annealer {
+
+namespace {
+
+const std::vector<TensorId> kNothing;
+
+bool Contains(const std::vector<OpId>& ops, OpId op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// Fits every group as a subgraph with no retention; nullopt-free because each group was fitted
+// before (falls back to the group's own fit).
+Schedule Assemble(const SubgraphPricer& pricer, const std::vector<std::vector<OpId>>& groups,
+                  const std::function<bool()>& stop) {
+  Schedule schedule;
+  for (const auto& ops : groups) {
+    auto fit = FitSubgraph(pricer, ops, kNothing, kNothing, nullptr, false, stop);
+    if (!fit) {
+      // Cannot happen for groups built from fitting pieces; keep the ops so the caller's
+      // evaluator rejects the schedule instead of silently losing ops.
+      Subgraph sg;
+      sg.ops = ops;
+      schedule.subgraphs.push_back(sg);
+      continue;
+    }
+    schedule.subgraphs.push_back(std::move(fit->subgraph));
+  }
+  return schedule;
+}
+
+}  // namespace
+
+std::vector<std::vector<OpId>> DepthFirstOrder(const Problem& problem,
+                                               std::vector<std::vector<OpId>> groups) {
+  const std::vector<int> rank = TopologicalRanks(problem);
+  const int n = static_cast<int>(groups.size());
+  // Which group produces each tensor (first one wins; recomputed copies are not expected here).
+  std::map<TensorId, int> maker;
+  for (int g = 0; g < n; ++g) {
+    for (TensorId t : ProducedTensors(problem, groups[g])) maker.emplace(t, g);
+  }
+  std::vector<std::set<int>> needs(n);
+  for (int g = 0; g < n; ++g) {
+    for (TensorId t : BoundaryInputs(problem, groups[g])) {
+      auto it = maker.find(t);
+      if (it != maker.end() && it->second != g) needs[g].insert(it->second);
+    }
+  }
+  auto min_rank = [&](int g) {
+    int r = std::numeric_limits<int>::max();
+    for (OpId op : groups[g]) r = std::min(r, rank[op]);
+    return r;
+  };
+  std::vector<char> done(n, 0);
+  std::vector<std::vector<OpId>> order;
+  int last = -1;
+  for (int emitted = 0; emitted < n; ++emitted) {
+    int pick = -1;
+    bool pick_follows = false;
+    for (int g = 0; g < n; ++g) {
+      if (done[g]) continue;
+      bool ready = true;
+      for (int d : needs[g]) ready &= done[d] != 0;
+      if (!ready) continue;
+      const bool follows = last >= 0 && needs[g].count(last) > 0;
+      if (pick < 0 || (follows && !pick_follows) ||
+          (follows == pick_follows && min_rank(g) < min_rank(pick))) {
+        pick = g;
+        pick_follows = follows;
+      }
+    }
+    if (pick < 0) break;  // a cycle between groups: leave the rest out, the caller rejects
+    done[pick] = 1;
+    last = pick;
+    order.push_back(groups[pick]);
+  }
+  return order;
+}
+
+Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
+                      const std::function<bool()>& stop) {
+  const std::vector<int> rank = TopologicalRanks(problem);
+  IncrementalEvaluator evaluator(problem, pricer.cache());
+  Candidate current = evaluator.Reset(start);
+  if (!current.valid) return start;
+  std::set<std::pair<uint64_t, uint64_t>> rejected;  // (ops hash of i, of j) known not to help
+  while (!(stop && stop())) {
+    const Schedule& s = evaluator.schedule();
+    const auto& results = evaluator.subgraph_results();
+    struct Option {
+      Latency estimate;
+      int i, j;
+    };
+    std::vector<Option> options;
+    const int n = static_cast<int>(s.subgraphs.size());
+    for (int j = 1; j < n; ++j) {
+      std::set<int> producers;
+      for (TensorId t : BoundaryInputs(problem, s.subgraphs[j].ops)) {
+        const OpId p = problem.producer[t];
+        if (p == kNoOp) continue;
+        for (int i = j - 1; i >= 0; --i) {
+          if (Contains(s.subgraphs[i].ops, p)) {
+            producers.insert(i);
+            break;
+          }
+        }
+      }
+      for (int i : producers) {
+        std::vector<OpId> ops = s.subgraphs[i].ops;
+        ops.insert(ops.end(), s.subgraphs[j].ops.begin(), s.subgraphs[j].ops.end());
+        ops = SortTopologically(rank, ops);
+        const std::vector<TensorId>& retained_in = j > 0 ? s.subgraphs[j - 1].retain : kNothing;
+        auto fit = FitSubgraph(pricer, ops, i == j - 1 && i > 0 ? s.subgraphs[i - 1].retain : retained_in,
+                               kNothing, &s.subgraphs[j], false, stop);
+        if (!fit) continue;
+        const Latency estimate = results[i].report.latency + results[j].report.latency - fit->latency;
+        if (estimate > 0) options.push_back({estimate, i, j});
+      }
+    }
+    std::stable_sort(options.begin(), options.end(),
+                     [](const Option& a, const Option& b) { return a.estimate > b.estimate; });
+    bool merged = false;
+    for (size_t o = 0; o < options.size() && o < 6 && !merged; ++o) {
+      const auto [estimate, i, j] = options[o];
+      std::vector<OpId> ops = s.subgraphs[i].ops;
+      ops.insert(ops.end(), s.subgraphs[j].ops.begin(), s.subgraphs[j].ops.end());
+      ops = SortTopologically(rank, ops);
+      ScheduleEdit edit;
+      edit.begin = i;
+      edit.end = j + 1;
+      for (int m = i + 1; m < j; ++m) edit.replacement.push_back(s.subgraphs[m]);
+      const std::vector<TensorId>& retained_in =
+          edit.replacement.empty() ? (i > 0 ? s.subgraphs[i - 1].retain : kNothing) : edit.replacement.back().retain;
+      auto fit = FitSubgraph(pricer, ops, retained_in, kNothing, &s.subgraphs[j], false, stop);
+      if (!fit) continue;
+      edit.replacement.push_back(fit->subgraph);
+      const Candidate candidate = evaluator.Propose(edit);
+      if (candidate.valid && candidate.total < current.total) {
+        evaluator.Commit();
+        current = candidate;
+        merged = true;
+      } else {
+        evaluator.Revert();
+      }
+    }
+    if (!merged) break;
+  }
+  return evaluator.schedule();
+}
+
+Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
+                         const std::function<bool()>& stop) {
+  const std::vector<int> rank = TopologicalRanks(problem);
+  std::vector<std::vector<OpId>> groups;
+  std::vector<Latency> latency;
+  std::vector<int> group_of(problem.ops.size(), -1);
+  for (OpId op : problem.topological_order) {
+    auto alone = FitSubgraph(pricer, {op}, kNothing, kNothing, nullptr, false, stop);
+    const Latency alone_latency = alone ? alone->latency : std::numeric_limits<Latency>::infinity();
+    // Candidate groups: those producing an input of this op. Joining is allowed only when
+    // every other consumer of the joined tensors is already in the group or is this op, so the
+    // group stays a clean chain / diamond / epilogue and nothing must come back out of it.
+    int best_group = -1;
+    Latency best_gain = 0;
+    std::vector<OpId> best_ops;
+    Latency best_latency = 0;
+    std::set<int> seen;
+    for (TensorId t : problem.ops[op].inputs) {
+      const OpId p = problem.producer[t];
+      if (p == kNoOp) continue;
+      const int g = group_of[p];
+      if (g < 0 || !seen.insert(g).second) continue;
+      std::vector<OpId> ops = groups[g];
+      ops.push_back(op);
+      // Pull in another producer group too when the op joins two branches (diamond).
+      std::vector<int> others;
+      for (TensorId u : problem.ops[op].inputs) {
+        const OpId q = problem.producer[u];
+        if (q != kNoOp && group_of[q] >= 0 && group_of[q] != g) others.push_back(group_of[q]);
+      }
+      ops = SortTopologically(rank, ops);
+      auto fit = FitSubgraph(pricer, ops, kNothing, kNothing, nullptr, false, stop);
+      if (!fit) continue;
+      const Latency gain = latency[g] + alone_latency - fit->latency;
+      if (gain > best_gain) {
+        best_gain = gain;
+        best_group = g;
+        best_ops = fit->subgraph.ops;
+        best_latency = fit->latency;
+      }
+      for (int h : others) {
+        std::vector<OpId> both = ops;
+        both.insert(both.end(), groups[h].begin(), groups[h].end());
+        both = SortTopologically(rank, both);
+        auto fit2 = FitSubgraph(pricer, both, kNothing, kNothing, nullptr, false, stop);
+        if (!fit2) continue;
+        const Latency gain2 = latency[g] + latency[h] + alone_latency - fit2->latency;
+        if (gain2 > best_gain) {
+          best_gain = gain2;
+          best_group = g;
+          best_ops = fit2->subgraph.ops;
+          best_latency = fit2->latency;
+        }
+      }
+    }
+    if (best_group >= 0) {
+      // Absorb every group whose ops were merged in.
+      for (OpId member : best_ops) {
+        const int h = group_of[member];
+        if (h >= 0 && h != best_group) {
+          for (OpId moved : groups[h]) group_of[moved] = best_group;
+          groups[h].clear();
+        }
+      }
+      groups[best_group] = best_ops;
+      latency[best_group] = best_latency;
+      group_of[op] = best_group;
+    } else {
+      group_of[op] = static_cast<int>(groups.size());
+      groups.push_back({op});
+      latency.push_back(alone_latency);
+    }
+  }
+  std::vector<std::vector<OpId>> nonempty;
+  for (auto& g : groups) {
+    if (!g.empty()) nonempty.push_back(g);
+  }
+  return Assemble(pricer, DepthFirstOrder(problem, nonempty), stop);
+}
+
+Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Schedule& schedule,
+                const std::function<bool()>& stop) {
+  Schedule s = schedule;
+  const int n = static_cast<int>(s.subgraphs.size());
+  if (n == 0) return s;
+  // Retention options per boundary i (between subgraph i and i+1).
+  std::vector<std::vector<std::vector<TensorId>>> options(n);
+  for (int i = 0; i < n; ++i) {
+    if (i + 1 == n) {
+      options[i] = {{}};
+      continue;
+    }
+    const std::vector<TensorId> produced = ProducedTensors(problem, s.subgraphs[i].ops);
+    std::vector<TensorId> consumed_inside;
+    for (OpId op : s.subgraphs[i].ops) {
+      for (TensorId t : problem.ops[op].inputs) consumed_inside.push_back(t);
+    }
+    std::vector<TensorId> optional_set, mandatory;
+    for (TensorId t : BoundaryInputs(problem, s.subgraphs[i + 1].ops)) {
+      if (!std::binary_search(produced.begin(), produced.end(), t) || problem.IsGraphOutput(t)) continue;
+      bool needed_later = false;
+      for (int m = i + 2; m < n && !needed_later; ++m) {
+        const auto inputs = BoundaryInputs(problem, s.subgraphs[m].ops);
+        needed_later = std::binary_search(inputs.begin(), inputs.end(), t);
+      }
+      const bool ephemeral = std::find(consumed_inside.begin(), consumed_inside.end(), t) != consumed_inside.end();
+      const bool currently = std::find(s.subgraphs[i].retain.begin(), s.subgraphs[i].retain.end(), t) !=
+                             s.subgraphs[i].retain.end();
+      if (ephemeral && currently) {
+        mandatory.push_back(t);
+      } else if (!needed_later) {
+        optional_set.push_back(t);
+      }
+    }
+    if (optional_set.size() > 3) optional_set.resize(3);
+    const int subsets = 1 << optional_set.size();
+    for (int mask = 0; mask < subsets; ++mask) {
+      std::vector<TensorId> r = mandatory;
+      for (size_t b = 0; b < optional_set.size(); ++b) {
+        if (mask & (1 << b)) r.push_back(optional_set[b]);
+      }
+      std::sort(r.begin(), r.end());
+      options[i].push_back(r);
+    }
+  }
+  // cost[i][a][b]: subgraph i with retained-in option a (of i-1) and retain option b (of i).
+  constexpr Latency kInf = std::numeric_limits<Latency>::infinity();
+  std::vector<std::vector<Latency>> best(n);      // best[i][b]: min cost of 0..i with option b at i
+  std::vector<std::vector<int>> from(n);
+  std::vector<std::vector<std::vector<Subgraph>>> chosen(n);  // chosen[i][a * nb + b]
+  for (int i = 0; i < n; ++i) {
+    const int na = i == 0 ? 1 : static_cast<int>(options[i - 1].size());
+    const int nb = static_cast<int>(options[i].size());
+    best[i].assign(nb, kInf);
+    from[i].assign(nb, -1);
+    chosen[i].assign(1, std::vector<Subgraph>(na * nb));
+    for (int a = 0; a < na; ++a) {
+      const Latency before = i == 0 ? 0 : best[i - 1][a];
+      if (before == kInf) continue;
+      const std::vector<TensorId>& retained_in = i == 0 ? kNothing : options[i - 1][a];
+      for (int b = 0; b < nb; ++b) {
+        if (stop && stop()) return schedule;
+        auto fit = FitSubgraph(pricer, s.subgraphs[i].ops, retained_in, options[i][b], &s.subgraphs[i], true, stop);
+        if (!fit) continue;
+        chosen[i][0][a * nb + b] = fit->subgraph;
+        if (before + fit->latency < best[i][b]) {
+          best[i][b] = before + fit->latency;
+          from[i][b] = a;
+        }
+      }
+    }
+  }
+  int b = 0;
+  if (best[n - 1][b] == kInf) return schedule;
+  for (int i = n - 1; i >= 0; --i) {
+    const int a = i == 0 ? 0 : from[i][b];
+    const int nb = static_cast<int>(options[i].size());
+    s.subgraphs[i] = chosen[i][0][a * nb + b];
+    b = a;
+  }
+  return s;
+}
+
+}  // namespace annealer

@@ -1,0 +1,38 @@
+// Constructive starts that seed the elite pool, and the exact-ish polish of a fixed partition.
+//
+// - GreedyFusion: from a start schedule, repeatedly merge the producer/consumer subgraph pair
+//   with the largest latency gain (estimated on the two subgraphs, confirmed on the whole
+//   schedule) until no merge helps.
+// - PatternGrouping: one pass in topological order that grows groups along straight chains,
+//   epilogues, diamonds and branches (GraphTurbo-style) while the merged tile still fits and
+//   does not price worse than the parts; groups are then emitted depth-first (each consumer
+//   right after its producer when it is ready) so that retention can fire.
+// - Polish: for the given partition and order, refits granularity and traversal of every
+//   subgraph (thorough descent) and chooses tensors_to_retain by dynamic programming along the
+//   sequence (the cost of subgraph i depends only on the retain sets of i-1 and i).
+//
+// All return schedules whose validity the caller confirms with its evaluator; `stop` is polled.
+#pragma once
+
+#include <functional>
+
+#include "eval/problem.h"
+#include "eval/schedule.h"
+#include "search/subgraph_tools.h"
+
+namespace annealer {
+
+Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
+                      const std::function<bool()>& stop);
+
+Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
+                         const std::function<bool()>& stop);
+
+// Orders groups of ops (each a valid subgraph's op list) depth-first; ties by topological rank.
+std::vector<std::vector<OpId>> DepthFirstOrder(const Problem& problem,
+                                               std::vector<std::vector<OpId>> groups);
+
+Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Schedule& schedule,
+                const std::function<bool()>& stop);
+
+}  // namespace annealer

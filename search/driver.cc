@@ -1,0 +1,203 @@
+#include "search/driver.h"
+
+#include <algorithm>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+
+#include <tbb/info.h>
+#include <tbb/task_arena.h>
+#include <tbb/task_group.h>
+
+#include "eval/cost_cache.h"
+#include "eval/incremental.h"
+#include "search/baseline.h"
+#include "search/constructive.h"
+#include "search/elite_pool.h"
+#include "search/subgraph_tools.h"
+#include "search/workers.h"
+
+#ifndef ANNEALER_SEARCH_USE_CACHE
+#define ANNEALER_SEARCH_USE_CACHE 0
+#endif
+
+namespace annealer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Collects the first exception thrown by any task; rethrown by the driver after the join.
+class ErrorSlot {
+ public:
+  template <typename F>
+  void Run(F&& f) {
+    try {
+      f();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+  }
+  void RethrowIfAny() {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::exception_ptr error_;
+};
+
+}  // namespace
+
+SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Clock::time_point deadline,
+                        const std::atomic<bool>& stop, const SearchCallbacks& callbacks) {
+  if (const std::string error = ValidateParams(params); !error.empty()) {
+    throw std::invalid_argument("search parameters: " + error);
+  }
+  const Clock::time_point started = Clock::now();
+  const int threads = params.threads > 0 ? params.threads : std::max(1, tbb::info::default_concurrency());
+  tbb::task_arena arena(threads);
+
+  const std::vector<int> rank = TopologicalRanks(problem);
+#if ANNEALER_SEARCH_USE_CACHE
+  std::unique_ptr<CostCache> cache;
+  if (params.cache_entries > 0) cache = std::make_unique<CostCache>(static_cast<std::size_t>(params.cache_entries));
+  SubgraphPricer pricer(problem, cache.get());
+#else
+  SubgraphPricer pricer(problem, nullptr);
+#endif
+  const std::function<bool()> stopped = [&] { return stop.load(std::memory_order_relaxed) || Clock::now() >= deadline; };
+  ElitePool pool(params.pool);
+
+  SearchSummary summary;
+  summary.best_total = std::numeric_limits<Latency>::infinity();
+  bool have_best = false;
+  auto publish = [&] {
+    pool.Synchronize();
+    if (pool.empty()) return;
+    const EliteEntry& top = pool.best();
+    // Strictly better, beyond rounding noise of sums taken in a different order.
+    if (have_best && top.total >= summary.best_total * (1 - 1e-12)) return;
+    if (have_best) summary.gain_by_kind[top.found_by] += summary.best_total - top.total;
+    ++summary.improvements_by_kind[top.found_by];
+    have_best = true;
+    summary.best = top.schedule;
+    summary.best_total = top.total;
+    if (callbacks.on_improvement) callbacks.on_improvement(summary.best, summary.best_total, top.found_by);
+  };
+
+  // Constructive starts. The baseline goes first and alone: it is the guaranteed valid start.
+  ErrorSlot errors;
+  const Schedule baseline = BuildBaseline(problem);
+  {
+    IncrementalEvaluator evaluator(problem, pricer.cache());
+    const Candidate c = evaluator.Reset(baseline);
+    if (c.valid) pool.Offer(baseline, c.total, "baseline");
+  }
+  auto offer_checked = [&](const Schedule& schedule, const std::string& kind) {
+    IncrementalEvaluator evaluator(problem, pricer.cache());
+    const Candidate c = evaluator.Reset(schedule);
+    if (c.valid) pool.Offer(schedule, c.total, kind);
+    return c;
+  };
+  arena.execute([&] {
+    tbb::task_group group;
+    if (params.constructive.greedy_fusion) {
+      group.run([&] {
+        errors.Run([&] {
+          const Schedule fused = GreedyFusion(problem, pricer, baseline, stopped);
+          if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !stopped()) {
+            offer_checked(Polish(problem, pricer, fused, stopped), "greedy-fusion");
+          }
+        });
+      });
+    }
+    if (params.constructive.pattern_grouping) {
+      group.run([&] {
+        errors.Run([&] {
+          const Schedule grouped = PatternGrouping(problem, pricer, stopped);
+          if (offer_checked(grouped, "pattern").valid && params.workers.polish && !stopped()) {
+            offer_checked(Polish(problem, pricer, grouped, stopped), "pattern");
+          }
+        });
+      });
+    }
+    group.wait();
+  });
+  errors.RethrowIfAny();
+  publish();
+  if (!have_best) throw std::runtime_error("no valid starting schedule (the baseline is invalid)");
+
+  // Workers, each seeded up front from the master seed (never from a thread id).
+  std::mt19937_64 master(params.seed);
+  WorkerEnvironment env{problem, params, rank, pricer, pool, stopped};
+  std::vector<std::unique_ptr<Worker>> workers;
+  const double share = params.workers.sa_share;
+  int num_sa = static_cast<int>(std::lround(share * threads));
+  if (share > 0 && share < 1 && threads >= 2) num_sa = std::clamp(num_sa, 1, threads - 1);
+  if (share > 0 && share < 1 && threads == 1) {
+    // One thread and a mix: one worker of each kind, alternating per epoch.
+    workers.push_back(std::make_unique<SaWorker>(env, master()));
+    workers.push_back(std::make_unique<GaWorker>(env, master()));
+  } else {
+    for (int w = 0; w < threads; ++w) {
+      if (w < num_sa) {
+        workers.push_back(std::make_unique<SaWorker>(env, master()));
+      } else {
+        workers.push_back(std::make_unique<GaWorker>(env, master()));
+      }
+    }
+  }
+  const bool alternate = static_cast<int>(workers.size()) > threads;
+
+  Clock::time_point last_progress = started;
+  int epoch = 0;
+  for (; !stopped(); ++epoch) {
+    if (params.max_epochs > 0 && epoch >= params.max_epochs) break;
+    // Free mode: short time slices so the pool mixes often and progress is reported on time.
+    const auto slice = std::chrono::duration_cast<Clock::duration>(
+        std::chrono::duration<double>(std::clamp(params.progress_interval / 2, 0.05, 0.5)));
+    const Clock::time_point epoch_end = std::min(deadline, Clock::now() + slice);
+    const int64_t budget = params.deterministic ? params.epoch_moves
+                                                : (params.max_epochs > 0 ? params.epoch_moves
+                                                                         : std::numeric_limits<int64_t>::max());
+    arena.execute([&] {
+      tbb::task_group group;
+      for (size_t w = 0; w < workers.size(); ++w) {
+        if (alternate && static_cast<int>(w % 2) != epoch % 2) continue;
+        Worker* worker = workers[w].get();
+        group.run([&, worker] { errors.Run([&] { worker->RunEpoch(budget, epoch_end); }); });
+      }
+      group.wait();
+    });
+    errors.RethrowIfAny();
+    publish();
+    if (callbacks.on_progress) {
+      const Clock::time_point now = Clock::now();
+      if (std::chrono::duration<double>(now - last_progress).count() >= params.progress_interval) {
+        last_progress = now;
+        SearchProgress progress;
+        progress.elapsed_seconds = std::chrono::duration<double>(now - started).count();
+        progress.best_total = summary.best_total;
+        for (const auto& w : workers) progress.moves += w->moves();
+        progress.moves_per_second = progress.elapsed_seconds > 0 ? progress.moves / progress.elapsed_seconds : 0;
+#if ANNEALER_SEARCH_USE_CACHE
+        if (cache) progress.cache_hit_rate = cache->stats().hit_rate();
+#endif
+        progress.epoch = epoch;
+        callbacks.on_progress(progress);
+      }
+    }
+  }
+  summary.epochs = epoch;
+  for (const auto& w : workers) summary.moves += w->moves();
+#if ANNEALER_SEARCH_USE_CACHE
+  if (cache) summary.cache_hit_rate = cache->stats().hit_rate();
+#endif
+  return summary;
+}
+
+}  // namespace annealer

@@ -1,0 +1,475 @@
+#include "search/moves.h"
+
+#include <algorithm>
+#include <map>
+
+#include "eval/traversal.h"
+
+namespace annealer {
+
+const char* MoveName(MoveKind kind) {
+  switch (kind) {
+    case MoveKind::kMergeAdjacent: return "merge-adjacent";
+    case MoveKind::kMergeIntoConsumer: return "merge-into-consumer";
+    case MoveKind::kSplit: return "split";
+    case MoveKind::kMoveOp: return "move-op";
+    case MoveKind::kDuplicate: return "duplicate";
+    case MoveKind::kDropDuplicate: return "drop-duplicate";
+    case MoveKind::kSwap: return "swap";
+    case MoveKind::kMoveNextToProducer: return "move-next-to-producer";
+    case MoveKind::kGranularity: return "granularity";
+    case MoveKind::kTraversal: return "traversal";
+    case MoveKind::kRetention: return "retention";
+  }
+  return "?";
+}
+
+Schedule ApplyEdit(const Schedule& schedule, const ScheduleEdit& edit) {
+  Schedule next;
+  next.subgraphs.assign(schedule.subgraphs.begin(), schedule.subgraphs.begin() + edit.begin);
+  next.subgraphs.insert(next.subgraphs.end(), edit.replacement.begin(), edit.replacement.end());
+  next.subgraphs.insert(next.subgraphs.end(), schedule.subgraphs.begin() + edit.end,
+                        schedule.subgraphs.end());
+  return next;
+}
+
+namespace {
+
+using Rng = std::mt19937_64;
+
+int Uniform(Rng& rng, int n) { return static_cast<int>(std::uniform_int_distribution<int>(0, n - 1)(rng)); }
+bool Coin(Rng& rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A subgraph-to-be of an edit: its ops, the retain set it wants, and a configuration hint.
+struct Piece {
+  std::vector<OpId> ops;
+  std::vector<TensorId> retain;
+  const Subgraph* hint = nullptr;  // start of the fit, or the configuration kept as is
+  bool refit = true;               // false: keep `hint` (same ops) and only set the retain set
+};
+
+const std::vector<TensorId>& RetainedInto(const Schedule& s, int index) {
+  static const std::vector<TensorId> kNone;
+  return index > 0 ? s.subgraphs[index - 1].retain : kNone;
+}
+
+bool Contains(const std::vector<OpId>& ops, OpId op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// Builds the edit replacing [begin, end) by the pieces: filters retain sets to what the next
+// subgraph actually reads, fits every piece in its new context, and also rewrites the retain set
+// of subgraph begin-1 when the subgraph it fed changed.
+std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, int begin, int end,
+                                   std::vector<Piece> pieces) {
+  const Problem& problem = ctx.problem;
+  for (Piece& piece : pieces) {
+    if (piece.ops.empty()) return std::nullopt;
+  }
+  const Subgraph* after = end < static_cast<int>(s.subgraphs.size()) ? &s.subgraphs[end] : nullptr;
+  std::vector<Subgraph> next_shells(pieces.size());
+  for (size_t j = 0; j < pieces.size(); ++j) next_shells[j].ops = pieces[j].ops;
+
+  ScheduleEdit edit;
+  edit.begin = begin;
+  edit.end = end;
+  std::vector<TensorId> retained_in = RetainedInto(s, begin);
+  if (begin > 0) {
+    const Subgraph& before = s.subgraphs[begin - 1];
+    const Subgraph* first = pieces.empty() ? after : &next_shells[0];
+    std::vector<TensorId> filtered = UsefulRetain(problem, before.ops, before.retain, first);
+    if (filtered != before.retain) {
+      Subgraph changed = before;
+      changed.retain = filtered;
+      edit.begin = begin - 1;
+      edit.replacement.push_back(std::move(changed));
+      retained_in = filtered;
+    }
+  }
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    const Piece& piece = pieces[j];
+    const Subgraph* next = j + 1 < pieces.size() ? &next_shells[j + 1] : after;
+    std::vector<TensorId> retain = UsefulRetain(problem, piece.ops, piece.retain, next);
+    Subgraph built;
+    if (!piece.refit && piece.hint != nullptr) {
+      built = *piece.hint;
+      built.retain = retain;
+    } else {
+      std::optional<FitResult> fit =
+          FitSubgraph(ctx.pricer, piece.ops, retained_in, retain, piece.hint, false, ctx.stop);
+      if (!fit) return std::nullopt;
+      built = std::move(fit->subgraph);
+    }
+    retained_in = built.retain;
+    edit.replacement.push_back(std::move(built));
+  }
+  return edit;
+}
+
+// Index of the last subgraph before `before` that produces tensor t, or -1.
+int LastProducerBefore(const Problem& problem, const Schedule& s, int before, TensorId t) {
+  const OpId producer = problem.producer[t];
+  if (producer == kNoOp) return -1;
+  for (int i = before - 1; i >= 0; --i) {
+    if (Contains(s.subgraphs[i].ops, producer)) return i;
+  }
+  return -1;
+}
+
+bool Feeds(const Problem& problem, const Subgraph& from, const Subgraph& to) {
+  const std::vector<TensorId> produced = ProducedTensors(problem, from.ops);
+  for (TensorId t : BoundaryInputs(problem, to.ops)) {
+    if (std::binary_search(produced.begin(), produced.end(), t)) return true;
+  }
+  return false;
+}
+
+// Tensors whose every consumer is among `ops`: retaining them into `ops` cannot starve a later
+// subgraph.
+bool AllConsumersIn(const Problem& problem, TensorId t, const std::vector<OpId>& ops) {
+  for (OpId c : problem.consumers[t]) {
+    if (!Contains(ops, c)) return false;
+  }
+  return true;
+}
+
+std::optional<ScheduleEdit> MergeAdjacent(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  const int n = static_cast<int>(s.subgraphs.size());
+  if (n < 2) return std::nullopt;
+  std::vector<int> candidates;
+  for (int i = 0; i + 1 < n; ++i) {
+    if (Feeds(ctx.problem, s.subgraphs[i], s.subgraphs[i + 1])) candidates.push_back(i);
+  }
+  if (candidates.empty()) return std::nullopt;
+  const int i = candidates[Uniform(rng, static_cast<int>(candidates.size()))];
+  std::vector<OpId> ops = s.subgraphs[i].ops;
+  ops.insert(ops.end(), s.subgraphs[i + 1].ops.begin(), s.subgraphs[i + 1].ops.end());
+  Piece merged{SortTopologically(ctx.rank, ops), s.subgraphs[i + 1].retain,
+               &s.subgraphs[Coin(rng, 0.5) ? i : i + 1], true};
+  return Finish(ctx, s, i, i + 2, {merged});
+}
+
+std::optional<ScheduleEdit> MergeIntoConsumer(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  const int n = static_cast<int>(s.subgraphs.size());
+  if (n < 2) return std::nullopt;
+  const int j = 1 + Uniform(rng, n - 1);
+  const std::vector<TensorId> inputs = BoundaryInputs(ctx.problem, s.subgraphs[j].ops);
+  std::vector<int> producers;
+  for (TensorId t : inputs) {
+    const int i = LastProducerBefore(ctx.problem, s, j, t);
+    if (i >= 0) producers.push_back(i);
+  }
+  if (producers.empty()) return std::nullopt;
+  const int i = producers[Uniform(rng, static_cast<int>(producers.size()))];
+  std::vector<OpId> ops = s.subgraphs[i].ops;
+  ops.insert(ops.end(), s.subgraphs[j].ops.begin(), s.subgraphs[j].ops.end());
+  std::vector<Piece> pieces;
+  for (int m = i + 1; m < j; ++m) pieces.push_back({s.subgraphs[m].ops, s.subgraphs[m].retain, &s.subgraphs[m], false});
+  pieces.push_back({SortTopologically(ctx.rank, ops), s.subgraphs[j].retain, &s.subgraphs[j], true});
+  return Finish(ctx, s, i, j + 1, std::move(pieces));
+}
+
+// A random topological order of the subgraph's ops (Kahn with random ties).
+std::vector<OpId> RandomOrder(const Problem& problem, const std::vector<OpId>& ops, Rng& rng) {
+  std::vector<int> missing(ops.size(), 0);
+  for (size_t a = 0; a < ops.size(); ++a) {
+    for (TensorId t : problem.ops[ops[a]].inputs) {
+      const OpId p = problem.producer[t];
+      if (p != kNoOp && Contains(ops, p)) ++missing[a];
+    }
+  }
+  std::vector<OpId> order;
+  std::vector<char> done(ops.size(), 0);
+  while (order.size() < ops.size()) {
+    std::vector<int> ready;
+    for (size_t a = 0; a < ops.size(); ++a) {
+      if (!done[a] && missing[a] == 0) ready.push_back(static_cast<int>(a));
+    }
+    if (ready.empty()) return ops;  // cannot happen for a DAG
+    const int a = ready[Uniform(rng, static_cast<int>(ready.size()))];
+    done[a] = 1;
+    order.push_back(ops[a]);
+    for (size_t b = 0; b < ops.size(); ++b) {
+      const auto& in = problem.ops[ops[b]].inputs;
+      if (std::find(in.begin(), in.end(), problem.ops[ops[a]].output) != in.end()) --missing[b];
+    }
+  }
+  return order;
+}
+
+std::optional<ScheduleEdit> Split(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  std::vector<int> candidates;
+  for (int i = 0; i < static_cast<int>(s.subgraphs.size()); ++i) {
+    if (s.subgraphs[i].ops.size() >= 2) candidates.push_back(i);
+  }
+  if (candidates.empty()) return std::nullopt;
+  const int i = candidates[Uniform(rng, static_cast<int>(candidates.size()))];
+  const Subgraph& sg = s.subgraphs[i];
+  const std::vector<OpId> order = RandomOrder(ctx.problem, sg.ops, rng);
+  const int cut = 1 + Uniform(rng, static_cast<int>(order.size()) - 1);
+  std::vector<OpId> first(order.begin(), order.begin() + cut);
+  std::vector<OpId> second(order.begin() + cut, order.end());
+  std::vector<std::vector<OpId>> parts;
+  for (auto& part : {first, second}) {
+    for (auto& component : Components(ctx.problem, SortTopologically(ctx.rank, part))) {
+      parts.push_back(SortTopologically(ctx.rank, component));
+    }
+  }
+  std::vector<Piece> pieces;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    Piece piece{parts[p], {}, &sg, true};
+    if (p + 1 == parts.size()) {
+      piece.retain = sg.retain;
+    } else if (Coin(rng, 0.5)) {
+      // Keep tensors that only the next part reads in fast memory (no write, no load).
+      for (TensorId t : ProducedTensors(ctx.problem, parts[p])) {
+        if (AllConsumersIn(ctx.problem, t, parts[p + 1])) piece.retain.push_back(t);
+      }
+    }
+    pieces.push_back(std::move(piece));
+  }
+  return Finish(ctx, s, i, i + 1, std::move(pieces));
+}
+
+std::optional<ScheduleEdit> MoveOp(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  const int n = static_cast<int>(s.subgraphs.size());
+  if (n < 2) return std::nullopt;
+  const int i = Uniform(rng, n - 1);
+  const Subgraph& a = s.subgraphs[i];
+  const Subgraph& b = s.subgraphs[i + 1];
+  std::vector<OpId> movable;
+  const bool forward = Coin(rng, 0.5);
+  if (forward) {
+    // A sink of a whose output b reads.
+    const std::vector<TensorId> b_inputs = BoundaryInputs(ctx.problem, b.ops);
+    for (OpId op : a.ops) {
+      const TensorId out = ctx.problem.ops[op].output;
+      bool consumed_in_a = false;
+      for (OpId c : a.ops) {
+        const auto& in = ctx.problem.ops[c].inputs;
+        consumed_in_a |= std::find(in.begin(), in.end(), out) != in.end();
+      }
+      if (!consumed_in_a && std::binary_search(b_inputs.begin(), b_inputs.end(), out)) movable.push_back(op);
+    }
+  } else {
+    // A source of b (reads nothing produced inside b).
+    const std::vector<TensorId> b_made = ProducedTensors(ctx.problem, b.ops);
+    for (OpId op : b.ops) {
+      bool reads_inside = false;
+      for (TensorId t : ctx.problem.ops[op].inputs) {
+        reads_inside |= std::binary_search(b_made.begin(), b_made.end(), t);
+      }
+      if (!reads_inside) movable.push_back(op);
+    }
+  }
+  if (movable.empty()) return std::nullopt;
+  const OpId op = movable[Uniform(rng, static_cast<int>(movable.size()))];
+  std::vector<OpId> new_a = a.ops, new_b = b.ops;
+  if (forward) {
+    new_a.erase(std::find(new_a.begin(), new_a.end(), op));
+    if (!Contains(new_b, op)) new_b.push_back(op);
+  } else {
+    new_b.erase(std::find(new_b.begin(), new_b.end(), op));
+    if (!Contains(new_a, op)) new_a.push_back(op);
+  }
+  std::vector<Piece> pieces;
+  if (!new_a.empty()) pieces.push_back({SortTopologically(ctx.rank, new_a), a.retain, &a, true});
+  if (!new_b.empty()) pieces.push_back({SortTopologically(ctx.rank, new_b), b.retain, &b, true});
+  for (const Piece& piece : pieces) {
+    if (!IsConnected(ctx.problem, piece.ops)) return std::nullopt;
+  }
+  return Finish(ctx, s, i, i + 2, std::move(pieces));
+}
+
+std::optional<ScheduleEdit> Duplicate(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  const int n = static_cast<int>(s.subgraphs.size());
+  const int j = Uniform(rng, n);
+  const Subgraph& sg = s.subgraphs[j];
+  std::vector<OpId> producers;
+  for (TensorId t : BoundaryInputs(ctx.problem, sg.ops)) {
+    const OpId p = ctx.problem.producer[t];
+    if (p == kNoOp) continue;
+    // Recompute cheap producers most of the time; MatMuls occasionally.
+    if (ctx.problem.ops[p].kind == OpKind::MatMul && !Coin(rng, 0.25)) continue;
+    producers.push_back(p);
+  }
+  if (producers.empty()) return std::nullopt;
+  const OpId p = producers[Uniform(rng, static_cast<int>(producers.size()))];
+  std::vector<OpId> ops = sg.ops;
+  ops.push_back(p);
+  return Finish(ctx, s, j, j + 1, {{SortTopologically(ctx.rank, ops), sg.retain, &sg, true}});
+}
+
+std::optional<ScheduleEdit> DropDuplicate(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  std::map<OpId, int> count;
+  for (const Subgraph& sg : s.subgraphs) {
+    for (OpId op : sg.ops) ++count[op];
+  }
+  std::vector<std::pair<int, OpId>> places;
+  for (int i = 0; i < static_cast<int>(s.subgraphs.size()); ++i) {
+    for (OpId op : s.subgraphs[i].ops) {
+      if (count[op] >= 2) places.push_back({i, op});
+    }
+  }
+  if (places.empty()) return std::nullopt;
+  const auto [i, op] = places[Uniform(rng, static_cast<int>(places.size()))];
+  const Subgraph& sg = s.subgraphs[i];
+  std::vector<OpId> rest = sg.ops;
+  rest.erase(std::find(rest.begin(), rest.end(), op));
+  std::vector<Piece> pieces;
+  for (auto& component : Components(ctx.problem, rest)) {
+    pieces.push_back({SortTopologically(ctx.rank, component), sg.retain, &sg, true});
+  }
+  return Finish(ctx, s, i, i + 1, std::move(pieces));
+}
+
+std::optional<ScheduleEdit> Swap(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  const int n = static_cast<int>(s.subgraphs.size());
+  if (n < 2) return std::nullopt;
+  const int i = Uniform(rng, n - 1);
+  if (Feeds(ctx.problem, s.subgraphs[i], s.subgraphs[i + 1])) return std::nullopt;
+  const Subgraph& a = s.subgraphs[i];
+  const Subgraph& b = s.subgraphs[i + 1];
+  return Finish(ctx, s, i, i + 2, {{b.ops, b.retain, &b, false}, {a.ops, a.retain, &a, false}});
+}
+
+std::optional<ScheduleEdit> MoveNextToProducer(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  const int n = static_cast<int>(s.subgraphs.size());
+  if (n < 3) return std::nullopt;
+  const int j = 2 + Uniform(rng, n - 2);
+  const Subgraph& sg = s.subgraphs[j];
+  std::vector<std::pair<int, TensorId>> sources;
+  for (TensorId t : BoundaryInputs(ctx.problem, sg.ops)) {
+    const int i = LastProducerBefore(ctx.problem, s, j, t);
+    if (i >= 0 && i < j - 1) sources.push_back({i, t});
+  }
+  if (sources.empty()) return std::nullopt;
+  const auto [i, t] = sources[Uniform(rng, static_cast<int>(sources.size()))];
+  // The moved subgraph must not need anything produced between i and j.
+  for (int m = i + 1; m < j; ++m) {
+    if (Feeds(ctx.problem, s.subgraphs[m], sg)) return std::nullopt;
+  }
+  const Subgraph& producer = s.subgraphs[i];
+  std::vector<Piece> pieces;
+  Piece head{producer.ops, {}, &producer, false};
+  const bool retain = AllConsumersIn(ctx.problem, t, sg.ops) && Coin(rng, 0.7);
+  if (retain) {
+    head.retain = {t};
+    head.refit = true;
+  }
+  pieces.push_back(head);
+  pieces.push_back({sg.ops, sg.retain, &sg, retain});
+  for (int m = i + 1; m < j; ++m) pieces.push_back({s.subgraphs[m].ops, s.subgraphs[m].retain, &s.subgraphs[m], false});
+  return Finish(ctx, s, i, j + 1, std::move(pieces));
+}
+
+std::optional<ScheduleEdit> ChangeGranularity(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  const int i = Uniform(rng, static_cast<int>(s.subgraphs.size()));
+  const Subgraph& sg = s.subgraphs[i];
+  if (Coin(rng, 0.25)) return Finish(ctx, s, i, i + 1, {{sg.ops, sg.retain, &sg, true}});
+  Subgraph changed = sg;
+  Granularity& g = changed.granularity;
+  const Elements n = ctx.problem.native;
+  const int axis = Uniform(rng, 3);
+  Elements& v = axis == 0 ? g.w : axis == 1 ? g.h : g.k;
+  const bool up = Coin(rng, 0.5);
+  const Elements next = up ? v * 2 : v / 2;
+  if (next < 1 || next > n) return std::nullopt;
+  v = next;
+  if (axis < 2) {
+    // The grid changed: rebuild the traversal with the same named pattern (raster if unknown).
+    TraversalPattern pattern = TraversalPattern::kRaster;
+    const Tensor& sink = ctx.problem.tensors[ctx.problem.ops[sg.ops.back()].output];
+    const int64_t rows = CeilDiv(sink.height, sg.granularity.h), cols = CeilDiv(sink.width, sg.granularity.w);
+    for (TraversalPattern p : kAllTraversalPatterns) {
+      if (MakeTraversal(p, rows, cols) == sg.traversal) pattern = p;
+    }
+    changed.traversal = MakeTraversal(pattern, CeilDiv(sink.height, g.h), CeilDiv(sink.width, g.w));
+  }
+  ScheduleEdit edit{i, i + 1, {std::move(changed)}};
+  return edit;
+}
+
+std::optional<ScheduleEdit> ChangeTraversal(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  const int i = Uniform(rng, static_cast<int>(s.subgraphs.size()));
+  const Subgraph& sg = s.subgraphs[i];
+  // The grid comes from a sink's shape; the last op in topological order is always a sink.
+  const Tensor& sink = ctx.problem.tensors[ctx.problem.ops[sg.ops.back()].output];
+  const int64_t rows = CeilDiv(sink.height, sg.granularity.h), cols = CeilDiv(sink.width, sg.granularity.w);
+  if (rows * cols < 2) return std::nullopt;
+  const TraversalPattern pattern = kAllTraversalPatterns[Uniform(rng, std::size(kAllTraversalPatterns))];
+  Subgraph changed = sg;
+  changed.traversal = MakeTraversal(pattern, rows, cols);
+  if (changed.traversal == sg.traversal) return std::nullopt;
+  return ScheduleEdit{i, i + 1, {std::move(changed)}};
+}
+
+std::optional<ScheduleEdit> ToggleRetention(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  const int n = static_cast<int>(s.subgraphs.size());
+  if (n < 2) return std::nullopt;
+  const int i = Uniform(rng, n - 1);
+  const Subgraph& a = s.subgraphs[i];
+  const Subgraph& b = s.subgraphs[i + 1];
+  const std::vector<TensorId> produced = ProducedTensors(ctx.problem, a.ops);
+  std::vector<TensorId> candidates;
+  for (TensorId t : BoundaryInputs(ctx.problem, b.ops)) {
+    if (std::binary_search(produced.begin(), produced.end(), t) && !ctx.problem.IsGraphOutput(t)) {
+      candidates.push_back(t);
+    }
+  }
+  if (candidates.empty()) return std::nullopt;
+  const TensorId t = candidates[Uniform(rng, static_cast<int>(candidates.size()))];
+  std::vector<TensorId> retain = a.retain;
+  auto it = std::find(retain.begin(), retain.end(), t);
+  if (it != retain.end()) {
+    retain.erase(it);
+  } else {
+    retain.push_back(t);
+    std::sort(retain.begin(), retain.end());
+  }
+  const bool refit = Coin(rng, 0.5);
+  return Finish(ctx, s, i, i + 2, {{a.ops, retain, &a, refit}, {b.ops, b.retain, &b, refit}});
+}
+
+}  // namespace
+
+std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,
+                                     const Schedule& schedule, std::mt19937_64& rng) {
+  if (schedule.subgraphs.empty()) return std::nullopt;
+  switch (kind) {
+    case MoveKind::kMergeAdjacent: return MergeAdjacent(context, schedule, rng);
+    case MoveKind::kMergeIntoConsumer: return MergeIntoConsumer(context, schedule, rng);
+    case MoveKind::kSplit: return Split(context, schedule, rng);
+    case MoveKind::kMoveOp: return MoveOp(context, schedule, rng);
+    case MoveKind::kDuplicate: return Duplicate(context, schedule, rng);
+    case MoveKind::kDropDuplicate: return DropDuplicate(context, schedule, rng);
+    case MoveKind::kSwap: return Swap(context, schedule, rng);
+    case MoveKind::kMoveNextToProducer: return MoveNextToProducer(context, schedule, rng);
+    case MoveKind::kGranularity: return ChangeGranularity(context, schedule, rng);
+    case MoveKind::kTraversal: return ChangeTraversal(context, schedule, rng);
+    case MoveKind::kRetention: return ToggleRetention(context, schedule, rng);
+  }
+  return std::nullopt;
+}
+
+std::optional<ScheduleEdit> RandomMove(const MoveContext& context, const WorkerParams& weights,
+                                       const Schedule& schedule, std::mt19937_64& rng,
+                                       MoveKind* kind) {
+  // Partition weight spread over its six kinds, order over its two.
+  const double w[kNumMoveKinds] = {
+      weights.weight_partition * 0.25, weights.weight_partition * 0.15, weights.weight_partition * 0.2,
+      weights.weight_partition * 0.2,  weights.weight_partition * 0.1,  weights.weight_partition * 0.1,
+      weights.weight_order * 0.4,      weights.weight_order * 0.6,      weights.weight_granularity,
+      weights.weight_traversal,        weights.weight_retention};
+  std::discrete_distribution<int> pick(std::begin(w), std::end(w));
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    const MoveKind drawn = static_cast<MoveKind>(pick(rng));
+    if (kind != nullptr) *kind = drawn;
+    if (auto edit = MakeMove(context, drawn, schedule, rng)) return edit;
+  }
+  return std::nullopt;
+}
+
+}  // namespace annealer

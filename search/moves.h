@@ -1,0 +1,66 @@
+// Neighbourhood moves on a schedule. A move never touches the schedule: it returns a
+// ScheduleEdit for IncrementalEvaluator::Propose, or nullopt when it does not apply here.
+// New or changed subgraphs get their granularity and traversal from FitSubgraph, so a
+// partition move is priced at a good configuration rather than a stale one.
+//
+// Families (weights in WorkerParams):
+//   partition   merge adjacent subgraphs, merge a producer subgraph into a later consumer,
+//               split one (random topological cut or its components), move a boundary op
+//               across, duplicate a producer into a consumer (recompute), drop a duplicate
+//   order       swap independent neighbours, move a consumer right after its producer
+//   granularity halve / double one of w, h, k, or refit all of them
+//   traversal   another named traversal order
+//   retention   toggle one tensor of P(S_i) ∩ IN(S_i+1) in tensors_to_retain[i]
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "eval/incremental.h"
+#include "eval/problem.h"
+#include "eval/schedule.h"
+#include "search/params.h"
+#include "search/subgraph_tools.h"
+
+namespace annealer {
+
+enum class MoveKind {
+  kMergeAdjacent,
+  kMergeIntoConsumer,
+  kSplit,
+  kMoveOp,
+  kDuplicate,
+  kDropDuplicate,
+  kSwap,
+  kMoveNextToProducer,
+  kGranularity,
+  kTraversal,
+  kRetention,
+};
+inline constexpr int kNumMoveKinds = 11;
+const char* MoveName(MoveKind kind);
+
+struct MoveContext {
+  const Problem& problem;
+  const std::vector<int>& rank;  // TopologicalRanks(problem)
+  const SubgraphPricer& pricer;
+  std::function<bool()> stop;    // polled inside granularity fitting
+};
+
+// One move of the given kind at a random place; nullopt when it does not apply.
+std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,
+                                     const Schedule& schedule, std::mt19937_64& rng);
+
+// A move of a random kind drawn with the family weights (retries a few kinds when one does not
+// apply). `kind` receives the kind drawn.
+std::optional<ScheduleEdit> RandomMove(const MoveContext& context, const WorkerParams& weights,
+                                       const Schedule& schedule, std::mt19937_64& rng,
+                                       MoveKind* kind);
+
+// Applies an edit to a copy of the schedule (what Commit does to the evaluator's copy).
+Schedule ApplyEdit(const Schedule& schedule, const ScheduleEdit& edit);
+
+}  // namespace annealer

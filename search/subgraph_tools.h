@@ -1,0 +1,68 @@
+// Small facts about subgraphs that every part of the search needs: topological sorting of an
+// op set, connectivity, produced / boundary tensors, and the pricing + granularity fitting of one
+// subgraph in its context (retained-in set, own retain set).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "eval/oracle.h"
+#include "eval/problem.h"
+#include "eval/schedule.h"
+
+namespace annealer {
+
+class CostCache;
+
+// Topological rank of every op (its index in problem.topological_order).
+std::vector<int> TopologicalRanks(const Problem& problem);
+
+// Sorts and de-duplicates `ops` by topological rank.
+std::vector<OpId> SortTopologically(const std::vector<int>& rank, std::vector<OpId> ops);
+
+// True when the ops are weakly connected through tensors produced and consumed among them (V5).
+bool IsConnected(const Problem& problem, const std::vector<OpId>& ops);
+
+// The weakly connected components of `ops` (each in the input's relative order).
+std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vector<OpId>& ops);
+
+// Tensors produced by ops of the subgraph.
+std::vector<TensorId> ProducedTensors(const Problem& problem, const std::vector<OpId>& ops);
+// Tensors consumed by ops of the subgraph and produced by none of them (IN(S), spec A.4).
+std::vector<TensorId> BoundaryInputs(const Problem& problem, const std::vector<OpId>& ops);
+
+// Prices one subgraph in context through the shared cache when there is one.
+class SubgraphPricer {
+ public:
+  SubgraphPricer(const Problem& problem, CostCache* cache) : problem_(problem), cache_(cache) {}
+  SubgraphResult Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in) const;
+  const Problem& problem() const { return problem_; }
+  CostCache* cache() const { return cache_; }
+
+ private:
+  const Problem& problem_;
+  CostCache* cache_;
+};
+
+// Chooses granularity and traversal for the given ops, retained-in set and retain set by a
+// coordinate descent over w, h, k (powers of two up to native / K) and the named traversals,
+// starting from `start` when given (else the largest granularity). Returns nullopt when no
+// candidate tried is valid. `thorough` widens the search (polish). `stop` is polled between
+// evaluations; when it returns true the best found so far is returned.
+struct FitResult {
+  Subgraph subgraph;
+  Latency latency = 0;
+};
+std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::vector<OpId>& ops,
+                                     const std::vector<TensorId>& retained_in,
+                                     const std::vector<TensorId>& retain,
+                                     const Subgraph* start, bool thorough,
+                                     const std::function<bool()>& stop);
+
+// The retain set of a subgraph filtered to what is allowed and useful: produced by it (V8),
+// not a graph output (O5), and a boundary input of `next` (when there is a next subgraph).
+std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpId>& ops,
+                                   const std::vector<TensorId>& retain, const Subgraph* next);
+
+}  // namespace annealer

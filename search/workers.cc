@@ -1,0 +1,290 @@
+#include "search/workers.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "search/constructive.h"
+
+namespace annealer {
+
+namespace {
+
+const std::vector<TensorId> kNothing;
+
+bool Contains(const std::vector<OpId>& ops, OpId op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+double Uniform01(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(0, 1)(rng); }
+
+}  // namespace
+
+bool RepairSchedule(const WorkerEnvironment& env, Schedule& schedule) {
+  const Problem& problem = env.problem;
+  const int n = static_cast<int>(schedule.subgraphs.size());
+  std::vector<char> changed(n, 0);
+  std::vector<char> in_slow(problem.tensors.size(), 0);
+  for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
+    in_slow[t] = problem.producer[t] == kNoOp;
+  }
+  std::vector<TensorId> retained_in;
+  for (int i = 0; i < n; ++i) {
+    Subgraph& sg = schedule.subgraphs[i];
+    // Pull in producers of unavailable inputs until everything it reads is available.
+    for (int round = 0; round < static_cast<int>(problem.ops.size()); ++round) {
+      bool added = false;
+      for (TensorId t : BoundaryInputs(problem, sg.ops)) {
+        const bool available = in_slow[t] || std::find(retained_in.begin(), retained_in.end(), t) != retained_in.end();
+        if (available) continue;
+        const OpId p = problem.producer[t];
+        if (p == kNoOp || Contains(sg.ops, p)) return false;
+        sg.ops.push_back(p);
+        added = true;
+      }
+      if (!added) break;
+      sg.ops = SortTopologically(env.rank, sg.ops);
+      changed[i] = 1;
+    }
+    const Subgraph* next = i + 1 < n ? &schedule.subgraphs[i + 1] : nullptr;
+    std::vector<TensorId> retain = UsefulRetain(problem, sg.ops, sg.retain, next);
+    // Never keep back a tensor that a later subgraph still loads from slow memory.
+    std::vector<TensorId> kept;
+    for (TensorId t : retain) {
+      bool later = false;
+      for (int m = i + 2; m < n && !later; ++m) {
+        const auto inputs = BoundaryInputs(problem, schedule.subgraphs[m].ops);
+        later = std::binary_search(inputs.begin(), inputs.end(), t);
+      }
+      if (!later) kept.push_back(t);
+    }
+    if (kept != sg.retain) {
+      sg.retain = kept;
+      changed[i] = 1;
+      if (i + 1 < n) changed[i + 1] = 1;
+    }
+    // Sinks not retained are written back.
+    std::vector<char> consumed_inside(problem.tensors.size(), 0);
+    for (OpId op : sg.ops) {
+      for (TensorId t : problem.ops[op].inputs) consumed_inside[t] = 1;
+    }
+    for (OpId op : sg.ops) {
+      const TensorId out = problem.ops[op].output;
+      if (!consumed_inside[out] && std::find(sg.retain.begin(), sg.retain.end(), out) == sg.retain.end()) {
+        in_slow[out] = 1;
+      }
+    }
+    retained_in = sg.retain;
+  }
+  // Refit what changed, in order (each refit sees its final retained-in set).
+  for (int i = 0; i < n; ++i) {
+    if (!changed[i]) continue;
+    const std::vector<TensorId>& rin = i > 0 ? schedule.subgraphs[i - 1].retain : kNothing;
+    Subgraph& sg = schedule.subgraphs[i];
+    const Subgraph hint = sg;
+    auto fit = FitSubgraph(env.pricer, sg.ops, rin, sg.retain, &hint, false, env.stop);
+    if (!fit) return false;
+    sg = std::move(fit->subgraph);
+  }
+  return true;
+}
+
+std::optional<Schedule> Crossover(const WorkerEnvironment& env, const Schedule& a, const Schedule& b,
+                                  std::mt19937_64& rng) {
+  const Problem& problem = env.problem;
+  const int num_ops = static_cast<int>(problem.ops.size());
+  if (num_ops < 2) return std::nullopt;
+  const int cut = 1 + static_cast<int>(std::uniform_int_distribution<int>(0, num_ops - 2)(rng));
+  Schedule child;
+  auto take = [&](const Schedule& parent, bool before_cut) {
+    for (const Subgraph& sg : parent.subgraphs) {
+      std::vector<OpId> ops;
+      for (OpId op : sg.ops) {
+        if ((env.rank[op] < cut) == before_cut) ops.push_back(op);
+      }
+      if (ops.empty()) continue;
+      if (ops.size() == sg.ops.size()) {
+        child.subgraphs.push_back(sg);
+        continue;
+      }
+      for (auto& component : Components(problem, ops)) {
+        Subgraph piece = sg;
+        piece.ops = SortTopologically(env.rank, component);
+        // Marked for refit by RepairSchedule through its retain filter; fit now to be safe.
+        auto fit = FitSubgraph(env.pricer, piece.ops, kNothing, kNothing, &sg, false, env.stop);
+        if (!fit) return false;
+        child.subgraphs.push_back(std::move(fit->subgraph));
+      }
+    }
+    return true;
+  };
+  if (!take(a, true) || !take(b, false)) return std::nullopt;
+  if (!RepairSchedule(env, child)) return std::nullopt;
+  return child;
+}
+
+bool Worker::EpochOver(int64_t done, int64_t budget, std::chrono::steady_clock::time_point epoch_end) const {
+  if (env_.stop()) return true;
+  if (done >= budget) return true;
+  if (!env_.params.deterministic && std::chrono::steady_clock::now() >= epoch_end) return true;
+  return false;
+}
+
+void Worker::ReportIfBest(const Schedule& schedule, Latency total, const std::string& kind) {
+  if (has_best_ && total >= best_total_) return;
+  has_best_ = true;
+  best_total_ = total;
+  env_.pool.Offer(schedule, total, kind);
+}
+
+void SaWorker::Restart() {
+  const EliteEntry& start = env_.pool.Sample(rng_);
+  const Candidate c = evaluator_.Reset(start.schedule);
+  run_best_ = c.total;
+  temperature_ = env_.params.sa.initial_temperature;
+  since_cooling_ = 0;
+  cooling_steps_without_gain_ = 0;
+  reheats_ = 0;
+}
+
+void SaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) {
+  const SaParams& sa = env_.params.sa;
+  if (!started_) {
+    started_ = true;
+    Restart();
+  }
+  int64_t done = 0;
+  while (!EpochOver(done, budget, epoch_end)) {
+    ++done;
+    ++moves_;
+    const Latency current = evaluator_.committed().total;
+    MoveKind kind;
+    std::optional<ScheduleEdit> edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, &kind);
+    if (edit) {
+      const Candidate c = evaluator_.Propose(*edit);
+      bool accept = false;
+      if (c.valid) {
+        const double delta = c.total - current;
+        const double t = temperature_ * current;
+        accept = delta <= 0 || (t > 0 && Uniform01(rng_) < std::exp(-delta / t));
+      }
+      if (accept) {
+        evaluator_.Commit();
+        if (c.total < run_best_) {
+          run_best_ = c.total;
+          cooling_steps_without_gain_ = 0;
+        }
+        if (!has_best_ || c.total < best_total_) {
+          ReportIfBest(evaluator_.schedule(), c.total, "sa");
+          pending_polish_ = evaluator_.schedule();
+          polish_due_ = true;
+        }
+      } else {
+        evaluator_.Revert();
+      }
+    }
+    if (++since_cooling_ >= sa.moves_per_temperature) {
+      since_cooling_ = 0;
+      temperature_ *= sa.cooling;
+      ++cooling_steps_without_gain_;
+      if (cooling_steps_without_gain_ >= sa.reheat_after || temperature_ < sa.final_temperature) {
+        temperature_ = sa.initial_temperature;
+        cooling_steps_without_gain_ = 0;
+        if (++reheats_ > sa.restart_after_reheats) Restart();
+      }
+    }
+  }
+  if (env_.params.workers.polish && polish_due_ && !env_.stop()) {
+    polish_due_ = false;
+    const Schedule polished = Polish(env_.problem, env_.pricer, pending_polish_, env_.stop);
+    if (!env_.stop()) {
+      IncrementalEvaluator check(env_.problem, env_.pricer.cache());
+      const Candidate c = check.Reset(polished);
+      if (c.valid && c.total < best_total_) {
+        ReportIfBest(polished, c.total, "polish");
+        // Continue the walk from the polished schedule when it beats the current one.
+        if (c.total < evaluator_.committed().total) {
+          evaluator_.Reset(polished);
+          run_best_ = std::min(run_best_, c.total);
+        }
+      }
+    }
+  }
+}
+
+const GaWorker::Member& GaWorker::Tournament() {
+  const int n = static_cast<int>(population_.size());
+  std::uniform_int_distribution<int> pick(0, n - 1);
+  int best = pick(rng_);
+  for (int64_t r = 1; r < env_.params.ga.tournament; ++r) {
+    const int other = pick(rng_);
+    if (population_[other].total < population_[best].total) best = other;
+  }
+  return population_[best];
+}
+
+void GaWorker::Insert(Schedule schedule, Latency total) {
+  const uint64_t hash = HashSchedule(schedule);
+  for (const Member& m : population_) {
+    if (m.hash == hash && m.schedule == schedule) return;
+  }
+  if (static_cast<int64_t>(population_.size()) < env_.params.ga.population) {
+    population_.push_back({std::move(schedule), total, hash});
+    return;
+  }
+  auto worst = std::max_element(population_.begin(), population_.end(),
+                                [](const Member& a, const Member& b) { return a.total < b.total; });
+  if (total < worst->total) *worst = {std::move(schedule), total, hash};
+}
+
+void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) {
+  const GaParams& ga = env_.params.ga;
+  // Migration: the pool's entries join the population (duplicates are ignored).
+  for (const EliteEntry& e : env_.pool.entries()) Insert(e.schedule, e.total);
+  if (population_.empty()) return;
+  int64_t done = 0;
+  while (!EpochOver(done, budget, epoch_end)) {
+    const Member& first = Tournament();
+    Schedule child = first.schedule;
+    if (Uniform01(rng_) < ga.crossover_rate && population_.size() >= 2) {
+      const Member& second = Tournament();
+      if (auto crossed = Crossover(env_, first.schedule, second.schedule, rng_)) child = std::move(*crossed);
+    }
+    ++done;
+    ++moves_;
+    Candidate c = evaluator_.Reset(child);
+    if (!c.valid) continue;
+    // Mutation: random valid moves, accepted whatever their delta.
+    for (int64_t m = 0; m < ga.mutation_moves && !EpochOver(done, budget, epoch_end); ++m) {
+      ++done;
+      ++moves_;
+      auto edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, nullptr);
+      if (!edit) continue;
+      const Candidate next = evaluator_.Propose(*edit);
+      if (next.valid) {
+        evaluator_.Commit();
+      } else {
+        evaluator_.Revert();
+      }
+    }
+    // Local improvement: improving moves only.
+    for (int64_t m = 0; m < ga.local_moves && !EpochOver(done, budget, epoch_end); ++m) {
+      ++done;
+      ++moves_;
+      auto edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, nullptr);
+      if (!edit) continue;
+      const Candidate next = evaluator_.Propose(*edit);
+      if (next.valid && next.total < evaluator_.committed().total) {
+        evaluator_.Commit();
+      } else {
+        evaluator_.Revert();
+      }
+    }
+    c = evaluator_.committed();
+    if (!c.valid) continue;
+    ReportIfBest(evaluator_.schedule(), c.total, "ga");
+    Insert(evaluator_.schedule(), c.total);
+  }
+}
+
+}  // namespace annealer
