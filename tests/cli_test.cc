@@ -1,0 +1,285 @@
+// End-to-end runs of the built binary (ANNEALER_BINARY): evaluate, baseline, help, errors.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <simdjson.h>
+
+namespace annealer {
+namespace {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::filesystem::path ScratchDir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("annealer-cli-test-" + std::to_string(::getpid()) + "-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string Slurp(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string Quote(const std::string& word) {
+  std::string out = "'";
+  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs `annealer <args>` (args already quoted) with stdout through popen and stderr to a file.
+RunResult Run(const std::string& args) {
+  const std::filesystem::path err_file =
+      std::filesystem::temp_directory_path() / ("annealer-cli-test-" + std::to_string(::getpid()) + ".err");
+  const std::string command = Quote(ANNEALER_BINARY) + " " + args + " 2>" + Quote(err_file.string());
+  RunResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  size_t got;
+  while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, got);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.err = Slurp(err_file);
+  std::filesystem::remove(err_file);
+  return result;
+}
+
+std::string Problem(const std::string& name) {
+  return std::string(ANNEALER_SOURCE_DIR) + "/problems/" + name;
+}
+
+size_t Lines(const std::string& text) {
+  size_t lines = 0;
+  for (const char c : text) lines += c == '\n';
+  return lines;
+}
+
+// Example problem: Pointwise t0 -> t1 (op 0), Pointwise t1 -> t2 (op 1), 128x128, capacity 20000.
+const char* kOutOfOrder = R"({"subgraphs": [[1], [0]], "granularities": [[128, 64, 1], [128, 64, 1]],
+  "tensors_to_retain": [[], []]})";
+const char* kTooBig = R"({"subgraphs": [[0, 1]], "granularities": [[128, 128, 1]],
+  "tensors_to_retain": [[]]})";
+const char* kFused = R"({"subgraphs": [[0, 1]], "granularities": [[128, 64, 1]],
+  "tensors_to_retain": [[]], "subgraph_latencies": [3276.8]})";
+const char* kFusedWrongReport = R"({"subgraphs": [[0, 1]], "granularities": [[128, 64, 1]],
+  "tensors_to_retain": [[]], "subgraph_latencies": [1000]})";
+
+TEST_CASE("cli: --help, --version and usage errors") {
+  const RunResult help = Run("--help");
+  CHECK(help.exit_code == 0);
+  CHECK(help.out.find("annealer evaluate PROBLEM.json SCHEDULE.json") != std::string::npos);
+  CHECK(help.out.find("annealer baseline PROBLEM.json [-o OUT.json]") != std::string::npos);
+  CHECK(help.out.find("annealer [--time 60s] PROBLEM.json [OUT.json]") != std::string::npos);
+  CHECK(Run("help").exit_code == 0);
+  CHECK(Run("evaluate --help").exit_code == 0);
+
+  const RunResult version = Run("--version");
+  CHECK(version.exit_code == 0);
+  CHECK(version.out.rfind("annealer ", 0) == 0);
+
+  const RunResult none = Run("");
+  CHECK(none.exit_code == 2);
+  CHECK(none.out.empty());
+
+  const RunResult one_file = Run("evaluate " + Quote(Problem("example_problem.json")));
+  CHECK(one_file.exit_code == 2);
+  CHECK(one_file.err.find("annealer: evaluate needs PROBLEM.json and SCHEDULE.json") == 0);
+
+  const RunResult unknown = Run("baseline --fast " + Quote(Problem("example_problem.json")));
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("annealer: unknown option --fast") == 0);
+  CHECK(Run("baseline " + Quote(Problem("example_problem.json")) + " -o").exit_code == 2);
+}
+
+TEST_CASE("cli: baseline then evaluate succeeds on every bundled problem") {
+  const std::filesystem::path dir = ScratchDir("baseline");
+  for (const char* name : {"example_problem.json", "mlsys-2026-1.json", "mlsys-2026-5.json",
+                           "mlsys-2026-9.json", "mlsys-2026-13.json", "mlsys-2026-17.json"}) {
+    CAPTURE(name);
+    const std::string out = (dir / (std::string(name) + ".out")).string();
+    const RunResult baseline = Run("baseline " + Quote(Problem(name)) + " -o " + Quote(out));
+    REQUIRE(baseline.exit_code == 0);
+    CHECK(baseline.out.empty());
+    CHECK(baseline.err.find("baseline: ") == 0);
+
+    // stdout and -o carry the same bytes.
+    const RunResult to_stdout = Run("baseline " + Quote(Problem(name)));
+    CHECK(to_stdout.exit_code == 0);
+    CHECK(to_stdout.out == Slurp(out));
+
+    const RunResult text = Run("evaluate " + Quote(Problem(name)) + " " + Quote(out));
+    CHECK(text.exit_code == 0);
+    CHECK(text.err.empty());  // the written latencies are ours: no V13 warning
+    CHECK(text.out.find("total latency") != std::string::npos);
+    CHECK(text.out.find("lower bound") != std::string::npos);
+
+    const RunResult json = Run("evaluate --json " + Quote(Problem(name)) + " " + Quote(out));
+    REQUIRE(json.exit_code == 0);
+    simdjson::dom::parser parser;
+    const simdjson::dom::element report = parser.parse(json.out);
+    CHECK(bool(report["valid"]) == true);
+    CHECK(report["warnings"].get_array().size() == 0);
+    simdjson::dom::parser schedule_parser;
+    const simdjson::dom::element written = schedule_parser.parse(Slurp(out));
+    const simdjson::dom::array reported = written["subgraph_latencies"].get_array();
+    const simdjson::dom::array subgraphs = report["subgraphs"].get_array();
+    REQUIRE(reported.size() == subgraphs.size());
+    double sum = 0;
+    size_t i = 0;
+    for (const simdjson::dom::element sg : subgraphs) {
+      const double latency = sg["latency"].get_double();
+      CHECK(latency == double(reported.at(i++).get_double()));
+      // Each step costs max(compute, memory), so the sum is at least either sum.
+      CHECK(latency >= double(sg["compute_time"]) * (1 - 1e-12));
+      CHECK(latency >= double(sg["memory_time"]) * (1 - 1e-12));
+      sum += latency;
+    }
+    CHECK(double(report["total_latency"]) == doctest::Approx(sum).epsilon(1e-12));
+    CHECK(double(report["total_latency"]) >= double(report["lower_bound"]) * (1 - 1e-12));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: a valid schedule with its latencies is priced exactly") {
+  const std::filesystem::path dir = ScratchDir("fused");
+  const std::string schedule = (dir / "fused.json").string();
+  std::ofstream(schedule) << kFused;
+  const RunResult json =
+      Run("evaluate " + Quote(Problem("example_problem.json")) + " " + Quote(schedule) + " --json");
+  REQUIRE(json.exit_code == 0);
+  CHECK(json.err.empty());
+  simdjson::dom::parser parser;
+  const simdjson::dom::element report = parser.parse(json.out);
+  // Spec T22: 2 tiles x max(110, 819.2 + 819.2); bound = max(110 * 1, (16384 + 16384) / 10).
+  CHECK(double(report["total_latency"]) == doctest::Approx(3276.8).epsilon(1e-12));
+  CHECK(double(report["lower_bound"]) == doctest::Approx(3276.8).epsilon(1e-12));
+  CHECK(double(report["gap"]) == doctest::Approx(0).epsilon(1e-9));
+  const simdjson::dom::element sg = report["subgraphs"].at(0);
+  CHECK(int64_t(sg["tiles"]) == 2);
+  CHECK(int64_t(sg["k_steps"]) == 1);
+  CHECK(int64_t(sg["peak_working_set"]) == 16384);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: a wrong reported latency is a warning on stderr, exit 0") {
+  const std::filesystem::path dir = ScratchDir("warning");
+  const std::string schedule = (dir / "s.json").string();
+  std::ofstream(schedule) << kFusedWrongReport;
+  const RunResult run = Run("evaluate " + Quote(Problem("example_problem.json")) + " " + Quote(schedule));
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.find("annealer: warning: V13") == 0);
+  CHECK(Lines(run.err) == 1);
+  CHECK(run.out.find("total latency  3276.8") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: an invalid schedule exits 1 with one line naming the rule") {
+  const std::filesystem::path dir = ScratchDir("invalid");
+  const std::string out_of_order = (dir / "order.json").string();
+  std::ofstream(out_of_order) << kOutOfOrder;
+  const RunResult v7 =
+      Run("evaluate " + Quote(Problem("example_problem.json")) + " " + Quote(out_of_order));
+  CHECK(v7.exit_code == 1);
+  CHECK(Lines(v7.out) == 1);
+  CHECK(v7.out.rfind("V7 in subgraph 0: ", 0) == 0);
+  CHECK(v7.out.find("tensor 1") != std::string::npos);
+
+  const std::string too_big = (dir / "oom.json").string();
+  std::ofstream(too_big) << kTooBig;
+  const RunResult oom = Run("evaluate " + Quote(Problem("example_problem.json")) + " " + Quote(too_big));
+  CHECK(oom.exit_code == 1);
+  CHECK(Lines(oom.out) == 1);
+  CHECK(oom.out.rfind("W in subgraph 0: ", 0) == 0);
+
+  const RunResult json =
+      Run("evaluate --json " + Quote(Problem("example_problem.json")) + " " + Quote(too_big));
+  CHECK(json.exit_code == 1);
+  simdjson::dom::parser parser;
+  const simdjson::dom::element report = parser.parse(json.out);
+  CHECK(bool(report["valid"]) == false);
+  CHECK(std::string_view(report["verdict"]) == "OOM");
+  CHECK(std::string_view(report["rule"]) == "W");
+  CHECK(int64_t(report["subgraph"]) == 0);
+  CHECK(std::string(std::string_view(report["message"])) + "\n" == oom.out);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: bad input files exit 1 with one line naming the file") {
+  const std::filesystem::path dir = ScratchDir("bad");
+  const std::string bad_problem = (dir / "bad.json").string();
+  std::ofstream(bad_problem) << R"({"widths": [128], "heights": [128], "inputs": [[0]],
+    "outputs": [[3]], "base_costs": [1], "op_types": ["Pointwise"], "fast_memory_capacity": 1,
+    "slow_memory_bandwidth": 1, "native_granularity": [128, 128]})";
+  const std::string schedule = (dir / "s.json").string();
+  std::ofstream(schedule) << kFused;
+
+  const RunResult evaluate = Run("evaluate " + Quote(bad_problem) + " " + Quote(schedule));
+  CHECK(evaluate.exit_code == 1);
+  CHECK(evaluate.out.empty());
+  CHECK(evaluate.err == "annealer: " + bad_problem +
+                            ": outputs[0][0]: tensor id 3 is out of range (1 tensors)\n");
+
+  const std::string missing = (dir / "missing.json").string();
+  const RunResult no_file = Run("baseline " + Quote(missing));
+  CHECK(no_file.exit_code == 1);
+  CHECK(no_file.err == "annealer: " + missing + ": cannot open file: No such file or directory\n");
+
+  const std::string broken_schedule = (dir / "broken.json").string();
+  std::ofstream(broken_schedule) << R"({"subgraphs": [[0, 1]], "granularities": [[128, 64]], "tensors_to_retain": [[]]})";
+  const RunResult broken =
+      Run("evaluate " + Quote(Problem("example_problem.json")) + " " + Quote(broken_schedule));
+  CHECK(broken.exit_code == 1);
+  CHECK(broken.err == "annealer: " + broken_schedule +
+                          ": granularities[0]: expected 3 entries [w, h, k], got 2\n");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: baseline -o is atomic; a failing run leaves no output file") {
+  const std::filesystem::path dir = ScratchDir("atomic");
+  const std::string bad_problem = (dir / "bad.json").string();
+  std::ofstream(bad_problem) << "{ not json";
+  const std::filesystem::path out = dir / "out.json";
+
+  const RunResult failed = Run("baseline " + Quote(bad_problem) + " -o " + Quote(out.string()));
+  CHECK(failed.exit_code == 1);
+  CHECK(failed.err.rfind("annealer: " + bad_problem + ": malformed JSON: ", 0) == 0);
+  CHECK_FALSE(std::filesystem::exists(out));
+
+  // A previous result survives a failing run untouched.
+  std::ofstream(out) << "previous";
+  CHECK(Run("baseline " + Quote(bad_problem) + " --output " + Quote(out.string())).exit_code == 1);
+  CHECK(Slurp(out) == "previous");
+
+  const RunResult ok = Run("baseline " + Quote(Problem("mlsys-2026-5.json")) + " -o " + Quote(out.string()));
+  CHECK(ok.exit_code == 0);
+  CHECK(Slurp(out).rfind("{\n  \"subgraphs\": [[", 0) == 0);
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++entries;
+  CHECK(entries == 2);  // bad.json and out.json: no temporary file left
+
+  const std::string unwritable = (dir / "no-such-dir" / "out.json").string();
+  const RunResult cannot = Run("baseline " + Quote(Problem("mlsys-2026-1.json")) + " -o " + Quote(unwritable));
+  CHECK(cannot.exit_code == 1);
+  CHECK(cannot.err.rfind("annealer: " + unwritable + ": ", 0) == 0);
+  CHECK(Lines(cannot.err) == 1);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace annealer
