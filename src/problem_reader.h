@@ -13,9 +13,9 @@
 
 namespace annealer {
 
-// Largest accepted tensor side: keeps width x height, and sums of a few such sizes, far from
-// int64 overflow.
-inline constexpr Elements kMaxTensorSide = Elements{1} << 30;
+// Largest accepted tensor side (2^20; the contest's are a few thousand): a tensor then has at
+// most 2^40 elements, so sums over millions of tensors or slices stay far from int64 overflow.
+inline constexpr Elements kMaxTensorSide = Elements{1} << 20;
 
 Problem ReadProblemFile(const std::string& path);
 

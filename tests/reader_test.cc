@@ -149,7 +149,7 @@ TEST_CASE("problem reader: tensor sizes must be positive integers of sane size")
   CHECK(ErrorOf(text) == "p.json: widths[3]: a width must be a positive integer, got -128");
   text = {};
   text.widths = "[128, 128, 128, 128, 4294967296]";
-  CHECK(ErrorOf(text) == "p.json: widths[4]: a width 4294967296 is too large (at most 1073741824)");
+  CHECK(ErrorOf(text) == "p.json: widths[4]: a width 4294967296 is too large (at most 1048576)");
   text = {};
   text.widths = "[128, 128, 128, 128, 18446744073709551615]";
   CHECK(ErrorOf(text) == "p.json: widths[4]: integer 18446744073709551615 is too large");
