@@ -319,8 +319,8 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
   const LowerBound bound = ComputeLowerBound(problem);
   const std::optional<double> gap = GapPercent(evaluation.total, bound.total());
   const std::string summary = "baseline: " + std::to_string(schedule.subgraphs.size()) +
-                              " subgraphs, total latency " + FormatNumber(evaluation.total) +
-                              ", lower bound " + FormatNumber(bound.total()) +
+                              " subgraphs, total latency " + Readable(evaluation.total) +
+                              ", lower bound " + Readable(bound.total()) +
                               (gap ? ", gap " + Percent(*gap) : std::string());
   if (!parsed.output) {
     const int code = FinishStdout(json, 0);

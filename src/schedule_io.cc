@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -47,6 +48,24 @@ void AppendIntegers(std::string& out, const std::vector<int64_t>& values) {
 template <typename Id>
 std::vector<int64_t> Widen(const std::vector<Id>& ids) {
   return std::vector<int64_t>(ids.begin(), ids.end());
+}
+
+// The process umask, read without changing it where Linux allows (umask() itself can only be
+// read by setting it, which races with threads creating files meanwhile).
+mode_t CurrentUmask() {
+  if (FILE* status = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    unsigned value = 0;
+    bool found = false;
+    while (!found && std::fgets(line, sizeof line, status)) {
+      found = std::sscanf(line, "Umask: %o", &value) == 1;
+    }
+    std::fclose(status);
+    if (found) return static_cast<mode_t>(value);
+  }
+  const mode_t value = ::umask(022);
+  ::umask(value);
+  return value;
 }
 
 }  // namespace
@@ -168,9 +187,7 @@ void WriteFileAtomic(const std::string& path, std::string_view content) {
     written += static_cast<size_t>(n);
   }
   // mkstemp creates the file 0600; an output file should get the usual permissions.
-  const mode_t umask_value = ::umask(0);
-  ::umask(umask_value);
-  if (::fchmod(fd, 0666 & ~umask_value) != 0) fail("cannot set permissions");
+  if (::fchmod(fd, 0666 & ~CurrentUmask()) != 0) fail("cannot set permissions");
   if (::fsync(fd) != 0) fail("cannot sync");
   if (::close(fd) != 0) {
     const int error = errno;
