@@ -189,10 +189,14 @@ Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
         if (q != kNoOp && group_of[q] >= 0 && group_of[q] != g) others.push_back(group_of[q]);
       }
       ops = SortTopologically(rank, ops);
-      auto fit = FitSubgraph(pricer, ops, kNothing, kNothing, nullptr, false, stop);
-      if (!fit) continue;
-      const Latency gain = latency[g] + alone_latency - fit->latency;
-      if (gain > best_gain) {
+      // Joining one branch of a diamond alone would leave the group and come back: only the
+      // merge of both branches (below) is considered then.
+      std::optional<FitResult> fit;
+      if (!LeavesAndReturns(problem, rank, ops)) {
+        fit = FitSubgraph(pricer, ops, kNothing, kNothing, nullptr, false, stop);
+      }
+      const Latency gain = fit ? latency[g] + alone_latency - fit->latency : 0;
+      if (fit && gain > best_gain) {
         best_gain = gain;
         best_group = g;
         best_ops = fit->subgraph.ops;
@@ -202,6 +206,7 @@ Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
         std::vector<OpId> both = ops;
         both.insert(both.end(), groups[h].begin(), groups[h].end());
         both = SortTopologically(rank, both);
+        if (LeavesAndReturns(problem, rank, both)) continue;
         auto fit2 = FitSubgraph(pricer, both, kNothing, kNothing, nullptr, false, stop);
         if (!fit2) continue;
         const Latency gain2 = latency[g] + latency[h] + alone_latency - fit2->latency;

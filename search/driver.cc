@@ -20,7 +20,7 @@
 #include "search/workers.h"
 
 #ifndef ANNEALER_SEARCH_USE_CACHE
-#define ANNEALER_SEARCH_USE_CACHE 0
+#define ANNEALER_SEARCH_USE_CACHE 1
 #endif
 
 namespace annealer {

@@ -1,5 +1,6 @@
 #include "search/params.h"
 
+#include <charconv>
 #include <cmath>
 #include <sstream>
 
@@ -104,6 +105,13 @@ std::vector<ParamSpec> BuildTable() {
   return t;
 }
 
+// Shortest text that reads back as the same double ("0.99999", not "0.99999000000000005").
+std::string Number(double v) {
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, v).ptr;
+  return std::string(buffer, end);
+}
+
 }  // namespace
 
 const std::vector<ParamSpec>& ParamTable() {
@@ -114,23 +122,17 @@ const std::vector<ParamSpec>& ParamTable() {
 std::string ValidateParams(const SearchParams& params) {
   for (const ParamSpec& spec : ParamTable()) {
     const double v = spec.get(params);
-    std::ostringstream out;
-    out.precision(17);
     if (!std::isfinite(v) || v < spec.min || v > spec.max) {
-      out << spec.key << " = " << v << " is out of range [" << spec.min << ", " << spec.max << "]";
-      return out.str();
+      return spec.key + " = " + Number(v) + " is out of range [" + Number(spec.min) + ", " +
+             Number(spec.max) + "]";
     }
     if (spec.type == ParamType::kInt && v != std::floor(v)) {
-      out << spec.key << " = " << v << " is not an integer";
-      return out.str();
+      return spec.key + " = " + Number(v) + " is not an integer";
     }
   }
   if (params.sa.final_temperature > params.sa.initial_temperature) {
-    std::ostringstream out;
-    out.precision(17);
-    out << "sa.final_temperature = " << params.sa.final_temperature
-        << " exceeds sa.initial_temperature = " << params.sa.initial_temperature;
-    return out.str();
+    return "sa.final_temperature = " + Number(params.sa.final_temperature) +
+           " exceeds sa.initial_temperature = " + Number(params.sa.initial_temperature);
   }
   if (params.ga.tournament > params.ga.population) {
     std::ostringstream out;

@@ -14,8 +14,8 @@ namespace annealer {
 // cooling per epoch, reheats when stuck and restarts from the elite pool.
 struct SaParams {
   // Temperature as a fraction of the current total latency (scale-free across problems).
-  double initial_temperature = 0.02;
-  double final_temperature = 0.00005;
+  double initial_temperature = 0.005;
+  double final_temperature = 0.00001;
   // Moves between two cooling steps.
   int64_t moves_per_temperature = 200;
   // Multiplier applied at every cooling step (0 < cooling < 1).
@@ -54,7 +54,7 @@ struct WorkerParams {
   double sa_share = 0.5;
   // Relative weights of the move families.
   double weight_partition = 4.0;
-  double weight_order = 1.0;
+  double weight_order = 2.0;
   double weight_granularity = 2.0;
   double weight_traversal = 1.0;
   double weight_retention = 1.0;

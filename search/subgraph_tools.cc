@@ -7,9 +7,9 @@
 
 #include "eval/cost_cache.h"
 
-// Until eval/cost_cache.cc lands the pricer calls the oracle directly.
+// Set to 0 to price with the oracle directly (debugging the cache).
 #ifndef ANNEALER_SEARCH_USE_CACHE
-#define ANNEALER_SEARCH_USE_CACHE 0
+#define ANNEALER_SEARCH_USE_CACHE 1
 #endif
 #include "eval/traversal.h"
 
@@ -57,6 +57,39 @@ std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vec
 
 bool IsConnected(const Problem& problem, const std::vector<OpId>& ops) {
   return ops.size() <= 1 || Components(problem, ops).size() == 1;
+}
+
+bool LeavesAndReturns(const Problem& problem, const std::vector<int>& rank, const std::vector<OpId>& ops) {
+  if (ops.size() <= 1) return false;
+  std::vector<char> member(problem.ops.size(), 0), seen(problem.ops.size(), 0);
+  int top = 0;
+  for (OpId op : ops) {
+    member[op] = 1;
+    top = std::max(top, rank[op]);
+  }
+  // Walk downstream from the members through non-members; only ops ranked below the last member
+  // can lie on a path back into the set.
+  std::vector<OpId> frontier;
+  for (OpId op : ops) {
+    for (OpId c : problem.consumers[problem.ops[op].output]) {
+      if (!member[c] && rank[c] < top && !seen[c]) {
+        seen[c] = 1;
+        frontier.push_back(c);
+      }
+    }
+  }
+  while (!frontier.empty()) {
+    const OpId op = frontier.back();
+    frontier.pop_back();
+    for (OpId c : problem.consumers[problem.ops[op].output]) {
+      if (member[c]) return true;
+      if (rank[c] < top && !seen[c]) {
+        seen[c] = 1;
+        frontier.push_back(c);
+      }
+    }
+  }
+  return false;
 }
 
 std::vector<TensorId> ProducedTensors(const Problem& problem, const std::vector<OpId>& ops) {

@@ -27,6 +27,10 @@ bool IsConnected(const Problem& problem, const std::vector<OpId>& ops);
 // The weakly connected components of `ops` (each in the input's relative order).
 std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vector<OpId>& ops);
 
+// True when a path leaves the op set and comes back into it (the set is not convex): no order of
+// subgraphs can then run it as one subgraph.
+bool LeavesAndReturns(const Problem& problem, const std::vector<int>& rank, const std::vector<OpId>& ops);
+
 // Tensors produced by ops of the subgraph.
 std::vector<TensorId> ProducedTensors(const Problem& problem, const std::vector<OpId>& ops);
 // Tensors consumed by ops of the subgraph and produced by none of them (IN(S), spec A.4).
