@@ -1,55 +1,414 @@
-// Naive placeholder (lead): re-evaluates the whole schedule with the oracle on every proposal.
-// Correct but slow; helper "fast" replaces it with the incremental, cached implementation.
+// Incremental evaluation: a proposal re-prices only the replaced subgraphs and the successor
+// whose retained-in context may have changed, and re-checks the sequence rules from what the
+// edit touched:
+// - a per-subgraph failure before the edit stays the first failure;
+// - the replacement and the successor are checked in full;
+// - a later subgraph can only change its V7 status if the edit changed whether some tensor it
+//   reads is written inside the edited range (the set "delta"); without such tensors the
+//   committed per-subgraph flags answer, otherwise the later subgraphs are re-checked with the
+//   writers of the new sequence;
+// - V1 coverage and V9 use per-op and per-tensor counters updated by the edit's ops and writes.
 #include "eval/incremental.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "eval/cost_cache.h"
+#include "eval/subgraph_cost.h"
 
 namespace annealer {
 
 namespace {
-Schedule Apply(const Schedule& schedule, const ScheduleEdit& edit) {
-  Schedule next;
-  next.subgraphs.assign(schedule.subgraphs.begin(), schedule.subgraphs.begin() + edit.begin);
-  next.subgraphs.insert(next.subgraphs.end(), edit.replacement.begin(), edit.replacement.end());
-  next.subgraphs.insert(next.subgraphs.end(), schedule.subgraphs.begin() + edit.end,
-                        schedule.subgraphs.end());
-  return next;
+
+const std::vector<TensorId> kNoTensors;
+
+bool Contains(const std::vector<TensorId>& set, TensorId t) {
+  return std::find(set.begin(), set.end(), t) != set.end();
 }
 
-Candidate ToCandidate(const Evaluation& evaluation) {
-  return {evaluation.ok(), evaluation.total, evaluation.violation};
+bool SameSet(const std::vector<TensorId>& a, const std::vector<TensorId>& b) {
+  if (a.size() != b.size()) return false;
+  for (TensorId t : a) {
+    if (std::count(a.begin(), a.end(), t) != std::count(b.begin(), b.end(), t)) return false;
+  }
+  return true;
 }
+
+Candidate Invalid(Violation violation) {
+  Candidate candidate;
+  candidate.valid = false;
+  candidate.violation = std::move(violation);
+  return candidate;
+}
+
 }  // namespace
 
 IncrementalEvaluator::IncrementalEvaluator(const Problem& problem, CostCache* cache)
-    : problem_(problem), cache_(cache) {}
+    : problem_(problem), cache_(cache) {
+  const size_t num_ops = problem.ops.size();
+  const size_t num_tensors = problem.tensors.size();
+  op_stamp_.assign(num_ops, 0);
+  tensor_stamp_.assign(num_tensors, 0);
+  old_region_writes_.assign(num_tensors, 0);
+  new_region_writes_.assign(num_tensors, 0);
+  running_writes_.assign(num_tensors, 0);
+  suffix_writes_.assign(num_tensors, 0);
+  cover_delta_.assign(num_ops, 0);
+}
+
+SubgraphResult IncrementalEvaluator::Price(const Subgraph& subgraph,
+                                           const std::vector<TensorId>& retained_in) {
+  return cache_ ? cache_->LookupOrCompute(problem_, subgraph, retained_in)
+                : CostSubgraph(problem_, subgraph, retained_in);
+}
+
+IncrementalEvaluator::SequenceFacts IncrementalEvaluator::Facts(const Subgraph& subgraph) {
+  SequenceFacts facts;
+  const int num_ops = static_cast<int>(problem_.ops.size());
+  if (++stamp_ == 0) {  // wrapped: stale stamps could collide
+    std::fill(op_stamp_.begin(), op_stamp_.end(), 0);
+    std::fill(tensor_stamp_.begin(), tensor_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  for (OpId op : subgraph.ops) {
+    if (op < 0 || op >= num_ops) continue;
+    op_stamp_[op] = stamp_;
+    facts.valid_ops.push_back(op);
+  }
+  for (OpId op : facts.valid_ops) {
+    for (TensorId in : problem_.ops[op].inputs) {
+      const OpId p = problem_.producer[in];
+      if (p != kNoOp && op_stamp_[p] == stamp_) continue;
+      facts.boundary_inputs.emplace_back(op, in);
+    }
+  }
+  for (OpId op : facts.valid_ops) {
+    const TensorId out = problem_.ops[op].output;
+    bool consumed_inside = false;
+    for (OpId c : problem_.consumers[out]) consumed_inside = consumed_inside || op_stamp_[c] == stamp_;
+    if (!consumed_inside && !Contains(subgraph.retain, out)) facts.writes.push_back(out);
+  }
+  return facts;
+}
+
+Violation IncrementalEvaluator::V7Violation(int position, OpId op, TensorId tensor) const {
+  return {"V7", position,
+          "input tensor " + std::to_string(tensor) + " of op " + std::to_string(op) +
+              " is neither in slow memory nor retained by the previous subgraph"};
+}
+
+void IncrementalEvaluator::RebuildSequenceState() {
+  const int n = static_cast<int>(schedule_.subgraphs.size());
+  const int num_ops = static_cast<int>(problem_.ops.size());
+  const int num_tensors = static_cast<int>(problem_.tensors.size());
+  first_writer_.assign(num_tensors, INT_MAX);
+  write_count_.assign(num_tensors, 0);
+  cover_count_.assign(num_ops, 0);
+  latency_sum_ = 0;
+  for (int i = 0; i < n; ++i) {
+    for (TensorId t : facts_[i].writes) {
+      first_writer_[t] = std::min(first_writer_[t], i);
+      ++write_count_[t];
+    }
+    for (OpId op : facts_[i].valid_ops) ++cover_count_[op];
+    latency_sum_ += results_[i].report.latency;
+  }
+  subgraph_ok_.assign(n, 0);
+  for (int i = 0; i < n; ++i) {
+    bool ok = results_[i].ok();
+    const std::vector<TensorId>& retained_in = i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors;
+    for (const auto& [op, t] : facts_[i].boundary_inputs) {
+      if (!ok) break;
+      ok = problem_.producer[t] == kNoOp || first_writer_[t] < i || Contains(retained_in, t);
+    }
+    subgraph_ok_[i] = ok;
+  }
+  uncovered_ops_ = 0;
+  for (OpId op = 0; op < num_ops; ++op) uncovered_ops_ += cover_count_[op] == 0;
+  unwritten_outputs_ = 0;
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    unwritten_outputs_ += problem_.IsGraphOutput(t) && write_count_[t] == 0;
+  }
+}
+
+Candidate IncrementalEvaluator::CommittedCandidate() const {
+  const int n = static_cast<int>(schedule_.subgraphs.size());
+  for (int i = 0; i < n; ++i) {
+    if (subgraph_ok_[i]) continue;
+    if (!results_[i].ok()) {
+      Violation v = results_[i].violation;
+      v.subgraph = i;
+      return Invalid(std::move(v));
+    }
+    const std::vector<TensorId>& retained_in = i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors;
+    for (const auto& [op, t] : facts_[i].boundary_inputs) {
+      if (!(problem_.producer[t] == kNoOp || first_writer_[t] < i || Contains(retained_in, t))) {
+        return Invalid(V7Violation(i, op, t));
+      }
+    }
+  }
+  if (uncovered_ops_ > 0) {
+    for (OpId op = 0; op < static_cast<OpId>(problem_.ops.size()); ++op) {
+      if (cover_count_[op] == 0) {
+        return Invalid({"V1", -1, "op " + std::to_string(op) + " appears in no subgraph"});
+      }
+    }
+  }
+  if (unwritten_outputs_ > 0) {
+    for (TensorId t = 0; t < static_cast<TensorId>(problem_.tensors.size()); ++t) {
+      if (problem_.IsGraphOutput(t) && write_count_[t] == 0) {
+        return Invalid({"V9", -1,
+                        "graph output tensor " + std::to_string(t) +
+                            " is never written to slow memory"});
+      }
+    }
+  }
+  Candidate candidate;
+  candidate.valid = true;
+  candidate.total = latency_sum_;
+  return candidate;
+}
 
 Candidate IncrementalEvaluator::Reset(const Schedule& schedule) {
   schedule_ = schedule;
-  const Evaluation evaluation = EvaluateOracle(problem_, schedule_);
-  committed_ = ToCandidate(evaluation);
-  results_.clear();
-  for (const SubgraphReport& report : evaluation.subgraphs) results_.push_back({Verdict::kValid, {}, report});
   pending_ = false;
+  const int n = static_cast<int>(schedule_.subgraphs.size());
+  facts_.clear();
+  results_.clear();
+  for (int i = 0; i < n; ++i) {
+    const Subgraph& subgraph = schedule_.subgraphs[i];
+    facts_.push_back(Facts(subgraph));
+    results_.push_back(Price(subgraph, i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors));
+  }
+  RebuildSequenceState();
+  committed_ = CommittedCandidate();
   return committed_;
 }
 
 Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
+  const int n = static_cast<int>(schedule_.subgraphs.size());
+  const int b = edit.begin, e = edit.end;
+  if (b < 0 || b > e || e > n) {
+    throw std::out_of_range("ScheduleEdit [" + std::to_string(b) + ", " + std::to_string(e) +
+                            ") is outside a schedule of " + std::to_string(n) + " subgraphs");
+  }
   pending_ = true;
   pending_edit_ = edit;
-  const Evaluation evaluation = EvaluateOracle(problem_, Apply(schedule_, edit));
-  pending_candidate_ = ToCandidate(evaluation);
+  const auto& repl = pending_edit_.replacement;
+  const int m = static_cast<int>(repl.size());
+  const int shift = m - (e - b);
+  const std::vector<TensorId>& before_edit = b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors;
+
+  // Re-price the replacement and, if its retained-in context changed, the successor.
+  pending_facts_.resize(m);
   pending_results_.clear();
-  for (const SubgraphReport& report : evaluation.subgraphs) {
-    pending_results_.push_back({Verdict::kValid, {}, report});
+  for (int k = 0; k < m; ++k) {
+    pending_facts_[k] = Facts(repl[k]);
+    pending_results_.push_back(Price(repl[k], k == 0 ? before_edit : repl[k - 1].retain));
   }
-  return pending_candidate_;
+  pending_has_successor_ = e < n;
+  const std::vector<TensorId>& successor_in = m > 0 ? repl[m - 1].retain : before_edit;
+  if (pending_has_successor_) {
+    const std::vector<TensorId>& old_in = e > 0 ? schedule_.subgraphs[e - 1].retain : kNoTensors;
+    pending_results_.push_back(SameSet(successor_in, old_in)
+                                   ? results_[e]
+                                   : Price(schedule_.subgraphs[e], successor_in));
+  }
+  Latency total = latency_sum_;
+  for (int i = b; i < e; ++i) total -= results_[i].report.latency;
+  if (pending_has_successor_) total -= results_[e].report.latency;
+  for (const SubgraphResult& r : pending_results_) total += r.report.latency;
+
+  // Writes inside the edited range, before and after the edit.
+  if (++stamp_ == 0) {
+    std::fill(op_stamp_.begin(), op_stamp_.end(), 0);
+    std::fill(tensor_stamp_.begin(), tensor_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  touched_tensors_.clear();
+  auto touch = [&](TensorId t) {
+    if (tensor_stamp_[t] != stamp_) {
+      tensor_stamp_[t] = stamp_;
+      touched_tensors_.push_back(t);
+    }
+  };
+  for (int i = b; i < e; ++i) {
+    for (TensorId t : facts_[i].writes) touch(t), ++old_region_writes_[t];
+  }
+  for (int k = 0; k < m; ++k) {
+    for (TensorId t : pending_facts_[k].writes) touch(t), ++new_region_writes_[t];
+  }
+  auto in_delta = [&](TensorId t) {
+    return tensor_stamp_[t] == stamp_ && (old_region_writes_[t] > 0) != (new_region_writes_[t] > 0);
+  };
+  bool delta = false;
+  for (TensorId t : touched_tensors_) delta = delta || in_delta(t);
+  touched_ops_.clear();
+  for (int i = b; i < e; ++i) {
+    for (OpId op : facts_[i].valid_ops) {
+      if (op_stamp_[op] != stamp_) touched_ops_.push_back(op);
+      op_stamp_[op] = stamp_;
+      --cover_delta_[op];
+    }
+  }
+  for (int k = 0; k < m; ++k) {
+    for (OpId op : pending_facts_[k].valid_ops) {
+      if (op_stamp_[op] != stamp_) touched_ops_.push_back(op);
+      op_stamp_[op] = stamp_;
+      ++cover_delta_[op];
+    }
+  }
+
+  auto finish = [&](Candidate candidate) {
+    for (TensorId t : touched_tensors_) {
+      old_region_writes_[t] = new_region_writes_[t] = running_writes_[t] = suffix_writes_[t] = 0;
+    }
+    for (OpId op : touched_ops_) cover_delta_[op] = 0;
+    pending_candidate_ = std::move(candidate);
+    return pending_candidate_;
+  };
+  auto local_failure = [&](const SubgraphResult& result, int position) {
+    Violation v = result.violation;
+    v.subgraph = position;
+    return Invalid(std::move(v));
+  };
+
+  // 1. A failure before the edit stays the first one.
+  for (int i = 0; i < b; ++i) {
+    if (!subgraph_ok_[i]) return finish(Invalid(committed_.violation));
+  }
+
+  // 2. The replacement and the successor, in full.
+  for (int k = 0; k < m; ++k) {
+    if (!pending_results_[k].ok()) return finish(local_failure(pending_results_[k], b + k));
+    const std::vector<TensorId>& retained_in = k == 0 ? before_edit : repl[k - 1].retain;
+    for (const auto& [op, t] : pending_facts_[k].boundary_inputs) {
+      if (!(problem_.producer[t] == kNoOp || first_writer_[t] < b || running_writes_[t] > 0 ||
+            Contains(retained_in, t))) {
+        return finish(Invalid(V7Violation(b + k, op, t)));
+      }
+    }
+    for (TensorId t : pending_facts_[k].writes) ++running_writes_[t];
+  }
+  if (pending_has_successor_) {
+    if (!pending_results_[m].ok()) return finish(local_failure(pending_results_[m], b + m));
+    for (const auto& [op, t] : facts_[e].boundary_inputs) {
+      if (!(problem_.producer[t] == kNoOp || first_writer_[t] < b || new_region_writes_[t] > 0 ||
+            Contains(successor_in, t))) {
+        return finish(Invalid(V7Violation(b + m, op, t)));
+      }
+    }
+  }
+
+  // 3. The subgraphs after the successor keep their local results; their V7 status changes
+  // only through tensors in delta.
+  if (pending_has_successor_) {
+    if (delta) {
+      for (TensorId t : facts_[e].writes) {
+        if (in_delta(t)) ++suffix_writes_[t];
+      }
+    }
+    for (int i = e + 1; i < n; ++i) {
+      if (!delta && subgraph_ok_[i]) continue;
+      if (!results_[i].ok()) return finish(local_failure(results_[i], i + shift));
+      const std::vector<TensorId>& retained_in = schedule_.subgraphs[i - 1].retain;
+      for (const auto& [op, t] : facts_[i].boundary_inputs) {
+        bool written;
+        if (delta && in_delta(t)) {
+          written = first_writer_[t] < b || new_region_writes_[t] > 0 || suffix_writes_[t] > 0;
+        } else {
+          written = first_writer_[t] < i;
+        }
+        if (!(problem_.producer[t] == kNoOp || written || Contains(retained_in, t))) {
+          return finish(Invalid(V7Violation(i + shift, op, t)));
+        }
+      }
+      if (delta) {
+        for (TensorId t : facts_[i].writes) {
+          if (in_delta(t)) ++suffix_writes_[t];
+        }
+      }
+    }
+  }
+
+  // 4. V1 coverage and V9 end state from the counters.
+  int uncovered = uncovered_ops_;
+  for (OpId op : touched_ops_) {
+    uncovered += (cover_count_[op] + cover_delta_[op] == 0) - (cover_count_[op] == 0);
+  }
+  if (uncovered > 0) {
+    for (OpId op = 0; op < static_cast<OpId>(problem_.ops.size()); ++op) {
+      if (cover_count_[op] + cover_delta_[op] == 0) {
+        return finish(Invalid({"V1", -1, "op " + std::to_string(op) + " appears in no subgraph"}));
+      }
+    }
+  }
+  int unwritten = unwritten_outputs_;
+  for (TensorId t : touched_tensors_) {
+    if (!problem_.IsGraphOutput(t)) continue;
+    const int count = write_count_[t] - old_region_writes_[t] + new_region_writes_[t];
+    unwritten += (count == 0) - (write_count_[t] == 0);
+  }
+  if (unwritten > 0) {
+    for (TensorId t = 0; t < static_cast<TensorId>(problem_.tensors.size()); ++t) {
+      if (!problem_.IsGraphOutput(t)) continue;
+      const int count = tensor_stamp_[t] == stamp_
+                            ? write_count_[t] - old_region_writes_[t] + new_region_writes_[t]
+                            : write_count_[t];
+      if (count == 0) {
+        return finish(Invalid({"V9", -1,
+                               "graph output tensor " + std::to_string(t) +
+                                   " is never written to slow memory"}));
+      }
+    }
+  }
+  Candidate candidate;
+  candidate.valid = true;
+  candidate.total = total;
+  return finish(candidate);
 }
 
 void IncrementalEvaluator::Commit() {
   if (!pending_) return;
-  schedule_ = Apply(schedule_, pending_edit_);
-  committed_ = pending_candidate_;
-  results_ = pending_results_;
   pending_ = false;
+  const int b = pending_edit_.begin, e = pending_edit_.end;
+  const int m = static_cast<int>(pending_edit_.replacement.size());
+  auto& subgraphs = schedule_.subgraphs;
+  subgraphs.erase(subgraphs.begin() + b, subgraphs.begin() + e);
+  subgraphs.insert(subgraphs.begin() + b, std::make_move_iterator(pending_edit_.replacement.begin()),
+                   std::make_move_iterator(pending_edit_.replacement.end()));
+  results_.erase(results_.begin() + b, results_.begin() + e);
+  results_.insert(results_.begin() + b, pending_results_.begin(), pending_results_.begin() + m);
+  if (pending_has_successor_) results_[b + m] = pending_results_[m];
+  facts_.erase(facts_.begin() + b, facts_.begin() + e);
+  facts_.insert(facts_.begin() + b, std::make_move_iterator(pending_facts_.begin()),
+                std::make_move_iterator(pending_facts_.begin() + m));
+  RebuildSequenceState();
+  committed_ = pending_candidate_;
+  if (committed_.valid) committed_.total = latency_sum_;  // summed afresh: no drift over commits
+
+#ifdef ANNEALER_HEAVY_CHECKS
+  const Evaluation full = EvaluateOracle(problem_, schedule_);
+  const bool same_verdict = full.ok() == committed_.valid &&
+                            (full.ok() || (full.violation.rule == committed_.violation.rule &&
+                                           full.violation.subgraph == committed_.violation.subgraph));
+  const bool same_total =
+      !full.ok() || std::abs(full.total - committed_.total) <= 1e-9 * std::max(1.0, std::abs(full.total));
+  if (!same_verdict || !same_total) {
+    std::fprintf(stderr,
+                 "ANNEALER_HEAVY_CHECKS: incremental evaluation differs from the oracle after a "
+                 "commit: incremental %s %.17g (%s), oracle %s %.17g (%s)\n",
+                 committed_.valid ? "valid" : "invalid", committed_.total,
+                 committed_.violation.Message().c_str(), full.ok() ? "valid" : "invalid", full.total,
+                 full.violation.Message().c_str());
+    std::abort();
+  }
+#endif
 }
 
 void IncrementalEvaluator::Revert() { pending_ = false; }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "eval/oracle.h"
@@ -69,6 +70,41 @@ class IncrementalEvaluator {
   ScheduleEdit pending_edit_;
   Candidate pending_candidate_;
   std::vector<SubgraphResult> pending_results_;  // for replacement + the repriced successor
+
+  // What the sequence rules (V1 coverage, V7, V9) need to know about one subgraph.
+  struct SequenceFacts {
+    std::vector<std::pair<OpId, TensorId>> boundary_inputs;  // in the oracle's check order
+    std::vector<TensorId> writes;                            // outputs written to slow memory
+    std::vector<OpId> valid_ops;                             // ops with ids in range
+  };
+  SequenceFacts Facts(const Subgraph& subgraph);
+  SubgraphResult Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in);
+  // Rebuilds the committed sequence state (writers, flags, counts, total) in one linear pass.
+  void RebuildSequenceState();
+  Candidate CommittedCandidate() const;
+  Violation V7Violation(int position, OpId op, TensorId tensor) const;
+
+  std::vector<SequenceFacts> facts_;         // parallel to schedule_.subgraphs
+  std::vector<char> subgraph_ok_;            // local result ok and V7 holds, per subgraph
+  std::vector<int> first_writer_;            // per tensor: first position writing it, or INT_MAX
+  std::vector<int> cover_count_;             // per op: subgraphs containing it
+  std::vector<int> write_count_;             // per tensor: subgraphs writing it
+  int uncovered_ops_ = 0;
+  int unwritten_outputs_ = 0;
+  Latency latency_sum_ = 0;                  // sum of committed subgraph latencies
+
+  std::vector<SequenceFacts> pending_facts_;  // for the replacement
+  bool pending_has_successor_ = false;
+
+  // Scratch, sized to the problem; stamps avoid clearing between proposals.
+  std::vector<uint32_t> op_stamp_;
+  std::vector<uint32_t> tensor_stamp_;
+  uint32_t stamp_ = 0;
+  std::vector<int> old_region_writes_, new_region_writes_;  // per tensor, for the edited range
+  std::vector<int> running_writes_, suffix_writes_;         // per tensor, while scanning
+  std::vector<int> cover_delta_;                                           // per op
+  std::vector<TensorId> touched_tensors_;
+  std::vector<OpId> touched_ops_;
 };
 
 }  // namespace annealer

@@ -1,0 +1,63 @@
+// A bounded, thread-safe memo of subgraph costs, shared by every search worker.
+//
+// The cost of a subgraph depends only on its context: the op list as given (order matters for
+// V6), the granularity, the traversal (or raster), the tensors retained in from the previous
+// subgraph and the tensors it retains out. That context is the key; the full key is stored so
+// that a hash collision can never return another subgraph's cost. One cache serves ONE problem
+// object for its lifetime: the key holds the problem's address, not its contents, so call
+// Clear() before using the cache for another problem (which may sit at the same address).
+//
+// Memory is bounded by an entry budget: the cache is split in shards, each with its own mutex
+// and its own share of the budget; a full shard is flushed whole (generation flush) — simple,
+// and a search re-fills the hot entries within a few moves.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "eval/oracle.h"
+#include "eval/problem.h"
+#include "eval/schedule.h"
+
+namespace annealer {
+
+struct CacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t entries = 0;
+  double hit_rate() const {
+    const uint64_t lookups = hits + misses;
+    return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups);
+  }
+};
+
+class CostCache {
+ public:
+  // `max_entries` bounds the number of stored subgraph contexts (at least one per shard).
+  explicit CostCache(std::size_t max_entries);
+  ~CostCache();
+  CostCache(const CostCache&) = delete;
+  CostCache& operator=(const CostCache&) = delete;
+
+  // The cost of `subgraph` after a subgraph that retained `retained_in`: from the cache when
+  // present, otherwise computed by CostSubgraph (eval/subgraph_cost.h) and stored.
+  // Equal to EvaluateSubgraphOracle(problem, subgraph, retained_in) in verdict, rule and report.
+  SubgraphResult LookupOrCompute(const Problem& problem, const Subgraph& subgraph,
+                                 const std::vector<TensorId>& retained_in);
+
+  CacheStats stats() const;
+  void Clear();
+
+ private:
+  struct Shard;
+  static constexpr std::size_t kShards = 16;
+  std::size_t entries_per_shard_;
+  std::unique_ptr<Shard[]> shards_;
+  std::atomic<uint64_t> hits_{0};
+  std::atomic<uint64_t> misses_{0};
+};
+
+}  // namespace annealer

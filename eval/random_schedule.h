@@ -1,0 +1,63 @@
+// Random problems and schedules for property tests and benchmarks. Deterministic given the
+// generator state: the same seed gives the same problems, schedules and edits.
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+#include "eval/incremental.h"
+#include "eval/problem.h"
+#include "eval/schedule.h"
+
+namespace annealer {
+
+enum class DagShape {
+  kChain,        // each op consumes the previous op's output
+  kDiamond,      // two branches from one tensor joined by a Pointwise op (or x @ W + x)
+  kFanOut,       // ops consume earlier tensors at random: fan-out, long edges
+  kMatMulChain,  // MatMuls only, each on the previous output
+  kSharedInput,  // MatMuls sharing graph inputs (the same weight or the same activation)
+  kMultiSink,    // several Pointwise ops of one shape on the same tensor
+  kMixed,        // any of the above in one graph
+};
+
+inline constexpr DagShape kAllDagShapes[] = {DagShape::kChain,       DagShape::kDiamond,
+                                             DagShape::kFanOut,      DagShape::kMatMulChain,
+                                             DagShape::kSharedInput, DagShape::kMultiSink,
+                                             DagShape::kMixed};
+
+struct RandomProblemOptions {
+  int min_ops = 2;
+  int max_ops = 8;
+  Elements native = 32;  // small native keeps the oracle fast; dims are small multiples of it
+  // Probability that a tensor side is not a multiple of native/2 (partial edge tiles).
+  double odd_side_probability = 0.15;
+};
+
+// A finalized problem of the given shape.
+Problem RandomProblem(std::mt19937_64& rng, DagShape shape, const RandomProblemOptions& options = {});
+
+struct RandomScheduleOptions {
+  double fuse_probability = 0.5;         // an op joins the open subgraph it is connected to
+  double recompute_probability = 0.1;    // per subgraph: also recompute a producer
+  double extra_retain_probability = 0.1; // per subgraph: retain one more produced tensor
+  double invalid_probability = 0.1;      // per subgraph: break one rule on purpose
+  int64_t max_steps = 2048;              // per subgraph; granularities are coarsened to fit
+};
+
+// A random schedule: a random partition into connected subgraphs in topological order,
+// repaired for data availability (retention of ephemerals, recomputation), with random
+// granularities (powers of two), traversals and retention; a share of them invalid on purpose.
+Schedule RandomSchedule(const Problem& problem, std::mt19937_64& rng,
+                        const RandomScheduleOptions& options = {});
+
+// New random granularity, traversal and (sometimes) retention for one subgraph.
+void RandomizeSettings(const Problem& problem, Subgraph& subgraph, std::mt19937_64& rng,
+                       const RandomScheduleOptions& options = {});
+
+// A random edit of `schedule`: re-set one subgraph, merge two neighbours, split one, erase,
+// insert a copy (recomputation) or move one. The schedule must have at least one subgraph.
+ScheduleEdit RandomEdit(const Problem& problem, const Schedule& schedule, std::mt19937_64& rng,
+                        const RandomScheduleOptions& options = {});
+
+}  // namespace annealer

@@ -1,0 +1,871 @@
+// See subgraph_cost.h for the method. The structural checks mirror eval/oracle.cc one to one
+// (same order, same messages) so that both report the same first violation.
+#include "eval/subgraph_cost.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <numeric>
+#include <optional>
+#include <string>
+
+namespace annealer {
+
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+std::string Str(int64_t v) { return std::to_string(v); }
+
+SubgraphResult Fail(Verdict verdict, std::string rule, std::string detail) {
+  SubgraphResult result;
+  result.verdict = verdict;
+  result.violation.rule = std::move(rule);
+  result.violation.detail = std::move(detail);
+  return result;
+}
+
+// Which index an interval follows. kFixed is [0, bound); the others are
+// [i * step, min(i * step + step, bound)) for the tile row, tile column or k-step index i.
+enum class Axis : uint8_t { kTileRows, kTileCols, kReduction, kFixed };
+
+struct IntervalTemplate {
+  Axis axis = Axis::kFixed;
+  Elements bound = 0;  // the smallest end met on the way (grid edge, K*, tensor sides)
+  bool operator==(const IntervalTemplate&) const = default;
+};
+
+struct Region {
+  Elements r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+  Elements rows() const { return r1 - r0; }
+  Elements cols() const { return c1 - c0; }
+  Elements size() const { return rows() * cols(); }
+  bool operator==(const Region&) const = default;
+};
+
+// When a template is present: every k-step (fed by the k-loop), the tile's last k-step
+// (fed by an epilogue op), or both.
+enum Presence : uint8_t { kEveryStep = 1, kLastStep = 2 };
+
+enum class ChargeKind : uint8_t { kKLoop, kStripLhs, kStripRhs, kFull, kEpilogue };
+
+struct RequestTemplate {
+  TensorId tensor;
+  IntervalTemplate rows, cols;
+  uint8_t presence;
+};
+
+struct ChargeTemplate {
+  OpId op;
+  IntervalTemplate rows, cols;
+  ChargeKind kind;
+  uint8_t presence;
+  double base;
+};
+
+enum class Demand : uint8_t { kEpilogue, kStripLhs, kStripRhs, kFull };
+
+struct StepCoord {
+  int64_t row = 0, col = 0, j = 0;
+};
+
+struct StepPrice {
+  double compute = 0;
+  double memory = 0;
+  Elements working_set = 0;
+};
+
+class SubgraphPricer {
+ public:
+  SubgraphPricer(const Problem& problem, const Subgraph& subgraph,
+                 const std::vector<TensorId>& retained_in)
+      : problem_(problem), subgraph_(subgraph), retained_in_(retained_in) {}
+
+  // Returns the failure, or nullopt when the subgraph is well formed and analysed.
+  std::optional<SubgraphResult> Analyse() {
+    if (auto failure = CheckStructure()) return failure;
+    BuildTemplates();
+    return std::nullopt;
+  }
+
+  bool step_classes_apply() const { return step_classes_apply_; }
+
+  SubgraphResult PriceByClasses();
+  SubgraphResult PriceStepByStep();
+
+ private:
+  bool InSubgraph(OpId op) const { return in_subgraph_[op] != 0; }
+  bool Produced(TensorId t) const {
+    const OpId p = problem_.producer[t];
+    return p != kNoOp && InSubgraph(p);
+  }
+  bool ConsumedInside(TensorId t) const {
+    for (OpId c : problem_.consumers[t]) {
+      if (InSubgraph(c)) return true;
+    }
+    return false;
+  }
+  bool RetainedIn(TensorId t) const {
+    return std::find(retained_in_.begin(), retained_in_.end(), t) != retained_in_.end();
+  }
+  bool RetainedOut(TensorId t) const {
+    return std::find(subgraph_.retain.begin(), subgraph_.retain.end(), t) !=
+           subgraph_.retain.end();
+  }
+
+  std::optional<SubgraphResult> CheckStructure();
+  void BuildTemplates();
+  void Feed(TensorId t, IntervalTemplate rows, IntervalTemplate cols, Demand demand,
+            uint8_t presence);
+  bool NeverEmpty(const IntervalTemplate& interval) const;
+
+  // Interval i of a template axis, exactly as the oracle derives it.
+  void Instantiate(const IntervalTemplate& t, const StepCoord& s, Elements& lo, Elements& hi) const {
+    switch (t.axis) {
+      case Axis::kTileRows: lo = s.row * g_.h; hi = std::min(lo + g_.h, t.bound); return;
+      case Axis::kTileCols: lo = s.col * g_.w; hi = std::min(lo + g_.w, t.bound); return;
+      case Axis::kReduction: lo = s.j * k_; hi = std::min(lo + k_, t.bound); return;
+      case Axis::kFixed: lo = 0; hi = t.bound; return;
+    }
+  }
+  Region RegionOf(const IntervalTemplate& rows, const IntervalTemplate& cols,
+                  const StepCoord& s) const {
+    Region r;
+    Instantiate(rows, s, r.r0, r.r1);
+    Instantiate(cols, s, r.c0, r.c1);
+    return r;
+  }
+
+  // The deduplicated requests of a step (spec D5): alive[i] says whether request template i
+  // survives, regions[i] its slice.
+  void Requests(const StepCoord& s, std::vector<Region>& regions, std::vector<char>& alive) const;
+  // Prices step `s` whose requests are (regions, alive), after a step with (prev_regions,
+  // prev_alive) or after no step (has_prev false).
+  StepPrice Price(const StepCoord& s, const std::vector<Region>& regions,
+                  const std::vector<char>& alive, bool has_prev,
+                  const std::vector<Region>& prev_regions,
+                  const std::vector<char>& prev_alive) const;
+  // Prices step `s` after step `prev` (or after nothing).
+  StepPrice PriceStep(const StepCoord& s, const StepCoord* prev);
+
+  std::string OutOfMemoryDetail(int64_t step, int64_t tile, int64_t j, Elements ws) const {
+    return "step " + Str(step) + " (tile " + Str(tile) + ", k-step " + Str(j) +
+           ") needs a working set of " + Str(ws) + " > capacity " +
+           Str(problem_.fast_memory_capacity);
+  }
+
+  const Problem& problem_;
+  const Subgraph& subgraph_;
+  const std::vector<TensorId>& retained_in_;
+  Granularity g_;
+
+  std::vector<char> in_subgraph_;
+  std::vector<OpId> sinks_;
+  std::vector<OpId> k_loop_matmuls_;
+  std::vector<OpId> epilogue_ops_;
+  Elements reduction_ = 0;
+  int64_t rows_ = 0, cols_ = 0, k_steps_ = 1;
+  Elements k_ = 1;
+  Elements z_height_ = 0, z_width_ = 0;
+
+  // Step-independent terms (spec R5, M2, W4).
+  Elements resident_ = 0;
+  int written_sinks_ = 0;
+  int accumulators_ = 0;
+
+  std::vector<RequestTemplate> requests_;  // sorted by tensor
+  std::vector<int> request_group_end_;     // per template: end of its tensor's run
+  std::vector<int> request_group_begin_;
+  std::vector<ChargeTemplate> charges_;    // sorted by op
+  std::vector<int> charge_group_begin_;
+  std::vector<int> charge_group_end_;
+  std::vector<Region> whole_;              // per request template: its whole tensor
+  bool step_classes_apply_ = false;
+
+  struct FeedKey {
+    TensorId t;
+    IntervalTemplate rows, cols;
+    Demand demand;
+    uint8_t presence;
+    bool operator==(const FeedKey&) const = default;
+  };
+  std::vector<FeedKey> fed_;
+
+  // Scratch for pricing.
+  std::vector<Region> cur_regions_, prev_regions_;
+  std::vector<char> cur_alive_, prev_alive_;
+  // Distinct charge regions of one op within a step (C5).
+  mutable std::vector<Region> seen_regions_;
+  mutable std::vector<double> seen_amounts_;
+};
+
+std::optional<SubgraphResult> SubgraphPricer::CheckStructure() {
+  const auto& ops = subgraph_.ops;
+  const int num_ops = static_cast<int>(problem_.ops.size());
+  const Elements n = problem_.native;
+  g_ = subgraph_.granularity;
+  const Granularity g = g_;
+
+  // V1 (local part): non-empty, ids in range, no op twice.
+  if (ops.empty()) return Fail(Verdict::kInvalid, "V1", "the subgraph has no ops");
+  in_subgraph_.assign(num_ops, 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i] < 0 || ops[i] >= num_ops) {
+      return Fail(Verdict::kInvalid, "V1",
+                  "op id " + Str(ops[i]) + " at position " + Str(i) + " is out of range (" +
+                      Str(num_ops) + " ops)");
+    }
+    if (in_subgraph_[ops[i]]) {
+      return Fail(Verdict::kInvalid, "V1", "op " + Str(ops[i]) + " is listed twice");
+    }
+    in_subgraph_[ops[i]] = 1;
+  }
+
+  // V2: 1 <= w, h, k <= native.
+  if (g.w < 1 || g.w > n || g.h < 1 || g.h > n || g.k < 1 || g.k > n) {
+    return Fail(Verdict::kInvalid, "V2",
+                "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) +
+                    "] is outside [1, " + Str(n) + "] in some axis");
+  }
+
+  // V6: declared order is topological with respect to internal edges. Subgraphs are small, so
+  // positions are looked up in the op list itself.
+  auto position = [&](OpId op) {
+    return static_cast<int>(std::find(ops.begin(), ops.end(), op) - ops.begin());
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (TensorId in : problem_.ops[ops[i]].inputs) {
+      const OpId p = problem_.producer[in];
+      if (p != kNoOp && InSubgraph(p) && position(p) > static_cast<int>(i)) {
+        return Fail(Verdict::kInvalid, "V6",
+                    "op " + Str(ops[i]) + " runs before op " + Str(p) +
+                        ", which produces its input tensor " + Str(in));
+      }
+    }
+  }
+
+  // V5: weakly connected through internal producer->consumer edges (union-find over
+  // positions in the op list).
+  std::vector<int> component(ops.size());
+  std::iota(component.begin(), component.end(), 0);
+  auto find = [&](int x) {
+    while (component[x] != x) x = component[x] = component[component[x]];
+    return x;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (TensorId in : problem_.ops[ops[i]].inputs) {
+      const OpId p = problem_.producer[in];
+      if (p != kNoOp && InSubgraph(p)) component[find(static_cast<int>(i))] = find(position(p));
+    }
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (find(static_cast<int>(i)) != find(0)) {
+      return Fail(Verdict::kInvalid, "V5",
+                  "op " + Str(ops[i]) + " is not connected to op " + Str(ops[0]) +
+                      " through tensors produced and consumed inside the subgraph");
+    }
+  }
+
+  // V8: only tensors produced here may be retained, each once.
+  for (size_t i = 0; i < subgraph_.retain.size(); ++i) {
+    const TensorId t = subgraph_.retain[i];
+    if (t < 0 || t >= static_cast<TensorId>(problem_.tensors.size())) {
+      return Fail(Verdict::kInvalid, "V8",
+                  "tensors_to_retain[" + Str(i) + "] = " + Str(t) + " is not a tensor id");
+    }
+    if (!Produced(t)) {
+      return Fail(Verdict::kInvalid, "V8",
+                  "tensor " + Str(t) + " is retained but not produced by this subgraph");
+    }
+    if (std::find(subgraph_.retain.begin(), subgraph_.retain.begin() + i, t) !=
+        subgraph_.retain.begin() + i) {
+      return Fail(Verdict::kInvalid, "V8", "tensor " + Str(t) + " is retained twice");
+    }
+  }
+
+  // Sinks and V12.
+  for (OpId op : ops) {
+    if (!ConsumedInside(problem_.ops[op].output)) sinks_.push_back(op);
+  }
+  const Tensor& z = problem_.tensors[problem_.ops[sinks_[0]].output];
+  for (OpId s : sinks_) {
+    const Tensor& t = problem_.tensors[problem_.ops[s].output];
+    if (t.width != z.width || t.height != z.height) {
+      return Fail(Verdict::kInvalid, "V12",
+                  "sinks op " + Str(sinks_[0]) + " and op " + Str(s) +
+                      " have output shapes of different size");
+    }
+  }
+  z_height_ = z.height;
+  z_width_ = z.width;
+
+  // G3: F = MatMuls reached from the sinks through Pointwise ops only.
+  {
+    std::vector<OpId> seen(sinks_.begin(), sinks_.end());
+    std::vector<OpId> stack(sinks_.begin(), sinks_.end());
+    while (!stack.empty()) {
+      const OpId op = stack.back();
+      stack.pop_back();
+      if (problem_.ops[op].kind == OpKind::MatMul) {
+        k_loop_matmuls_.push_back(op);
+        continue;
+      }
+      epilogue_ops_.push_back(op);
+      for (TensorId in : problem_.ops[op].inputs) {
+        const OpId p = problem_.producer[in];
+        if (p != kNoOp && InSubgraph(p) && std::find(seen.begin(), seen.end(), p) == seen.end()) {
+          seen.push_back(p);
+          stack.push_back(p);
+        }
+      }
+    }
+  }
+  std::sort(k_loop_matmuls_.begin(), k_loop_matmuls_.end());
+  std::sort(epilogue_ops_.begin(), epilogue_ops_.end());
+  for (OpId m : k_loop_matmuls_) {
+    const Elements k_op = problem_.ReductionLength(m);
+    if (reduction_ == 0) reduction_ = k_op;
+    if (k_op != reduction_) {
+      return Fail(Verdict::kInvalid, "G3",
+                  "k-loop MatMuls op " + Str(k_loop_matmuls_[0]) + " and op " + Str(m) +
+                      " have different reduction lengths " + Str(reduction_) + " and " +
+                      Str(k_op));
+    }
+  }
+
+  // V3: k <= K for every MatMul of the subgraph.
+  for (OpId op : ops) {
+    if (problem_.ops[op].kind == OpKind::MatMul && g.k > problem_.ReductionLength(op)) {
+      return Fail(Verdict::kInvalid, "V3",
+                  "k = " + Str(g.k) + " exceeds the reduction length K = " +
+                      Str(problem_.ReductionLength(op)) + " of MatMul op " + Str(op));
+    }
+  }
+
+  // V11: a Pointwise prologue of a k-split MatMul needs w >= K (LHS side) or h >= K (RHS).
+  if (reduction_ > 0 && g.k < reduction_) {
+    for (OpId m : k_loop_matmuls_) {
+      for (int side = 0; side < 2; ++side) {
+        const Elements needed = reduction_;
+        const Elements have = side == 0 ? g.w : g.h;
+        std::vector<OpId> chain;
+        const OpId first = problem_.producer[problem_.ops[m].inputs[side]];
+        if (first != kNoOp && InSubgraph(first)) chain.push_back(first);
+        while (!chain.empty()) {
+          const OpId op = chain.back();
+          chain.pop_back();
+          if (problem_.ops[op].kind != OpKind::Pointwise) continue;
+          if (have < needed) {
+            return Fail(Verdict::kInvalid, "V11",
+                        "Pointwise op " + Str(op) + " feeds the " +
+                            (side == 0 ? std::string("LHS") : std::string("RHS")) +
+                            " of k-split MatMul op " + Str(m) + ", which needs " +
+                            (side == 0 ? "w" : "h") + " >= K = " + Str(needed) + " (have " +
+                            Str(have) + ")");
+          }
+          for (TensorId in : problem_.ops[op].inputs) {
+            const OpId p = problem_.producer[in];
+            if (p != kNoOp && InSubgraph(p)) chain.push_back(p);
+          }
+        }
+      }
+    }
+  }
+
+  // Grid (G2) and V10.
+  rows_ = CeilDiv(z.height, g.h);
+  cols_ = CeilDiv(z.width, g.w);
+  const int64_t tiles = rows_ * cols_;
+  if (subgraph_.traversal) {
+    const auto& order = *subgraph_.traversal;
+    if (static_cast<int64_t>(order.size()) != tiles) {
+      return Fail(Verdict::kInvalid, "V10",
+                  "traversal order has " + Str(order.size()) + " entries for " + Str(tiles) +
+                      " tiles");
+    }
+    std::vector<char> used(tiles, 0);
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (order[i] < 0 || order[i] >= tiles || used[order[i]]) {
+        return Fail(Verdict::kInvalid, "V10",
+                    "traversal entry " + Str(i) + " = " + Str(order[i]) +
+                        " is out of range or repeated (" + Str(tiles) + " tiles)");
+      }
+      used[order[i]] = 1;
+    }
+  }
+  return std::nullopt;
+}
+
+// The oracle's Feed (spec D3, D4, C3) on symbolic intervals.
+void SubgraphPricer::Feed(TensorId t, IntervalTemplate rows, IntervalTemplate cols,
+                          Demand demand, uint8_t presence) {
+  const Tensor& tensor = problem_.tensors[t];
+  rows.bound = std::min(rows.bound, tensor.height);
+  cols.bound = std::min(cols.bound, tensor.width);
+  // A second identical walk adds only identical templates (merged anyway): skip it, which
+  // also keeps diamond-heavy subgraphs linear.
+  const FeedKey key{t, rows, cols, demand, presence};
+  if (std::find(fed_.begin(), fed_.end(), key) != fed_.end()) return;
+  fed_.push_back(key);
+  if (!Produced(t)) {
+    if (!RetainedIn(t)) requests_.push_back({t, rows, cols, presence});
+    return;
+  }
+  if (demand == Demand::kEpilogue) return;
+  const OpId p = problem_.producer[t];
+  const Op& op = problem_.ops[p];
+  const ChargeKind kind = demand == Demand::kStripLhs   ? ChargeKind::kStripLhs
+                          : demand == Demand::kStripRhs ? ChargeKind::kStripRhs
+                                                        : ChargeKind::kFull;
+  charges_.push_back({p, rows, cols, kind, presence, op.base_cost});
+  if (op.kind == OpKind::Pointwise) {
+    for (TensorId in : op.inputs) Feed(in, rows, cols, demand, presence);
+  } else {
+    const Elements k_op = problem_.ReductionLength(p);
+    Feed(op.inputs[0], rows, {Axis::kFixed, k_op}, Demand::kFull, presence);
+    Feed(op.inputs[1], {Axis::kFixed, k_op}, cols, Demand::kFull, presence);
+  }
+}
+
+bool SubgraphPricer::NeverEmpty(const IntervalTemplate& interval) const {
+  switch (interval.axis) {
+    case Axis::kTileRows: return (rows_ - 1) * g_.h < interval.bound;
+    case Axis::kTileCols: return (cols_ - 1) * g_.w < interval.bound;
+    case Axis::kReduction: return (k_steps_ - 1) * k_ < interval.bound;
+    case Axis::kFixed: return interval.bound > 0;
+  }
+  return false;
+}
+
+void SubgraphPricer::BuildTemplates() {
+  k_ = reduction_ > 0 ? g_.k : 1;
+  k_steps_ = reduction_ > 0 ? CeilDiv(reduction_, k_) : 1;
+
+  for (TensorId t : retained_in_) resident_ += problem_.tensors[t].size();
+  for (TensorId t : subgraph_.retain) {
+    if (!RetainedIn(t)) resident_ += problem_.tensors[t].size();
+  }
+  for (OpId s : sinks_) written_sinks_ += RetainedOut(problem_.ops[s].output) ? 0 : 1;
+  if (k_steps_ > 1) {
+    for (OpId m : k_loop_matmuls_) accumulators_ += ConsumedInside(problem_.ops[m].output) ? 1 : 0;
+  }
+
+  const IntervalTemplate tile_rows{Axis::kTileRows, z_height_};
+  const IntervalTemplate tile_cols{Axis::kTileCols, z_width_};
+  const IntervalTemplate k_range{Axis::kReduction, reduction_};
+  // D2, C2: the k-loop MatMuls, every step.
+  for (OpId m : k_loop_matmuls_) {
+    const Op& op = problem_.ops[m];
+    charges_.push_back({m, tile_rows, tile_cols, ChargeKind::kKLoop, kEveryStep, op.base_cost});
+    Feed(op.inputs[0], tile_rows, k_range, Demand::kStripLhs, kEveryStep);
+    Feed(op.inputs[1], k_range, tile_cols, Demand::kStripRhs, kEveryStep);
+  }
+  // D1, C1, C4: epilogue ops at the tile's last k-step.
+  for (OpId e : epilogue_ops_) {
+    const Op& op = problem_.ops[e];
+    charges_.push_back({e, tile_rows, tile_cols, ChargeKind::kEpilogue, kLastStep, op.base_cost});
+    for (TensorId in : op.inputs) Feed(in, tile_rows, tile_cols, Demand::kEpilogue, kLastStep);
+  }
+
+  // Merge identical request templates (their presences add up) and group by tensor.
+  std::stable_sort(requests_.begin(), requests_.end(),
+                   [](const RequestTemplate& a, const RequestTemplate& b) { return a.tensor < b.tensor; });
+  std::vector<RequestTemplate> merged;
+  for (const RequestTemplate& r : requests_) {
+    bool found = false;
+    for (size_t i = merged.size(); i-- > 0 && merged[i].tensor == r.tensor;) {
+      if (merged[i].rows == r.rows && merged[i].cols == r.cols) {
+        merged[i].presence |= r.presence;
+        found = true;
+        break;
+      }
+    }
+    if (!found) merged.push_back(r);
+  }
+  requests_.swap(merged);
+  const int num_requests = static_cast<int>(requests_.size());
+  request_group_begin_.resize(num_requests);
+  request_group_end_.resize(num_requests);
+  whole_.resize(num_requests);
+  for (int i = 0; i < num_requests;) {
+    int end = i;
+    while (end < num_requests && requests_[end].tensor == requests_[i].tensor) ++end;
+    for (int x = i; x < end; ++x) {
+      request_group_begin_[x] = i;
+      request_group_end_[x] = end;
+      const Tensor& tensor = problem_.tensors[requests_[x].tensor];
+      whole_[x] = {0, tensor.height, 0, tensor.width};
+    }
+    i = end;
+  }
+
+  std::stable_sort(charges_.begin(), charges_.end(),
+                   [](const ChargeTemplate& a, const ChargeTemplate& b) { return a.op < b.op; });
+  std::vector<ChargeTemplate> merged_charges;
+  for (const ChargeTemplate& c : charges_) {
+    bool found = false;
+    for (size_t i = merged_charges.size(); i-- > 0 && merged_charges[i].op == c.op;) {
+      if (merged_charges[i].rows == c.rows && merged_charges[i].cols == c.cols &&
+          merged_charges[i].kind == c.kind) {
+        merged_charges[i].presence |= c.presence;
+        found = true;
+        break;
+      }
+    }
+    if (!found) merged_charges.push_back(c);
+  }
+  charges_.swap(merged_charges);
+  const int num_charges = static_cast<int>(charges_.size());
+  charge_group_begin_.resize(num_charges);
+  charge_group_end_.resize(num_charges);
+  for (int i = 0; i < num_charges;) {
+    int end = i;
+    while (end < num_charges && charges_[end].op == charges_[i].op) ++end;
+    for (int x = i; x < end; ++x) {
+      charge_group_begin_[x] = i;
+      charge_group_end_[x] = end;
+    }
+    i = end;
+  }
+
+  // Step classes are exact when equal slices of a template mean equal tile indices and no
+  // two templates of one tensor (or one op's charges) can meet: one template per tensor, one
+  // region per op, and no interval ever empty.
+  bool classes = true;
+  for (int i = 0; i < num_requests && classes; ++i) {
+    classes = request_group_end_[i] - request_group_begin_[i] == 1 &&
+              NeverEmpty(requests_[i].rows) && NeverEmpty(requests_[i].cols);
+  }
+  for (int i = 0; i < num_charges && classes; ++i) {
+    const ChargeTemplate& first = charges_[charge_group_begin_[i]];
+    classes = charges_[i].rows == first.rows && charges_[i].cols == first.cols &&
+              NeverEmpty(charges_[i].rows) && NeverEmpty(charges_[i].cols);
+  }
+  step_classes_apply_ = classes;
+
+  cur_regions_.resize(num_requests);
+  prev_regions_.resize(num_requests);
+  cur_alive_.resize(num_requests);
+  prev_alive_.resize(num_requests);
+}
+
+void SubgraphPricer::Requests(const StepCoord& s, std::vector<Region>& regions,
+                              std::vector<char>& alive) const {
+  const bool last = s.j == k_steps_ - 1;
+  const int num_requests = static_cast<int>(requests_.size());
+  for (int i = 0; i < num_requests; ++i) {
+    const RequestTemplate& r = requests_[i];
+    alive[i] = (r.presence & kEveryStep) || (last && (r.presence & kLastStep));
+    if (alive[i]) regions[i] = RegionOf(r.rows, r.cols, s);
+  }
+  // D5 within each tensor: identical slices once, a whole-tensor slice covers the others.
+  for (int b = 0; b < num_requests;) {
+    const int e = request_group_end_[b];
+    if (e - b > 1) {
+      bool whole = false;
+      for (int i = b; i < e; ++i) {
+        if (!alive[i]) continue;
+        for (int x = b; x < i; ++x) {
+          if (alive[x] && regions[x] == regions[i]) {
+            alive[i] = 0;
+            break;
+          }
+        }
+        if (alive[i] && regions[i] == whole_[i]) whole = true;
+      }
+      if (whole) {
+        for (int i = b; i < e; ++i) {
+          if (alive[i] && regions[i] != whole_[i]) alive[i] = 0;
+        }
+      }
+    }
+    b = e;
+  }
+}
+
+StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& regions,
+                                const std::vector<char>& alive, bool has_prev,
+                                const std::vector<Region>& prev_regions,
+                                const std::vector<char>& prev_alive) const {
+  const bool last = s.j == k_steps_ - 1;
+  const Elements n = problem_.native;
+  const Elements k0 = s.j * k_;
+  const Elements k_len = std::min(k0 + k_, reduction_) - k0;
+
+  // M1: loads, skipping slices held over from the previous step.
+  Elements loaded = 0;
+  Elements slices = 0;
+  const int num_requests = static_cast<int>(requests_.size());
+  for (int i = 0; i < num_requests; ++i) {
+    if (!alive[i]) continue;
+    const Elements size = regions[i].size();
+    slices += size;
+    bool reused = false;
+    if (has_prev) {
+      for (int x = request_group_begin_[i]; x < request_group_end_[i] && !reused; ++x) {
+        reused = prev_alive[x] && (prev_regions[x] == regions[i] || prev_regions[x] == whole_[x]);
+      }
+    }
+    if (!reused) loaded += size;
+  }
+
+  // C2-C5: charges; one charge per (op, region), the largest when several coincide.
+  double compute = 0;
+  const int num_charges = static_cast<int>(charges_.size());
+  for (int b = 0; b < num_charges;) {
+    const int e = charge_group_end_[b];
+    int seen = 0;
+    for (int i = b; i < e; ++i) {
+      const ChargeTemplate& c = charges_[i];
+      if (!((c.presence & kEveryStep) || (last && (c.presence & kLastStep)))) continue;
+      const Region region = RegionOf(c.rows, c.cols, s);
+      double amount = 0;
+      switch (c.kind) {
+        case ChargeKind::kKLoop:
+          amount = c.base * static_cast<double>(k_len) / static_cast<double>(reduction_);
+          break;
+        case ChargeKind::kStripLhs:
+          amount = c.base *
+                   static_cast<double>(CeilDiv(region.rows(), n) * CeilDiv(reduction_, n)) *
+                   static_cast<double>(k_len) / static_cast<double>(reduction_);
+          break;
+        case ChargeKind::kStripRhs:
+          amount = c.base *
+                   static_cast<double>(CeilDiv(reduction_, n) * CeilDiv(region.cols(), n)) *
+                   static_cast<double>(k_len) / static_cast<double>(reduction_);
+          break;
+        case ChargeKind::kFull:
+          amount = c.base * static_cast<double>(CeilDiv(region.rows(), n) * CeilDiv(region.cols(), n));
+          break;
+        case ChargeKind::kEpilogue:
+          amount = c.base;
+          break;
+      }
+      if (e - b == 1) {
+        compute += amount;
+        continue;
+      }
+      int x = 0;
+      while (x < seen && seen_regions_[x] != region) ++x;
+      if (x == seen) {
+        if (seen == static_cast<int>(seen_regions_.size())) {
+          seen_regions_.push_back(region);
+          seen_amounts_.push_back(amount);
+        } else {
+          seen_regions_[seen] = region;
+          seen_amounts_[seen] = amount;
+        }
+        ++seen;
+      } else {
+        seen_amounts_[x] = std::max(seen_amounts_[x], amount);
+      }
+    }
+    for (int y = 0; y < seen; ++y) compute += seen_amounts_[y];
+    b = e;
+  }
+
+  const Elements tile_rows = std::min((s.row + 1) * g_.h, z_height_) - s.row * g_.h;
+  const Elements tile_cols = std::min((s.col + 1) * g_.w, z_width_) - s.col * g_.w;
+  const Elements tile = tile_rows * tile_cols;
+  const Elements sink_tiles = written_sinks_ * tile;
+  const Elements written = last ? sink_tiles : 0;
+
+  StepPrice price;
+  price.compute = compute;
+  price.memory = static_cast<double>(loaded + written) / problem_.slow_memory_bandwidth;
+  price.working_set = slices + resident_ + sink_tiles + accumulators_ * tile;
+  return price;
+}
+
+StepPrice SubgraphPricer::PriceStep(const StepCoord& s, const StepCoord* prev) {
+  if (prev) Requests(*prev, prev_regions_, prev_alive_);
+  Requests(s, cur_regions_, cur_alive_);
+  return Price(s, cur_regions_, cur_alive_, prev != nullptr, prev_regions_, prev_alive_);
+}
+
+SubgraphResult SubgraphPricer::PriceStepByStep() {
+  const int64_t tiles = rows_ * cols_;
+  SubgraphResult result;
+  SubgraphReport& report = result.report;
+  report.tiles = tiles;
+  report.k_steps = k_steps_;
+  bool has_prev = false;
+  int64_t step = 0;
+  for (int64_t position = 0; position < tiles; ++position) {
+    const int64_t tile = subgraph_.traversal ? (*subgraph_.traversal)[position] : position;
+    for (int64_t j = 0; j < k_steps_; ++j, ++step) {
+      const StepCoord s{tile / cols_, tile % cols_, j};
+      Requests(s, cur_regions_, cur_alive_);
+      const StepPrice price =
+          Price(s, cur_regions_, cur_alive_, has_prev, prev_regions_, prev_alive_);
+      report.peak_working_set = std::max(report.peak_working_set, price.working_set);
+      if (price.working_set > problem_.fast_memory_capacity) {
+        return Fail(Verdict::kOutOfMemory, "W", OutOfMemoryDetail(step, tile, j, price.working_set));
+      }
+      report.compute_time += price.compute;
+      report.memory_time += price.memory;
+      report.latency += std::max(price.compute, price.memory);
+      cur_regions_.swap(prev_regions_);
+      cur_alive_.swap(prev_alive_);
+      has_prev = true;
+    }
+  }
+  return result;
+}
+
+// Step classes. A tile is (last row?, last column?); its first k-step also depends on how the
+// traversal arrived: no previous tile, or which of row and column changed.
+enum PrevMove { kNoPrev = 0, kRowChanged = 1, kColChanged = 2, kBothChanged = 3 };
+
+SubgraphResult SubgraphPricer::PriceByClasses() {
+  const int64_t tiles = rows_ * cols_;
+  // counts[row_edge][col_edge][move]: tiles by class.
+  int64_t counts[2][2][4] = {};
+  auto edge_r = [&](int64_t r) { return r == rows_ - 1 ? 1 : 0; };
+  auto edge_c = [&](int64_t c) { return c == cols_ - 1 ? 1 : 0; };
+  if (!subgraph_.traversal) {
+    // Raster in closed form.
+    counts[edge_r(0)][edge_c(0)][kNoPrev] += 1;
+    if (cols_ >= 2) {  // tiles (r, c >= 1), arrived from (r, c - 1)
+      for (int re = 0; re < 2; ++re) {
+        const int64_t row_count = re ? 1 : rows_ - 1;
+        counts[re][1][kColChanged] += row_count;
+        counts[re][0][kColChanged] += row_count * (cols_ - 2);
+      }
+    }
+    if (rows_ >= 2) {  // tiles (r >= 1, 0), arrived from (r - 1, cols - 1)
+      const int move = cols_ > 1 ? kBothChanged : kRowChanged;
+      counts[1][edge_c(0)][move] += 1;
+      counts[0][edge_c(0)][move] += rows_ - 2;
+    }
+  } else {
+    const auto& order = *subgraph_.traversal;
+    int64_t pr = order[0] / cols_, pc = order[0] % cols_;
+    counts[edge_r(pr)][edge_c(pc)][kNoPrev] += 1;
+    for (int64_t p = 1; p < tiles; ++p) {
+      const int64_t r = order[p] / cols_, c = order[p] % cols_;
+      const int move = (r != pr ? kRowChanged : 0) | (c != pc ? kColChanged : 0);
+      counts[edge_r(r)][edge_c(c)][move] += 1;
+      pr = r;
+      pc = c;
+    }
+  }
+
+  // Representative steps. Row index for an edge class: the last row; otherwise row 0 (which
+  // exists as a non-edge row whenever such tiles are counted). A changed index picks any other.
+  auto rep_row = [&](int re) -> int64_t { return re ? rows_ - 1 : 0; };
+  auto rep_col = [&](int ce) -> int64_t { return ce ? cols_ - 1 : 0; };
+  auto other = [](int64_t i) -> int64_t { return i == 0 ? 1 : i - 1; };
+
+  StepPrice first[2][2][4];
+  StepPrice middle[2][2];
+  StepPrice last[2][2];
+  bool have_tile[2][2] = {};
+  Elements peak = 0;
+  const int64_t last_j = k_steps_ - 1;
+  for (int re = 0; re < 2; ++re) {
+    for (int ce = 0; ce < 2; ++ce) {
+      for (int move = 0; move < 4; ++move) {
+        if (counts[re][ce][move] == 0) continue;
+        have_tile[re][ce] = true;
+        const StepCoord s{rep_row(re), rep_col(ce), 0};
+        if (move == kNoPrev) {
+          first[re][ce][move] = PriceStep(s, nullptr);
+        } else {
+          const StepCoord prev{move & kRowChanged ? other(s.row) : s.row,
+                               move & kColChanged ? other(s.col) : s.col, last_j};
+          first[re][ce][move] = PriceStep(s, &prev);
+        }
+        peak = std::max(peak, first[re][ce][move].working_set);
+      }
+      if (!have_tile[re][ce] || k_steps_ < 2) continue;
+      if (k_steps_ >= 3) {
+        const StepCoord s{rep_row(re), rep_col(ce), 1};
+        const StepCoord prev{s.row, s.col, 0};
+        middle[re][ce] = PriceStep(s, &prev);
+        peak = std::max(peak, middle[re][ce].working_set);
+      }
+      const StepCoord s{rep_row(re), rep_col(ce), last_j};
+      const StepCoord prev{s.row, s.col, last_j - 1};
+      last[re][ce] = PriceStep(s, &prev);
+      peak = std::max(peak, last[re][ce].working_set);
+    }
+  }
+
+  const Elements capacity = problem_.fast_memory_capacity;
+  if (peak > capacity) {
+    // The first step, in execution order, whose class does not fit.
+    int64_t pr = -1, pc = -1;
+    for (int64_t p = 0; p < tiles; ++p) {
+      const int64_t tile = subgraph_.traversal ? (*subgraph_.traversal)[p] : p;
+      const int64_t r = tile / cols_, c = tile % cols_;
+      const int move = p == 0 ? kNoPrev : (r != pr ? kRowChanged : 0) | (c != pc ? kColChanged : 0);
+      const int re = edge_r(r), ce = edge_c(c);
+      const int64_t step0 = p * k_steps_;
+      if (first[re][ce][move].working_set > capacity) {
+        return Fail(Verdict::kOutOfMemory, "W",
+                    OutOfMemoryDetail(step0, tile, 0, first[re][ce][move].working_set));
+      }
+      if (k_steps_ >= 3 && middle[re][ce].working_set > capacity) {
+        return Fail(Verdict::kOutOfMemory, "W",
+                    OutOfMemoryDetail(step0 + 1, tile, 1, middle[re][ce].working_set));
+      }
+      if (k_steps_ >= 2 && last[re][ce].working_set > capacity) {
+        return Fail(Verdict::kOutOfMemory, "W",
+                    OutOfMemoryDetail(step0 + last_j, tile, last_j, last[re][ce].working_set));
+      }
+      pr = r;
+      pc = c;
+    }
+  }
+
+  SubgraphResult result;
+  SubgraphReport& report = result.report;
+  report.tiles = tiles;
+  report.k_steps = k_steps_;
+  report.peak_working_set = peak;
+  auto add = [&](const StepPrice& price, int64_t count) {
+    const double m = static_cast<double>(count);
+    report.compute_time += price.compute * m;
+    report.memory_time += price.memory * m;
+    report.latency += std::max(price.compute, price.memory) * m;
+  };
+  for (int re = 0; re < 2; ++re) {
+    for (int ce = 0; ce < 2; ++ce) {
+      int64_t tile_count = 0;
+      for (int move = 0; move < 4; ++move) {
+        if (counts[re][ce][move] == 0) continue;
+        add(first[re][ce][move], counts[re][ce][move]);
+        tile_count += counts[re][ce][move];
+      }
+      if (tile_count == 0 || k_steps_ < 2) continue;
+      if (k_steps_ >= 3) add(middle[re][ce], tile_count * (k_steps_ - 2));
+      add(last[re][ce], tile_count);
+    }
+  }
+  return result;
+}
+
+}  // namespace
+
+SubgraphResult CostSubgraph(const Problem& problem, const Subgraph& subgraph,
+                            const std::vector<TensorId>& retained_in) {
+  SubgraphPricer pricer(problem, subgraph, retained_in);
+  if (auto failure = pricer.Analyse()) return *failure;
+  return pricer.step_classes_apply() ? pricer.PriceByClasses() : pricer.PriceStepByStep();
+}
+
+SubgraphResult CostSubgraphStepByStep(const Problem& problem, const Subgraph& subgraph,
+                                      const std::vector<TensorId>& retained_in) {
+  SubgraphPricer pricer(problem, subgraph, retained_in);
+  if (auto failure = pricer.Analyse()) return *failure;
+  return pricer.PriceStepByStep();
+}
+
+bool CostSubgraphUsesStepClasses(const Problem& problem, const Subgraph& subgraph,
+                                 const std::vector<TensorId>& retained_in) {
+  SubgraphPricer pricer(problem, subgraph, retained_in);
+  if (pricer.Analyse()) return false;
+  return pricer.step_classes_apply();
+}
+
+}  // namespace annealer

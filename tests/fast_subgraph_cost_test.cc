@@ -1,0 +1,190 @@
+// The fast subgraph cost (eval/subgraph_cost) and the cost cache against the oracle: same
+// verdict, same rule, same report, on random problems and schedules of every DAG shape, on the
+// spec cases' problems and on the bundled problems.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "eval/cost_cache.h"
+#include "eval/oracle.h"
+#include "eval/random_schedule.h"
+#include "eval/subgraph_cost.h"
+#include "search/baseline.h"
+#include "src/problem_reader.h"
+
+namespace annealer {
+namespace {
+
+bool Close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+
+// Checks one subgraph in one context; returns whether the oracle found it valid.
+bool ExpectSameAsOracle(const Problem& problem, const Subgraph& subgraph,
+                        const std::vector<TensorId>& retained_in, const SubgraphResult& fast,
+                        const std::string& what) {
+  const SubgraphResult oracle = EvaluateSubgraphOracle(problem, subgraph, retained_in);
+  INFO(what);
+  INFO("oracle: " << oracle.violation.Message() << " latency " << oracle.report.latency);
+  INFO("fast:   " << fast.violation.Message() << " latency " << fast.report.latency);
+  CHECK(fast.verdict == oracle.verdict);
+  CHECK(fast.violation.rule == oracle.violation.rule);
+  CHECK(fast.violation.detail == oracle.violation.detail);
+  CHECK(Close(fast.report.latency, oracle.report.latency));
+  CHECK(Close(fast.report.compute_time, oracle.report.compute_time));
+  CHECK(Close(fast.report.memory_time, oracle.report.memory_time));
+  CHECK(fast.report.peak_working_set == oracle.report.peak_working_set);
+  CHECK(fast.report.tiles == oracle.report.tiles);
+  CHECK(fast.report.k_steps == oracle.report.k_steps);
+  return oracle.ok();
+}
+
+struct Tally {
+  int valid = 0, invalid = 0, classes = 0, stepwise = 0;
+};
+
+void CheckSchedule(const Problem& problem, const Schedule& schedule, const std::string& what,
+                   Tally& tally) {
+  std::vector<TensorId> retained_in;
+  for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
+    const Subgraph& s = schedule.subgraphs[i];
+    const std::string where = what + ", subgraph " + std::to_string(i);
+    const bool ok = ExpectSameAsOracle(problem, s, retained_in, CostSubgraph(problem, s, retained_in), where);
+    ExpectSameAsOracle(problem, s, retained_in, CostSubgraphStepByStep(problem, s, retained_in),
+                       where + " (step by step)");
+    (ok ? tally.valid : tally.invalid) += 1;
+    if (ok) (CostSubgraphUsesStepClasses(problem, s, retained_in) ? tally.classes : tally.stepwise) += 1;
+    retained_in = s.retain;
+  }
+}
+
+TEST_CASE("fast subgraph cost equals the oracle on random DAGs and schedules") {
+  Tally tally;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(1000 + static_cast<int>(shape));
+    for (int trial = 0; trial < 200; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.max_ops = 3 + trial % 8;
+      const Problem problem = RandomProblem(rng, shape, problem_options);
+      for (int s = 0; s < 3; ++s) {
+        RandomScheduleOptions options;
+        options.fuse_probability = 0.3 + 0.3 * s;
+        options.invalid_probability = 0.15;
+        options.max_steps = 600;
+        const Schedule schedule = RandomSchedule(problem, rng, options);
+        CheckSchedule(problem, schedule,
+                      "shape " + std::to_string(static_cast<int>(shape)) + " trial " +
+                          std::to_string(trial) + " schedule " + std::to_string(s),
+                      tally);
+      }
+    }
+  }
+  MESSAGE("valid " << tally.valid << " (step classes " << tally.classes << ", step by step "
+                   << tally.stepwise << "), invalid " << tally.invalid);
+  // The mix must exercise both verdicts and both pricing paths.
+  CHECK(tally.valid > 5000);
+  CHECK(tally.invalid > 1000);
+  CHECK(tally.classes > 3000);
+  CHECK(tally.stepwise > 50);
+}
+
+TEST_CASE("fast subgraph cost equals the oracle on the bundled problems") {
+  // The baseline (one op per subgraph) and random fused schedules at native granularities.
+  Tally tally;
+  std::mt19937_64 rng(77);
+  for (const char* name : {"example_problem", "mlsys-2026-1", "mlsys-2026-5", "mlsys-2026-9",
+                           "mlsys-2026-13", "mlsys-2026-17"}) {
+    const Problem problem =
+        ReadProblemFile(std::string(ANNEALER_SOURCE_DIR) + "/problems/" + name + ".json");
+    if (std::string(name) == "mlsys-2026-1" || std::string(name) == "mlsys-2026-5" ||
+        std::string(name) == "example_problem") {
+      CheckSchedule(problem, BuildBaseline(problem), std::string(name) + " baseline", tally);
+    }
+    for (int s = 0; s < 2; ++s) {
+      RandomScheduleOptions options;
+      options.fuse_probability = 0.7;
+      options.invalid_probability = 0.05;
+      options.max_steps = 300;
+      CheckSchedule(problem, RandomSchedule(problem, rng, options),
+                    std::string(name) + " random " + std::to_string(s), tally);
+    }
+  }
+  CHECK(tally.valid > 20);
+}
+
+TEST_CASE("cost cache returns the oracle's results, counts hits and stays bounded") {
+  std::mt19937_64 rng(5);
+  const Problem problem = RandomProblem(rng, DagShape::kMixed, {.min_ops = 6, .max_ops = 10});
+  RandomScheduleOptions options;
+  options.max_steps = 400;
+  const Schedule schedule = RandomSchedule(problem, rng, options);
+  CostCache cache(1 << 12);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<TensorId> retained_in;
+    for (const Subgraph& s : schedule.subgraphs) {
+      ExpectSameAsOracle(problem, s, retained_in, cache.LookupOrCompute(problem, s, retained_in), "cache");
+      retained_in = s.retain;
+    }
+  }
+  const CacheStats stats = cache.stats();
+  const uint64_t n = schedule.subgraphs.size();
+  CHECK(stats.hits + stats.misses == 3 * n);
+  CHECK(stats.hits >= 2 * n);  // identical contexts may repeat within the first round too
+  CHECK(stats.entries == stats.misses);
+  CHECK(stats.hit_rate() >= 2.0 / 3.0);
+
+  // The retained sets are sets: listing order does not make a new entry.
+  Subgraph s = schedule.subgraphs[0];
+  s.retain = {problem.ops[s.ops[0]].output, problem.ops[s.ops.back()].output};
+  Subgraph reversed = s;
+  std::reverse(reversed.retain.begin(), reversed.retain.end());
+  const SubgraphResult a = cache.LookupOrCompute(problem, s, {});
+  const uint64_t hits_before = cache.stats().hits;
+  const SubgraphResult b = cache.LookupOrCompute(problem, reversed, {});
+  CHECK(cache.stats().hits == hits_before + 1);
+  CHECK(a.report == b.report);
+
+  // A tiny budget flushes instead of growing.
+  CostCache small(16);
+  for (int i = 0; i < 200; ++i) {
+    Subgraph t = schedule.subgraphs[i % schedule.subgraphs.size()];
+    RandomizeSettings(problem, t, rng, options);
+    small.LookupOrCompute(problem, t, {});
+  }
+  CHECK(small.stats().entries <= 16);
+}
+
+TEST_CASE("cost cache is consistent under concurrent use") {
+  std::mt19937_64 rng(9);
+  const Problem problem = RandomProblem(rng, DagShape::kChain, {.min_ops = 5, .max_ops = 8});
+  RandomScheduleOptions options;
+  options.max_steps = 300;
+  std::vector<Schedule> schedules;
+  for (int i = 0; i < 8; ++i) schedules.push_back(RandomSchedule(problem, rng, options));
+  CostCache cache(64);  // small: flushes happen while other threads read
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(2, 0);
+  for (int w = 0; w < 2; ++w) {
+    threads.emplace_back([&, w] {
+      for (int round = 0; round < 40; ++round) {
+        for (const Schedule& schedule : schedules) {
+          std::vector<TensorId> retained_in;
+          for (const Subgraph& s : schedule.subgraphs) {
+            const SubgraphResult cached = cache.LookupOrCompute(problem, s, retained_in);
+            const SubgraphResult direct = CostSubgraph(problem, s, retained_in);
+            if (cached.verdict != direct.verdict || !(cached.report == direct.report)) ++mismatches[w];
+            retained_in = s.retain;
+          }
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(mismatches[0] == 0);
+  CHECK(mismatches[1] == 0);
+  CHECK(cache.stats().hits > 0);
+}
+
+}  // namespace
+}  // namespace annealer

@@ -1,0 +1,148 @@
+// IncrementalEvaluator against EvaluateOracle over long random runs of edits, commits and
+// reverts, with and without a shared cache: same verdict, same first failing rule and
+// subgraph, same total (1e-9 relative), after every proposal and every commit.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+
+#include "eval/cost_cache.h"
+#include "eval/incremental.h"
+#include "eval/oracle.h"
+#include "eval/random_schedule.h"
+
+namespace annealer {
+namespace {
+
+bool Close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
+
+Schedule Apply(const Schedule& schedule, const ScheduleEdit& edit) {
+  Schedule next;
+  next.subgraphs.assign(schedule.subgraphs.begin(), schedule.subgraphs.begin() + edit.begin);
+  next.subgraphs.insert(next.subgraphs.end(), edit.replacement.begin(), edit.replacement.end());
+  next.subgraphs.insert(next.subgraphs.end(), schedule.subgraphs.begin() + edit.end,
+                        schedule.subgraphs.end());
+  return next;
+}
+
+void ExpectSame(const Candidate& candidate, const Evaluation& oracle, const std::string& what) {
+  INFO(what);
+  INFO("oracle: " << (oracle.ok() ? "valid " + std::to_string(oracle.total) : oracle.violation.Message()));
+  INFO("incremental: " << (candidate.valid ? "valid " + std::to_string(candidate.total)
+                                           : candidate.violation.Message()));
+  REQUIRE(candidate.valid == oracle.ok());
+  if (oracle.ok()) {
+    CHECK(Close(candidate.total, oracle.total));
+  } else {
+    CHECK(candidate.violation.rule == oracle.violation.rule);
+    CHECK(candidate.violation.subgraph == oracle.violation.subgraph);
+    CHECK(candidate.violation.detail == oracle.violation.detail);
+  }
+}
+
+struct RunTally {
+  int proposals = 0, valid = 0, commits = 0;
+  std::map<std::string, int> rules;  // first failing rule of the invalid proposals
+};
+
+void RandomRun(const Problem& problem, std::mt19937_64& rng, CostCache* cache, int moves,
+               const std::string& what, RunTally& tally) {
+  RandomScheduleOptions options;
+  options.max_steps = 300;
+  options.invalid_probability = 0.05;
+  IncrementalEvaluator evaluator(problem, cache);
+  RandomScheduleOptions start_options = options;
+  start_options.invalid_probability = 0;
+  start_options.extra_retain_probability = 0;
+  Schedule committed = RandomSchedule(problem, rng, start_options);
+  ExpectSame(evaluator.Reset(committed), EvaluateOracle(problem, committed), what + " reset");
+  for (int move = 0; move < moves; ++move) {
+    if (committed.subgraphs.empty()) break;
+    const ScheduleEdit edit = RandomEdit(problem, committed, rng, options);
+    const Schedule proposed = Apply(committed, edit);
+    const Evaluation oracle = EvaluateOracle(problem, proposed);
+    const std::string where = what + " move " + std::to_string(move);
+    ExpectSame(evaluator.Propose(edit), oracle, where);
+    ++tally.proposals;
+    tally.valid += oracle.ok();
+    if (!oracle.ok()) ++tally.rules[oracle.violation.rule];
+    // Commit valid proposals often and invalid ones sometimes: runs must also walk through
+    // invalid states and come back.
+    const bool commit = std::uniform_real_distribution<double>(0, 1)(rng) < (oracle.ok() ? 0.7 : 0.1);
+    if (commit) {
+      evaluator.Commit();
+      committed = proposed;
+      ++tally.commits;
+      ExpectSame(evaluator.committed(), oracle, where + " committed");
+      CHECK(evaluator.schedule() == committed);
+      REQUIRE(evaluator.subgraph_results().size() == committed.subgraphs.size());
+    } else {
+      evaluator.Revert();
+      CHECK(evaluator.schedule() == committed);
+    }
+  }
+  // The per-subgraph results stay those of the committed schedule, in context.
+  std::vector<TensorId> retained_in;
+  for (size_t i = 0; i < committed.subgraphs.size(); ++i) {
+    const SubgraphResult expected = EvaluateSubgraphOracle(problem, committed.subgraphs[i], retained_in);
+    CHECK(evaluator.subgraph_results()[i].verdict == expected.verdict);
+    CHECK(Close(evaluator.subgraph_results()[i].report.latency, expected.report.latency));
+    retained_in = committed.subgraphs[i].retain;
+  }
+}
+
+TEST_CASE("incremental evaluation equals the oracle over random edit, commit and revert runs") {
+  RunTally tally;
+  CostCache cache(1 << 14);
+  uint64_t hits = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(4242 + static_cast<int>(shape));
+    for (int trial = 0; trial < 40; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.min_ops = 3;
+      problem_options.max_ops = 10;
+      const Problem problem = RandomProblem(rng, shape, problem_options);
+      cache.Clear();  // a cache serves one problem (problems of this loop share an address)
+      RandomRun(problem, rng, trial % 2 ? &cache : nullptr, 150,
+                "shape " + std::to_string(static_cast<int>(shape)) + " trial " + std::to_string(trial),
+                tally);
+      hits += cache.stats().hits;
+    }
+  }
+  std::string rules;
+  for (const auto& [rule, count] : tally.rules) rules += " " + rule + ":" + std::to_string(count);
+  MESSAGE("proposals " << tally.proposals << ", valid " << tally.valid << ", commits "
+                       << tally.commits << ", invalid by rule" << rules);
+  CHECK(tally.valid > 3000);
+  CHECK(tally.proposals - tally.valid > 3000);
+  CHECK(hits > 0);
+}
+
+TEST_CASE("incremental evaluation: the second proposal replaces the first, Commit without one is a no-op") {
+  std::mt19937_64 rng(31);
+  const Problem problem = RandomProblem(rng, DagShape::kChain, {.min_ops = 4, .max_ops = 6});
+  RandomScheduleOptions options;
+  options.invalid_probability = 0;
+  options.max_steps = 300;
+  const Schedule schedule = RandomSchedule(problem, rng, options);
+  IncrementalEvaluator evaluator(problem, nullptr);
+  const Candidate start = evaluator.Reset(schedule);
+  ScheduleEdit erase_all{0, static_cast<int>(schedule.subgraphs.size()), {}};
+  const Candidate empty = evaluator.Propose(erase_all);
+  CHECK_FALSE(empty.valid);
+  CHECK(empty.violation.rule == "V1");
+  ScheduleEdit nothing{0, 0, {}};
+  const Candidate same = evaluator.Propose(nothing);
+  CHECK(same.valid == start.valid);
+  CHECK(same.total == doctest::Approx(start.total));
+  evaluator.Commit();
+  CHECK(evaluator.schedule() == schedule);
+  evaluator.Commit();  // nothing pending
+  CHECK(evaluator.schedule() == schedule);
+  CHECK_THROWS_AS(evaluator.Propose({2, 1, {}}), std::out_of_range);
+}
+
+}  // namespace
+}  // namespace annealer
