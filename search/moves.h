@@ -60,6 +60,11 @@ std::optional<ScheduleEdit> RandomMove(const MoveContext& context, const WorkerP
                                        const Schedule& schedule, std::mt19937_64& rng,
                                        MoveKind* kind);
 
+// Makes every boundary input available (V7) by recomputing missing producers inside the
+// subgraph that reads them, drops retains that starve later loads, and refits what changed.
+// False when it gave up (the schedule is then partly repaired; callers discard it).
+bool RepairAvailability(const MoveContext& context, Schedule& schedule);
+
 // Applies an edit to a copy of the schedule (what Commit does to the evaluator's copy).
 Schedule ApplyEdit(const Schedule& schedule, const ScheduleEdit& edit);
 

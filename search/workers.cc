@@ -12,81 +12,13 @@ namespace {
 
 const std::vector<TensorId> kNothing;
 
-bool Contains(const std::vector<OpId>& ops, OpId op) {
-  return std::find(ops.begin(), ops.end(), op) != ops.end();
-}
-
 double Uniform01(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(0, 1)(rng); }
 
 }  // namespace
 
 bool RepairSchedule(const WorkerEnvironment& env, Schedule& schedule) {
-  const Problem& problem = env.problem;
-  const int n = static_cast<int>(schedule.subgraphs.size());
-  std::vector<char> changed(n, 0);
-  std::vector<char> in_slow(problem.tensors.size(), 0);
-  for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
-    in_slow[t] = problem.producer[t] == kNoOp;
-  }
-  std::vector<TensorId> retained_in;
-  for (int i = 0; i < n; ++i) {
-    Subgraph& sg = schedule.subgraphs[i];
-    // Pull in producers of unavailable inputs until everything it reads is available.
-    for (int round = 0; round < static_cast<int>(problem.ops.size()); ++round) {
-      bool added = false;
-      for (TensorId t : BoundaryInputs(problem, sg.ops)) {
-        const bool available = in_slow[t] || std::find(retained_in.begin(), retained_in.end(), t) != retained_in.end();
-        if (available) continue;
-        const OpId p = problem.producer[t];
-        if (p == kNoOp || Contains(sg.ops, p)) return false;
-        sg.ops.push_back(p);
-        added = true;
-      }
-      if (!added) break;
-      sg.ops = SortTopologically(env.rank, sg.ops);
-      changed[i] = 1;
-    }
-    const Subgraph* next = i + 1 < n ? &schedule.subgraphs[i + 1] : nullptr;
-    std::vector<TensorId> retain = UsefulRetain(problem, sg.ops, sg.retain, next);
-    // Never keep back a tensor that a later subgraph still loads from slow memory.
-    std::vector<TensorId> kept;
-    for (TensorId t : retain) {
-      bool later = false;
-      for (int m = i + 2; m < n && !later; ++m) {
-        const auto inputs = BoundaryInputs(problem, schedule.subgraphs[m].ops);
-        later = std::binary_search(inputs.begin(), inputs.end(), t);
-      }
-      if (!later) kept.push_back(t);
-    }
-    if (kept != sg.retain) {
-      sg.retain = kept;
-      changed[i] = 1;
-      if (i + 1 < n) changed[i + 1] = 1;
-    }
-    // Sinks not retained are written back.
-    std::vector<char> consumed_inside(problem.tensors.size(), 0);
-    for (OpId op : sg.ops) {
-      for (TensorId t : problem.ops[op].inputs) consumed_inside[t] = 1;
-    }
-    for (OpId op : sg.ops) {
-      const TensorId out = problem.ops[op].output;
-      if (!consumed_inside[out] && std::find(sg.retain.begin(), sg.retain.end(), out) == sg.retain.end()) {
-        in_slow[out] = 1;
-      }
-    }
-    retained_in = sg.retain;
-  }
-  // Refit what changed, in order (each refit sees its final retained-in set).
-  for (int i = 0; i < n; ++i) {
-    if (!changed[i]) continue;
-    const std::vector<TensorId>& rin = i > 0 ? schedule.subgraphs[i - 1].retain : kNothing;
-    Subgraph& sg = schedule.subgraphs[i];
-    const Subgraph hint = sg;
-    auto fit = FitSubgraph(env.pricer, sg.ops, rin, sg.retain, &hint, false, env.stop);
-    if (!fit) return false;
-    sg = std::move(fit->subgraph);
-  }
-  return true;
+  const MoveContext context{env.problem, env.rank, env.pricer, env.stop};
+  return RepairAvailability(context, schedule);
 }
 
 std::optional<Schedule> Crossover(const WorkerEnvironment& env, const Schedule& a, const Schedule& b,
