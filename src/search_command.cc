@@ -298,7 +298,12 @@ class BestKeeper {
     wake_.notify_one();
   }
 
-  void StartWriter() { writer_ = std::thread([this] { WriterLoop(); }); }
+  // Starts the thread that checks and writes offers; at `watchdog` it ends the process with the
+  // best schedule if the search has not returned by then (see ExitAtWatchdog).
+  void StartWriter(Clock::time_point watchdog) {
+    watchdog_ = watchdog;
+    writer_ = std::thread([this] { WriterLoop(); });
+  }
 
   void StopWriter() {
     {
@@ -340,17 +345,48 @@ class BestKeeper {
     auto last_write = Clock::now() - kWriteInterval;
     std::unique_lock lock(mutex_);
     while (!stopping_) {
-      wake_.wait_for(lock, milliseconds(50), [&] { return stopping_ || pending_.has_value(); });
-      if (stopping_ || !pending_ || Clock::now() - last_write < kWriteInterval) continue;
-      Pending offer = std::move(*pending_);
-      pending_.reset();
-      lock.unlock();
-      if (Verify(offer.schedule, offer.found_by) && !output_path_.empty()) {
-        WriteBest();
-        last_write = Clock::now();
+      const Clock::time_point now = Clock::now();
+      if (now >= watchdog_) {
+        lock.unlock();
+        ExitAtWatchdog();
       }
-      lock.lock();
+      if (pending_ && now - last_write >= kWriteInterval) {
+        Pending offer = std::move(*pending_);
+        pending_.reset();
+        lock.unlock();
+        if (Verify(offer.schedule, offer.found_by) && !output_path_.empty()) {
+          WriteBest();
+          last_write = Clock::now();
+        }
+        lock.lock();
+        continue;
+      }
+      Clock::time_point wake_at = watchdog_;
+      if (pending_) wake_at = std::min(wake_at, last_write + kWriteInterval);
+      wake_.wait_until(lock, wake_at);  // Offer and StopWriter notify; spurious wakeups loop
     }
+  }
+
+  // The search has not returned although the time is nearly up (a worker stuck in a long
+  // step): deliver the best checked schedule and end the process without waiting for it, so
+  // that the promise "done before --time" holds whatever the search does.
+  [[noreturn]] void ExitAtWatchdog() {
+    std::optional<Pending> offer;
+    {
+      std::lock_guard lock(mutex_);
+      offer = std::move(pending_);
+      pending_.reset();
+    }
+    if (offer) Verify(offer->schedule, offer->found_by);
+    WriteBest();
+    if (output_path_.empty()) {
+      std::fputs(best_json_.c_str(), stdout);
+      std::fflush(stdout);
+    }
+    console_.Finish();
+    console_.Line("annealer: the search did not stop by its deadline; exiting with the best schedule "
+                  "checked so far (" + Grouped(best_total_) + ")", true);
+    std::_Exit(write_failed_ ? 1 : 0);
   }
 
   // Runs the oracle on `schedule`; if it is valid and better than the held best, holds it.
@@ -413,6 +449,7 @@ class BestKeeper {
   std::condition_variable wake_;
   std::optional<Pending> pending_;  // guarded by mutex_
   bool stopping_ = false;           // guarded by mutex_
+  Clock::time_point watchdog_;      // set before the writer starts
   std::thread writer_;
 
   // Owned by whichever thread verifies (never two at once, see Verify).
@@ -478,6 +515,9 @@ int RunSearchCommand(int argc, char** argv) {
   // Room after the search for RunSearch to return (~50 ms), the last oracle check and write.
   const milliseconds margin = std::clamp(time / 20, milliseconds(60), milliseconds(300));
   const Clock::time_point deadline = start + time - std::min(margin, time);
+  // Last resort if the search overruns its deadline: leaves time for one oracle check, the
+  // write and the exit.
+  const Clock::time_point watchdog = start + time - std::clamp(time / 40, milliseconds(20), milliseconds(100));
 
   Console console(options.quiet);
   BestKeeper keeper(problem, options.output_path, console);
@@ -524,7 +564,7 @@ int RunSearchCommand(int argc, char** argv) {
                    std::to_string(progress.epoch));
   };
 
-  keeper.StartWriter();
+  keeper.StartWriter(watchdog);
   SearchSummary summary;
   std::string failure;
   try {
