@@ -201,7 +201,7 @@ TEST_CASE("config: --print-config output loads back to the same params") {
 
 TEST_CASE("config: the defaults are valid and configs/default.yaml is the generated text") {
   CHECK(ValidateParams(SearchParams{}) == "");
-  // Regenerate with: build/annealer --print-config > configs/default.yaml
+  INFO("search/params.cc changed? regenerate: build/annealer --print-config > configs/default.yaml");
   CHECK(ReadFile(ConfigPath("default.yaml")) == FormatConfigYaml(SearchParams{}));
 }
 
