@@ -26,16 +26,21 @@ uint64_t HashSet(const std::vector<TensorId>& set, uint64_t salt) {
 
 uint64_t HashKey(const Problem& problem, const Subgraph& subgraph,
                  const std::vector<TensorId>& retained_in) {
-  uint64_t h = Mix(reinterpret_cast<uintptr_t>(&problem));
-  for (OpId op : subgraph.ops) h = Mix(h ^ static_cast<uint64_t>(op));
-  h = Mix(h ^ static_cast<uint64_t>(subgraph.ops.size()));
+  uint64_t h = reinterpret_cast<uintptr_t>(&problem);
+  for (OpId op : subgraph.ops) h = h * 0x100000001b3ULL + static_cast<uint64_t>(op);
   const Granularity& g = subgraph.granularity;
-  h = Mix(h ^ static_cast<uint64_t>(g.w));
-  h = Mix(h ^ static_cast<uint64_t>(g.h) << 1);
-  h = Mix(h ^ static_cast<uint64_t>(g.k) << 2);
+  h = Mix(h ^ (static_cast<uint64_t>(subgraph.ops.size()) << 56));
+  h = Mix(h ^ static_cast<uint64_t>(g.w) ^ static_cast<uint64_t>(g.h) << 21 ^
+          static_cast<uint64_t>(g.k) << 42);
   if (subgraph.traversal) {
-    h = Mix(h ^ 0x5151);
-    for (int64_t t : *subgraph.traversal) h = Mix(h ^ static_cast<uint64_t>(t));
+    // A sample of at most 16 entries: distinct traversals of one subgraph almost always differ
+    // there, and the stored key is compared in full anyway.
+    const auto& order = *subgraph.traversal;
+    const size_t size = order.size();
+    h = Mix(h ^ (0x5151 + size));
+    const size_t stride = size <= 16 ? 1 : size / 16;
+    for (size_t i = 0; i < size; i += stride) h = h * 0x100000001b3ULL + static_cast<uint64_t>(order[i]);
+    h = Mix(h);
   }
   h ^= HashSet(retained_in, 0x1234567);
   h ^= HashSet(subgraph.retain, 0x7654321) * 3;

@@ -2,8 +2,12 @@
 // (same order, same messages) so that both report the same first violation.
 #include "eval/subgraph_cost.h"
 
+#include "eval/cost_cache.h"
+
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <numeric>
 #include <optional>
@@ -74,11 +78,58 @@ struct StepPrice {
   Elements working_set = 0;
 };
 
+// Insertion sort: template lists are short, and std::stable_sort would allocate a buffer.
+template <typename T, typename Key>
+void StableSortBy(std::vector<T>& v, Key key) {
+  for (size_t i = 1; i < v.size(); ++i) {
+    for (size_t j = i; j > 0 && key(v[j]) < key(v[j - 1]); --j) std::swap(v[j], v[j - 1]);
+  }
+}
+
+struct FeedKey {
+  TensorId t;
+  IntervalTemplate rows, cols;
+  Demand demand;
+  uint8_t presence;
+  bool operator==(const FeedKey&) const = default;
+};
+
+// The pricer's buffers, kept per thread so that pricing a subgraph allocates nothing once the
+// buffers have grown (the cold path runs millions of times in a search).
+struct PricerScratch {
+  std::vector<char> in_subgraph;
+  std::vector<OpId> sinks, k_loop_matmuls, epilogue_ops, seen_ops, chain;
+  std::vector<int> component;
+  std::vector<char> used_tiles;
+  std::vector<RequestTemplate> requests, merged_requests;
+  std::vector<int> request_group_begin, request_group_end;
+  std::vector<ChargeTemplate> charges, merged_charges;
+  std::vector<int> charge_group_begin, charge_group_end;
+  std::vector<Region> whole;
+  std::vector<FeedKey> fed;
+  std::vector<Region> cur_regions, prev_regions;
+  std::vector<char> cur_alive, prev_alive;
+  std::vector<Region> seen_regions;
+  std::vector<double> seen_amounts;
+
+  void Clear() {
+    sinks.clear(); k_loop_matmuls.clear(); epilogue_ops.clear(); seen_ops.clear(); chain.clear();
+    requests.clear(); charges.clear(); fed.clear();
+  }
+};
+
+PricerScratch& ThreadScratch() {
+  thread_local PricerScratch scratch;
+  return scratch;
+}
+
 class SubgraphPricer {
  public:
   SubgraphPricer(const Problem& problem, const Subgraph& subgraph,
                  const std::vector<TensorId>& retained_in)
-      : problem_(problem), subgraph_(subgraph), retained_in_(retained_in) {}
+      : problem_(problem), subgraph_(subgraph), retained_in_(retained_in) {
+    scratch_.Clear();
+  }
 
   // Returns the failure, or nullopt when the subgraph is well formed and analysed.
   std::optional<SubgraphResult> Analyse() {
@@ -156,12 +207,13 @@ class SubgraphPricer {
   const Problem& problem_;
   const Subgraph& subgraph_;
   const std::vector<TensorId>& retained_in_;
+  PricerScratch& scratch_ = ThreadScratch();
   Granularity g_;
 
-  std::vector<char> in_subgraph_;
-  std::vector<OpId> sinks_;
-  std::vector<OpId> k_loop_matmuls_;
-  std::vector<OpId> epilogue_ops_;
+  std::vector<char>& in_subgraph_ = scratch_.in_subgraph;
+  std::vector<OpId>& sinks_ = scratch_.sinks;
+  std::vector<OpId>& k_loop_matmuls_ = scratch_.k_loop_matmuls;
+  std::vector<OpId>& epilogue_ops_ = scratch_.epilogue_ops;
   Elements reduction_ = 0;
   int64_t rows_ = 0, cols_ = 0, k_steps_ = 1;
   Elements k_ = 1;
@@ -172,30 +224,25 @@ class SubgraphPricer {
   int written_sinks_ = 0;
   int accumulators_ = 0;
 
-  std::vector<RequestTemplate> requests_;  // sorted by tensor
-  std::vector<int> request_group_end_;     // per template: end of its tensor's run
-  std::vector<int> request_group_begin_;
-  std::vector<ChargeTemplate> charges_;    // sorted by op
-  std::vector<int> charge_group_begin_;
-  std::vector<int> charge_group_end_;
-  std::vector<Region> whole_;              // per request template: its whole tensor
+  std::vector<RequestTemplate>& requests_ = scratch_.requests;  // sorted by tensor
+  std::vector<int>& request_group_end_ = scratch_.request_group_end;  // end of the tensor's run
+  std::vector<int>& request_group_begin_ = scratch_.request_group_begin;
+  std::vector<ChargeTemplate>& charges_ = scratch_.charges;  // sorted by op
+  std::vector<int>& charge_group_begin_ = scratch_.charge_group_begin;
+  std::vector<int>& charge_group_end_ = scratch_.charge_group_end;
+  std::vector<Region>& whole_ = scratch_.whole;  // per request template: its whole tensor
   bool step_classes_apply_ = false;
 
-  struct FeedKey {
-    TensorId t;
-    IntervalTemplate rows, cols;
-    Demand demand;
-    uint8_t presence;
-    bool operator==(const FeedKey&) const = default;
-  };
-  std::vector<FeedKey> fed_;
+  std::vector<FeedKey>& fed_ = scratch_.fed;
 
   // Scratch for pricing.
-  std::vector<Region> cur_regions_, prev_regions_;
-  std::vector<char> cur_alive_, prev_alive_;
+  std::vector<Region>& cur_regions_ = scratch_.cur_regions;
+  std::vector<Region>& prev_regions_ = scratch_.prev_regions;
+  std::vector<char>& cur_alive_ = scratch_.cur_alive;
+  std::vector<char>& prev_alive_ = scratch_.prev_alive;
   // Distinct charge regions of one op within a step (C5).
-  mutable std::vector<Region> seen_regions_;
-  mutable std::vector<double> seen_amounts_;
+  std::vector<Region>& seen_regions_ = scratch_.seen_regions;
+  std::vector<double>& seen_amounts_ = scratch_.seen_amounts;
 };
 
 std::optional<SubgraphResult> SubgraphPricer::CheckStructure() {
@@ -245,7 +292,8 @@ std::optional<SubgraphResult> SubgraphPricer::CheckStructure() {
 
   // V5: weakly connected through internal producer->consumer edges (union-find over
   // positions in the op list).
-  std::vector<int> component(ops.size());
+  std::vector<int>& component = scratch_.component;
+  component.resize(ops.size());
   std::iota(component.begin(), component.end(), 0);
   auto find = [&](int x) {
     while (component[x] != x) x = component[x] = component[component[x]];
@@ -300,8 +348,10 @@ std::optional<SubgraphResult> SubgraphPricer::CheckStructure() {
 
   // G3: F = MatMuls reached from the sinks through Pointwise ops only.
   {
-    std::vector<OpId> seen(sinks_.begin(), sinks_.end());
-    std::vector<OpId> stack(sinks_.begin(), sinks_.end());
+    std::vector<OpId>& seen = scratch_.seen_ops;
+    seen.assign(sinks_.begin(), sinks_.end());
+    std::vector<OpId>& stack = scratch_.chain;
+    stack.assign(sinks_.begin(), sinks_.end());
     while (!stack.empty()) {
       const OpId op = stack.back();
       stack.pop_back();
@@ -347,7 +397,8 @@ std::optional<SubgraphResult> SubgraphPricer::CheckStructure() {
       for (int side = 0; side < 2; ++side) {
         const Elements needed = reduction_;
         const Elements have = side == 0 ? g.w : g.h;
-        std::vector<OpId> chain;
+        std::vector<OpId>& chain = scratch_.chain;
+        chain.clear();
         const OpId first = problem_.producer[problem_.ops[m].inputs[side]];
         if (first != kNoOp && InSubgraph(first)) chain.push_back(first);
         while (!chain.empty()) {
@@ -382,7 +433,8 @@ std::optional<SubgraphResult> SubgraphPricer::CheckStructure() {
                   "traversal order has " + Str(order.size()) + " entries for " + Str(tiles) +
                       " tiles");
     }
-    std::vector<char> used(tiles, 0);
+    std::vector<char>& used = scratch_.used_tiles;
+    used.assign(tiles, 0);
     for (size_t i = 0; i < order.size(); ++i) {
       if (order[i] < 0 || order[i] >= tiles || used[order[i]]) {
         return Fail(Verdict::kInvalid, "V10",
@@ -467,9 +519,9 @@ void SubgraphPricer::BuildTemplates() {
   }
 
   // Merge identical request templates (their presences add up) and group by tensor.
-  std::stable_sort(requests_.begin(), requests_.end(),
-                   [](const RequestTemplate& a, const RequestTemplate& b) { return a.tensor < b.tensor; });
-  std::vector<RequestTemplate> merged;
+  StableSortBy(requests_, [](const RequestTemplate& r) { return r.tensor; });
+  std::vector<RequestTemplate>& merged = scratch_.merged_requests;
+  merged.clear();
   for (const RequestTemplate& r : requests_) {
     bool found = false;
     for (size_t i = merged.size(); i-- > 0 && merged[i].tensor == r.tensor;) {
@@ -498,9 +550,9 @@ void SubgraphPricer::BuildTemplates() {
     i = end;
   }
 
-  std::stable_sort(charges_.begin(), charges_.end(),
-                   [](const ChargeTemplate& a, const ChargeTemplate& b) { return a.op < b.op; });
-  std::vector<ChargeTemplate> merged_charges;
+  StableSortBy(charges_, [](const ChargeTemplate& c) { return c.op; });
+  std::vector<ChargeTemplate>& merged_charges = scratch_.merged_charges;
+  merged_charges.clear();
   for (const ChargeTemplate& c : charges_) {
     bool found = false;
     for (size_t i = merged_charges.size(); i-- > 0 && merged_charges[i].op == c.op;) {
@@ -866,6 +918,106 @@ bool CostSubgraphUsesStepClasses(const Problem& problem, const Subgraph& subgrap
   SubgraphPricer pricer(problem, subgraph, retained_in);
   if (pricer.Analyse()) return false;
   return pricer.step_classes_apply();
+}
+
+namespace {
+std::string ShortestNumber(double v) {
+  char buffer[32];
+  const auto end = std::to_chars(buffer, buffer + sizeof buffer, v).ptr;
+  return std::string(buffer, end);
+}
+}  // namespace
+
+Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCache* cache) {
+  Evaluation evaluation;
+  const int num_tensors = static_cast<int>(problem.tensors.size());
+  const int num_ops = static_cast<int>(problem.ops.size());
+  // Per-thread buffers: no allocation per call once grown. Op stamps only ever increase, so a
+  // stale stamp of an earlier call or problem never matches.
+  thread_local std::vector<char> in_slow_memory;
+  thread_local std::vector<char> covered;
+  thread_local std::vector<uint32_t> op_stamp;
+  thread_local uint32_t stamp = 0;
+  in_slow_memory.resize(num_tensors);
+  for (TensorId t = 0; t < num_tensors; ++t) in_slow_memory[t] = problem.producer[t] == kNoOp;
+  covered.assign(num_ops, 0);
+  if (op_stamp.size() < static_cast<size_t>(num_ops)) op_stamp.resize(num_ops, 0);
+  static const std::vector<TensorId> kNothing;
+  const std::vector<TensorId>* retained_in = &kNothing;
+  auto fail = [&](Verdict verdict, Violation violation) {
+    evaluation.verdict = verdict;
+    evaluation.violation = std::move(violation);
+    evaluation.subgraphs.clear();
+    evaluation.total = 0;
+    return evaluation;
+  };
+  evaluation.subgraphs.reserve(schedule.subgraphs.size());
+  for (int i = 0; i < static_cast<int>(schedule.subgraphs.size()); ++i) {
+    const Subgraph& subgraph = schedule.subgraphs[i];
+    SubgraphResult result = cache ? cache->LookupOrCompute(problem, subgraph, *retained_in)
+                                  : CostSubgraph(problem, subgraph, *retained_in);
+    if (!result.ok()) {
+      result.violation.subgraph = i;
+      return fail(result.verdict, result.violation);
+    }
+    if (++stamp == 0) {
+      std::fill(op_stamp.begin(), op_stamp.end(), 0);
+      stamp = 1;
+    }
+    for (OpId op : subgraph.ops) op_stamp[op] = stamp;
+    // V7.
+    for (OpId op : subgraph.ops) {
+      for (TensorId in : problem.ops[op].inputs) {
+        const OpId p = problem.producer[in];
+        if (p != kNoOp && op_stamp[p] == stamp) continue;
+        if (!in_slow_memory[in] &&
+            std::find(retained_in->begin(), retained_in->end(), in) == retained_in->end()) {
+          return fail(Verdict::kInvalid,
+                      {"V7", i,
+                       "input tensor " + std::to_string(in) + " of op " + std::to_string(op) +
+                           " is neither in slow memory nor retained by the previous subgraph"});
+        }
+      }
+    }
+    for (OpId op : subgraph.ops) {
+      covered[op] = 1;
+      const TensorId out = problem.ops[op].output;
+      bool consumed_inside = false;
+      for (OpId c : problem.consumers[out]) consumed_inside = consumed_inside || op_stamp[c] == stamp;
+      if (!consumed_inside &&
+          std::find(subgraph.retain.begin(), subgraph.retain.end(), out) == subgraph.retain.end()) {
+        in_slow_memory[out] = 1;
+      }
+    }
+    retained_in = &subgraph.retain;
+    evaluation.total += result.report.latency;
+    evaluation.subgraphs.push_back(result.report);
+  }
+  for (OpId op = 0; op < num_ops; ++op) {
+    if (!covered[op]) {
+      return fail(Verdict::kInvalid, {"V1", -1, "op " + std::to_string(op) + " appears in no subgraph"});
+    }
+  }
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    if (problem.IsGraphOutput(t) && !in_slow_memory[t]) {
+      return fail(Verdict::kInvalid,
+                  {"V9", -1,
+                   "graph output tensor " + std::to_string(t) + " is never written to slow memory"});
+    }
+  }
+  if (schedule.reported_latencies) {
+    const auto& reported = *schedule.reported_latencies;
+    for (size_t i = 0; i < reported.size() && i < evaluation.subgraphs.size(); ++i) {
+      const double computed = evaluation.subgraphs[i].latency;
+      if (std::abs(reported[i] - computed) > 1e-6 * std::max(1.0, computed)) {
+        evaluation.warnings.push_back("V13: reported latency of subgraph " + std::to_string(i) +
+                                      " differs from the computed one (reported " +
+                                      ShortestNumber(reported[i]) + ", computed " +
+                                      ShortestNumber(computed) + ")");
+      }
+    }
+  }
+  return evaluation;
 }
 
 }  // namespace annealer

@@ -89,6 +89,45 @@ TEST_CASE("fast subgraph cost equals the oracle on random DAGs and schedules") {
   CHECK(tally.stepwise > 50);
 }
 
+TEST_CASE("EvaluateFast equals EvaluateOracle on whole random schedules, with and without cache") {
+  int valid = 0, invalid = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(300 + static_cast<int>(shape));
+    for (int trial = 0; trial < 60; ++trial) {
+      const Problem problem = RandomProblem(rng, shape, {.min_ops = 3, .max_ops = 10});
+      CostCache cache(1 << 10);
+      RandomScheduleOptions options;
+      options.max_steps = 400;
+      options.invalid_probability = trial % 3 == 0 ? 0.0 : 0.05;
+      Schedule schedule = RandomSchedule(problem, rng, options);
+      if (trial % 4 == 0) {  // V13 warnings are compared too
+        schedule.reported_latencies = std::vector<double>(schedule.subgraphs.size(), 100.0);
+      }
+      const Evaluation oracle = EvaluateOracle(problem, schedule);
+      for (CostCache* c : {static_cast<CostCache*>(nullptr), &cache, &cache}) {
+        const Evaluation fast = EvaluateFast(problem, schedule, c);
+        INFO("shape " << static_cast<int>(shape) << " trial " << trial << ": oracle "
+                      << oracle.violation.Message() << ", fast " << fast.violation.Message());
+        REQUIRE(fast.verdict == oracle.verdict);
+        CHECK(fast.violation.rule == oracle.violation.rule);
+        CHECK(fast.violation.subgraph == oracle.violation.subgraph);
+        CHECK(fast.violation.detail == oracle.violation.detail);
+        CHECK(Close(fast.total, oracle.total));
+        REQUIRE(fast.subgraphs.size() == oracle.subgraphs.size());
+        for (size_t i = 0; i < fast.subgraphs.size(); ++i) {
+          CHECK(Close(fast.subgraphs[i].latency, oracle.subgraphs[i].latency));
+          CHECK(fast.subgraphs[i].peak_working_set == oracle.subgraphs[i].peak_working_set);
+        }
+        CHECK(fast.warnings.size() == oracle.warnings.size());
+      }
+      (oracle.ok() ? valid : invalid) += 1;
+    }
+  }
+  MESSAGE("whole schedules: valid " << valid << ", invalid " << invalid);
+  CHECK(valid > 60);
+  CHECK(invalid > 60);
+}
+
 TEST_CASE("fast subgraph cost equals the oracle on the bundled problems") {
   // The baseline (one op per subgraph) and random fused schedules at native granularities.
   Tally tally;
