@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "eval/oracle.h"
+#include "eval/subgraph_cost.h"
 #include "eval/traversal.h"
 
 namespace annealer {
@@ -55,7 +55,7 @@ Schedule BuildBaseline(const Problem& problem) {
             candidate.granularity = {w, h, k};
             candidate.traversal =
                 MakeTraversal(pattern, CeilDiv(out.height, h), CeilDiv(out.width, w));
-            const SubgraphResult result = EvaluateSubgraphOracle(problem, candidate, {});
+            const SubgraphResult result = CostSubgraph(problem, candidate, {});
             fitted = fitted || result.ok();
             if (result.ok() && (best_latency < 0 || result.report.latency < best_latency)) {
               best_latency = result.report.latency;
