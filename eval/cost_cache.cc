@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
-#include <unordered_map>
+#include <optional>
 
 #include "eval/subgraph_cost.h"
 
@@ -17,39 +17,43 @@ uint64_t Mix(uint64_t x) {  // splitmix64 finalizer
   return x ^ (x >> 31);
 }
 
+constexpr uint64_t kPrime = 0x100000001b3ULL;
+
 // Retained sets are sets: their hash must not depend on the order they were listed in.
 uint64_t HashSet(const std::vector<TensorId>& set, uint64_t salt) {
-  uint64_t h = Mix(salt + set.size());
-  for (TensorId t : set) h += Mix(static_cast<uint64_t>(t) ^ salt);
+  uint64_t h = set.size();
+  for (TensorId t : set) h += (static_cast<uint64_t>(t) + salt) * 0x9e3779b97f4a7c15ULL;
   return h;
 }
 
+// Cheap multiply-add chaining with one finalizer: every key is compared in full on a match, so
+// the hash only has to spread keys, not resist adversaries.
 uint64_t HashKey(const Problem& problem, const Subgraph& subgraph,
                  const std::vector<TensorId>& retained_in) {
   uint64_t h = reinterpret_cast<uintptr_t>(&problem);
-  for (OpId op : subgraph.ops) h = h * 0x100000001b3ULL + static_cast<uint64_t>(op);
+  for (OpId op : subgraph.ops) h = h * kPrime + static_cast<uint64_t>(op);
   const Granularity& g = subgraph.granularity;
-  h = Mix(h ^ (static_cast<uint64_t>(subgraph.ops.size()) << 56));
-  h = Mix(h ^ static_cast<uint64_t>(g.w) ^ static_cast<uint64_t>(g.h) << 21 ^
-          static_cast<uint64_t>(g.k) << 42);
+  h = h * kPrime + (static_cast<uint64_t>(g.w) ^ static_cast<uint64_t>(g.h) << 21 ^
+                    static_cast<uint64_t>(g.k) << 42 ^ static_cast<uint64_t>(subgraph.ops.size()) << 56);
   if (subgraph.traversal) {
     // A sample of at most 16 entries: distinct traversals of one subgraph almost always differ
     // there, and the stored key is compared in full anyway.
     const auto& order = *subgraph.traversal;
     const size_t size = order.size();
-    h = Mix(h ^ (0x5151 + size));
+    h = h * kPrime + 0x5151 + size;
     const size_t stride = size <= 16 ? 1 : size / 16;
-    for (size_t i = 0; i < size; i += stride) h = h * 0x100000001b3ULL + static_cast<uint64_t>(order[i]);
-    h = Mix(h);
+    for (size_t i = 0; i < size; i += stride) h = h * kPrime + static_cast<uint64_t>(order[i]);
   }
-  h ^= HashSet(retained_in, 0x1234567);
-  h ^= HashSet(subgraph.retain, 0x7654321) * 3;
-  return h;
+  h = h * kPrime + HashSet(retained_in, 0x1234567);
+  h = h * kPrime + HashSet(subgraph.retain, 0x7654321);
+  return Mix(h);
 }
 
 // Multiset equality of a query (any order) and a stored sorted set.
-bool SameSet(const std::vector<TensorId>& query, const std::vector<TensorId>& sorted) {
+inline bool SameSet(const std::vector<TensorId>& query, const std::vector<TensorId>& sorted) {
   if (query.size() != sorted.size()) return false;
+  if (query.empty()) return true;
+  if (query.size() == 1) return query[0] == sorted[0];
   for (TensorId t : query) {
     const auto range = std::equal_range(sorted.begin(), sorted.end(), t);
     if (std::count(query.begin(), query.end(), t) != range.second - range.first) return false;
@@ -64,8 +68,9 @@ std::vector<TensorId> Sorted(std::vector<TensorId> v) {
 
 }  // namespace
 
-struct CostCache::Shard {
+struct alignas(64) CostCache::Shard {
   struct Entry {
+    uint64_t hash;
     const Problem* problem;
     std::vector<OpId> ops;
     Granularity granularity;
@@ -75,12 +80,58 @@ struct CostCache::Shard {
     SubgraphResult result;
 
     bool Matches(const Problem& p, const Subgraph& s, const std::vector<TensorId>& in) const {
-      return problem == &p && granularity == s.granularity && ops == s.ops &&
-             traversal == s.traversal && SameSet(in, retained_in) && SameSet(s.retain, retain);
+      if (problem != &p || !(granularity == s.granularity) || ops.size() != s.ops.size()) {
+        return false;
+      }
+      for (size_t i = 0; i < ops.size(); ++i) {  // short lists: a loop beats a memcmp call
+        if (ops[i] != s.ops[i]) return false;
+      }
+      return traversal == s.traversal && SameSet(in, retained_in) && SameSet(s.retain, retain);
     }
   };
-  mutable std::mutex mutex;
-  std::unordered_multimap<uint64_t, Entry> entries;
+
+  std::mutex mutex;
+  // Updated under the mutex with plain load/store (no read-modify-write), read by stats()
+  // without it.
+  std::atomic<uint64_t> hits{0};
+  std::atomic<uint64_t> misses{0};
+  std::vector<Entry> entries;
+  // Open addressing, linear probing: entry index + 1 per slot, 0 when empty. Never deleted
+  // from (a flush clears everything), so probing needs no tombstones. Kept at most half full.
+  std::vector<uint32_t> slots;
+
+  const Entry* Find(uint64_t hash, const Problem& p, const Subgraph& s,
+                    const std::vector<TensorId>& in) const {
+    if (slots.empty()) return nullptr;
+    const size_t mask = slots.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const uint32_t slot = slots[i];
+      if (slot == 0) return nullptr;
+      const Entry& e = entries[slot - 1];
+      if (e.hash == hash && e.Matches(p, s, in)) return &e;
+    }
+  }
+
+  void Index(uint32_t entry_index) {
+    const size_t mask = slots.size() - 1;
+    size_t i = entries[entry_index].hash & mask;
+    while (slots[i] != 0) i = (i + 1) & mask;
+    slots[i] = entry_index + 1;
+  }
+
+  void Insert(Entry entry, size_t budget) {
+    if (entries.size() >= budget) {  // generation flush
+      entries.clear();
+      std::fill(slots.begin(), slots.end(), 0);
+    }
+    entries.push_back(std::move(entry));
+    if (2 * entries.size() > slots.size()) {
+      slots.assign(std::max<size_t>(64, 2 * slots.size()), 0);
+      for (uint32_t i = 0; i < entries.size(); ++i) Index(i);
+    } else {
+      Index(static_cast<uint32_t>(entries.size() - 1));
+    }
+  }
 };
 
 CostCache::CostCache(std::size_t max_entries)
@@ -95,48 +146,50 @@ SubgraphResult CostCache::LookupOrCompute(const Problem& problem, const Subgraph
   Shard& shard = shards_[hash >> 60];
   {
     std::lock_guard lock(shard.mutex);
-    auto [it, end] = shard.entries.equal_range(hash);
-    for (; it != end; ++it) {
-      if (it->second.Matches(problem, subgraph, retained_in)) {
-        hits_.fetch_add(1, std::memory_order_relaxed);
-        return it->second.result;
-      }
+    if (const Shard::Entry* e = shard.Find(hash, problem, subgraph, retained_in)) {
+      shard.hits.store(shard.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      return e->result;
     }
+    shard.misses.store(shard.misses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
-  misses_.fetch_add(1, std::memory_order_relaxed);
   // Priced outside the lock: other threads keep using the shard meanwhile.
   SubgraphResult result = CostSubgraph(problem, subgraph, retained_in);
-  Shard::Entry entry{&problem,           subgraph.ops,           subgraph.granularity,
-                     subgraph.traversal, Sorted(retained_in),    Sorted(subgraph.retain),
+  Shard::Entry entry{hash,
+                     &problem,
+                     subgraph.ops,
+                     subgraph.granularity,
+                     subgraph.traversal,
+                     Sorted(retained_in),
+                     Sorted(subgraph.retain),
                      result};
   std::lock_guard lock(shard.mutex);
-  auto [it, end] = shard.entries.equal_range(hash);
-  for (; it != end; ++it) {
-    if (it->second.Matches(problem, subgraph, retained_in)) return result;  // raced: keep one
+  if (!shard.Find(hash, problem, subgraph, retained_in)) {  // another thread may have raced us
+    shard.Insert(std::move(entry), entries_per_shard_);
   }
-  if (shard.entries.size() >= entries_per_shard_) shard.entries.clear();  // generation flush
-  shard.entries.emplace(hash, std::move(entry));
   return result;
 }
 
 CacheStats CostCache::stats() const {
   CacheStats stats;
-  stats.hits = hits_.load(std::memory_order_relaxed);
-  stats.misses = misses_.load(std::memory_order_relaxed);
   for (std::size_t i = 0; i < kShards; ++i) {
-    std::lock_guard lock(shards_[i].mutex);
-    stats.entries += shards_[i].entries.size();
+    Shard& shard = shards_[i];
+    std::lock_guard lock(shard.mutex);
+    stats.hits += shard.hits.load(std::memory_order_relaxed);
+    stats.misses += shard.misses.load(std::memory_order_relaxed);
+    stats.entries += shard.entries.size();
   }
   return stats;
 }
 
 void CostCache::Clear() {
   for (std::size_t i = 0; i < kShards; ++i) {
-    std::lock_guard lock(shards_[i].mutex);
-    shards_[i].entries.clear();
+    Shard& shard = shards_[i];
+    std::lock_guard lock(shard.mutex);
+    shard.entries.clear();
+    std::fill(shard.slots.begin(), shard.slots.end(), 0);
+    shard.hits.store(0, std::memory_order_relaxed);
+    shard.misses.store(0, std::memory_order_relaxed);
   }
-  hits_.store(0, std::memory_order_relaxed);
-  misses_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace annealer

@@ -7,9 +7,10 @@
 // object for its lifetime: the key holds the problem's address, not its contents, so call
 // Clear() before using the cache for another problem (which may sit at the same address).
 //
-// Memory is bounded by an entry budget: the cache is split in shards, each with its own mutex
-// and its own share of the budget; a full shard is flushed whole (generation flush) — simple,
-// and a search re-fills the hot entries within a few moves.
+// Memory is bounded by an entry budget: the cache is split in shards, each with its own mutex,
+// its own share of the budget and an open-addressing index; a full shard is flushed whole
+// (generation flush) — simple, and a search re-fills the hot entries within a few moves.
+// A hit costs a hash of the key, one uncontended lock and one full-key comparison.
 #pragma once
 
 #include <atomic>
@@ -56,8 +57,6 @@ class CostCache {
   static constexpr std::size_t kShards = 16;
   std::size_t entries_per_shard_;
   std::unique_ptr<Shard[]> shards_;
-  std::atomic<uint64_t> hits_{0};
-  std::atomic<uint64_t> misses_{0};
 };
 
 }  // namespace annealer

@@ -72,10 +72,12 @@ struct StepCoord {
   int64_t row = 0, col = 0, j = 0;
 };
 
+// No default initializers: the class tables below hold up to 24 of them and only the classes
+// that occur are ever filled or read.
 struct StepPrice {
-  double compute = 0;
-  double memory = 0;
-  Elements working_set = 0;
+  double compute;
+  double memory;
+  Elements working_set;
 };
 
 // Insertion sort: template lists are short, and std::stable_sort would allocate a buffer.
@@ -721,7 +723,7 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   const Elements sink_tiles = written_sinks_ * tile;
   const Elements written = last ? sink_tiles : 0;
 
-  StepPrice price;
+  StepPrice price{};
   price.compute = compute;
   price.memory = static_cast<double>(loaded + written) / problem_.slow_memory_bandwidth;
   price.working_set = slices + resident_ + sink_tiles + accumulators_ * tile;
@@ -934,10 +936,14 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
   const int num_ops = static_cast<int>(problem.ops.size());
   // Per-thread buffers: no allocation per call once grown. Op stamps only ever increase, so a
   // stale stamp of an earlier call or problem never matches.
-  thread_local std::vector<char> in_slow_memory;
-  thread_local std::vector<char> covered;
-  thread_local std::vector<uint32_t> op_stamp;
-  thread_local uint32_t stamp = 0;
+  thread_local std::vector<char> slow_buffer;
+  thread_local std::vector<char> covered_buffer;
+  thread_local std::vector<uint32_t> stamp_buffer;
+  thread_local uint32_t stamp_counter = 0;
+  std::vector<char>& in_slow_memory = slow_buffer;
+  std::vector<char>& covered = covered_buffer;
+  std::vector<uint32_t>& op_stamp = stamp_buffer;
+  uint32_t stamp = stamp_counter;
   in_slow_memory.resize(num_tensors);
   for (TensorId t = 0; t < num_tensors; ++t) in_slow_memory[t] = problem.producer[t] == kNoOp;
   covered.assign(num_ops, 0);
@@ -945,6 +951,7 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
   static const std::vector<TensorId> kNothing;
   const std::vector<TensorId>* retained_in = &kNothing;
   auto fail = [&](Verdict verdict, Violation violation) {
+    stamp_counter = stamp;
     evaluation.verdict = verdict;
     evaluation.violation = std::move(violation);
     evaluation.subgraphs.clear();
@@ -993,6 +1000,7 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
     evaluation.total += result.report.latency;
     evaluation.subgraphs.push_back(result.report);
   }
+  stamp_counter = stamp;
   for (OpId op = 0; op < num_ops; ++op) {
     if (!covered[op]) {
       return fail(Verdict::kInvalid, {"V1", -1, "op " + std::to_string(op) + " appears in no subgraph"});
