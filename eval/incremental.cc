@@ -67,8 +67,10 @@ SubgraphResult IncrementalEvaluator::Price(const Subgraph& subgraph,
                 : CostSubgraph(problem_, subgraph, retained_in);
 }
 
-IncrementalEvaluator::SequenceFacts IncrementalEvaluator::Facts(const Subgraph& subgraph) {
-  SequenceFacts facts;
+void IncrementalEvaluator::Facts(const Subgraph& subgraph, SequenceFacts& facts) {
+  facts.boundary_inputs.clear();
+  facts.writes.clear();
+  facts.valid_ops.clear();
   const int num_ops = static_cast<int>(problem_.ops.size());
   if (++stamp_ == 0) {  // wrapped: stale stamps could collide
     std::fill(op_stamp_.begin(), op_stamp_.end(), 0);
@@ -93,7 +95,6 @@ IncrementalEvaluator::SequenceFacts IncrementalEvaluator::Facts(const Subgraph& 
     for (OpId c : problem_.consumers[out]) consumed_inside = consumed_inside || op_stamp_[c] == stamp_;
     if (!consumed_inside && !Contains(subgraph.retain, out)) facts.writes.push_back(out);
   }
-  return facts;
 }
 
 Violation IncrementalEvaluator::V7Violation(int position, OpId op, TensorId tensor) const {
@@ -127,6 +128,10 @@ void IncrementalEvaluator::RebuildSequenceState() {
       ok = problem_.producer[t] == kNoOp || first_writer_[t] < i || Contains(retained_in, t);
     }
     subgraph_ok_[i] = ok;
+  }
+  failing_.clear();
+  for (int i = 0; i < n; ++i) {
+    if (!subgraph_ok_[i]) failing_.push_back(i);
   }
   uncovered_ops_ = 0;
   for (OpId op = 0; op < num_ops; ++op) uncovered_ops_ += cover_count_[op] == 0;
@@ -180,9 +185,10 @@ Candidate IncrementalEvaluator::Reset(const Schedule& schedule) {
   const int n = static_cast<int>(schedule_.subgraphs.size());
   facts_.clear();
   results_.clear();
+  facts_.resize(n);
   for (int i = 0; i < n; ++i) {
     const Subgraph& subgraph = schedule_.subgraphs[i];
-    facts_.push_back(Facts(subgraph));
+    Facts(subgraph, facts_[i]);
     results_.push_back(Price(subgraph, i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors));
   }
   RebuildSequenceState();
@@ -208,7 +214,7 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
   pending_facts_.resize(m);
   pending_results_.clear();
   for (int k = 0; k < m; ++k) {
-    pending_facts_[k] = Facts(repl[k]);
+    Facts(repl[k], pending_facts_[k]);
     pending_results_.push_back(Price(repl[k], k == 0 ? before_edit : repl[k - 1].retain));
   }
   pending_has_successor_ = e < n;
@@ -279,9 +285,7 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
   };
 
   // 1. A failure before the edit stays the first one.
-  for (int i = 0; i < b; ++i) {
-    if (!subgraph_ok_[i]) return finish(Invalid(committed_.violation));
-  }
+  if (!failing_.empty() && failing_.front() < b) return finish(Invalid(committed_.violation));
 
   // 2. The replacement and the successor, in full.
   for (int k = 0; k < m; ++k) {
@@ -313,8 +317,13 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
         if (in_delta(t)) ++suffix_writes_[t];
       }
     }
-    for (int i = e + 1; i < n; ++i) {
-      if (!delta && subgraph_ok_[i]) continue;
+    // Without delta only the committed failures after the successor can fail, and the first
+    // of them does: jump there instead of walking the suffix.
+    auto next_failing = [&](int after) {
+      const auto it = std::upper_bound(failing_.begin(), failing_.end(), after);
+      return it == failing_.end() ? n : *it;
+    };
+    for (int i = delta ? e + 1 : next_failing(e); i < n; i = delta ? i + 1 : next_failing(i)) {
       if (!results_[i].ok()) return finish(local_failure(results_[i], i + shift));
       const std::vector<TensorId>& retained_in = schedule_.subgraphs[i - 1].retain;
       for (const auto& [op, t] : facts_[i].boundary_inputs) {

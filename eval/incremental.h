@@ -77,7 +77,7 @@ class IncrementalEvaluator {
     std::vector<TensorId> writes;                            // outputs written to slow memory
     std::vector<OpId> valid_ops;                             // ops with ids in range
   };
-  SequenceFacts Facts(const Subgraph& subgraph);
+  void Facts(const Subgraph& subgraph, SequenceFacts& facts);  // refills, keeping capacity
   SubgraphResult Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in);
   // Rebuilds the committed sequence state (writers, flags, counts, total) in one linear pass.
   void RebuildSequenceState();
@@ -86,6 +86,7 @@ class IncrementalEvaluator {
 
   std::vector<SequenceFacts> facts_;         // parallel to schedule_.subgraphs
   std::vector<char> subgraph_ok_;            // local result ok and V7 holds, per subgraph
+  std::vector<int> failing_;                 // ascending positions where subgraph_ok_ is false
   std::vector<int> first_writer_;            // per tensor: first position writing it, or INT_MAX
   std::vector<int> cover_count_;             // per op: subgraphs containing it
   std::vector<int> write_count_;             // per tensor: subgraphs writing it
