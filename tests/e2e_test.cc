@@ -237,6 +237,10 @@ TEST_CASE("e2e: bad arguments exit 2 with a message; a bad problem file exits 1"
   CHECK(missing.err.find("missing.json") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "out.json"));
 
+  const RunResult unwritable = Run(dir, {"--time", "200ms", problem, "-o", dir / "no/such/dir/out.json"});
+  CHECK(unwritable.exit_code == 1);
+  CHECK(unwritable.err.find("no/such/dir/out.json") != std::string::npos);
+
   const RunResult help = Run(dir, {"--time", "1s", "--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("--threads N") != std::string::npos);
