@@ -1,11 +1,12 @@
-// Evaluator throughput on the bundled problems, with two schedules each: the baseline (one op
-// per subgraph, search/baseline.h) and a fused one (producer->consumer neighbours merged
-// greedily while the schedule stays valid and gets faster).
+// Evaluator throughput on the bundled problems, with three schedules each: the baseline (one
+// op per subgraph, search/baseline.h), a fused one (producer->consumer neighbours merged
+// greedily while the schedule stays valid and gets faster) and "fine" (see Refine).
 //
 //   OracleFull/<problem>/<schedule>     EvaluateOracle, the step-by-step ground truth
 //   FastFull/<problem>/<schedule>       EvaluateFast without cache: every subgraph priced cold
 //   FastFullCached/<problem>/<schedule> EvaluateFast with a warm shared cache
 //   IncrementalReset/<problem>/<schedule> IncrementalEvaluator::Reset without cache
+//   SubgraphOracle/<problem>/<schedule> EvaluateSubgraphOracle of one subgraph (cycling over all)
 //   SubgraphCold/<problem>/<schedule>   CostSubgraph of one subgraph (cycling over all)
 //   SubgraphCached/<problem>/<schedule> CostCache::LookupOrCompute hit of the same
 //   MoveDelta/<problem>/<schedule>      Propose + Revert of a one-subgraph edit, no cache
@@ -35,7 +36,9 @@ namespace {
 
 const char* const kProblems[] = {"mlsys-2026-1", "mlsys-2026-5", "mlsys-2026-9", "mlsys-2026-13",
                                  "mlsys-2026-17"};
-const char* const kSchedules[] = {"baseline", "fused"};
+// "fine" is the baseline at quarter tiles and k (32x32x32 where native is 128): many more steps
+// per subgraph, which the oracle walks one by one and the fast path prices by class.
+const char* const kSchedules[] = {"baseline", "fused", "fine"};
 
 std::vector<int> Ranks(const Problem& problem) {
   std::vector<int> rank(problem.ops.size());
@@ -101,6 +104,21 @@ Schedule Fuse(const Problem& problem, const Schedule& start) {
   return evaluator.schedule();
 }
 
+// Every subgraph at a quarter of its tile sides and k, where that stays valid.
+Schedule Refine(const Problem& problem, Schedule schedule) {
+  std::vector<TensorId> retained_in;
+  for (Subgraph& s : schedule.subgraphs) {
+    Subgraph fine = s;
+    fine.granularity.w = std::max<Elements>(1, s.granularity.w / 4);
+    fine.granularity.h = std::max<Elements>(1, s.granularity.h / 4);
+    fine.granularity.k = std::max<Elements>(1, s.granularity.k / 4);
+    fine.traversal.reset();
+    if (CostSubgraph(problem, fine, retained_in).ok()) s = std::move(fine);
+    retained_in = s.retain;
+  }
+  return schedule;
+}
+
 struct Fixture {
   Problem problem;
   Schedule schedule;
@@ -116,8 +134,13 @@ Fixture& Get(const std::string& problem_name, const std::string& schedule_name) 
   slot = std::make_unique<Fixture>();
   slot->problem = ReadProblemFile(std::string(ANNEALER_SOURCE_DIR) + "/problems/" + problem_name + ".json");
   if (!baselines.count(problem_name)) baselines[problem_name] = BuildBaseline(slot->problem);
-  slot->schedule = schedule_name == "baseline" ? baselines[problem_name]
-                                               : Fuse(slot->problem, baselines[problem_name]);
+  if (schedule_name == "baseline") {
+    slot->schedule = baselines[problem_name];
+  } else if (schedule_name == "fused") {
+    slot->schedule = Fuse(slot->problem, baselines[problem_name]);
+  } else {
+    slot->schedule = Refine(slot->problem, baselines[problem_name]);
+  }
   slot->cache = std::make_unique<CostCache>(1 << 16);
   // The benchmark is only meaningful if both paths agree.
   const Evaluation oracle = EvaluateOracle(slot->problem, slot->schedule);
@@ -174,6 +197,19 @@ void SubgraphCold(benchmark::State& state, std::string p, std::string s) {
   Label(state, f);
 }
 
+void SubgraphOracle(benchmark::State& state, std::string p, std::string s) {
+  Fixture& f = Get(p, s);
+  const auto& subgraphs = f.schedule.subgraphs;
+  size_t i = 0;
+  const std::vector<TensorId> none;
+  for (auto _ : state) {
+    const std::vector<TensorId>& in = i > 0 ? subgraphs[i - 1].retain : none;
+    benchmark::DoNotOptimize(EvaluateSubgraphOracle(f.problem, subgraphs[i], in));
+    i = i + 1 == subgraphs.size() ? 0 : i + 1;
+  }
+  Label(state, f);
+}
+
 void SubgraphCached(benchmark::State& state, std::string p, std::string s) {
   Fixture& f = Get(p, s);
   const auto& subgraphs = f.schedule.subgraphs;
@@ -224,6 +260,7 @@ const bool kRegistered = [] {
       benchmark::RegisterBenchmark(("FastFull" + suffix).c_str(), FastFull, p, s);
       benchmark::RegisterBenchmark(("FastFullCached" + suffix).c_str(), FastFullCached, p, s);
       benchmark::RegisterBenchmark(("IncrementalReset" + suffix).c_str(), IncrementalReset, p, s);
+      benchmark::RegisterBenchmark(("SubgraphOracle" + suffix).c_str(), SubgraphOracle, p, s);
       benchmark::RegisterBenchmark(("SubgraphCold" + suffix).c_str(), SubgraphCold, p, s);
       benchmark::RegisterBenchmark(("SubgraphCached" + suffix).c_str(), SubgraphCached, p, s);
       benchmark::RegisterBenchmark(("MoveDelta" + suffix).c_str(), MoveDelta, p, s, false);
