@@ -43,18 +43,29 @@ bool Contains(const std::vector<OpId>& ops, OpId op) {
 bool RepairAvailability(const MoveContext& env, Schedule& schedule) {
   const Problem& problem = env.problem;
   const int n = static_cast<int>(schedule.subgraphs.size());
+  const size_t num_tensors = problem.tensors.size();
   std::vector<char> changed(n, 0);
-  std::vector<char> in_slow(problem.tensors.size(), 0);
-  for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
+  std::vector<char> in_slow(num_tensors, 0);
+  for (TensorId t = 0; t < static_cast<TensorId>(num_tensors); ++t) {
     in_slow[t] = problem.producer[t] == kNoOp;
   }
+  // Boundary inputs of every subgraph, and the last subgraph loading each tensor. Subgraph i is
+  // only modified when the scan reaches it, so both stay exact for the subgraphs after i, which
+  // are all the checks below look at.
+  std::vector<std::vector<TensorId>> inputs(n);
+  std::vector<int> last_use(num_tensors, -1);
+  for (int m = 0; m < n; ++m) {
+    inputs[m] = BoundaryInputs(problem, schedule.subgraphs[m].ops);
+    for (TensorId t : inputs[m]) last_use[t] = m;
+  }
+  std::vector<char> consumed_inside(num_tensors, 0);
   std::vector<TensorId> retained_in;
   for (int i = 0; i < n; ++i) {
     Subgraph& sg = schedule.subgraphs[i];
     // Pull in producers of unavailable inputs until everything it reads is available.
     for (int round = 0; round < static_cast<int>(problem.ops.size()); ++round) {
       bool added = false;
-      for (TensorId t : BoundaryInputs(problem, sg.ops)) {
+      for (TensorId t : inputs[i]) {
         const bool available = in_slow[t] || std::find(retained_in.begin(), retained_in.end(), t) != retained_in.end();
         if (available) continue;
         const OpId p = problem.producer[t];
@@ -64,19 +75,24 @@ bool RepairAvailability(const MoveContext& env, Schedule& schedule) {
       }
       if (!added) break;
       sg.ops = SortTopologically(env.rank, sg.ops);
+      inputs[i] = BoundaryInputs(problem, sg.ops);
       changed[i] = 1;
     }
-    const Subgraph* next = i + 1 < n ? &schedule.subgraphs[i + 1] : nullptr;
-    std::vector<TensorId> retain = UsefulRetain(problem, sg.ops, sg.retain, next);
-    // Never keep back a tensor that a later subgraph still loads from slow memory.
+    // Keep only retains that are allowed and read by the next subgraph (UsefulRetain), and never
+    // keep back a tensor that a later subgraph still loads from slow memory.
     std::vector<TensorId> kept;
-    for (TensorId t : retain) {
-      bool later = false;
-      for (int m = i + 2; m < n && !later; ++m) {
-        const auto inputs = BoundaryInputs(problem, schedule.subgraphs[m].ops);
-        later = std::binary_search(inputs.begin(), inputs.end(), t);
+    if (i + 1 < n && !sg.retain.empty()) {
+      const std::vector<TensorId> produced = ProducedTensors(problem, sg.ops);
+      const std::vector<TensorId>& next_inputs = inputs[i + 1];
+      for (TensorId t : sg.retain) {
+        if (!std::binary_search(produced.begin(), produced.end(), t)) continue;
+        if (problem.IsGraphOutput(t)) continue;
+        if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) continue;
+        if (last_use[t] >= i + 2) continue;
+        kept.push_back(t);
       }
-      if (!later) kept.push_back(t);
+      std::sort(kept.begin(), kept.end());
+      kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
     }
     if (kept != sg.retain) {
       sg.retain = kept;
@@ -84,7 +100,6 @@ bool RepairAvailability(const MoveContext& env, Schedule& schedule) {
       if (i + 1 < n) changed[i + 1] = 1;
     }
     // Sinks not retained are written back.
-    std::vector<char> consumed_inside(problem.tensors.size(), 0);
     for (OpId op : sg.ops) {
       for (TensorId t : problem.ops[op].inputs) consumed_inside[t] = 1;
     }
@@ -93,6 +108,9 @@ bool RepairAvailability(const MoveContext& env, Schedule& schedule) {
       if (!consumed_inside[out] && std::find(sg.retain.begin(), sg.retain.end(), out) == sg.retain.end()) {
         in_slow[out] = 1;
       }
+    }
+    for (OpId op : sg.ops) {
+      for (TensorId t : problem.ops[op].inputs) consumed_inside[t] = 0;
     }
     retained_in = sg.retain;
   }

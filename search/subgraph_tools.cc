@@ -1,7 +1,6 @@
 #include "search/subgraph_tools.h"
 
 #include <algorithm>
-#include <map>
 #include <numeric>
 #include <tuple>
 
@@ -149,6 +148,8 @@ std::vector<Elements> Halvings(Elements top, int count) {
   return values;
 }
 
+constexpr int64_t kMaxExplicitTraversalTiles = 2048;
+
 struct Key {
   int w, h, k, t;
   auto operator<=>(const Key&) const = default;
@@ -188,24 +189,46 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
       min_reduction == 0 ? std::vector<Elements>{1} : Halvings(std::min(n, min_reduction), thorough ? 8 : 6);
   const int num_traversals = static_cast<int>(std::size(kAllTraversalPatterns));
 
-  auto build = [&](const Key& key) {
-    Subgraph sg;
-    sg.ops = ops;
-    sg.granularity = {sides[key.w], sides[key.h], ks[key.k]};
-    sg.traversal = MakeTraversal(kAllTraversalPatterns[key.t], CeilDiv(sink_shape.height, sides[key.h]),
-                                 CeilDiv(sink_shape.width, sides[key.w]));
-    sg.retain = retain;
-    return sg;
+  const int num_sides = static_cast<int>(sides.size());
+  const int num_ks = static_cast<int>(ks.size());
+  auto grid_rows = [&](int h) { return CeilDiv(sink_shape.height, sides[h]); };
+  auto grid_cols = [&](int w) { return CeilDiv(sink_shape.width, sides[w]); };
+  // Explicit traversals are O(tiles) to build, hash, compare and copy; on large grids (tiny
+  // tiles, never the winners) only raster is tried.
+  auto traversal_allowed = [&](const Key& key) {
+    return key.t == 0 || grid_rows(key.h) * grid_cols(key.w) <= kMaxExplicitTraversalTiles;
   };
-  std::map<Key, std::optional<Latency>> memo;
+  // One scratch subgraph is priced for every key; the traversal of each (pattern, rows, cols)
+  // is built once and swapped in and out, so a key costs one cache lookup and no allocation.
+  Subgraph scratch;
+  scratch.ops = ops;
+  scratch.retain = retain;
+  std::vector<std::optional<std::vector<int64_t>>> traversals(
+      static_cast<size_t>(num_traversals * num_sides * num_sides));
+  std::vector<char> traversal_built(traversals.size(), 0);
+  // Memo of priced keys: 0 = not priced, 1 = invalid, 2 = valid with latency.
+  std::vector<char> memo_state(static_cast<size_t>(num_sides * num_sides * num_ks * num_traversals), 0);
+  std::vector<Latency> memo_latency(memo_state.size(), 0);
   auto price = [&](const Key& key) -> std::optional<Latency> {
-    auto it = memo.find(key);
-    if (it != memo.end()) return it->second;
-    const SubgraphResult result = pricer.Price(build(key), retained_in);
-    std::optional<Latency> latency;
-    if (result.ok()) latency = result.report.latency;
-    memo.emplace(key, latency);
-    return latency;
+    const size_t slot = ((static_cast<size_t>(key.w) * num_sides + key.h) * num_ks + key.k) * num_traversals + key.t;
+    if (memo_state[slot] != 0) {
+      return memo_state[slot] == 2 ? std::optional<Latency>(memo_latency[slot]) : std::nullopt;
+    }
+    memo_state[slot] = 1;
+    if (!traversal_allowed(key)) return std::nullopt;
+    const size_t t_slot = (static_cast<size_t>(key.t) * num_sides + key.h) * num_sides + key.w;
+    if (!traversal_built[t_slot]) {
+      traversal_built[t_slot] = 1;
+      traversals[t_slot] = MakeTraversal(kAllTraversalPatterns[key.t], grid_rows(key.h), grid_cols(key.w));
+    }
+    scratch.granularity = {sides[key.w], sides[key.h], ks[key.k]};
+    scratch.traversal.swap(traversals[t_slot]);
+    const SubgraphResult result = pricer.Price(scratch, retained_in);
+    scratch.traversal.swap(traversals[t_slot]);
+    if (!result.ok()) return std::nullopt;
+    memo_state[slot] = 2;
+    memo_latency[slot] = result.report.latency;
+    return result.report.latency;
   };
   auto index_of = [](const std::vector<Elements>& values, Elements v) {
     for (size_t i = 0; i < values.size(); ++i) {
@@ -218,13 +241,19 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   if (start != nullptr) {
     current = {index_of(sides, start->granularity.w), index_of(sides, start->granularity.h),
                index_of(ks, start->granularity.k), 0};
-    for (int t = 0; t < num_traversals; ++t) {
-      if (build({current.w, current.h, current.k, t}).traversal == start->traversal) {
-        current.t = t;
-        break;
+    if (start->traversal.has_value()) {
+      const int64_t rows = grid_rows(current.h), cols = grid_cols(current.w);
+      if (static_cast<int64_t>(start->traversal->size()) == rows * cols) {
+        for (int t = 1; t < num_traversals; ++t) {
+          if (MakeTraversal(kAllTraversalPatterns[t], rows, cols) == start->traversal) {
+            current.t = t;
+            break;
+          }
+        }
       }
     }
   }
+  if (!traversal_allowed(current)) current.t = 0;
   std::optional<Latency> best = price(current);
   if (!best) {
     // Too big (or an illegal k): walk down the tile sizes, largest area first, until one fits.
@@ -288,7 +317,11 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     current = next;
     best = next_latency;
   }
-  return FitResult{build(current), *best};
+  FitResult fit{std::move(scratch), *best};
+  fit.subgraph.granularity = {sides[current.w], sides[current.h], ks[current.k]};
+  const size_t t_slot = (static_cast<size_t>(current.t) * num_sides + current.h) * num_sides + current.w;
+  fit.subgraph.traversal = std::move(traversals[t_slot]);
+  return fit;
 }
 
 }  // namespace annealer
