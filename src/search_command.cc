@@ -512,12 +512,13 @@ int RunSearchCommand(int argc, char** argv) {
   }
 
   const milliseconds time = options.time.value_or(kDefaultTime);
-  // Room after the search for RunSearch to return (~50 ms), the last oracle check and write.
-  const milliseconds margin = std::clamp(time / 20, milliseconds(60), milliseconds(300));
+  // Room after the search for RunSearch to return (measured: within 10 ms), the last oracle
+  // check (2 ms on 100 ops), the write and the process exit.
+  const milliseconds margin = std::clamp(time / 40, milliseconds(50), milliseconds(200));
   const Clock::time_point deadline = start + time - std::min(margin, time);
   // Last resort if the search overruns its deadline: leaves time for one oracle check, the
   // write and the exit.
-  const Clock::time_point watchdog = start + time - std::clamp(time / 40, milliseconds(20), milliseconds(100));
+  const Clock::time_point watchdog = start + time - std::clamp(time / 100, milliseconds(20), milliseconds(80));
 
   Console console(options.quiet);
   BestKeeper keeper(problem, options.output_path, console);
