@@ -120,7 +120,7 @@ TEST_CASE("config: values of the wrong type are rejected") {
   CHECK(StartsWith(YamlError("sa: 3\n"), "t.yaml:1: \"sa\" is a section and expects a map of its keys ("));
 }
 
-TEST_CASE("config: malformed YAML, duplicates and a non-map document are rejected") {
+TEST_CASE("config: malformed YAML and duplicate keys and a non-map document are rejected") {
   CHECK(YamlError("seed: 1\nseed: 2\n") == "t.yaml:2: duplicate key \"seed\"");
   CHECK(YamlError("sa:\n  cooling: 0.9\nsa:\n  cooling: 0.8\n") == "t.yaml:3: duplicate key \"sa\"");
   CHECK(YamlError("sa.cooling: 0.9\nsa:\n  cooling: 0.8\n") == "t.yaml:3: duplicate key \"sa.cooling\"");

@@ -204,7 +204,7 @@ TEST_CASE("e2e: --print-config prints the defaults and loads back with overrides
   }
 }
 
-TEST_CASE("e2e: bad arguments exit 2 with a message; a bad problem file exits 1") {
+TEST_CASE("e2e: bad arguments exit 2 with a message and a bad problem file exits 1") {
   TempDir dir;
   const std::string problem = ProblemPath("mlsys-2026-1");
   const auto check_usage = [&](const std::vector<std::string>& args, const std::string& message) {
