@@ -84,7 +84,7 @@ TEST_CASE("config: an empty document or an empty section changes nothing") {
   CHECK(params.sa.cooling == SearchParams{}.sa.cooling);
 }
 
-TEST_CASE("config: unknown keys are rejected with file, line and the known keys") {
+TEST_CASE("config: unknown keys are rejected with file and line and the known keys") {
   CHECK(StartsWith(YamlError("seed: 1\nsa:\n  temperature: 5\n"),
                    "t.yaml:3: unknown key \"sa.temperature\" (known keys of sa: initial_temperature, "));
   CHECK(StartsWith(YamlError("sede: 1\n"), "t.yaml:1: unknown key \"sede\" (known top-level keys: seed, "));
@@ -94,7 +94,7 @@ TEST_CASE("config: unknown keys are rejected with file, line and the known keys"
   CHECK(StartsWith(YamlError("sa:\n  cooling:\n    deeper: 1\n"), "t.yaml:3: sa.cooling expects a real number, not a map"));
 }
 
-TEST_CASE("config: out-of-range values are rejected, quoting key, value and range") {
+TEST_CASE("config: out-of-range values are rejected quoting key and value and range") {
   CHECK(StartsWith(YamlError("sa:\n  cooling: 1.5\n"), "t.yaml:2: sa.cooling: 1.5 is out of range ["));
   CHECK(StartsWith(YamlError("threads: -1\n"), "t.yaml:1: threads: -1 is out of range [0, "));
   CHECK(StartsWith(YamlError("ga:\n  population: 1\n"), "t.yaml:2: ga.population: 1 is out of range [2, "));
