@@ -245,8 +245,7 @@ void PrintUsage(std::FILE* out) {
       "\n"
       "Usage:\n"
       "  annealer [--time 60s] PROBLEM.json [OUT.json]\n"
-      "      Search for a low-latency schedule (the main command; see README.md for its\n"
-      "      options and configuration files).\n"
+      "      Search for a low-latency schedule (the main command; its options follow).\n"
       "  annealer evaluate PROBLEM.json SCHEDULE.json [--json]\n"
       "      Check a schedule against every rule and price it per subgraph: granularity,\n"
       "      tiles x k-steps, latency, compute vs memory time, peak working set; then the\n"
@@ -258,8 +257,11 @@ void PrintUsage(std::FILE* out) {
       "      OUT.json.\n"
       "  annealer --help | --version\n"
       "\n"
-      "Exit codes: 0 success, 1 bad input or invalid schedule, 2 usage error.\n",
+      "Exit codes: 0 success, 1 bad input or invalid schedule, 2 usage error.\n"
+      "\n"
+      "The search command\n",
       out);
+  std::fputs(SearchCommandUsage(), out);
 }
 
 int RunEvaluateCommand(const std::vector<std::string>& args) {

@@ -618,4 +618,6 @@ int RunSearchCommand(int argc, char** argv) {
   return failure.empty() ? 0 : 1;
 }
 
+const char* SearchCommandUsage() { return kUsage; }
+
 }  // namespace annealer

@@ -250,7 +250,7 @@ TEST_CASE("cli: bad input files exit 1 with one line naming the file") {
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("cli: baseline -o is atomic; a failing run leaves no output file") {
+TEST_CASE("cli: baseline -o is atomic and a failing run leaves no output file") {
   const std::filesystem::path dir = ScratchDir("atomic");
   const std::string bad_problem = (dir / "bad.json").string();
   std::ofstream(bad_problem) << "{ not json";

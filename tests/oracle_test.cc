@@ -182,7 +182,7 @@ TEST_CASE("V11: a Pointwise prologue on the RHS of a k-split MatMul needs h >= K
   CHECK(EvaluateOracle(p, s).ok());
 }
 
-TEST_CASE("V12 and G3: sinks of different shapes; k-loop MatMuls of different K") {
+TEST_CASE("V12 and G3: sinks of different shapes, k-loop MatMuls of different K") {
   GraphBuilder b(10000000, 10);
   const TensorId a = b.Tensor(128, 128);
   const TensorId small = b.Tensor(128, 128);
