@@ -141,18 +141,39 @@ namespace {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// The candidate values of one axis, largest first: native, native/2, ... (at most `count`).
-std::vector<Elements> Halvings(Elements top, int count) {
+// The coarse candidate values of one axis, largest first: top, top/2, ... (at most `count`),
+// plus `extra` (the start's value) when it is in range.
+std::vector<Elements> CoarseValues(Elements top, int count, Elements extra) {
   std::vector<Elements> values;
   for (Elements v = top; v >= 1 && static_cast<int>(values.size()) < count; v /= 2) values.push_back(v);
+  if (extra >= 1 && extra <= top && std::find(values.begin(), values.end(), extra) == values.end()) {
+    values.push_back(extra);
+    std::sort(values.begin(), values.end(), std::greater<>());
+  }
+  return values;
+}
+
+// The values strictly between `low` and `high` that are the smallest side giving their tile
+// count over `dim` (ceil(dim / c) for some count c): any other side with the same count costs the
+// same compute and more working set. These are what a tight capacity wants between two powers
+// of two (e.g. h = 52 on 1024 rows where 64 does not fit and 32 wastes compute).
+std::vector<Elements> FineValuesBetween(Elements dim, Elements low, Elements high) {
+  std::vector<Elements> values;
+  if (dim <= 0) return values;
+  for (int64_t count = CeilDiv(dim, high); count <= dim; ++count) {
+    const Elements v = CeilDiv(dim, count);
+    if (v <= low) break;
+    if (v < high && (values.empty() || values.back() != v)) values.push_back(v);
+  }
   return values;
 }
 
 constexpr int64_t kMaxExplicitTraversalTiles = 2048;
 
 struct Key {
-  int w, h, k, t;
-  auto operator<=>(const Key&) const = default;
+  Elements w, h, k;
+  int t;
+  bool operator==(const Key&) const = default;
 };
 
 }  // namespace
@@ -184,65 +205,68 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     }
   }
 
-  const std::vector<Elements> sides = Halvings(n, thorough ? 6 : 5);
-  const std::vector<Elements> ks =
-      min_reduction == 0 ? std::vector<Elements>{1} : Halvings(std::min(n, min_reduction), thorough ? 8 : 6);
+  const Elements k_top = min_reduction == 0 ? 1 : std::min(n, min_reduction);
+  const std::vector<Elements> ws = CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.w : 0);
+  const std::vector<Elements> hs = CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.h : 0);
+  const std::vector<Elements> ks = min_reduction == 0
+                                       ? std::vector<Elements>{1}
+                                       : CoarseValues(k_top, thorough ? 8 : 6, start ? start->granularity.k : 0);
   const int num_traversals = static_cast<int>(std::size(kAllTraversalPatterns));
 
-  const int num_sides = static_cast<int>(sides.size());
-  const int num_ks = static_cast<int>(ks.size());
-  auto grid_rows = [&](int h) { return CeilDiv(sink_shape.height, sides[h]); };
-  auto grid_cols = [&](int w) { return CeilDiv(sink_shape.width, sides[w]); };
   // Explicit traversals are O(tiles) to build, hash, compare and copy; on large grids (tiny
   // tiles, never the winners) only raster is tried.
   auto traversal_allowed = [&](const Key& key) {
-    return key.t == 0 || grid_rows(key.h) * grid_cols(key.w) <= kMaxExplicitTraversalTiles;
+    return key.t == 0 ||
+           CeilDiv(sink_shape.height, key.h) * CeilDiv(sink_shape.width, key.w) <= kMaxExplicitTraversalTiles;
   };
   // One scratch subgraph is priced for every key; the traversal of each (pattern, rows, cols)
   // is built once and swapped in and out, so a key costs one cache lookup and no allocation.
   Subgraph scratch;
   scratch.ops = ops;
   scratch.retain = retain;
-  std::vector<std::optional<std::vector<int64_t>>> traversals(
-      static_cast<size_t>(num_traversals * num_sides * num_sides));
-  std::vector<char> traversal_built(traversals.size(), 0);
-  // Memo of priced keys: 0 = not priced, 1 = invalid, 2 = valid with latency.
-  std::vector<char> memo_state(static_cast<size_t>(num_sides * num_sides * num_ks * num_traversals), 0);
-  std::vector<Latency> memo_latency(memo_state.size(), 0);
-  auto price = [&](const Key& key) -> std::optional<Latency> {
-    const size_t slot = ((static_cast<size_t>(key.w) * num_sides + key.h) * num_ks + key.k) * num_traversals + key.t;
-    if (memo_state[slot] != 0) {
-      return memo_state[slot] == 2 ? std::optional<Latency>(memo_latency[slot]) : std::nullopt;
-    }
-    memo_state[slot] = 1;
-    if (!traversal_allowed(key)) return std::nullopt;
-    const size_t t_slot = (static_cast<size_t>(key.t) * num_sides + key.h) * num_sides + key.w;
-    if (!traversal_built[t_slot]) {
-      traversal_built[t_slot] = 1;
-      traversals[t_slot] = MakeTraversal(kAllTraversalPatterns[key.t], grid_rows(key.h), grid_cols(key.w));
-    }
-    scratch.granularity = {sides[key.w], sides[key.h], ks[key.k]};
-    scratch.traversal.swap(traversals[t_slot]);
-    const SubgraphResult result = pricer.Price(scratch, retained_in);
-    scratch.traversal.swap(traversals[t_slot]);
-    if (!result.ok()) return std::nullopt;
-    memo_state[slot] = 2;
-    memo_latency[slot] = result.report.latency;
-    return result.report.latency;
+  struct TraversalSlot {
+    int t;
+    int64_t rows, cols;
+    std::optional<std::vector<int64_t>> order;
   };
-  auto index_of = [](const std::vector<Elements>& values, Elements v) {
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (values[i] <= v) return static_cast<int>(i);
+  std::vector<TraversalSlot> traversals;
+  auto traversal_slot = [&](const Key& key) -> TraversalSlot& {
+    const int64_t rows = CeilDiv(sink_shape.height, key.h), cols = CeilDiv(sink_shape.width, key.w);
+    for (TraversalSlot& slot : traversals) {
+      if (slot.t == key.t && slot.rows == rows && slot.cols == cols) return slot;
     }
-    return static_cast<int>(values.size()) - 1;
+    traversals.push_back({key.t, rows, cols, MakeTraversal(kAllTraversalPatterns[key.t], rows, cols)});
+    return traversals.back();
+  };
+  struct Priced {
+    Key key;
+    std::optional<Latency> latency;
+  };
+  std::vector<Priced> memo;
+  auto price = [&](const Key& key) -> std::optional<Latency> {
+    for (const Priced& p : memo) {
+      if (p.key == key) return p.latency;
+    }
+    std::optional<Latency> latency;
+    if (traversal_allowed(key)) {
+      TraversalSlot& slot = traversal_slot(key);
+      scratch.granularity = {key.w, key.h, key.k};
+      scratch.traversal.swap(slot.order);
+      const SubgraphResult result = pricer.Price(scratch, retained_in);
+      scratch.traversal.swap(slot.order);
+      if (result.ok()) latency = result.report.latency;
+    }
+    memo.push_back({key, latency});
+    return latency;
   };
 
-  Key current{0, 0, 0, 0};
+  Key current{ws[0], hs[0], ks[0], 0};
   if (start != nullptr) {
-    current = {index_of(sides, start->granularity.w), index_of(sides, start->granularity.h),
-               index_of(ks, start->granularity.k), 0};
+    const Granularity& g = start->granularity;
+    current = {std::clamp<Elements>(g.w, 1, n), std::clamp<Elements>(g.h, 1, n), std::clamp<Elements>(g.k, 1, k_top), 0};
+    if (std::find(ks.begin(), ks.end(), current.k) == ks.end()) current.k = ks[0];
     if (start->traversal.has_value()) {
-      const int64_t rows = grid_rows(current.h), cols = grid_cols(current.w);
+      const int64_t rows = CeilDiv(sink_shape.height, current.h), cols = CeilDiv(sink_shape.width, current.w);
       if (static_cast<int64_t>(start->traversal->size()) == rows * cols) {
         for (int t = 1; t < num_traversals; ++t) {
           if (MakeTraversal(kAllTraversalPatterns[t], rows, cols) == start->traversal) {
@@ -258,15 +282,15 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   if (!best) {
     // Too big (or an illegal k): walk down the tile sizes, largest area first, until one fits.
     std::vector<Key> fallbacks;
-    for (int w = 0; w < static_cast<int>(sides.size()); ++w) {
-      for (int h = 0; h < static_cast<int>(sides.size()); ++h) {
-        for (int k = 0; k < static_cast<int>(ks.size()); ++k) fallbacks.push_back({w, h, k, current.t});
+    for (Elements w : ws) {
+      for (Elements h : hs) {
+        for (Elements k : ks) fallbacks.push_back({w, h, k, current.t});
       }
     }
     std::stable_sort(fallbacks.begin(), fallbacks.end(), [&](const Key& a, const Key& b) {
-      const Elements area_a = sides[a.w] * sides[a.h], area_b = sides[b.w] * sides[b.h];
+      const Elements area_a = a.w * a.h, area_b = b.w * b.h;
       if (area_a != area_b) return area_a > area_b;
-      return ks[a.k] > ks[b.k];
+      return a.k > b.k;
     });
     int tries = 0;
     const int max_tries = thorough ? 400 : 60;
@@ -281,28 +305,33 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     if (!best) return std::nullopt;
   }
 
-  // Best-improvement descent over single-axis steps and traversal changes.
+  auto index_in = [](const std::vector<Elements>& values, Elements v) {
+    return static_cast<int>(std::find(values.begin(), values.end(), v) - values.begin());
+  };
+  auto step = [&](const std::vector<Elements>& values, Elements v, int d) -> Elements {
+    const int i = index_in(values, v) + d;
+    return i < 0 || i >= static_cast<int>(values.size()) ? 0 : values[i];
+  };
+  // Best-improvement descent over single-axis steps on the coarse values and traversal changes.
   for (int round = 0; round < 64; ++round) {
     std::vector<Key> neighbours;
-    auto add = [&](Key key) {
-      if (key.w < 0 || key.h < 0 || key.k < 0 || key.w >= static_cast<int>(sides.size()) ||
-          key.h >= static_cast<int>(sides.size()) || key.k >= static_cast<int>(ks.size())) {
-        return;
-      }
-      neighbours.push_back(key);
+    auto add = [&](Elements w, Elements h, Elements k, int t) {
+      if (w == 0 || h == 0 || k == 0) return;
+      neighbours.push_back({w, h, k, t});
     };
+    const Key c = current;
     for (int d : {-1, 1}) {
-      add({current.w + d, current.h, current.k, current.t});
-      add({current.w, current.h + d, current.k, current.t});
-      add({current.w, current.h, current.k + d, current.t});
+      add(step(ws, c.w, d), c.h, c.k, c.t);
+      add(c.w, step(hs, c.h, d), c.k, c.t);
+      add(c.w, c.h, step(ks, c.k, d), c.t);
       if (thorough) {
-        add({current.w + d, current.h - d, current.k, current.t});
-        add({current.w + d, current.h, current.k - d, current.t});
-        add({current.w, current.h + d, current.k - d, current.t});
+        add(step(ws, c.w, d), step(hs, c.h, -d), c.k, c.t);
+        add(step(ws, c.w, d), c.h, step(ks, c.k, -d), c.t);
+        add(c.w, step(hs, c.h, d), step(ks, c.k, -d), c.t);
       }
     }
     for (int t = 0; t < num_traversals; ++t) {
-      if (t != current.t) add({current.w, current.h, current.k, t});
+      if (t != c.t) add(c.w, c.h, c.k, t);
     }
     Key next = current;
     Latency next_latency = *best;
@@ -317,10 +346,58 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     current = next;
     best = next_latency;
   }
+
+  if (thorough) {
+    // Refine each axis between its coarse neighbours with the sides that are smallest for their
+    // tile count; a tight capacity often sits between two powers of two. Then the traversals.
+    const Elements k_dim = min_reduction == 0 ? 1 : min_reduction;
+    for (int round = 0; round < 4; ++round) {
+      bool improved = false;
+      for (int axis = 0; axis < 3; ++axis) {
+        if (axis == 2 && min_reduction == 0) continue;
+        const std::vector<Elements>& coarse = axis == 0 ? ws : axis == 1 ? hs : ks;
+        const Elements v = axis == 0 ? current.w : axis == 1 ? current.h : current.k;
+        const Elements dim = axis == 0 ? sink_shape.width : axis == 1 ? sink_shape.height : k_dim;
+        const Elements top = axis == 2 ? k_top : n;
+        Elements high = step(coarse, v, -1), low = step(coarse, v, 1);
+        if (high == 0) high = std::min(top, 2 * v);
+        std::vector<Elements> values = FineValuesBetween(dim, low, high);
+        for (Elements candidate : FineValuesBetween(dim, v, std::min(top + 1, high + 1))) values.push_back(candidate);
+        for (Elements candidate : values) {
+          if (candidate == v || candidate > top || candidate < 1) continue;
+          if (stop && stop()) break;
+          Key key = current;
+          (axis == 0 ? key.w : axis == 1 ? key.h : key.k) = candidate;
+          // A side change moves the best k with it (k = K* lets strips be reused across tiles,
+          // a small k frees working set): try them all with the new side.
+          const std::vector<Elements> k_options = axis == 2 ? std::vector<Elements>{candidate} : ks;
+          for (Elements k : k_options) {
+            key.k = k;
+            // Only a real gain (not summation noise) is worth an odd side.
+            if (auto latency = price(key); latency && *latency < *best * (1 - 1e-9)) {
+              current = key;
+              best = latency;
+              improved = true;
+            }
+          }
+        }
+      }
+      for (int t = 0; t < num_traversals; ++t) {
+        Key key = current;
+        key.t = t;
+        if (auto latency = price(key); latency && *latency < *best) {
+          current = key;
+          best = latency;
+          improved = true;
+        }
+      }
+      if (!improved) break;
+    }
+  }
+
   FitResult fit{std::move(scratch), *best};
-  fit.subgraph.granularity = {sides[current.w], sides[current.h], ks[current.k]};
-  const size_t t_slot = (static_cast<size_t>(current.t) * num_sides + current.h) * num_sides + current.w;
-  fit.subgraph.traversal = std::move(traversals[t_slot]);
+  fit.subgraph.granularity = {current.w, current.h, current.k};
+  fit.subgraph.traversal = std::move(traversal_slot(current).order);
   return fit;
 }
 
