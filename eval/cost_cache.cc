@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "eval/subgraph_cost.h"
 
@@ -66,6 +67,24 @@ std::vector<TensorId> Sorted(std::vector<TensorId> v) {
   return v;
 }
 
+// Test-and-test-and-set: a hit holds the lock for a few dozen instructions, so waiting is
+// normally a spin; a holder that takes long (a generation flush frees a shard's entries) or
+// was preempted makes the waiters yield instead of burning the other core.
+class SpinLock {
+ public:
+  void lock() {
+    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire); ++spins) {
+      while (locked_.load(std::memory_order_relaxed)) {
+        if (++spins > 64) std::this_thread::yield();
+      }
+    }
+  }
+  void unlock() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
 }  // namespace
 
 struct alignas(64) CostCache::Shard {
@@ -77,7 +96,9 @@ struct alignas(64) CostCache::Shard {
     std::optional<std::vector<int64_t>> traversal;
     std::vector<TensorId> retained_in;  // sorted
     std::vector<TensorId> retain;       // sorted
-    SubgraphResult result;
+    Verdict verdict;
+    int32_t violation_index;  // into `violations` when verdict != kValid
+    SubgraphReport report;
 
     bool Matches(const Problem& p, const Subgraph& s, const std::vector<TensorId>& in) const {
       if (problem != &p || !(granularity == s.granularity) || ops.size() != s.ops.size()) {
@@ -90,12 +111,13 @@ struct alignas(64) CostCache::Shard {
     }
   };
 
-  std::mutex mutex;
+  SpinLock mutex;
   // Updated under the mutex with plain load/store (no read-modify-write), read by stats()
   // without it.
   std::atomic<uint64_t> hits{0};
   std::atomic<uint64_t> misses{0};
   std::vector<Entry> entries;
+  std::vector<Violation> violations;  // of the failed entries
   // Open addressing, linear probing: entry index + 1 per slot, 0 when empty. Never deleted
   // from (a flush clears everything), so probing needs no tombstones. Kept at most half full.
   std::vector<uint32_t> slots;
@@ -119,10 +141,15 @@ struct alignas(64) CostCache::Shard {
     slots[i] = entry_index + 1;
   }
 
-  void Insert(Entry entry, size_t budget) {
+  void Insert(Entry entry, const Violation& violation, size_t budget) {
     if (entries.size() >= budget) {  // generation flush
       entries.clear();
+      violations.clear();
       std::fill(slots.begin(), slots.end(), 0);
+    }
+    if (entry.verdict != Verdict::kValid) {
+      entry.violation_index = static_cast<int32_t>(violations.size());
+      violations.push_back(violation);
     }
     entries.push_back(std::move(entry));
     if (2 * entries.size() > slots.size()) {
@@ -142,18 +169,34 @@ CostCache::~CostCache() = default;
 
 SubgraphResult CostCache::LookupOrCompute(const Problem& problem, const Subgraph& subgraph,
                                           const std::vector<TensorId>& retained_in) {
+  SubgraphResult result;
+  LookupOrCompute(problem, subgraph, retained_in, result);
+  return result;
+}
+
+void CostCache::LookupOrCompute(const Problem& problem, const Subgraph& subgraph,
+                                const std::vector<TensorId>& retained_in, SubgraphResult& result) {
   const uint64_t hash = HashKey(problem, subgraph, retained_in);
   Shard& shard = shards_[hash >> 60];
   {
     std::lock_guard lock(shard.mutex);
     if (const Shard::Entry* e = shard.Find(hash, problem, subgraph, retained_in)) {
       shard.hits.store(shard.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      return e->result;
+      result.verdict = e->verdict;
+      result.report = e->report;
+      if (e->verdict == Verdict::kValid) {
+        result.violation.rule.clear();
+        result.violation.detail.clear();
+        result.violation.subgraph = -1;
+      } else {
+        result.violation = shard.violations[e->violation_index];
+      }
+      return;
     }
     shard.misses.store(shard.misses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
   // Priced outside the lock: other threads keep using the shard meanwhile.
-  SubgraphResult result = CostSubgraph(problem, subgraph, retained_in);
+  result = CostSubgraph(problem, subgraph, retained_in);
   Shard::Entry entry{hash,
                      &problem,
                      subgraph.ops,
@@ -161,12 +204,28 @@ SubgraphResult CostCache::LookupOrCompute(const Problem& problem, const Subgraph
                      subgraph.traversal,
                      Sorted(retained_in),
                      Sorted(subgraph.retain),
-                     result};
+                     result.verdict,
+                     -1,
+                     result.report};
   std::lock_guard lock(shard.mutex);
   if (!shard.Find(hash, problem, subgraph, retained_in)) {  // another thread may have raced us
-    shard.Insert(std::move(entry), entries_per_shard_);
+    shard.Insert(std::move(entry), result.violation, entries_per_shard_);
   }
-  return result;
+}
+
+const FlatProblem* CostCache::Flat(const Problem& problem) {
+  const FlatProblem* flat = flat_.load(std::memory_order_acquire);
+  if (flat == nullptr) {
+    std::lock_guard lock(flat_mutex_);
+    flat = flat_.load(std::memory_order_relaxed);
+    if (flat == nullptr) {
+      flat_storage_ = std::make_unique<FlatProblem>();
+      flat_storage_->Build(problem);
+      flat = flat_storage_.get();
+      flat_.store(flat, std::memory_order_release);
+    }
+  }
+  return flat->problem == &problem ? flat : nullptr;
 }
 
 CacheStats CostCache::stats() const {
@@ -186,10 +245,15 @@ void CostCache::Clear() {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mutex);
     shard.entries.clear();
+    shard.violations.clear();
     std::fill(shard.slots.begin(), shard.slots.end(), 0);
     shard.hits.store(0, std::memory_order_relaxed);
     shard.misses.store(0, std::memory_order_relaxed);
   }
+  // Not concurrent with users of the cache (see the header): nobody holds the old facts.
+  std::lock_guard lock(flat_mutex_);
+  flat_.store(nullptr, std::memory_order_release);
+  flat_storage_.reset();
 }
 
 }  // namespace annealer

@@ -10,15 +10,23 @@
 // Memory is bounded by an entry budget: the cache is split in shards, each with its own mutex,
 // its own share of the budget and an open-addressing index; a full shard is flushed whole
 // (generation flush) — simple, and a search re-fills the hot entries within a few moves.
-// A hit costs a hash of the key, one uncontended lock and one full-key comparison.
+// A hit costs a hash of the key, one uncontended spin lock (an atomic exchange: cheaper than a
+// mutex on this path; the rare long holder, a flush, makes waiters yield) and one full-key
+// comparison. Results are stored without their violation strings (a side table holds those of
+// failures), so a hit copies only the report.
+//
+// The cache also holds the problem's flat DAG facts (eval/flat_problem.h), derived once on first
+// use, for the sequence rules of EvaluateFast.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
+#include "eval/flat_problem.h"
 #include "eval/oracle.h"
 #include "eval/problem.h"
 #include "eval/schedule.h"
@@ -48,6 +56,14 @@ class CostCache {
   // Equal to EvaluateSubgraphOracle(problem, subgraph, retained_in) in verdict, rule and report.
   SubgraphResult LookupOrCompute(const Problem& problem, const Subgraph& subgraph,
                                  const std::vector<TensorId>& retained_in);
+  // The same, written into `result` (reusing its strings' storage: no construction or
+  // destruction of a SubgraphResult per call).
+  void LookupOrCompute(const Problem& problem, const Subgraph& subgraph,
+                       const std::vector<TensorId>& retained_in, SubgraphResult& result);
+
+  // The flat DAG facts of `problem`, derived on the first call after construction or Clear();
+  // null when the cache already serves another problem object.
+  const FlatProblem* Flat(const Problem& problem);
 
   CacheStats stats() const;
   void Clear();
@@ -57,6 +73,9 @@ class CostCache {
   static constexpr std::size_t kShards = 16;
   std::size_t entries_per_shard_;
   std::unique_ptr<Shard[]> shards_;
+  std::atomic<const FlatProblem*> flat_{nullptr};
+  std::unique_ptr<FlatProblem> flat_storage_;
+  std::mutex flat_mutex_;
 };
 
 }  // namespace annealer

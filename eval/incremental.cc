@@ -50,6 +50,7 @@ Candidate Invalid(Violation violation) {
 
 IncrementalEvaluator::IncrementalEvaluator(const Problem& problem, CostCache* cache)
     : problem_(problem), cache_(cache) {
+  flat_.Build(problem);
   const size_t num_ops = problem.ops.size();
   const size_t num_tensors = problem.tensors.size();
   op_stamp_.assign(num_ops, 0);
@@ -61,10 +62,13 @@ IncrementalEvaluator::IncrementalEvaluator(const Problem& problem, CostCache* ca
   cover_delta_.assign(num_ops, 0);
 }
 
-SubgraphResult IncrementalEvaluator::Price(const Subgraph& subgraph,
-                                           const std::vector<TensorId>& retained_in) {
-  return cache_ ? cache_->LookupOrCompute(problem_, subgraph, retained_in)
-                : CostSubgraph(problem_, subgraph, retained_in);
+void IncrementalEvaluator::Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
+                                 SubgraphResult& result) {
+  if (cache_) {
+    cache_->LookupOrCompute(problem_, subgraph, retained_in, result);
+  } else {
+    result = CostSubgraph(problem_, subgraph, retained_in);
+  }
 }
 
 void IncrementalEvaluator::Facts(const Subgraph& subgraph, SequenceFacts& facts) {
@@ -83,16 +87,18 @@ void IncrementalEvaluator::Facts(const Subgraph& subgraph, SequenceFacts& facts)
     facts.valid_ops.push_back(op);
   }
   for (OpId op : facts.valid_ops) {
-    for (TensorId in : problem_.ops[op].inputs) {
-      const OpId p = problem_.producer[in];
+    for (int32_t x = flat_.input_begin[op]; x < flat_.input_begin[op + 1]; ++x) {
+      const OpId p = flat_.input_producer[x];
       if (p != kNoOp && op_stamp_[p] == stamp_) continue;
-      facts.boundary_inputs.emplace_back(op, in);
+      facts.boundary_inputs.emplace_back(op, flat_.input_tensor[x]);
     }
   }
   for (OpId op : facts.valid_ops) {
-    const TensorId out = problem_.ops[op].output;
     bool consumed_inside = false;
-    for (OpId c : problem_.consumers[out]) consumed_inside = consumed_inside || op_stamp_[c] == stamp_;
+    for (int32_t x = flat_.consumer_begin[op]; x < flat_.consumer_begin[op + 1] && !consumed_inside; ++x) {
+      consumed_inside = op_stamp_[flat_.consumer[x]] == stamp_;
+    }
+    const TensorId out = flat_.output[op];
     if (!consumed_inside && !Contains(subgraph.retain, out)) facts.writes.push_back(out);
   }
 }
@@ -183,13 +189,12 @@ Candidate IncrementalEvaluator::Reset(const Schedule& schedule) {
   schedule_ = schedule;
   pending_ = false;
   const int n = static_cast<int>(schedule_.subgraphs.size());
-  facts_.clear();
-  results_.clear();
   facts_.resize(n);
+  results_.resize(n);
   for (int i = 0; i < n; ++i) {
     const Subgraph& subgraph = schedule_.subgraphs[i];
     Facts(subgraph, facts_[i]);
-    results_.push_back(Price(subgraph, i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors));
+    Price(subgraph, i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors, results_[i]);
   }
   RebuildSequenceState();
   committed_ = CommittedCandidate();
@@ -211,24 +216,29 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
   const std::vector<TensorId>& before_edit = b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors;
 
   // Re-price the replacement and, if its retained-in context changed, the successor.
+  // Results are written in place (resize keeps the elements' string storage).
   pending_facts_.resize(m);
-  pending_results_.clear();
+  pending_results_.resize(m + 1);
   for (int k = 0; k < m; ++k) {
     Facts(repl[k], pending_facts_[k]);
-    pending_results_.push_back(Price(repl[k], k == 0 ? before_edit : repl[k - 1].retain));
+    Price(repl[k], k == 0 ? before_edit : repl[k - 1].retain, pending_results_[k]);
   }
   pending_has_successor_ = e < n;
   const std::vector<TensorId>& successor_in = m > 0 ? repl[m - 1].retain : before_edit;
+  pending_successor_repriced_ = false;
   if (pending_has_successor_) {
     const std::vector<TensorId>& old_in = e > 0 ? schedule_.subgraphs[e - 1].retain : kNoTensors;
-    pending_results_.push_back(SameSet(successor_in, old_in)
-                                   ? results_[e]
-                                   : Price(schedule_.subgraphs[e], successor_in));
+    if (!SameSet(successor_in, old_in)) {
+      Price(schedule_.subgraphs[e], successor_in, pending_results_[m]);
+      pending_successor_repriced_ = true;
+    }
   }
   Latency total = latency_sum_;
   for (int i = b; i < e; ++i) total -= results_[i].report.latency;
-  if (pending_has_successor_) total -= results_[e].report.latency;
-  for (const SubgraphResult& r : pending_results_) total += r.report.latency;
+  for (int k = 0; k < m; ++k) total += pending_results_[k].report.latency;
+  if (pending_successor_repriced_) {
+    total += pending_results_[m].report.latency - results_[e].report.latency;
+  }
 
   // Writes inside the edited range, before and after the edit.
   if (++stamp_ == 0) {
@@ -275,8 +285,17 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
       old_region_writes_[t] = new_region_writes_[t] = running_writes_[t] = suffix_writes_[t] = 0;
     }
     for (OpId op : touched_ops_) cover_delta_[op] = 0;
-    pending_candidate_ = std::move(candidate);
-    return pending_candidate_;
+    // Kept for Commit; a valid candidate's empty strings are cleared, not copied.
+    pending_candidate_.valid = candidate.valid;
+    pending_candidate_.total = candidate.total;
+    if (candidate.valid) {
+      pending_candidate_.violation.rule.clear();
+      pending_candidate_.violation.detail.clear();
+      pending_candidate_.violation.subgraph = -1;
+    } else {
+      pending_candidate_.violation = candidate.violation;
+    }
+    return candidate;
   };
   auto local_failure = [&](const SubgraphResult& result, int position) {
     Violation v = result.violation;
@@ -299,8 +318,13 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
     }
     for (TensorId t : pending_facts_[k].writes) ++running_writes_[t];
   }
-  if (pending_has_successor_) {
-    if (!pending_results_[m].ok()) return finish(local_failure(pending_results_[m], b + m));
+  // The successor with its old retained-in set and no tensor in delta has its committed status
+  // (same result; every tensor it reads is written before it exactly when it was): then the
+  // suffix scan below covers it too.
+  const bool successor_as_committed = pending_has_successor_ && !pending_successor_repriced_ && !delta;
+  if (pending_has_successor_ && !successor_as_committed) {
+    const SubgraphResult& successor = pending_successor_repriced_ ? pending_results_[m] : results_[e];
+    if (!successor.ok()) return finish(local_failure(successor, b + m));
     for (const auto& [op, t] : facts_[e].boundary_inputs) {
       if (!(problem_.producer[t] == kNoOp || first_writer_[t] < b || new_region_writes_[t] > 0 ||
             Contains(successor_in, t))) {
@@ -323,7 +347,8 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
       const auto it = std::upper_bound(failing_.begin(), failing_.end(), after);
       return it == failing_.end() ? n : *it;
     };
-    for (int i = delta ? e + 1 : next_failing(e); i < n; i = delta ? i + 1 : next_failing(i)) {
+    const int first = delta ? e + 1 : next_failing(successor_as_committed ? e - 1 : e);
+    for (int i = first; i < n; i = delta ? i + 1 : next_failing(i)) {
       if (!results_[i].ok()) return finish(local_failure(results_[i], i + shift));
       const std::vector<TensorId>& retained_in = schedule_.subgraphs[i - 1].retain;
       for (const auto& [op, t] : facts_[i].boundary_inputs) {
@@ -393,7 +418,7 @@ void IncrementalEvaluator::Commit() {
                    std::make_move_iterator(pending_edit_.replacement.end()));
   results_.erase(results_.begin() + b, results_.begin() + e);
   results_.insert(results_.begin() + b, pending_results_.begin(), pending_results_.begin() + m);
-  if (pending_has_successor_) results_[b + m] = pending_results_[m];
+  if (pending_successor_repriced_) results_[b + m] = pending_results_[m];
   facts_.erase(facts_.begin() + b, facts_.begin() + e);
   facts_.insert(facts_.begin() + b, std::make_move_iterator(pending_facts_.begin()),
                 std::make_move_iterator(pending_facts_.begin() + m));

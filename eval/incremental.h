@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "eval/flat_problem.h"
 #include "eval/oracle.h"
 #include "eval/problem.h"
 #include "eval/schedule.h"
@@ -69,7 +70,9 @@ class IncrementalEvaluator {
   bool pending_ = false;
   ScheduleEdit pending_edit_;
   Candidate pending_candidate_;
-  std::vector<SubgraphResult> pending_results_;  // for replacement + the repriced successor
+  // The replacement's results, then (at index m) the successor's when it was re-priced.
+  std::vector<SubgraphResult> pending_results_;
+  bool pending_successor_repriced_ = false;
 
   // What the sequence rules (V1 coverage, V7, V9) need to know about one subgraph.
   struct SequenceFacts {
@@ -78,12 +81,14 @@ class IncrementalEvaluator {
     std::vector<OpId> valid_ops;                             // ops with ids in range
   };
   void Facts(const Subgraph& subgraph, SequenceFacts& facts);  // refills, keeping capacity
-  SubgraphResult Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in);
+  void Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
+             SubgraphResult& result);
   // Rebuilds the committed sequence state (writers, flags, counts, total) in one linear pass.
   void RebuildSequenceState();
   Candidate CommittedCandidate() const;
   Violation V7Violation(int position, OpId op, TensorId tensor) const;
 
+  FlatProblem flat_;                         // the problem's DAG facts, laid out flat
   std::vector<SequenceFacts> facts_;         // parallel to schedule_.subgraphs
   std::vector<char> subgraph_ok_;            // local result ok and V7 holds, per subgraph
   std::vector<int> failing_;                 // ascending positions where subgraph_ok_ is false

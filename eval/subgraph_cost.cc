@@ -932,22 +932,35 @@ std::string ShortestNumber(double v) {
 
 Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCache* cache) {
   Evaluation evaluation;
-  const int num_tensors = static_cast<int>(problem.tensors.size());
-  const int num_ops = static_cast<int>(problem.ops.size());
+  // The flat DAG facts: the cache's (derived once per problem), or rebuilt here without one
+  // (the cold path spends far more on pricing anyway).
+  const FlatProblem* flat = cache ? cache->Flat(problem) : nullptr;
+  if (flat == nullptr) {
+    thread_local FlatProblem local_flat;
+    local_flat.Build(problem);
+    flat = &local_flat;
+  }
+  const int num_ops = flat->num_ops;
   // Per-thread buffers: no allocation per call once grown. Op stamps only ever increase, so a
   // stale stamp of an earlier call or problem never matches.
   thread_local std::vector<char> slow_buffer;
   thread_local std::vector<char> covered_buffer;
   thread_local std::vector<uint32_t> stamp_buffer;
   thread_local uint32_t stamp_counter = 0;
+  thread_local SubgraphResult result;
   std::vector<char>& in_slow_memory = slow_buffer;
   std::vector<char>& covered = covered_buffer;
   std::vector<uint32_t>& op_stamp = stamp_buffer;
   uint32_t stamp = stamp_counter;
-  in_slow_memory.resize(num_tensors);
-  for (TensorId t = 0; t < num_tensors; ++t) in_slow_memory[t] = problem.producer[t] == kNoOp;
+  in_slow_memory.assign(flat->graph_input_or_unproduced.begin(), flat->graph_input_or_unproduced.end());
   covered.assign(num_ops, 0);
+  int covered_ops = 0;
   if (op_stamp.size() < static_cast<size_t>(num_ops)) op_stamp.resize(num_ops, 0);
+  const int32_t* input_begin = flat->input_begin.data();
+  const TensorId* input_tensor = flat->input_tensor.data();
+  const OpId* input_producer = flat->input_producer.data();
+  const int32_t* consumer_begin = flat->consumer_begin.data();
+  const OpId* consumer = flat->consumer.data();
   static const std::vector<TensorId> kNothing;
   const std::vector<TensorId>* retained_in = &kNothing;
   auto fail = [&](Verdict verdict, Violation violation) {
@@ -958,14 +971,18 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
     evaluation.total = 0;
     return evaluation;
   };
-  evaluation.subgraphs.reserve(schedule.subgraphs.size());
+  evaluation.subgraphs.resize(schedule.subgraphs.size());
   for (int i = 0; i < static_cast<int>(schedule.subgraphs.size()); ++i) {
     const Subgraph& subgraph = schedule.subgraphs[i];
-    SubgraphResult result = cache ? cache->LookupOrCompute(problem, subgraph, *retained_in)
-                                  : CostSubgraph(problem, subgraph, *retained_in);
+    if (cache) {
+      cache->LookupOrCompute(problem, subgraph, *retained_in, result);
+    } else {
+      result = CostSubgraph(problem, subgraph, *retained_in);
+    }
     if (!result.ok()) {
-      result.violation.subgraph = i;
-      return fail(result.verdict, result.violation);
+      Violation violation = result.violation;
+      violation.subgraph = i;
+      return fail(result.verdict, std::move(violation));
     }
     if (++stamp == 0) {
       std::fill(op_stamp.begin(), op_stamp.end(), 0);
@@ -974,9 +991,10 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
     for (OpId op : subgraph.ops) op_stamp[op] = stamp;
     // V7.
     for (OpId op : subgraph.ops) {
-      for (TensorId in : problem.ops[op].inputs) {
-        const OpId p = problem.producer[in];
+      for (int32_t x = input_begin[op]; x < input_begin[op + 1]; ++x) {
+        const OpId p = input_producer[x];
         if (p != kNoOp && op_stamp[p] == stamp) continue;
+        const TensorId in = input_tensor[x];
         if (!in_slow_memory[in] &&
             std::find(retained_in->begin(), retained_in->end(), in) == retained_in->end()) {
           return fail(Verdict::kInvalid,
@@ -987,10 +1005,13 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
       }
     }
     for (OpId op : subgraph.ops) {
+      covered_ops += covered[op] == 0;
       covered[op] = 1;
-      const TensorId out = problem.ops[op].output;
       bool consumed_inside = false;
-      for (OpId c : problem.consumers[out]) consumed_inside = consumed_inside || op_stamp[c] == stamp;
+      for (int32_t x = consumer_begin[op]; x < consumer_begin[op + 1] && !consumed_inside; ++x) {
+        consumed_inside = op_stamp[consumer[x]] == stamp;
+      }
+      const TensorId out = flat->output[op];
       if (!consumed_inside &&
           std::find(subgraph.retain.begin(), subgraph.retain.end(), out) == subgraph.retain.end()) {
         in_slow_memory[out] = 1;
@@ -998,16 +1019,18 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
     }
     retained_in = &subgraph.retain;
     evaluation.total += result.report.latency;
-    evaluation.subgraphs.push_back(result.report);
+    evaluation.subgraphs[i] = result.report;
   }
   stamp_counter = stamp;
-  for (OpId op = 0; op < num_ops; ++op) {
-    if (!covered[op]) {
-      return fail(Verdict::kInvalid, {"V1", -1, "op " + std::to_string(op) + " appears in no subgraph"});
+  if (covered_ops < num_ops) {
+    for (OpId op = 0; op < num_ops; ++op) {
+      if (!covered[op]) {
+        return fail(Verdict::kInvalid, {"V1", -1, "op " + std::to_string(op) + " appears in no subgraph"});
+      }
     }
   }
-  for (TensorId t = 0; t < num_tensors; ++t) {
-    if (problem.IsGraphOutput(t) && !in_slow_memory[t]) {
+  for (TensorId t : flat->graph_outputs) {
+    if (!in_slow_memory[t]) {
       return fail(Verdict::kInvalid,
                   {"V9", -1,
                    "graph output tensor " + std::to_string(t) + " is never written to slow memory"});
