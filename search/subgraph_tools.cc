@@ -351,6 +351,33 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     // Refine each axis between its coarse neighbours with the sides that are smallest for their
     // tile count; a tight capacity often sits between two powers of two. Then the traversals.
     const Elements k_dim = min_reduction == 0 ? 1 : min_reduction;
+    // Joint scan of w and h over the tile-count-minimal sides from half the current
+    // side up to twice it, k and traversal fixed: a tight capacity trades one side against the
+    // other, which single-axis steps cannot do.
+    {
+      auto band = [&](Elements dim, Elements v) {
+        std::vector<Elements> values = FineValuesBetween(dim, std::max<Elements>(v / 2, 1) - 1, std::min(n, 2 * v) + 1);
+        return values;
+      };
+      const std::vector<Elements> w_band = band(sink_shape.width, current.w);
+      const std::vector<Elements> h_band = band(sink_shape.height, current.h);
+      const Key center = current;
+      // The current k, and k = K* (one k-step per tile: strips are reused across tiles).
+      std::vector<Elements> k_options{center.k};
+      if (ks[0] != center.k) k_options.push_back(ks[0]);
+      for (Elements w : w_band) {
+        for (Elements h : h_band) {
+          for (Elements k : k_options) {
+            if (stop && stop()) break;
+            const Key key{w, h, k, center.t};
+            if (auto latency = price(key); latency && *latency < *best * (1 - 1e-9)) {
+              current = key;
+              best = latency;
+            }
+          }
+        }
+      }
+    }
     for (int round = 0; round < 4; ++round) {
       bool improved = false;
       for (int axis = 0; axis < 3; ++axis) {

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "eval/cost_cache.h"
@@ -120,6 +121,30 @@ TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under 
   }
   CHECK(applied > 10);
   CHECK(EvaluateOracle(problem, evaluator.schedule()).ok());
+}
+
+TEST_CASE("granularity fit: the thorough fit finds sides between powers of two when capacity is tight") {
+  // Problem 5, MatMul 0 + its Pointwise epilogue (output 1024 x 512, capacity 30000): at k = 128
+  // (one k-step, strips reused across tiles) 128 x 64 tiles do not fit, and 128 x 32 tiles pay
+  // the per-tile compute twice as often. The best power-of-two fit is the memory-bound
+  // 128 x 64 x 16 at 139810.13; 103 x 69 x 128 (75 tiles, compute-bound at 1200 each) fits.
+  const Problem problem = Bundled("mlsys-2026-5.json");
+  CostCache cache(1 << 16);
+  SubgraphPricer pricer(problem, &cache);
+  const std::vector<TensorId> none;
+  const auto never = std::function<bool()>([] { return false; });
+  const auto quick = FitSubgraph(pricer, {0, 1}, none, none, nullptr, false, never);
+  const auto thorough = FitSubgraph(pricer, {0, 1}, none, none, nullptr, true, never);
+  REQUIRE(quick.has_value());
+  REQUIRE(thorough.has_value());
+  CHECK(quick->latency == doctest::Approx(139810.1333333).epsilon(1e-9));
+  CHECK(thorough->latency <= 91162 + 1e-6);
+  const Granularity& g = thorough->subgraph.granularity;
+  CHECK(g.k == 128);
+  CHECK(((g.w & (g.w - 1)) != 0 || (g.h & (g.h - 1)) != 0));
+  const SubgraphResult truth = EvaluateSubgraphOracle(problem, thorough->subgraph, none);
+  REQUIRE(truth.ok());
+  CHECK(truth.report.latency == doctest::Approx(thorough->latency).epsilon(1e-9));
 }
 
 TEST_CASE("constructive starts are valid on all five problems and never worse than the baseline") {
