@@ -212,6 +212,10 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
   pending_edit_ = edit;
   const auto& repl = pending_edit_.replacement;
   const int m = static_cast<int>(repl.size());
+  pending_same_facts_ = m == 1 && e == b + 1 && repl[0].ops == schedule_.subgraphs[b].ops &&
+                        SameSet(repl[0].retain, schedule_.subgraphs[b].retain) &&
+                        uncovered_ops_ == 0 && unwritten_outputs_ == 0;
+  if (pending_same_facts_) return ProposeSameFacts(b);
   const int shift = m - (e - b);
   const std::vector<TensorId>& before_edit = b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors;
 
@@ -407,11 +411,84 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
   return finish(candidate);
 }
 
+// Same ops and retained set as the subgraph it replaces: the same boundary inputs and writes,
+// so every other subgraph, the successor's context, V1 coverage and V9 are as committed (both
+// hold: the caller checked the counters). Only this subgraph's own result is new; its V7
+// status is the committed derivation, which is re-run here because a committed local failure
+// hid it.
+Candidate IncrementalEvaluator::ProposeSameFacts(int b) {
+  const int n = static_cast<int>(schedule_.subgraphs.size());
+  pending_has_successor_ = b + 1 < n;
+  pending_successor_repriced_ = false;
+  pending_results_.resize(2);
+  SubgraphResult& result = pending_results_[0];
+  Price(pending_edit_.replacement[0], b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors, result);
+
+  Candidate candidate;
+  auto keep = [&](Candidate c) {
+    pending_candidate_.valid = c.valid;
+    pending_candidate_.total = c.total;
+    if (c.valid) {
+      pending_candidate_.violation.rule.clear();
+      pending_candidate_.violation.detail.clear();
+      pending_candidate_.violation.subgraph = -1;
+    } else {
+      pending_candidate_.violation = c.violation;
+    }
+    return c;
+  };
+  if (!failing_.empty() && failing_.front() < b) return keep(Invalid(committed_.violation));
+  if (!result.ok()) {
+    Violation v = result.violation;
+    v.subgraph = b;
+    return keep(Invalid(std::move(v)));
+  }
+  const std::vector<TensorId>& retained_in = b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors;
+  for (const auto& [op, t] : facts_[b].boundary_inputs) {
+    if (!(problem_.producer[t] == kNoOp || first_writer_[t] < b || Contains(retained_in, t))) {
+      return keep(Invalid(V7Violation(b, op, t)));
+    }
+  }
+  // The first committed failure after b is the first one now.
+  const auto it = std::upper_bound(failing_.begin(), failing_.end(), b);
+  if (it != failing_.end()) {
+    const int i = *it;
+    if (!results_[i].ok()) {
+      Violation v = results_[i].violation;
+      v.subgraph = i;
+      return keep(Invalid(std::move(v)));
+    }
+    const std::vector<TensorId>& in = schedule_.subgraphs[i - 1].retain;
+    for (const auto& [op, t] : facts_[i].boundary_inputs) {
+      if (!(problem_.producer[t] == kNoOp || first_writer_[t] < i || Contains(in, t))) {
+        return keep(Invalid(V7Violation(i, op, t)));
+      }
+    }
+  }
+  candidate.valid = true;
+  candidate.total = latency_sum_ - results_[b].report.latency + result.report.latency;
+  return keep(std::move(candidate));
+}
+
 void IncrementalEvaluator::Commit() {
   if (!pending_) return;
   pending_ = false;
   const int b = pending_edit_.begin, e = pending_edit_.end;
   const int m = static_cast<int>(pending_edit_.replacement.size());
+  auto& subgraphs = schedule_.subgraphs;
+  if (pending_same_facts_) {
+    subgraphs[b] = std::move(pending_edit_.replacement[0]);
+    results_[b] = pending_results_[0];
+  } else {
+    SpliceCommitted(b, e, m);
+  }
+  RebuildSequenceState();
+  committed_ = pending_candidate_;
+  if (committed_.valid) committed_.total = latency_sum_;  // summed afresh: no drift over commits
+  CheckAgainstOracle();
+}
+
+void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
   auto& subgraphs = schedule_.subgraphs;
   subgraphs.erase(subgraphs.begin() + b, subgraphs.begin() + e);
   subgraphs.insert(subgraphs.begin() + b, std::make_move_iterator(pending_edit_.replacement.begin()),
@@ -422,10 +499,9 @@ void IncrementalEvaluator::Commit() {
   facts_.erase(facts_.begin() + b, facts_.begin() + e);
   facts_.insert(facts_.begin() + b, std::make_move_iterator(pending_facts_.begin()),
                 std::make_move_iterator(pending_facts_.begin() + m));
-  RebuildSequenceState();
-  committed_ = pending_candidate_;
-  if (committed_.valid) committed_.total = latency_sum_;  // summed afresh: no drift over commits
+}
 
+void IncrementalEvaluator::CheckAgainstOracle() const {
 #ifdef ANNEALER_HEAVY_CHECKS
   const Evaluation full = EvaluateOracle(problem_, schedule_);
   const bool same_verdict = full.ok() == committed_.valid &&

@@ -101,6 +101,13 @@ class IncrementalEvaluator {
 
   std::vector<SequenceFacts> pending_facts_;  // for the replacement
   bool pending_has_successor_ = false;
+  // The proposal replaced one subgraph by one with the same op list and retained set (a new
+  // granularity or traversal): the sequence facts are the committed ones.
+  bool pending_same_facts_ = false;
+  Candidate ProposeSameFacts(int position);
+  void SpliceCommitted(int begin, int end, int replacement_size);
+  // With ANNEALER_HEAVY_CHECKS: aborts when the committed state differs from EvaluateOracle.
+  void CheckAgainstOracle() const;
 
   // Scratch, sized to the problem; stamps avoid clearing between proposals.
   std::vector<uint32_t> op_stamp_;
