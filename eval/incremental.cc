@@ -209,13 +209,14 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
                             ") is outside a schedule of " + std::to_string(n) + " subgraphs");
   }
   pending_ = true;
+  pending_same_facts_ = edit.replacement.size() == 1 && e == b + 1 &&
+                        edit.replacement[0].ops == schedule_.subgraphs[b].ops &&
+                        edit.replacement[0].retain == schedule_.subgraphs[b].retain &&
+                        uncovered_ops_ == 0 && unwritten_outputs_ == 0;
+  if (pending_same_facts_) return ProposeSameFacts(b, edit.replacement[0]);
   pending_edit_ = edit;
   const auto& repl = pending_edit_.replacement;
   const int m = static_cast<int>(repl.size());
-  pending_same_facts_ = m == 1 && e == b + 1 && repl[0].ops == schedule_.subgraphs[b].ops &&
-                        SameSet(repl[0].retain, schedule_.subgraphs[b].retain) &&
-                        uncovered_ops_ == 0 && unwritten_outputs_ == 0;
-  if (pending_same_facts_) return ProposeSameFacts(b);
   const int shift = m - (e - b);
   const std::vector<TensorId>& before_edit = b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors;
 
@@ -416,13 +417,18 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
 // hold: the caller checked the counters). Only this subgraph's own result is new; its V7
 // status is the committed derivation, which is re-run here because a committed local failure
 // hid it.
-Candidate IncrementalEvaluator::ProposeSameFacts(int b) {
+Candidate IncrementalEvaluator::ProposeSameFacts(int b, const Subgraph& replacement) {
   const int n = static_cast<int>(schedule_.subgraphs.size());
+  // Only what differs is kept for Commit (ops and retained list are equal to the committed).
+  pending_edit_.begin = b;
+  pending_edit_.end = b + 1;
+  pending_granularity_ = replacement.granularity;
+  pending_traversal_ = replacement.traversal;
   pending_has_successor_ = b + 1 < n;
   pending_successor_repriced_ = false;
   pending_results_.resize(2);
   SubgraphResult& result = pending_results_[0];
-  Price(pending_edit_.replacement[0], b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors, result);
+  Price(replacement, b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors, result);
 
   Candidate candidate;
   auto keep = [&](Candidate c) {
@@ -477,7 +483,8 @@ void IncrementalEvaluator::Commit() {
   const int m = static_cast<int>(pending_edit_.replacement.size());
   auto& subgraphs = schedule_.subgraphs;
   if (pending_same_facts_) {
-    subgraphs[b] = std::move(pending_edit_.replacement[0]);
+    subgraphs[b].granularity = pending_granularity_;
+    subgraphs[b].traversal = std::move(pending_traversal_);
     results_[b] = pending_results_[0];
   } else {
     SpliceCommitted(b, e, m);

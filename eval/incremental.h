@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -103,8 +104,11 @@ class IncrementalEvaluator {
   bool pending_has_successor_ = false;
   // The proposal replaced one subgraph by one with the same op list and retained set (a new
   // granularity or traversal): the sequence facts are the committed ones.
+  // Only its granularity and traversal are kept (pending_edit_ holds just begin and end).
   bool pending_same_facts_ = false;
-  Candidate ProposeSameFacts(int position);
+  Granularity pending_granularity_;
+  std::optional<std::vector<int64_t>> pending_traversal_;
+  Candidate ProposeSameFacts(int position, const Subgraph& replacement);
   void SpliceCommitted(int begin, int end, int replacement_size);
   // With ANNEALER_HEAVY_CHECKS: aborts when the committed state differs from EvaluateOracle.
   void CheckAgainstOracle() const;
