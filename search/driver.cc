@@ -20,10 +20,6 @@
 #include "search/subgraph_tools.h"
 #include "search/workers.h"
 
-#ifndef ANNEALER_SEARCH_USE_CACHE
-#define ANNEALER_SEARCH_USE_CACHE 1
-#endif
-
 namespace annealer {
 
 namespace {
@@ -63,13 +59,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   tbb::task_arena arena(threads);
 
   const std::vector<int> rank = TopologicalRanks(problem);
-#if ANNEALER_SEARCH_USE_CACHE
   std::unique_ptr<CostCache> cache;
   if (params.cache_entries > 0) cache = std::make_unique<CostCache>(static_cast<std::size_t>(params.cache_entries));
   SubgraphPricer pricer(problem, cache.get());
-#else
-  SubgraphPricer pricer(problem, nullptr);
-#endif
   const std::function<bool()> stopped = [&] { return stop.load(std::memory_order_relaxed) || Clock::now() >= deadline; };
   ElitePool pool(params.pool);
 
@@ -185,9 +177,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
         progress.best_total = summary.best_total;
         for (const auto& w : workers) progress.moves += w->moves();
         progress.moves_per_second = progress.elapsed_seconds > 0 ? progress.moves / progress.elapsed_seconds : 0;
-#if ANNEALER_SEARCH_USE_CACHE
         if (cache) progress.cache_hit_rate = cache->stats().hit_rate();
-#endif
         progress.epoch = epoch;
         callbacks.on_progress(progress);
       }
@@ -195,7 +185,6 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   }
   summary.epochs = epoch;
   for (const auto& w : workers) summary.moves += w->moves();
-#if ANNEALER_SEARCH_USE_CACHE
   if (cache) {
     summary.cache_hit_rate = cache->stats().hit_rate();
     // Freeing a full cache takes 50-150 ms (a million small allocations); do it off the caller's
@@ -203,7 +192,6 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     // that outlives this function except itself.
     std::thread([doomed = std::move(cache)]() mutable { doomed.reset(); }).detach();
   }
-#endif
   return summary;
 }
 

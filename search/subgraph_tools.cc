@@ -5,11 +5,8 @@
 #include <tuple>
 
 #include "eval/cost_cache.h"
+#include "eval/subgraph_cost.h"
 
-// Set to 0 to price with the oracle directly (debugging the cache).
-#ifndef ANNEALER_SEARCH_USE_CACHE
-#define ANNEALER_SEARCH_USE_CACHE 1
-#endif
 #include "eval/traversal.h"
 
 namespace annealer {
@@ -114,10 +111,8 @@ std::vector<TensorId> BoundaryInputs(const Problem& problem, const std::vector<O
 
 SubgraphResult SubgraphPricer::Price(const Subgraph& subgraph,
                                      const std::vector<TensorId>& retained_in) const {
-#if ANNEALER_SEARCH_USE_CACHE
   if (cache_ != nullptr) return cache_->LookupOrCompute(problem_, subgraph, retained_in);
-#endif
-  return EvaluateSubgraphOracle(problem_, subgraph, retained_in);
+  return CostSubgraph(problem_, subgraph, retained_in);
 }
 
 std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpId>& ops,
