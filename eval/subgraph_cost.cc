@@ -971,7 +971,7 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
     evaluation.total = 0;
     return evaluation;
   };
-  evaluation.subgraphs.resize(schedule.subgraphs.size());
+  evaluation.subgraphs.reserve(schedule.subgraphs.size());
   for (int i = 0; i < static_cast<int>(schedule.subgraphs.size()); ++i) {
     const Subgraph& subgraph = schedule.subgraphs[i];
     if (cache) {
@@ -992,10 +992,12 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
     // V7.
     for (OpId op : subgraph.ops) {
       for (int32_t x = input_begin[op]; x < input_begin[op + 1]; ++x) {
+        // Branch-free up to the rare case (an input neither produced inside nor in slow
+        // memory): the outcomes of these tests are data-dependent and mispredict.
         const OpId p = input_producer[x];
-        if (p != kNoOp && op_stamp[p] == stamp) continue;
         const TensorId in = input_tensor[x];
-        if (!in_slow_memory[in] &&
+        const bool produced_inside = (p != kNoOp) & (op_stamp[p < 0 ? 0 : p] == stamp);
+        if (!produced_inside & !in_slow_memory[in] &&
             std::find(retained_in->begin(), retained_in->end(), in) == retained_in->end()) {
           return fail(Verdict::kInvalid,
                       {"V7", i,
@@ -1008,8 +1010,8 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
       covered_ops += covered[op] == 0;
       covered[op] = 1;
       bool consumed_inside = false;
-      for (int32_t x = consumer_begin[op]; x < consumer_begin[op + 1] && !consumed_inside; ++x) {
-        consumed_inside = op_stamp[consumer[x]] == stamp;
+      for (int32_t x = consumer_begin[op]; x < consumer_begin[op + 1]; ++x) {
+        consumed_inside |= op_stamp[consumer[x]] == stamp;
       }
       const TensorId out = flat->output[op];
       if (!consumed_inside &&
@@ -1019,7 +1021,7 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
     }
     retained_in = &subgraph.retain;
     evaluation.total += result.report.latency;
-    evaluation.subgraphs[i] = result.report;
+    evaluation.subgraphs.push_back(result.report);
   }
   stamp_counter = stamp;
   if (covered_ops < num_ops) {
