@@ -1,9 +1,12 @@
 // The oracle follows ../shared/spec/cost-model.md section by section; the comments cite the
 // rule each block implements. Checks run in a fixed order so that fast paths can report the
-// same first violation:
-//   per subgraph: V1 (local), V2, V6, V5, V8, V12, G3, V3, V11, V10, then W per step;
-//   then, for the sequence: V7 of that subgraph; after the last subgraph V1 (coverage), V9.
+// same first violation: per subgraph, the structural rules of eval/subgraph_structure.h, then
+// W per step; then, for the sequence: V7 of that subgraph; after the last subgraph V1
+// (coverage), V9. The structural rules are shared with the fast path; the pricing (everything
+// from the slice derivation on) is this file's own, step by step.
 #include "eval/oracle.h"
+
+#include "eval/subgraph_structure.h"
 
 #include <algorithm>
 #include <cmath>
@@ -68,15 +71,6 @@ std::string ShortestNumber(double v) {
   return std::string(buffer, end);
 }
 
-// Everything about one subgraph that does not depend on the step.
-struct SubgraphShape {
-  std::vector<char> in_subgraph;       // per op
-  std::vector<OpId> sinks;             // ops whose output is not consumed inside
-  std::vector<OpId> k_loop_matmuls;    // F (spec G3)
-  std::vector<OpId> epilogue_ops;      // Pointwise ops reached from a sink through Pointwise ops
-  Elements reduction = 0;              // K*, 0 when F is empty
-};
-
 class SubgraphOracle {
  public:
   SubgraphOracle(const Problem& problem, const Subgraph& subgraph,
@@ -84,216 +78,23 @@ class SubgraphOracle {
       : problem_(problem), subgraph_(subgraph), retained_in_(retained_in) {}
 
   SubgraphResult Run() {
-    if (auto failure = CheckStructure()) return *failure;
+    if (auto violation = AnalyseSubgraph(problem_, subgraph_, structure_)) {
+      SubgraphResult result;
+      result.verdict = Verdict::kInvalid;
+      result.violation = std::move(*violation);
+      return result;
+    }
     return Simulate();
   }
 
  private:
-  bool Produced(TensorId t) const {
-    const OpId p = problem_.producer[t];
-    return p != kNoOp && shape_.in_subgraph[p];
-  }
-  bool ConsumedInside(TensorId t) const {
-    for (OpId c : problem_.consumers[t]) {
-      if (shape_.in_subgraph[c]) return true;
-    }
-    return false;
-  }
+  bool Produced(TensorId t) const { return structure_.Produces(problem_, t); }
+  bool ConsumedInside(TensorId t) const { return structure_.ConsumesInside(problem_, t); }
   bool RetainedIn(TensorId t) const {
     return std::find(retained_in_.begin(), retained_in_.end(), t) != retained_in_.end();
   }
   bool RetainedOut(TensorId t) const {
     return std::find(subgraph_.retain.begin(), subgraph_.retain.end(), t) != subgraph_.retain.end();
-  }
-
-  std::optional<SubgraphResult> CheckStructure() {
-    const auto& ops = subgraph_.ops;
-    const int num_ops = static_cast<int>(problem_.ops.size());
-    const Elements n = problem_.native;
-    const Granularity g = subgraph_.granularity;
-
-    // V1 (local part): non-empty, ids in range, no op twice.
-    if (ops.empty()) return Fail(Verdict::kInvalid, "V1", "the subgraph has no ops");
-    shape_.in_subgraph.assign(num_ops, 0);
-    for (size_t i = 0; i < ops.size(); ++i) {
-      if (ops[i] < 0 || ops[i] >= num_ops) {
-        return Fail(Verdict::kInvalid, "V1",
-                    "op id " + Str(ops[i]) + " at position " + Str(i) + " is out of range (" +
-                        Str(num_ops) + " ops)");
-      }
-      if (shape_.in_subgraph[ops[i]]) {
-        return Fail(Verdict::kInvalid, "V1", "op " + Str(ops[i]) + " is listed twice");
-      }
-      shape_.in_subgraph[ops[i]] = 1;
-    }
-
-    // V2: 1 <= w, h, k <= native.
-    if (g.w < 1 || g.w > n || g.h < 1 || g.h > n || g.k < 1 || g.k > n) {
-      return Fail(Verdict::kInvalid, "V2",
-                  "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) +
-                      "] is outside [1, " + Str(n) + "] in some axis");
-    }
-
-    // V6: declared order is topological with respect to internal edges.
-    std::vector<int> position(num_ops, -1);
-    for (size_t i = 0; i < ops.size(); ++i) position[ops[i]] = static_cast<int>(i);
-    for (size_t i = 0; i < ops.size(); ++i) {
-      for (TensorId in : problem_.ops[ops[i]].inputs) {
-        const OpId p = problem_.producer[in];
-        if (p != kNoOp && shape_.in_subgraph[p] && position[p] > static_cast<int>(i)) {
-          return Fail(Verdict::kInvalid, "V6",
-                      "op " + Str(ops[i]) + " runs before op " + Str(p) +
-                          ", which produces its input tensor " + Str(in));
-        }
-      }
-    }
-
-    // V5: weakly connected through internal producer->consumer edges.
-    std::vector<int> component(num_ops);
-    std::iota(component.begin(), component.end(), 0);
-    auto find = [&](int x) {
-      while (component[x] != x) x = component[x] = component[component[x]];
-      return x;
-    };
-    for (OpId op : ops) {
-      for (TensorId in : problem_.ops[op].inputs) {
-        const OpId p = problem_.producer[in];
-        if (p != kNoOp && shape_.in_subgraph[p]) component[find(op)] = find(p);
-      }
-    }
-    for (OpId op : ops) {
-      if (find(op) != find(ops[0])) {
-        return Fail(Verdict::kInvalid, "V5",
-                    "op " + Str(op) + " is not connected to op " + Str(ops[0]) +
-                        " through tensors produced and consumed inside the subgraph");
-      }
-    }
-
-    // V8: only tensors produced here may be retained, each once.
-    for (size_t i = 0; i < subgraph_.retain.size(); ++i) {
-      const TensorId t = subgraph_.retain[i];
-      if (t < 0 || t >= static_cast<TensorId>(problem_.tensors.size())) {
-        return Fail(Verdict::kInvalid, "V8",
-                    "tensors_to_retain[" + Str(i) + "] = " + Str(t) + " is not a tensor id");
-      }
-      if (!Produced(t)) {
-        return Fail(Verdict::kInvalid, "V8",
-                    "tensor " + Str(t) + " is retained but not produced by this subgraph");
-      }
-      if (std::find(subgraph_.retain.begin(), subgraph_.retain.begin() + i, t) !=
-          subgraph_.retain.begin() + i) {
-        return Fail(Verdict::kInvalid, "V8", "tensor " + Str(t) + " is retained twice");
-      }
-    }
-
-    // Sinks and V12: every sink output has the shape of the first one.
-    for (OpId op : ops) {
-      if (!ConsumedInside(problem_.ops[op].output)) shape_.sinks.push_back(op);
-    }
-    const Tensor& z = problem_.tensors[problem_.ops[shape_.sinks[0]].output];
-    for (OpId s : shape_.sinks) {
-      const Tensor& t = problem_.tensors[problem_.ops[s].output];
-      if (t.width != z.width || t.height != z.height) {
-        return Fail(Verdict::kInvalid, "V12",
-                    "sinks op " + Str(shape_.sinks[0]) + " and op " + Str(s) +
-                        " have output shapes of different size");
-      }
-    }
-
-    // G3: F = MatMuls reached from the sinks through Pointwise ops only.
-    std::vector<char> seen(num_ops, 0);
-    std::vector<OpId> stack(shape_.sinks.begin(), shape_.sinks.end());
-    for (OpId s : shape_.sinks) seen[s] = 1;
-    while (!stack.empty()) {
-      const OpId op = stack.back();
-      stack.pop_back();
-      if (problem_.ops[op].kind == OpKind::MatMul) {
-        shape_.k_loop_matmuls.push_back(op);
-        continue;
-      }
-      shape_.epilogue_ops.push_back(op);
-      for (TensorId in : problem_.ops[op].inputs) {
-        const OpId p = problem_.producer[in];
-        if (p != kNoOp && shape_.in_subgraph[p] && !seen[p]) {
-          seen[p] = 1;
-          stack.push_back(p);
-        }
-      }
-    }
-    std::sort(shape_.k_loop_matmuls.begin(), shape_.k_loop_matmuls.end());
-    std::sort(shape_.epilogue_ops.begin(), shape_.epilogue_ops.end());
-    for (OpId m : shape_.k_loop_matmuls) {
-      const Elements k_op = problem_.ReductionLength(m);
-      if (shape_.reduction == 0) shape_.reduction = k_op;
-      if (k_op != shape_.reduction) {
-        return Fail(Verdict::kInvalid, "G3",
-                    "k-loop MatMuls op " + Str(shape_.k_loop_matmuls[0]) + " and op " + Str(m) +
-                        " have different reduction lengths " + Str(shape_.reduction) + " and " +
-                        Str(k_op));
-      }
-    }
-
-    // V3: k <= K for every MatMul of the subgraph.
-    for (OpId op : ops) {
-      if (problem_.ops[op].kind == OpKind::MatMul && g.k > problem_.ReductionLength(op)) {
-        return Fail(Verdict::kInvalid, "V3",
-                    "k = " + Str(g.k) + " exceeds the reduction length K = " +
-                        Str(problem_.ReductionLength(op)) + " of MatMul op " + Str(op));
-      }
-    }
-
-    // V11: a Pointwise prologue of a k-split MatMul needs w >= K (LHS side) or h >= K (RHS).
-    if (shape_.reduction > 0 && g.k < shape_.reduction) {
-      for (OpId m : shape_.k_loop_matmuls) {
-        for (int side = 0; side < 2; ++side) {
-          const Elements needed = shape_.reduction;
-          const Elements have = side == 0 ? g.w : g.h;
-          std::vector<OpId> chain;
-          const OpId first = problem_.producer[problem_.ops[m].inputs[side]];
-          if (first != kNoOp && shape_.in_subgraph[first]) chain.push_back(first);
-          while (!chain.empty()) {
-            const OpId op = chain.back();
-            chain.pop_back();
-            if (problem_.ops[op].kind != OpKind::Pointwise) continue;
-            if (have < needed) {
-              return Fail(Verdict::kInvalid, "V11",
-                          "Pointwise op " + Str(op) + " feeds the " +
-                              (side == 0 ? std::string("LHS") : std::string("RHS")) +
-                              " of k-split MatMul op " + Str(m) + ", which needs " +
-                              (side == 0 ? "w" : "h") + " >= K = " + Str(needed) + " (have " +
-                              Str(have) + ")");
-            }
-            for (TensorId in : problem_.ops[op].inputs) {
-              const OpId p = problem_.producer[in];
-              if (p != kNoOp && shape_.in_subgraph[p]) chain.push_back(p);
-            }
-          }
-        }
-      }
-    }
-
-    // Grid (G2) and V10.
-    rows_ = CeilDiv(z.height, g.h);
-    cols_ = CeilDiv(z.width, g.w);
-    const int64_t tiles = rows_ * cols_;
-    if (subgraph_.traversal) {
-      const auto& order = *subgraph_.traversal;
-      if (static_cast<int64_t>(order.size()) != tiles) {
-        return Fail(Verdict::kInvalid, "V10",
-                    "traversal order has " + Str(order.size()) + " entries for " + Str(tiles) +
-                        " tiles");
-      }
-      std::vector<char> used(tiles, 0);
-      for (size_t i = 0; i < order.size(); ++i) {
-        if (order[i] < 0 || order[i] >= tiles || used[order[i]]) {
-          return Fail(Verdict::kInvalid, "V10",
-                      "traversal entry " + Str(i) + " = " + Str(order[i]) +
-                          " is out of range or repeated (" + Str(tiles) + " tiles)");
-        }
-        used[order[i]] = 1;
-      }
-    }
-    return std::nullopt;
   }
 
   void Charge(OpId op, Region region, double amount) { charges_.push_back({op, region, amount}); }
@@ -311,7 +112,7 @@ class SubgraphOracle {
     const OpId p = problem_.producer[t];
     const Op& op = problem_.ops[p];
     const Elements n = problem_.native;
-    const Elements reduction = shape_.reduction;
+    const Elements reduction = structure_.reduction;
     switch (demand) {
       case Demand::kStripLhs:
         Charge(p, region,
@@ -339,11 +140,11 @@ class SubgraphOracle {
 
   SubgraphResult Simulate() {
     const Granularity g = subgraph_.granularity;
-    const Elements reduction = shape_.reduction;
+    const Elements reduction = structure_.reduction;
     const Elements k = reduction > 0 ? g.k : 1;
     const int64_t k_steps = reduction > 0 ? CeilDiv(reduction, k) : 1;
-    const int64_t tiles = rows_ * cols_;
-    const Tensor& z = problem_.tensors[problem_.ops[shape_.sinks[0]].output];
+    const int64_t tiles = structure_.rows * structure_.cols;
+    const Tensor& z = problem_.tensors[problem_.ops[structure_.sinks[0]].output];
     const double bandwidth = problem_.slow_memory_bandwidth;
 
     // Working-set terms that do not depend on the step (R5): retained tensors at full size,
@@ -354,10 +155,10 @@ class SubgraphOracle {
       if (!RetainedIn(t)) resident += problem_.tensors[t].size();
     }
     int written_sinks = 0;
-    for (OpId s : shape_.sinks) written_sinks += RetainedOut(problem_.ops[s].output) ? 0 : 1;
+    for (OpId s : structure_.sinks) written_sinks += RetainedOut(problem_.ops[s].output) ? 0 : 1;
     int accumulators = 0;  // W4: k-loop MatMuls whose output stays inside, when n_k > 1
     if (k_steps > 1) {
-      for (OpId m : shape_.k_loop_matmuls) {
+      for (OpId m : structure_.k_loop_matmuls) {
         accumulators += ConsumedInside(problem_.ops[m].output) ? 1 : 0;
       }
     }
@@ -370,8 +171,8 @@ class SubgraphOracle {
     int64_t step = 0;
     for (int64_t position = 0; position < tiles; ++position) {
       const int64_t tile = subgraph_.traversal ? (*subgraph_.traversal)[position] : position;
-      const Region out{(tile / cols_) * g.h, std::min((tile / cols_ + 1) * g.h, z.height),
-                       (tile % cols_) * g.w, std::min((tile % cols_ + 1) * g.w, z.width)};
+      const Region out{(tile / structure_.cols) * g.h, std::min((tile / structure_.cols + 1) * g.h, z.height),
+                       (tile % structure_.cols) * g.w, std::min((tile % structure_.cols + 1) * g.w, z.width)};
       for (int64_t j = 0; j < k_steps; ++j, ++step) {
         const bool last = j == k_steps - 1;
         const Elements k0 = j * k;
@@ -380,7 +181,7 @@ class SubgraphOracle {
         charges_.clear();
 
         // D2, C2: the k-loop MatMuls stream an LHS and an RHS slice every step.
-        for (OpId m : shape_.k_loop_matmuls) {
+        for (OpId m : structure_.k_loop_matmuls) {
           const Op& op = problem_.ops[m];
           Charge(m, out,
                  op.base_cost * static_cast<double>(k1 - k0) / static_cast<double>(reduction));
@@ -389,7 +190,7 @@ class SubgraphOracle {
         }
         // D1, C1, C4: epilogue ops fire once per tile, at its last k-step.
         if (last) {
-          for (OpId e : shape_.epilogue_ops) {
+          for (OpId e : structure_.epilogue_ops) {
             const Op& op = problem_.ops[e];
             Charge(e, out, op.base_cost);
             for (TensorId in : op.inputs) Feed(in, out, Demand::kEpilogue, 0);
@@ -461,8 +262,7 @@ class SubgraphOracle {
   const Problem& problem_;
   const Subgraph& subgraph_;
   const std::vector<TensorId>& retained_in_;
-  SubgraphShape shape_;
-  int64_t rows_ = 0, cols_ = 0;
+  SubgraphStructure structure_;
   std::vector<SliceRequest> requests_;
   std::vector<ComputeCharge> charges_;
 };

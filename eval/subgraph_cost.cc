@@ -1,8 +1,9 @@
-// See subgraph_cost.h for the method. The structural checks mirror eval/oracle.cc one to one
-// (same order, same messages) so that both report the same first violation.
+// See subgraph_cost.h for the method. The structural checks are the oracle's own
+// (eval/subgraph_structure.h), so both report the same first violation.
 #include "eval/subgraph_cost.h"
 
 #include "eval/cost_cache.h"
+#include "eval/subgraph_structure.h"
 
 #include <algorithm>
 #include <array>
@@ -99,10 +100,7 @@ struct FeedKey {
 // The pricer's buffers, kept per thread so that pricing a subgraph allocates nothing once the
 // buffers have grown (the cold path runs millions of times in a search).
 struct PricerScratch {
-  std::vector<char> in_subgraph;
-  std::vector<OpId> sinks, k_loop_matmuls, epilogue_ops, seen_ops, chain;
-  std::vector<int> component;
-  std::vector<char> used_tiles;
+  SubgraphStructure structure;
   std::vector<RequestTemplate> requests, merged_requests;
   std::vector<int> request_group_begin, request_group_end;
   std::vector<ChargeTemplate> charges, merged_charges;
@@ -115,7 +113,6 @@ struct PricerScratch {
   std::vector<double> seen_amounts;
 
   void Clear() {
-    sinks.clear(); k_loop_matmuls.clear(); epilogue_ops.clear(); seen_ops.clear(); chain.clear();
     requests.clear(); charges.clear(); fed.clear();
   }
 };
@@ -135,7 +132,15 @@ class SubgraphPricer {
 
   // Returns the failure, or nullopt when the subgraph is well formed and analysed.
   std::optional<SubgraphResult> Analyse() {
-    if (auto failure = CheckStructure()) return failure;
+    if (auto violation = AnalyseSubgraph(problem_, subgraph_, structure_)) {
+      return Fail(Verdict::kInvalid, std::move(violation->rule), std::move(violation->detail));
+    }
+    g_ = subgraph_.granularity;
+    reduction_ = structure_.reduction;
+    rows_ = structure_.rows;
+    cols_ = structure_.cols;
+    z_height_ = structure_.output_height;
+    z_width_ = structure_.output_width;
     BuildTemplates();
     return std::nullopt;
   }
@@ -146,17 +151,8 @@ class SubgraphPricer {
   SubgraphResult PriceStepByStep();
 
  private:
-  bool InSubgraph(OpId op) const { return in_subgraph_[op] != 0; }
-  bool Produced(TensorId t) const {
-    const OpId p = problem_.producer[t];
-    return p != kNoOp && InSubgraph(p);
-  }
-  bool ConsumedInside(TensorId t) const {
-    for (OpId c : problem_.consumers[t]) {
-      if (InSubgraph(c)) return true;
-    }
-    return false;
-  }
+  bool Produced(TensorId t) const { return structure_.Produces(problem_, t); }
+  bool ConsumedInside(TensorId t) const { return structure_.ConsumesInside(problem_, t); }
   bool RetainedIn(TensorId t) const {
     return std::find(retained_in_.begin(), retained_in_.end(), t) != retained_in_.end();
   }
@@ -165,7 +161,6 @@ class SubgraphPricer {
            subgraph_.retain.end();
   }
 
-  std::optional<SubgraphResult> CheckStructure();
   void BuildTemplates();
   void Feed(TensorId t, IntervalTemplate rows, IntervalTemplate cols, Demand demand,
             uint8_t presence);
@@ -212,10 +207,10 @@ class SubgraphPricer {
   PricerScratch& scratch_ = ThreadScratch();
   Granularity g_;
 
-  std::vector<char>& in_subgraph_ = scratch_.in_subgraph;
-  std::vector<OpId>& sinks_ = scratch_.sinks;
-  std::vector<OpId>& k_loop_matmuls_ = scratch_.k_loop_matmuls;
-  std::vector<OpId>& epilogue_ops_ = scratch_.epilogue_ops;
+  SubgraphStructure& structure_ = scratch_.structure;
+  std::vector<OpId>& sinks_ = structure_.sinks;
+  std::vector<OpId>& k_loop_matmuls_ = structure_.k_loop_matmuls;
+  std::vector<OpId>& epilogue_ops_ = structure_.epilogue_ops;
   Elements reduction_ = 0;
   int64_t rows_ = 0, cols_ = 0, k_steps_ = 1;
   Elements k_ = 1;
@@ -246,208 +241,6 @@ class SubgraphPricer {
   std::vector<Region>& seen_regions_ = scratch_.seen_regions;
   std::vector<double>& seen_amounts_ = scratch_.seen_amounts;
 };
-
-std::optional<SubgraphResult> SubgraphPricer::CheckStructure() {
-  const auto& ops = subgraph_.ops;
-  const int num_ops = static_cast<int>(problem_.ops.size());
-  const Elements n = problem_.native;
-  g_ = subgraph_.granularity;
-  const Granularity g = g_;
-
-  // V1 (local part): non-empty, ids in range, no op twice.
-  if (ops.empty()) return Fail(Verdict::kInvalid, "V1", "the subgraph has no ops");
-  in_subgraph_.assign(num_ops, 0);
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i] < 0 || ops[i] >= num_ops) {
-      return Fail(Verdict::kInvalid, "V1",
-                  "op id " + Str(ops[i]) + " at position " + Str(i) + " is out of range (" +
-                      Str(num_ops) + " ops)");
-    }
-    if (in_subgraph_[ops[i]]) {
-      return Fail(Verdict::kInvalid, "V1", "op " + Str(ops[i]) + " is listed twice");
-    }
-    in_subgraph_[ops[i]] = 1;
-  }
-
-  // V2: 1 <= w, h, k <= native.
-  if (g.w < 1 || g.w > n || g.h < 1 || g.h > n || g.k < 1 || g.k > n) {
-    return Fail(Verdict::kInvalid, "V2",
-                "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) +
-                    "] is outside [1, " + Str(n) + "] in some axis");
-  }
-
-  // V6: declared order is topological with respect to internal edges. Subgraphs are small, so
-  // positions are looked up in the op list itself.
-  auto position = [&](OpId op) {
-    return static_cast<int>(std::find(ops.begin(), ops.end(), op) - ops.begin());
-  };
-  for (size_t i = 0; i < ops.size(); ++i) {
-    for (TensorId in : problem_.ops[ops[i]].inputs) {
-      const OpId p = problem_.producer[in];
-      if (p != kNoOp && InSubgraph(p) && position(p) > static_cast<int>(i)) {
-        return Fail(Verdict::kInvalid, "V6",
-                    "op " + Str(ops[i]) + " runs before op " + Str(p) +
-                        ", which produces its input tensor " + Str(in));
-      }
-    }
-  }
-
-  // V5: weakly connected through internal producer->consumer edges (union-find over
-  // positions in the op list).
-  std::vector<int>& component = scratch_.component;
-  component.resize(ops.size());
-  std::iota(component.begin(), component.end(), 0);
-  auto find = [&](int x) {
-    while (component[x] != x) x = component[x] = component[component[x]];
-    return x;
-  };
-  for (size_t i = 0; i < ops.size(); ++i) {
-    for (TensorId in : problem_.ops[ops[i]].inputs) {
-      const OpId p = problem_.producer[in];
-      if (p != kNoOp && InSubgraph(p)) component[find(static_cast<int>(i))] = find(position(p));
-    }
-  }
-  for (size_t i = 0; i < ops.size(); ++i) {
-    if (find(static_cast<int>(i)) != find(0)) {
-      return Fail(Verdict::kInvalid, "V5",
-                  "op " + Str(ops[i]) + " is not connected to op " + Str(ops[0]) +
-                      " through tensors produced and consumed inside the subgraph");
-    }
-  }
-
-  // V8: only tensors produced here may be retained, each once.
-  for (size_t i = 0; i < subgraph_.retain.size(); ++i) {
-    const TensorId t = subgraph_.retain[i];
-    if (t < 0 || t >= static_cast<TensorId>(problem_.tensors.size())) {
-      return Fail(Verdict::kInvalid, "V8",
-                  "tensors_to_retain[" + Str(i) + "] = " + Str(t) + " is not a tensor id");
-    }
-    if (!Produced(t)) {
-      return Fail(Verdict::kInvalid, "V8",
-                  "tensor " + Str(t) + " is retained but not produced by this subgraph");
-    }
-    if (std::find(subgraph_.retain.begin(), subgraph_.retain.begin() + i, t) !=
-        subgraph_.retain.begin() + i) {
-      return Fail(Verdict::kInvalid, "V8", "tensor " + Str(t) + " is retained twice");
-    }
-  }
-
-  // Sinks and V12.
-  for (OpId op : ops) {
-    if (!ConsumedInside(problem_.ops[op].output)) sinks_.push_back(op);
-  }
-  const Tensor& z = problem_.tensors[problem_.ops[sinks_[0]].output];
-  for (OpId s : sinks_) {
-    const Tensor& t = problem_.tensors[problem_.ops[s].output];
-    if (t.width != z.width || t.height != z.height) {
-      return Fail(Verdict::kInvalid, "V12",
-                  "sinks op " + Str(sinks_[0]) + " and op " + Str(s) +
-                      " have output shapes of different size");
-    }
-  }
-  z_height_ = z.height;
-  z_width_ = z.width;
-
-  // G3: F = MatMuls reached from the sinks through Pointwise ops only.
-  {
-    std::vector<OpId>& seen = scratch_.seen_ops;
-    seen.assign(sinks_.begin(), sinks_.end());
-    std::vector<OpId>& stack = scratch_.chain;
-    stack.assign(sinks_.begin(), sinks_.end());
-    while (!stack.empty()) {
-      const OpId op = stack.back();
-      stack.pop_back();
-      if (problem_.ops[op].kind == OpKind::MatMul) {
-        k_loop_matmuls_.push_back(op);
-        continue;
-      }
-      epilogue_ops_.push_back(op);
-      for (TensorId in : problem_.ops[op].inputs) {
-        const OpId p = problem_.producer[in];
-        if (p != kNoOp && InSubgraph(p) && std::find(seen.begin(), seen.end(), p) == seen.end()) {
-          seen.push_back(p);
-          stack.push_back(p);
-        }
-      }
-    }
-  }
-  std::sort(k_loop_matmuls_.begin(), k_loop_matmuls_.end());
-  std::sort(epilogue_ops_.begin(), epilogue_ops_.end());
-  for (OpId m : k_loop_matmuls_) {
-    const Elements k_op = problem_.ReductionLength(m);
-    if (reduction_ == 0) reduction_ = k_op;
-    if (k_op != reduction_) {
-      return Fail(Verdict::kInvalid, "G3",
-                  "k-loop MatMuls op " + Str(k_loop_matmuls_[0]) + " and op " + Str(m) +
-                      " have different reduction lengths " + Str(reduction_) + " and " +
-                      Str(k_op));
-    }
-  }
-
-  // V3: k <= K for every MatMul of the subgraph.
-  for (OpId op : ops) {
-    if (problem_.ops[op].kind == OpKind::MatMul && g.k > problem_.ReductionLength(op)) {
-      return Fail(Verdict::kInvalid, "V3",
-                  "k = " + Str(g.k) + " exceeds the reduction length K = " +
-                      Str(problem_.ReductionLength(op)) + " of MatMul op " + Str(op));
-    }
-  }
-
-  // V11: a Pointwise prologue of a k-split MatMul needs w >= K (LHS side) or h >= K (RHS).
-  if (reduction_ > 0 && g.k < reduction_) {
-    for (OpId m : k_loop_matmuls_) {
-      for (int side = 0; side < 2; ++side) {
-        const Elements needed = reduction_;
-        const Elements have = side == 0 ? g.w : g.h;
-        std::vector<OpId>& chain = scratch_.chain;
-        chain.clear();
-        const OpId first = problem_.producer[problem_.ops[m].inputs[side]];
-        if (first != kNoOp && InSubgraph(first)) chain.push_back(first);
-        while (!chain.empty()) {
-          const OpId op = chain.back();
-          chain.pop_back();
-          if (problem_.ops[op].kind != OpKind::Pointwise) continue;
-          if (have < needed) {
-            return Fail(Verdict::kInvalid, "V11",
-                        "Pointwise op " + Str(op) + " feeds the " +
-                            (side == 0 ? std::string("LHS") : std::string("RHS")) +
-                            " of k-split MatMul op " + Str(m) + ", which needs " +
-                            (side == 0 ? "w" : "h") + " >= K = " + Str(needed) + " (have " +
-                            Str(have) + ")");
-          }
-          for (TensorId in : problem_.ops[op].inputs) {
-            const OpId p = problem_.producer[in];
-            if (p != kNoOp && InSubgraph(p)) chain.push_back(p);
-          }
-        }
-      }
-    }
-  }
-
-  // Grid (G2) and V10.
-  rows_ = CeilDiv(z.height, g.h);
-  cols_ = CeilDiv(z.width, g.w);
-  const int64_t tiles = rows_ * cols_;
-  if (subgraph_.traversal) {
-    const auto& order = *subgraph_.traversal;
-    if (static_cast<int64_t>(order.size()) != tiles) {
-      return Fail(Verdict::kInvalid, "V10",
-                  "traversal order has " + Str(order.size()) + " entries for " + Str(tiles) +
-                      " tiles");
-    }
-    std::vector<char>& used = scratch_.used_tiles;
-    used.assign(tiles, 0);
-    for (size_t i = 0; i < order.size(); ++i) {
-      if (order[i] < 0 || order[i] >= tiles || used[order[i]]) {
-        return Fail(Verdict::kInvalid, "V10",
-                    "traversal entry " + Str(i) + " = " + Str(order[i]) +
-                        " is out of range or repeated (" + Str(tiles) + " tiles)");
-      }
-      used[order[i]] = 1;
-    }
-  }
-  return std::nullopt;
-}
 
 // The oracle's Feed (spec D3, D4, C3) on symbolic intervals.
 void SubgraphPricer::Feed(TensorId t, IntervalTemplate rows, IntervalTemplate cols,

@@ -1,0 +1,231 @@
+// The order of the checks below is part of the contract (see the header): both evaluators
+// report the first rule broken in this order.
+#include "eval/subgraph_structure.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+namespace annealer {
+
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+std::string Str(int64_t v) { return std::to_string(v); }
+
+Violation Fail(std::string rule, std::string detail) {
+  Violation violation;
+  violation.rule = std::move(rule);
+  violation.detail = std::move(detail);
+  return violation;
+}
+
+}  // namespace
+
+std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph& subgraph,
+                                         SubgraphStructure& st) {
+  const auto& ops = subgraph.ops;
+  const int num_ops = static_cast<int>(problem.ops.size());
+  const Elements n = problem.native;
+  const Granularity g = subgraph.granularity;
+  st.sinks.clear();
+  st.k_loop_matmuls.clear();
+  st.epilogue_ops.clear();
+  st.reduction = 0;
+
+  // V1 (local part): non-empty, ids in range, no op twice.
+  if (ops.empty()) return Fail("V1", "the subgraph has no ops");
+  st.in_subgraph.assign(num_ops, 0);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i] < 0 || ops[i] >= num_ops) {
+      return Fail("V1",
+                  "op id " + Str(ops[i]) + " at position " + Str(i) + " is out of range (" +
+                      Str(num_ops) + " ops)");
+    }
+    if (st.in_subgraph[ops[i]]) {
+      return Fail("V1", "op " + Str(ops[i]) + " is listed twice");
+    }
+    st.in_subgraph[ops[i]] = 1;
+  }
+
+  // V2: 1 <= w, h, k <= native.
+  if (g.w < 1 || g.w > n || g.h < 1 || g.h > n || g.k < 1 || g.k > n) {
+    return Fail("V2",
+                "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) +
+                    "] is outside [1, " + Str(n) + "] in some axis");
+  }
+
+  // V6: declared order is topological with respect to internal edges. Subgraphs are small, so
+  // positions are looked up in the op list itself.
+  auto position = [&](OpId op) {
+    return static_cast<int>(std::find(ops.begin(), ops.end(), op) - ops.begin());
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (TensorId in : problem.ops[ops[i]].inputs) {
+      const OpId p = problem.producer[in];
+      if (p != kNoOp && st.Contains(p) && position(p) > static_cast<int>(i)) {
+        return Fail("V6",
+                    "op " + Str(ops[i]) + " runs before op " + Str(p) +
+                        ", which produces its input tensor " + Str(in));
+      }
+    }
+  }
+
+  // V5: weakly connected through internal producer->consumer edges (union-find over
+  // positions in the op list).
+  std::vector<int>& component = st.component;
+  component.resize(ops.size());
+  std::iota(component.begin(), component.end(), 0);
+  auto find = [&](int x) {
+    while (component[x] != x) x = component[x] = component[component[x]];
+    return x;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (TensorId in : problem.ops[ops[i]].inputs) {
+      const OpId p = problem.producer[in];
+      if (p != kNoOp && st.Contains(p)) component[find(static_cast<int>(i))] = find(position(p));
+    }
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (find(static_cast<int>(i)) != find(0)) {
+      return Fail("V5",
+                  "op " + Str(ops[i]) + " is not connected to op " + Str(ops[0]) +
+                      " through tensors produced and consumed inside the subgraph");
+    }
+  }
+
+  // V8: only tensors produced here may be retained, each once.
+  for (size_t i = 0; i < subgraph.retain.size(); ++i) {
+    const TensorId t = subgraph.retain[i];
+    if (t < 0 || t >= static_cast<TensorId>(problem.tensors.size())) {
+      return Fail("V8",
+                  "tensors_to_retain[" + Str(i) + "] = " + Str(t) + " is not a tensor id");
+    }
+    if (!st.Produces(problem, t)) {
+      return Fail("V8",
+                  "tensor " + Str(t) + " is retained but not produced by this subgraph");
+    }
+    if (std::find(subgraph.retain.begin(), subgraph.retain.begin() + i, t) !=
+        subgraph.retain.begin() + i) {
+      return Fail("V8", "tensor " + Str(t) + " is retained twice");
+    }
+  }
+
+  // Sinks and V12.
+  for (OpId op : ops) {
+    if (!st.ConsumesInside(problem, problem.ops[op].output)) st.sinks.push_back(op);
+  }
+  const Tensor& z = problem.tensors[problem.ops[st.sinks[0]].output];
+  for (OpId s : st.sinks) {
+    const Tensor& t = problem.tensors[problem.ops[s].output];
+    if (t.width != z.width || t.height != z.height) {
+      return Fail("V12",
+                  "sinks op " + Str(st.sinks[0]) + " and op " + Str(s) +
+                      " have output shapes of different size");
+    }
+  }
+  st.output_height = z.height;
+  st.output_width = z.width;
+
+  // G3: F = MatMuls reached from the sinks through Pointwise ops only.
+  {
+    std::vector<OpId>& seen = st.seen;
+    seen.assign(st.sinks.begin(), st.sinks.end());
+    std::vector<OpId>& stack = st.chain;
+    stack.assign(st.sinks.begin(), st.sinks.end());
+    while (!stack.empty()) {
+      const OpId op = stack.back();
+      stack.pop_back();
+      if (problem.ops[op].kind == OpKind::MatMul) {
+        st.k_loop_matmuls.push_back(op);
+        continue;
+      }
+      st.epilogue_ops.push_back(op);
+      for (TensorId in : problem.ops[op].inputs) {
+        const OpId p = problem.producer[in];
+        if (p != kNoOp && st.Contains(p) && std::find(seen.begin(), seen.end(), p) == seen.end()) {
+          seen.push_back(p);
+          stack.push_back(p);
+        }
+      }
+    }
+  }
+  std::sort(st.k_loop_matmuls.begin(), st.k_loop_matmuls.end());
+  std::sort(st.epilogue_ops.begin(), st.epilogue_ops.end());
+  for (OpId m : st.k_loop_matmuls) {
+    const Elements k_op = problem.ReductionLength(m);
+    if (st.reduction == 0) st.reduction = k_op;
+    if (k_op != st.reduction) {
+      return Fail("G3",
+                  "k-loop MatMuls op " + Str(st.k_loop_matmuls[0]) + " and op " + Str(m) +
+                      " have different reduction lengths " + Str(st.reduction) + " and " +
+                      Str(k_op));
+    }
+  }
+
+  // V3: k <= K for every MatMul of the subgraph.
+  for (OpId op : ops) {
+    if (problem.ops[op].kind == OpKind::MatMul && g.k > problem.ReductionLength(op)) {
+      return Fail("V3",
+                  "k = " + Str(g.k) + " exceeds the reduction length K = " +
+                      Str(problem.ReductionLength(op)) + " of MatMul op " + Str(op));
+    }
+  }
+
+  // V11: a Pointwise prologue of a k-split MatMul needs w >= K (LHS side) or h >= K (RHS).
+  if (st.reduction > 0 && g.k < st.reduction) {
+    for (OpId m : st.k_loop_matmuls) {
+      for (int side = 0; side < 2; ++side) {
+        const Elements needed = st.reduction;
+        const Elements have = side == 0 ? g.w : g.h;
+        std::vector<OpId>& chain = st.chain;
+        chain.clear();
+        const OpId first = problem.producer[problem.ops[m].inputs[side]];
+        if (first != kNoOp && st.Contains(first)) chain.push_back(first);
+        while (!chain.empty()) {
+          const OpId op = chain.back();
+          chain.pop_back();
+          if (problem.ops[op].kind != OpKind::Pointwise) continue;
+          if (have < needed) {
+            return Fail("V11",
+                        "Pointwise op " + Str(op) + " feeds the " +
+                            (side == 0 ? std::string("LHS") : std::string("RHS")) +
+                            " of k-split MatMul op " + Str(m) + ", which needs " +
+                            (side == 0 ? "w" : "h") + " >= K = " + Str(needed) + " (have " +
+                            Str(have) + ")");
+          }
+          for (TensorId in : problem.ops[op].inputs) {
+            const OpId p = problem.producer[in];
+            if (p != kNoOp && st.Contains(p)) chain.push_back(p);
+          }
+        }
+      }
+    }
+  }
+
+  // Grid (G2) and V10.
+  st.rows = CeilDiv(z.height, g.h);
+  st.cols = CeilDiv(z.width, g.w);
+  const int64_t tiles = st.rows * st.cols;
+  if (subgraph.traversal) {
+    const auto& order = *subgraph.traversal;
+    if (static_cast<int64_t>(order.size()) != tiles) {
+      return Fail("V10",
+                  "traversal order has " + Str(order.size()) + " entries for " + Str(tiles) +
+                      " tiles");
+    }
+    std::vector<char>& used = st.used_tiles;
+    used.assign(tiles, 0);
+    for (size_t i = 0; i < order.size(); ++i) {
+      if (order[i] < 0 || order[i] >= tiles || used[order[i]]) {
+        return Fail("V10",
+                    "traversal entry " + Str(i) + " = " + Str(order[i]) +
+                        " is out of range or repeated (" + Str(tiles) + " tiles)");
+      }
+      used[order[i]] = 1;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace annealer

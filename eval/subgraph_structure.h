@@ -1,0 +1,51 @@
+// The rules a subgraph must obey on its own — spec V1 (local part), V2, V6, V5, V8, V12, G3,
+// V3, V11, V10, checked in that order — and the roles they reveal: sinks, the k-loop MatMuls F
+// with their reduction length K*, the epilogue ops, the tile grid. The oracle and the fast path
+// both start here, so they report the same first violation with the same words.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "eval/oracle.h"
+#include "eval/problem.h"
+#include "eval/schedule.h"
+
+namespace annealer {
+
+struct SubgraphStructure {
+  std::vector<char> in_subgraph;    // per op of the problem
+  std::vector<OpId> sinks;          // ops whose output is not consumed inside (spec A.4)
+  std::vector<OpId> k_loop_matmuls; // F (spec G3), ascending ids
+  std::vector<OpId> epilogue_ops;   // Pointwise ops reached from a sink through Pointwise ops
+  Elements reduction = 0;           // K*, 0 when F is empty
+  Elements output_height = 0;       // the sinks' common output shape (spec G2)
+  Elements output_width = 0;
+  int64_t rows = 0;                 // tile grid
+  int64_t cols = 0;
+
+  bool Contains(OpId op) const { return in_subgraph[op] != 0; }
+  bool Produces(const Problem& problem, TensorId t) const {
+    const OpId p = problem.producer[t];
+    return p != kNoOp && Contains(p);
+  }
+  bool ConsumesInside(const Problem& problem, TensorId t) const {
+    for (OpId c : problem.consumers[t]) {
+      if (Contains(c)) return true;
+    }
+    return false;
+  }
+
+  // Buffers of Analyse, kept so that a reused structure allocates nothing.
+  std::vector<int> component;
+  std::vector<OpId> seen, chain;
+  std::vector<char> used_tiles;
+};
+
+// Fills `structure` (reusing its buffers) and returns nullopt when `subgraph` obeys every rule
+// above, otherwise the first one it breaks (always Verdict::kInvalid; subgraph index unset).
+std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph& subgraph,
+                                         SubgraphStructure& structure);
+
+}  // namespace annealer
