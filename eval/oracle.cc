@@ -274,6 +274,23 @@ SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& su
   return SubgraphOracle(problem, subgraph, retained_in).Run();
 }
 
+std::vector<std::string> LatencyWarnings(const Schedule& schedule,
+                                         const std::vector<SubgraphReport>& computed) {
+  std::vector<std::string> warnings;
+  if (!schedule.reported_latencies) return warnings;
+  const auto& reported = *schedule.reported_latencies;
+  for (size_t i = 0; i < reported.size() && i < computed.size(); ++i) {
+    const double ours = computed[i].latency;
+    if (std::abs(reported[i] - ours) > 1e-6 * std::max(1.0, ours)) {
+      warnings.push_back("V13: reported latency of subgraph " + std::to_string(i) +
+                         " differs from the computed one (reported " +
+                         ShortestNumber(reported[i]) + ", computed " + ShortestNumber(ours) +
+                         ")");
+    }
+  }
+  return warnings;
+}
+
 Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule) {
   Evaluation evaluation;
   const int num_tensors = static_cast<int>(problem.tensors.size());
@@ -344,19 +361,7 @@ Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule) {
     }
   }
 
-  // V13: reported latencies that differ from ours are a warning, not an error.
-  if (schedule.reported_latencies) {
-    const auto& reported = *schedule.reported_latencies;
-    for (size_t i = 0; i < reported.size() && i < evaluation.subgraphs.size(); ++i) {
-      const double computed = evaluation.subgraphs[i].latency;
-      if (std::abs(reported[i] - computed) > 1e-6 * std::max(1.0, computed)) {
-        evaluation.warnings.push_back("V13: reported latency of subgraph " + std::to_string(i) +
-                                      " differs from the computed one (reported " +
-                                      ShortestNumber(reported[i]) + ", computed " +
-                                      ShortestNumber(computed) + ")");
-      }
-    }
-  }
+  evaluation.warnings = LatencyWarnings(schedule, evaluation.subgraphs);
   return evaluation;
 }
 

@@ -57,6 +57,11 @@ struct Evaluation {
 SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& subgraph,
                                       const std::vector<TensorId>& retained_in);
 
+// Spec V13: one warning per subgraph whose reported latency (if the schedule carries any)
+// differs from the computed one by more than 1e-6 relative.
+std::vector<std::string> LatencyWarnings(const Schedule& schedule,
+                                         const std::vector<SubgraphReport>& computed);
+
 // Evaluates a whole schedule: every subgraph via EvaluateSubgraphOracle, plus the rules about
 // the sequence (V1 coverage, V7 availability, V9 end state) and the V13 warnings.
 Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule);

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <numeric>
@@ -715,14 +714,6 @@ bool CostSubgraphUsesStepClasses(const Problem& problem, const Subgraph& subgrap
   return pricer.step_classes_apply();
 }
 
-namespace {
-std::string ShortestNumber(double v) {
-  char buffer[32];
-  const auto end = std::to_chars(buffer, buffer + sizeof buffer, v).ptr;
-  return std::string(buffer, end);
-}
-}  // namespace
-
 Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCache* cache) {
   Evaluation evaluation;
   // The flat DAG facts: the cache's (derived once per problem), or rebuilt here without one
@@ -831,18 +822,7 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
                    "graph output tensor " + std::to_string(t) + " is never written to slow memory"});
     }
   }
-  if (schedule.reported_latencies) {
-    const auto& reported = *schedule.reported_latencies;
-    for (size_t i = 0; i < reported.size() && i < evaluation.subgraphs.size(); ++i) {
-      const double computed = evaluation.subgraphs[i].latency;
-      if (std::abs(reported[i] - computed) > 1e-6 * std::max(1.0, computed)) {
-        evaluation.warnings.push_back("V13: reported latency of subgraph " + std::to_string(i) +
-                                      " differs from the computed one (reported " +
-                                      ShortestNumber(reported[i]) + ", computed " +
-                                      ShortestNumber(computed) + ")");
-      }
-    }
-  }
+  evaluation.warnings = LatencyWarnings(schedule, evaluation.subgraphs);
   return evaluation;
 }
 
