@@ -39,6 +39,9 @@ struct ScheduleEdit {
   std::vector<Subgraph> replacement;
 };
 
+// The schedule with the edit applied (what Commit() makes of the committed schedule).
+Schedule ApplyEdit(const Schedule& schedule, const ScheduleEdit& edit);
+
 struct Candidate {
   bool valid = false;
   Latency total = 0;     // meaningful when valid

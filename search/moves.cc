@@ -24,14 +24,6 @@ const char* MoveName(MoveKind kind) {
   return "?";
 }
 
-Schedule ApplyEdit(const Schedule& schedule, const ScheduleEdit& edit) {
-  Schedule next;
-  next.subgraphs.assign(schedule.subgraphs.begin(), schedule.subgraphs.begin() + edit.begin);
-  next.subgraphs.insert(next.subgraphs.end(), edit.replacement.begin(), edit.replacement.end());
-  next.subgraphs.insert(next.subgraphs.end(), schedule.subgraphs.begin() + edit.end,
-                        schedule.subgraphs.end());
-  return next;
-}
 
 namespace {
 const std::vector<TensorId> kNothing;

@@ -65,7 +65,4 @@ std::optional<ScheduleEdit> RandomMove(const MoveContext& context, const WorkerP
 // False when it gave up (the schedule is then partly repaired; callers discard it).
 bool RepairAvailability(const MoveContext& context, Schedule& schedule);
 
-// Applies an edit to a copy of the schedule (what Commit does to the evaluator's copy).
-Schedule ApplyEdit(const Schedule& schedule, const ScheduleEdit& edit);
-
 }  // namespace annealer

@@ -1,6 +1,8 @@
 // End-to-end runs of the built binary (ANNEALER_BINARY): evaluate, baseline, help, errors.
 #include <doctest/doctest.h>
 
+#include "tests/test_files.h"
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,21 +23,6 @@ struct RunResult {
   std::string err;
 };
 
-std::filesystem::path ScratchDir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("annealer-cli-test-" + std::to_string(::getpid()) + "-" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string Slurp(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 std::string Quote(const std::string& word) {
   std::string out = "'";
   for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -55,7 +42,7 @@ RunResult Run(const std::string& args) {
   while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, got);
   const int status = ::pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = Slurp(err_file);
+  result.err = testing::ReadFile(err_file);
   std::filesystem::remove(err_file);
   return result;
 }
@@ -108,7 +95,7 @@ TEST_CASE("cli: --help, --version and usage errors") {
 }
 
 TEST_CASE("cli: baseline then evaluate succeeds on every bundled problem") {
-  const std::filesystem::path dir = ScratchDir("baseline");
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "baseline");
   for (const char* name : {"example_problem.json", "mlsys-2026-1.json", "mlsys-2026-5.json",
                            "mlsys-2026-9.json", "mlsys-2026-13.json", "mlsys-2026-17.json"}) {
     CAPTURE(name);
@@ -121,7 +108,7 @@ TEST_CASE("cli: baseline then evaluate succeeds on every bundled problem") {
     // stdout and -o carry the same bytes.
     const RunResult to_stdout = Run("baseline " + Quote(Problem(name)));
     CHECK(to_stdout.exit_code == 0);
-    CHECK(to_stdout.out == Slurp(out));
+    CHECK(to_stdout.out == testing::ReadFile(out));
 
     const RunResult text = Run("evaluate " + Quote(Problem(name)) + " " + Quote(out));
     CHECK(text.exit_code == 0);
@@ -136,7 +123,7 @@ TEST_CASE("cli: baseline then evaluate succeeds on every bundled problem") {
     CHECK(bool(report["valid"]) == true);
     CHECK(report["warnings"].get_array().size() == 0);
     simdjson::dom::parser schedule_parser;
-    const simdjson::dom::element written = schedule_parser.parse(Slurp(out));
+    const simdjson::dom::element written = schedule_parser.parse(testing::ReadFile(out));
     const simdjson::dom::array reported = written["subgraph_latencies"].get_array();
     const simdjson::dom::array subgraphs = report["subgraphs"].get_array();
     REQUIRE(reported.size() == subgraphs.size());
@@ -157,7 +144,7 @@ TEST_CASE("cli: baseline then evaluate succeeds on every bundled problem") {
 }
 
 TEST_CASE("cli: a valid schedule with its latencies is priced exactly") {
-  const std::filesystem::path dir = ScratchDir("fused");
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "fused");
   const std::string schedule = (dir / "fused.json").string();
   std::ofstream(schedule) << kFused;
   const RunResult json =
@@ -178,7 +165,7 @@ TEST_CASE("cli: a valid schedule with its latencies is priced exactly") {
 }
 
 TEST_CASE("cli: a wrong reported latency is a warning on stderr, exit 0") {
-  const std::filesystem::path dir = ScratchDir("warning");
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "warning");
   const std::string schedule = (dir / "s.json").string();
   std::ofstream(schedule) << kFusedWrongReport;
   const RunResult run = Run("evaluate " + Quote(Problem("example_problem.json")) + " " + Quote(schedule));
@@ -190,7 +177,7 @@ TEST_CASE("cli: a wrong reported latency is a warning on stderr, exit 0") {
 }
 
 TEST_CASE("cli: an invalid schedule exits 1 with one line naming the rule") {
-  const std::filesystem::path dir = ScratchDir("invalid");
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "invalid");
   const std::string out_of_order = (dir / "order.json").string();
   std::ofstream(out_of_order) << kOutOfOrder;
   const RunResult v7 =
@@ -221,7 +208,7 @@ TEST_CASE("cli: an invalid schedule exits 1 with one line naming the rule") {
 }
 
 TEST_CASE("cli: bad input files exit 1 with one line naming the file") {
-  const std::filesystem::path dir = ScratchDir("bad");
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "bad");
   const std::string bad_problem = (dir / "bad.json").string();
   std::ofstream(bad_problem) << R"({"widths": [128], "heights": [128], "inputs": [[0]],
     "outputs": [[3]], "base_costs": [1], "op_types": ["Pointwise"], "fast_memory_capacity": 1,
@@ -251,7 +238,7 @@ TEST_CASE("cli: bad input files exit 1 with one line naming the file") {
 }
 
 TEST_CASE("cli: baseline -o is atomic and a failing run leaves no output file") {
-  const std::filesystem::path dir = ScratchDir("atomic");
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "atomic");
   const std::string bad_problem = (dir / "bad.json").string();
   std::ofstream(bad_problem) << "{ not json";
   const std::filesystem::path out = dir / "out.json";
@@ -264,11 +251,11 @@ TEST_CASE("cli: baseline -o is atomic and a failing run leaves no output file") 
   // A previous result survives a failing run untouched.
   std::ofstream(out) << "previous";
   CHECK(Run("baseline " + Quote(bad_problem) + " --output " + Quote(out.string())).exit_code == 1);
-  CHECK(Slurp(out) == "previous");
+  CHECK(testing::ReadFile(out) == "previous");
 
   const RunResult ok = Run("baseline " + Quote(Problem("mlsys-2026-5.json")) + " -o " + Quote(out.string()));
   CHECK(ok.exit_code == 0);
-  CHECK(Slurp(out).rfind("{\n  \"subgraphs\": [[", 0) == 0);
+  CHECK(testing::ReadFile(out).rfind("{\n  \"subgraphs\": [[", 0) == 0);
   size_t entries = 0;
   for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++entries;
   CHECK(entries == 2);  // bad.json and out.json: no temporary file left

@@ -2,6 +2,8 @@
 // budgets: the files it writes, its exit codes and messages, signals and determinism.
 #include <doctest/doctest.h>
 
+#include "tests/test_files.h"
+
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -31,13 +33,6 @@ struct RunResult {
   std::string out;
   std::string err;
 };
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // A fresh directory per test case, removed at the end.
 struct TempDir {
@@ -76,8 +71,8 @@ RunResult Run(const TempDir& dir, const std::vector<std::string>& args) {
   const int status = std::system(command.c_str());
   RunResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.out = ReadAll(dir / "stdout");
-  result.err = ReadAll(dir / "stderr");
+  result.out = testing::ReadFile(dir / "stdout");
+  result.err = testing::ReadFile(dir / "stderr");
   return result;
 }
 
@@ -155,11 +150,11 @@ TEST_CASE("e2e: SIGTERM mid-run writes the best schedule and exits 0") {
     kill(child, SIGKILL);
     waitpid(child, &status, 0);
   }
-  INFO(ReadAll(dir / "stderr"));
+  INFO(testing::ReadFile(dir / "stderr"));
   REQUIRE(exited);
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK(ReadAll(dir / "stderr").find("stopped by a signal") != std::string::npos);
+  CHECK(testing::ReadFile(dir / "stderr").find("stopped by a signal") != std::string::npos);
   CheckValidSchedule(dir, problem, out);
 }
 
@@ -179,14 +174,14 @@ TEST_CASE("e2e: the deterministic preset gives byte-identical schedules") {
   CHECK(first.exit_code == 0);
   CHECK(second.exit_code == 0);
   CheckValidSchedule(dir, ProblemPath("mlsys-2026-5"), dir / "first.json");
-  CHECK(ReadAll(dir / "first.json") == ReadAll(dir / "second.json"));
+  CHECK(testing::ReadFile(dir / "first.json") == testing::ReadFile(dir / "second.json"));
 }
 
 TEST_CASE("e2e: --print-config prints the defaults and loads back with overrides") {
   TempDir dir;
   const RunResult defaults = Run(dir, {"--print-config"});
   CHECK(defaults.exit_code == 0);
-  CHECK(defaults.out == ReadAll(ConfigPath("default.yaml")));
+  CHECK(defaults.out == testing::ReadFile(ConfigPath("default.yaml")));
 
   const RunResult changed = Run(dir, {"--print-config", "--config", ConfigPath("quick.yaml"), "--set",
                                       "sa.cooling=0.9", "--threads", "3", "--seed", "77"});

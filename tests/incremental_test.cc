@@ -18,14 +18,6 @@ namespace {
 
 bool Close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
 
-Schedule Apply(const Schedule& schedule, const ScheduleEdit& edit) {
-  Schedule next;
-  next.subgraphs.assign(schedule.subgraphs.begin(), schedule.subgraphs.begin() + edit.begin);
-  next.subgraphs.insert(next.subgraphs.end(), edit.replacement.begin(), edit.replacement.end());
-  next.subgraphs.insert(next.subgraphs.end(), schedule.subgraphs.begin() + edit.end,
-                        schedule.subgraphs.end());
-  return next;
-}
 
 void ExpectSame(const Candidate& candidate, const Evaluation& oracle, const std::string& what) {
   INFO(what);
@@ -61,7 +53,7 @@ void RandomRun(const Problem& problem, std::mt19937_64& rng, CostCache* cache, i
   for (int move = 0; move < moves; ++move) {
     if (committed.subgraphs.empty()) break;
     const ScheduleEdit edit = RandomEdit(problem, committed, rng, options);
-    const Schedule proposed = Apply(committed, edit);
+    const Schedule proposed = ApplyEdit(committed, edit);
     const Evaluation oracle = EvaluateOracle(problem, proposed);
     const std::string where = what + " move " + std::to_string(move);
     ExpectSame(evaluator.Propose(edit), oracle, where);

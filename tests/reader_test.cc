@@ -1,6 +1,8 @@
 // The problem reader: every field error is one line naming the file, the field and the index.
 #include <doctest/doctest.h>
 
+#include "tests/test_files.h"
+
 #include <unistd.h>
 
 #include <filesystem>
@@ -63,14 +65,6 @@ std::string ErrorOfFile(const std::string& path) {
     return error.what();
   }
   return "(no error)";
-}
-
-std::filesystem::path ScratchDir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("annealer-reader-test-" + std::to_string(::getpid()) + "-" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
 }
 
 TEST_CASE("problem reader: a valid problem is read field by field") {
@@ -303,7 +297,7 @@ TEST_CASE("problem reader: malformed and empty JSON, wrong top level") {
 }
 
 TEST_CASE("problem reader: missing, empty and unreadable files") {
-  const std::filesystem::path dir = ScratchDir("files");
+  const std::filesystem::path dir = testing::ScratchDir("reader-test", "files");
   const std::string missing = (dir / "missing.json").string();
   CHECK(ErrorOfFile(missing) == missing + ": cannot open file: No such file or directory");
   const std::string empty = (dir / "empty.json").string();

@@ -1,6 +1,8 @@
 // The schedule reader and writer (contest solution format) and WriteFileAtomic.
 #include <doctest/doctest.h>
 
+#include "tests/test_files.h"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -22,21 +24,6 @@ std::string ErrorOf(std::string_view json) {
     return error.what();
   }
   return "(no error)";
-}
-
-std::filesystem::path ScratchDir(const std::string& name) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("annealer-schedule-test-" + std::to_string(::getpid()) + "-" + name);
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
-std::string Slurp(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 size_t EntriesIn(const std::filesystem::path& dir) {
@@ -163,7 +150,7 @@ TEST_CASE("schedule io: structural errors name the file, field and index") {
 }
 
 TEST_CASE("schedule io: reading files") {
-  const std::filesystem::path dir = ScratchDir("read");
+  const std::filesystem::path dir = testing::ScratchDir("schedule-test", "read");
   const std::string missing = (dir / "none.json").string();
   try {
     ReadScheduleFile(missing);
@@ -180,14 +167,14 @@ TEST_CASE("schedule io: reading files") {
 }
 
 TEST_CASE("WriteFileAtomic: writes, replaces and leaves no temporary file") {
-  const std::filesystem::path dir = ScratchDir("atomic");
+  const std::filesystem::path dir = testing::ScratchDir("schedule-test", "atomic");
   const std::filesystem::path path = dir / "out.json";
   WriteFileAtomic(path.string(), "first\n");
-  CHECK(Slurp(path) == "first\n");
+  CHECK(testing::ReadFile(path) == "first\n");
   WriteFileAtomic(path.string(), "second, longer\n");
-  CHECK(Slurp(path) == "second, longer\n");
+  CHECK(testing::ReadFile(path) == "second, longer\n");
   WriteFileAtomic(path.string(), "");
-  CHECK(Slurp(path).empty());
+  CHECK(testing::ReadFile(path).empty());
   CHECK(EntriesIn(dir) == 1);
   // The usual permissions, not mkstemp's 0600.
   const auto permissions = std::filesystem::status(path).permissions();
@@ -197,7 +184,7 @@ TEST_CASE("WriteFileAtomic: writes, replaces and leaves no temporary file") {
 }
 
 TEST_CASE("WriteFileAtomic: failures throw, name the path and leave nothing behind") {
-  const std::filesystem::path dir = ScratchDir("atomic-fail");
+  const std::filesystem::path dir = testing::ScratchDir("schedule-test", "atomic-fail");
   const std::string in_missing_dir = (dir / "no-such-dir" / "out.json").string();
   try {
     WriteFileAtomic(in_missing_dir, "x");
