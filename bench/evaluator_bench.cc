@@ -208,30 +208,26 @@ void IncrementalReset(benchmark::State& state, std::string p, std::string s) {
   Label(state, f);
 }
 
-void SubgraphCold(benchmark::State& state, std::string p, std::string s) {
-  Fixture& f = Get(p, s);
+// Prices the schedule's subgraphs one after the other, each in its retained-in context.
+template <typename PriceFn>
+void PriceSubgraphsInTurn(benchmark::State& state, const Fixture& f, PriceFn price) {
   const auto& subgraphs = f.schedule.subgraphs;
   size_t i = 0;
   const std::vector<TensorId> none;
   for (auto _ : state) {
     const std::vector<TensorId>& in = i > 0 ? subgraphs[i - 1].retain : none;
-    benchmark::DoNotOptimize(CostSubgraph(f.problem, subgraphs[i], in));
+    benchmark::DoNotOptimize(price(f.problem, subgraphs[i], in));
     i = i + 1 == subgraphs.size() ? 0 : i + 1;
   }
   Label(state, f);
 }
 
+void SubgraphCold(benchmark::State& state, std::string p, std::string s) {
+  PriceSubgraphsInTurn(state, Get(p, s), CostSubgraph);
+}
+
 void SubgraphOracle(benchmark::State& state, std::string p, std::string s) {
-  Fixture& f = Get(p, s);
-  const auto& subgraphs = f.schedule.subgraphs;
-  size_t i = 0;
-  const std::vector<TensorId> none;
-  for (auto _ : state) {
-    const std::vector<TensorId>& in = i > 0 ? subgraphs[i - 1].retain : none;
-    benchmark::DoNotOptimize(EvaluateSubgraphOracle(f.problem, subgraphs[i], in));
-    i = i + 1 == subgraphs.size() ? 0 : i + 1;
-  }
-  Label(state, f);
+  PriceSubgraphsInTurn(state, Get(p, s), EvaluateSubgraphOracle);
 }
 
 void SubgraphCached(benchmark::State& state, std::string p, std::string s) {
