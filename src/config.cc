@@ -115,8 +115,10 @@ struct YamlWalk {
 
   void Map(const YAML::Node& map, const std::string& section) {
     for (auto it = map.begin(); it != map.end(); ++it) {
-      const YAML::Node& key_node = it->first;
-      const YAML::Node& value = it->second;
+      // Copies: the iterator's `->` yields a temporary pair, so references would dangle (ASan:
+      // stack-use-after-scope). A Node is a handle; copying it is cheap.
+      const YAML::Node key_node = it->first;
+      const YAML::Node value = it->second;
       if (!key_node.IsScalar() || key_node.Scalar().empty()) {
         Fail(key_node.Mark(), "expected a key name" +
                                   (section.empty() ? std::string() : " under " + section));
