@@ -164,6 +164,10 @@ std::vector<Elements> FineValuesBetween(Elements dim, Elements low, Elements hig
 }
 
 constexpr int64_t kMaxExplicitTraversalTiles = 2048;
+// Pricing may walk every step (eval/subgraph_cost.h falls back to that), so one candidate on a
+// very fine grid can take longer than the whole search may; such grids never win (every tile
+// charges its full base cost); the winners on the bundled problems stay at or under 2^16 steps.
+constexpr int64_t kMaxStepsPerCandidate = int64_t{1} << 18;
 
 struct Key {
   Elements w, h, k;
@@ -181,10 +185,12 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   const Problem& problem = pricer.problem();
   const Elements n = problem.native;
   Elements min_reduction = 0;
+  Elements max_reduction = 0;
   for (OpId op : ops) {
     if (problem.ops[op].kind == OpKind::MatMul) {
       const Elements k = problem.ReductionLength(op);
       min_reduction = min_reduction == 0 ? k : std::min(min_reduction, k);
+      max_reduction = std::max(max_reduction, k);
     }
   }
   // The sink shape fixes the tile grid (spec G2); any sink will do, V12 rejects mixed shapes.
@@ -213,6 +219,11 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   auto traversal_allowed = [&](const Key& key) {
     return key.t == 0 ||
            CeilDiv(sink_shape.height, key.h) * CeilDiv(sink_shape.width, key.w) <= kMaxExplicitTraversalTiles;
+  };
+  auto too_fine = [&](const Key& key) {
+    const int64_t tiles = CeilDiv(sink_shape.height, key.h) * CeilDiv(sink_shape.width, key.w);
+    const int64_t k_steps = max_reduction == 0 ? 1 : CeilDiv(max_reduction, key.k);
+    return tiles * k_steps > kMaxStepsPerCandidate;
   };
   // One scratch subgraph is priced for every key; the traversal of each (pattern, rows, cols)
   // is built once and swapped in and out, so a key costs one cache lookup and no allocation.
@@ -243,7 +254,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
       if (p.key == key) return p.latency;
     }
     std::optional<Latency> latency;
-    if (traversal_allowed(key)) {
+    if (traversal_allowed(key) && !too_fine(key)) {
       TraversalSlot& slot = traversal_slot(key);
       scratch.granularity = {key.w, key.h, key.k};
       scratch.traversal.swap(slot.order);
