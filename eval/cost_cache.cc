@@ -1,6 +1,7 @@
 #include "eval/cost_cache.h"
 
 #include <algorithm>
+#include <array>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -67,6 +68,93 @@ std::vector<TensorId> Sorted(std::vector<TensorId> v) {
   return v;
 }
 
+// Odd multipliers for the front key's words (splitmix64 outputs).
+constexpr std::array<uint64_t, 8> kMultipliers = [] {
+  std::array<uint64_t, 8> m{};
+  uint64_t x = 0x2545f4914f6cdd1dULL;
+  for (uint64_t& v : m) {
+    x += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    v = (z ^ (z >> 31)) | 1;
+  }
+  return m;
+}();
+
+// The context of a small raster subgraph packed in eight words, the front tables' key:
+//   word 0: present bit 63 | ops.size() | retained_in.size() << 16 | retain.size() << 32
+//   word 1: w | h << 21 | k << 42
+//   words 2-7: ops, sorted retained_in, sorted retain, two 32-bit ids per word, zero-padded.
+// Fits when the three lists hold at most 12 ids, every side is in [0, 2^21) and there is no
+// explicit traversal; other contexts skip the front tables.
+struct FrontKey {
+  static constexpr int kWords = 8;
+  static constexpr size_t kMaxIds = 2 * (kWords - 2);
+  static constexpr Elements kMaxSide = Elements{1} << 21;
+  alignas(64) std::array<uint64_t, kWords> words;
+
+  bool Build(const Subgraph& subgraph, const std::vector<TensorId>& retained_in) {
+    const size_t num_ops = subgraph.ops.size(), num_in = retained_in.size(),
+                 num_retain = subgraph.retain.size();
+    const Granularity& g = subgraph.granularity;
+    if (subgraph.traversal || num_ops + num_in + num_retain > kMaxIds || g.w < 0 ||
+        g.w >= kMaxSide || g.h < 0 || g.h >= kMaxSide || g.k < 0 || g.k >= kMaxSide) {
+      return false;
+    }
+    words = {};
+    words[0] = uint64_t{1} << 63 | num_ops | num_in << 16 | num_retain << 32;
+    words[1] = static_cast<uint64_t>(g.w) | static_cast<uint64_t>(g.h) << 21 |
+               static_cast<uint64_t>(g.k) << 42;
+    size_t n = 0;
+    for (OpId op : subgraph.ops) Put(n++, op);
+    PutSorted(retained_in, n);
+    PutSorted(subgraph.retain, n);
+    return true;
+  }
+
+  // Word by word with an early exit: std::array's == calls memcmp, and a branch-free loop is
+  // vectorised into 16-byte loads of a key just written in 8-byte stores, which stalls store
+  // forwarding (measured: half the lookup's time).
+  bool operator==(const FrontKey& other) const {
+    for (int i = 0; i < kWords; ++i) {
+      if (words[i] != other.words[i]) return false;
+    }
+    return true;
+  }
+
+  // Independent multiplies summed (no serial chain, no finalizer): the front tables index by
+  // the top bits, where every bit of every word has reached. Matches compare the full key.
+  uint64_t Hash() const {
+    uint64_t h = 0;
+    for (int i = 0; i < kWords; ++i) h += words[i] * kMultipliers[i];
+    return h;
+  }
+
+ private:
+  // Id n goes to the low or high half of word 2 + n / 2. Written in place with scalar
+  // shifts: staging the ids in a 32-bit array and packing it makes the compiler reload 4-byte
+  // stores as 16-byte vectors, which stalls store forwarding.
+  void Put(size_t n, int32_t id) {
+    words[2 + n / 2] |= static_cast<uint64_t>(static_cast<uint32_t>(id)) << (32 * (n & 1));
+  }
+  // Appends `set` sorted (insertion sort: retained sets hold a handful of tensors).
+  void PutSorted(const std::vector<TensorId>& set, size_t& n) {
+    if (set.size() == 1) {
+      Put(n++, set[0]);
+      return;
+    }
+    uint32_t sorted[kMaxIds];
+    size_t size = 0;
+    for (TensorId t : set) {
+      size_t j = size++;
+      for (; j > 0 && sorted[j - 1] > static_cast<uint32_t>(t); --j) sorted[j] = sorted[j - 1];
+      sorted[j] = static_cast<uint32_t>(t);
+    }
+    for (size_t i = 0; i < size; ++i) Put(n++, static_cast<int32_t>(sorted[i]));
+  }
+};
+
 // Test-and-test-and-set: a hit holds the lock for a few dozen instructions, so waiting is
 // normally a spin; a holder that takes long (a generation flush frees a shard's entries) or
 // was preempted makes the waiters yield instead of burning the other core.
@@ -112,10 +200,6 @@ struct alignas(64) CostCache::Shard {
   };
 
   SpinLock mutex;
-  // Updated under the mutex with plain load/store (no read-modify-write), read by stats()
-  // without it.
-  std::atomic<uint64_t> hits{0};
-  std::atomic<uint64_t> misses{0};
   std::vector<Entry> entries;
   std::vector<Violation> violations;  // of the failed entries
   // Open addressing, linear probing: entry index + 1 per slot, 0 when empty. Never deleted
@@ -161,11 +245,80 @@ struct alignas(64) CostCache::Shard {
   }
 };
 
+struct alignas(64) CostCache::CounterBlock {
+  std::thread::id owner;
+  std::atomic<uint64_t> hits{0};
+  std::atomic<uint64_t> misses{0};
+  static void Count(std::atomic<uint64_t>& counter) {  // the owner is the only writer
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+};
+
+namespace {
+
+// A thread's front table: two-way set-associative, valid results only, keyed by FrontKey and
+// bound to one cache (by serial) and one problem at a time. 128-byte entries, 2048 of them.
+struct FrontTable {
+  struct Entry {
+    FrontKey key;  // words[0] == 0: empty (a built key has its present bit)
+    SubgraphReport report;
+  };
+  static constexpr int kSetBits = 10;
+  static constexpr size_t kSets = size_t{1} << kSetBits;
+
+  uint64_t serial = 0;  // 0: bound to no cache
+  const Problem* problem = nullptr;
+  CostCache::CounterBlock* counters = nullptr;  // the bound cache's block for this thread
+  std::unique_ptr<Entry[]> entries;  // set s holds entries 2s and 2s + 1, most recent first
+
+  void Bind(uint64_t cache_serial, const Problem& p, CostCache::CounterBlock* block) {
+    if (!entries) entries.reset(new Entry[2 * kSets]);
+    for (size_t i = 0; i < 2 * kSets; ++i) entries[i].key.words[0] = 0;
+    serial = cache_serial;
+    problem = &p;
+    counters = block;
+  }
+
+  const Entry* Find(const FrontKey& key, uint64_t hash) const {
+    const Entry* set = &entries[2 * (hash >> (64 - kSetBits))];
+    if (set[0].key == key) return &set[0];
+    if (set[1].key == key) return &set[1];
+    return nullptr;
+  }
+
+  void Insert(const FrontKey& key, uint64_t hash, const SubgraphReport& report) {
+    Entry* set = &entries[2 * (hash >> (64 - kSetBits))];
+    set[1] = set[0];
+    set[0].key = key;
+    set[0].report = report;
+  }
+};
+
+thread_local FrontTable front;
+
+std::atomic<uint64_t> next_serial{1};
+
+uint64_t NewSerial() { return next_serial.fetch_add(1, std::memory_order_relaxed); }
+
+}  // namespace
+
 CostCache::CostCache(std::size_t max_entries)
     : entries_per_shard_(std::max<std::size_t>(1, max_entries / kShards)),
-      shards_(new Shard[kShards]) {}
+      shards_(new Shard[kShards]),
+      serial_(NewSerial()) {}
 
 CostCache::~CostCache() = default;
+
+CostCache::CounterBlock* CostCache::RegisterCounterBlock() {
+  std::lock_guard lock(counters_mutex_);
+  const std::thread::id self = std::this_thread::get_id();
+  for (const auto& block : counter_blocks_) {
+    if (block->owner == self) return block.get();
+  }
+  counter_blocks_.push_back(std::make_unique<CounterBlock>());
+  counter_blocks_.back()->owner = self;
+  return counter_blocks_.back().get();
+}
 
 SubgraphResult CostCache::LookupOrCompute(const Problem& problem, const Subgraph& subgraph,
                                           const std::vector<TensorId>& retained_in) {
@@ -176,12 +329,31 @@ SubgraphResult CostCache::LookupOrCompute(const Problem& problem, const Subgraph
 
 void CostCache::LookupOrCompute(const Problem& problem, const Subgraph& subgraph,
                                 const std::vector<TensorId>& retained_in, SubgraphResult& result) {
+  FrontTable& local = front;
+  const uint64_t serial = serial_.load(std::memory_order_relaxed);
+  if (local.serial != serial || local.problem != &problem) {
+    local.Bind(serial, problem, RegisterCounterBlock());
+  }
+  FrontKey key;
+  const bool small = key.Build(subgraph, retained_in);
+  const uint64_t front_hash = small ? key.Hash() : 0;
+  if (small) {
+    if (const FrontTable::Entry* e = local.Find(key, front_hash)) {
+      CounterBlock::Count(local.counters->hits);
+      result.verdict = Verdict::kValid;
+      result.report = e->report;
+      result.violation.rule.clear();
+      result.violation.detail.clear();
+      result.violation.subgraph = -1;
+      return;
+    }
+  }
   const uint64_t hash = HashKey(problem, subgraph, retained_in);
   Shard& shard = shards_[hash >> 60];
+  bool hit = false;
   {
     std::lock_guard lock(shard.mutex);
     if (const Shard::Entry* e = shard.Find(hash, problem, subgraph, retained_in)) {
-      shard.hits.store(shard.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
       result.verdict = e->verdict;
       result.report = e->report;
       if (e->verdict == Verdict::kValid) {
@@ -191,26 +363,29 @@ void CostCache::LookupOrCompute(const Problem& problem, const Subgraph& subgraph
       } else {
         result.violation = shard.violations[e->violation_index];
       }
-      return;
+      hit = true;
     }
-    shard.misses.store(shard.misses.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
-  // Priced outside the lock: other threads keep using the shard meanwhile.
-  result = CostSubgraph(problem, subgraph, retained_in);
-  Shard::Entry entry{hash,
-                     &problem,
-                     subgraph.ops,
-                     subgraph.granularity,
-                     subgraph.traversal,
-                     Sorted(retained_in),
-                     Sorted(subgraph.retain),
-                     result.verdict,
-                     -1,
-                     result.report};
-  std::lock_guard lock(shard.mutex);
-  if (!shard.Find(hash, problem, subgraph, retained_in)) {  // another thread may have raced us
-    shard.Insert(std::move(entry), result.violation, entries_per_shard_);
+  CounterBlock::Count(hit ? local.counters->hits : local.counters->misses);
+  if (!hit) {
+    // Priced outside the lock: other threads keep using the shard meanwhile.
+    result = CostSubgraph(problem, subgraph, retained_in);
+    Shard::Entry entry{hash,
+                       &problem,
+                       subgraph.ops,
+                       subgraph.granularity,
+                       subgraph.traversal,
+                       Sorted(retained_in),
+                       Sorted(subgraph.retain),
+                       result.verdict,
+                       -1,
+                       result.report};
+    std::lock_guard lock(shard.mutex);
+    if (!shard.Find(hash, problem, subgraph, retained_in)) {  // another thread may have raced us
+      shard.Insert(std::move(entry), result.violation, entries_per_shard_);
+    }
   }
+  if (small && result.ok()) local.Insert(key, front_hash, result.report);
 }
 
 const FlatProblem* CostCache::Flat(const Problem& problem) {
@@ -233,9 +408,12 @@ CacheStats CostCache::stats() const {
   for (std::size_t i = 0; i < kShards; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mutex);
-    stats.hits += shard.hits.load(std::memory_order_relaxed);
-    stats.misses += shard.misses.load(std::memory_order_relaxed);
     stats.entries += shard.entries.size();
+  }
+  std::lock_guard lock(counters_mutex_);
+  for (const auto& block : counter_blocks_) {
+    stats.hits += block->hits.load(std::memory_order_relaxed);
+    stats.misses += block->misses.load(std::memory_order_relaxed);
   }
   return stats;
 }
@@ -247,9 +425,13 @@ void CostCache::Clear() {
     shard.entries.clear();
     shard.violations.clear();
     std::fill(shard.slots.begin(), shard.slots.end(), 0);
-    shard.hits.store(0, std::memory_order_relaxed);
-    shard.misses.store(0, std::memory_order_relaxed);
   }
+  {
+    std::lock_guard lock(counters_mutex_);
+    counter_blocks_.clear();
+  }
+  // Every front table holds the old serial: each empties itself on its next use.
+  serial_.store(NewSerial(), std::memory_order_relaxed);
   // Not concurrent with users of the cache (see the header): nobody holds the old facts.
   std::lock_guard lock(flat_mutex_);
   flat_.store(nullptr, std::memory_order_release);

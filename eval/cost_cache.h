@@ -7,13 +7,25 @@
 // object for its lifetime: the key holds the problem's address, not its contents, so call
 // Clear() before using the cache for another problem (which may sit at the same address).
 //
-// Memory is bounded by an entry budget: the cache is split in shards, each with its own mutex,
-// its own share of the budget and an open-addressing index; a full shard is flushed whole
-// (generation flush) — simple, and a search re-fills the hot entries within a few moves.
-// A hit costs a hash of the key, one uncontended spin lock (an atomic exchange: cheaper than a
-// mutex on this path; the rare long holder, a flush, makes waiters yield) and one full-key
-// comparison. Results are stored without their violation strings (a side table holds those of
-// failures), so a hit copies only the report.
+// The context is packed into a few 64-bit words (problem, sizes, granularity, then the ops and
+// the two sorted retained sets as 32-bit ids) followed by the traversal, if any. A lookup builds
+// that key once, hashes it with independent multiplies (no serial chain) and compares it to the
+// stored one word by word.
+//
+// Two levels:
+// - a per-thread front table (no lock, no atomic read-modify-write) holds the contexts this
+//   thread looked up recently; a search worker prices the same few hundred contexts over and
+//   over, so nearly every hit ends here;
+// - behind it, the shared table: shards, each with its own spin lock, share of the budget and
+//   open-addressing index, so what one thread priced another one finds.
+// Memory is bounded by an entry budget (and a word budget for long keys): a full table is
+// flushed whole (generation flush) — simple, and a search re-fills the hot entries within a
+// few moves. The front table of a thread is bound to one cache at a time (a serial number
+// unique per cache object and Clear()); using another cache flushes it.
+// Hits and misses are counted per thread in counter blocks the cache owns (each written by
+// one thread only, plain load + store), summed by stats(): exact, and free of shared writes.
+// Results are stored without their violation strings (a side table holds those of failures),
+// so a hit copies only the report.
 //
 // The cache also holds the problem's flat DAG facts (eval/flat_problem.h), derived once on first
 // use, for the sequence rules of EvaluateFast.
@@ -65,14 +77,25 @@ class CostCache {
   // null when the cache already serves another problem object.
   const FlatProblem* Flat(const Problem& problem);
 
+  // Not concurrent with lookups.
   CacheStats stats() const;
+  // Empties the cache and its counters and unbinds every thread's front table. Not concurrent
+  // with lookups.
   void Clear();
+
+  struct CounterBlock;  // one per (thread, cache): hits and misses, written by that thread
 
  private:
   struct Shard;
   static constexpr std::size_t kShards = 16;
   std::size_t entries_per_shard_;
   std::unique_ptr<Shard[]> shards_;
+  // Unique per cache object and per Clear(): a thread's front table serves the cache whose
+  // serial it holds.
+  std::atomic<uint64_t> serial_;
+  mutable std::mutex counters_mutex_;
+  std::vector<std::unique_ptr<CounterBlock>> counter_blocks_;
+  CounterBlock* RegisterCounterBlock();
   std::atomic<const FlatProblem*> flat_{nullptr};
   std::unique_ptr<FlatProblem> flat_storage_;
   std::mutex flat_mutex_;
