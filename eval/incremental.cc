@@ -41,6 +41,16 @@ bool Contains(const std::vector<TensorId>& set, TensorId t) {
   return std::find(set.begin(), set.end(), t) != set.end();
 }
 
+// Element-wise equality of short id lists: a loop, where vector's == calls memcmp.
+bool SameList(const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+  const size_t size = a.size();
+  if (size != b.size()) return false;
+  for (size_t i = 0; i < size; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
 bool SameSet(const std::vector<TensorId>& a, const std::vector<TensorId>& b) {
   if (a.size() != b.size()) return false;
   for (TensorId t : a) {
@@ -211,7 +221,7 @@ Candidate IncrementalEvaluator::Reset(const Schedule& schedule) {
   return committed_;
 }
 
-Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
+const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
   const int n = static_cast<int>(schedule_.subgraphs.size());
   const int b = edit.begin, e = edit.end;
   if (b < 0 || b > e || e > n) {
@@ -220,8 +230,8 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
   }
   pending_ = true;
   pending_same_facts_ = edit.replacement.size() == 1 && e == b + 1 &&
-                        edit.replacement[0].ops == schedule_.subgraphs[b].ops &&
-                        edit.replacement[0].retain == schedule_.subgraphs[b].retain &&
+                        SameList(edit.replacement[0].ops, schedule_.subgraphs[b].ops) &&
+                        SameList(edit.replacement[0].retain, schedule_.subgraphs[b].retain) &&
                         uncovered_ops_ == 0 && unwritten_outputs_ == 0;
   if (pending_same_facts_) return ProposeSameFacts(b, edit.replacement[0]);
   pending_edit_ = edit;
@@ -295,22 +305,13 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
     }
   }
 
-  auto finish = [&](Candidate candidate) {
+  auto finish = [&](Candidate candidate) -> const Candidate& {
     for (TensorId t : touched_tensors_) {
       old_region_writes_[t] = new_region_writes_[t] = running_writes_[t] = suffix_writes_[t] = 0;
     }
     for (OpId op : touched_ops_) cover_delta_[op] = 0;
-    // Kept for Commit; a valid candidate's empty strings are cleared, not copied.
-    pending_candidate_.valid = candidate.valid;
-    pending_candidate_.total = candidate.total;
-    if (candidate.valid) {
-      pending_candidate_.violation.rule.clear();
-      pending_candidate_.violation.detail.clear();
-      pending_candidate_.violation.subgraph = -1;
-    } else {
-      pending_candidate_.violation = candidate.violation;
-    }
-    return candidate;
+    pending_candidate_ = std::move(candidate);
+    return pending_candidate_;
   };
   auto local_failure = [&](const SubgraphResult& result, int position) {
     Violation v = result.violation;
@@ -427,7 +428,7 @@ Candidate IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
 // hold: the caller checked the counters). Only this subgraph's own result is new; its V7
 // status is the committed derivation, which is re-run here because a committed local failure
 // hid it.
-Candidate IncrementalEvaluator::ProposeSameFacts(int b, const Subgraph& replacement) {
+const Candidate& IncrementalEvaluator::ProposeSameFacts(int b, const Subgraph& replacement) {
   const int n = static_cast<int>(schedule_.subgraphs.size());
   // Only what differs is kept for Commit (ops and retained list are equal to the committed).
   pending_edit_.begin = b;
@@ -436,22 +437,27 @@ Candidate IncrementalEvaluator::ProposeSameFacts(int b, const Subgraph& replacem
   pending_traversal_ = replacement.traversal;
   pending_has_successor_ = b + 1 < n;
   pending_successor_repriced_ = false;
-  pending_results_.resize(2);
+  if (pending_results_.size() < 2) pending_results_.resize(2);
   SubgraphResult& result = pending_results_[0];
-  Price(replacement, b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors, result);
+  const std::vector<TensorId>& retained_in = b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors;
+  Price(replacement, retained_in, result);
 
-  Candidate candidate;
-  auto keep = [&](Candidate c) {
-    pending_candidate_.valid = c.valid;
-    pending_candidate_.total = c.total;
-    if (c.valid) {
-      pending_candidate_.violation.rule.clear();
-      pending_candidate_.violation.detail.clear();
-      pending_candidate_.violation.subgraph = -1;
-    } else {
-      pending_candidate_.violation = c.violation;
-    }
-    return c;
+  // The common case: every committed subgraph passes (so V7 holds here, with the same inputs,
+  // context and writers before it) and the new result does too.
+  const Latency total = latency_sum_ - results_[b].report.latency + result.report.latency;
+  auto keep_valid = [&]() -> const Candidate& {
+    pending_candidate_.valid = true;
+    pending_candidate_.total = total;
+    pending_candidate_.violation.rule.clear();
+    pending_candidate_.violation.detail.clear();
+    pending_candidate_.violation.subgraph = -1;
+    return pending_candidate_;
+  };
+  if (failing_.empty() && result.ok()) return keep_valid();
+
+  auto keep = [&](Candidate c) -> const Candidate& {
+    pending_candidate_ = std::move(c);
+    return pending_candidate_;
   };
   if (!failing_.empty() && failing_.front() < b) return keep(Invalid(committed_.violation));
   if (!result.ok()) {
@@ -459,7 +465,6 @@ Candidate IncrementalEvaluator::ProposeSameFacts(int b, const Subgraph& replacem
     v.subgraph = b;
     return keep(Invalid(std::move(v)));
   }
-  const std::vector<TensorId>& retained_in = b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors;
   for (const auto& [op, t] : facts_[b].boundary_inputs) {
     if (!(problem_.producer[t] == kNoOp || first_writer_[t] < b || Contains(retained_in, t))) {
       return keep(Invalid(V7Violation(b, op, t)));
@@ -481,9 +486,7 @@ Candidate IncrementalEvaluator::ProposeSameFacts(int b, const Subgraph& replacem
       }
     }
   }
-  candidate.valid = true;
-  candidate.total = latency_sum_ - results_[b].report.latency + result.report.latency;
-  return keep(std::move(candidate));
+  return keep_valid();
 }
 
 void IncrementalEvaluator::Commit() {

@@ -54,7 +54,8 @@ class IncrementalEvaluator {
   IncrementalEvaluator(const Problem& problem, CostCache* cache);
 
   Candidate Reset(const Schedule& schedule);
-  Candidate Propose(const ScheduleEdit& edit);
+  // The pending candidate: valid until the next Reset, Propose, Commit or Revert.
+  const Candidate& Propose(const ScheduleEdit& edit);
   void Commit();
   void Revert();
 
@@ -111,7 +112,7 @@ class IncrementalEvaluator {
   bool pending_same_facts_ = false;
   Granularity pending_granularity_;
   std::optional<std::vector<int64_t>> pending_traversal_;
-  Candidate ProposeSameFacts(int position, const Subgraph& replacement);
+  const Candidate& ProposeSameFacts(int position, const Subgraph& replacement);
   void SpliceCommitted(int begin, int end, int replacement_size);
   // With ANNEALER_HEAVY_CHECKS: aborts when the committed state differs from EvaluateOracle.
   void CheckAgainstOracle() const;

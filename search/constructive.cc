@@ -144,7 +144,7 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
       auto fit = FitSubgraph(pricer, ops, retained_in, kNothing, &s.subgraphs[j], false, stop);
       if (!fit) continue;
       edit.replacement.push_back(fit->subgraph);
-      const Candidate candidate = evaluator.Propose(edit);
+      const Candidate& candidate = evaluator.Propose(edit);
       if (candidate.valid && candidate.total < current.total) {
         evaluator.Commit();
         current = candidate;

@@ -93,7 +93,7 @@ void SaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
     MoveKind kind;
     std::optional<ScheduleEdit> edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, &kind);
     if (edit) {
-      const Candidate c = evaluator_.Propose(*edit);
+      const Candidate& c = evaluator_.Propose(*edit);
       bool accept = false;
       if (c.valid) {
         const double delta = c.total - current;
@@ -192,7 +192,7 @@ void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
       ++moves_;
       auto edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, nullptr);
       if (!edit) continue;
-      const Candidate next = evaluator_.Propose(*edit);
+      const Candidate& next = evaluator_.Propose(*edit);
       if (next.valid) {
         evaluator_.Commit();
       } else {
@@ -205,7 +205,7 @@ void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
       ++moves_;
       auto edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, nullptr);
       if (!edit) continue;
-      const Candidate next = evaluator_.Propose(*edit);
+      const Candidate& next = evaluator_.Propose(*edit);
       if (next.valid && next.total < evaluator_.committed().total) {
         evaluator_.Commit();
       } else {
