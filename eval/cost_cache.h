@@ -73,6 +73,15 @@ class CostCache {
   void LookupOrCompute(const Problem& problem, const Subgraph& subgraph,
                        const std::vector<TensorId>& retained_in, SubgraphResult& result);
 
+  // The costs of all subgraphs of `schedule`, each after its predecessor's retained set, into
+  // results[0, n) (grown as needed): the same as LookupOrCompute on each in turn, but every
+  // key is built and its front-table slot prefetched first, so the lookups' memory accesses
+  // overlap. facts[i] gets subgraph i's sequence facts when the front table holds them
+  // (unknown otherwise).
+  void LookupOrComputeAll(const Problem& problem, const Schedule& schedule,
+                          std::vector<SubgraphResult>& results,
+                          std::vector<SmallSequenceFacts>& facts);
+
   // The flat DAG facts of `problem`, derived on the first call after construction or Clear();
   // null when the cache already serves another problem object.
   const FlatProblem* Flat(const Problem& problem);
@@ -96,6 +105,18 @@ class CostCache {
   mutable std::mutex counters_mutex_;
   std::vector<std::unique_ptr<CounterBlock>> counter_blocks_;
   CounterBlock* RegisterCounterBlock();
+
+  struct FrontKey;    // a small context packed in eight words
+  struct FrontTable;  // a thread's lock-free table of recent valid results
+  static thread_local FrontTable front_;
+  FrontTable& BoundFront(const Problem& problem);
+  static bool FrontHit(const FrontTable& local, const FrontKey& key, uint64_t front_hash,
+                       SubgraphResult& result, SmallSequenceFacts* facts);
+  // The shared shards (then the pricing on a miss); stores a valid result in the front table
+  // when `key` is given, with its sequence facts (also written to `facts` when not null).
+  void LookupBehindFront(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
+                         const std::vector<TensorId>& retained_in, const FrontKey* key,
+                         uint64_t front_hash, SubgraphResult& result, SmallSequenceFacts* facts);
   std::atomic<const FlatProblem*> flat_{nullptr};
   std::unique_ptr<FlatProblem> flat_storage_;
   std::mutex flat_mutex_;

@@ -1,5 +1,7 @@
 #include "eval/flat_problem.h"
 
+#include <algorithm>
+
 namespace annealer {
 
 void FlatProblem::Build(const Problem& p) {
@@ -28,6 +30,44 @@ void FlatProblem::Build(const Problem& p) {
     graph_input_or_unproduced[t] = p.producer[t] == kNoOp;
     if (p.IsGraphOutput(t)) graph_outputs.push_back(t);
   }
+}
+
+void SmallSequenceFacts::Derive(const FlatProblem& flat, const Subgraph& subgraph) {
+  num_boundary = -1;
+  num_writes = 0;
+  const auto& ops = subgraph.ops;
+  auto produced_inside = [&](TensorId t) {
+    return std::any_of(ops.begin(), ops.end(), [&](OpId op) { return flat.output[op] == t; });
+  };
+  auto consumed_inside = [&](TensorId t) {
+    for (OpId op : ops) {
+      for (int32_t x = flat.input_begin[op]; x < flat.input_begin[op + 1]; ++x) {
+        if (flat.input_tensor[x] == t) return true;
+      }
+    }
+    return false;
+  };
+  int n = 0;
+  for (OpId op : ops) {
+    for (int32_t x = flat.input_begin[op]; x < flat.input_begin[op + 1]; ++x) {
+      const TensorId in = flat.input_tensor[x];
+      if (produced_inside(in)) continue;
+      if (n == kCapacity) return;
+      tensors[n++] = in;
+    }
+  }
+  const int boundary = n;
+  for (OpId op : ops) {
+    const TensorId out = flat.output[op];
+    if (consumed_inside(out) ||
+        std::find(subgraph.retain.begin(), subgraph.retain.end(), out) != subgraph.retain.end()) {
+      continue;
+    }
+    if (n == kCapacity) return;
+    tensors[n++] = out;
+  }
+  num_boundary = static_cast<int8_t>(boundary);
+  num_writes = static_cast<int8_t>(n - boundary);
 }
 
 }  // namespace annealer

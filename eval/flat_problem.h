@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "eval/problem.h"
+#include "eval/schedule.h"
 
 namespace annealer {
 
@@ -29,6 +30,26 @@ struct FlatProblem {
 
   // Refills from `problem` (keeps capacity).
   void Build(const Problem& problem);
+};
+
+// The sequence-rule facts of a small subgraph: the inputs it reads from outside (in op order,
+// then input order: what V7 checks) and the outputs it writes to slow memory (consumed by no op
+// inside, not retained). They depend on the op list and the retained list alone, so a cache
+// entry keyed by those can carry them, and a full evaluation then checks V7 without walking
+// the DAG.
+struct SmallSequenceFacts {
+  static constexpr int kCapacity = 3;
+  int8_t num_boundary = -1;  // -1: unknown, or more tensors than kCapacity
+  int8_t num_writes = 0;
+  TensorId tensors[kCapacity] = {};  // the boundary inputs, then the writes
+
+  bool known() const { return num_boundary >= 0; }
+  const TensorId* boundary_begin() const { return tensors; }
+  const TensorId* boundary_end() const { return tensors + num_boundary; }
+  const TensorId* writes_begin() const { return tensors + num_boundary; }
+  const TensorId* writes_end() const { return tensors + num_boundary + num_writes; }
+  // Derives them for `subgraph`, whose op ids must be in range; unknown when they do not fit.
+  void Derive(const FlatProblem& flat, const Subgraph& subgraph);
 };
 
 }  // namespace annealer

@@ -725,26 +725,37 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
     flat = &local_flat;
   }
   const int num_ops = flat->num_ops;
-  // Per-thread buffers: no allocation per call once grown. Op stamps only ever increase, so a
-  // stale stamp of an earlier call or problem never matches.
+  const int num_tensors = flat->num_tensors;
+  // Per-thread buffers: no allocation per call once grown. Per tensor: whether it is in slow
+  // memory (a byte array, copied in one go per call), and the stamps of the last subgraph that
+  // produced it inside and consumed it inside (so V7 and the written outputs need no op-level
+  // lookups). Stamps only ever increase, so a stale stamp of an earlier call or problem never
+  // matches.
+  struct TensorStamps {
+    uint32_t produced_inside;
+    uint32_t consumed_inside;
+  };
+  thread_local std::vector<TensorStamps> stamps_buffer;
   thread_local std::vector<char> slow_buffer;
   thread_local std::vector<char> covered_buffer;
-  thread_local std::vector<uint32_t> stamp_buffer;
   thread_local uint32_t stamp_counter = 0;
-  thread_local SubgraphResult result;
+  std::vector<TensorStamps>& tensor = stamps_buffer;
   std::vector<char>& in_slow_memory = slow_buffer;
   std::vector<char>& covered = covered_buffer;
-  std::vector<uint32_t>& op_stamp = stamp_buffer;
   uint32_t stamp = stamp_counter;
+  if (tensor.size() < static_cast<size_t>(num_tensors)) tensor.resize(num_tensors, TensorStamps{0, 0});
   in_slow_memory.assign(flat->graph_input_or_unproduced.begin(), flat->graph_input_or_unproduced.end());
   covered.assign(num_ops, 0);
   int covered_ops = 0;
-  if (op_stamp.size() < static_cast<size_t>(num_ops)) op_stamp.resize(num_ops, 0);
+  // With a cache, every subgraph is looked up in one batch first (overlapped memory accesses);
+  // without one each is priced in the loop, so an early failure stops the pricing.
+  thread_local std::vector<SubgraphResult> cached_results;
+  thread_local std::vector<SmallSequenceFacts> cached_facts;
+  if (cache) cache->LookupOrComputeAll(problem, schedule, cached_results, cached_facts);
+  SubgraphResult priced;
   const int32_t* input_begin = flat->input_begin.data();
   const TensorId* input_tensor = flat->input_tensor.data();
-  const OpId* input_producer = flat->input_producer.data();
-  const int32_t* consumer_begin = flat->consumer_begin.data();
-  const OpId* consumer = flat->consumer.data();
+  const TensorId* output = flat->output.data();
   static const std::vector<TensorId> kNothing;
   const std::vector<TensorId>* retained_in = &kNothing;
   auto fail = [&](Verdict verdict, Violation violation) {
@@ -758,49 +769,66 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
   evaluation.subgraphs.reserve(schedule.subgraphs.size());
   for (int i = 0; i < static_cast<int>(schedule.subgraphs.size()); ++i) {
     const Subgraph& subgraph = schedule.subgraphs[i];
-    if (cache) {
-      cache->LookupOrCompute(problem, subgraph, *retained_in, result);
-    } else {
-      result = CostSubgraph(problem, subgraph, *retained_in);
-    }
+    if (!cache) priced = CostSubgraph(problem, subgraph, *retained_in);
+    const SubgraphResult& result = cache ? cached_results[i] : priced;
     if (!result.ok()) {
       Violation violation = result.violation;
       violation.subgraph = i;
       return fail(result.verdict, std::move(violation));
     }
-    if (++stamp == 0) {
-      std::fill(op_stamp.begin(), op_stamp.end(), 0);
-      stamp = 1;
-    }
-    for (OpId op : subgraph.ops) op_stamp[op] = stamp;
-    // V7.
-    for (OpId op : subgraph.ops) {
-      for (int32_t x = input_begin[op]; x < input_begin[op + 1]; ++x) {
-        // Branch-free up to the rare case (an input neither produced inside nor in slow
-        // memory): the outcomes of these tests are data-dependent and mispredict.
-        const OpId p = input_producer[x];
-        const TensorId in = input_tensor[x];
-        const bool produced_inside = (p != kNoOp) & (op_stamp[p < 0 ? 0 : p] == stamp);
-        if (!produced_inside & !in_slow_memory[in] &&
-            std::find(retained_in->begin(), retained_in->end(), in) == retained_in->end()) {
-          return fail(Verdict::kInvalid,
-                      {"V7", i,
-                       "input tensor " + std::to_string(in) + " of op " + std::to_string(op) +
-                           " is neither in slow memory nor retained by the previous subgraph"});
+    // With the cached facts: every boundary input in slow memory or retained passes V7 (a
+    // failure is re-derived below, for the oracle's message), and the writes are known.
+    const SmallSequenceFacts* facts = cache && cached_facts[i].known() ? &cached_facts[i] : nullptr;
+    if (facts) {
+      for (const TensorId* t = facts->boundary_begin(); t != facts->boundary_end(); ++t) {
+        if (!in_slow_memory[*t] &&
+            std::find(retained_in->begin(), retained_in->end(), *t) == retained_in->end()) {
+          facts = nullptr;
+          break;
         }
       }
     }
-    for (OpId op : subgraph.ops) {
-      covered_ops += covered[op] == 0;
-      covered[op] = 1;
-      bool consumed_inside = false;
-      for (int32_t x = consumer_begin[op]; x < consumer_begin[op + 1]; ++x) {
-        consumed_inside |= op_stamp[consumer[x]] == stamp;
+    if (facts) {
+      for (OpId op : subgraph.ops) {
+        covered_ops += covered[op] == 0;
+        covered[op] = 1;
       }
-      const TensorId out = flat->output[op];
-      if (!consumed_inside &&
-          std::find(subgraph.retain.begin(), subgraph.retain.end(), out) == subgraph.retain.end()) {
-        in_slow_memory[out] = 1;
+      for (const TensorId* t = facts->writes_begin(); t != facts->writes_end(); ++t) {
+        in_slow_memory[*t] = 1;
+      }
+    } else {
+      if (++stamp == 0) {
+        for (TensorStamps& state : tensor) state.produced_inside = state.consumed_inside = 0;
+        stamp = 1;
+      }
+      // Op ids are in range here: the local checks passed.
+      for (OpId op : subgraph.ops) tensor[output[op]].produced_inside = stamp;
+      // V7, in the oracle's order (op by op, input by input); inputs produced inside are marked
+      // consumed inside on the way.
+      for (OpId op : subgraph.ops) {
+        for (int32_t x = input_begin[op]; x < input_begin[op + 1]; ++x) {
+          const TensorId in = input_tensor[x];
+          TensorStamps& state = tensor[in];
+          if (state.produced_inside == stamp) {
+            state.consumed_inside = stamp;
+          } else if (!in_slow_memory[in] &&
+                     std::find(retained_in->begin(), retained_in->end(), in) == retained_in->end()) {
+            return fail(Verdict::kInvalid,
+                        {"V7", i,
+                         "input tensor " + std::to_string(in) + " of op " + std::to_string(op) +
+                             " is neither in slow memory nor retained by the previous subgraph"});
+          }
+        }
+      }
+      // Outputs nobody inside consumes and the subgraph does not retain go to slow memory.
+      for (OpId op : subgraph.ops) {
+        covered_ops += covered[op] == 0;
+        covered[op] = 1;
+        const TensorId out = output[op];
+        if (tensor[out].consumed_inside != stamp &&
+            std::find(subgraph.retain.begin(), subgraph.retain.end(), out) == subgraph.retain.end()) {
+          in_slow_memory[out] = 1;
+        }
       }
     }
     retained_in = &subgraph.retain;

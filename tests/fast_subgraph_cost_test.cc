@@ -128,6 +128,50 @@ TEST_CASE("EvaluateFast equals EvaluateOracle on whole random schedules, with an
   CHECK(invalid > 60);
 }
 
+// One cache across many schedules of one problem: the front table's entries (with their
+// sequence facts) come from other schedules, where other tensors were in slow memory or
+// retained, so the facts' V7 shortcut meets both passing and failing inputs.
+TEST_CASE("EvaluateFast with a cache warmed by other schedules equals EvaluateOracle") {
+  int valid = 0, v7 = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(900 + static_cast<int>(shape));
+    const Problem problem = RandomProblem(rng, shape, {.min_ops = 3, .max_ops = 9});
+    CostCache cache(1 << 12);
+    RandomScheduleOptions options;
+    options.max_steps = 300;
+    for (int trial = 0; trial < 150; ++trial) {
+      options.invalid_probability = trial % 2 == 0 ? 0.0 : 0.1;
+      Schedule schedule = RandomSchedule(problem, rng, options);
+      if (trial % 3 == 1 && schedule.subgraphs.size() > 1) {
+        // Moving a subgraph earlier or dropping a retention breaks V7 in places.
+        const size_t i = rng() % schedule.subgraphs.size();
+        if (rng() % 2 == 0 && i > 0) {
+          std::swap(schedule.subgraphs[i], schedule.subgraphs[i - 1]);
+        } else {
+          schedule.subgraphs[i].retain.clear();
+        }
+      }
+      const Evaluation oracle = EvaluateOracle(problem, schedule);
+      for (int pass = 0; pass < 2; ++pass) {
+        const Evaluation fast = EvaluateFast(problem, schedule, &cache);
+        INFO("shape " << static_cast<int>(shape) << " trial " << trial << " pass " << pass
+                      << ": oracle " << oracle.violation.Message() << ", fast "
+                      << fast.violation.Message());
+        REQUIRE(fast.verdict == oracle.verdict);
+        CHECK(fast.violation.rule == oracle.violation.rule);
+        CHECK(fast.violation.subgraph == oracle.violation.subgraph);
+        CHECK(fast.violation.detail == oracle.violation.detail);
+        CHECK(Close(fast.total, oracle.total));
+      }
+      valid += oracle.ok();
+      v7 += oracle.violation.rule == "V7";
+    }
+  }
+  MESSAGE("schedules over one cache: valid " << valid << ", V7 " << v7);
+  CHECK(valid > 200);
+  CHECK(v7 > 50);
+}
+
 TEST_CASE("fast subgraph cost equals the oracle on the bundled problems") {
   // The baseline (one op per subgraph) and random fused schedules at native granularities.
   Tally tally;
