@@ -7,25 +7,22 @@
 // object for its lifetime: the key holds the problem's address, not its contents, so call
 // Clear() before using the cache for another problem (which may sit at the same address).
 //
-// The context is packed into a few 64-bit words (problem, sizes, granularity, then the ops and
-// the two sorted retained sets as 32-bit ids) followed by the traversal, if any. A lookup builds
-// that key once, hashes it with independent multiplies (no serial chain) and compares it to the
-// stored one word by word.
-//
 // Two levels:
-// - a per-thread front table (no lock, no atomic read-modify-write) holds the contexts this
-//   thread looked up recently; a search worker prices the same few hundred contexts over and
-//   over, so nearly every hit ends here;
+// - a per-thread front table: no lock, no shared write. A search worker prices the same few
+//   hundred contexts over and over, so nearly every hit ends here. It holds valid results of
+//   small raster contexts (at most 12 op and tensor ids in all, sides below 2^21) with the
+//   context packed into eight words, compared word by word; two-way sets, 2048 entries of 128
+//   bytes (256 KB per thread), the older of a set's two entries replaced. Each entry also
+//   carries the subgraph's sequence facts (eval/flat_problem.h) for EvaluateFast. A thread's
+//   front table serves one cache and one problem at a time (a serial number unique per cache
+//   object and per Clear()); using another empties it.
 // - behind it, the shared table: shards, each with its own spin lock, share of the budget and
-//   open-addressing index, so what one thread priced another one finds.
-// Memory is bounded by an entry budget (and a word budget for long keys): a full table is
-// flushed whole (generation flush) — simple, and a search re-fills the hot entries within a
-// few moves. The front table of a thread is bound to one cache at a time (a serial number
-// unique per cache object and Clear()); using another cache flushes it.
-// Hits and misses are counted per thread in counter blocks the cache owns (each written by
-// one thread only, plain load + store), summed by stats(): exact, and free of shared writes.
-// Results are stored without their violation strings (a side table holds those of failures),
-// so a hit copies only the report.
+//   open-addressing index, holding every context (failures too, their violation strings in a
+//   side table), so what one thread priced another one finds. Memory is bounded by the entry
+//   budget: a full shard is flushed whole (generation flush) — simple, and a search re-fills
+//   the hot entries within a few moves.
+// Hits and misses are counted per thread in counter blocks the cache owns (each written by its
+// thread only, plain load + store) and summed by stats(): exact, and free of shared writes.
 //
 // The cache also holds the problem's flat DAG facts (eval/flat_problem.h), derived once on first
 // use, for the sequence rules of EvaluateFast.
