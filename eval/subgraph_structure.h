@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "eval/oracle.h"
@@ -47,5 +48,14 @@ struct SubgraphStructure {
 // above, otherwise the first one it breaks (always Verdict::kInvalid; subgraph index unset).
 std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph& subgraph,
                                          SubgraphStructure& structure);
+
+// The subgraphs of `schedule` (valid ones: their structure must analyse) whose tiles do not all
+// fit their tensors: a side that does not divide the output width or height, or a k that does
+// not divide K*. Their latency rests on spec O9 (edge tiles transfer clipped slices, compute in
+// full), a reading the official evaluator might not share; with sides that divide every
+// dimension all readings agree.
+std::vector<int> SubgraphsWithPartialEdgeTiles(const Problem& problem, const Schedule& schedule);
+// One line saying so, for the user: "subgraphs 3, 7 have partial edge tiles ...".
+std::string PartialEdgeTilesNote(const std::vector<int>& subgraphs);
 
 }  // namespace annealer

@@ -9,6 +9,7 @@
 
 #include "eval/bounds.h"
 #include "eval/oracle.h"
+#include "eval/subgraph_structure.h"
 #include "search/baseline.h"
 #include "src/json_fields.h"
 #include "src/problem_reader.h"
@@ -166,8 +167,8 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, bool accepts_json, bo
   return parsed;
 }
 
-std::string EvaluationJson(const Schedule& schedule, const Evaluation& evaluation,
-                           const LowerBound& bound) {
+std::string EvaluationJson(const Problem& problem, const Schedule& schedule,
+                           const Evaluation& evaluation, const LowerBound& bound) {
   if (!evaluation.ok()) {
     const Violation& v = evaluation.violation;
     return "{\"valid\": false, \"verdict\": " + JsonString(VerdictName(evaluation.verdict)) +
@@ -196,6 +197,7 @@ std::string EvaluationJson(const Schedule& schedule, const Evaluation& evaluatio
   out += "  \"lower_bound_compute\": " + FormatNumber(bound.compute) + ",\n";
   out += "  \"lower_bound_graph_io\": " + FormatNumber(bound.graph_io) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
+  out += "  \"partial_edge_tiles\": [" + JoinIds(SubgraphsWithPartialEdgeTiles(problem, schedule), ", ") + "],\n";
   out += "  \"warnings\": [";
   for (size_t i = 0; i < evaluation.warnings.size(); ++i) {
     if (i > 0) out += ", ";
@@ -282,12 +284,14 @@ int RunEvaluateCommand(const std::vector<std::string>& args) {
   const LowerBound bound = ComputeLowerBound(problem);
 
   if (!evaluation.ok()) {
-    const std::string text = parsed.json ? EvaluationJson(schedule, evaluation, bound)
+    const std::string text = parsed.json ? EvaluationJson(problem, schedule, evaluation, bound)
                                          : evaluation.violation.Message() + "\n";
     return FinishStdout(text, 1);
   }
   for (const std::string& warning : evaluation.warnings) PrintError("warning: " + warning);
-  return FinishStdout(parsed.json ? EvaluationJson(schedule, evaluation, bound)
+  const std::vector<int> partial = SubgraphsWithPartialEdgeTiles(problem, schedule);
+  if (!partial.empty()) PrintError("note: " + PartialEdgeTilesNote(partial));
+  return FinishStdout(parsed.json ? EvaluationJson(problem, schedule, evaluation, bound)
                                   : EvaluationText(problem_path, problem, schedule_path, schedule,
                                                    evaluation, bound),
                       0);

@@ -176,6 +176,34 @@ TEST_CASE("cli: a wrong reported latency is a warning on stderr, exit 0") {
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("cli: partial edge tiles are named in a note (stderr, exit 0) and in the JSON") {
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "partial");
+  const std::string schedule = (dir / "s.json").string();
+  // 128 rows in tiles of 48: 48 + 48 + 32, the last one partial (spec O9).
+  std::ofstream(schedule) << R"({"subgraphs": [[0, 1]], "granularities": [[128, 48, 1]],
+    "tensors_to_retain": [[]]})";
+  const RunResult text = Run("evaluate " + Quote(Problem("example_problem.json")) + " " + Quote(schedule));
+  CHECK(text.exit_code == 0);
+  CHECK(text.err.find("annealer: note: subgraph 0 has partial edge tiles") == 0);
+  CHECK(Lines(text.err) == 1);
+  const RunResult json =
+      Run("evaluate --json " + Quote(Problem("example_problem.json")) + " " + Quote(schedule));
+  REQUIRE(json.exit_code == 0);
+  simdjson::dom::parser parser;
+  const simdjson::dom::element report = parser.parse(json.out);
+  const simdjson::dom::array partial = report["partial_edge_tiles"];
+  REQUIRE(partial.size() == 1);
+  CHECK(int64_t(partial.at(0)) == 0);
+  CHECK(int64_t(report["subgraphs"].at(0)["tiles"]) == 3);
+  // A schedule of whole tiles has none.
+  std::ofstream(schedule) << kFused;
+  const RunResult whole =
+      Run("evaluate --json " + Quote(Problem("example_problem.json")) + " " + Quote(schedule));
+  CHECK(parser.parse(whole.out)["partial_edge_tiles"].get_array().size() == 0);
+  CHECK(whole.err.empty());
+  std::filesystem::remove_all(dir);
+}
+
 TEST_CASE("cli: an invalid schedule exits 1 with one line naming the rule") {
   const std::filesystem::path dir = testing::ScratchDir("cli-test", "invalid");
   const std::string out_of_order = (dir / "order.json").string();
