@@ -27,6 +27,8 @@ namespace annealer {
 
 // Equal to EvaluateSubgraphOracle(problem, subgraph, retained_in): verdict, violation (rule
 // and detail) and report (latency to rounding, every other field exactly).
+// Throws PricingCancelled when it walks steps one by one and the thread's stop test (see
+// eval/pricing_stop.h) says stop; never otherwise.
 SubgraphResult CostSubgraph(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in);
 
