@@ -1,6 +1,7 @@
 #include "search/moves.h"
 
 #include <algorithm>
+#include <span>
 
 #include "eval/traversal.h"
 
@@ -75,8 +76,12 @@ class RepairTarget {
 
 // Buffers of Repair, kept per thread so a move allocates nothing for them.
 struct RepairScratch {
-  std::vector<OpsFacts> facts;  // of every subgraph
-  std::vector<int> last_use;    // last subgraph loading each tensor
+  // The facts of every subgraph back to back (one allocation each, read in order): subgraph m's
+  // boundary inputs are inputs[input_begin[m], input_begin[m + 1]), its sinks likewise.
+  std::vector<TensorId> inputs, sinks;
+  std::vector<int> input_begin, sink_begin;
+  OpsFacts grown;  // of the subgraph being scanned, once the scan added ops to it
+  std::vector<int> last_use;  // last subgraph loading each tensor
   std::vector<char> in_slow;
   std::vector<char> changed;
   std::vector<TensorId> kept;
@@ -90,7 +95,6 @@ bool Repair(const MoveContext& env, RepairTarget& schedule) {
   std::vector<char>& changed = scratch.changed;
   std::vector<char>& in_slow = scratch.in_slow;
   std::vector<int>& last_use = scratch.last_use;
-  std::vector<OpsFacts>& facts = scratch.facts;
   changed.assign(n, 0);
   in_slow.resize(num_tensors);
   for (TensorId t = 0; t < static_cast<TensorId>(num_tensors); ++t) {
@@ -99,18 +103,34 @@ bool Repair(const MoveContext& env, RepairTarget& schedule) {
   // Facts of every subgraph, and the last subgraph loading each tensor. Subgraph i is only
   // modified when the scan reaches it, so both stay exact for the subgraphs after i, which are
   // all the checks below look at.
-  if (facts.size() < static_cast<size_t>(n)) facts.resize(n);
+  scratch.inputs.clear();
+  scratch.sinks.clear();
+  scratch.input_begin.assign(1, 0);
+  scratch.sink_begin.assign(1, 0);
   last_use.assign(num_tensors, -1);
   for (int m = 0; m < n; ++m) {
-    ComputeOpsFacts(problem, schedule[m].ops, facts[m]);
-    for (TensorId t : facts[m].inputs) last_use[t] = m;
+    AppendOpsFacts(problem, schedule[m].ops, scratch.inputs, scratch.sinks);
+    for (size_t k = scratch.input_begin.back(); k < scratch.inputs.size(); ++k) last_use[scratch.inputs[k]] = m;
+    scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
+    scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
   }
+  auto inputs_of = [&](int m) {
+    return std::span<const TensorId>(scratch.inputs.data() + scratch.input_begin[m],
+                                     scratch.inputs.data() + scratch.input_begin[m + 1]);
+  };
+  auto sinks_of = [&](int m) {
+    return std::span<const TensorId>(scratch.sinks.data() + scratch.sink_begin[m],
+                                     scratch.sinks.data() + scratch.sink_begin[m + 1]);
+  };
   const std::vector<TensorId>* retained_in = &kNothing;
   for (int i = 0; i < n; ++i) {
+    // Subgraph i's facts; they move to scratch.grown once the scan adds ops to it.
+    std::span<const TensorId> inputs = inputs_of(i);
+    std::span<const TensorId> sinks = sinks_of(i);
     // Pull in producers of unavailable inputs until everything it reads is available.
     for (int round = 0; round < static_cast<int>(problem.ops.size()); ++round) {
       bool added = false;
-      for (TensorId t : facts[i].inputs) {
+      for (TensorId t : inputs) {
         const bool available =
             in_slow[t] || std::find(retained_in->begin(), retained_in->end(), t) != retained_in->end();
         if (available) continue;
@@ -122,7 +142,9 @@ bool Repair(const MoveContext& env, RepairTarget& schedule) {
       if (!added) break;
       Subgraph& sg = schedule.Write(i);
       sg.ops = SortTopologically(env.rank, std::move(sg.ops));
-      ComputeOpsFacts(problem, sg.ops, facts[i]);
+      ComputeOpsFacts(problem, sg.ops, scratch.grown);
+      inputs = scratch.grown.inputs;
+      sinks = scratch.grown.sinks;
       changed[i] = 1;
     }
     const Subgraph& sg = schedule[i];
@@ -131,7 +153,7 @@ bool Repair(const MoveContext& env, RepairTarget& schedule) {
     std::vector<TensorId>& kept = scratch.kept;
     kept.clear();
     if (i + 1 < n && !sg.retain.empty()) {
-      const std::vector<TensorId>& next_inputs = facts[i + 1].inputs;
+      const std::span<const TensorId> next_inputs = inputs_of(i + 1);
       for (TensorId t : sg.retain) {
         // Every tensor has one producer op, so "produced by the subgraph" is "its producer is in".
         if (problem.producer[t] == kNoOp || !Contains(sg.ops, problem.producer[t])) continue;
@@ -150,7 +172,7 @@ bool Repair(const MoveContext& env, RepairTarget& schedule) {
     }
     // Sinks not retained are written back.
     const Subgraph& done = schedule[i];
-    for (TensorId out : facts[i].sinks) {
+    for (TensorId out : sinks) {
       if (std::find(done.retain.begin(), done.retain.end(), out) == done.retain.end()) in_slow[out] = 1;
     }
     retained_in = &done.retain;

@@ -137,26 +137,48 @@ bool Feeds(const Problem& problem, const std::vector<OpId>& from, const std::vec
   return false;
 }
 
-void ComputeOpsFacts(const Problem& problem, const std::vector<OpId>& ops, OpsFacts& facts) {
+void AppendOpsFacts(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& inputs,
+                    std::vector<TensorId>& sinks) {
+  const size_t first_input = inputs.size();
+  if (ops.size() == 1) {
+    // Most subgraphs are one op: its distinct inputs, and its output unless it reads it.
+    const Op& op = problem.ops[ops[0]];
+    bool reads_own_output = false;
+    for (TensorId t : op.inputs) {
+      if (t == op.output) {
+        reads_own_output = true;
+      } else {
+        inputs.push_back(t);
+      }
+    }
+    std::sort(inputs.begin() + first_input, inputs.end());
+    inputs.erase(std::unique(inputs.begin() + first_input, inputs.end()), inputs.end());
+    if (!reads_own_output) sinks.push_back(op.output);
+    return;
+  }
   thread_local StampSet produced;
   thread_local StampSet consumed;
   const size_t num_tensors = problem.tensors.size();
   produced.Clear(num_tensors);
   consumed.Clear(num_tensors);
   for (OpId op : ops) produced.Insert(problem.ops[op].output);
-  facts.inputs.clear();
   for (OpId op : ops) {
     for (TensorId t : problem.ops[op].inputs) {
       if (!consumed.InsertNew(t)) continue;
-      if (!produced.Contains(t)) facts.inputs.push_back(t);
+      if (!produced.Contains(t)) inputs.push_back(t);
     }
   }
-  std::sort(facts.inputs.begin(), facts.inputs.end());
-  facts.sinks.clear();
+  std::sort(inputs.begin() + first_input, inputs.end());
   for (OpId op : ops) {
     const TensorId out = problem.ops[op].output;
-    if (!consumed.Contains(out)) facts.sinks.push_back(out);
+    if (!consumed.Contains(out)) sinks.push_back(out);
   }
+}
+
+void ComputeOpsFacts(const Problem& problem, const std::vector<OpId>& ops, OpsFacts& facts) {
+  facts.inputs.clear();
+  facts.sinks.clear();
+  AppendOpsFacts(problem, ops, facts.inputs, facts.sinks);
 }
 
 SubgraphResult SubgraphPricer::Price(const Subgraph& subgraph,
@@ -350,27 +372,36 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   if (!traversal_allowed(current)) current.t = 0;
   std::optional<Latency> best = price(current);
   if (!best) {
-    // Too big (or an illegal k): walk down the tile sizes, largest area first, until one fits.
+    // Too big (or an illegal k): walk down the tile sizes, largest area first, then largest k,
+    // then (the order in which they were once listed) largest w, until one fits. Only the
+    // (w, h) pairs need sorting: a group of equal area is listed once per k, and only as many
+    // keys as will be tried.
+    const size_t max_tries = thorough ? 400 : 60;
+    struct Sides {
+      Elements w, h;
+    };
+    thread_local std::vector<Sides> sides;
+    sides.clear();
+    for (Elements w : ws) {
+      for (Elements h : hs) sides.push_back({w, h});
+    }
+    // w and the area fix h, so this order is total.
+    std::sort(sides.begin(), sides.end(), [](const Sides& a, const Sides& b) {
+      const Elements area_a = a.w * a.h, area_b = b.w * b.h;
+      return area_a != area_b ? area_a > area_b : a.w > b.w;
+    });
     thread_local std::vector<Key> fallbacks;
     fallbacks.clear();
-    for (Elements w : ws) {
-      for (Elements h : hs) {
-        for (Elements k : ks) fallbacks.push_back({w, h, k, current.t});
+    for (size_t group = 0; group < sides.size() && fallbacks.size() < max_tries;) {
+      const Elements area = sides[group].w * sides[group].h;
+      size_t group_end = group;
+      while (group_end < sides.size() && sides[group_end].w * sides[group_end].h == area) ++group_end;
+      for (Elements k : ks) {  // strictly decreasing
+        for (size_t i = group; i < group_end; ++i) fallbacks.push_back({sides[i].w, sides[i].h, k, current.t});
       }
+      group = group_end;
     }
-    // Only the first max_tries keys are ever tried, so only they need sorting. Ties of area and
-    // k keep the order above, which is by w descending (ws is strictly decreasing, and w and the
-    // area fix h): with that tie-break the keys are totally ordered, and a partial sort gives
-    // the same first keys as the full stable sort did.
-    const int max_tries = thorough ? 400 : 60;
-    const auto sorted_end = fallbacks.begin() + std::min<size_t>(fallbacks.size(), max_tries);
-    std::partial_sort(fallbacks.begin(), sorted_end, fallbacks.end(), [&](const Key& a, const Key& b) {
-      const Elements area_a = a.w * a.h, area_b = b.w * b.h;
-      if (area_a != area_b) return area_a > area_b;
-      if (a.k != b.k) return a.k > b.k;
-      return a.w > b.w;
-    });
-    int tries = 0;
+    size_t tries = 0;
     for (const Key& key : fallbacks) {
       if (++tries > max_tries || (stop && stop())) break;
       if (auto latency = price(key)) {

@@ -79,6 +79,9 @@ struct OpsFacts {
 };
 // Refills `facts` (keeping its capacity) in one walk over the ops' inputs.
 void ComputeOpsFacts(const Problem& problem, const std::vector<OpId>& ops, OpsFacts& facts);
+// Appends the same facts to two lists, so that those of many subgraphs can lie back to back.
+void AppendOpsFacts(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& inputs,
+                    std::vector<TensorId>& sinks);
 
 // Prices one subgraph in context through the shared cache when there is one.
 class SubgraphPricer {
