@@ -1,7 +1,7 @@
 #include "search/moves.h"
 
 #include <algorithm>
-#include <map>
+#include <span>
 
 #include "eval/traversal.h"
 
@@ -32,52 +32,131 @@ bool Contains(const std::vector<OpId>& ops, OpId op) {
 }
 }  // namespace
 
-bool RepairAvailability(const MoveContext& env, Schedule& schedule) {
+namespace {
+
+// The schedule a repair works on. Each position points at its current subgraph. A position
+// borrowed from something the repair must leave alone (the committed schedule under a move,
+// the move's own edit) is copied on its first change, so repairing a move copies only what
+// the repair changes instead of the whole schedule.
+class RepairTarget {
+ public:
+  // Borrows every position.
+  explicit RepairTarget(std::vector<const Subgraph*> borrowed)
+      : current_(std::move(borrowed)), writable_(current_.size(), nullptr) {}
+  // Edits the schedule in place.
+  explicit RepairTarget(Schedule& schedule) : in_place_(true) {
+    for (Subgraph& sg : schedule.subgraphs) {
+      current_.push_back(&sg);
+      writable_.push_back(&sg);
+    }
+  }
+
+  int size() const { return static_cast<int>(current_.size()); }
+  const Subgraph& operator[](int i) const { return *current_[i]; }
+  const Subgraph* at(int i) const { return current_[i]; }
+  // True when position i holds a copy made by Write (the repair changed it).
+  bool copied(int i) const { return !in_place_ && writable_[i] != nullptr; }
+  Subgraph& Write(int i) {
+    if (writable_[i] == nullptr) {
+      // At most one copy per position, so reserving them all keeps earlier copies in place.
+      if (copies_.capacity() == 0) copies_.reserve(current_.size());
+      copies_.push_back(*current_[i]);
+      writable_[i] = &copies_.back();
+      current_[i] = writable_[i];
+    }
+    return *writable_[i];
+  }
+
+ private:
+  bool in_place_ = false;
+  std::vector<const Subgraph*> current_;
+  std::vector<Subgraph*> writable_;  // null while borrowed
+  std::vector<Subgraph> copies_;
+};
+
+// Buffers of Repair, kept per thread so a move allocates nothing for them.
+struct RepairScratch {
+  // The facts of every subgraph back to back (one allocation each, read in order): subgraph m's
+  // boundary inputs are inputs[input_begin[m], input_begin[m + 1]), its sinks likewise.
+  std::vector<TensorId> inputs, sinks;
+  std::vector<int> input_begin, sink_begin;
+  OpsFacts grown;  // of the subgraph being scanned, once the scan added ops to it
+  std::vector<int> last_use;  // last subgraph loading each tensor
+  std::vector<char> in_slow;
+  std::vector<char> changed;
+  std::vector<TensorId> kept;
+};
+
+bool Repair(const MoveContext& env, RepairTarget& schedule) {
   const Problem& problem = env.problem;
-  const int n = static_cast<int>(schedule.subgraphs.size());
+  const int n = schedule.size();
   const size_t num_tensors = problem.tensors.size();
-  std::vector<char> changed(n, 0);
-  std::vector<char> in_slow(num_tensors, 0);
+  thread_local RepairScratch scratch;
+  std::vector<char>& changed = scratch.changed;
+  std::vector<char>& in_slow = scratch.in_slow;
+  std::vector<int>& last_use = scratch.last_use;
+  changed.assign(n, 0);
+  in_slow.resize(num_tensors);
   for (TensorId t = 0; t < static_cast<TensorId>(num_tensors); ++t) {
     in_slow[t] = problem.producer[t] == kNoOp;
   }
-  // Boundary inputs of every subgraph, and the last subgraph loading each tensor. Subgraph i is
-  // only modified when the scan reaches it, so both stay exact for the subgraphs after i, which
-  // are all the checks below look at.
-  std::vector<std::vector<TensorId>> inputs(n);
-  std::vector<int> last_use(num_tensors, -1);
+  // Facts of every subgraph, and the last subgraph loading each tensor. Subgraph i is only
+  // modified when the scan reaches it, so both stay exact for the subgraphs after i, which are
+  // all the checks below look at.
+  scratch.inputs.clear();
+  scratch.sinks.clear();
+  scratch.input_begin.assign(1, 0);
+  scratch.sink_begin.assign(1, 0);
+  last_use.assign(num_tensors, -1);
   for (int m = 0; m < n; ++m) {
-    inputs[m] = BoundaryInputs(problem, schedule.subgraphs[m].ops);
-    for (TensorId t : inputs[m]) last_use[t] = m;
+    AppendOpsFacts(problem, schedule[m].ops, scratch.inputs, scratch.sinks);
+    for (size_t k = scratch.input_begin.back(); k < scratch.inputs.size(); ++k) last_use[scratch.inputs[k]] = m;
+    scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
+    scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
   }
-  std::vector<char> consumed_inside(num_tensors, 0);
-  std::vector<TensorId> retained_in;
+  auto inputs_of = [&](int m) {
+    return std::span<const TensorId>(scratch.inputs.data() + scratch.input_begin[m],
+                                     scratch.inputs.data() + scratch.input_begin[m + 1]);
+  };
+  auto sinks_of = [&](int m) {
+    return std::span<const TensorId>(scratch.sinks.data() + scratch.sink_begin[m],
+                                     scratch.sinks.data() + scratch.sink_begin[m + 1]);
+  };
+  const std::vector<TensorId>* retained_in = &kNothing;
   for (int i = 0; i < n; ++i) {
-    Subgraph& sg = schedule.subgraphs[i];
+    // Subgraph i's facts; they move to scratch.grown once the scan adds ops to it.
+    std::span<const TensorId> inputs = inputs_of(i);
+    std::span<const TensorId> sinks = sinks_of(i);
     // Pull in producers of unavailable inputs until everything it reads is available.
     for (int round = 0; round < static_cast<int>(problem.ops.size()); ++round) {
       bool added = false;
-      for (TensorId t : inputs[i]) {
-        const bool available = in_slow[t] || std::find(retained_in.begin(), retained_in.end(), t) != retained_in.end();
+      for (TensorId t : inputs) {
+        const bool available =
+            in_slow[t] || std::find(retained_in->begin(), retained_in->end(), t) != retained_in->end();
         if (available) continue;
         const OpId p = problem.producer[t];
-        if (p == kNoOp || Contains(sg.ops, p)) return false;
-        sg.ops.push_back(p);
+        if (p == kNoOp || Contains(schedule[i].ops, p)) return false;
+        schedule.Write(i).ops.push_back(p);
         added = true;
       }
       if (!added) break;
-      sg.ops = SortTopologically(env.rank, sg.ops);
-      inputs[i] = BoundaryInputs(problem, sg.ops);
+      Subgraph& sg = schedule.Write(i);
+      sg.ops = SortTopologically(env.rank, std::move(sg.ops));
+      ComputeOpsFacts(problem, sg.ops, scratch.grown);
+      inputs = scratch.grown.inputs;
+      sinks = scratch.grown.sinks;
       changed[i] = 1;
     }
+    const Subgraph& sg = schedule[i];
     // Keep only retains that are allowed and read by the next subgraph (UsefulRetain), and never
     // keep back a tensor that a later subgraph still loads from slow memory.
-    std::vector<TensorId> kept;
+    std::vector<TensorId>& kept = scratch.kept;
+    kept.clear();
     if (i + 1 < n && !sg.retain.empty()) {
-      const std::vector<TensorId> produced = ProducedTensors(problem, sg.ops);
-      const std::vector<TensorId>& next_inputs = inputs[i + 1];
+      const std::span<const TensorId> next_inputs = inputs_of(i + 1);
       for (TensorId t : sg.retain) {
-        if (!std::binary_search(produced.begin(), produced.end(), t)) continue;
+        // Every tensor has one producer op, so "produced by the subgraph" is "its producer is in".
+        if (problem.producer[t] == kNoOp || !Contains(sg.ops, problem.producer[t])) continue;
         if (problem.IsGraphOutput(t)) continue;
         if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) continue;
         if (last_use[t] >= i + 2) continue;
@@ -87,36 +166,35 @@ bool RepairAvailability(const MoveContext& env, Schedule& schedule) {
       kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
     }
     if (kept != sg.retain) {
-      sg.retain = kept;
+      schedule.Write(i).retain = kept;
       changed[i] = 1;
       if (i + 1 < n) changed[i + 1] = 1;
     }
     // Sinks not retained are written back.
-    for (OpId op : sg.ops) {
-      for (TensorId t : problem.ops[op].inputs) consumed_inside[t] = 1;
+    const Subgraph& done = schedule[i];
+    for (TensorId out : sinks) {
+      if (std::find(done.retain.begin(), done.retain.end(), out) == done.retain.end()) in_slow[out] = 1;
     }
-    for (OpId op : sg.ops) {
-      const TensorId out = problem.ops[op].output;
-      if (!consumed_inside[out] && std::find(sg.retain.begin(), sg.retain.end(), out) == sg.retain.end()) {
-        in_slow[out] = 1;
-      }
-    }
-    for (OpId op : sg.ops) {
-      for (TensorId t : problem.ops[op].inputs) consumed_inside[t] = 0;
-    }
-    retained_in = sg.retain;
+    retained_in = &done.retain;
   }
   // Refit what changed, in order (each refit sees its final retained-in set).
   for (int i = 0; i < n; ++i) {
     if (!changed[i]) continue;
-    const std::vector<TensorId>& rin = i > 0 ? schedule.subgraphs[i - 1].retain : kNothing;
-    Subgraph& sg = schedule.subgraphs[i];
-    const Subgraph hint = sg;
-    auto fit = FitSubgraph(env.pricer, sg.ops, rin, sg.retain, &hint, false, env.stop);
+    const std::vector<TensorId>& rin = i > 0 ? schedule[i - 1].retain : kNothing;
+    Subgraph& sg = schedule.Write(i);
+    // FitSubgraph reads its start only while it runs, so the subgraph itself is the hint.
+    auto fit = FitSubgraph(env.pricer, sg.ops, rin, sg.retain, &sg, false, env.stop);
     if (!fit) return false;
     sg = std::move(fit->subgraph);
   }
   return true;
+}
+
+}  // namespace
+
+bool RepairAvailability(const MoveContext& env, Schedule& schedule) {
+  RepairTarget target(schedule);
+  return Repair(env, target);
 }
 
 namespace {
@@ -147,21 +225,40 @@ const std::vector<TensorId>& RetainedInto(const Schedule& s, int index) {
 // missing producers are recomputed where needed. The result is the smallest edit that turns
 // `s` into the repaired schedule; the unrepaired edit when the repair gives up.
 ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdit edit) {
-  Schedule repaired = ApplyEdit(s, edit);
-  if (!RepairAvailability(ctx, repaired)) return edit;
   const int old_n = static_cast<int>(s.subgraphs.size());
-  const int new_n = static_cast<int>(repaired.subgraphs.size());
+  const int replaced_end = edit.begin + static_cast<int>(edit.replacement.size());
+  std::vector<const Subgraph*> edited;
+  edited.reserve(old_n - (edit.end - edit.begin) + edit.replacement.size());
+  for (int k = 0; k < edit.begin; ++k) edited.push_back(&s.subgraphs[k]);
+  for (const Subgraph& sg : edit.replacement) edited.push_back(&sg);
+  for (int k = edit.end; k < old_n; ++k) edited.push_back(&s.subgraphs[k]);
+  RepairTarget repaired(std::move(edited));
+  if (!Repair(ctx, repaired)) return edit;
+  const int new_n = repaired.size();
+  // A position still borrowing the same subgraph of `s` is equal without comparing.
+  auto same = [&](int old_index, int new_index) {
+    const Subgraph* now = repaired.at(new_index);
+    return now == &s.subgraphs[old_index] || *now == s.subgraphs[old_index];
+  };
   int prefix = 0;
-  while (prefix < old_n && prefix < new_n && s.subgraphs[prefix] == repaired.subgraphs[prefix]) ++prefix;
+  while (prefix < old_n && prefix < new_n && same(prefix, prefix)) ++prefix;
   int suffix = 0;
-  while (suffix < old_n - prefix && suffix < new_n - prefix &&
-         s.subgraphs[old_n - 1 - suffix] == repaired.subgraphs[new_n - 1 - suffix]) {
+  while (suffix < old_n - prefix && suffix < new_n - prefix && same(old_n - 1 - suffix, new_n - 1 - suffix)) {
     ++suffix;
   }
   ScheduleEdit diff;
   diff.begin = prefix;
   diff.end = old_n - suffix;
-  diff.replacement.assign(repaired.subgraphs.begin() + prefix, repaired.subgraphs.begin() + (new_n - suffix));
+  diff.replacement.reserve(new_n - suffix - prefix);
+  for (int k = prefix; k < new_n - suffix; ++k) {
+    if (repaired.copied(k)) {
+      diff.replacement.push_back(std::move(repaired.Write(k)));
+    } else if (k >= edit.begin && k < replaced_end) {
+      diff.replacement.push_back(std::move(edit.replacement[k - edit.begin]));
+    } else {
+      diff.replacement.push_back(repaired[k]);
+    }
+  }
   return diff;
 }
 
@@ -174,42 +271,41 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
   for (Piece& piece : pieces) {
     if (piece.ops.empty()) return std::nullopt;
   }
-  const Subgraph* after = end < static_cast<int>(s.subgraphs.size()) ? &s.subgraphs[end] : nullptr;
-  std::vector<Subgraph> next_shells(pieces.size());
-  for (size_t j = 0; j < pieces.size(); ++j) next_shells[j].ops = pieces[j].ops;
+  const std::vector<OpId>* after =
+      end < static_cast<int>(s.subgraphs.size()) ? &s.subgraphs[end].ops : nullptr;
 
   ScheduleEdit edit;
   edit.begin = begin;
   edit.end = end;
-  std::vector<TensorId> retained_in = RetainedInto(s, begin);
+  // Room for every subgraph up front: retained_in points into the replacement as it grows.
+  edit.replacement.reserve(pieces.size() + 1);
+  const std::vector<TensorId>* retained_in = &RetainedInto(s, begin);
   if (begin > 0) {
     const Subgraph& before = s.subgraphs[begin - 1];
-    const Subgraph* first = pieces.empty() ? after : &next_shells[0];
+    const std::vector<OpId>* first = pieces.empty() ? after : &pieces[0].ops;
     std::vector<TensorId> filtered = UsefulRetain(problem, before.ops, before.retain, first);
     if (filtered != before.retain) {
       Subgraph changed = before;
-      changed.retain = filtered;
+      changed.retain = std::move(filtered);
       edit.begin = begin - 1;
       edit.replacement.push_back(std::move(changed));
-      retained_in = filtered;
+      retained_in = &edit.replacement.back().retain;
     }
   }
   for (size_t j = 0; j < pieces.size(); ++j) {
     const Piece& piece = pieces[j];
-    const Subgraph* next = j + 1 < pieces.size() ? &next_shells[j + 1] : after;
+    const std::vector<OpId>* next = j + 1 < pieces.size() ? &pieces[j + 1].ops : after;
     std::vector<TensorId> retain = UsefulRetain(problem, piece.ops, piece.retain, next);
-    Subgraph built;
     if (!piece.refit && piece.hint != nullptr) {
-      built = *piece.hint;
-      built.retain = retain;
+      edit.replacement.push_back(*piece.hint);
+      edit.replacement.back().retain = std::move(retain);
     } else {
       std::optional<FitResult> fit =
-          FitSubgraph(ctx.pricer, piece.ops, retained_in, retain, piece.hint, false, ctx.stop);
+          FitSubgraph(ctx.pricer, piece.ops, *retained_in, retain, piece.hint, false, ctx.stop);
       if (!fit) return std::nullopt;
-      built = std::move(fit->subgraph);
+      edit.replacement.push_back(std::move(fit->subgraph));
     }
-    retained_in = built.retain;
-    edit.replacement.push_back(std::move(built));
+    retained_in = &edit.replacement.back().retain;
   }
   return RepairedEdit(ctx, s, std::move(edit));
 }
@@ -225,11 +321,7 @@ int LastProducerBefore(const Problem& problem, const Schedule& s, int before, Te
 }
 
 bool Feeds(const Problem& problem, const Subgraph& from, const Subgraph& to) {
-  const std::vector<TensorId> produced = ProducedTensors(problem, from.ops);
-  for (TensorId t : BoundaryInputs(problem, to.ops)) {
-    if (std::binary_search(produced.begin(), produced.end(), t)) return true;
-  }
-  return false;
+  return Feeds(problem, from.ops, to.ops);
 }
 
 // Tensors whose every consumer is among `ops`: retaining them into `ops` cannot starve a later
@@ -409,11 +501,13 @@ std::optional<ScheduleEdit> Duplicate(const MoveContext& ctx, const Schedule& s,
 }
 
 std::optional<ScheduleEdit> DropDuplicate(const MoveContext& ctx, const Schedule& s, Rng& rng) {
-  std::map<OpId, int> count;
+  thread_local std::vector<int> count;
+  count.assign(ctx.problem.ops.size(), 0);
   for (const Subgraph& sg : s.subgraphs) {
     for (OpId op : sg.ops) ++count[op];
   }
-  std::vector<std::pair<int, OpId>> places;
+  thread_local std::vector<std::pair<int, OpId>> places;
+  places.clear();
   for (int i = 0; i < static_cast<int>(s.subgraphs.size()); ++i) {
     for (OpId op : s.subgraphs[i].ops) {
       if (count[op] >= 2) places.push_back({i, op});

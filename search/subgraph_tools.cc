@@ -88,25 +88,97 @@ bool LeavesAndReturns(const Problem& problem, const std::vector<int>& rank, cons
   return false;
 }
 
+void ProducedTensorsInto(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& out) {
+  out.clear();
+  for (OpId op : ops) out.push_back(problem.ops[op].output);
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+}
+
 std::vector<TensorId> ProducedTensors(const Problem& problem, const std::vector<OpId>& ops) {
   std::vector<TensorId> produced;
-  for (OpId op : ops) produced.push_back(problem.ops[op].output);
-  std::sort(produced.begin(), produced.end());
-  produced.erase(std::unique(produced.begin(), produced.end()), produced.end());
+  ProducedTensorsInto(problem, ops, produced);
   return produced;
 }
 
-std::vector<TensorId> BoundaryInputs(const Problem& problem, const std::vector<OpId>& ops) {
-  const std::vector<TensorId> produced = ProducedTensors(problem, ops);
-  std::vector<TensorId> inputs;
+void BoundaryInputsInto(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& out) {
+  thread_local StampSet produced;
+  thread_local StampSet listed;
+  produced.Clear(problem.tensors.size());
+  listed.Clear(problem.tensors.size());
+  for (OpId op : ops) produced.Insert(problem.ops[op].output);
+  out.clear();
   for (OpId op : ops) {
     for (TensorId t : problem.ops[op].inputs) {
-      if (!std::binary_search(produced.begin(), produced.end(), t)) inputs.push_back(t);
+      if (!produced.Contains(t) && listed.InsertNew(t)) out.push_back(t);
     }
   }
-  std::sort(inputs.begin(), inputs.end());
-  inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
+  std::sort(out.begin(), out.end());
+}
+
+std::vector<TensorId> BoundaryInputs(const Problem& problem, const std::vector<OpId>& ops) {
+  std::vector<TensorId> inputs;
+  BoundaryInputsInto(problem, ops, inputs);
   return inputs;
+}
+
+bool Feeds(const Problem& problem, const std::vector<OpId>& from, const std::vector<OpId>& to) {
+  thread_local StampSet made_by_from;
+  thread_local StampSet made_by_to;
+  made_by_from.Clear(problem.tensors.size());
+  made_by_to.Clear(problem.tensors.size());
+  for (OpId op : from) made_by_from.Insert(problem.ops[op].output);
+  for (OpId op : to) made_by_to.Insert(problem.ops[op].output);
+  for (OpId op : to) {
+    for (TensorId t : problem.ops[op].inputs) {
+      if (made_by_from.Contains(t) && !made_by_to.Contains(t)) return true;
+    }
+  }
+  return false;
+}
+
+void AppendOpsFacts(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& inputs,
+                    std::vector<TensorId>& sinks) {
+  const size_t first_input = inputs.size();
+  if (ops.size() == 1) {
+    // Most subgraphs are one op: its distinct inputs, and its output unless it reads it.
+    const Op& op = problem.ops[ops[0]];
+    bool reads_own_output = false;
+    for (TensorId t : op.inputs) {
+      if (t == op.output) {
+        reads_own_output = true;
+      } else {
+        inputs.push_back(t);
+      }
+    }
+    std::sort(inputs.begin() + first_input, inputs.end());
+    inputs.erase(std::unique(inputs.begin() + first_input, inputs.end()), inputs.end());
+    if (!reads_own_output) sinks.push_back(op.output);
+    return;
+  }
+  thread_local StampSet produced;
+  thread_local StampSet consumed;
+  const size_t num_tensors = problem.tensors.size();
+  produced.Clear(num_tensors);
+  consumed.Clear(num_tensors);
+  for (OpId op : ops) produced.Insert(problem.ops[op].output);
+  for (OpId op : ops) {
+    for (TensorId t : problem.ops[op].inputs) {
+      if (!consumed.InsertNew(t)) continue;
+      if (!produced.Contains(t)) inputs.push_back(t);
+    }
+  }
+  std::sort(inputs.begin() + first_input, inputs.end());
+  for (OpId op : ops) {
+    const TensorId out = problem.ops[op].output;
+    if (!consumed.Contains(out)) sinks.push_back(out);
+  }
+}
+
+void ComputeOpsFacts(const Problem& problem, const std::vector<OpId>& ops, OpsFacts& facts) {
+  facts.inputs.clear();
+  facts.sinks.clear();
+  AppendOpsFacts(problem, ops, facts.inputs, facts.sinks);
 }
 
 SubgraphResult SubgraphPricer::Price(const Subgraph& subgraph,
@@ -117,14 +189,22 @@ SubgraphResult SubgraphPricer::Price(const Subgraph& subgraph,
 
 std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpId>& ops,
                                    const std::vector<TensorId>& retain, const Subgraph* next) {
-  const std::vector<TensorId> produced = ProducedTensors(problem, ops);
-  std::vector<TensorId> next_inputs;
-  if (next != nullptr) next_inputs = BoundaryInputs(problem, next->ops);
+  return UsefulRetain(problem, ops, retain, next != nullptr ? &next->ops : nullptr);
+}
+
+std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpId>& ops,
+                                   const std::vector<TensorId>& retain, const std::vector<OpId>* next_ops) {
   std::vector<TensorId> kept;
+  if (retain.empty() || next_ops == nullptr) return kept;
+  thread_local StampSet produced;
+  thread_local std::vector<TensorId> next_inputs;
+  produced.Clear(problem.tensors.size());
+  for (OpId op : ops) produced.Insert(problem.ops[op].output);
+  BoundaryInputsInto(problem, *next_ops, next_inputs);
   for (TensorId t : retain) {
-    if (!std::binary_search(produced.begin(), produced.end(), t)) continue;
+    if (!produced.Contains(t)) continue;
     if (problem.IsGraphOutput(t)) continue;
-    if (next == nullptr || !std::binary_search(next_inputs.begin(), next_inputs.end(), t)) continue;
+    if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) continue;
     kept.push_back(t);
   }
   std::sort(kept.begin(), kept.end());
@@ -138,14 +218,13 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The coarse candidate values of one axis, largest first: top, top/2, ... (at most `count`),
 // plus `extra` (the start's value) when it is in range.
-std::vector<Elements> CoarseValues(Elements top, int count, Elements extra) {
-  std::vector<Elements> values;
+void CoarseValues(Elements top, int count, Elements extra, std::vector<Elements>& values) {
+  values.clear();
   for (Elements v = top; v >= 1 && static_cast<int>(values.size()) < count; v /= 2) values.push_back(v);
   if (extra >= 1 && extra <= top && std::find(values.begin(), values.end(), extra) == values.end()) {
     values.push_back(extra);
     std::sort(values.begin(), values.end(), std::greater<>());
   }
-  return values;
 }
 
 // The values strictly between `low` and `high` that are the smallest side giving their tile
@@ -194,24 +273,29 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     }
   }
   // The sink shape fixes the tile grid (spec G2); any sink will do, V12 rejects mixed shapes.
-  std::vector<char> consumed_inside(problem.tensors.size(), 0);
+  thread_local StampSet consumed_inside;
+  consumed_inside.Clear(problem.tensors.size());
   for (OpId op : ops) {
-    for (TensorId t : problem.ops[op].inputs) consumed_inside[t] = 1;
+    for (TensorId t : problem.ops[op].inputs) consumed_inside.Insert(t);
   }
   Tensor sink_shape = problem.tensors[problem.ops[ops.back()].output];
   for (OpId op : ops) {
-    if (!consumed_inside[problem.ops[op].output]) {
+    if (!consumed_inside.Contains(problem.ops[op].output)) {
       sink_shape = problem.tensors[problem.ops[op].output];
       break;
     }
   }
 
   const Elements k_top = min_reduction == 0 ? 1 : std::min(n, min_reduction);
-  const std::vector<Elements> ws = CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.w : 0);
-  const std::vector<Elements> hs = CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.h : 0);
-  const std::vector<Elements> ks = min_reduction == 0
-                                       ? std::vector<Elements>{1}
-                                       : CoarseValues(k_top, thorough ? 8 : 6, start ? start->granularity.k : 0);
+  // Buffers reused by every fit on this thread (a fit never runs inside another).
+  thread_local std::vector<Elements> ws, hs, ks;
+  CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.w : 0, ws);
+  CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.h : 0, hs);
+  if (min_reduction == 0) {
+    ks.assign(1, 1);
+  } else {
+    CoarseValues(k_top, thorough ? 8 : 6, start ? start->granularity.k : 0, ks);
+  }
   const int num_traversals = static_cast<int>(std::size(kAllTraversalPatterns));
 
   // Explicit traversals are O(tiles) to build, hash, compare and copy; on large grids (tiny
@@ -248,7 +332,8 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     Key key;
     std::optional<Latency> latency;
   };
-  std::vector<Priced> memo;
+  thread_local std::vector<Priced> memo;
+  memo.clear();
   auto price = [&](const Key& key) -> std::optional<Latency> {
     for (const Priced& p : memo) {
       if (p.key == key) return p.latency;
@@ -275,7 +360,8 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
       const int64_t rows = CeilDiv(sink_shape.height, current.h), cols = CeilDiv(sink_shape.width, current.w);
       if (static_cast<int64_t>(start->traversal->size()) == rows * cols) {
         for (int t = 1; t < num_traversals; ++t) {
-          if (MakeTraversal(kAllTraversalPatterns[t], rows, cols) == start->traversal) {
+          // Through the traversal slots: the descent tries these same orders next.
+          if (traversal_slot({current.w, current.h, current.k, t}).order == start->traversal) {
             current.t = t;
             break;
           }
@@ -286,20 +372,36 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   if (!traversal_allowed(current)) current.t = 0;
   std::optional<Latency> best = price(current);
   if (!best) {
-    // Too big (or an illegal k): walk down the tile sizes, largest area first, until one fits.
-    std::vector<Key> fallbacks;
+    // Too big (or an illegal k): walk down the tile sizes, largest area first, then largest k,
+    // then (the order in which they were once listed) largest w, until one fits. Only the
+    // (w, h) pairs need sorting: a group of equal area is listed once per k, and only as many
+    // keys as will be tried.
+    const size_t max_tries = thorough ? 400 : 60;
+    struct Sides {
+      Elements w, h;
+    };
+    thread_local std::vector<Sides> sides;
+    sides.clear();
     for (Elements w : ws) {
-      for (Elements h : hs) {
-        for (Elements k : ks) fallbacks.push_back({w, h, k, current.t});
-      }
+      for (Elements h : hs) sides.push_back({w, h});
     }
-    std::stable_sort(fallbacks.begin(), fallbacks.end(), [&](const Key& a, const Key& b) {
+    // w and the area fix h, so this order is total.
+    std::sort(sides.begin(), sides.end(), [](const Sides& a, const Sides& b) {
       const Elements area_a = a.w * a.h, area_b = b.w * b.h;
-      if (area_a != area_b) return area_a > area_b;
-      return a.k > b.k;
+      return area_a != area_b ? area_a > area_b : a.w > b.w;
     });
-    int tries = 0;
-    const int max_tries = thorough ? 400 : 60;
+    thread_local std::vector<Key> fallbacks;
+    fallbacks.clear();
+    for (size_t group = 0; group < sides.size() && fallbacks.size() < max_tries;) {
+      const Elements area = sides[group].w * sides[group].h;
+      size_t group_end = group;
+      while (group_end < sides.size() && sides[group_end].w * sides[group_end].h == area) ++group_end;
+      for (Elements k : ks) {  // strictly decreasing
+        for (size_t i = group; i < group_end; ++i) fallbacks.push_back({sides[i].w, sides[i].h, k, current.t});
+      }
+      group = group_end;
+    }
+    size_t tries = 0;
     for (const Key& key : fallbacks) {
       if (++tries > max_tries || (stop && stop())) break;
       if (auto latency = price(key)) {
@@ -319,8 +421,9 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     return i < 0 || i >= static_cast<int>(values.size()) ? 0 : values[i];
   };
   // Best-improvement descent over single-axis steps on the coarse values and traversal changes.
+  thread_local std::vector<Key> neighbours;
   for (int round = 0; round < 64; ++round) {
-    std::vector<Key> neighbours;
+    neighbours.clear();
     auto add = [&](Elements w, Elements h, Elements k, int t) {
       if (w == 0 || h == 0 || k == 0) return;
       neighbours.push_back({w, h, k, t});

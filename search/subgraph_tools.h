@@ -3,6 +3,7 @@
 // subgraph in its context (retained-in set, own retain set).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -31,10 +32,56 @@ std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vec
 // subgraphs can then run it as one subgraph.
 bool LeavesAndReturns(const Problem& problem, const std::vector<int>& rank, const std::vector<OpId>& ops);
 
-// Tensors produced by ops of the subgraph.
+// A set of small non-negative ids (tensors, ops) that empties in O(1): an id is a member when
+// its stamp equals the current generation. The move generator keeps these per thread, sized to
+// the problem, instead of allocating and zeroing a flag vector on every call.
+class StampSet {
+ public:
+  // Empties the set and makes room for ids in [0, size).
+  void Clear(size_t size) {
+    if (stamps_.size() < size) stamps_.resize(size, 0);
+    if (++generation_ == 0) {  // wrapped: old stamps could read as members again
+      std::fill(stamps_.begin(), stamps_.end(), 0);
+      generation_ = 1;
+    }
+  }
+  void Insert(int id) { stamps_[id] = generation_; }
+  // Inserts `id`; false when it was already a member.
+  bool InsertNew(int id) {
+    if (stamps_[id] == generation_) return false;
+    stamps_[id] = generation_;
+    return true;
+  }
+  bool Contains(int id) const { return stamps_[id] == generation_; }
+
+ private:
+  std::vector<uint32_t> stamps_;
+  uint32_t generation_ = 0;
+};
+
+// Tensors produced by ops of the subgraph, sorted.
 std::vector<TensorId> ProducedTensors(const Problem& problem, const std::vector<OpId>& ops);
-// Tensors consumed by ops of the subgraph and produced by none of them (IN(S), spec A.4).
+// Tensors consumed by ops of the subgraph and produced by none of them (IN(S), spec A.4), sorted.
 std::vector<TensorId> BoundaryInputs(const Problem& problem, const std::vector<OpId>& ops);
+// The same into a caller's buffer (cleared first), so a hot loop reuses its capacity.
+void ProducedTensorsInto(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& out);
+void BoundaryInputsInto(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& out);
+
+// True when `to` reads (as a boundary input) a tensor that `from` produces.
+bool Feeds(const Problem& problem, const std::vector<OpId>& from, const std::vector<OpId>& to);
+
+// What the search needs to know of one subgraph's op list, whatever its configuration: its
+// boundary inputs (sorted) and its sinks (outputs no op of it reads, in op order).
+struct OpsFacts {
+  std::vector<TensorId> inputs;
+  std::vector<TensorId> sinks;
+  bool operator==(const OpsFacts&) const = default;
+};
+// Refills `facts` (keeping its capacity) in one walk over the ops' inputs.
+void ComputeOpsFacts(const Problem& problem, const std::vector<OpId>& ops, OpsFacts& facts);
+// Appends the same facts to two lists, so that those of many subgraphs can lie back to back.
+void AppendOpsFacts(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& inputs,
+                    std::vector<TensorId>& sinks);
 
 // Prices one subgraph in context through the shared cache when there is one.
 class SubgraphPricer {
@@ -68,5 +115,8 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
 // not a graph output (O5), and a boundary input of `next` (when there is a next subgraph).
 std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpId>& ops,
                                    const std::vector<TensorId>& retain, const Subgraph* next);
+// The same with only the next subgraph's ops (null when there is none).
+std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpId>& ops,
+                                   const std::vector<TensorId>& retain, const std::vector<OpId>* next_ops);
 
 }  // namespace annealer

@@ -1,0 +1,147 @@
+// The allocation-free helpers of the move generator agree with the plain definitions they
+// replace: stamped sets, the one-walk subgraph facts (boundary inputs and sinks), Feeds and the
+// op-list form of UsefulRetain, on random op sets of the bundled problems.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "search/subgraph_tools.h"
+#include "src/problem_reader.h"
+
+namespace annealer {
+namespace {
+
+Problem Bundled(const std::string& name) {
+  return ReadProblemFile(std::string(ANNEALER_SOURCE_DIR) + "/problems/" + name);
+}
+
+std::vector<TensorId> ReferenceProduced(const Problem& problem, const std::vector<OpId>& ops) {
+  std::vector<TensorId> produced;
+  for (OpId op : ops) produced.push_back(problem.ops[op].output);
+  std::sort(produced.begin(), produced.end());
+  produced.erase(std::unique(produced.begin(), produced.end()), produced.end());
+  return produced;
+}
+
+std::vector<TensorId> ReferenceInputs(const Problem& problem, const std::vector<OpId>& ops) {
+  const std::vector<TensorId> produced = ReferenceProduced(problem, ops);
+  std::vector<TensorId> inputs;
+  for (OpId op : ops) {
+    for (TensorId t : problem.ops[op].inputs) {
+      if (!std::binary_search(produced.begin(), produced.end(), t)) inputs.push_back(t);
+    }
+  }
+  std::sort(inputs.begin(), inputs.end());
+  inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
+  return inputs;
+}
+
+std::vector<TensorId> ReferenceSinks(const Problem& problem, const std::vector<OpId>& ops) {
+  std::vector<TensorId> sinks;
+  for (OpId op : ops) {
+    bool read_inside = false;
+    for (OpId other : ops) {
+      const auto& in = problem.ops[other].inputs;
+      read_inside |= std::find(in.begin(), in.end(), problem.ops[op].output) != in.end();
+    }
+    if (!read_inside) sinks.push_back(problem.ops[op].output);
+  }
+  return sinks;
+}
+
+// A random set of 1..max_size distinct ops in topological order (often a connected chain).
+std::vector<OpId> RandomOps(const Problem& problem, const std::vector<int>& rank, std::mt19937_64& rng,
+                            int max_size) {
+  const int num_ops = static_cast<int>(problem.ops.size());
+  std::vector<OpId> ops{static_cast<OpId>(rng() % num_ops)};
+  const int size = 1 + static_cast<int>(rng() % max_size);
+  while (static_cast<int>(ops.size()) < size) {
+    const OpId last = ops[rng() % ops.size()];
+    const auto& consumers = problem.consumers[problem.ops[last].output];
+    if (!consumers.empty() && rng() % 4 != 0) {
+      ops.push_back(consumers[rng() % consumers.size()]);
+    } else {
+      ops.push_back(static_cast<OpId>(rng() % num_ops));
+    }
+    ops = SortTopologically(rank, ops);
+  }
+  return ops;
+}
+
+TEST_CASE("stamp set: clearing empties it, growing keeps it empty, InsertNew reports repeats") {
+  StampSet set;
+  set.Clear(4);
+  CHECK_FALSE(set.Contains(3));
+  CHECK(set.InsertNew(3));
+  CHECK_FALSE(set.InsertNew(3));
+  set.Insert(1);
+  CHECK(set.Contains(1));
+  set.Clear(10);
+  for (int id = 0; id < 10; ++id) CHECK_FALSE(set.Contains(id));
+  set.Insert(9);
+  CHECK(set.Contains(9));
+  for (int round = 0; round < 1000; ++round) set.Clear(10);
+  CHECK_FALSE(set.Contains(9));
+}
+
+TEST_CASE("subgraph facts: the one-walk facts, BoundaryInputs and Feeds match their definitions") {
+  for (const char* name : {"mlsys-2026-9.json", "mlsys-2026-17.json"}) {
+    CAPTURE(name);
+    const Problem problem = Bundled(name);
+    const std::vector<int> rank = TopologicalRanks(problem);
+    std::mt19937_64 rng(11);
+    OpsFacts facts;
+    std::vector<TensorId> inputs, sinks;
+    for (int trial = 0; trial < 500; ++trial) {
+      const std::vector<OpId> ops = RandomOps(problem, rank, rng, 6);
+      const std::vector<TensorId> want_inputs = ReferenceInputs(problem, ops);
+      const std::vector<TensorId> want_sinks = ReferenceSinks(problem, ops);
+      ComputeOpsFacts(problem, ops, facts);
+      CHECK(facts.inputs == want_inputs);
+      CHECK(facts.sinks == want_sinks);
+      // Appending after other facts leaves them alone and adds the same lists.
+      inputs.assign(1, -7);
+      sinks.assign(1, -7);
+      AppendOpsFacts(problem, ops, inputs, sinks);
+      CHECK(std::vector<TensorId>(inputs.begin() + 1, inputs.end()) == want_inputs);
+      CHECK(std::vector<TensorId>(sinks.begin() + 1, sinks.end()) == want_sinks);
+      CHECK(inputs[0] == -7);
+      CHECK(BoundaryInputs(problem, ops) == want_inputs);
+      CHECK(ProducedTensors(problem, ops) == ReferenceProduced(problem, ops));
+
+      const std::vector<OpId> to = RandomOps(problem, rank, rng, 4);
+      const std::vector<TensorId> made = ReferenceProduced(problem, ops);
+      bool feeds = false;
+      for (TensorId t : ReferenceInputs(problem, to)) feeds |= std::binary_search(made.begin(), made.end(), t);
+      CHECK(Feeds(problem, ops, to) == feeds);
+    }
+  }
+}
+
+TEST_CASE("useful retain: the op-list form agrees with the subgraph form") {
+  const Problem problem = Bundled("mlsys-2026-17.json");
+  const std::vector<int> rank = TopologicalRanks(problem);
+  std::mt19937_64 rng(5);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::vector<OpId> ops = RandomOps(problem, rank, rng, 5);
+    Subgraph next;
+    next.ops = RandomOps(problem, rank, rng, 5);
+    // Ask to retain everything it produces and a few tensors it does not.
+    std::vector<TensorId> retain = ReferenceProduced(problem, ops);
+    retain.push_back(static_cast<TensorId>(rng() % problem.tensors.size()));
+    const std::vector<TensorId> by_subgraph = UsefulRetain(problem, ops, retain, &next);
+    CHECK(UsefulRetain(problem, ops, retain, &next.ops) == by_subgraph);
+    for (TensorId t : by_subgraph) {
+      const std::vector<TensorId> next_inputs = ReferenceInputs(problem, next.ops);
+      CHECK(std::binary_search(next_inputs.begin(), next_inputs.end(), t));
+      CHECK_FALSE(problem.IsGraphOutput(t));
+    }
+    CHECK(UsefulRetain(problem, ops, retain, static_cast<const Subgraph*>(nullptr)).empty());
+  }
+}
+
+}  // namespace
+}  // namespace annealer
