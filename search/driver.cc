@@ -14,6 +14,7 @@
 
 #include "eval/cost_cache.h"
 #include "eval/incremental.h"
+#include "eval/pricing_stop.h"
 #include "search/baseline.h"
 #include "search/constructive.h"
 #include "search/elite_pool.h"
@@ -96,26 +97,38 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     if (c.valid) pool.Offer(schedule, c.total, kind);
     return c;
   };
+  // Every task runs with the stop test installed for pricing (eval/pricing_stop.h): a pricing
+  // that walks steps one by one polls it, and when it throws the search is over (`stopped`
+  // stays true), so the task's half-done step is dropped; what it offered before stays.
+  auto until_cancelled = [&](auto task) {
+    return [&, task] {
+      const ScopedPricingStop pricing_stop(stopped);
+      try {
+        task();
+      } catch (const PricingCancelled&) {
+      }
+    };
+  };
   arena.execute([&] {
     tbb::task_group group;
     if (params.constructive.greedy_fusion) {
       group.run([&] {
-        errors.Run([&] {
+        errors.Run(until_cancelled([&] {
           const Schedule fused = GreedyFusion(problem, pricer, baseline, stopped);
           if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !stopped()) {
             offer_checked(Polish(problem, pricer, fused, stopped), "greedy-fusion");
           }
-        });
+        }));
       });
     }
     if (params.constructive.pattern_grouping) {
       group.run([&] {
-        errors.Run([&] {
+        errors.Run(until_cancelled([&] {
           const Schedule grouped = PatternGrouping(problem, pricer, stopped);
           if (offer_checked(grouped, "pattern").valid && params.workers.polish && !stopped()) {
             offer_checked(Polish(problem, pricer, grouped, stopped), "pattern");
           }
-        });
+        }));
       });
     }
     group.wait();
@@ -162,7 +175,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
       for (size_t w = 0; w < workers.size(); ++w) {
         if (alternate && static_cast<int>(w % 2) != epoch % 2) continue;
         Worker* worker = workers[w].get();
-        group.run([&, worker] { errors.Run([&] { worker->RunEpoch(budget, epoch_end); }); });
+        group.run([&, worker] {
+          errors.Run(until_cancelled([&, worker] { worker->RunEpoch(budget, epoch_end); }));
+        });
       }
       group.wait();
     });

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "eval/cost_cache.h"
+#include "eval/pricing_stop.h"
 #include "eval/subgraph_cost.h"
 
 #include "eval/traversal.h"
@@ -334,6 +335,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   };
   thread_local std::vector<Priced> memo;
   memo.clear();
+  const ScopedPricingStop pricing_stop(stop);
   auto price = [&](const Key& key) -> std::optional<Latency> {
     for (const Priced& p : memo) {
       if (p.key == key) return p.latency;
@@ -343,9 +345,14 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
       TraversalSlot& slot = traversal_slot(key);
       scratch.granularity = {key.w, key.h, key.k};
       scratch.traversal.swap(slot.order);
-      const SubgraphResult result = pricer.Price(scratch, retained_in);
+      try {
+        const SubgraphResult result = pricer.Price(scratch, retained_in);
+        if (result.ok()) latency = result.report.latency;
+      } catch (const PricingCancelled&) {
+        // Out of time inside a step-by-step pricing: the candidate counts as not priced, and
+        // the loops below see `stop` and return the best found so far.
+      }
       scratch.traversal.swap(slot.order);
-      if (result.ok()) latency = result.report.latency;
     }
     memo.push_back({key, latency});
     return latency;
