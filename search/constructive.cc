@@ -244,7 +244,7 @@ Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
 }
 
 Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Schedule& schedule,
-                const std::function<bool()>& stop) {
+                const std::function<bool()>& stop, bool partial_edge_tiles) {
   Schedule s = schedule;
   const int n = static_cast<int>(s.subgraphs.size());
   if (n == 0) return s;
@@ -305,7 +305,8 @@ Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Sche
       const std::vector<TensorId>& retained_in = i == 0 ? kNothing : options[i - 1][a];
       for (int b = 0; b < nb; ++b) {
         if (stop && stop()) return schedule;
-        auto fit = FitSubgraph(pricer, s.subgraphs[i].ops, retained_in, options[i][b], &s.subgraphs[i], true, stop);
+        auto fit = FitSubgraph(pricer, s.subgraphs[i].ops, retained_in, options[i][b], &s.subgraphs[i], true, stop,
+                               partial_edge_tiles);
         if (!fit) continue;
         chosen[i][0][a * nb + b] = fit->subgraph;
         if (before + fit->latency < best[i][b]) {

@@ -32,7 +32,9 @@ Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
 std::vector<std::vector<OpId>> DepthFirstOrder(const Problem& problem,
                                                std::vector<std::vector<OpId>> groups);
 
+// `partial_edge_tiles`: let the thorough fit pick sides that do not divide their dimension
+// (see FitSubgraph).
 Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Schedule& schedule,
-                const std::function<bool()>& stop);
+                const std::function<bool()>& stop, bool partial_edge_tiles);
 
 }  // namespace annealer

@@ -116,7 +116,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
         errors.Run(until_cancelled([&] {
           const Schedule fused = GreedyFusion(problem, pricer, baseline, stopped);
           if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !stopped()) {
-            offer_checked(Polish(problem, pricer, fused, stopped), "greedy-fusion");
+            offer_checked(Polish(problem, pricer, fused, stopped, params.workers.partial_edge_tiles), "greedy-fusion");
           }
         }));
       });
@@ -126,7 +126,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
         errors.Run(until_cancelled([&] {
           const Schedule grouped = PatternGrouping(problem, pricer, stopped);
           if (offer_checked(grouped, "pattern").valid && params.workers.polish && !stopped()) {
-            offer_checked(Polish(problem, pricer, grouped, stopped), "pattern");
+            offer_checked(Polish(problem, pricer, grouped, stopped, params.workers.partial_edge_tiles), "pattern");
           }
         }));
       });

@@ -98,6 +98,9 @@ std::vector<ParamSpec> BuildTable() {
   t.push_back(Make<bool>("workers.polish", B, 0, 1,
                          "exact granularity/traversal/retention polish of every new worker best",
                          [](P& p) -> bool& { return p.workers.polish; }));
+  t.push_back(Make<bool>("workers.partial_edge_tiles", B, 0, 1,
+                         "let the polish pick sides that leave partial edge tiles (latency per spec O9)",
+                         [](P& p) -> bool& { return p.workers.partial_edge_tiles; }));
   t.push_back(Make<bool>("constructive.greedy_fusion", B, 0, 1, "seed the pool with greedy fusion",
                          [](P& p) -> bool& { return p.constructive.greedy_fusion; }));
   t.push_back(Make<bool>("constructive.pattern_grouping", B, 0, 1, "seed the pool with pattern grouping",

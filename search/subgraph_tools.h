@@ -99,8 +99,10 @@ class SubgraphPricer {
 // Chooses granularity and traversal for the given ops, retained-in set and retain set by a
 // coordinate descent over w, h, k (powers of two up to native / K) and the named traversals,
 // starting from `start` when given (else the largest granularity). Returns nullopt when no
-// candidate tried is valid. `thorough` widens the search (polish). `stop` is polled between
-// evaluations; when it returns true the best found so far is returned.
+// candidate tried is valid. `thorough` widens the search (polish) and then refines each side
+// between powers of two: with sides that divide their dimension, or with any side when
+// `partial_edge_tiles` (whose latency rests on spec O9). `stop` is polled between evaluations
+// and inside long pricings; when it returns true the best found so far is returned.
 struct FitResult {
   Subgraph subgraph;
   Latency latency = 0;
@@ -109,7 +111,8 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
                                      const std::vector<TensorId>& retained_in,
                                      const std::vector<TensorId>& retain,
                                      const Subgraph* start, bool thorough,
-                                     const std::function<bool()>& stop);
+                                     const std::function<bool()>& stop,
+                                     bool partial_edge_tiles = false);
 
 // The retain set of a subgraph filtered to what is allowed and useful: produced by it (V8),
 // not a graph output (O5), and a boundary input of `next` (when there is a next subgraph).

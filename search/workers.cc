@@ -128,7 +128,8 @@ void SaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
   }
   if (env_.params.workers.polish && polish_due_ && !env_.stop()) {
     polish_due_ = false;
-    const Schedule polished = Polish(env_.problem, env_.pricer, pending_polish_, env_.stop);
+    const Schedule polished = Polish(env_.problem, env_.pricer, pending_polish_, env_.stop,
+                                       env_.params.workers.partial_edge_tiles);
     if (!env_.stop()) {
       IncrementalEvaluator check(env_.problem, env_.pricer.cache());
       const Candidate c = check.Reset(polished);

@@ -96,7 +96,12 @@ TEST_CASE("e2e: a short search writes a valid schedule that evaluate accepts") {
   INFO(run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.out.empty());  // the schedule went to the file
+#ifndef ANNEALER_HEAVY_CHECKS
   CHECK(run.err.empty());  // --quiet
+#else
+  // Heavy checks run the oracle on the whole schedule after every commit, which no deadline
+  // of 400 ms survives: the watchdog's message is expected, the file must still be valid.
+#endif
   CheckValidSchedule(dir, ProblemPath("mlsys-2026-5"), out);
   // No temporary files are left next to the output.
   int files = 0;

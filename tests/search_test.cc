@@ -11,6 +11,7 @@
 #include "eval/cost_cache.h"
 #include "eval/incremental.h"
 #include "eval/oracle.h"
+#include "eval/subgraph_structure.h"
 #include "search/baseline.h"
 #include "search/constructive.h"
 #include "search/driver.h"
@@ -123,7 +124,7 @@ TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under 
   CHECK(EvaluateOracle(problem, evaluator.schedule()).ok());
 }
 
-TEST_CASE("granularity fit: the thorough fit finds sides between powers of two when capacity is tight") {
+TEST_CASE("granularity fit: with partial edge tiles allowed, the thorough fit finds sides between powers of two when capacity is tight") {
   // Problem 5, MatMul 0 + its Pointwise epilogue (output 1024 x 512, capacity 30000): at k = 128
   // (one k-step, strips reused across tiles) 128 x 64 tiles do not fit, and 128 x 32 tiles pay
   // the per-tile compute twice as often. The best power-of-two fit is the memory-bound
@@ -134,10 +135,19 @@ TEST_CASE("granularity fit: the thorough fit finds sides between powers of two w
   const std::vector<TensorId> none;
   const auto never = std::function<bool()>([] { return false; });
   const auto quick = FitSubgraph(pricer, {0, 1}, none, none, nullptr, false, never);
-  const auto thorough = FitSubgraph(pricer, {0, 1}, none, none, nullptr, true, never);
+  const auto whole = FitSubgraph(pricer, {0, 1}, none, none, nullptr, true, never);
+  const auto thorough = FitSubgraph(pricer, {0, 1}, none, none, nullptr, true, never, true);
   REQUIRE(quick.has_value());
+  REQUIRE(whole.has_value());
   REQUIRE(thorough.has_value());
   CHECK(quick->latency == doctest::Approx(139810.1333333).epsilon(1e-9));
+  // Whole tiles only (the default): 1024 and 512 have no divisors but powers of two, so the
+  // thorough fit stays on them.
+  const Granularity& w = whole->subgraph.granularity;
+  CHECK(1024 % w.h == 0);
+  CHECK(512 % w.w == 0);
+  CHECK(whole->latency <= quick->latency);
+  // With partial edge tiles allowed:
   CHECK(thorough->latency <= 91162 + 1e-6);
   const Granularity& g = thorough->subgraph.granularity;
   CHECK(g.k == 128);
@@ -165,10 +175,22 @@ TEST_CASE("constructive starts are valid on all five problems and never worse th
     const Evaluation grouped_eval = EvaluateOracle(problem, grouped);
     CHECK_MESSAGE(grouped_eval.ok(), grouped_eval.violation.Message());
     if (grouped_eval.ok()) {
-      const Schedule polished = Polish(problem, pricer, grouped, [] { return false; });
+      // Whole tiles only (the default) and with partial edge tiles allowed: both valid and no
+      // worse than the start; only the second may leave partial tiles.
+      const Schedule polished = Polish(problem, pricer, grouped, [] { return false; }, false);
       const Evaluation polished_eval = EvaluateOracle(problem, polished);
       CHECK(polished_eval.ok());
       CHECK(polished_eval.total <= grouped_eval.total * (1 + 1e-12));
+      CHECK(SubgraphsWithPartialEdgeTiles(problem, polished).empty());
+      const Schedule partial = Polish(problem, pricer, grouped, [] { return false; }, true);
+      const Evaluation partial_eval = EvaluateOracle(problem, partial);
+      CHECK(partial_eval.ok());
+      CHECK(partial_eval.total <= grouped_eval.total * (1 + 1e-12));
+      if (name == "mlsys-2026-5.json") {
+        // Its tight memory rewards sides between powers of two that leave partial tiles.
+        CHECK(!SubgraphsWithPartialEdgeTiles(problem, partial).empty());
+        CHECK(partial_eval.total < polished_eval.total);
+      }
     }
   }
 }
