@@ -20,6 +20,7 @@
 
 #include "eval/bounds.h"
 #include "eval/oracle.h"
+#include "eval/subgraph_structure.h"
 #include "search/baseline.h"
 #include "search/driver.h"
 #include "src/config.h"
@@ -609,6 +610,10 @@ int RunSearchCommand(int argc, char** argv) {
     console.Line("annealer: BUG: " + std::to_string(keeper.rejected()) +
                      " schedule(s) reported by the search failed the oracle and were dropped",
                  true);
+  }
+  if (const std::vector<int> partial = SubgraphsWithPartialEdgeTiles(problem, keeper.best());
+      !partial.empty()) {
+    console.Line("annealer: note: " + PartialEdgeTilesNote(partial));
   }
   if (!options.output_path.empty() && !keeper.write_failed()) {
     console.Line("annealer: wrote " + options.output_path + " (" + std::to_string(keeper.writes()) +
