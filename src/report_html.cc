@@ -178,6 +178,14 @@ constexpr const char* kScript = R"JS(
     });
     window.addEventListener('mouseup', function () { drag = null; svg.style.cursor = ''; });
     svg.addEventListener('dblclick', function () { self.reset(); });
+    // A large graph fitted whole is too small to read: open it at a readable scale instead, on
+    // its left (first) end and centred vertically.
+    var open = parseFloat(svg.getAttribute('data-open-scale'));
+    var fit = this.scale().x;
+    if (open > 0 && fit > 0 && fit < open * 0.7) {
+      var w = svg.clientWidth / open, h = svg.clientHeight / open;
+      this.v = [this.home[0], this.home[1] + this.home[3] / 2 - h / 2, w, h];
+    }
     this.apply();
   }
   Zoom.prototype.point = function (e) {
@@ -201,6 +209,7 @@ constexpr const char* kScript = R"JS(
     var html = '';
     for (var i = 0; i <= 4; ++i) {
       var value = (from + (to - from) * i / 4) * full;
+      if (axis.hasAttribute('data-int')) value = Math.round(value);
       html += '<span>' + fmt(value) + unit + '</span>';
     }
     axis.innerHTML = html;
@@ -354,7 +363,9 @@ class Report {
     const double x0 = -kNodeWidth, y0 = sy(layout.min_y) - kSlotGap;
     const double width = sx(std::max(0, layout.layers - 1)) + 2 * kNodeWidth;
     const double height = sy(layout.max_y - layout.min_y) + 2 * kSlotGap;
-    const double pixels = std::clamp(height * 0.9, 180.0, 600.0);
+    // Tall enough to show a layer's ops at a readable size; a wide graph opens at that size on
+    // its left end (the script zooms in), "fit" shows it whole.
+    const double pixels = std::clamp(height * 0.8 + 20, 200.0, 640.0);
 
     std::string out = "<section id=\"dag-section\">\n<h2>DAG <span class=\"hint\">" +
                       std::to_string(num_ops) + " ops in " + std::to_string(layout.layers) +
@@ -362,7 +373,7 @@ class Report {
                       "dashes: retained tensors. Wheel: zoom, drag: pan, double click: fit"
                       "</span><button data-reset=\"dag\">fit</button></h2>\n";
     out += "<svg id=\"dag\" class=\"zoom focusable\" viewBox=\"" + Num(x0) + " " + Num(y0) + " " +
-           Num(width) + " " + Num(height) + "\" preserveAspectRatio=\"xMidYMid meet\" style=\"height:" +
+           Num(width) + " " + Num(height) + "\" preserveAspectRatio=\"xMidYMid meet\" data-open-scale=\"0.8\" style=\"height:" +
            Num(pixels, 0) + "px\">\n<g class=\"edges\">\n";
     for (const DagLayout::Edge& e : layout.edges) {
       const TensorId t = problem_.ops[e.from].output;
@@ -524,7 +535,7 @@ class Report {
            "\" y2=\"" + Num(y(capacity)) + "\" stroke=\"#c62828\" stroke-width=\"1.5\" "
            "stroke-dasharray=\"6 4\" vector-effect=\"non-scaling-stroke\"><title>capacity " +
            Grouped(capacity) + "</title></line>\n";
-    out += "</svg>\n<div class=\"axis\" id=\"ws-axis\" data-full=\"" + std::to_string(n) +
+    out += "</svg>\n<div class=\"axis\" id=\"ws-axis\" data-int data-full=\"" + std::to_string(n) +
            "\" data-unit=\"\"></div>\n<div class=\"legend\"><span>x: subgraph index; y: 0 to " +
            Grouped(top) + " elements</span><span><i style=\"background:#4aa88c\"></i>\u2264 75 % "
            "of the capacity</span><span><i style=\"background:#e8b23a\"></i>\u2264 95 %</span>"

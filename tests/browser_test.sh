@@ -73,6 +73,30 @@ SCHEDULE
 check_page "$work/invalid.html"
 grep -q 'Broken rule W' "$work/dom.html" || fail "the invalid report does not name the broken rule"
 
+# Interaction: hovering an op of the DAG highlights its subgraph's row; clicking a row zooms
+# the DAG to that subgraph's ops.
+cat >"$work/interact.js" <<'JS'
+<script>
+(function () {
+  var op = document.querySelector('#dag .op');
+  op.dispatchEvent(new MouseEvent('mouseover', {bubbles: true}));
+  var id = op.getAttribute('data-sg').split(' ')[0];
+  var row = document.getElementById('sg-' + id);
+  var hovered = row.classList.contains('hl') ? document.getElementById('dag').classList.contains('focus') : false;
+  var before = document.getElementById('dag').getAttribute('viewBox');
+  var last = document.querySelectorAll('tr.sg');
+  last[last.length - 1].dispatchEvent(new MouseEvent('click', {bubbles: true}));
+  var zoomed = document.getElementById('dag').getAttribute('viewBox') !== before;
+  document.documentElement.setAttribute('data-interaction', (hovered ? zoomed : false) ? 'ok' : 'broken');
+})();
+</script>
+JS
+# (awk's sub() reads & in the replacement as the match: the script has none.)
+awk -v script="$(cat "$work/interact.js")" '{ sub("</body>", script "</body>"); print }' "$work/valid.html" >"$work/interact.html"
+dump_dom "$work/interact.html" >"$work/dom.html" || fail "chromium failed on interact.html"
+grep -q '<html[^>]*data-interaction="ok"' "$work/dom.html" || fail "hover/click highlighting does not work"
+echo "ok: hover highlights the row, a row click zooms the DAG"
+
 # The check must catch a failing script.
 sed 's|</body>|<script>undefinedFunction();</script></body>|' "$work/valid.html" >"$work/broken.html"
 dump_dom "$work/broken.html" >"$work/dom.html" || fail "chromium failed on broken.html"
