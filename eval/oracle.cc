@@ -276,9 +276,9 @@ SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& su
   return SubgraphOracle(problem, subgraph, retained_in).Run();
 }
 
-SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& subgraph,
-                                      const std::vector<TensorId>& retained_in,
-                                      const StepObserver& on_step) {
+SubgraphResult EvaluateSubgraphOracleSteps(const Problem& problem, const Subgraph& subgraph,
+                                           const std::vector<TensorId>& retained_in,
+                                           const StepObserver& on_step) {
   return SubgraphOracle(problem, subgraph, retained_in, &on_step).Run();
 }
 

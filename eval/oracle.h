@@ -71,11 +71,12 @@ struct StepRecord {
 };
 using StepObserver = std::function<void(const StepRecord&)>;
 
-// The same, calling `on_step` with every step once it is priced, in execution order (a step
-// that breaks rule W is not reported). The sum of the steps' latencies is the report's latency.
-SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& subgraph,
-                                      const std::vector<TensorId>& retained_in,
-                                      const StepObserver& on_step);
+// EvaluateSubgraphOracle, calling `on_step` with every step once it is priced, in execution
+// order (a step that breaks rule W is not reported). The steps' latencies sum to the report's.
+// (Not an overload: the benchmarks take EvaluateSubgraphOracle's address.)
+SubgraphResult EvaluateSubgraphOracleSteps(const Problem& problem, const Subgraph& subgraph,
+                                           const std::vector<TensorId>& retained_in,
+                                           const StepObserver& on_step);
 
 // Spec V13: one warning per subgraph whose reported latency (if the schedule carries any)
 // differs from the computed one by more than 1e-6 relative.

@@ -80,7 +80,7 @@ std::string TraceJson(const Problem& problem, const ScheduleSummary& summary,
     // add up to its latency; the last end is clamped so rounding never pokes out of the parent.
     const Latency end = s.start + r.latency;
     Latency at = s.start;
-    EvaluateSubgraphOracle(problem, *s.subgraph, s.retained_in, [&](const StepRecord& step) {
+    EvaluateSubgraphOracleSteps(problem, *s.subgraph, s.retained_in, [&](const StepRecord& step) {
       const Latency dur = std::max<Latency>(0, std::min(step.latency(), end - at));
       events.push_back(EventHead("X", "step " + std::to_string(step.step), "step", at) +
                        ", \"dur\": " + FormatNumber(dur) +

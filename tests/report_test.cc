@@ -222,7 +222,7 @@ TEST_CASE("report: the oracle's step observer sees every step, in order, summing
   std::vector<TensorId> retained_in;
   for (const Subgraph& subgraph : schedule.subgraphs) {
     std::vector<StepRecord> steps;
-    const SubgraphResult result = EvaluateSubgraphOracle(
+    const SubgraphResult result = EvaluateSubgraphOracleSteps(
         problem, subgraph, retained_in, [&](const StepRecord& step) { steps.push_back(step); });
     REQUIRE(result.ok());
     CHECK(result.report == EvaluateSubgraphOracle(problem, subgraph, retained_in).report);
