@@ -47,12 +47,6 @@ int FinishStdout(const std::string& text, int exit_code) {
   return exit_code;
 }
 
-std::string Percent(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.2f %%", value);
-  return buffer;
-}
-
 // Right-aligns every column but the last, which is left-aligned free text.
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> widths;
@@ -209,7 +203,7 @@ std::string EvaluationText(const std::string& problem_path, const Problem& probl
   out += "total latency  " + Readable(evaluation.total) + "\n";
   out += "lower bound    " + Readable(bound.total()) + " (compute " +
          Readable(bound.compute) + ", graph I/O " + Readable(bound.graph_io) + ")\n";
-  out += "gap            " + (gap ? Percent(*gap) : std::string("n/a (zero lower bound)")) + "\n";
+  out += "gap            " + (gap ? PercentText(*gap) : std::string("n/a (zero lower bound)")) + "\n";
   return out;
 }
 
@@ -314,7 +308,7 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
   const std::string summary = "baseline: " + std::to_string(schedule.subgraphs.size()) +
                               " subgraphs, total latency " + Readable(evaluation.total) +
                               ", lower bound " + Readable(bound.total()) +
-                              (gap ? ", gap " + Percent(*gap) : std::string());
+                              (gap ? ", gap " + PercentText(*gap) : std::string());
   if (!parsed.output) {
     const int code = FinishStdout(json, 0);
     if (code == 0) std::fprintf(stderr, "%s\n", summary.c_str());
@@ -360,7 +354,7 @@ int RunReportCommand(const std::vector<std::string>& args) {
   if (summary.valid()) {
     line += "total latency " + Readable(summary.total) + ", lower bound " +
             Readable(summary.bound.total()) +
-            (summary.gap_percent ? ", gap " + Percent(*summary.gap_percent) : std::string());
+            (summary.gap_percent ? ", gap " + PercentText(*summary.gap_percent) : std::string());
   } else {
     line += "the schedule is INVALID (" + summary.evaluation.violation.Message() +
             "); the report shows the broken rule";

@@ -28,7 +28,7 @@ std::string Num(double value, int decimals = 1) {
   return buffer;
 }
 
-std::string PercentText(double value) { return Num(value, 1) + " %"; }
+std::string PercentText1(double percent) { return PercentText(percent, 1); }
 
 // A distinct colour per subgraph: hues a golden angle apart.
 std::string SubgraphFill(int index) {
@@ -318,7 +318,7 @@ class Report {
                         : "sum of the " + std::to_string(priced) + " of " +
                               std::to_string(NumSubgraphs()) + " subgraphs priced alone");
     out += Figure(Grouped(summary_.bound.total()), "lower bound");
-    out += Figure(summary_.gap_percent ? PercentText(*summary_.gap_percent) : "n/a",
+    out += Figure(summary_.gap_percent ? PercentText1(*summary_.gap_percent) : "n/a",
                   "gap to the lower bound");
     int memory_bound = 0;
     for (const SubgraphSummary& s : summary_.subgraphs) memory_bound += s.memory_bound() ? 1 : 0;
@@ -465,7 +465,7 @@ class Report {
              "\" y=\"89\" width=\"" + Num(bw * memory_share, 3) +
              "\" height=\"8\" fill=\"var(--mem)\"/><title>subgraph " + std::to_string(i) +
              " (ops " + JoinIds(s.subgraph->ops, ", ") + "): latency " + Grouped(r.latency) +
-             " (" + PercentText(total > 0 ? r.latency / total * 100 : 0) + "), compute " +
+             " (" + PercentText1(total > 0 ? r.latency / total * 100 : 0) + "), compute " +
              Grouped(r.compute_time) + ", memory " + Grouped(r.memory_time) + ", " +
              (s.memory_bound() ? "memory" : "compute") + "-bound</title></g>\n";
     }
@@ -529,7 +529,7 @@ class Report {
              "\" y=\"" + Num(y(peak), 2) + "\" width=\"" + Num(bw, 3) + "\" height=\"" +
              Num(base - y(peak), 2) + "\" fill=\"" + fill + "\"/><title>subgraph " +
              std::to_string(i) + ": peak working set " + Grouped(peak) + " (" +
-             PercentText(ratio * 100) + " of the capacity)</title></g>\n";
+             PercentText1(ratio * 100) + " of the capacity)</title></g>\n";
     }
     out += "<line x1=\"0\" x2=\"" + Num(kChartWidth, 0) + "\" y1=\"" + Num(y(capacity)) +
            "\" y2=\"" + Num(y(capacity)) + "\" stroke=\"#c62828\" stroke-width=\"1.5\" "
@@ -659,12 +659,12 @@ class Report {
         const SubgraphReport& r = *s.report;
         const double share = summary_.total > 0 ? r.latency / summary_.total * 100 : 0;
         out += "<td>" + std::to_string(r.tiles) + " \u00d7 " + std::to_string(r.k_steps) +
-               "</td><td>" + Grouped(r.latency) + "</td><td>" + PercentText(share) + "</td><td>" +
+               "</td><td>" + Grouped(r.latency) + "</td><td>" + PercentText1(share) + "</td><td>" +
                Grouped(r.compute_time) + "</td><td>" + Grouped(r.memory_time) + "</td><td>" +
                (s.memory_bound() ? "<span style=\"color:#b5651d\">memory</span>"
                                  : "<span style=\"color:#2f5fa8\">compute</span>") +
                "</td><td>" + Grouped(static_cast<double>(r.peak_working_set)) + "</td><td>" +
-               PercentText(capacity > 0 ? static_cast<double>(r.peak_working_set) / capacity * 100
+               PercentText1(capacity > 0 ? static_cast<double>(r.peak_working_set) / capacity * 100
                                         : 0) +
                "</td>";
       } else {

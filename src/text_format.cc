@@ -72,6 +72,12 @@ std::string Readable(double value) {
   return text == "-0" ? "0" : text;
 }
 
+std::string PercentText(double percent, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f %%", decimals, percent);
+  return buffer;
+}
+
 std::string Grouped(double value) {
   const bool negative = value < 0;
   const double rounded = std::round(std::abs(value) * 10) / 10;
@@ -84,7 +90,8 @@ std::string Grouped(double value) {
     grouped += digits[i];
   }
   if (tenth != 0) grouped += "." + std::to_string(tenth);
-  return (negative ? "-" : "") + grouped;
+  if (negative) grouped.insert(0, 1, '-');
+  return grouped;
 }
 
 std::string Compact(double value) {

@@ -31,6 +31,9 @@ std::optional<double> GapPercent(Latency total, Latency bound);
 // rounding noise (117964.79999999994) reads as 117964.8. JSON outputs stay exact.
 std::string Readable(double value);
 
+// "12.34 %" with `decimals` decimals; `percent` is already in percent.
+std::string PercentText(double percent, int decimals = 2);
+
 // "1,234,567" or "1,234,567.5": latencies with digit groups, at most one decimal.
 std::string Grouped(double value);
 
