@@ -89,7 +89,10 @@ std::string Grouped(double value) {
     if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
     grouped += digits[i];
   }
-  if (tenth != 0) grouped += "." + std::to_string(tenth);
+  if (tenth != 0) {
+    grouped += '.';
+    grouped += static_cast<char>('0' + tenth);
+  }
   if (negative) grouped.insert(0, 1, '-');
   return grouped;
 }
