@@ -330,7 +330,7 @@ class Report {
       out += "<div class=\"banner\" id=\"violation\"><b>Broken rule " + HtmlEscape(v.rule) +
              "</b>" +
              (v.subgraph >= 0 ? " in subgraph " + std::to_string(v.subgraph) : std::string()) +
-             ": " + HtmlEscape(v.Message()) +
+             ": " + HtmlEscape(v.detail) +
              "<br>The oracle stops at the first broken rule; below, every subgraph is priced on "
              "its own with the tensors its predecessor retains, where it can be.</div>\n";
     }

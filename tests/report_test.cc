@@ -279,7 +279,7 @@ TEST_CASE("report: an invalid schedule still gets a report with the broken rule 
     const size_t banner = html.find("id=\"violation\"");
     REQUIRE(banner != std::string::npos);
     CHECK(banner < html.find("id=\"dag\""));  // at the top
-    CHECK(html.find(HtmlEscape(summary.evaluation.violation.Message())) != std::string::npos);
+    CHECK(html.find(HtmlEscape(summary.evaluation.violation.detail)) != std::string::npos);
     CHECK(html.find("Broken rule W</b> in subgraph " + std::to_string(broken)) != std::string::npos);
     CHECK(Count(html, "<g class=\"op\"") == tight.ops.size());
 
