@@ -17,7 +17,7 @@ namespace {
 // Drawing units of the DAG: one layer and one slot apart, node size.
 constexpr double kLayerGap = 120;
 constexpr double kSlotGap = 34;
-constexpr double kNodeWidth = 64;
+constexpr double kNodeWidth = 74;
 constexpr double kNodeHeight = 22;
 // The charts are drawn in a 1000-wide coordinate system and stretched to the page width.
 constexpr double kChartWidth = 1000;
@@ -56,6 +56,7 @@ std::vector<double> Ticks(double lo, double hi, int wanted) {
 constexpr const char* kStyle = R"CSS(
 :root{--ink:#1d2330;--muted:#5c6577;--line:#d8dce4;--mem:#e8913a;--cmp:#4a7fd4;--bad:#c62828}
 *{box-sizing:border-box}
+[hidden]{display:none!important}
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--ink);margin:0;background:#f5f6f9}
 main{max-width:1500px;margin:0 auto;padding:16px 22px 40px}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:0 0 8px}
@@ -71,10 +72,10 @@ section{background:#fff;border:1px solid var(--line);border-radius:8px;padding:1
 svg{display:block;width:100%;background:#fff;user-select:none}
 svg.zoom{border:1px solid var(--line);border-radius:4px;cursor:grab}
 svg text{font-size:11px;fill:var(--ink)}
-svg.far .op text{display:none}
-.op rect{stroke-width:1.2}
-.op.hl rect{stroke:#000;stroke-width:3}
-svg.focus .op:not(.hl){opacity:.22}
+svg.far .op text,svg.far .sgn text{display:none}
+.op rect,.sgn rect{stroke-width:1.2}
+.op.hl rect,.sgn.hl rect{stroke:#000;stroke-width:3}
+svg.focus .op:not(.hl),svg.focus .sgn:not(.hl){opacity:.22}
 svg.focus .edge{opacity:.25}
 .edge{fill:none}
 .bar{cursor:pointer}
@@ -230,6 +231,19 @@ constexpr const char* kScript = R"JS(
       if (svg && svg.zoomView) svg.zoomView.reset();
     });
   });
+  // The DAG's two views: its ops, or one node per subgraph.
+  document.querySelectorAll('button[data-swap]').forEach(function (b) {
+    b.addEventListener('click', function () {
+      var ops = document.getElementById('dag-view'), sgs = document.getElementById('dag-sg-view');
+      var collapsed = ops.hidden;
+      ops.hidden = !collapsed; sgs.hidden = collapsed;
+      document.getElementById('dag-sg-legend').hidden = collapsed;
+      b.textContent = collapsed ? 'one node per subgraph' : 'one node per op';
+      document.getElementById(collapsed ? 'dag' : 'dag-sg').zoomView.reset();
+      var reset = document.querySelector('button[data-reset="dag"], button[data-reset="dag-sg"]');
+      if (reset) reset.setAttribute('data-reset', collapsed ? 'dag' : 'dag-sg');
+    });
+  });
   // Clicking a table row brings the subgraph's ops into view in the DAG.
   function zoomDagTo(id) {
     var svg = document.getElementById('dag');
@@ -344,88 +358,177 @@ class Report {
     return out + "</section>\n";
   }
 
-  std::string Dag() const {
-    const int num_ops = static_cast<int>(problem_.ops.size());
-    std::vector<std::pair<int, int>> edges;
-    for (OpId op = 0; op < num_ops; ++op) {
-      for (TensorId t : problem_.ops[op].inputs) {
-        if (problem_.producer[t] != kNoOp) edges.emplace_back(problem_.producer[t], op);
-      }
-    }
-    const DagLayout layout = LayoutDag(num_ops, edges);
-    // (tensor, consumer's subgraph) pairs carried by retention from the subgraph before.
-    std::set<std::pair<TensorId, int>> retained_links;
-    for (int i = 0; i + 1 < NumSubgraphs(); ++i) {
-      for (TensorId t : summary_.subgraphs[i].subgraph->retain) retained_links.emplace(t, i + 1);
-    }
+  // A node or an edge of a layered drawing, with how it looks.
+  struct DrawnNode {
+    std::string label, title, fill, stroke, attributes;  // attributes: data-sg=... etc.
+    bool round = false;
+    bool dashed = false;
+  };
+  struct DrawnEdge {
+    int from = 0, to = 0;
+    std::string style, title;
+  };
+
+  // One zoomable SVG of a DAG laid out in layers (src/dag_layout.h). Edges between the same
+  // two nodes must come merged.
+  static std::string LayeredSvg(const std::string& id, const std::vector<DrawnNode>& nodes,
+                                const std::vector<DrawnEdge>& drawn_edges,
+                                const char* node_class, bool hidden, int* layers) {
+    std::vector<std::pair<int, int>> pairs;
+    for (const DrawnEdge& e : drawn_edges) pairs.emplace_back(e.from, e.to);
+    const DagLayout layout = LayoutDag(static_cast<int>(nodes.size()), pairs);
+    *layers = layout.layers;
     const auto sx = [](double x) { return x * kLayerGap; };
     const auto sy = [](double y) { return y * kSlotGap; };
     const double x0 = -kNodeWidth, y0 = sy(layout.min_y) - kSlotGap;
     const double width = sx(std::max(0, layout.layers - 1)) + 2 * kNodeWidth;
     const double height = sy(layout.max_y - layout.min_y) + 2 * kSlotGap;
-    // Tall enough to show a layer's ops at a readable size; a wide graph opens at that size on
-    // its left end (the script zooms in), "fit" shows it whole.
+    // Tall enough to show a layer's nodes at a readable size; a wide graph opens at that size
+    // on its left end (the script zooms in), "fit" shows it whole.
     const double pixels = std::clamp(height * 0.8 + 20, 200.0, 640.0);
-
-    std::string out = "<section id=\"dag-section\">\n<h2>DAG <span class=\"hint\">" +
-                      std::to_string(num_ops) + " ops in " + std::to_string(layout.layers) +
-                      " layers, coloured by subgraph; MatMul square, Pointwise round; green "
-                      "dashes: retained tensors. Wheel: zoom, drag: pan, double click: fit"
-                      "</span><button data-reset=\"dag\">fit</button></h2>\n";
-    out += "<svg id=\"dag\" class=\"zoom focusable\" viewBox=\"" + Num(x0) + " " + Num(y0) + " " +
-           Num(width) + " " + Num(height) + "\" preserveAspectRatio=\"xMidYMid meet\" data-open-scale=\"0.8\" style=\"height:" +
-           Num(pixels, 0) + "px\">\n<g class=\"edges\">\n";
-    for (const DagLayout::Edge& e : layout.edges) {
-      const TensorId t = problem_.ops[e.from].output;
-      const std::vector<int>& from_sgs = op_subgraphs_[e.from];
-      const std::vector<int>& to_sgs = op_subgraphs_[e.to];
-      bool inside = false, retained = false;
-      for (int a : from_sgs) {
-        for (int b : to_sgs) inside = inside || a == b;
-      }
-      for (int b : to_sgs) retained = retained || retained_links.count({t, b}) > 0;
+    // The view is hidden through its wrapper: an SVG element has no `hidden`.
+    std::string out = "<div id=\"" + id + "-view\"" + (hidden ? " hidden" : "") + ">\n<svg id=\"" +
+                      id + "\" class=\"zoom focusable\" viewBox=\"" + Num(x0) +
+                      " " + Num(y0) + " " + Num(width) + " " + Num(height) +
+                      "\" preserveAspectRatio=\"xMidYMid meet\" data-open-scale=\"0.8\" "
+                      "style=\"height:" + Num(pixels, 0) + "px\">\n<g class=\"edges\">\n";
+    // LayoutDag keeps the input order of distinct edges, and the caller merged duplicates.
+    for (size_t k = 0; k < layout.edges.size(); ++k) {
+      const DagLayout::Edge& e = layout.edges[k];
+      const DrawnEdge& drawn = drawn_edges[k];
       std::string d;
       for (size_t i = 0; i < e.points.size(); ++i) {
         d += (i == 0 ? "M" : " L") + Num(sx(e.points[i].x)) + " " + Num(sy(e.points[i].y));
       }
-      std::string style;
-      if (retained) {
-        style = "stroke=\"#2a9d3a\" stroke-width=\"2\" stroke-dasharray=\"6 3\"";
-      } else if (inside) {
-        style = "stroke=\"" + SubgraphStroke(from_sgs.front()) + "\" stroke-width=\"2\"";
-      } else {
-        style = "stroke=\"#a3a9b5\" stroke-width=\"1\"";
-      }
-      out += "<path class=\"edge\" d=\"" + d + "\" " + style + "><title>tensor " +
-             std::to_string(t) + ": op " + std::to_string(e.from) + " \u2192 op " +
-             std::to_string(e.to) + (retained ? " (retained)" : "") + "</title></path>\n";
+      out += "<path class=\"edge\" d=\"" + d + "\" " + drawn.style + "><title>" + drawn.title +
+             "</title></path>\n";
     }
     out += "</g>\n<g class=\"ops\">\n";
+    for (size_t v = 0; v < nodes.size(); ++v) {
+      const DrawnNode& n = nodes[v];
+      const double cx = sx(layout.position[v].x), cy = sy(layout.position[v].y);
+      out += "<g class=\"" + std::string(node_class) + "\"" + n.attributes + "><rect x=\"" + Num(cx - kNodeWidth / 2) +
+             "\" y=\"" + Num(cy - kNodeHeight / 2) + "\" width=\"" + Num(kNodeWidth) +
+             "\" height=\"" + Num(kNodeHeight) + "\" rx=\"" + (n.round ? "11" : "2") +
+             "\" fill=\"" + n.fill + "\" stroke=\"" + n.stroke + "\"" +
+             (n.dashed ? " stroke-dasharray=\"4 2\"" : "") + "/><text x=\"" + Num(cx) +
+             "\" y=\"" + Num(cy + 4) + "\" text-anchor=\"middle\">" + n.label +
+             "</text><title>" + n.title + "</title></g>\n";
+    }
+    return out + "</g>\n</svg>\n</div>\n";
+  }
+
+  static std::string EdgeStyle(bool retained, bool inside, int subgraph) {
+    if (retained) return "stroke=\"#2a9d3a\" stroke-width=\"2\" stroke-dasharray=\"6 3\"";
+    if (inside) return "stroke=\"" + SubgraphStroke(subgraph) + "\" stroke-width=\"2\"";
+    return "stroke=\"#a3a9b5\" stroke-width=\"1\"";
+  }
+
+  std::string Dag() const {
+    const int num_ops = static_cast<int>(problem_.ops.size());
+    // (tensor, consumer's subgraph) pairs carried by retention from the subgraph before.
+    std::set<std::pair<TensorId, int>> retained_links;
+    for (int i = 0; i + 1 < NumSubgraphs(); ++i) {
+      for (TensorId t : summary_.subgraphs[i].subgraph->retain) retained_links.emplace(t, i + 1);
+    }
+
+    std::vector<DrawnNode> op_nodes(num_ops);
     for (OpId op = 0; op < num_ops; ++op) {
       const Op& o = problem_.ops[op];
       const Tensor& t = problem_.tensors[o.output];
       const std::vector<int>& sgs = op_subgraphs_[op];
-      const double cx = sx(layout.position[op].x), cy = sy(layout.position[op].y);
       const bool matmul = o.kind == OpKind::MatMul;
       std::string sg_text = "in no subgraph";
-      if (!sgs.empty()) {
-        sg_text = sgs.size() == 1 ? "subgraph " : "subgraphs ";
-        sg_text += JoinIds(sgs, ", ");
-      }
-      out += "<g class=\"op\"" + (sgs.empty() ? std::string() : SgAttr(sgs)) + "><rect x=\"" +
-             Num(cx - kNodeWidth / 2) + "\" y=\"" + Num(cy - kNodeHeight / 2) + "\" width=\"" +
-             Num(kNodeWidth) + "\" height=\"" + Num(kNodeHeight) + "\" rx=\"" +
-             (matmul ? "2" : "11") + "\" fill=\"" +
-             (sgs.empty() ? std::string("#eee") : SubgraphFill(sgs.front())) + "\" stroke=\"" +
-             (sgs.empty() ? std::string("#c62828") : SubgraphStroke(sgs.front())) + "\"" +
-             (sgs.size() > 1 ? " stroke-dasharray=\"4 2\"" : "") + "/><text x=\"" + Num(cx) +
-             "\" y=\"" + Num(cy + 4) + "\" text-anchor=\"middle\">" + (matmul ? "MM " : "PW ") +
-             std::to_string(op) + "</text><title>op " + std::to_string(op) + " (" +
-             (matmul ? "MatMul" : "Pointwise") + "), output tensor " + std::to_string(o.output) +
-             " (" + std::to_string(t.height) + "\u00d7" + std::to_string(t.width) +
-             "), base cost " + Readable(o.base_cost) + "; " + sg_text + "</title></g>\n";
+      if (!sgs.empty()) sg_text = (sgs.size() == 1 ? "subgraph " : "subgraphs ") + JoinIds(sgs, ", ");
+      DrawnNode& n = op_nodes[op];
+      n.label = (matmul ? "MM " : "PW ") + std::to_string(op);
+      n.title = "op " + std::to_string(op) + " (" + (matmul ? "MatMul" : "Pointwise") +
+                "), output tensor " + std::to_string(o.output) + " (" +
+                std::to_string(t.height) + "\u00d7" + std::to_string(t.width) + "), base cost " +
+                Readable(o.base_cost) + "; " + sg_text;
+      n.fill = sgs.empty() ? "#eee" : SubgraphFill(sgs.front());
+      n.stroke = sgs.empty() ? "#c62828" : SubgraphStroke(sgs.front());
+      n.attributes = sgs.empty() ? "" : SgAttr(sgs);
+      n.round = !matmul;
+      n.dashed = sgs.size() > 1;
     }
-    return out + "</g>\n</svg>\n</section>\n";
+    std::vector<DrawnEdge> op_edges;
+    std::set<std::pair<int, int>> seen;
+    for (OpId op = 0; op < num_ops; ++op) {
+      for (TensorId t : problem_.ops[op].inputs) {
+        const OpId p = problem_.producer[t];
+        if (p == kNoOp || !seen.emplace(p, op).second) continue;
+        bool inside = false, retained = false;
+        for (int a : op_subgraphs_[p]) {
+          for (int b : op_subgraphs_[op]) inside = inside || a == b;
+        }
+        for (int b : op_subgraphs_[op]) retained = retained || retained_links.count({t, b}) > 0;
+        op_edges.push_back({p, op,
+                            EdgeStyle(retained, inside,
+                                      op_subgraphs_[p].empty() ? 0 : op_subgraphs_[p].front()),
+                            "tensor " + std::to_string(t) + ": op " + std::to_string(p) +
+                                " \u2192 op " + std::to_string(op) +
+                                (retained ? " (retained)" : "")});
+      }
+    }
+
+    // The collapsed view: one node per subgraph; an edge where a subgraph reads a tensor the
+    // latest earlier subgraph computing its producer made.
+    std::vector<DrawnNode> sg_nodes(NumSubgraphs());
+    std::map<std::pair<int, int>, std::pair<std::vector<int32_t>, bool>> flows;  // tensors, retained
+    std::vector<int> last_computing(num_ops, -1);
+    for (int i = 0; i < NumSubgraphs(); ++i) {
+      const SubgraphSummary& s = summary_.subgraphs[i];
+      const std::vector<OpId>& ops = s.subgraph->ops;
+      DrawnNode& n = sg_nodes[i];
+      n.label = "#" + std::to_string(i) + " \u00b7 " + std::to_string(ops.size()) +
+                (ops.size() == 1 ? " op" : " ops");
+      n.title = "subgraph " + std::to_string(i) + ": ops " + JoinIds(ops, ", ") +
+                (s.report ? ", latency " + Grouped(s.report->latency) : std::string(", not priced"));
+      n.fill = SubgraphFill(i);
+      n.stroke = s.report ? SubgraphStroke(i) : "#c62828";
+      n.attributes = SgAttr({i});
+      n.round = s.memory_bound();
+      std::set<OpId> inside(ops.begin(), ops.end());
+      for (OpId op : ops) {
+        if (op < 0 || op >= num_ops) continue;
+        for (TensorId t : problem_.ops[op].inputs) {
+          const OpId p = problem_.producer[t];
+          if (p == kNoOp || inside.count(p) || last_computing[p] < 0) continue;
+          auto& flow = flows[{last_computing[p], i}];
+          if (std::find(flow.first.begin(), flow.first.end(), t) == flow.first.end()) {
+            flow.first.push_back(t);
+          }
+          flow.second = flow.second || retained_links.count({t, i}) > 0;
+        }
+      }
+      for (OpId op : ops) {
+        if (op >= 0 && op < num_ops) last_computing[op] = i;
+      }
+    }
+    std::vector<DrawnEdge> sg_edges;
+    for (const auto& [pair, flow] : flows) {
+      sg_edges.push_back({pair.first, pair.second, EdgeStyle(flow.second, false, 0),
+                          "subgraph " + std::to_string(pair.first) + " \u2192 " +
+                              std::to_string(pair.second) + ": tensor" +
+                              (flow.first.size() > 1 ? "s " : " ") + JoinIds(flow.first, ", ") +
+                              (flow.second ? " (retained)" : "")});
+    }
+
+    int op_layers = 0, sg_layers = 0;
+    const std::string ops_svg = LayeredSvg("dag", op_nodes, op_edges, "op", false, &op_layers);
+    const std::string sg_svg = LayeredSvg("dag-sg", sg_nodes, sg_edges, "sgn", true, &sg_layers);
+    std::string out = "<section id=\"dag-section\">\n<h2>DAG <span class=\"hint\">" +
+                      std::to_string(num_ops) + " ops in " + std::to_string(op_layers) +
+                      " layers, coloured by subgraph; MatMul square, Pointwise round; green "
+                      "dashes: retained tensors. Wheel: zoom, drag: pan, double click: fit"
+                      "</span><button data-reset=\"dag\">fit</button><button data-swap=\"dag\">"
+                      "one node per subgraph</button></h2>\n";
+    out += "<div class=\"legend\" id=\"dag-sg-legend\" hidden>" +
+           std::to_string(NumSubgraphs()) + " subgraphs in " + std::to_string(sg_layers) +
+           " layers; round: memory-bound, square: compute-bound; an edge carries the tensors "
+           "one subgraph reads from another</div>\n";
+    return out + ops_svg + sg_svg + "</section>\n";
   }
 
   std::string Timeline() const {

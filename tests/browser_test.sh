@@ -74,7 +74,7 @@ check_page "$work/invalid.html"
 grep -q 'Broken rule W' "$work/dom.html" || fail "the invalid report does not name the broken rule"
 
 # Interaction: hovering an op of the DAG highlights its subgraph's row; clicking a row zooms
-# the DAG to that subgraph's ops.
+# the DAG to that subgraph's ops; the DAG swaps to one node per subgraph.
 cat >"$work/interact.js" <<'JS'
 <script>
 (function () {
@@ -87,7 +87,11 @@ cat >"$work/interact.js" <<'JS'
   var last = document.querySelectorAll('tr.sg');
   last[last.length - 1].dispatchEvent(new MouseEvent('click', {bubbles: true}));
   var zoomed = document.getElementById('dag').getAttribute('viewBox') !== before;
-  document.documentElement.setAttribute('data-interaction', (hovered ? zoomed : false) ? 'ok' : 'broken');
+  document.querySelector('button[data-swap]').dispatchEvent(new MouseEvent('click', {bubbles: true}));
+  var swapped = document.getElementById('dag').getBoundingClientRect().height === 0 ?
+      document.getElementById('dag-sg').getBoundingClientRect().height > 0 : false;
+  var ok = hovered ? (zoomed ? swapped : false) : false;
+  document.documentElement.setAttribute('data-interaction', ok ? 'ok' : 'broken');
 })();
 </script>
 JS
@@ -95,7 +99,7 @@ JS
 awk -v script="$(cat "$work/interact.js")" '{ sub("</body>", script "</body>"); print }' "$work/valid.html" >"$work/interact.html"
 dump_dom "$work/interact.html" >"$work/dom.html" || fail "chromium failed on interact.html"
 grep -q '<html[^>]*data-interaction="ok"' "$work/dom.html" || fail "hover/click highlighting does not work"
-echo "ok: hover highlights the row, a row click zooms the DAG"
+echo "ok: hover highlights the row, a row click zooms the DAG, the collapsed DAG shows"
 
 # The check must catch a failing script.
 sed 's|</body>|<script>undefinedFunction();</script></body>|' "$work/valid.html" >"$work/broken.html"

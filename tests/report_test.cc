@@ -187,6 +187,7 @@ TEST_CASE("report: summary, trace and HTML of the baseline on every bundled prob
     }
     CHECK(Count(html, "<g class=\"op\"") == problem.ops.size());
     CHECK(Count(html, "<g class=\"bar\"") == 2 * schedule.subgraphs.size());  // timeline + WS
+    CHECK(Count(html, "<g class=\"sgn\"") == schedule.subgraphs.size());  // the collapsed DAG
   }
 }
 
