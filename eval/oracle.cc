@@ -74,8 +74,8 @@ std::string ShortestNumber(double v) {
 class SubgraphOracle {
  public:
   SubgraphOracle(const Problem& problem, const Subgraph& subgraph,
-                 const std::vector<TensorId>& retained_in)
-      : problem_(problem), subgraph_(subgraph), retained_in_(retained_in) {}
+                 const std::vector<TensorId>& retained_in, const StepObserver* on_step = nullptr)
+      : problem_(problem), subgraph_(subgraph), retained_in_(retained_in), on_step_(on_step) {}
 
   SubgraphResult Run() {
     if (auto violation = AnalyseSubgraph(problem_, subgraph_, structure_)) {
@@ -253,6 +253,7 @@ class SubgraphOracle {
         report.compute_time += compute;
         report.memory_time += memory;
         report.latency += std::max(compute, memory);  // L1
+        if (on_step_) (*on_step_)({step, tile, j, compute, memory, working_set});
         previous.swap(requests_);
       }
     }
@@ -262,6 +263,7 @@ class SubgraphOracle {
   const Problem& problem_;
   const Subgraph& subgraph_;
   const std::vector<TensorId>& retained_in_;
+  const StepObserver* on_step_;
   SubgraphStructure structure_;
   std::vector<SliceRequest> requests_;
   std::vector<ComputeCharge> charges_;
@@ -272,6 +274,12 @@ class SubgraphOracle {
 SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& subgraph,
                                       const std::vector<TensorId>& retained_in) {
   return SubgraphOracle(problem, subgraph, retained_in).Run();
+}
+
+SubgraphResult EvaluateSubgraphOracleSteps(const Problem& problem, const Subgraph& subgraph,
+                                           const std::vector<TensorId>& retained_in,
+                                           const StepObserver& on_step) {
+  return SubgraphOracle(problem, subgraph, retained_in, &on_step).Run();
 }
 
 std::vector<std::string> LatencyWarnings(const Schedule& schedule,

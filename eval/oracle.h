@@ -3,6 +3,7 @@
 // right over being fast: every execution step is derived, deduplicated and priced on its own.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,26 @@ struct Evaluation {
 // retained-in set: V1 (local part), V2, V3, V5, V6, V8, V10, V11, V12, G3, W.
 SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& subgraph,
                                       const std::vector<TensorId>& retained_in);
+
+// One execution step as the oracle priced it, for views of a schedule (the trace's per-step
+// detail); the search never asks for it.
+struct StepRecord {
+  int64_t step = 0;    // execution order within the subgraph
+  int64_t tile = 0;    // tile index in raster numbering
+  int64_t k_step = 0;  // 0 .. k_steps-1 within the tile
+  Latency compute = 0;
+  Latency memory = 0;
+  Elements working_set = 0;
+  Latency latency() const { return compute > memory ? compute : memory; }  // L1
+};
+using StepObserver = std::function<void(const StepRecord&)>;
+
+// EvaluateSubgraphOracle, calling `on_step` with every step once it is priced, in execution
+// order (a step that breaks rule W is not reported). The steps' latencies sum to the report's.
+// (Not an overload: the benchmarks take EvaluateSubgraphOracle's address.)
+SubgraphResult EvaluateSubgraphOracleSteps(const Problem& problem, const Subgraph& subgraph,
+                                           const std::vector<TensorId>& retained_in,
+                                           const StepObserver& on_step);
 
 // Spec V13: one warning per subgraph whose reported latency (if the schedule carries any)
 // differs from the computed one by more than 1e-6 relative.

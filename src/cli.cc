@@ -14,7 +14,12 @@
 #include "src/json_fields.h"
 #include "src/problem_reader.h"
 #include "src/schedule_io.h"
+#include "src/report_html.h"
+#include "src/run_log.h"
+#include "src/schedule_summary.h"
+#include "src/trace_json.h"
 #include "src/search_command.h"
+#include "src/text_format.h"
 
 namespace annealer {
 
@@ -40,66 +45,6 @@ int FinishStdout(const std::string& text, int exit_code) {
     return 1;
   }
   return exit_code;
-}
-
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buffer[8];
-          std::snprintf(buffer, sizeof buffer, "\\u%04x", static_cast<unsigned>(c));
-          out += buffer;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string JoinIds(const std::vector<OpId>& ids, const char* separator) {
-  std::string out;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i > 0) out += separator;
-    out += std::to_string(ids[i]);
-  }
-  return out;
-}
-
-std::string GranularityText(const Granularity& g) {
-  return std::to_string(g.w) + "x" + std::to_string(g.h) + "x" + std::to_string(g.k);
-}
-
-// total / bound - 1 in percent; nullopt when the bound is zero (nothing to compare with).
-std::optional<double> GapPercent(Latency total, Latency bound) {
-  if (!(bound > 0)) return std::nullopt;
-  return (total / bound - 1.0) * 100.0;
-}
-
-// For the human table only: three decimals at most, trailing zeros dropped, so that
-// accumulated rounding noise (117964.79999999994) reads as 117964.8. --json stays exact.
-std::string Readable(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.3f", value);
-  std::string text = buffer;
-  if (text.find('.') != std::string::npos) {
-    while (text.back() == '0') text.pop_back();
-    if (text.back() == '.') text.pop_back();
-  }
-  return text == "-0" ? "0" : text;
-}
-
-std::string Percent(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.2f %%", value);
-  return buffer;
 }
 
 // Right-aligns every column but the last, which is left-aligned free text.
@@ -138,37 +83,61 @@ struct ParsedArgs {
   bool json = false;
   bool help = false;
   std::optional<std::string> output;
+  std::optional<std::string> trace;  // report only
+  std::optional<std::string> log;    // report only
 };
 
-// Options may appear anywhere; "--" ends them.
-ParsedArgs ParseArgs(const std::vector<std::string>& args, bool accepts_json, bool accepts_output) {
+struct AcceptedOptions {
+  bool json = false;    // --json
+  bool output = false;  // -o/--output FILE
+  bool report = false;  // --trace FILE, --log FILE
+};
+
+// Options may appear anywhere; "--" ends them. File options take "--name FILE" or
+// "--name=FILE".
+ParsedArgs ParseArgs(const std::vector<std::string>& args, AcceptedOptions accepts) {
   ParsedArgs parsed;
   bool options_done = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
+    // Fills `slot` if `arg` is the file option `name` (or its short form); false otherwise.
+    const auto file_option = [&](const std::string& name, const char* short_name,
+                                 std::optional<std::string>& slot) {
+      std::string value;
+      if (arg == name || (short_name != nullptr && arg == short_name)) {
+        if (i + 1 >= args.size()) throw UsageError(arg + " needs a file name");
+        value = args[++i];
+      } else if (arg.rfind(name + "=", 0) == 0) {
+        value = arg.substr(name.size() + 1);
+      } else {
+        return false;
+      }
+      if (slot) throw UsageError(name + " is given twice");
+      if (value.empty()) throw UsageError("the file name of " + name + " is empty");
+      slot = value;
+      return true;
+    };
     if (options_done || arg.empty() || arg[0] != '-' || arg == "-") {
       parsed.positional.push_back(arg);
     } else if (arg == "--") {
       options_done = true;
     } else if (arg == "-h" || arg == "--help") {
       parsed.help = true;
-    } else if (accepts_json && arg == "--json") {
+    } else if (accepts.json && arg == "--json") {
       parsed.json = true;
-    } else if (accepts_output && (arg == "-o" || arg == "--output")) {
-      if (i + 1 >= args.size()) throw UsageError(arg + " needs a file name");
-      parsed.output = args[++i];
-    } else if (accepts_output && arg.rfind("--output=", 0) == 0) {
-      parsed.output = arg.substr(std::strlen("--output="));
+    } else if (accepts.output && file_option("--output", "-o", parsed.output)) {
+    } else if (accepts.report && file_option("--trace", nullptr, parsed.trace)) {
+    } else if (accepts.report && file_option("--log", nullptr, parsed.log)) {
     } else {
       throw UsageError("unknown option " + arg);
     }
   }
-  if (parsed.output && parsed.output->empty()) throw UsageError("the output file name is empty");
   return parsed;
 }
 
-std::string EvaluationJson(const Problem& problem, const Schedule& schedule,
-                           const Evaluation& evaluation, const LowerBound& bound) {
+std::string EvaluationJson(const ScheduleSummary& summary) {
+  const Evaluation& evaluation = summary.evaluation;
+  const LowerBound& bound = summary.bound;
   if (!evaluation.ok()) {
     const Violation& v = evaluation.violation;
     return "{\"valid\": false, \"verdict\": " + JsonString(VerdictName(evaluation.verdict)) +
@@ -177,9 +146,9 @@ std::string EvaluationJson(const Problem& problem, const Schedule& schedule,
            ", \"message\": " + JsonString(v.Message()) + "}\n";
   }
   std::string out = "{\n  \"valid\": true,\n  \"subgraphs\": [";
-  for (size_t i = 0; i < evaluation.subgraphs.size(); ++i) {
-    const SubgraphReport& r = evaluation.subgraphs[i];
-    const Subgraph& s = schedule.subgraphs[i];
+  for (size_t i = 0; i < summary.subgraphs.size(); ++i) {
+    const SubgraphReport& r = *summary.subgraphs[i].report;
+    const Subgraph& s = *summary.subgraphs[i].subgraph;
     out += i > 0 ? ",\n    " : "\n    ";
     out += "{\"ops\": [" + JoinIds(s.ops, ", ") + "], \"granularity\": [" +
            std::to_string(s.granularity.w) + ", " + std::to_string(s.granularity.h) + ", " +
@@ -191,13 +160,13 @@ std::string EvaluationJson(const Problem& problem, const Schedule& schedule,
            ", \"peak_working_set\": " + std::to_string(r.peak_working_set) + "}";
   }
   out += evaluation.subgraphs.empty() ? "],\n" : "\n  ],\n";
-  const std::optional<double> gap = GapPercent(evaluation.total, bound.total());
+  const std::optional<double>& gap = summary.gap_percent;
   out += "  \"total_latency\": " + FormatNumber(evaluation.total) + ",\n";
   out += "  \"lower_bound\": " + FormatNumber(bound.total()) + ",\n";
   out += "  \"lower_bound_compute\": " + FormatNumber(bound.compute) + ",\n";
   out += "  \"lower_bound_graph_io\": " + FormatNumber(bound.graph_io) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
-  out += "  \"partial_edge_tiles\": [" + JoinIds(SubgraphsWithPartialEdgeTiles(problem, schedule), ", ") + "],\n";
+  out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
   for (size_t i = 0; i < evaluation.warnings.size(); ++i) {
     if (i > 0) out += ", ";
@@ -209,7 +178,9 @@ std::string EvaluationJson(const Problem& problem, const Schedule& schedule,
 
 std::string EvaluationText(const std::string& problem_path, const Problem& problem,
                            const std::string& schedule_path, const Schedule& schedule,
-                           const Evaluation& evaluation, const LowerBound& bound) {
+                           const ScheduleSummary& summary) {
+  const Evaluation& evaluation = summary.evaluation;
+  const LowerBound& bound = summary.bound;
   std::string out = "problem   " + problem_path + ": " + std::to_string(problem.ops.size()) +
                     " ops, " + std::to_string(problem.tensors.size()) + " tensors, capacity " +
                     std::to_string(problem.fast_memory_capacity) + ", bandwidth " +
@@ -218,9 +189,9 @@ std::string EvaluationText(const std::string& problem_path, const Problem& probl
          " subgraphs\n\n";
   std::vector<std::vector<std::string>> rows = {{"#", "granularity", "tiles x k", "latency",
                                                  "compute", "memory", "peak WS", "ops"}};
-  for (size_t i = 0; i < evaluation.subgraphs.size(); ++i) {
-    const SubgraphReport& r = evaluation.subgraphs[i];
-    const Subgraph& s = schedule.subgraphs[i];
+  for (size_t i = 0; i < summary.subgraphs.size(); ++i) {
+    const SubgraphReport& r = *summary.subgraphs[i].report;
+    const Subgraph& s = *summary.subgraphs[i].subgraph;
     rows.push_back({std::to_string(i), GranularityText(s.granularity),
                     std::to_string(r.tiles) + " x " + std::to_string(r.k_steps),
                     Readable(r.latency), Readable(r.compute_time),
@@ -228,11 +199,11 @@ std::string EvaluationText(const std::string& problem_path, const Problem& probl
                     JoinIds(s.ops, ",")});
   }
   out += FormatTable(rows) + "\n";
-  const std::optional<double> gap = GapPercent(evaluation.total, bound.total());
+  const std::optional<double>& gap = summary.gap_percent;
   out += "total latency  " + Readable(evaluation.total) + "\n";
   out += "lower bound    " + Readable(bound.total()) + " (compute " +
          Readable(bound.compute) + ", graph I/O " + Readable(bound.graph_io) + ")\n";
-  out += "gap            " + (gap ? Percent(*gap) : std::string("n/a (zero lower bound)")) + "\n";
+  out += "gap            " + (gap ? PercentText(*gap) : std::string("n/a (zero lower bound)")) + "\n";
   return out;
 }
 
@@ -257,6 +228,15 @@ void PrintUsage(std::FILE* out) {
       "  annealer baseline PROBLEM.json [-o OUT.json]\n"
       "      Write the baseline schedule (one op per subgraph) to stdout or, atomically, to\n"
       "      OUT.json.\n"
+      "  annealer report PROBLEM.json SCHEDULE.json -o REPORT.html [--trace TRACE.json]\n"
+      "                  [--log RUN.jsonl]\n"
+      "      Write a self-contained HTML report of the schedule (no network needed to open it):\n"
+      "      totals and gap, the DAG coloured by subgraph, a timeline (compute vs memory,\n"
+      "      retained tensors), peak working set vs capacity, a per-subgraph table, and with\n"
+      "      --log the search's convergence (a log written by the search's --log). --trace\n"
+      "      also writes a Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): one\n"
+      "      event per subgraph, 1 latency unit = 1 us. An invalid schedule still gets a\n"
+      "      report, with the broken rule at the top (exit 0; the note goes to stderr).\n"
       "  annealer --help | --version\n"
       "\n"
       "Exit codes: 0 success, 1 bad input or invalid schedule, 2 usage error.\n"
@@ -267,7 +247,7 @@ void PrintUsage(std::FILE* out) {
 }
 
 int RunEvaluateCommand(const std::vector<std::string>& args) {
-  const ParsedArgs parsed = ParseArgs(args, /*accepts_json=*/true, /*accepts_output=*/false);
+  const ParsedArgs parsed = ParseArgs(args, {.json = true});
   if (parsed.help) {
     PrintUsage(stdout);
     return 0;
@@ -280,25 +260,26 @@ int RunEvaluateCommand(const std::vector<std::string>& args) {
   const std::string& schedule_path = parsed.positional[1];
   const Problem problem = ReadProblemFile(problem_path);
   const Schedule schedule = ReadScheduleFile(schedule_path);
-  const Evaluation evaluation = EvaluateOracle(problem, schedule);
-  const LowerBound bound = ComputeLowerBound(problem);
+  const ScheduleSummary summary = SummarizeSchedule(problem, schedule);
+  const Evaluation& evaluation = summary.evaluation;
 
   if (!evaluation.ok()) {
-    const std::string text = parsed.json ? EvaluationJson(problem, schedule, evaluation, bound)
-                                         : evaluation.violation.Message() + "\n";
+    const std::string text =
+        parsed.json ? EvaluationJson(summary) : evaluation.violation.Message() + "\n";
     return FinishStdout(text, 1);
   }
   for (const std::string& warning : evaluation.warnings) PrintError("warning: " + warning);
-  const std::vector<int> partial = SubgraphsWithPartialEdgeTiles(problem, schedule);
-  if (!partial.empty()) PrintError("note: " + PartialEdgeTilesNote(partial));
-  return FinishStdout(parsed.json ? EvaluationJson(problem, schedule, evaluation, bound)
+  if (!summary.partial_edge_tiles.empty()) {
+    PrintError("note: " + PartialEdgeTilesNote(summary.partial_edge_tiles));
+  }
+  return FinishStdout(parsed.json ? EvaluationJson(summary)
                                   : EvaluationText(problem_path, problem, schedule_path, schedule,
-                                                   evaluation, bound),
+                                                   summary),
                       0);
 }
 
 int RunBaselineCommand(const std::vector<std::string>& args) {
-  const ParsedArgs parsed = ParseArgs(args, /*accepts_json=*/false, /*accepts_output=*/true);
+  const ParsedArgs parsed = ParseArgs(args, {.output = true});
   if (parsed.help) {
     PrintUsage(stdout);
     return 0;
@@ -327,7 +308,7 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
   const std::string summary = "baseline: " + std::to_string(schedule.subgraphs.size()) +
                               " subgraphs, total latency " + Readable(evaluation.total) +
                               ", lower bound " + Readable(bound.total()) +
-                              (gap ? ", gap " + Percent(*gap) : std::string());
+                              (gap ? ", gap " + PercentText(*gap) : std::string());
   if (!parsed.output) {
     const int code = FinishStdout(json, 0);
     if (code == 0) std::fprintf(stderr, "%s\n", summary.c_str());
@@ -335,6 +316,51 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
   }
   WriteFileAtomic(*parsed.output, json);
   std::fprintf(stderr, "%s; written to %s\n", summary.c_str(), parsed.output->c_str());
+  return 0;
+}
+
+int RunReportCommand(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = ParseArgs(args, {.output = true, .report = true});
+  if (parsed.help) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  if (parsed.positional.size() != 2) {
+    throw UsageError("report needs PROBLEM.json and SCHEDULE.json (got " +
+                     std::to_string(parsed.positional.size()) + " file names)");
+  }
+  if (!parsed.output) throw UsageError("report needs the output file: -o REPORT.html");
+  const std::string& problem_path = parsed.positional[0];
+  const std::string& schedule_path = parsed.positional[1];
+  // Everything is read and drawn before anything is written.
+  const Problem problem = ReadProblemFile(problem_path);
+  const Schedule schedule = ReadScheduleFile(schedule_path);
+  std::optional<std::vector<RunLogEntry>> log;
+  if (parsed.log) log = ReadRunLog(*parsed.log);
+  const ScheduleSummary summary = SummarizeSchedule(problem, schedule);
+  ReportInput input{problem, schedule, summary, problem_path, schedule_path, nullptr, ""};
+  if (log) {
+    input.log = &*log;
+    input.log_name = *parsed.log;
+  }
+  const std::string html = ReportHtml(input);
+  std::string trace;
+  if (parsed.trace) trace = TraceJson(problem, summary, problem_path + " / " + schedule_path);
+
+  WriteFileAtomic(*parsed.output, html);
+  if (parsed.trace) WriteFileAtomic(*parsed.trace, trace);
+
+  std::string line = "report: ";
+  if (summary.valid()) {
+    line += "total latency " + Readable(summary.total) + ", lower bound " +
+            Readable(summary.bound.total()) +
+            (summary.gap_percent ? ", gap " + PercentText(*summary.gap_percent) : std::string());
+  } else {
+    line += "the schedule is INVALID (" + summary.evaluation.violation.Message() +
+            "); the report shows the broken rule";
+  }
+  line += "; wrote " + *parsed.output + (parsed.trace ? " and " + *parsed.trace : std::string());
+  std::fprintf(stderr, "%s\n", line.c_str());
   return 0;
 }
 
@@ -354,6 +380,7 @@ int RunMain(int argc, char** argv) {
       if (command == "--version") return RunVersion();
       if (command == "evaluate") return RunEvaluateCommand(rest);
       if (command == "baseline") return RunBaselineCommand(rest);
+      if (command == "report") return RunReportCommand(rest);
     } catch (const UsageError& error) {
       PrintError(error.what());
       std::fputs("Run 'annealer --help' for usage.\n", stderr);

@@ -26,7 +26,9 @@
 #include "src/config.h"
 #include "src/json_fields.h"
 #include "src/problem_reader.h"
+#include "src/run_log.h"
 #include "src/schedule_io.h"
+#include "src/text_format.h"
 
 namespace annealer {
 namespace {
@@ -44,7 +46,7 @@ constexpr milliseconds kLogInterval{2000};
 
 constexpr const char* kUsage =
     "usage: annealer [options] PROBLEM.json [OUT.json]\n"
-    "       annealer evaluate|baseline|help ...\n"
+    "       annealer evaluate|baseline|report|help ...\n"
     "\n"
     "Searches for a low-latency schedule of PROBLEM.json for at most --time and prints the best\n"
     "one (contest JSON) on stdout, or keeps OUT.json (-o OUT.json) holding the best found so far:\n"
@@ -61,6 +63,9 @@ constexpr const char* kUsage =
     "                     files override earlier ones\n"
     "  --set KEY=VALUE    one hyperparameter, e.g. --set sa.cooling=0.9; may repeat; applied\n"
     "                     after the config files, in order with --threads and --seed\n"
+    "  --log FILE.jsonl   write one JSON line per improvement to FILE (created or emptied\n"
+    "                     first): seconds, latency, worker kind, lower bound; each line is\n"
+    "                     flushed as it happens; `annealer report --log FILE` draws it\n"
     "  --print-config     print the effective configuration as YAML and exit\n"
     "  -q, --quiet        no progress or summary on stderr (errors still appear)\n"
     "  -h, --help         this text\n"
@@ -93,6 +98,7 @@ struct Options {
   std::optional<milliseconds> time;
   std::string problem_path;
   std::string output_path;  // empty: stdout
+  std::string log_path;     // empty: no improvement log
   std::vector<std::string> config_files;
   // --set, --threads and --seed in command-line order, as "key=value" plus the option's name.
   std::vector<std::pair<std::string, std::string>> overrides;
@@ -139,6 +145,10 @@ Options ParseOptions(int argc, char** argv) {
       if (!options.output_path.empty()) throw UsageError("the output file is given twice");
       options.output_path = value();
       if (options.output_path.empty()) throw UsageError(name + " needs a file name");
+    } else if (name == "--log") {
+      if (!options.log_path.empty()) throw UsageError("the log file is given twice");
+      options.log_path = value();
+      if (options.log_path.empty()) throw UsageError(name + " needs a file name");
     } else if (name == "--threads") {
       options.overrides.emplace_back("--threads", "threads=" + value());
     } else if (name == "--seed") {
@@ -190,35 +200,6 @@ SearchParams BuildParams(const Options& options) {
     throw ConfigError("inconsistent configuration: " + error);
   }
   return params;
-}
-
-// "1,234,567" or "1,234,567.5": latencies with digit groups, at most one decimal.
-std::string Grouped(double value) {
-  const bool negative = value < 0;
-  const double rounded = std::round(std::abs(value) * 10) / 10;
-  const auto whole = static_cast<long long>(std::floor(rounded));
-  const int tenth = static_cast<int>(std::lround((rounded - static_cast<double>(whole)) * 10)) % 10;
-  std::string digits = std::to_string(whole);
-  std::string grouped;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) grouped += ',';
-    grouped += digits[i];
-  }
-  if (tenth != 0) grouped += "." + std::to_string(tenth);
-  return (negative ? "-" : "") + grouped;
-}
-
-// "950", "12.3k", "4.56M".
-std::string Compact(double value) {
-  char buffer[32];
-  if (value >= 1e6) {
-    std::snprintf(buffer, sizeof buffer, "%.2fM", value / 1e6);
-  } else if (value >= 1e4) {
-    std::snprintf(buffer, sizeof buffer, "%.1fk", value / 1e3);
-  } else {
-    std::snprintf(buffer, sizeof buffer, "%.0f", value);
-  }
-  return buffer;
 }
 
 std::string Percent(double fraction) {
@@ -522,9 +503,34 @@ int RunSearchCommand(int argc, char** argv) {
   const Clock::time_point watchdog = start + time - std::clamp(time / 100, milliseconds(20), milliseconds(80));
 
   Console console(options.quiet);
+  bool log_failed = false;
   BestKeeper keeper(problem, options.output_path, console);
   const LowerBound bound = ComputeLowerBound(problem);
   const Latency lower_bound = bound.total();
+
+  std::optional<RunLogWriter> run_log;
+  if (!options.log_path.empty()) {
+    try {
+      run_log.emplace(options.log_path);
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "annealer: %s\n", error.what());
+      return 1;
+    }
+  }
+  // Only strictly better totals are logged, so the log reads as the best-so-far curve.
+  std::optional<Latency> logged_best;
+  const auto log_improvement = [&](Latency total, const std::string& found_by) {
+    if (!run_log || (logged_best && !(total < *logged_best))) return;
+    logged_best = total;
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    if (!run_log->Append({seconds, total, found_by, lower_bound})) {
+      console.Line("annealer: cannot write the log " + options.log_path +
+                       "; the run goes on without it",
+                   true);
+      run_log.reset();
+      log_failed = true;
+    }
+  };
 
   // Anytime: a valid schedule exists on disk before the search begins.
   try {
@@ -539,6 +545,7 @@ int RunSearchCommand(int argc, char** argv) {
     return 1;
   }
   if (keeper.write_failed()) return 1;
+  log_improvement(keeper.best_total(), "baseline");
 
   const int threads = params.threads > 0 ? params.threads
                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -553,6 +560,7 @@ int RunSearchCommand(int argc, char** argv) {
   SearchCallbacks callbacks;
   callbacks.on_improvement = [&](const Schedule& schedule, Latency total, const std::string& found_by) {
     keeper.Offer(schedule, total, found_by);
+    log_improvement(total, found_by);
   };
   callbacks.on_progress = [&](const SearchProgress& progress) {
     const Clock::time_point now = Clock::now();
@@ -619,7 +627,7 @@ int RunSearchCommand(int argc, char** argv) {
     console.Line("annealer: wrote " + options.output_path + " (" + std::to_string(keeper.writes()) +
                  (keeper.writes() == 1 ? " write)" : " writes)"));
   }
-  if (keeper.write_failed()) return 1;
+  if (keeper.write_failed() || log_failed) return 1;
   return failure.empty() ? 0 : 1;
 }
 

@@ -73,6 +73,7 @@ TEST_CASE("cli: --help, --version and usage errors") {
   CHECK(help.out.find("annealer evaluate PROBLEM.json SCHEDULE.json") != std::string::npos);
   CHECK(help.out.find("annealer baseline PROBLEM.json [-o OUT.json]") != std::string::npos);
   CHECK(help.out.find("annealer [--time 60s] PROBLEM.json [OUT.json]") != std::string::npos);
+  CHECK(help.out.find("annealer report PROBLEM.json SCHEDULE.json -o REPORT.html") != std::string::npos);
   CHECK(Run("help").exit_code == 0);
   CHECK(Run("evaluate --help").exit_code == 0);
 
@@ -293,6 +294,68 @@ TEST_CASE("cli: baseline -o is atomic and a failing run leaves no output file") 
   CHECK(cannot.exit_code == 1);
   CHECK(cannot.err.rfind("annealer: " + unwritable + ": ", 0) == 0);
   CHECK(Lines(cannot.err) == 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: report writes the HTML and the trace; bad arguments and bad logs are clear errors") {
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "report");
+  const std::string problem = Problem("example_problem.json");
+  const std::string schedule = (dir / "s.json").string();
+  std::ofstream(schedule) << kFused;
+  const std::string log = (dir / "run.jsonl").string();
+  std::ofstream(log) << "{\"seconds\": 0.01, \"latency\": 5000, \"worker\": \"baseline\", \"lower_bound\": 1000}\n"
+                        "{\"seconds\": 0.2, \"latency\": 3276.8, \"worker\": \"sa\", \"lower_bound\": 1000}\n";
+  const std::string html = (dir / "r.html").string();
+  const std::string trace = (dir / "t.json").string();
+
+  const RunResult ok = Run("report " + Quote(problem) + " " + Quote(schedule) + " -o " + Quote(html) +
+                           " --trace " + Quote(trace) + " --log=" + Quote(log));
+  INFO(ok.err);
+  CHECK(ok.exit_code == 0);
+  CHECK(ok.out.empty());
+  CHECK(ok.err.rfind("report: total latency 3276.8, lower bound ", 0) == 0);
+  CHECK(Lines(ok.err) == 1);
+  CHECK(ok.err.find("; wrote " + html + " and " + trace + "\n") != std::string::npos);
+  const std::string page = testing::ReadFile(html);
+  CHECK(page.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(page.find("<span id=\"total\">3,276.8</span>") != std::string::npos);
+  CHECK(page.find("id=\"convergence\"") != std::string::npos);
+  simdjson::dom::parser parser;
+  CHECK(double(parser.parse(testing::ReadFile(trace))["otherData"]["total_latency"]) == 3276.8);
+
+  // An invalid schedule: still a report, the rule on top, exit 0, a note on stderr.
+  const std::string invalid = (dir / "oom.json").string();
+  std::ofstream(invalid) << kTooBig;
+  const RunResult broken = Run("report " + Quote(problem) + " " + Quote(invalid) + " -o " + Quote(html));
+  CHECK(broken.exit_code == 0);
+  CHECK(broken.err.find("the schedule is INVALID (W in subgraph 0: ") != std::string::npos);
+  CHECK(testing::ReadFile(html).find("Broken rule W</b> in subgraph 0") != std::string::npos);
+
+  // Usage errors: exit 2, nothing written.
+  const std::string fresh = (dir / "fresh.html").string();
+  const RunResult no_output = Run("report " + Quote(problem) + " " + Quote(schedule));
+  CHECK(no_output.exit_code == 2);
+  CHECK(no_output.err.rfind("annealer: report needs the output file: -o REPORT.html\n", 0) == 0);
+  CHECK(Run("report " + Quote(problem) + " -o " + Quote(fresh)).exit_code == 2);
+  CHECK(Run("report " + Quote(problem) + " " + Quote(schedule) + " -o " + Quote(fresh) + " --trace").exit_code == 2);
+  CHECK(Run("report " + Quote(problem) + " " + Quote(schedule) + " -o " + Quote(fresh) + " --json").exit_code == 2);
+  CHECK(Run("report --help").exit_code == 0);
+
+  // A bad log line: exit 1, one line naming the file and the line; no report written.
+  const std::string bad_log = (dir / "bad.jsonl").string();
+  std::ofstream(bad_log) << "{\"seconds\": 0.01, \"latency\": 5000, \"worker\": \"baseline\", \"lower_bound\": 1000}\n"
+                            "\n{\"seconds\": 0.2, \"latency\": \"fast\", \"worker\": \"sa\", \"lower_bound\": 1000}\n";
+  const RunResult bad = Run("report " + Quote(problem) + " " + Quote(schedule) + " -o " + Quote(fresh) +
+                            " --log " + Quote(bad_log));
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.rfind("annealer: " + bad_log + ":3: latency: expected a ", 0) == 0);
+  CHECK(Lines(bad.err) == 1);
+  CHECK_FALSE(std::filesystem::exists(fresh));
+
+  // An unwritable trace: exit 1.
+  const RunResult cannot = Run("report " + Quote(problem) + " " + Quote(schedule) + " -o " + Quote(fresh) +
+                               " --trace " + Quote((dir / "no-such-dir" / "t.json").string()));
+  CHECK(cannot.exit_code == 1);
   std::filesystem::remove_all(dir);
 }
 

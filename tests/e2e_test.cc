@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -18,9 +19,11 @@
 #include <thread>
 #include <vector>
 
+#include "eval/bounds.h"
 #include "eval/oracle.h"
 #include "src/config.h"
 #include "src/problem_reader.h"
+#include "src/run_log.h"
 #include "src/schedule_io.h"
 
 namespace annealer {
@@ -246,6 +249,56 @@ TEST_CASE("e2e: bad arguments exit 2 with a message and a bad problem file exits
   const RunResult help = Run(dir, {"--time", "1s", "--help"});
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("--threads N") != std::string::npos);
+}
+
+TEST_CASE("e2e: --log writes one line per improvement as it happens; a bad path exits 1") {
+  TempDir dir;
+  const std::string out = dir / "out.json";
+  const std::string log = dir / "run.jsonl";
+  const std::string problem = ProblemPath("mlsys-2026-5");
+  const RunResult run = Run(dir, {"--time", "400ms", "--threads", "2", "--quiet", problem, "-o", out, "--log", log});
+  INFO(run.err);
+  CHECK(run.exit_code == 0);
+  const std::vector<RunLogEntry> entries = ReadRunLog(log);
+  REQUIRE(!entries.empty());
+  CHECK(entries.front().worker == "baseline");
+  const Problem parsed = ReadProblemFile(problem);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    CHECK(entries[i].lower_bound == ComputeLowerBound(parsed).total());
+    CHECK(entries[i].seconds >= 0);
+    if (i > 0) {
+      CHECK(entries[i].seconds >= entries[i - 1].seconds);
+      CHECK(entries[i].latency < entries[i - 1].latency);
+    }
+  }
+  // Every improvement is logged, so the written schedule (the best that passed the oracle: the
+  // last improvement, or an earlier one if a watchdog cut the run short on a loaded machine)
+  // is one of them. The search's totals are the fast path's, equal to the oracle's up to
+  // rounding.
+  const Evaluation evaluation = EvaluateOracle(parsed, ReadScheduleFile(out));
+  REQUIRE(evaluation.ok());
+  bool logged = false;
+  for (const RunLogEntry& entry : entries) {
+    logged = logged || std::abs(entry.latency - evaluation.total) <= 1e-9 * evaluation.total;
+  }
+  CHECK(logged);
+  if (run.err.find("did not stop by its deadline") == std::string::npos) {
+    CHECK(evaluation.total == doctest::Approx(entries.back().latency).epsilon(1e-9));
+  }
+
+  // The report draws it.
+  const std::string html = dir / "r.html";
+  const RunResult report = Run(dir, {"report", problem, out, "-o", html, "--log", log});
+  CHECK(report.exit_code == 0);
+  CHECK(testing::ReadFile(html).find("id=\"convergence\"") != std::string::npos);
+
+  const std::string bad = dir / "no-such-dir/run.jsonl";
+  const std::string out2 = dir / "out2.json";
+  const RunResult cannot = Run(dir, {"--time", "300ms", problem, "-o", out2, "--log", bad});
+  CHECK(cannot.exit_code == 1);
+  CHECK(cannot.err == "annealer: cannot write the log " + bad + ": No such file or directory\n");
+  CHECK_FALSE(fs::exists(out2));
+  CHECK(Run(dir, {"--time", "300ms", problem, "--log"}).exit_code == 2);
 }
 
 }  // namespace annealer
