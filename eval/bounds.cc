@@ -1,6 +1,437 @@
+// The facts P1..P9 are stated in the header; comments here say which one a block applies.
 #include "eval/bounds.h"
 
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <string>
+
 namespace annealer {
+
+namespace {
+
+enum Mode : int { kT = 0, kSL = 1, kSR = 2, kFL = 3, kFR = 4, kModes = 5 };
+constexpr const char* kModeName[kModes] = {"T", "SL", "SR", "FL", "FR"};
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+class Analysis {
+ public:
+  explicit Analysis(const Problem& problem) : p_(problem), n_(problem.native) {
+    const int num_ops = static_cast<int>(p_.ops.size());
+    for (const Op& op : p_.ops) max_inputs_ = std::max(max_inputs_, static_cast<int>(op.inputs.size()));
+    modes_.assign(num_ops, 0);
+    factor_.assign(num_ops, {1, 1, 1, 1, 1});
+    stream_tiles_.assign(num_ops, {0, 0, 0, 0, 0});
+    ComputeModes();
+  }
+
+  const Problem& problem() const { return p_; }
+  bool HasMode(OpId op, int m) const { return (modes_[op] >> m) & 1; }
+  int64_t Factor(OpId op, int m) const { return factor_[op][m]; }
+  int64_t StreamTiles(OpId op, int m) const { return stream_tiles_[op][m]; }
+  bool OnlyTileMode(OpId op) const { return modes_[op] == 1; }
+
+  // The mode in which a consumer in mode m demands the producer of its input `slot` (D1-D3).
+  int Demand(OpId consumer, int slot, int m) const {
+    if (p_.ops[consumer].kind == OpKind::Pointwise) return m;
+    if (m == kT) return slot == 0 ? kSL : kSR;
+    return slot == 0 ? kFL : kFR;
+  }
+
+  // Can tensor t (|t| elements) never fit beside one more element (P2, P4)?
+  bool TooLarge(TensorId t) const { return p_.tensors[t].size() + 1 > p_.fast_memory_capacity; }
+
+  // Can `producer` serve demand d inside a subgraph (P2)?
+  bool CanServe(OpId producer, int d) const {
+    const Op& op = p_.ops[producer];
+    if (op.kind != OpKind::MatMul) return true;
+    if (d != kFL && d != kFR) return true;
+    const TensorId whole = op.inputs[d == kFL ? 1 : 0];
+    return p_.producer[whole] != kNoOp || !TooLarge(whole);
+  }
+
+  // Can the edge producer -> consumer (input `slot`) be internal with the consumer in mode m?
+  bool EdgeFeasible(OpId producer, OpId consumer, int slot, int m) const {
+    const Op& c = p_.ops[consumer];
+    if (c.kind == OpKind::MatMul && m == kT && p_.ops[producer].kind == OpKind::Pointwise &&
+        p_.ReductionLength(consumer) > n_) {
+      return false;  // P1
+    }
+    return CanServe(producer, Demand(consumer, slot, m));
+  }
+
+  // Ops that can share a subgraph with `start` (P9), as a per-op flag.
+  std::vector<char> Reach(OpId start) const {
+    const int num_ops = static_cast<int>(p_.ops.size());
+    const int entries = max_inputs_ + 1;
+    std::vector<char> seen(static_cast<size_t>(num_ops) * kModes * entries, 0);
+    std::vector<char> reached(num_ops, 0);
+    struct State {
+      OpId op;
+      int mode;
+      int entry;  // input slot the path came in by, -1 when it came from a consumer or started
+    };
+    std::vector<State> stack;
+    auto push = [&](OpId op, int mode, int entry) {
+      const size_t key = (static_cast<size_t>(op) * kModes + mode) * entries + (entry + 1);
+      if (seen[key]) return;
+      seen[key] = 1;
+      reached[op] = 1;
+      stack.push_back({op, mode, entry});
+    };
+    for (int m = 0; m < kModes; ++m) {
+      if (HasMode(start, m)) push(start, m, -1);
+    }
+    while (!stack.empty()) {
+      const State s = stack.back();
+      stack.pop_back();
+      const Op& op = p_.ops[s.op];
+      // Up an input edge: the producer is demanded by this op's mode.
+      for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+        if (slot == s.entry) continue;
+        const OpId y = p_.producer[op.inputs[slot]];
+        if (y == kNoOp || !EdgeFeasible(y, s.op, slot, s.mode)) continue;
+        push(y, Demand(s.op, slot, s.mode), -1);
+      }
+      // Down an output edge: the consumer picks a mode; if it demands this op in another mode,
+      // the op is in both and the edge it came in by must allow that mode too.
+      for (OpId z : p_.consumers[op.output]) {
+        const Op& zop = p_.ops[z];
+        for (int slot = 0; slot < static_cast<int>(zop.inputs.size()); ++slot) {
+          if (zop.inputs[slot] != op.output) continue;
+          for (int mz = 0; mz < kModes; ++mz) {
+            if (!HasMode(z, mz) || !EdgeFeasible(s.op, z, slot, mz)) continue;
+            const int d = Demand(z, slot, mz);
+            if (d != s.mode && s.entry >= 0) {
+              const OpId y = p_.producer[op.inputs[s.entry]];
+              if (!EdgeFeasible(y, s.op, s.entry, d)) continue;
+            }
+            push(z, mz, slot);
+          }
+        }
+      }
+    }
+    return reached;
+  }
+
+ private:
+  // Reverse topological order: an op's possible modes follow from its consumers' (P1, P2),
+  // with the recomputation factor (P7) and the streaming tile count (P6) of the strip modes.
+  void ComputeModes() {
+    const auto& order = p_.topological_order;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const OpId x = *it;
+      int mask = 1 << kT;
+      int64_t factor[kModes] = {1, 1, 1, 1, 1};
+      int64_t stream[kModes] = {0, 0, 0, 0, 0};
+      bool strip_seen[kModes] = {false, false, false, false, false};
+      const TensorId out = p_.ops[x].output;
+      for (OpId z : p_.consumers[out]) {
+        const Op& zop = p_.ops[z];
+        for (int slot = 0; slot < static_cast<int>(zop.inputs.size()); ++slot) {
+          if (zop.inputs[slot] != out) continue;
+          for (int mz = 0; mz < kModes; ++mz) {
+            if (!HasMode(z, mz) || !EdgeFeasible(x, z, slot, mz)) continue;
+            const int d = Demand(z, slot, mz);
+            if (d == kT) continue;
+            mask |= 1 << d;
+            if (d != kSL && d != kSR) continue;
+            // Direct entry into a k-loop MatMul, or through a Pointwise op in the same mode.
+            int64_t f = 0;
+            int64_t tiles = 0;
+            if (zop.kind == OpKind::MatMul) {
+              const Tensor& zo = p_.tensors[zop.output];
+              f = CeilDiv(d == kSL ? zo.width : zo.height, n_);
+              tiles = p_.ReductionLength(z) > n_ ? CeilDiv(zo.width, n_) * CeilDiv(zo.height, n_) : 0;
+            } else {
+              f = factor_[z][d];
+              tiles = 0;  // a Pointwise op in a strip: K* <= n, no streaming claim
+            }
+            factor[d] = strip_seen[d] ? std::min(factor[d], f) : f;
+            stream[d] = strip_seen[d] ? std::min(stream[d], tiles) : tiles;
+            strip_seen[d] = true;
+          }
+        }
+      }
+      modes_[x] = mask;
+      for (int m = 0; m < kModes; ++m) {
+        factor_[x][m] = std::max<int64_t>(1, factor[m]);
+        stream_tiles_[x][m] = stream[m];
+      }
+    }
+  }
+
+  const Problem& p_;
+  const Elements n_;
+  int max_inputs_ = 0;
+  std::vector<int> modes_;  // bit m set: the op can be demanded in mode m
+  std::vector<std::array<int64_t, kModes>> factor_;
+  std::vector<std::array<int64_t, kModes>> stream_tiles_;
+};
+
+struct TermInfo {
+  BoundTerm term;
+  int option = -1;  // -1: fixed term; otherwise the option index of term.op it belongs to
+};
+
+struct Built {
+  BoundModel model;
+  std::vector<TermInfo> terms;  // for the explanation
+};
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+Built Build(const Problem& problem) {
+  Built built;
+  BoundModel& model = built.model;
+  const Analysis a(problem);
+  const int num_ops = static_cast<int>(problem.ops.size());
+  const int num_tensors = static_cast<int>(problem.tensors.size());
+  const Elements n = problem.native;
+  model.bandwidth = problem.slow_memory_bandwidth;
+
+  std::vector<std::vector<char>> reach(num_ops);
+  for (OpId op = 0; op < num_ops; ++op) reach[op] = a.Reach(op);
+
+  // Per tensor: which consumers load it alone (their mode decides the amount) and which write
+  // the consumer designated to carry the write (P8) must add.
+  std::vector<std::vector<char>> alone(num_tensors);   // per consumer position
+  std::vector<OpId> write_owner(num_tensors, kNoOp);   // designated consumer, or kNoOp
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    const auto& consumers = problem.consumers[t];
+    if (consumers.empty()) continue;
+    const OpId producer = problem.producer[t];
+    const Elements size = problem.tensors[t].size();
+    const bool retainable = producer != kNoOp && !a.TooLarge(t);
+    // Classes of consumers that may share a subgraph (P9): union-find over the pairs.
+    const int k = static_cast<int>(consumers.size());
+    std::vector<int> cls(k);
+    for (int i = 0; i < k; ++i) cls[i] = i;
+    auto find = [&](int x) {
+      while (cls[x] != x) x = cls[x] = cls[cls[x]];
+      return x;
+    };
+    for (int i = 0; i < k; ++i) {
+      for (int j = i + 1; j < k; ++j) {
+        if (reach[consumers[i]][consumers[j]] || reach[consumers[j]][consumers[i]]) {
+          cls[find(i)] = find(j);
+        }
+      }
+    }
+    alone[t].assign(k, 0);
+    bool forced_shared_load = false;
+    for (int root = 0; root < k; ++root) {
+      if (find(root) != root) continue;
+      std::vector<OpId> members;
+      for (int i = 0; i < k; ++i) {
+        if (find(i) == root) members.push_back(consumers[i]);
+      }
+      if (members.size() == 1) {
+        for (int i = 0; i < k; ++i) {
+          if (consumers[i] == members[0]) alone[t][i] = 1;
+        }
+        continue;
+      }
+      // Several consumers may share a subgraph: |t| once for the class, unless one of them may
+      // see it ephemeral (its producer inside, in a legal mode) or it may be retained (P3, P4).
+      bool may_be_free = retainable;
+      for (OpId c : members) {
+        const Op& cop = problem.ops[c];
+        for (int slot = 0; slot < static_cast<int>(cop.inputs.size()) && !may_be_free; ++slot) {
+          if (cop.inputs[slot] != t || producer == kNoOp) continue;
+          for (int m = 0; m < kModes; ++m) {
+            if (a.HasMode(c, m) && a.EdgeFeasible(producer, c, slot, m)) may_be_free = true;
+          }
+        }
+      }
+      if (may_be_free) continue;
+      forced_shared_load = true;
+      std::string names;
+      for (size_t i = 0; i < members.size(); ++i) names += (i ? "," : "") + Str(members[i]);
+      BoundModel::Fixed fixed;
+      fixed.owners = members;
+      fixed.elements = size;
+      model.fixed.push_back(fixed);
+      built.terms.push_back({{t, members[0],
+                              "loaded once by ops " + names +
+                                  ", which may share a subgraph (P3, P9; " +
+                                  (producer == kNoOp ? "a graph input, never retained, V8"
+                                                     : "never ephemeral nor retained, V11/R5") +
+                                  ")",
+                              size},
+                             -1});
+    }
+    if (producer == kNoOp) continue;
+    if (problem.IsGraphOutput(t)) continue;
+    if (forced_shared_load) {
+      BoundModel::Fixed fixed;
+      fixed.owners = {producer};
+      fixed.elements = size;
+      model.fixed.push_back(fixed);
+      built.terms.push_back(
+          {{t, producer, "written once: a subgraph must load it (P8, V7)", size}, -1});
+    } else {
+      for (int i = 0; i < k; ++i) {
+        if (alone[t][i]) {
+          write_owner[t] = consumers[i];
+          break;
+        }
+      }
+    }
+  }
+  // Graph outputs are written at least once (V9, P8).
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    if (!problem.IsGraphOutput(t)) continue;
+    BoundModel::Fixed fixed;
+    fixed.owners = {problem.producer[t]};
+    fixed.elements = problem.tensors[t].size();
+    model.fixed.push_back(fixed);
+    built.terms.push_back(
+        {{t, problem.producer[t], "graph output, written at least once (V9)", fixed.elements},
+         -1});
+  }
+
+  // Options: one per mode an op can be in.
+  model.options.resize(num_ops);
+  for (OpId c = 0; c < num_ops; ++c) {
+    const Op& op = problem.ops[c];
+    const bool matmul = op.kind == OpKind::MatMul;
+    const Elements reduction = matmul ? problem.ReductionLength(c) : 0;
+    const Tensor& out = problem.tensors[op.output];
+    const double native_compute = op.base_cost * static_cast<double>(problem.NativeTiles(c));
+    // The one consumer of c's output, when it uses it once (P6 needs c's strip mode unique).
+    OpId only_consumer = kNoOp;
+    int only_slot = -1;
+    if (problem.consumers[op.output].size() == 1) {
+      const OpId z = problem.consumers[op.output][0];
+      const auto& zin = problem.ops[z].inputs;
+      if (std::count(zin.begin(), zin.end(), op.output) == 1) {
+        only_consumer = z;
+        only_slot = static_cast<int>(std::find(zin.begin(), zin.end(), op.output) - zin.begin());
+      }
+    }
+    for (int m = 0; m < kModes; ++m) {
+      if (!a.HasMode(c, m)) continue;
+      BoundModel::Option option;
+      option.mode = m;
+      option.compute = native_compute * static_cast<double>(a.Factor(c, m));  // P7
+      const int option_index = static_cast<int>(model.options[c].size());
+      auto note = [&](TensorId t, const std::string& why, Elements e) {
+        built.terms.push_back({{t, c, why, e}, option_index});
+      };
+      for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+        const TensorId t = op.inputs[slot];
+        const auto& cons = problem.consumers[t];
+        const int pos = static_cast<int>(std::find(cons.begin(), cons.end(), c) - cons.begin());
+        if (!alone[t][pos]) continue;  // a shared class, counted above
+        if (std::find(op.inputs.begin(), op.inputs.begin() + slot, t) != op.inputs.begin() + slot) {
+          continue;  // the same tensor in two slots: counted at its first
+        }
+        const OpId producer = problem.producer[t];
+        if (producer != kNoOp && a.EdgeFeasible(producer, c, slot, m)) continue;  // may be ephemeral
+        if (producer != kNoOp && !a.TooLarge(t)) continue;                       // may be retained
+        const Elements size = problem.tensors[t].size();
+        const bool twice = std::count(op.inputs.begin(), op.inputs.end(), t) > 1;
+        Elements loads = size;  // P3
+        std::string why = "loaded at least once (P3)";
+        if (matmul && !twice && m == kT && reduction > n && (a.TooLarge(t) || a.OnlyTileMode(c))) {
+          // P5: streamed by the k-loop, once per column tile (LHS) or row tile (RHS).
+          const int64_t times = slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n);
+          loads = size * times;
+          why = std::string(slot == 0 ? "LHS" : "RHS") + " of k-split MatMul (K=" + Str(reduction) +
+                " > n), streamed once per " + (slot == 0 ? "column" : "row") + " tile: x" +
+                Str(times) + " (P5, V2)";
+        } else if (matmul && !twice && (m == kSL || m == kSR) && slot == (m == kSL ? 1 : 0) &&
+                   producer == kNoOp && a.TooLarge(t) && a.StreamTiles(c, m) > 0 &&
+                   only_consumer != kNoOp && only_slot == (m == kSL ? 0 : 1)) {
+          // P6: upstream strip producer streams its other operand once per tile of the k-loop.
+          loads = size * a.StreamTiles(c, m);
+          why = "operand of an upstream strip producer, streamed once per tile of the k-loop: x" +
+                Str(a.StreamTiles(c, m)) + " (P6, C3)";
+        }
+        if (producer == kNoOp) why += "; a graph input (V8)";
+        option.loads += loads;
+        note(t, why + " [mode " + kModeName[m] + "]", loads);
+        if (write_owner[t] == c) {
+          option.writes.push_back({producer, size});
+          note(t, "written once so that op " + Str(c) + " can load it (P8, V7) [mode " +
+                      kModeName[m] + "]",
+               size);
+        }
+      }
+      model.options[c].push_back(std::move(option));
+    }
+  }
+  return built;
+}
+
+// The combined bound at weight a over the ops (and fixed terms) selected by `live`.
+struct Evaluated {
+  Latency value = 0;
+  std::vector<int> choice;  // option index per op (-1 when not live)
+};
+
+template <class Live>
+Evaluated Evaluate(const BoundModel& model, double a, const Live& live, bool want_choice) {
+  Evaluated result;
+  if (want_choice) result.choice.assign(model.options.size(), -1);
+  const double per_element = (1 - a) / model.bandwidth;
+  for (size_t op = 0; op < model.options.size(); ++op) {
+    if (!live(static_cast<OpId>(op))) continue;
+    double best = std::numeric_limits<double>::infinity();
+    int best_index = 0;
+    for (size_t i = 0; i < model.options[op].size(); ++i) {
+      const BoundModel::Option& o = model.options[op][i];
+      Elements moved = o.loads;
+      for (const BoundModel::Write& w : o.writes) moved += live(w.producer) ? w.elements : 0;
+      const double value = a * o.compute + per_element * static_cast<double>(moved);
+      if (value < best) {
+        best = value;
+        best_index = static_cast<int>(i);
+      }
+    }
+    result.value += best;
+    if (want_choice) result.choice[op] = best_index;
+  }
+  for (const BoundModel::Fixed& f : model.fixed) {
+    bool any = false;
+    for (OpId o : f.owners) any = any || live(o);
+    if (any) result.value += per_element * static_cast<double>(f.elements);
+  }
+  return result;
+}
+
+// The maximum over a in [0, 1] of a concave piecewise-linear function: ternary search, then
+// the endpoints. Any a gives a valid bound, so an approximate maximum is still a bound.
+template <class Live>
+double BestWeight(const BoundModel& model, const Live& live) {
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 60; ++i) {
+    const double m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
+    if (Evaluate(model, m1, live, false).value < Evaluate(model, m2, live, false).value) {
+      lo = m1;
+    } else {
+      hi = m2;
+    }
+  }
+  double best_a = (lo + hi) / 2;
+  double best = Evaluate(model, best_a, live, false).value;
+  for (double end : {0.0, 1.0}) {
+    const double v = Evaluate(model, end, live, false).value;
+    if (v > best) best = v, best_a = end;
+  }
+  return best_a;
+}
+
+}  // namespace
+
+BoundModel BuildBoundModel(const Problem& problem) {
+  Built built = Build(problem);
+  auto all = [](OpId) { return true; };
+  built.model.weight = BestWeight(built.model, all);
+  return std::move(built.model);
+}
 
 LowerBound ComputeLowerBound(const Problem& problem) {
   LowerBound bound;
@@ -12,7 +443,36 @@ LowerBound ComputeLowerBound(const Problem& problem) {
     if (problem.IsGraphInput(t) || problem.IsGraphOutput(t)) io += problem.tensors[t].size();
   }
   bound.graph_io = static_cast<double>(io) / problem.slow_memory_bandwidth;
+
+  Built built = Build(problem);
+  const BoundModel& model = built.model;
+  auto all = [](OpId) { return true; };
+  bound.traffic = Evaluate(model, 0, all, false).value;
+  bound.weight = BestWeight(model, all);
+  const Evaluated at = Evaluate(model, bound.weight, all, true);
+  bound.combined = at.value;
+  // The explanation follows the modes chosen at the best weight.
+  for (const TermInfo& info : built.terms) {
+    if (info.option >= 0 && at.choice[info.term.op] != info.option) continue;
+    bound.explanation.push_back(info.term);
+  }
+  std::stable_sort(bound.explanation.begin(), bound.explanation.end(),
+                   [](const BoundTerm& x, const BoundTerm& y) { return x.elements > y.elements; });
   return bound;
+}
+
+Latency RemainingLowerBound(const BoundModel& model, const std::vector<char>& op_remaining) {
+  auto live = [&](OpId op) { return op_remaining[op] != 0; };
+  double compute = 0;
+  for (size_t op = 0; op < model.options.size(); ++op) {
+    if (!op_remaining[op]) continue;
+    double least = std::numeric_limits<double>::infinity();
+    for (const BoundModel::Option& o : model.options[op]) least = std::min(least, o.compute);
+    compute += least;
+  }
+  const double traffic = Evaluate(model, 0, live, false).value;
+  const double combined = Evaluate(model, model.weight, live, false).value;
+  return std::max({compute, traffic, combined});
 }
 
 }  // namespace annealer
