@@ -31,12 +31,35 @@ Problem Bundled(const std::string& name) {
 }
 
 // Checks the bound and every suffix bound of a valid schedule; returns false if invalid.
+// Makes traffic dominate compute, so that the traffic parts of the bound decide it.
+void MemoryBound(Problem& problem) {
+  for (Op& op : problem.ops) op.base_cost *= 0.01;
+  problem.slow_memory_bandwidth = 1;
+}
+
+// How often the new parts decided the bound, and the tightest ratio seen (the tests have teeth
+// only if the bound gets close to real schedules).
+struct Teeth {
+  int stronger = 0;
+  int streamed = 0;  // schedules whose problem has a streaming term (P5 or P6) in the bound
+  double tightest = 0;
+};
+Teeth teeth;
+
 bool CheckValidSchedule(const Problem& problem, const Schedule& schedule, const std::string& where) {
   const Evaluation evaluation = EvaluateOracle(problem, schedule);
   if (!evaluation.ok()) return false;
   INFO(where);
   const LowerBound bound = ComputeLowerBound(problem);
   CHECK(bound.total() <= evaluation.total * (1 + kSlack));
+  if (bound.total() > std::max(bound.compute, bound.graph_io) * (1 + 1e-9)) ++teeth.stronger;
+  for (const BoundTerm& term : bound.explanation) {
+    if (term.why.find("(P5") != std::string::npos || term.why.find("(P6") != std::string::npos) {
+      ++teeth.streamed;
+      break;
+    }
+  }
+  if (evaluation.total > 0) teeth.tightest = std::max(teeth.tightest, bound.total() / evaluation.total);
   const BoundModel model = BuildBoundModel(problem);
   // Suffixes: ops that did not run in the prefix all run in the suffix.
   const size_t count = schedule.subgraphs.size();
@@ -62,8 +85,9 @@ TEST_CASE("bound: never above the oracle on random valid schedules, also at the 
     for (int trial = 0; trial < 120; ++trial) {
       RandomProblemOptions problem_options;
       problem_options.max_ops = 3 + trial % 9;
-      problem_options.native = trial % 3 == 0 ? 16 : 32;
+      problem_options.native = trial % 3 == 0 ? 4 : (trial % 3 == 1 ? 8 : 32);
       Problem problem = RandomProblem(rng, shape, problem_options);
+      if (trial % 2 == 0) MemoryBound(problem);
       for (int s = 0; s < 4; ++s) {
         RandomScheduleOptions options;
         options.fuse_probability = 0.2 + 0.25 * s;
@@ -89,8 +113,11 @@ TEST_CASE("bound: never above the oracle on random valid schedules, also at the 
       }
     }
   }
-  MESSAGE("valid schedules " << valid << ", at the tightest capacity " << tight);
+  MESSAGE("valid schedules " << valid << ", at the tightest capacity " << tight
+                              << "; traffic or combined above compute and I/O in " << teeth.stronger
+                              << ", streaming terms in " << teeth.streamed << ", tightest bound/latency " << teeth.tightest);
   CHECK(valid > 1500);
+  CHECK(teeth.streamed > 300);
   CHECK(tight > 1500);
 }
 
@@ -126,7 +153,8 @@ TEST_CASE("bound: never above schedules found by a short search on random proble
   int checked = 0;
   for (int trial = 0; trial < 40; ++trial) {
     const DagShape shape = kAllDagShapes[trial % std::size(kAllDagShapes)];
-    const Problem problem = RandomProblem(rng, shape, {.min_ops = 3, .max_ops = 9, .native = 32});
+    Problem problem = RandomProblem(rng, shape, {.min_ops = 3, .max_ops = 9, .native = trial % 2 ? 8 : 32});
+    if (trial % 3 != 0) MemoryBound(problem);
     SearchSummary summary;
     try {
       summary = ShortSearch(problem, 11 + trial, 2);
@@ -135,6 +163,8 @@ TEST_CASE("bound: never above schedules found by a short search on random proble
     }
     checked += CheckValidSchedule(problem, summary.best, "trial " + std::to_string(trial)) ? 1 : 0;
   }
+  MESSAGE("searched problems " << checked << "; traffic or combined above compute and I/O in "
+                                << teeth.stronger << ", tightest bound/latency " << teeth.tightest);
   CHECK(checked >= 30);
 }
 
