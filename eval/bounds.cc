@@ -30,7 +30,16 @@ class Analysis {
   bool HasMode(OpId op, int m) const { return (modes_[op] >> m) & 1; }
   int64_t Factor(OpId op, int m) const { return factor_[op][m]; }
   int64_t StreamTiles(OpId op, int m) const { return stream_tiles_[op][m]; }
-  bool OnlyTileMode(OpId op) const { return modes_[op] == 1; }
+  // In mode T the op is in no other mode: it can only be T, or it is a MatMul without a
+  // Pointwise consumer (in F it must then be a sink, G3, so nothing inside demands it).
+  bool TileModeAlone(OpId op) const {
+    if (modes_[op] == 1) return true;
+    if (p_.ops[op].kind != OpKind::MatMul) return false;
+    for (OpId z : p_.consumers[p_.ops[op].output]) {
+      if (p_.ops[z].kind == OpKind::Pointwise) return false;
+    }
+    return true;
+  }
 
   // The mode in which a consumer in mode m demands the producer of its input `slot` (D1-D3).
   int Demand(OpId consumer, int slot, int m) const {
@@ -172,7 +181,8 @@ class Analysis {
 
 struct TermInfo {
   BoundTerm term;
-  int option = -1;  // -1: fixed term; otherwise the option index of term.op it belongs to
+  int option = -1;      // -1: fixed term; otherwise the option index of `owner` it belongs to
+  OpId owner = kNoOp;   // the op whose option carries the term
 };
 
 struct Built {
@@ -248,7 +258,10 @@ Built Build(const Problem& problem) {
       if (may_be_free) continue;
       forced_shared_load = true;
       std::string names;
-      for (size_t i = 0; i < members.size(); ++i) names += (i ? "," : "") + Str(members[i]);
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (i > 0) names += ",";
+        names += Str(members[i]);
+      }
       BoundModel::Fixed fixed;
       fixed.owners = members;
       fixed.elements = size;
@@ -292,36 +305,105 @@ Built Build(const Problem& problem) {
          -1});
   }
 
+  // What op c moves for its input `slot` (tensor t) in mode m when t is a boundary input that
+  // is loaded (P3, P5, P6), with the reason.
+  auto load_cost = [&](OpId c, int m, int slot) -> std::pair<Elements, std::string> {
+    const Op& op = problem.ops[c];
+    const TensorId t = op.inputs[slot];
+    const Elements size = problem.tensors[t].size();
+    const Tensor& out = problem.tensors[op.output];
+    const bool twice = std::count(op.inputs.begin(), op.inputs.end(), t) > 1;
+    std::string why = "loaded at least once (P3)";
+    Elements loads = size;
+    if (op.kind == OpKind::MatMul && !twice) {
+      const Elements reduction = problem.ReductionLength(c);
+      // The one consumer of c's output, when it uses it once (P6 needs c's strip mode unique).
+      int only_slot = -1;
+      if (problem.consumers[op.output].size() == 1) {
+        const auto& zin = problem.ops[problem.consumers[op.output][0]].inputs;
+        if (std::count(zin.begin(), zin.end(), op.output) == 1) {
+          only_slot = static_cast<int>(std::find(zin.begin(), zin.end(), op.output) - zin.begin());
+        }
+      }
+      if (m == kT && reduction > n && (a.TooLarge(t) || a.TileModeAlone(c))) {
+        // P5: streamed by the k-loop, once per column tile (LHS) or row tile (RHS).
+        const int64_t times = slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n);
+        loads = size * times;
+        why = std::string(slot == 0 ? "LHS" : "RHS") + " of k-split MatMul (K=" + Str(reduction) +
+              " > n), streamed once per " + (slot == 0 ? "column" : "row") + " tile: x" +
+              Str(times) + " (P5, V2)";
+      } else if ((m == kSL || m == kSR) && slot == (m == kSL ? 1 : 0) &&
+                 problem.producer[t] == kNoOp && a.TooLarge(t) && a.StreamTiles(c, m) > 0 &&
+                 only_slot == (m == kSL ? 0 : 1)) {
+        // P6: an upstream strip producer streams its other operand once per k-loop tile.
+        loads = size * a.StreamTiles(c, m);
+        why = "operand of an upstream strip producer, streamed once per tile of the k-loop: x" +
+              Str(a.StreamTiles(c, m)) + " (P6, C3)";
+      }
+    }
+    if (problem.producer[t] == kNoOp) why += "; a graph input (V8)";
+    return {loads, why + " [mode " + kModeName[m] + "]"};
+  };
+
+  // Coupled inputs (P8, P9): t's only consumer c is a MatMul and t can never be retained.
+  // Case A: an instance of c sees t ephemeral; pick it and the instance of p beside it, which c
+  // demands in a strip or full mode (never T), and c's mode allows the edge. Case B: no instance
+  // of c has p beside it; every instance of p is then a sink (mode T) and c, in any mode m,
+  // loads L(m) of t, which p wrote. With z = min over c's modes of L(m): p's mode T carries z
+  // and the write, c's modes that cannot see t ephemeral carry L(m) - z, the others nothing.
+  // Both cases are then counted at most once.
+  std::vector<char> coupled(num_tensors, 0);
+  std::vector<Elements> coupled_least(num_tensors, 0);
+  std::vector<std::string> coupled_why(num_tensors);
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    const OpId p = problem.producer[t];
+    if (p == kNoOp || problem.consumers[t].size() != 1 || !a.TooLarge(t)) continue;
+    const OpId c = problem.consumers[t][0];
+    const auto& in = problem.ops[c].inputs;
+    if (problem.ops[c].kind != OpKind::MatMul || std::count(in.begin(), in.end(), t) != 1) continue;
+    coupled[t] = 1;
+    write_owner[t] = kNoOp;
+    const int slot = static_cast<int>(std::find(in.begin(), in.end(), t) - in.begin());
+    bool first = true;
+    for (int mz = 0; mz < kModes; ++mz) {
+      if (!a.HasMode(c, mz)) continue;
+      auto cost = load_cost(c, mz, slot);
+      if (first || cost.first < coupled_least[t]) {
+        coupled_least[t] = cost.first;
+        coupled_why[t] = std::move(cost.second);
+      }
+      first = false;
+    }
+  }
+
   // Options: one per mode an op can be in.
   model.options.resize(num_ops);
   for (OpId c = 0; c < num_ops; ++c) {
     const Op& op = problem.ops[c];
-    const bool matmul = op.kind == OpKind::MatMul;
-    const Elements reduction = matmul ? problem.ReductionLength(c) : 0;
-    const Tensor& out = problem.tensors[op.output];
     const double native_compute = op.base_cost * static_cast<double>(problem.NativeTiles(c));
-    // The one consumer of c's output, when it uses it once (P6 needs c's strip mode unique).
-    OpId only_consumer = kNoOp;
-    int only_slot = -1;
-    if (problem.consumers[op.output].size() == 1) {
-      const OpId z = problem.consumers[op.output][0];
-      const auto& zin = problem.ops[z].inputs;
-      if (std::count(zin.begin(), zin.end(), op.output) == 1) {
-        only_consumer = z;
-        only_slot = static_cast<int>(std::find(zin.begin(), zin.end(), op.output) - zin.begin());
-      }
-    }
     for (int m = 0; m < kModes; ++m) {
       if (!a.HasMode(c, m)) continue;
       BoundModel::Option option;
       option.mode = m;
       option.compute = native_compute * static_cast<double>(a.Factor(c, m));  // P7
       const int option_index = static_cast<int>(model.options[c].size());
-      auto note = [&](TensorId t, const std::string& why, Elements e) {
-        built.terms.push_back({{t, c, why, e}, option_index});
+      auto note = [&](TensorId t, OpId who, const std::string& why, Elements e) {
+        built.terms.push_back({{t, who, why, e}, option_index, c});
       };
       for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
         const TensorId t = op.inputs[slot];
+        if (coupled[t]) {
+          const OpId producer = problem.producer[t];
+          if (a.EdgeFeasible(producer, c, slot, m)) continue;  // case A possible
+          const auto [loads, why] = load_cost(c, m, slot);
+          const Elements rest = loads - coupled_least[t];
+          if (rest > 0) {
+            option.loads += rest;
+            note(t, c, why + " (coupled, P9: this part beyond the least load, which op " +
+                           Str(producer) + " carries)", rest);
+          }
+          continue;
+        }
         const auto& cons = problem.consumers[t];
         const int pos = static_cast<int>(std::find(cons.begin(), cons.end(), c) - cons.begin());
         if (!alone[t][pos]) continue;  // a shared class, counted above
@@ -331,34 +413,28 @@ Built Build(const Problem& problem) {
         const OpId producer = problem.producer[t];
         if (producer != kNoOp && a.EdgeFeasible(producer, c, slot, m)) continue;  // may be ephemeral
         if (producer != kNoOp && !a.TooLarge(t)) continue;                       // may be retained
-        const Elements size = problem.tensors[t].size();
-        const bool twice = std::count(op.inputs.begin(), op.inputs.end(), t) > 1;
-        Elements loads = size;  // P3
-        std::string why = "loaded at least once (P3)";
-        if (matmul && !twice && m == kT && reduction > n && (a.TooLarge(t) || a.OnlyTileMode(c))) {
-          // P5: streamed by the k-loop, once per column tile (LHS) or row tile (RHS).
-          const int64_t times = slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n);
-          loads = size * times;
-          why = std::string(slot == 0 ? "LHS" : "RHS") + " of k-split MatMul (K=" + Str(reduction) +
-                " > n), streamed once per " + (slot == 0 ? "column" : "row") + " tile: x" +
-                Str(times) + " (P5, V2)";
-        } else if (matmul && !twice && (m == kSL || m == kSR) && slot == (m == kSL ? 1 : 0) &&
-                   producer == kNoOp && a.TooLarge(t) && a.StreamTiles(c, m) > 0 &&
-                   only_consumer != kNoOp && only_slot == (m == kSL ? 0 : 1)) {
-          // P6: upstream strip producer streams its other operand once per tile of the k-loop.
-          loads = size * a.StreamTiles(c, m);
-          why = "operand of an upstream strip producer, streamed once per tile of the k-loop: x" +
-                Str(a.StreamTiles(c, m)) + " (P6, C3)";
-        }
-        if (producer == kNoOp) why += "; a graph input (V8)";
+        const auto [loads, why] = load_cost(c, m, slot);
         option.loads += loads;
-        note(t, why + " [mode " + kModeName[m] + "]", loads);
+        note(t, c, why, loads);
         if (write_owner[t] == c) {
-          option.writes.push_back({producer, size});
-          note(t, "written once so that op " + Str(c) + " can load it (P8, V7) [mode " +
-                      kModeName[m] + "]",
-               size);
+          option.writes.push_back({producer, problem.tensors[t].size()});
+          note(t, producer,
+               "written once so that op " + Str(c) + " can load it (P8, V7) [mode " +
+                   kModeName[m] + "]",
+               problem.tensors[t].size());
         }
+      }
+      if (m == kT && coupled[op.output]) {
+        const TensorId t = op.output;
+        const OpId z = problem.consumers[t][0];
+        option.loads += coupled_least[t];
+        note(t, z, coupled_why[t] + "; op " + Str(c) + " runs as a sink, so op " + Str(z) +
+                       " loads it at least this much in any mode (coupled, P9)",
+             coupled_least[t]);
+        option.writes.push_back({c, problem.tensors[t].size()});
+        note(t, c, "written once: op " + Str(c) + " runs as a sink and op " + Str(z) +
+                       " loads it (P8, V7) [mode T]",
+             problem.tensors[t].size());
       }
       model.options[c].push_back(std::move(option));
     }
@@ -453,7 +529,7 @@ LowerBound ComputeLowerBound(const Problem& problem) {
   bound.combined = at.value;
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {
-    if (info.option >= 0 && at.choice[info.term.op] != info.option) continue;
+    if (info.option >= 0 && at.choice[info.owner] != info.option) continue;
     bound.explanation.push_back(info.term);
   }
   std::stable_sort(bound.explanation.begin(), bound.explanation.end(),

@@ -1,4 +1,4 @@
-// The command line: `evaluate` and `baseline`, help and version, and the dispatcher that hands
+// The command line: `evaluate`, `bound` and `baseline`, help and version, and the dispatcher that hands
 // every other invocation to the search command (src/search_command.h).
 // Exit codes: 0 success, 1 bad input or an invalid schedule, 2 usage error.
 #pragma once
@@ -20,6 +20,10 @@ int RunEvaluateCommand(const std::vector<std::string>& args);
 // `annealer baseline PROBLEM.json [-o OUT.json]`; `args` are the words after "baseline".
 // The baseline is re-checked by the oracle before anything is written.
 int RunBaselineCommand(const std::vector<std::string>& args);
+
+// `annealer bound PROBLEM.json [--json]`; `args` are the words after "bound". Prints the lower
+// bound (eval/bounds.h), its parts and the forced-traffic terms on stdout.
+int RunBoundCommand(const std::vector<std::string>& args);
 
 void PrintUsage(std::FILE* out);
 
