@@ -30,16 +30,17 @@ class Analysis {
   bool HasMode(OpId op, int m) const { return (modes_[op] >> m) & 1; }
   int64_t Factor(OpId op, int m) const { return factor_[op][m]; }
   int64_t StreamTiles(OpId op, int m) const { return stream_tiles_[op][m]; }
-  // In mode T the op is in no other mode: it can only be T, or it is a MatMul without a
-  // Pointwise consumer (in F it must then be a sink, G3, so nothing inside demands it).
-  bool TileModeAlone(OpId op) const {
-    if (modes_[op] == 1) return true;
+  // A MatMul without Pointwise consumers is in F only as a sink: F is what the sinks reach
+  // through Pointwise ops (G3), so in mode T no op of its subgraph consumes its output.
+  bool SinkWhenTile(OpId op) const {
     if (p_.ops[op].kind != OpKind::MatMul) return false;
     for (OpId z : p_.consumers[p_.ops[op].output]) {
       if (p_.ops[z].kind == OpKind::Pointwise) return false;
     }
     return true;
   }
+  // In mode T the op is in no other mode: it can only be T, or it is a sink when T.
+  bool TileModeAlone(OpId op) const { return modes_[op] == 1 || SinkWhenTile(op); }
 
   // The mode in which a consumer in mode m demands the producer of its input `slot` (D1-D3).
   int Demand(OpId consumer, int slot, int m) const {
@@ -71,7 +72,7 @@ class Analysis {
   }
 
   // Ops that can share a subgraph with `start` (P9), as a per-op flag.
-  std::vector<char> Reach(OpId start) const {
+  std::vector<char> Reach(OpId start, int only_mode = -1) const {
     const int num_ops = static_cast<int>(p_.ops.size());
     const int entries = max_inputs_ + 1;
     std::vector<char> seen(static_cast<size_t>(num_ops) * kModes * entries, 0);
@@ -90,7 +91,7 @@ class Analysis {
       stack.push_back({op, mode, entry});
     };
     for (int m = 0; m < kModes; ++m) {
-      if (HasMode(start, m)) push(start, m, -1);
+      if (HasMode(start, m) && (only_mode < 0 || m == only_mode)) push(start, m, -1);
     }
     while (!stack.empty()) {
       const State s = stack.back();
@@ -104,7 +105,9 @@ class Analysis {
         push(y, Demand(s.op, slot, s.mode), -1);
       }
       // Down an output edge: the consumer picks a mode; if it demands this op in another mode,
-      // the op is in both and the edge it came in by must allow that mode too.
+      // the op is in both and the edge it came in by must allow that mode too. A MatMul without
+      // Pointwise consumers is in F only as a sink (G3): in mode T nothing inside consumes it.
+      if (s.mode == kT && SinkWhenTile(s.op)) continue;
       for (OpId z : p_.consumers[op.output]) {
         const Op& zop = p_.ops[z];
         for (int slot = 0; slot < static_cast<int>(zop.inputs.size()); ++slot) {
@@ -208,6 +211,7 @@ Built Build(const Problem& problem) {
   // the consumer designated to carry the write (P8) must add.
   std::vector<std::vector<char>> alone(num_tensors);   // per consumer position
   std::vector<OpId> write_owner(num_tensors, kNoOp);   // designated consumer, or kNoOp
+  std::vector<std::vector<Elements>> sl_share(num_tensors);  // P10 charge per consumer, or -1
   for (TensorId t = 0; t < num_tensors; ++t) {
     const auto& consumers = problem.consumers[t];
     if (consumers.empty()) continue;
@@ -230,6 +234,7 @@ Built Build(const Problem& problem) {
       }
     }
     alone[t].assign(k, 0);
+    sl_share[t].assign(k, -1);
     bool forced_shared_load = false;
     for (int root = 0; root < k; ++root) {
       if (find(root) != root) continue;
@@ -256,6 +261,53 @@ Built Build(const Problem& problem) {
         }
       }
       if (may_be_free) continue;
+      if (producer == kNoOp && a.TooLarge(t)) {
+        // P10: strip producers sharing a streamed weight. Every member uses t as its RHS, can
+        // only be T (a sink, alone: no other member reachable) or SL toward k-loop MatMuls with
+        // K > n, and its LHS strip R x [0,K_c) is a boundary request of a tensor only it reads.
+        // In a subgraph holding g' of them, every step holds all g' strips, so the tile height
+        // h <= (capacity - 1) / sum K_c and the k-loop has at least M x sum K_c / (capacity - 1)
+        // row tiles; all members request the same slice [0,K) x kappa_j of t, a different one
+        // each step (P6), so t is loaded at least |t| x that many times, and at least |t|.
+        // Charging each member's SL mode |t| x max(min(1, a_min), 1/g), a_min = min |LHS_c| /
+        // (capacity - 1), never exceeds any group's load; mode T loads as if alone (P5).
+        bool group = true;
+        double a_min = 1;
+        for (OpId c : members) {
+          const Op& cop = problem.ops[c];
+          const TensorId lhs = cop.inputs[0];
+          const OpId lhs_producer = problem.producer[lhs];
+          int only_slot = -1;
+          if (problem.consumers[cop.output].size() == 1) {
+            const auto& zin = problem.ops[problem.consumers[cop.output][0]].inputs;
+            if (std::count(zin.begin(), zin.end(), cop.output) == 1) {
+              only_slot = static_cast<int>(std::find(zin.begin(), zin.end(), cop.output) - zin.begin());
+            }
+          }
+          const std::vector<char> alone_reach = a.Reach(c, kT);
+          bool reaches_other = false;
+          for (OpId o : members) reaches_other = reaches_other || (o != c && alone_reach[o]);
+          const bool ok = cop.kind == OpKind::MatMul && cop.inputs[1] == t && lhs != t &&
+                          a.SinkWhenTile(c) && !reaches_other && a.HasMode(c, kSL) &&
+                          !a.HasMode(c, kSR) && !a.HasMode(c, kFL) && !a.HasMode(c, kFR) &&
+                          a.StreamTiles(c, kSL) > 0 && only_slot == 0 &&
+                          problem.consumers[lhs].size() == 1 &&
+                          (lhs_producer == kNoOp || !a.EdgeFeasible(lhs_producer, c, 0, kSL));
+          if (!ok) {
+            group = false;
+            break;
+          }
+          a_min = std::min(a_min, static_cast<double>(problem.tensors[lhs].size()) /
+                                      static_cast<double>(problem.fast_memory_capacity - 1));
+        }
+        if (group) {
+          const double share = std::max(a_min, 1.0 / static_cast<double>(members.size()));
+          for (int i = 0; i < k; ++i) {
+            if (find(i) == root) sl_share[t][i] = static_cast<Elements>(share * static_cast<double>(size));
+          }
+          continue;
+        }
+      }
       forced_shared_load = true;
       std::string names;
       for (size_t i = 0; i < members.size(); ++i) {
@@ -406,6 +458,20 @@ Built Build(const Problem& problem) {
         }
         const auto& cons = problem.consumers[t];
         const int pos = static_cast<int>(std::find(cons.begin(), cons.end(), c) - cons.begin());
+        if (sl_share[t][pos] >= 0) {  // P10
+          if (m == kT) {
+            const auto [loads, why] = load_cost(c, m, slot);
+            option.loads += loads;
+            note(t, c, why, loads);
+          } else if (m == kSL) {
+            option.loads += sl_share[t][pos];
+            note(t, c,
+                 "weight streamed by strip producers that may share a subgraph only with fewer "
+                 "rows per tile; this op's share (P10, P6, W) [mode SL]",
+                 sl_share[t][pos]);
+          }
+          continue;
+        }
         if (!alone[t][pos]) continue;  // a shared class, counted above
         if (std::find(op.inputs.begin(), op.inputs.begin() + slot, t) != op.inputs.begin() + slot) {
           continue;  // the same tensor in two slots: counted at its first
