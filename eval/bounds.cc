@@ -195,6 +195,39 @@ struct Built {
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
+// P11: the least a MatMul c with K <= n, alone with both operands (boundary, loaded, only c
+// requests them, c in mode T only), loads of them over one subgraph, whatever w, h, k and
+// traversal. With k = K (one k-step per tile) a tile's LHS strip R x [0,K) is free only when
+// the tile before had the same row, its RHS strip [0,K) x C only when it had the same column
+// (M1); consecutive tiles differ in one of them, so every tile loads at least K x min(|R|, |C|).
+// The step of tile (0,0) holds both strips and its output tile: h'K + Kw' + h'w' <= capacity
+// (W; h' = min(h, M), w' = min(w, N)). With k < K every step loads new slices (P5): |LHS| x
+// columns + |RHS| x rows, with h'w' + h' + w' <= capacity. The least over all w, h of both.
+Elements StripLoads(const Problem& problem, OpId c) {
+  const Op& op = problem.ops[c];
+  const Elements k = problem.ReductionLength(c);
+  const Tensor& out = problem.tensors[op.output];
+  const Elements rows_total = out.height, cols_total = out.width;
+  const Elements lhs = problem.tensors[op.inputs[0]].size(), rhs = problem.tensors[op.inputs[1]].size();
+  const Elements n = problem.native, capacity = problem.fast_memory_capacity;
+  Elements best = std::numeric_limits<Elements>::max();
+  for (Elements h = 1; h <= n; ++h) {
+    const Elements hh = std::min(h, rows_total);
+    const Elements nr = CeilDiv(rows_total, h), h_last = rows_total - (nr - 1) * h;
+    for (Elements w = 1; w <= n; ++w) {
+      const Elements ww = std::min(w, cols_total);
+      const Elements nc = CeilDiv(cols_total, w), w_last = cols_total - (nc - 1) * w;
+      if (hh * k + k * ww + hh * ww <= capacity) {
+        const Elements sum = (nr - 1) * (nc - 1) * std::min(h, w) + (nr - 1) * std::min(h, w_last) +
+                             (nc - 1) * std::min(h_last, w) + std::min(h_last, w_last);
+        best = std::min(best, k * sum);
+      }
+      if (k > 1 && hh * ww + hh + ww <= capacity) best = std::min(best, lhs * nc + rhs * nr);
+    }
+  }
+  return best == std::numeric_limits<Elements>::max() ? 0 : best;
+}
+
 Built Build(const Problem& problem) {
   Built built;
   BoundModel& model = built.model;
@@ -442,6 +475,7 @@ Built Build(const Problem& problem) {
       auto note = [&](TensorId t, OpId who, const std::string& why, Elements e) {
         built.terms.push_back({{t, who, why, e}, option_index, c});
       };
+      Elements loaded_alone[2] = {-1, -1};  // P11: per MatMul operand loaded by c alone
       for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
         const TensorId t = op.inputs[slot];
         if (coupled[t]) {
@@ -482,12 +516,25 @@ Built Build(const Problem& problem) {
         const auto [loads, why] = load_cost(c, m, slot);
         option.loads += loads;
         note(t, c, why, loads);
+        if (slot < 2) loaded_alone[slot] = loads;
         if (write_owner[t] == c) {
           option.writes.push_back({producer, problem.tensors[t].size()});
           note(t, producer,
                "written once so that op " + Str(c) + " can load it (P8, V7) [mode " +
                    kModeName[m] + "]",
                problem.tensors[t].size());
+        }
+      }
+      if (m == kT && op.kind == OpKind::MatMul && loaded_alone[0] >= 0 && loaded_alone[1] >= 0 &&
+          op.inputs[0] != op.inputs[1] && problem.ReductionLength(c) <= n && a.TileModeAlone(c)) {
+        const Elements strips = StripLoads(problem, c);
+        const Elements extra = strips - loaded_alone[0] - loaded_alone[1];
+        if (extra > 0) {
+          option.loads += extra;
+          note(op.inputs[0], c,
+               "LHS and RHS strips reloaded as the tiles change row or column, at the largest "
+               "tiles that fit: this much beyond one load of each (P11, M1, W) [mode T]",
+               extra);
         }
       }
       if (m == kT && coupled[op.output]) {
