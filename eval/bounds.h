@@ -53,9 +53,26 @@
 //     connects never share a subgraph, so their loads add up; consumers that may share one are
 //     charged |t| once for all of them, and then only when none can see the tensor ephemeral or
 //     retained.
-// What it does not count: reuse lost to traversal order when K <= n, working sets that force
-// small tiles, recomputation beyond P7, write-backs of sinks nobody reads, and the per-step
-// max (only the two sums). It is a bound, not an estimate.
+//  P10 (W, P6) Strip producers sharing one streamed weight t (graph input, too large to fit):
+//     members that can only be T (a sink, then alone) or SL toward k-loop MatMuls with K > n,
+//     each reading an LHS only it reads and that cannot be ephemeral. In a subgraph with g' of
+//     them every step holds all their LHS strips h' x K_c, so h' <= (capacity-1) / sum K_c and
+//     the k-loop has >= M x sum K_c / (capacity-1) row tiles, each loading all of t (P6). Each
+//     member's SL mode is charged |t| x max(min(1, min_c |LHS_c| / (capacity-1)), 1/g): the
+//     charges of any group stay below its load.
+//  P11 (M1, W) A MatMul with K <= n that alone reads both its operands (loaded, mode T only):
+//     with k = K a tile's LHS strip is free only after a tile of the same row, its RHS strip only
+//     after one of the same column, so every tile loads >= K x min(|R|, |C|); the tile (0,0)
+//     step holds both strips and the output tile (h'K + Kw' + h'w' <= capacity). With k < K,
+//     P5's streaming. The least over every w, h of both regimes.
+// Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
+// some instance of c has t's producer p beside it (p then in a strip or full mode) or every
+// instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
+// the write, c's modes that cannot see t ephemeral carry the rest.
+// What it does not count: reuse lost to traversal order when operands are shared or K > n
+// beyond P5, working sets that force small tiles (except P10, P11), recomputation beyond P7,
+// write-backs of sinks nobody reads, and the per-step max (only the two sums). It is a bound,
+// not an estimate.
 #pragma once
 
 #include <string>
@@ -66,11 +83,11 @@
 namespace annealer {
 
 // One line of the explanation: a tensor moved at least `elements` elements in every schedule
-// (or, for role terms, in the cheapest mode of `op` at the bound's weight).
+// (or, for mode terms, in the cheapest mode of the op that carries it, at the bound's weight).
 struct BoundTerm {
   TensorId tensor = -1;
   OpId op = kNoOp;       // the consumer that loads it, or the producer that writes it
-  std::string why;       // one line, citing the fact (P1..P9) and spec ids
+  std::string why;       // one line, citing the fact (P1..P11) and spec ids
   Elements elements = 0;
 };
 
@@ -79,7 +96,7 @@ struct LowerBound {
   Latency compute = 0;
   // Every graph input must be loaded and every graph output written at least once.
   Latency graph_io = 0;
-  // Forced traffic (P3-P9) / bandwidth: every op in the mode that moves the least.
+  // Forced traffic (P3-P11) / bandwidth: every op in the mode that moves the least.
   Latency traffic = 0;
   // max over a of a * compute + (1 - a) * traffic, with each op's mode chosen per a.
   Latency combined = 0;
