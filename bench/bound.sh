@@ -14,6 +14,8 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=bench/common.sh
+source "$repo/bench/common.sh"
 build_dir="${BUILD_DIR:-$repo/build}"
 out_dir="${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/annealer-bound.XXXXXX")}"
 problems="${PROBLEMS:-1 5 9 13 17}"
@@ -30,11 +32,6 @@ else
   annealer="$build_dir/annealer"
 fi
 
-time_limit() {  # contest limit in seconds
-  case "$1" in 1) echo 2 ;; 5) echo 5 ;; 9) echo 15 ;; 13) echo 30 ;; 17) echo 60 ;; *) echo "" ;; esac
-}
-# The value of "key": in the JSON output of annealer (one key per line).
-json_number() { sed -n "s/^ *\"$1\": *\([-0-9.eE+]*\),\{0,1\}$/\1/p" "$2" | head -n 1; }
 
 echo "outputs in $out_dir"
 printf '%-14s %12s %12s %12s %12s %12s %8s %14s %9s\n' problem compute graph_io traffic combined \

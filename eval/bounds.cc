@@ -30,6 +30,16 @@ class Analysis {
   bool HasMode(OpId op, int m) const { return (modes_[op] >> m) & 1; }
   int64_t Factor(OpId op, int m) const { return factor_[op][m]; }
   int64_t StreamTiles(OpId op, int m) const { return stream_tiles_[op][m]; }
+  // The input slot in which the only consumer of op's output reads it, when there is one
+  // consumer and it reads the output once; else -1 (P6, P10 need op's strip mode unique).
+  int OnlyConsumerSlot(OpId op) const {
+    const TensorId out = p_.ops[op].output;
+    if (p_.consumers[out].size() != 1) return -1;
+    const auto& in = p_.ops[p_.consumers[out][0]].inputs;
+    if (std::count(in.begin(), in.end(), out) != 1) return -1;
+    return static_cast<int>(std::find(in.begin(), in.end(), out) - in.begin());
+  }
+
   // A MatMul without Pointwise consumers is in F only as a sink: F is what the sinks reach
   // through Pointwise ops (G3), so in mode T no op of its subgraph consumes its output.
   bool SinkWhenTile(OpId op) const {
@@ -310,13 +320,7 @@ Built Build(const Problem& problem) {
           const Op& cop = problem.ops[c];
           const TensorId lhs = cop.inputs[0];
           const OpId lhs_producer = problem.producer[lhs];
-          int only_slot = -1;
-          if (problem.consumers[cop.output].size() == 1) {
-            const auto& zin = problem.ops[problem.consumers[cop.output][0]].inputs;
-            if (std::count(zin.begin(), zin.end(), cop.output) == 1) {
-              only_slot = static_cast<int>(std::find(zin.begin(), zin.end(), cop.output) - zin.begin());
-            }
-          }
+          const int only_slot = a.OnlyConsumerSlot(c);
           const std::vector<char> alone_reach = a.Reach(c, kT);
           bool reaches_other = false;
           for (OpId o : members) reaches_other = reaches_other || (o != c && alone_reach[o]);
@@ -402,14 +406,7 @@ Built Build(const Problem& problem) {
     Elements loads = size;
     if (op.kind == OpKind::MatMul && !twice) {
       const Elements reduction = problem.ReductionLength(c);
-      // The one consumer of c's output, when it uses it once (P6 needs c's strip mode unique).
-      int only_slot = -1;
-      if (problem.consumers[op.output].size() == 1) {
-        const auto& zin = problem.ops[problem.consumers[op.output][0]].inputs;
-        if (std::count(zin.begin(), zin.end(), op.output) == 1) {
-          only_slot = static_cast<int>(std::find(zin.begin(), zin.end(), op.output) - zin.begin());
-        }
-      }
+      const int only_slot = a.OnlyConsumerSlot(c);
       if (m == kT && reduction > n && (a.TooLarge(t) || a.TileModeAlone(c))) {
         // P5: streamed by the k-loop, once per column tile (LHS) or row tile (RHS).
         const int64_t times = slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n);
@@ -442,13 +439,13 @@ Built Build(const Problem& problem) {
   std::vector<std::string> coupled_why(num_tensors);
   for (TensorId t = 0; t < num_tensors; ++t) {
     const OpId p = problem.producer[t];
-    if (p == kNoOp || problem.consumers[t].size() != 1 || !a.TooLarge(t)) continue;
+    if (p == kNoOp || !a.TooLarge(t)) continue;
+    const int slot = a.OnlyConsumerSlot(p);
+    if (slot < 0) continue;
     const OpId c = problem.consumers[t][0];
-    const auto& in = problem.ops[c].inputs;
-    if (problem.ops[c].kind != OpKind::MatMul || std::count(in.begin(), in.end(), t) != 1) continue;
+    if (problem.ops[c].kind != OpKind::MatMul) continue;
     coupled[t] = 1;
     write_owner[t] = kNoOp;
-    const int slot = static_cast<int>(std::find(in.begin(), in.end(), t) - in.begin());
     bool first = true;
     for (int mz = 0; mz < kModes; ++mz) {
       if (!a.HasMode(c, mz)) continue;

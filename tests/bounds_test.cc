@@ -19,6 +19,7 @@
 #include "search/driver.h"
 #include "search/params.h"
 #include "src/problem_reader.h"
+#include "tests/test_files.h"
 #include "src/schedule_io.h"
 
 namespace annealer {
@@ -26,9 +27,7 @@ namespace {
 
 constexpr double kSlack = 1e-9;
 
-Problem Bundled(const std::string& name) {
-  return ReadProblemFile(std::string(ANNEALER_SOURCE_DIR) + "/problems/" + name);
-}
+using testing::ReadBundledProblem;
 
 // Checks the bound and every suffix bound of a valid schedule; returns false if invalid.
 // Makes traffic dominate compute, so that the traffic parts of the bound decide it.
@@ -329,12 +328,12 @@ TEST_CASE("bound: the bundled problems, real values and schedules found by a sho
                              {"mlsys-2026-13.json", 15596775.36}};
   for (const Expect& e : expected) {
     CAPTURE(e.name);
-    const LowerBound bound = ComputeLowerBound(Bundled(e.name));
+    const LowerBound bound = ComputeLowerBound(ReadBundledProblem(e.name));
     CHECK(bound.total() == doctest::Approx(e.total).epsilon(1e-6));
   }
   for (const char* name : {"mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-9.json",
                            "mlsys-2026-13.json", "mlsys-2026-17.json"}) {
-    const Problem problem = Bundled(name);
+    const Problem problem = ReadBundledProblem(name);
     const SearchSummary summary = ShortSearch(problem, 3, 1);
     CHECK(CheckValidSchedule(problem, summary.best, name));
   }
