@@ -220,11 +220,15 @@ Elements StripLoads(const Problem& problem, OpId c) {
   const Elements rows_total = out.height, cols_total = out.width;
   const Elements lhs = problem.tensors[op.inputs[0]].size(), rhs = problem.tensors[op.inputs[1]].size();
   const Elements n = problem.native, capacity = problem.fast_memory_capacity;
+  // A side beyond the output's behaves like the output's side; a grid of sides too large to
+  // scan makes no claim (a minimum over part of it would not be a bound).
+  const Elements max_h = std::min(n, rows_total), max_w = std::min(n, cols_total);
+  if (max_h * max_w > (Elements{1} << 16)) return 0;
   Elements best = std::numeric_limits<Elements>::max();
-  for (Elements h = 1; h <= n; ++h) {
+  for (Elements h = 1; h <= max_h; ++h) {
     const Elements hh = std::min(h, rows_total);
     const Elements nr = CeilDiv(rows_total, h), h_last = rows_total - (nr - 1) * h;
-    for (Elements w = 1; w <= n; ++w) {
+    for (Elements w = 1; w <= max_w; ++w) {
       const Elements ww = std::min(w, cols_total);
       const Elements nc = CeilDiv(cols_total, w), w_last = cols_total - (nc - 1) * w;
       if (hh * k + k * ww + hh * ww <= capacity) {
@@ -304,7 +308,7 @@ Built Build(const Problem& problem) {
         }
       }
       if (may_be_free) continue;
-      if (producer == kNoOp && a.TooLarge(t)) {
+      if (producer == kNoOp && a.TooLarge(t) && problem.fast_memory_capacity > 1) {
         // P10: strip producers sharing a streamed weight. Every member uses t as its RHS, can
         // only be T (a sink, alone: no other member reachable) or SL toward k-loop MatMuls with
         // K > n, and its LHS strip R x [0,K_c) is a boundary request of a tensor only it reads.
