@@ -1,4 +1,5 @@
-// The facts P1..P9 are stated in the header; comments here say which one a block applies.
+// The facts P1..P11 and the coupling are stated in the header; comments here say which one a
+// block applies.
 #include "eval/bounds.h"
 
 #include <algorithm>
