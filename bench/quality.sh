@@ -17,6 +17,8 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=bench/common.sh
+source "$repo/bench/common.sh"
 build_dir="${BUILD_DIR:-$repo/build}"
 out_dir="${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/annealer-quality.XXXXXX")}"
 problems="${PROBLEMS:-1 5 9 13 17}"
@@ -32,14 +34,9 @@ else
   annealer="$build_dir/annealer"
 fi
 
-time_limit() {  # contest limit in seconds
-  case "$1" in 1) echo 2 ;; 5) echo 5 ;; 9) echo 15 ;; 13) echo 30 ;; 17) echo 60 ;; *) echo "" ;; esac
-}
 target() {  # best contest entry re-priced under our spec
   case "$1" in 1) echo 370000 ;; 5) echo 780000 ;; 9) echo 45000000 ;; 13) echo 16650000 ;; 17) echo 4990000 ;; *) echo "" ;; esac
 }
-# The value of "key": in `annealer evaluate --json` output (one key per line).
-json_number() { sed -n "s/^ *\"$1\": *\([-0-9.eE+]*\),\{0,1\}$/\1/p" "$2" | head -n 1; }
 
 echo "annealer quality run: --threads 2 $*"
 echo "outputs in $out_dir"

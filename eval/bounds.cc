@@ -1,6 +1,628 @@
+// The facts P1..P11 and the coupling are stated in the header; comments here say which one a
+// block applies.
 #include "eval/bounds.h"
 
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <string>
+
 namespace annealer {
+
+namespace {
+
+enum Mode : int { kT = 0, kSL = 1, kSR = 2, kFL = 3, kFR = 4, kModes = 5 };
+constexpr const char* kModeName[kModes] = {"T", "SL", "SR", "FL", "FR"};
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+class Analysis {
+ public:
+  explicit Analysis(const Problem& problem) : p_(problem), n_(problem.native) {
+    const int num_ops = static_cast<int>(p_.ops.size());
+    for (const Op& op : p_.ops) max_inputs_ = std::max(max_inputs_, static_cast<int>(op.inputs.size()));
+    modes_.assign(num_ops, 0);
+    factor_.assign(num_ops, {1, 1, 1, 1, 1});
+    stream_tiles_.assign(num_ops, {0, 0, 0, 0, 0});
+    ComputeModes();
+  }
+
+  const Problem& problem() const { return p_; }
+  bool HasMode(OpId op, int m) const { return (modes_[op] >> m) & 1; }
+  int64_t Factor(OpId op, int m) const { return factor_[op][m]; }
+  int64_t StreamTiles(OpId op, int m) const { return stream_tiles_[op][m]; }
+  // The input slot in which the only consumer of op's output reads it, when there is one
+  // consumer and it reads the output once; else -1 (P6, P10 need op's strip mode unique).
+  int OnlyConsumerSlot(OpId op) const {
+    const TensorId out = p_.ops[op].output;
+    if (p_.consumers[out].size() != 1) return -1;
+    const auto& in = p_.ops[p_.consumers[out][0]].inputs;
+    if (std::count(in.begin(), in.end(), out) != 1) return -1;
+    return static_cast<int>(std::find(in.begin(), in.end(), out) - in.begin());
+  }
+
+  // A MatMul without Pointwise consumers is in F only as a sink: F is what the sinks reach
+  // through Pointwise ops (G3), so in mode T no op of its subgraph consumes its output.
+  bool SinkWhenTile(OpId op) const {
+    if (p_.ops[op].kind != OpKind::MatMul) return false;
+    for (OpId z : p_.consumers[p_.ops[op].output]) {
+      if (p_.ops[z].kind == OpKind::Pointwise) return false;
+    }
+    return true;
+  }
+  // In mode T the op is in no other mode: it can only be T, or it is a sink when T.
+  bool TileModeAlone(OpId op) const { return modes_[op] == 1 || SinkWhenTile(op); }
+
+  // The mode in which a consumer in mode m demands the producer of its input `slot` (D1-D3).
+  int Demand(OpId consumer, int slot, int m) const {
+    if (p_.ops[consumer].kind == OpKind::Pointwise) return m;
+    if (m == kT) return slot == 0 ? kSL : kSR;
+    return slot == 0 ? kFL : kFR;
+  }
+
+  // Can tensor t (|t| elements) never fit beside one more element (P2, P4)?
+  bool TooLarge(TensorId t) const { return p_.tensors[t].size() + 1 > p_.fast_memory_capacity; }
+
+  // Can `producer` serve demand d inside a subgraph (P2)?
+  bool CanServe(OpId producer, int d) const {
+    const Op& op = p_.ops[producer];
+    if (op.kind != OpKind::MatMul) return true;
+    if (d != kFL && d != kFR) return true;
+    const TensorId whole = op.inputs[d == kFL ? 1 : 0];
+    return p_.producer[whole] != kNoOp || !TooLarge(whole);
+  }
+
+  // Can the edge producer -> consumer (input `slot`) be internal with the consumer in mode m?
+  bool EdgeFeasible(OpId producer, OpId consumer, int slot, int m) const {
+    const Op& c = p_.ops[consumer];
+    if (c.kind == OpKind::MatMul && m == kT && p_.ops[producer].kind == OpKind::Pointwise &&
+        p_.ReductionLength(consumer) > n_) {
+      return false;  // P1
+    }
+    return CanServe(producer, Demand(consumer, slot, m));
+  }
+
+  // Ops that can share a subgraph with `start` (P9), as a per-op flag.
+  std::vector<char> Reach(OpId start, int only_mode = -1) const {
+    const int num_ops = static_cast<int>(p_.ops.size());
+    const int entries = max_inputs_ + 1;
+    std::vector<char> seen(static_cast<size_t>(num_ops) * kModes * entries, 0);
+    std::vector<char> reached(num_ops, 0);
+    struct State {
+      OpId op;
+      int mode;
+      int entry;  // input slot the path came in by, -1 when it came from a consumer or started
+    };
+    std::vector<State> stack;
+    auto push = [&](OpId op, int mode, int entry) {
+      const size_t key = (static_cast<size_t>(op) * kModes + mode) * entries + (entry + 1);
+      if (seen[key]) return;
+      seen[key] = 1;
+      reached[op] = 1;
+      stack.push_back({op, mode, entry});
+    };
+    for (int m = 0; m < kModes; ++m) {
+      if (HasMode(start, m) && (only_mode < 0 || m == only_mode)) push(start, m, -1);
+    }
+    while (!stack.empty()) {
+      const State s = stack.back();
+      stack.pop_back();
+      const Op& op = p_.ops[s.op];
+      // Up an input edge: the producer is demanded by this op's mode.
+      for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+        if (slot == s.entry) continue;
+        const OpId y = p_.producer[op.inputs[slot]];
+        if (y == kNoOp || !EdgeFeasible(y, s.op, slot, s.mode)) continue;
+        push(y, Demand(s.op, slot, s.mode), -1);
+      }
+      // Down an output edge: the consumer picks a mode; if it demands this op in another mode,
+      // the op is in both and the edge it came in by must allow that mode too. A MatMul without
+      // Pointwise consumers is in F only as a sink (G3): in mode T nothing inside consumes it.
+      if (s.mode == kT && SinkWhenTile(s.op)) continue;
+      for (OpId z : p_.consumers[op.output]) {
+        const Op& zop = p_.ops[z];
+        for (int slot = 0; slot < static_cast<int>(zop.inputs.size()); ++slot) {
+          if (zop.inputs[slot] != op.output) continue;
+          for (int mz = 0; mz < kModes; ++mz) {
+            if (!HasMode(z, mz) || !EdgeFeasible(s.op, z, slot, mz)) continue;
+            const int d = Demand(z, slot, mz);
+            if (d != s.mode && s.entry >= 0) {
+              const OpId y = p_.producer[op.inputs[s.entry]];
+              if (!EdgeFeasible(y, s.op, s.entry, d)) continue;
+            }
+            push(z, mz, slot);
+          }
+        }
+      }
+    }
+    return reached;
+  }
+
+ private:
+  // Reverse topological order: an op's possible modes follow from its consumers' (P1, P2),
+  // with the recomputation factor (P7) and the streaming tile count (P6) of the strip modes.
+  void ComputeModes() {
+    const auto& order = p_.topological_order;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const OpId x = *it;
+      int mask = 1 << kT;
+      int64_t factor[kModes] = {1, 1, 1, 1, 1};
+      int64_t stream[kModes] = {0, 0, 0, 0, 0};
+      bool strip_seen[kModes] = {false, false, false, false, false};
+      const TensorId out = p_.ops[x].output;
+      for (OpId z : p_.consumers[out]) {
+        const Op& zop = p_.ops[z];
+        for (int slot = 0; slot < static_cast<int>(zop.inputs.size()); ++slot) {
+          if (zop.inputs[slot] != out) continue;
+          for (int mz = 0; mz < kModes; ++mz) {
+            if (!HasMode(z, mz) || !EdgeFeasible(x, z, slot, mz)) continue;
+            const int d = Demand(z, slot, mz);
+            if (d == kT) continue;
+            mask |= 1 << d;
+            if (d != kSL && d != kSR) continue;
+            // Direct entry into a k-loop MatMul, or through a Pointwise op in the same mode.
+            int64_t f = 0;
+            int64_t tiles = 0;
+            if (zop.kind == OpKind::MatMul) {
+              const Tensor& zo = p_.tensors[zop.output];
+              f = CeilDiv(d == kSL ? zo.width : zo.height, n_);
+              tiles = p_.ReductionLength(z) > n_ ? CeilDiv(zo.width, n_) * CeilDiv(zo.height, n_) : 0;
+            } else {
+              f = factor_[z][d];
+              tiles = 0;  // a Pointwise op in a strip: K* <= n, no streaming claim
+            }
+            factor[d] = strip_seen[d] ? std::min(factor[d], f) : f;
+            stream[d] = strip_seen[d] ? std::min(stream[d], tiles) : tiles;
+            strip_seen[d] = true;
+          }
+        }
+      }
+      modes_[x] = mask;
+      for (int m = 0; m < kModes; ++m) {
+        factor_[x][m] = std::max<int64_t>(1, factor[m]);
+        stream_tiles_[x][m] = stream[m];
+      }
+    }
+  }
+
+  const Problem& p_;
+  const Elements n_;
+  int max_inputs_ = 0;
+  std::vector<int> modes_;  // bit m set: the op can be demanded in mode m
+  std::vector<std::array<int64_t, kModes>> factor_;
+  std::vector<std::array<int64_t, kModes>> stream_tiles_;
+};
+
+struct TermInfo {
+  BoundTerm term;
+  int option = -1;      // -1: fixed term; otherwise the option index of `owner` it belongs to
+  OpId owner = kNoOp;   // the op whose option carries the term
+};
+
+struct Built {
+  BoundModel model;
+  std::vector<TermInfo> terms;  // for the explanation
+};
+
+std::string Str(int64_t v) { return std::to_string(v); }
+
+// P11: the least a MatMul c with K <= n, alone with both operands (boundary, loaded, only c
+// requests them, c in mode T only), loads of them over one subgraph, whatever w, h, k and
+// traversal. With k = K (one k-step per tile) a tile's LHS strip R x [0,K) is free only when
+// the tile before had the same row, its RHS strip [0,K) x C only when it had the same column
+// (M1); consecutive tiles differ in one of them, so every tile loads at least K x min(|R|, |C|).
+// The step of tile (0,0) holds both strips and its output tile: h'K + Kw' + h'w' <= capacity
+// (W; h' = min(h, M), w' = min(w, N)). With k < K every step loads new slices (P5): |LHS| x
+// columns + |RHS| x rows, with h'w' + h' + w' <= capacity. The least over all w, h of both.
+Elements StripLoads(const Problem& problem, OpId c) {
+  const Op& op = problem.ops[c];
+  const Elements k = problem.ReductionLength(c);
+  const Tensor& out = problem.tensors[op.output];
+  const Elements rows_total = out.height, cols_total = out.width;
+  const Elements lhs = problem.tensors[op.inputs[0]].size(), rhs = problem.tensors[op.inputs[1]].size();
+  const Elements n = problem.native, capacity = problem.fast_memory_capacity;
+  // A side beyond the output's behaves like the output's side; a grid of sides too large to
+  // scan makes no claim (a minimum over part of it would not be a bound).
+  const Elements max_h = std::min(n, rows_total), max_w = std::min(n, cols_total);
+  if (max_h * max_w > (Elements{1} << 16)) return 0;
+  Elements best = std::numeric_limits<Elements>::max();
+  for (Elements h = 1; h <= max_h; ++h) {
+    const Elements hh = std::min(h, rows_total);
+    const Elements nr = CeilDiv(rows_total, h), h_last = rows_total - (nr - 1) * h;
+    for (Elements w = 1; w <= max_w; ++w) {
+      const Elements ww = std::min(w, cols_total);
+      const Elements nc = CeilDiv(cols_total, w), w_last = cols_total - (nc - 1) * w;
+      if (hh * k + k * ww + hh * ww <= capacity) {
+        const Elements sum = (nr - 1) * (nc - 1) * std::min(h, w) + (nr - 1) * std::min(h, w_last) +
+                             (nc - 1) * std::min(h_last, w) + std::min(h_last, w_last);
+        best = std::min(best, k * sum);
+      }
+      if (k > 1 && hh * ww + hh + ww <= capacity) best = std::min(best, lhs * nc + rhs * nr);
+    }
+  }
+  return best == std::numeric_limits<Elements>::max() ? 0 : best;
+}
+
+Built Build(const Problem& problem) {
+  Built built;
+  BoundModel& model = built.model;
+  const Analysis a(problem);
+  const int num_ops = static_cast<int>(problem.ops.size());
+  const int num_tensors = static_cast<int>(problem.tensors.size());
+  const Elements n = problem.native;
+  model.bandwidth = problem.slow_memory_bandwidth;
+
+  std::vector<std::vector<char>> reach(num_ops);
+  for (OpId op = 0; op < num_ops; ++op) reach[op] = a.Reach(op);
+
+  // Per tensor: which consumers load it alone (their mode decides the amount) and which write
+  // the consumer designated to carry the write (P8) must add.
+  std::vector<std::vector<char>> alone(num_tensors);   // per consumer position
+  std::vector<OpId> write_owner(num_tensors, kNoOp);   // designated consumer, or kNoOp
+  std::vector<std::vector<Elements>> sl_share(num_tensors);  // P10 charge per consumer, or -1
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    const auto& consumers = problem.consumers[t];
+    if (consumers.empty()) continue;
+    const OpId producer = problem.producer[t];
+    const Elements size = problem.tensors[t].size();
+    const bool retainable = producer != kNoOp && !a.TooLarge(t);
+    // Classes of consumers that may share a subgraph (P9): union-find over the pairs.
+    const int k = static_cast<int>(consumers.size());
+    std::vector<int> cls(k);
+    for (int i = 0; i < k; ++i) cls[i] = i;
+    auto find = [&](int x) {
+      while (cls[x] != x) x = cls[x] = cls[cls[x]];
+      return x;
+    };
+    for (int i = 0; i < k; ++i) {
+      for (int j = i + 1; j < k; ++j) {
+        if (reach[consumers[i]][consumers[j]] || reach[consumers[j]][consumers[i]]) {
+          cls[find(i)] = find(j);
+        }
+      }
+    }
+    alone[t].assign(k, 0);
+    sl_share[t].assign(k, -1);
+    bool forced_shared_load = false;
+    for (int root = 0; root < k; ++root) {
+      if (find(root) != root) continue;
+      std::vector<OpId> members;
+      for (int i = 0; i < k; ++i) {
+        if (find(i) == root) members.push_back(consumers[i]);
+      }
+      if (members.size() == 1) {
+        for (int i = 0; i < k; ++i) {
+          if (consumers[i] == members[0]) alone[t][i] = 1;
+        }
+        continue;
+      }
+      // Several consumers may share a subgraph: |t| once for the class, unless one of them may
+      // see it ephemeral (its producer inside, in a legal mode) or it may be retained (P3, P4).
+      bool may_be_free = retainable;
+      for (OpId c : members) {
+        const Op& cop = problem.ops[c];
+        for (int slot = 0; slot < static_cast<int>(cop.inputs.size()) && !may_be_free; ++slot) {
+          if (cop.inputs[slot] != t || producer == kNoOp) continue;
+          for (int m = 0; m < kModes; ++m) {
+            if (a.HasMode(c, m) && a.EdgeFeasible(producer, c, slot, m)) may_be_free = true;
+          }
+        }
+      }
+      if (may_be_free) continue;
+      if (producer == kNoOp && a.TooLarge(t) && problem.fast_memory_capacity > 1) {
+        // P10: strip producers sharing a streamed weight. Every member uses t as its RHS, can
+        // only be T (a sink, alone: no other member reachable) or SL toward k-loop MatMuls with
+        // K > n, and its LHS strip R x [0,K_c) is a boundary request of a tensor only it reads.
+        // In a subgraph holding g' of them, every step holds all g' strips, so the tile height
+        // h <= (capacity - 1) / sum K_c and the k-loop has at least M x sum K_c / (capacity - 1)
+        // row tiles; all members request the same slice [0,K) x kappa_j of t, a different one
+        // each step (P6), so t is loaded at least |t| x that many times, and at least |t|.
+        // Charging each member's SL mode |t| x max(min(1, a_min), 1/g), a_min = min |LHS_c| /
+        // (capacity - 1), never exceeds any group's load; mode T loads as if alone (P5).
+        bool group = true;
+        double a_min = 1;
+        for (OpId c : members) {
+          const Op& cop = problem.ops[c];
+          const TensorId lhs = cop.inputs[0];
+          const OpId lhs_producer = problem.producer[lhs];
+          const int only_slot = a.OnlyConsumerSlot(c);
+          const std::vector<char> alone_reach = a.Reach(c, kT);
+          bool reaches_other = false;
+          for (OpId o : members) reaches_other = reaches_other || (o != c && alone_reach[o]);
+          const bool ok = cop.kind == OpKind::MatMul && cop.inputs[1] == t && lhs != t &&
+                          a.SinkWhenTile(c) && !reaches_other && a.HasMode(c, kSL) &&
+                          !a.HasMode(c, kSR) && !a.HasMode(c, kFL) && !a.HasMode(c, kFR) &&
+                          a.StreamTiles(c, kSL) > 0 && only_slot == 0 &&
+                          problem.consumers[lhs].size() == 1 &&
+                          (lhs_producer == kNoOp || !a.EdgeFeasible(lhs_producer, c, 0, kSL));
+          if (!ok) {
+            group = false;
+            break;
+          }
+          a_min = std::min(a_min, static_cast<double>(problem.tensors[lhs].size()) /
+                                      static_cast<double>(problem.fast_memory_capacity - 1));
+        }
+        if (group) {
+          const double share = std::max(a_min, 1.0 / static_cast<double>(members.size()));
+          for (int i = 0; i < k; ++i) {
+            if (find(i) == root) sl_share[t][i] = static_cast<Elements>(share * static_cast<double>(size));
+          }
+          continue;
+        }
+      }
+      forced_shared_load = true;
+      std::string names;
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (i > 0) names += ",";
+        names += Str(members[i]);
+      }
+      BoundModel::Fixed fixed;
+      fixed.owners = members;
+      fixed.elements = size;
+      model.fixed.push_back(fixed);
+      built.terms.push_back({{t, members[0],
+                              "loaded once by ops " + names +
+                                  ", which may share a subgraph (P3, P9; " +
+                                  (producer == kNoOp ? "a graph input, never retained, V8"
+                                                     : "never ephemeral nor retained, V11/R5") +
+                                  ")",
+                              size},
+                             -1});
+    }
+    if (producer == kNoOp) continue;
+    if (problem.IsGraphOutput(t)) continue;
+    if (forced_shared_load) {
+      BoundModel::Fixed fixed;
+      fixed.owners = {producer};
+      fixed.elements = size;
+      model.fixed.push_back(fixed);
+      built.terms.push_back(
+          {{t, producer, "written once: a subgraph must load it (P8, V7)", size}, -1});
+    } else {
+      for (int i = 0; i < k; ++i) {
+        if (alone[t][i]) {
+          write_owner[t] = consumers[i];
+          break;
+        }
+      }
+    }
+  }
+  // Graph outputs are written at least once (V9, P8).
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    if (!problem.IsGraphOutput(t)) continue;
+    BoundModel::Fixed fixed;
+    fixed.owners = {problem.producer[t]};
+    fixed.elements = problem.tensors[t].size();
+    model.fixed.push_back(fixed);
+    built.terms.push_back(
+        {{t, problem.producer[t], "graph output, written at least once (V9)", fixed.elements},
+         -1});
+  }
+
+  // What op c moves for its input `slot` (tensor t) in mode m when t is a boundary input that
+  // is loaded (P3, P5, P6), with the reason.
+  auto load_cost = [&](OpId c, int m, int slot) -> std::pair<Elements, std::string> {
+    const Op& op = problem.ops[c];
+    const TensorId t = op.inputs[slot];
+    const Elements size = problem.tensors[t].size();
+    const Tensor& out = problem.tensors[op.output];
+    const bool twice = std::count(op.inputs.begin(), op.inputs.end(), t) > 1;
+    std::string why = "loaded at least once (P3)";
+    Elements loads = size;
+    if (op.kind == OpKind::MatMul && !twice) {
+      const Elements reduction = problem.ReductionLength(c);
+      const int only_slot = a.OnlyConsumerSlot(c);
+      if (m == kT && reduction > n && (a.TooLarge(t) || a.TileModeAlone(c))) {
+        // P5: streamed by the k-loop, once per column tile (LHS) or row tile (RHS).
+        const int64_t times = slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n);
+        loads = size * times;
+        why = std::string(slot == 0 ? "LHS" : "RHS") + " of k-split MatMul (K=" + Str(reduction) +
+              " > n), streamed once per " + (slot == 0 ? "column" : "row") + " tile: x" +
+              Str(times) + " (P5, V2)";
+      } else if ((m == kSL || m == kSR) && slot == (m == kSL ? 1 : 0) &&
+                 problem.producer[t] == kNoOp && a.TooLarge(t) && a.StreamTiles(c, m) > 0 &&
+                 only_slot == (m == kSL ? 0 : 1)) {
+        // P6: an upstream strip producer streams its other operand once per k-loop tile.
+        loads = size * a.StreamTiles(c, m);
+        why = "operand of an upstream strip producer, streamed once per tile of the k-loop: x" +
+              Str(a.StreamTiles(c, m)) + " (P6, C3)";
+      }
+    }
+    if (problem.producer[t] == kNoOp) why += "; a graph input (V8)";
+    return {loads, why + " [mode " + kModeName[m] + "]"};
+  };
+
+  // Coupled inputs (P8, P9): t's only consumer c is a MatMul and t can never be retained.
+  // Case A: an instance of c sees t ephemeral; pick it and the instance of p beside it, which c
+  // demands in a strip or full mode (never T), and c's mode allows the edge. Case B: no instance
+  // of c has p beside it; every instance of p is then a sink (mode T) and c, in any mode m,
+  // loads L(m) of t, which p wrote. With z = min over c's modes of L(m): p's mode T carries z
+  // and the write, c's modes that cannot see t ephemeral carry L(m) - z, the others nothing.
+  // Both cases are then counted at most once.
+  std::vector<char> coupled(num_tensors, 0);
+  std::vector<Elements> coupled_least(num_tensors, 0);
+  std::vector<std::string> coupled_why(num_tensors);
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    const OpId p = problem.producer[t];
+    if (p == kNoOp || !a.TooLarge(t)) continue;
+    const int slot = a.OnlyConsumerSlot(p);
+    if (slot < 0) continue;
+    const OpId c = problem.consumers[t][0];
+    if (problem.ops[c].kind != OpKind::MatMul) continue;
+    coupled[t] = 1;
+    write_owner[t] = kNoOp;
+    bool first = true;
+    for (int mz = 0; mz < kModes; ++mz) {
+      if (!a.HasMode(c, mz)) continue;
+      auto cost = load_cost(c, mz, slot);
+      if (first || cost.first < coupled_least[t]) {
+        coupled_least[t] = cost.first;
+        coupled_why[t] = std::move(cost.second);
+      }
+      first = false;
+    }
+  }
+
+  // Options: one per mode an op can be in.
+  model.options.resize(num_ops);
+  for (OpId c = 0; c < num_ops; ++c) {
+    const Op& op = problem.ops[c];
+    const double native_compute = op.base_cost * static_cast<double>(problem.NativeTiles(c));
+    for (int m = 0; m < kModes; ++m) {
+      if (!a.HasMode(c, m)) continue;
+      BoundModel::Option option;
+      option.mode = m;
+      option.compute = native_compute * static_cast<double>(a.Factor(c, m));  // P7
+      const int option_index = static_cast<int>(model.options[c].size());
+      auto note = [&](TensorId t, OpId who, const std::string& why, Elements e) {
+        built.terms.push_back({{t, who, why, e}, option_index, c});
+      };
+      Elements loaded_alone[2] = {-1, -1};  // P11: per MatMul operand loaded by c alone
+      for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+        const TensorId t = op.inputs[slot];
+        if (coupled[t]) {
+          const OpId producer = problem.producer[t];
+          if (a.EdgeFeasible(producer, c, slot, m)) continue;  // case A possible
+          const auto [loads, why] = load_cost(c, m, slot);
+          const Elements rest = loads - coupled_least[t];
+          if (rest > 0) {
+            option.loads += rest;
+            note(t, c, why + " (coupled, P9: this part beyond the least load, which op " +
+                           Str(producer) + " carries)", rest);
+          }
+          continue;
+        }
+        const auto& cons = problem.consumers[t];
+        const int pos = static_cast<int>(std::find(cons.begin(), cons.end(), c) - cons.begin());
+        if (sl_share[t][pos] >= 0) {  // P10
+          if (m == kT) {
+            const auto [loads, why] = load_cost(c, m, slot);
+            option.loads += loads;
+            note(t, c, why, loads);
+          } else if (m == kSL) {
+            option.loads += sl_share[t][pos];
+            note(t, c,
+                 "weight streamed by strip producers that may share a subgraph only with fewer "
+                 "rows per tile; this op's share (P10, P6, W) [mode SL]",
+                 sl_share[t][pos]);
+          }
+          continue;
+        }
+        if (!alone[t][pos]) continue;  // a shared class, counted above
+        if (std::find(op.inputs.begin(), op.inputs.begin() + slot, t) != op.inputs.begin() + slot) {
+          continue;  // the same tensor in two slots: counted at its first
+        }
+        const OpId producer = problem.producer[t];
+        if (producer != kNoOp && a.EdgeFeasible(producer, c, slot, m)) continue;  // may be ephemeral
+        if (producer != kNoOp && !a.TooLarge(t)) continue;                       // may be retained
+        const auto [loads, why] = load_cost(c, m, slot);
+        option.loads += loads;
+        note(t, c, why, loads);
+        if (slot < 2) loaded_alone[slot] = loads;
+        if (write_owner[t] == c) {
+          option.writes.push_back({producer, problem.tensors[t].size()});
+          note(t, producer,
+               "written once so that op " + Str(c) + " can load it (P8, V7) [mode " +
+                   kModeName[m] + "]",
+               problem.tensors[t].size());
+        }
+      }
+      if (m == kT && op.kind == OpKind::MatMul && loaded_alone[0] >= 0 && loaded_alone[1] >= 0 &&
+          op.inputs[0] != op.inputs[1] && problem.ReductionLength(c) <= n && a.TileModeAlone(c)) {
+        const Elements strips = StripLoads(problem, c);
+        const Elements extra = strips - loaded_alone[0] - loaded_alone[1];
+        if (extra > 0) {
+          option.loads += extra;
+          note(op.inputs[0], c,
+               "LHS and RHS strips reloaded as the tiles change row or column, at the largest "
+               "tiles that fit: this much beyond one load of each (P11, M1, W) [mode T]",
+               extra);
+        }
+      }
+      if (m == kT && coupled[op.output]) {
+        const TensorId t = op.output;
+        const OpId z = problem.consumers[t][0];
+        option.loads += coupled_least[t];
+        note(t, z, coupled_why[t] + "; op " + Str(c) + " runs as a sink, so op " + Str(z) +
+                       " loads it at least this much in any mode (coupled, P9)",
+             coupled_least[t]);
+        option.writes.push_back({c, problem.tensors[t].size()});
+        note(t, c, "written once: op " + Str(c) + " runs as a sink and op " + Str(z) +
+                       " loads it (P8, V7) [mode T]",
+             problem.tensors[t].size());
+      }
+      model.options[c].push_back(std::move(option));
+    }
+  }
+  return built;
+}
+
+// The combined bound at weight a over the ops (and fixed terms) selected by `live`.
+struct Evaluated {
+  Latency value = 0;
+  std::vector<int> choice;  // option index per op (-1 when not live)
+};
+
+template <class Live>
+Evaluated Evaluate(const BoundModel& model, double a, const Live& live, bool want_choice) {
+  Evaluated result;
+  if (want_choice) result.choice.assign(model.options.size(), -1);
+  const double per_element = (1 - a) / model.bandwidth;
+  for (size_t op = 0; op < model.options.size(); ++op) {
+    if (!live(static_cast<OpId>(op))) continue;
+    double best = std::numeric_limits<double>::infinity();
+    int best_index = 0;
+    for (size_t i = 0; i < model.options[op].size(); ++i) {
+      const BoundModel::Option& o = model.options[op][i];
+      Elements moved = o.loads;
+      for (const BoundModel::Write& w : o.writes) moved += live(w.producer) ? w.elements : 0;
+      const double value = a * o.compute + per_element * static_cast<double>(moved);
+      if (value < best) {
+        best = value;
+        best_index = static_cast<int>(i);
+      }
+    }
+    result.value += best;
+    if (want_choice) result.choice[op] = best_index;
+  }
+  for (const BoundModel::Fixed& f : model.fixed) {
+    bool any = false;
+    for (OpId o : f.owners) any = any || live(o);
+    if (any) result.value += per_element * static_cast<double>(f.elements);
+  }
+  return result;
+}
+
+// The maximum over a in [0, 1] of a concave piecewise-linear function: ternary search, then
+// the endpoints. Any a gives a valid bound, so an approximate maximum is still a bound.
+template <class Live>
+double BestWeight(const BoundModel& model, const Live& live) {
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 60; ++i) {
+    const double m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
+    if (Evaluate(model, m1, live, false).value < Evaluate(model, m2, live, false).value) {
+      lo = m1;
+    } else {
+      hi = m2;
+    }
+  }
+  double best_a = (lo + hi) / 2;
+  double best = Evaluate(model, best_a, live, false).value;
+  for (double end : {0.0, 1.0}) {
+    const double v = Evaluate(model, end, live, false).value;
+    if (v > best) best = v, best_a = end;
+  }
+  return best_a;
+}
+
+}  // namespace
+
+BoundModel BuildBoundModel(const Problem& problem) {
+  Built built = Build(problem);
+  auto all = [](OpId) { return true; };
+  built.model.weight = BestWeight(built.model, all);
+  return std::move(built.model);
+}
 
 LowerBound ComputeLowerBound(const Problem& problem) {
   LowerBound bound;
@@ -12,7 +634,36 @@ LowerBound ComputeLowerBound(const Problem& problem) {
     if (problem.IsGraphInput(t) || problem.IsGraphOutput(t)) io += problem.tensors[t].size();
   }
   bound.graph_io = static_cast<double>(io) / problem.slow_memory_bandwidth;
+
+  Built built = Build(problem);
+  const BoundModel& model = built.model;
+  auto all = [](OpId) { return true; };
+  bound.traffic = Evaluate(model, 0, all, false).value;
+  bound.weight = BestWeight(model, all);
+  const Evaluated at = Evaluate(model, bound.weight, all, true);
+  bound.combined = at.value;
+  // The explanation follows the modes chosen at the best weight.
+  for (const TermInfo& info : built.terms) {
+    if (info.option >= 0 && at.choice[info.owner] != info.option) continue;
+    bound.explanation.push_back(info.term);
+  }
+  std::stable_sort(bound.explanation.begin(), bound.explanation.end(),
+                   [](const BoundTerm& x, const BoundTerm& y) { return x.elements > y.elements; });
   return bound;
+}
+
+Latency RemainingLowerBound(const BoundModel& model, const std::vector<char>& op_remaining) {
+  auto live = [&](OpId op) { return op_remaining[op] != 0; };
+  double compute = 0;
+  for (size_t op = 0; op < model.options.size(); ++op) {
+    if (!op_remaining[op]) continue;
+    double least = std::numeric_limits<double>::infinity();
+    for (const BoundModel::Option& o : model.options[op]) least = std::min(least, o.compute);
+    compute += least;
+  }
+  const double traffic = Evaluate(model, 0, live, false).value;
+  const double combined = Evaluate(model, model.weight, live, false).value;
+  return std::max({compute, traffic, combined});
 }
 
 }  // namespace annealer

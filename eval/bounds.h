@@ -1,19 +1,149 @@
-// Lower bounds on the total latency of any valid schedule of a problem.
+// Lower bounds on the total latency of any valid schedule of a problem (spec
+// ../shared/spec/cost-model.md; rule ids cited below).
+//
+// Every step costs max(compute, memory) (L1) and the total is the sum of the steps (L2), so for
+// every valid schedule and every a in [0, 1]:
+//     total >= a * C + (1 - a) * M,   C = sum of compute terms, M = sum of memory terms (M3).
+// a = 1 gives the compute bound, a = 0 the traffic bound; the "combined" bound maximises over a
+// after choosing, per op, the cheapest way (its "mode") it could run. Nothing here knows the
+// schedule; every claim below holds for every schedule the oracle accepts.
+//
+// Modes. In a subgraph S an op's output is demanded in one or more of these ways (D1-D3, G3):
+//   T   tile: a k-loop MatMul (F) or an epilogue / Pointwise-only op, one output tile per tile;
+//   SL  the LHS strip R x kappa_j of a k-loop MatMul (directly, or through Pointwise ops);
+//   SR  the RHS strip kappa_j x C of a k-loop MatMul;
+//   FL  the LHS of an upstream MatMul, which needs rows x its full reduction (all columns);
+//   FR  the RHS of an upstream MatMul (all rows).
+// A MatMul demanded T asks its producers for strips (SL by its LHS, SR by its RHS); demanded in
+// any other mode it asks them for FL / FR (D3); a Pointwise op passes its own mode on.
+//
+// Facts used, each a consequence of the rules as the oracle applies them:
+//  P1 (V11, V2, V3) A k-loop MatMul with K > n always splits k (k <= n < K), so a Pointwise
+//     producer inside the subgraph feeding its LHS or RHS is illegal (it would need w or h >= K).
+//  P2 (D3, D5, W) A MatMul demanded FL requests [0,K) x all columns of its RHS: the whole RHS.
+//     When that RHS has no producer (graph input) and |RHS| + 1 > capacity the step cannot fit
+//     (the sink tile adds at least one element). FR likewise with the LHS.
+//  P3 (R4, M1) Fast memory starts each subgraph empty apart from retained tensors, and a request
+//     is free only when the identical slice or the whole tensor was requested in the step
+//     before, so every element of a boundary tensor an op requests is loaded at least once per
+//     subgraph, unless the tensor was retained by the previous subgraph.
+//  P4 (V8, R5, W) Only a tensor produced by the previous subgraph can be retained (never a
+//     graph input), and it occupies its full size in every step of the consumer, beside at
+//     least one element of sink tile: a tensor with |t| + 1 > capacity is never retained.
+//  P5 (G2, D2, M1) Streaming. A MatMul c in F with K > n has n_k = ceil(K/k) >= 2 k-steps per
+//     tile, so its LHS slice R x kappa_j differs from every slice it requested in the step
+//     before (consecutive steps have different k-ranges, also across a tile boundary) and is
+//     never the whole tensor. If no other op of the subgraph requests that tensor and no request
+//     of c itself covers the whole tensor (|t| + 1 > capacity, or c can only be demanded T), every
+//     slice is loaded: sum over tiles of |R| x K = |LHS| x ceil(N/w) >= |LHS| x ceil(N/n) (edge
+//     tiles clipped, D4). RHS: |RHS| x ceil(M/n).
+//  P6 (C3, D3) A MatMul c demanded SL by a k-loop MatMul f (c's output is f's LHS, K_f > n)
+//     requests [0,K_c) x kappa_j of its RHS every step, a different slice each step: when c is
+//     the RHS's only requester and the whole RHS cannot fit, the RHS is loaded once per tile of
+//     f: |RHS_c| x ceil(M_f/n) x ceil(N_f/n). SR symmetric with the LHS.
+//  P7 (C1-C3, C6) An op computes its whole output at least once (V1): base x native tiles. An op
+//     demanded SL makes the whole strip R x [0,K*) again for every tile of the row (strict
+//     recomputation, C6), so at least ceil(N_f/n) times its native tiles; SR: ceil(M_f/n).
+//  P8 (V7, M2) A boundary input that is loaded must be in slow memory, so it was written once
+//     (|t|, the sum of its clipped tiles), unless it is a graph input; a graph output is written
+//     at least once (V9). An op's input is ephemeral only if its producer is in the subgraph.
+//  P9 (V5) The ops of a subgraph are connected through internal edges, each legal for the modes
+//     its two ends are in (P1, P2 checked edge by edge, and through an op entered by one edge and
+//     left by another in a different mode). Two consumers of a tensor that no such chain of edges
+//     connects never share a subgraph, so their loads add up; consumers that may share one are
+//     charged |t| once for all of them, and then only when none can see the tensor ephemeral or
+//     retained.
+//  P10 (W, P6) Strip producers sharing one streamed weight t (graph input, too large to fit):
+//     members that can only be T (a sink, then alone) or SL toward k-loop MatMuls with K > n,
+//     each reading an LHS only it reads and that cannot be ephemeral. In a subgraph with g' of
+//     them every step holds all their LHS strips h' x K_c, so h' <= (capacity-1) / sum K_c and
+//     the k-loop has >= M x sum K_c / (capacity-1) row tiles, each loading all of t (P6). Each
+//     member's SL mode is charged |t| x max(min(1, min_c |LHS_c| / (capacity-1)), 1/g): the
+//     charges of any group stay below its load.
+//  P11 (M1, W) A MatMul with K <= n that alone reads both its operands (loaded, mode T only):
+//     with k = K a tile's LHS strip is free only after a tile of the same row, its RHS strip only
+//     after one of the same column, so every tile loads >= K x min(|R|, |C|); the tile (0,0)
+//     step holds both strips and the output tile (h'K + Kw' + h'w' <= capacity). With k < K,
+//     P5's streaming. The least over every w, h of both regimes.
+// Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
+// some instance of c has t's producer p beside it (p then in a strip or full mode) or every
+// instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
+// the write, c's modes that cannot see t ephemeral carry the rest.
+// What it does not count: reuse lost to traversal order when operands are shared or K > n
+// beyond P5, working sets that force small tiles (except P10, P11), recomputation beyond P7,
+// write-backs of sinks nobody reads, and the per-step max (only the two sums). It is a bound,
+// not an estimate.
 #pragma once
+
+#include <string>
+#include <vector>
 
 #include "eval/problem.h"
 
 namespace annealer {
 
+// One line of the explanation: a tensor moved at least `elements` elements in every schedule
+// (or, for mode terms, in the cheapest mode of the op that carries it, at the bound's weight).
+struct BoundTerm {
+  TensorId tensor = -1;
+  OpId op = kNoOp;       // the consumer that loads it, or the producer that writes it
+  std::string why;       // one line, citing the fact (P1..P11) and spec ids
+  Elements elements = 0;
+};
+
 struct LowerBound {
-  // Sum over ops of base_cost x native tiles of its output: no schedule computes less (spec C3).
+  // Sum over ops of base_cost x native tiles of its output: no schedule computes less (C3, P7).
   Latency compute = 0;
   // Every graph input must be loaded and every graph output written at least once.
   Latency graph_io = 0;
-  // Each step costs max(compute, memory) >= either term, so the total is at least the larger.
-  Latency total() const { return compute > graph_io ? compute : graph_io; }
+  // Forced traffic (P3-P11) / bandwidth: every op in the mode that moves the least.
+  Latency traffic = 0;
+  // max over a of a * compute + (1 - a) * traffic, with each op's mode chosen per a.
+  Latency combined = 0;
+  double weight = 1;  // the a that gives `combined`
+  // Terms of the traffic at `weight` (largest first), then the fixed terms.
+  std::vector<BoundTerm> explanation;
+  Latency total() const {
+    Latency best = compute > graph_io ? compute : graph_io;
+    if (traffic > best) best = traffic;
+    if (combined > best) best = combined;
+    return best;
+  }
 };
 
+// Precomputed per-op terms for RemainingLowerBound (cheap to evaluate many times).
+struct BoundModel {
+  struct Write {
+    OpId producer = kNoOp;
+    Elements elements = 0;
+  };
+  struct Option {  // one mode of one op
+    int mode = 0;
+    Latency compute = 0;
+    Elements loads = 0;
+    std::vector<Write> writes;  // writes this mode forces (P8), owned by their producer
+  };
+  struct Fixed {  // traffic that does not depend on modes
+    std::vector<OpId> owners;  // counts while any owner has not run yet
+    Elements elements = 0;
+  };
+  std::vector<std::vector<Option>> options;  // per op, never empty
+  std::vector<Fixed> fixed;
+  double bandwidth = 1;
+  double weight = 1;  // the maximising a of the whole problem
+};
+
+BoundModel BuildBoundModel(const Problem& problem);
 LowerBound ComputeLowerBound(const Problem& problem);
+
+// A lower bound on the latency of running the ops with op_remaining[op] != 0 (at least one
+// instance of each, in any subgraphs, after any prefix of subgraphs), valid whatever the prefix
+// executed or retained: max of their compute, of their forced traffic, and of the combined bound
+// at the model's weight. It assumes: (a) a retained-in tensor is free, so only traffic of
+// tensors that can never be retained (graph inputs, |t| + 1 > capacity) is claimed for loads;
+// (b) an op that already ran may run again (recomputation), so ephemeral inputs stay possible;
+// (c) a write is counted only when its producer is remaining (then the tensor cannot exist yet);
+// (d) a shared-load term counts when any of its consumers is remaining. O(options) per call.
+Latency RemainingLowerBound(const BoundModel& model, const std::vector<char>& op_remaining);
 
 }  // namespace annealer

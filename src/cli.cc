@@ -47,6 +47,13 @@ int FinishStdout(const std::string& text, int exit_code) {
   return exit_code;
 }
 
+// "44669337.6 (compute 13465600, graph I/O 2768240.64, traffic 42..., combined 44...)".
+std::string BoundPartsText(const LowerBound& bound) {
+  return Readable(bound.total()) + " (compute " + Readable(bound.compute) + ", graph I/O " +
+         Readable(bound.graph_io) + ", traffic " + Readable(bound.traffic) + ", combined " +
+         Readable(bound.combined) + ")";
+}
+
 // Right-aligns every column but the last, which is left-aligned free text.
 std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> widths;
@@ -165,6 +172,8 @@ std::string EvaluationJson(const ScheduleSummary& summary) {
   out += "  \"lower_bound\": " + FormatNumber(bound.total()) + ",\n";
   out += "  \"lower_bound_compute\": " + FormatNumber(bound.compute) + ",\n";
   out += "  \"lower_bound_graph_io\": " + FormatNumber(bound.graph_io) + ",\n";
+  out += "  \"lower_bound_traffic\": " + FormatNumber(bound.traffic) + ",\n";
+  out += "  \"lower_bound_combined\": " + FormatNumber(bound.combined) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
@@ -201,10 +210,51 @@ std::string EvaluationText(const std::string& problem_path, const Problem& probl
   out += FormatTable(rows) + "\n";
   const std::optional<double>& gap = summary.gap_percent;
   out += "total latency  " + Readable(evaluation.total) + "\n";
-  out += "lower bound    " + Readable(bound.total()) + " (compute " +
-         Readable(bound.compute) + ", graph I/O " + Readable(bound.graph_io) + ")\n";
+  out += "lower bound    " + BoundPartsText(bound) + "\n";
   out += "gap            " + (gap ? PercentText(*gap) : std::string("n/a (zero lower bound)")) + "\n";
   return out;
+}
+
+std::string BoundJson(const LowerBound& bound) {
+  std::string out = "{\n  \"lower_bound\": " + FormatNumber(bound.total()) + ",\n";
+  out += "  \"compute\": " + FormatNumber(bound.compute) + ",\n";
+  out += "  \"graph_io\": " + FormatNumber(bound.graph_io) + ",\n";
+  out += "  \"traffic\": " + FormatNumber(bound.traffic) + ",\n";
+  out += "  \"combined\": " + FormatNumber(bound.combined) + ",\n";
+  out += "  \"weight\": " + FormatNumber(bound.weight) + ",\n";
+  out += "  \"terms\": [";
+  for (size_t i = 0; i < bound.explanation.size(); ++i) {
+    const BoundTerm& term = bound.explanation[i];
+    out += i > 0 ? ",\n    " : "\n    ";
+    out += "{\"tensor\": " + std::to_string(term.tensor) + ", \"op\": " +
+           (term.op == kNoOp ? std::string("null") : std::to_string(term.op)) +
+           ", \"elements\": " + std::to_string(term.elements) + ", \"why\": " +
+           JsonString(term.why) + "}";
+  }
+  out += bound.explanation.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+std::string BoundText(const std::string& problem_path, const Problem& problem,
+                      const LowerBound& bound) {
+  std::string out = "problem      " + problem_path + ": " + std::to_string(problem.ops.size()) +
+                    " ops, " + std::to_string(problem.tensors.size()) + " tensors, capacity " +
+                    std::to_string(problem.fast_memory_capacity) + ", bandwidth " +
+                    Readable(problem.slow_memory_bandwidth) + "\n";
+  out += "lower bound  " + Readable(bound.total()) + "\n";
+  out += "  compute    " + Readable(bound.compute) + "  (base cost x native tiles, every op once)\n";
+  out += "  graph I/O  " + Readable(bound.graph_io) + "  (graph inputs loaded, outputs written once)\n";
+  out += "  traffic    " + Readable(bound.traffic) + "  (forced loads and writes / bandwidth)\n";
+  out += "  combined   " + Readable(bound.combined) + "  (a x compute + (1-a) x traffic, a = " +
+         Readable(bound.weight) + ", each op in its cheapest mode)\n\n";
+  out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
+  std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
+  for (const BoundTerm& term : bound.explanation) {
+    rows.push_back({std::to_string(term.tensor),
+                    term.op == kNoOp ? std::string("-") : std::to_string(term.op),
+                    std::to_string(term.elements), term.why});
+  }
+  return out + FormatTable(rows);
 }
 
 int RunVersion() { return FinishStdout(std::string("annealer ") + kVersion + "\n", 0); }
@@ -225,6 +275,10 @@ void PrintUsage(std::FILE* out) {
       "      total, the problem's lower bound and the gap. An invalid schedule prints the\n"
       "      broken rule on one line and exits 1. Reported latencies that differ from ours\n"
       "      are warnings (stderr, exit 0).\n"
+      "  annealer bound PROBLEM.json [--json]\n"
+      "      Print the problem's lower bound on the latency of every valid schedule, its parts\n"
+      "      (compute, graph I/O, forced traffic, combined) and the traffic no schedule avoids,\n"
+      "      per tensor and op, with the reason (README: Lower bound).\n"
       "  annealer baseline PROBLEM.json [-o OUT.json]\n"
       "      Write the baseline schedule (one op per subgraph) to stdout or, atomically, to\n"
       "      OUT.json.\n"
@@ -276,6 +330,22 @@ int RunEvaluateCommand(const std::vector<std::string>& args) {
                                   : EvaluationText(problem_path, problem, schedule_path, schedule,
                                                    summary),
                       0);
+}
+
+int RunBoundCommand(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = ParseArgs(args, {.json = true});
+  if (parsed.help) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  if (parsed.positional.size() != 1) {
+    throw UsageError("bound needs exactly one PROBLEM.json (got " +
+                     std::to_string(parsed.positional.size()) + " file names)");
+  }
+  const std::string& problem_path = parsed.positional[0];
+  const Problem problem = ReadProblemFile(problem_path);
+  const LowerBound bound = ComputeLowerBound(problem);
+  return FinishStdout(parsed.json ? BoundJson(bound) : BoundText(problem_path, problem, bound), 0);
 }
 
 int RunBaselineCommand(const std::vector<std::string>& args) {
@@ -380,6 +450,7 @@ int RunMain(int argc, char** argv) {
       if (command == "--version") return RunVersion();
       if (command == "evaluate") return RunEvaluateCommand(rest);
       if (command == "baseline") return RunBaselineCommand(rest);
+      if (command == "bound") return RunBoundCommand(rest);
       if (command == "report") return RunReportCommand(rest);
     } catch (const UsageError& error) {
       PrintError(error.what());

@@ -1,5 +1,5 @@
-// The command line: `evaluate`, `baseline` and `report`, help and version, and the dispatcher that hands
-// every other invocation to the search command (src/search_command.h).
+// The command line: `evaluate`, `bound`, `baseline` and `report`, help and version, and the
+// dispatcher that hands every other invocation to the search command (src/search_command.h).
 // Exit codes: 0 success, 1 bad input or an invalid schedule, 2 usage error.
 #pragma once
 
@@ -25,6 +25,10 @@ int RunBaselineCommand(const std::vector<std::string>& args);
 // `args` are the words after "report". Reads every input first, then writes the report (and
 // the trace) atomically. An invalid schedule still gets a report and exit code 0.
 int RunReportCommand(const std::vector<std::string>& args);
+
+// `annealer bound PROBLEM.json [--json]`; `args` are the words after "bound". Prints the lower
+// bound (eval/bounds.h), its parts and the forced-traffic terms on stdout.
+int RunBoundCommand(const std::vector<std::string>& args);
 
 void PrintUsage(std::FILE* out);
 

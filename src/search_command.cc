@@ -551,7 +551,8 @@ int RunSearchCommand(int argc, char** argv) {
                                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   console.Line("annealer: " + options.problem_path + ": " + std::to_string(problem.ops.size()) + " ops, " +
                std::to_string(problem.tensors.size()) + " tensors; lower bound " + Grouped(lower_bound) +
-               "; baseline " + Grouped(keeper.best_total()) + "; searching for " +
+               " (compute " + Grouped(bound.compute) + ", traffic " + Grouped(bound.traffic) +
+               ", combined " + Grouped(bound.combined) + "); baseline " + Grouped(keeper.best_total()) + "; searching for " +
                Seconds(std::chrono::duration<double>(deadline - start).count()) + " on " +
                std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
                (params.deterministic ? " (deterministic)" : ""));

@@ -72,6 +72,7 @@ TEST_CASE("cli: --help, --version and usage errors") {
   CHECK(help.exit_code == 0);
   CHECK(help.out.find("annealer evaluate PROBLEM.json SCHEDULE.json") != std::string::npos);
   CHECK(help.out.find("annealer baseline PROBLEM.json [-o OUT.json]") != std::string::npos);
+  CHECK(help.out.find("annealer bound PROBLEM.json [--json]") != std::string::npos);
   CHECK(help.out.find("annealer [--time 60s] PROBLEM.json [OUT.json]") != std::string::npos);
   CHECK(help.out.find("annealer report PROBLEM.json SCHEDULE.json -o REPORT.html") != std::string::npos);
   CHECK(Run("help").exit_code == 0);
@@ -263,6 +264,61 @@ TEST_CASE("cli: bad input files exit 1 with one line naming the file") {
   CHECK(broken.exit_code == 1);
   CHECK(broken.err == "annealer: " + broken_schedule +
                           ": granularities[0]: expected 3 entries [w, h, k], got 2\n");
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: bound prints the bound, its parts and the forced traffic") {
+  const RunResult text = Run("bound " + Quote(Problem("mlsys-2026-1.json")));
+  CHECK(text.exit_code == 0);
+  CHECK(text.err.empty());
+  CHECK(text.out.find("lower bound  367001.6\n") != std::string::npos);
+  CHECK(text.out.find("  compute    112000") != std::string::npos);
+  CHECK(text.out.find("  graph I/O  65536") != std::string::npos);
+  CHECK(text.out.find("streamed once per column tile: x4 (P5, V2); a graph input (V8)") !=
+        std::string::npos);
+
+  const RunResult json = Run("bound --json " + Quote(Problem("mlsys-2026-9.json")));
+  REQUIRE(json.exit_code == 0);
+  simdjson::dom::parser parser;
+  const simdjson::dom::element report = parser.parse(json.out);
+  CHECK(double(report["lower_bound"]) == doctest::Approx(44669337.6).epsilon(1e-9));
+  CHECK(double(report["compute"]) == doctest::Approx(13465600).epsilon(1e-9));
+  CHECK(double(report["traffic"]) == doctest::Approx(44669337.6).epsilon(1e-9));
+  const simdjson::dom::element first = report["terms"].get_array().at(0);
+  CHECK(int64_t(first["tensor"]) == 0);
+  CHECK(int64_t(first["op"]) == 0);
+  CHECK(int64_t(first["elements"]) == 32 * 1024 * 1024);
+
+  // evaluate --json keeps lower_bound and adds the parts.
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "bound");
+  const std::string schedule = (dir / "s.json").string();
+  std::ofstream(schedule) << kFused;
+  const RunResult evaluate =
+      Run("evaluate --json " + Quote(Problem("example_problem.json")) + " " + Quote(schedule));
+  REQUIRE(evaluate.exit_code == 0);
+  simdjson::dom::parser evaluate_parser;
+  const simdjson::dom::element e = evaluate_parser.parse(evaluate.out);
+  CHECK(double(e["lower_bound"]) == doctest::Approx(3276.8).epsilon(1e-12));
+  CHECK(double(e["lower_bound_traffic"]) == doctest::Approx(3276.8).epsilon(1e-12));
+  CHECK(double(e["lower_bound_combined"]) <= double(e["lower_bound"]));
+
+  const std::string bad_problem = (dir / "bad.json").string();
+  std::ofstream(bad_problem) << R"({"widths": [128], "heights": [128], "inputs": [[0]],
+    "outputs": [[3]], "base_costs": [1], "op_types": ["Pointwise"], "fast_memory_capacity": 1,
+    "slow_memory_bandwidth": 1, "native_granularity": [128, 128]})";
+  const RunResult bad = Run("bound " + Quote(bad_problem));
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.out.empty());
+  CHECK(bad.err == "annealer: " + bad_problem +
+                       ": outputs[0][0]: tensor id 3 is out of range (1 tensors)\n");
+  const std::string missing = (dir / "missing.json").string();
+  const RunResult no_file = Run("bound --json " + Quote(missing));
+  CHECK(no_file.exit_code == 1);
+  CHECK(no_file.out.empty());
+  CHECK(no_file.err == "annealer: " + missing + ": cannot open file: No such file or directory\n");
+  CHECK(Run("bound").exit_code == 2);
+  CHECK(Run("bound --fast " + Quote(Problem("example_problem.json"))).exit_code == 2);
+  CHECK(Run("bound --help").exit_code == 0);
   std::filesystem::remove_all(dir);
 }
 

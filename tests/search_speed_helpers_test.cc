@@ -10,13 +10,12 @@
 
 #include "search/subgraph_tools.h"
 #include "src/problem_reader.h"
+#include "tests/test_files.h"
 
 namespace annealer {
 namespace {
 
-Problem Bundled(const std::string& name) {
-  return ReadProblemFile(std::string(ANNEALER_SOURCE_DIR) + "/problems/" + name);
-}
+using testing::ReadBundledProblem;
 
 std::vector<TensorId> ReferenceProduced(const Problem& problem, const std::vector<OpId>& ops) {
   std::vector<TensorId> produced;
@@ -90,7 +89,7 @@ TEST_CASE("stamp set: clearing empties it, growing keeps it empty, InsertNew rep
 TEST_CASE("subgraph facts: the one-walk facts, BoundaryInputs and Feeds match their definitions") {
   for (const char* name : {"mlsys-2026-9.json", "mlsys-2026-17.json"}) {
     CAPTURE(name);
-    const Problem problem = Bundled(name);
+    const Problem problem = ReadBundledProblem(name);
     const std::vector<int> rank = TopologicalRanks(problem);
     std::mt19937_64 rng(11);
     OpsFacts facts;
@@ -122,7 +121,7 @@ TEST_CASE("subgraph facts: the one-walk facts, BoundaryInputs and Feeds match th
 }
 
 TEST_CASE("useful retain: the op-list form agrees with the subgraph form") {
-  const Problem problem = Bundled("mlsys-2026-17.json");
+  const Problem problem = ReadBundledProblem("mlsys-2026-17.json");
   const std::vector<int> rank = TopologicalRanks(problem);
   std::mt19937_64 rng(5);
   for (int trial = 0; trial < 300; ++trial) {

@@ -19,13 +19,12 @@
 #include "search/moves.h"
 #include "search/params.h"
 #include "src/problem_reader.h"
+#include "tests/test_files.h"
 
 namespace annealer {
 namespace {
 
-Problem Bundled(const std::string& name) {
-  return ReadProblemFile(std::string(ANNEALER_SOURCE_DIR) + "/problems/" + name);
-}
+using testing::ReadBundledProblem;
 
 std::chrono::steady_clock::time_point Far() { return std::chrono::steady_clock::now() + std::chrono::hours(1); }
 
@@ -95,7 +94,7 @@ TEST_CASE("elite pool: offers are invisible until Synchronize, duplicates merge,
 }
 
 TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under the oracle") {
-  const Problem problem = Bundled("mlsys-2026-5.json");
+  const Problem problem = ReadBundledProblem("mlsys-2026-5.json");
   CostCache cache(1 << 16);
   SubgraphPricer pricer(problem, &cache);
   const std::vector<int> rank = TopologicalRanks(problem);
@@ -129,7 +128,7 @@ TEST_CASE("granularity fit: with partial edge tiles allowed, the thorough fit fi
   // (one k-step, strips reused across tiles) 128 x 64 tiles do not fit, and 128 x 32 tiles pay
   // the per-tile compute twice as often. The best power-of-two fit is the memory-bound
   // 128 x 64 x 16 at 139810.13; 103 x 69 x 128 (75 tiles, compute-bound at 1200 each) fits.
-  const Problem problem = Bundled("mlsys-2026-5.json");
+  const Problem problem = ReadBundledProblem("mlsys-2026-5.json");
   CostCache cache(1 << 16);
   SubgraphPricer pricer(problem, &cache);
   const std::vector<TensorId> none;
@@ -161,7 +160,7 @@ TEST_CASE("constructive starts are valid on all five problems and never worse th
   for (std::string name : {"mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-9.json",
                            "mlsys-2026-13.json", "mlsys-2026-17.json"}) {
     CAPTURE(name);
-    const Problem problem = Bundled(name);
+    const Problem problem = ReadBundledProblem(name);
     CostCache cache(1 << 18);
     SubgraphPricer pricer(problem, &cache);
     const Schedule baseline = BuildBaseline(problem);
@@ -208,7 +207,7 @@ SearchSummary Deterministic(const Problem& problem, int threads, double sa_share
 }
 
 TEST_CASE("deterministic mode: same seed and budget give the identical schedule") {
-  const Problem problem = Bundled("mlsys-2026-5.json");
+  const Problem problem = ReadBundledProblem("mlsys-2026-5.json");
   for (double share : {1.0, 0.0, 0.5}) {
     CAPTURE(share);
     const SearchSummary first = Deterministic(problem, 2, share);
@@ -221,7 +220,7 @@ TEST_CASE("deterministic mode: same seed and budget give the identical schedule"
 }
 
 TEST_CASE("a short search improves on the baseline and reports strictly better schedules") {
-  const Problem problem = Bundled("mlsys-2026-5.json");
+  const Problem problem = ReadBundledProblem("mlsys-2026-5.json");
   const Evaluation base = EvaluateOracle(problem, BuildBaseline(problem));
   SearchParams params;
   params.threads = 2;
@@ -248,7 +247,7 @@ TEST_CASE("a short search improves on the baseline and reports strictly better s
 }
 
 TEST_CASE("the stop flag ends a search promptly") {
-  const Problem problem = Bundled("mlsys-2026-13.json");
+  const Problem problem = ReadBundledProblem("mlsys-2026-13.json");
   SearchParams params;
   params.threads = 2;
   std::atomic<bool> stop{true};

@@ -1,4 +1,4 @@
-// File helpers shared by the tests that write and read real files.
+// File helpers shared by the tests that write and read real files or read the bundled problems.
 #pragma once
 
 #include <unistd.h>
@@ -8,7 +8,14 @@
 #include <sstream>
 #include <string>
 
+#include "src/problem_reader.h"
+
 namespace annealer::testing {
+
+// One of the bundled problems (problems/NAME), read by the project's reader.
+inline Problem ReadBundledProblem(const std::string& name) {
+  return ReadProblemFile(std::string(ANNEALER_SOURCE_DIR) + "/problems/" + name);
+}
 
 // A fresh, empty directory named after the test file's `prefix`, this process and `name`.
 inline std::filesystem::path ScratchDir(const std::string& prefix, const std::string& name) {
