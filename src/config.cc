@@ -16,15 +16,10 @@
 #include <sstream>
 #include <vector>
 
+#include "src/message_text.h"
+
 namespace annealer {
 namespace {
-
-std::string Quote(std::string_view text) {
-  std::string quoted;
-  quoted.reserve(text.size() + 2);
-  quoted.append(1, '"').append(text).append(1, '"');
-  return quoted;
-}
 
 std::string FormatReal(double value) {
   char buffer[64];
@@ -93,8 +88,8 @@ std::string KeysUnder(const std::string& section) {
 std::string UnknownKeyMessage(const std::string& key) {
   const std::size_t dot = key.rfind('.');
   const std::string section = dot == std::string::npos ? "" : key.substr(0, dot);
-  if (!section.empty() && !IsSection(section)) return "unknown key " + Quote(key);
-  return "unknown key " + Quote(key) + " (known " +
+  if (!section.empty() && !IsSection(section)) return "unknown key " + QuoteForMessage(key);
+  return "unknown key " + QuoteForMessage(key) + " (known " +
          (section.empty() ? std::string("top-level keys") : "keys of " + section) + ": " +
          KeysUnder(section) + ")";
 }
@@ -124,14 +119,14 @@ struct YamlWalk {
                                   (section.empty() ? std::string() : " under " + section));
       }
       const std::string key = section.empty() ? key_node.Scalar() : section + "." + key_node.Scalar();
-      if (!seen.insert(key).second) Fail(key_node.Mark(), "duplicate key " + Quote(key));
+      if (!seen.insert(key).second) Fail(key_node.Mark(), "duplicate key " + QuoteForMessage(key));
       if (const ParamSpec* spec = FindParam(key)) {
         Leaf(*spec, key_node, value);
       } else if (IsSection(key)) {
         if (value.IsMap()) {
           Map(value, key);
         } else if (!value.IsNull()) {  // an empty section (all keys commented out) is fine
-          Fail(value.Mark(), Quote(key) + " is a section and expects a map of its keys (" +
+          Fail(value.Mark(), QuoteForMessage(key) + " is a section and expects a map of its keys (" +
                                  KeysUnder(key) + ")");
         }
       } else {
@@ -150,7 +145,7 @@ struct YamlWalk {
     // A quoted scalar is a string to YAML, whatever it spells.
     if (value.Tag() == "!") {
       Fail(value.Mark(), spec.key + " expects " + TypeName(spec.type) + ", got the string " +
-                             Quote(value.Scalar()));
+                             QuoteForMessage(value.Scalar()));
     }
     const std::string error = ApplyValue(spec, value.Scalar(), params);
     if (!error.empty()) Fail(value.Mark(), error);
@@ -167,7 +162,7 @@ const ParamSpec* FindParam(std::string_view key) {
 }
 
 std::string ApplyValue(const ParamSpec& spec, std::string_view text, SearchParams& params) {
-  const std::string quoted = Quote(text);
+  const std::string quoted = QuoteForMessage(text);
   const auto wrong_type = [&] { return spec.key + " expects " + TypeName(spec.type) + ", got " + quoted; };
   const auto out_of_range = [&] {
     return spec.key + ": " + std::string(text) + " is out of range " + RangeText(spec);
@@ -322,7 +317,7 @@ std::string FormatConfigYaml(const SearchParams& params) {
 
 std::chrono::milliseconds ParseDuration(std::string_view text) {
   const auto fail = [&](const std::string& why) -> std::chrono::milliseconds {
-    throw ConfigError("bad duration " + Quote(text) + ": " + why);
+    throw ConfigError("bad duration " + QuoteForMessage(text) + ": " + why);
   };
   const std::size_t unit_start = text.find_first_not_of("0123456789.");
   if (unit_start == 0 || text.empty()) {
@@ -340,7 +335,7 @@ std::chrono::milliseconds ParseDuration(std::string_view text) {
   } else if (unit.empty()) {
     return fail("missing unit; write ms, s or m (e.g. 500ms, 30s, 2m)");
   } else {
-    return fail("unknown unit " + Quote(unit) + "; write ms, s or m (e.g. 500ms, 30s, 2m)");
+    return fail("unknown unit " + QuoteForMessage(unit) + "; write ms, s or m (e.g. 500ms, 30s, 2m)");
   }
   double value = 0;
   const auto result = std::from_chars(number.data(), number.data() + number.size(), value,
