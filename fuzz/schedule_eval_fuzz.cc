@@ -14,6 +14,7 @@
 #include "eval/incremental.h"
 #include "eval/oracle.h"
 #include "eval/subgraph_cost.h"
+#include "fuzz/fixed_problem.h"
 #include "fuzz/fuzz_checks.h"
 #include "src/problem_reader.h"
 #include "src/schedule_io.h"
@@ -21,21 +22,7 @@
 namespace annealer {
 namespace {
 
-// MatMuls with K = 256 and rectangular operands, a Pointwise between them, a fan-out (tensor 3
-// feeds ops 1 and 4) and a Pointwise with a second graph input: most rules have something to
-// bite on, and every step walk stays short.
-constexpr std::string_view kProblem = R"({
-  "widths":  [256, 256, 128, 256, 256, 128, 128, 128, 256],
-  "heights": [128, 256, 256, 128, 128, 128, 128, 128, 128],
-  "inputs": [[0, 1], [3], [4, 2], [5, 6], [3]],
-  "outputs": [[3], [4], [5], [7], [8]],
-  "base_costs": [2000, 500, 2000, 500, 500],
-  "op_types": ["MatMul", "Pointwise", "MatMul", "Pointwise", "Pointwise"],
-  "fast_memory_capacity": 70000,
-  "slow_memory_bandwidth": 10,
-  "native_granularity": [128, 128]
-})";
-constexpr int64_t kLargestSide = 256;
+constexpr int64_t kLargestSide = 256;  // of fuzz::kFixedProblem
 // The oracle walks every step; beyond this many the input is only read, not evaluated (a
 // granularity of [1, 1, 1] has 2^24 steps per MatMul here, seconds per input).
 constexpr double kMaxSteps = 200000;
@@ -78,7 +65,7 @@ void Compare(const char* path, const Evaluation& fast, const Evaluation& oracle)
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace annealer;
-  static const Problem problem = ParseProblem(kProblem, "fixed problem");
+  static const Problem problem = ParseProblem(fuzz::kFixedProblem, "fixed problem");
   static const std::string origin = "fuzz-solution.json";
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   Schedule schedule;

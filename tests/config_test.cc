@@ -221,7 +221,7 @@ TEST_CASE("config: the bundled presets load and validate") {
 TEST_CASE("config: keys and values with line breaks are quoted on one line") {
   // A quoted YAML key or a block scalar carries real line breaks; the message must not.
   CHECK(StartsWith(YamlError("\"se\\ned\": 1\n"), "t.yaml:1: unknown key \"se\\ned\" (known top-level keys: "));
-  CHECK(YamlError("seed: |\n  1\n  2\n") == "t.yaml:1: seed expects an integer, got \"1\\n2\\n\"");
+  CHECK(YamlError("seed: |\n  1\n  2\n") == "t.yaml:1: seed expects an integer, got the string \"1\\n2\\n\"");
   CHECK(YamlError("seed: \"a\\u0007\"\n") == "t.yaml:1: seed expects an integer, got the string \"a\\x07\"");
 }
 
