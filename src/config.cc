@@ -217,7 +217,7 @@ void ApplyYamlText(const std::string& text, const std::string& source, SearchPar
   try {
     documents = YAML::LoadAll(text);
   } catch (const YAML::Exception& error) {
-    throw ConfigError(Located(source, error.mark) + ": YAML syntax error: " + error.msg);
+    throw ConfigError(Located(source, error.mark) + ": YAML syntax error: " + OneLineForMessage(error.msg));
   }
   if (documents.size() > 1) {
     throw ConfigError(source + ": expected one YAML document, found " + std::to_string(documents.size()));
@@ -233,7 +233,7 @@ void ApplyYamlText(const std::string& text, const std::string& source, SearchPar
   try {
     walk.Map(root, "");
   } catch (const YAML::Exception& error) {
-    throw ConfigError(Located(source, error.mark) + ": " + error.msg);
+    throw ConfigError(Located(source, error.mark) + ": " + OneLineForMessage(error.msg));
   }
 }
 

@@ -13,4 +13,8 @@ namespace annealer {
 // result is always one line. With `max_bytes`, longer text is cut there and "..." added.
 std::string QuoteForMessage(std::string_view text, std::size_t max_bytes = std::string_view::npos);
 
+// `text` as is, except line breaks and other control bytes written as in QuoteForMessage: for
+// messages of libraries that echo input (yaml-cpp's "unknown escape character: <byte>").
+std::string OneLineForMessage(std::string_view text);
+
 }  // namespace annealer

@@ -225,4 +225,13 @@ TEST_CASE("config: keys and values with line breaks are quoted on one line") {
   CHECK(YamlError("seed: \"a\\u0007\"\n") == "t.yaml:1: seed expects an integer, got the string \"a\\x07\"");
 }
 
+TEST_CASE("config: yaml-cpp's own messages are kept on one line (fuzz regression)") {
+  // config_fuzz, crash-edc76904: yaml-cpp reports "unknown escape character: " followed by the
+  // raw byte, here a control byte; the message must stay one printable line.
+  const std::string input("se33333333333333333333333333333333333333333333333\?333333333333333333\xa0\xa0\x01\x00\x10" "a\x00\x00" "333333333333\xdf" "3333333333333333333333333333333\xff" "333333333333333333333", 142);
+  const std::string message = YamlError(input);
+  CHECK(StartsWith(message, "t.yaml:1: YAML syntax error: unknown escape character: \\x"));
+  for (const char c : message) CHECK(static_cast<unsigned char>(c) >= 0x20);
+}
+
 }  // namespace annealer
