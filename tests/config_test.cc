@@ -234,4 +234,15 @@ TEST_CASE("config: yaml-cpp's own messages are kept on one line (fuzz regression
   for (const char c : message) CHECK(static_cast<unsigned char>(c) >= 0x20);
 }
 
+TEST_CASE("config: a token no YAML rule consumes is a syntax error, not a hang (fuzz regression)") {
+  // config_fuzz, timeout-3c9b74fe: a line starting with ',' made yaml-cpp 0.7's LoadAll loop
+  // for ever, allocating (a null document at the same place again and again).
+  CHECK(YamlError(",\n") == "t.yaml:1: YAML syntax error: unexpected character");
+  CHECK(YamlError("# annealer search hyperparameters\n,# master seed\nseed: 1\n") ==
+        "t.yaml:2: YAML syntax error: unexpected character");
+  // Documents are still counted, empty ones included.
+  CHECK(YamlError("seed: 1\n---\n---\n") == "t.yaml: expected one YAML document, found 2");
+  CHECK(YamlError("---\n---\n") == "t.yaml: expected one YAML document, found 2");
+}
+
 }  // namespace annealer
