@@ -29,8 +29,7 @@ if(ANNEALER_FUZZ_SMOKE)
     BINARY_DIR ${fuzz_build}
     CMAKE_ARGS -DCMAKE_CXX_COMPILER=${ANNEALER_CLANGXX} -DCMAKE_BUILD_TYPE=RelWithDebInfo
                -DANNEALER_BUILD_FUZZERS=ON -DANNEALER_BUILD_TESTS=OFF -DANNEALER_BUILD_BENCH=OFF
-    BUILD_COMMAND ${CMAKE_COMMAND} --build ${fuzz_build}
-                  --target problem_reader_fuzz schedule_eval_fuzz config_fuzz
+    # The default build command: with Makefiles, $(MAKE) shares the parent's -j jobserver.
     INSTALL_COMMAND ""
     BUILD_ALWAYS ON  # the sub-build's own dependency scan decides what to rebuild
     USES_TERMINAL_BUILD OFF)

@@ -241,7 +241,7 @@ TEST_CASE("config: a token no YAML rule consumes is a syntax error, not a hang (
   CHECK(YamlError("# annealer search hyperparameters\n,# master seed\nseed: 1\n") ==
         "t.yaml:2: YAML syntax error: unexpected character");
   // Documents are still counted, empty ones included.
-  CHECK(YamlError("seed: 1\n---\n---\n") == "t.yaml: expected one YAML document, found 2");
+  CHECK(YamlError("seed: 1\n---\n---\n") == "t.yaml: expected one YAML document, found 3");
   CHECK(YamlError("---\n---\n") == "t.yaml: expected one YAML document, found 2");
 }
 
