@@ -10,9 +10,10 @@
 //   f ends:   release(end tag) (also when f throws);
 //   wait():   acquire(end tag) after every task has finished (also when wait rethrows).
 // The release that opens a task sits at the end of the functor's constructors (TBB moves the
-// functor into its task object inside run()), the one that closes it after the functor
-// returned; TBB's task objects come from the spawning thread's own pool, so a later spawn that
-// reuses one is ordered after the previous wait() by the same thread.
+// functor into its task object, built last through defer()), the one that closes it after the
+// functor returned. TBB's own writes to its task objects are not recorded (IgnoredAccesses):
+// they are recycled through TBB's pools and read again by TBB's header code after the closing
+// release, which no annotation point can cover.
 // The same code runs in every build: in the others the annotations compile to nothing. Nothing
 // else of TBB synchronises for the project (no parallel algorithms or concurrent containers);
 // the cost cache's locks and counters are the project's own std::atomic and std::mutex, which
@@ -60,7 +61,8 @@ inline void HappensAfter([[maybe_unused]] const void* tag) {
 // those objects through its own pools, so the next task built in the same memory would
 // otherwise seem to race with the worker that read the previous one's fields (its allocator,
 // its wait context) in uninstrumented-order code after the task's closing release. What the
-// functor holds is still ordered by the start edge; nothing of the project's data is hidden.
+// functor itself is built there too (the references and pointers a driver lambda captures);
+// what they point to, the project's data, is ordered by the start edge and stays recorded.
 class IgnoredAccesses {
  public:
   IgnoredAccesses() {
