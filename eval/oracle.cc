@@ -78,7 +78,9 @@ class SubgraphOracle {
       : problem_(problem), subgraph_(subgraph), retained_in_(retained_in), on_step_(on_step) {}
 
   SubgraphResult Run() {
-    if (auto violation = AnalyseSubgraph(problem_, subgraph_, structure_)) {
+    std::optional<Violation> violation = AnalyseSubgraph(problem_, subgraph_, structure_);
+    if (!violation) violation = CheckRetainedIn(problem_, retained_in_);
+    if (violation) {
       SubgraphResult result;
       result.verdict = Verdict::kInvalid;
       result.violation = std::move(*violation);

@@ -132,7 +132,9 @@ class SubgraphPricer {
 
   // Returns the failure, or nullopt when the subgraph is well formed and analysed.
   std::optional<SubgraphResult> Analyse() {
-    if (auto violation = AnalyseSubgraph(problem_, subgraph_, structure_)) {
+    std::optional<Violation> violation = AnalyseSubgraph(problem_, subgraph_, structure_);
+    if (!violation) violation = CheckRetainedIn(problem_, retained_in_);
+    if (violation) {
       return Fail(Verdict::kInvalid, std::move(violation->rule), std::move(violation->detail));
     }
     g_ = subgraph_.granularity;

@@ -228,6 +228,17 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
   return std::nullopt;
 }
 
+std::optional<Violation> CheckRetainedIn(const Problem& problem, const std::vector<TensorId>& retained_in) {
+  for (size_t i = 0; i < retained_in.size(); ++i) {
+    const TensorId t = retained_in[i];
+    if (t < 0 || t >= static_cast<TensorId>(problem.tensors.size())) {
+      return Fail("V8", "tensors_to_retain[" + Str(i) + "] = " + Str(t) +
+                            " of the previous subgraph is not a tensor id");
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<int> SubgraphsWithPartialEdgeTiles(const Problem& problem, const Schedule& schedule) {
   std::vector<int> partial;
   SubgraphStructure structure;

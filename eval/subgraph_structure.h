@@ -49,6 +49,13 @@ struct SubgraphStructure {
 std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph& subgraph,
                                          SubgraphStructure& structure);
 
+// The context a subgraph is priced in: `retained_in` (tensors_to_retain of the previous
+// subgraph) must hold tensor ids, else V8 naming the bad entry. A whole-schedule evaluation
+// never gets that far (the previous subgraph fails V8 first), but the batch and incremental
+// evaluators price every subgraph before they know; both pricers check this right after
+// AnalyseSubgraph so that neither reads outside the tensor table.
+std::optional<Violation> CheckRetainedIn(const Problem& problem, const std::vector<TensorId>& retained_in);
+
 // The subgraphs of `schedule` (valid ones: their structure must analyse) whose tiles do not all
 // fit their tensors: a side that does not divide the output width or height, or a k that does
 // not divide K*. Their latency rests on spec O9 (edge tiles transfer clipped slices, compute in

@@ -10,7 +10,6 @@
 
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
-#include <tbb/task_group.h>
 
 #include "eval/cost_cache.h"
 #include "eval/incremental.h"
@@ -19,6 +18,7 @@
 #include "search/constructive.h"
 #include "search/elite_pool.h"
 #include "search/subgraph_tools.h"
+#include "search/task_group.h"
 #include "search/workers.h"
 
 namespace annealer {
@@ -109,8 +109,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
       }
     };
   };
-  arena.execute([&] {
-    tbb::task_group group;
+  ExecuteIn(arena, [&] {
+    TaskGroup group;
     if (params.constructive.greedy_fusion) {
       group.run([&] {
         errors.Run(until_cancelled([&] {
@@ -170,8 +170,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     const int64_t budget = params.deterministic ? params.epoch_moves
                                                 : (params.max_epochs > 0 ? params.epoch_moves
                                                                          : std::numeric_limits<int64_t>::max());
-    arena.execute([&] {
-      tbb::task_group group;
+    ExecuteIn(arena, [&] {
+      TaskGroup group;
       for (size_t w = 0; w < workers.size(); ++w) {
         if (alternate && static_cast<int>(w % 2) != epoch % 2) continue;
         Worker* worker = workers[w].get();

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 
+#include "src/message_text.h"
+
 namespace annealer {
 
 std::string ReadTextFile(const std::string& path) {
@@ -56,12 +58,8 @@ std::string JsonField::Describe() const {
     case element_type::INT64: return std::to_string(int64_t(element_));
     case element_type::UINT64: return std::to_string(uint64_t(element_));
     case element_type::DOUBLE: return FormatNumber(double(element_));
-    case element_type::STRING: {
-      std::string_view text = element_.get_string().value_unsafe();
-      std::string shown(text.substr(0, 40));
-      if (text.size() > 40) shown += "...";
-      return "the string \"" + shown + "\"";
-    }
+    case element_type::STRING:
+      return "the string " + QuoteForMessage(element_.get_string().value_unsafe(), 40);
     case element_type::BOOL: return bool(element_) ? "true" : "false";
     case element_type::NULL_VALUE: return "null";
   }

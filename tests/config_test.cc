@@ -218,4 +218,31 @@ TEST_CASE("config: the bundled presets load and validate") {
   CHECK(deterministic.max_epochs > 0);
 }
 
+TEST_CASE("config: keys and values with line breaks are quoted on one line") {
+  // A quoted YAML key or a block scalar carries real line breaks; the message must not.
+  CHECK(StartsWith(YamlError("\"se\\ned\": 1\n"), "t.yaml:1: unknown key \"se\\ned\" (known top-level keys: "));
+  CHECK(YamlError("seed: |\n  1\n  2\n") == "t.yaml:1: seed expects an integer, got the string \"1\\n2\\n\"");
+  CHECK(YamlError("seed: \"a\\u0007\"\n") == "t.yaml:1: seed expects an integer, got the string \"a\\x07\"");
+}
+
+TEST_CASE("config: yaml-cpp's own messages are kept on one line (fuzz regression)") {
+  // config_fuzz, crash-edc76904: yaml-cpp reports "unknown escape character: " followed by the
+  // raw byte, here a control byte; the message must stay one printable line.
+  const std::string input("se33333333333333333333333333333333333333333333333\?333333333333333333\xa0\xa0\x01\x00\x10" "a\x00\x00" "333333333333\xdf" "3333333333333333333333333333333\xff" "333333333333333333333", 142);
+  const std::string message = YamlError(input);
+  CHECK(StartsWith(message, "t.yaml:1: YAML syntax error: unknown escape character: \\x"));
+  for (const char c : message) CHECK(static_cast<unsigned char>(c) >= 0x20);
+}
+
+TEST_CASE("config: a token no YAML rule consumes is a syntax error, not a hang (fuzz regression)") {
+  // config_fuzz, timeout-3c9b74fe: a line starting with ',' made yaml-cpp 0.7's LoadAll loop
+  // for ever, allocating (a null document at the same place again and again).
+  CHECK(YamlError(",\n") == "t.yaml:1: YAML syntax error: unexpected character");
+  CHECK(YamlError("# annealer search hyperparameters\n,# master seed\nseed: 1\n") ==
+        "t.yaml:2: YAML syntax error: unexpected character");
+  // Documents are still counted, empty ones included.
+  CHECK(YamlError("seed: 1\n---\n---\n") == "t.yaml: expected one YAML document, found 3");
+  CHECK(YamlError("---\n---\n") == "t.yaml: expected one YAML document, found 2");
+}
+
 }  // namespace annealer

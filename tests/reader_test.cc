@@ -216,6 +216,19 @@ TEST_CASE("problem reader: op types are MatMul or Pointwise") {
         "\"Pointwise\")");
 }
 
+TEST_CASE("problem reader: a string with line breaks or control bytes is quoted on one line") {
+  // The message must stay one line: the string is echoed with escapes, cut at 40 bytes.
+  ProblemText text;
+  text.op_types = R"(["MatMul", "Mat\nMul\t\"x\"\u0001\\"])";
+  CHECK(ErrorOf(text) ==
+        "p.json: op_types[1]: unknown op type the string \"Mat\\nMul\\t\\\"x\\\"\\x01\\\\\" (expected "
+        "\"MatMul\" or \"Pointwise\")");
+  text = {};
+  text.widths = R"("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nb")";
+  CHECK(ErrorOf(text) ==
+        "p.json: widths: expected an array, got the string \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\\n...\"");
+}
+
 TEST_CASE("problem reader: MatMul shape rules") {
   ProblemText text;
   text.inputs = "[[0, 1, 3], [2, 3]]";

@@ -1,0 +1,53 @@
+# A short run of every fuzz target inside the ordinary test suite, where clang with libFuzzer is
+# installed (.ci/setup installs it): the fuzz targets are built by clang in a sub-build of this
+# source tree (build/fuzz-smoke, configured like the fuzz preset) during the normal build, and
+# each runs for ANNEALER_FUZZ_SMOKE_SECONDS over its seed corpus as a ctest test. Without clang
+# nothing is added (a note says so).
+find_program(ANNEALER_CLANGXX NAMES clang++ clang++-14 clang++-15 clang++-16)
+set(ANNEALER_FUZZ_SMOKE_SECONDS 10 CACHE STRING "Seconds per fuzz target in the test suite's smoke run")
+set(fuzz_ok FALSE)
+if(ANNEALER_CLANGXX)
+  # Does this clang come with libFuzzer? (Debian's clang does; a bare one may not.)
+  set(probe_dir ${CMAKE_BINARY_DIR}/fuzz-probe)
+  file(WRITE ${probe_dir}/probe.cc
+       "#include <cstddef>\n#include <cstdint>\n"
+       "extern \"C\" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }\n")
+  execute_process(COMMAND ${ANNEALER_CLANGXX} -fsanitize=fuzzer,address,undefined ${probe_dir}/probe.cc
+                          -o ${probe_dir}/probe
+                  RESULT_VARIABLE probe_result OUTPUT_QUIET ERROR_QUIET)
+  if(probe_result EQUAL 0)
+    set(fuzz_ok TRUE)
+  endif()
+endif()
+option(ANNEALER_FUZZ_SMOKE "Build the fuzz targets with clang and run each briefly in ctest" ${fuzz_ok})
+
+if(ANNEALER_FUZZ_SMOKE)
+  include(ExternalProject)
+  set(fuzz_build ${CMAKE_BINARY_DIR}/fuzz-smoke)
+  ExternalProject_Add(fuzz_smoke
+    SOURCE_DIR ${PROJECT_SOURCE_DIR}
+    BINARY_DIR ${fuzz_build}
+    CMAKE_ARGS -DCMAKE_CXX_COMPILER=${ANNEALER_CLANGXX} -DCMAKE_BUILD_TYPE=RelWithDebInfo
+               -DANNEALER_BUILD_FUZZERS=ON -DANNEALER_BUILD_TESTS=OFF -DANNEALER_BUILD_BENCH=OFF
+    # The default build command: with Makefiles, $(MAKE) shares the parent's -j jobserver.
+    INSTALL_COMMAND ""
+    BUILD_ALWAYS ON  # the sub-build's own dependency scan decides what to rebuild
+    USES_TERMINAL_BUILD OFF)
+  foreach(fuzzer problem_reader_fuzz schedule_eval_fuzz config_fuzz)
+    set(found ${fuzz_build}/fuzz/found/${fuzzer})
+    file(MAKE_DIRECTORY ${found})
+    set(dict "")
+    if(NOT fuzzer STREQUAL "config_fuzz")
+      set(dict -dict=${PROJECT_SOURCE_DIR}/fuzz/json.dict)
+    endif()
+    # New inputs go to `found` (never into the seeds); a finding fails the test and leaves its
+    # input as crash-* / timeout-* in the working directory.
+    add_test(NAME fuzz_smoke.${fuzzer}
+             COMMAND ${fuzz_build}/fuzz/${fuzzer} -max_total_time=${ANNEALER_FUZZ_SMOKE_SECONDS}
+                     -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 ${dict}
+                     ${found} ${fuzz_build}/fuzz/seeds/${fuzzer}
+             WORKING_DIRECTORY ${fuzz_build}/fuzz)
+  endforeach()
+else()
+  message(STATUS "annealer: no clang++ with libFuzzer found: the fuzz smoke tests are left out")
+endif()
