@@ -1,6 +1,7 @@
 #include "src/cli.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -11,6 +12,9 @@
 #include "eval/oracle.h"
 #include "eval/subgraph_structure.h"
 #include "search/baseline.h"
+#include "search/exact.h"
+#include "search/params.h"
+#include "src/config.h"
 #include "src/json_fields.h"
 #include "src/problem_reader.h"
 #include "src/schedule_io.h"
@@ -138,10 +142,12 @@ struct ParsedArgs {
   bool json = false;
   bool help = false;
   std::optional<std::string> output;
+  std::optional<std::string> time;
 };
 
 // Options may appear anywhere; "--" ends them.
-ParsedArgs ParseArgs(const std::vector<std::string>& args, bool accepts_json, bool accepts_output) {
+ParsedArgs ParseArgs(const std::vector<std::string>& args, bool accepts_json, bool accepts_output,
+                     bool accepts_time = false) {
   ParsedArgs parsed;
   bool options_done = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -159,6 +165,11 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, bool accepts_json, bo
       parsed.output = args[++i];
     } else if (accepts_output && arg.rfind("--output=", 0) == 0) {
       parsed.output = arg.substr(std::strlen("--output="));
+    } else if (accepts_time && arg == "--time") {
+      if (i + 1 >= args.size()) throw UsageError(arg + " needs a duration");
+      parsed.time = args[++i];
+    } else if (accepts_time && arg.rfind("--time=", 0) == 0) {
+      parsed.time = arg.substr(std::strlen("--time="));
     } else {
       throw UsageError("unknown option " + arg);
     }
@@ -257,6 +268,16 @@ void PrintUsage(std::FILE* out) {
       "  annealer baseline PROBLEM.json [-o OUT.json]\n"
       "      Write the baseline schedule (one op per subgraph) to stdout or, atomically, to\n"
       "      OUT.json.\n"
+      "  annealer exact PROBLEM.json [-o OUT.json] [--time D] [--json]\n"
+      "      Optimal schedule within a stated family (no recomputation, sides and k that\n"
+      "      divide their dimensions, the named traversals, every useful retention), found\n"
+      "      by A* over (executed ops, retained tensors) and proven by exhausting the family.\n"
+      "      Anytime: the best constructive start is written first (atomically, after the\n"
+      "      oracle), the optimum replaces it. Ends with status optimal (family exhausted),\n"
+      "      feasible (time or state budget ran out; best so far written) or none (exit 1).\n"
+      "      --time D (default 10s); --json prints a summary object on stdout (status,\n"
+      "      total_latency, family, states, seconds, ...); without -o and --json the schedule\n"
+      "      goes to stdout. Budgets: exact.* keys of --print-config (defaults apply here).\n"
       "  annealer --help | --version\n"
       "\n"
       "Exit codes: 0 success, 1 bad input or invalid schedule, 2 usage error.\n"
@@ -338,6 +359,92 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+int RunExactCommand(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = ParseArgs(args, /*accepts_json=*/true, /*accepts_output=*/true, /*accepts_time=*/true);
+  if (parsed.help) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  if (parsed.positional.size() != 1) {
+    throw UsageError("exact needs exactly one PROBLEM.json (got " + std::to_string(parsed.positional.size()) +
+                     " file names)");
+  }
+  std::chrono::milliseconds budget(10000);
+  if (parsed.time) {
+    try {
+      budget = ParseDuration(*parsed.time);
+    } catch (const std::exception& error) {
+      throw UsageError(std::string("--time: ") + error.what());
+    }
+  }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  const Clock::time_point deadline = started + budget;
+  const Problem problem = ReadProblemFile(parsed.positional[0]);
+
+  auto schedule_json = [](const Schedule& schedule) {
+    return ScheduleToJson(schedule, *schedule.reported_latencies);
+  };
+  // The incumbent: the constructive starts get at most a third of the budget.
+  const Clock::time_point start_deadline = started + budget / 3;
+  std::optional<Schedule> incumbent =
+      ConstructiveIncumbent(problem, [&] { return Clock::now() >= start_deadline; });
+  if (incumbent && parsed.output) {
+    const Evaluation evaluation = EvaluateOracle(problem, *incumbent);
+    std::vector<Latency> latencies;
+    for (const SubgraphReport& r : evaluation.subgraphs) latencies.push_back(r.latency);
+    incumbent->reported_latencies = latencies;
+    WriteFileAtomic(*parsed.output, schedule_json(*incumbent));
+  }
+
+  const ExactParams defaults;
+  ExactOptions options;
+  options.max_states = defaults.max_states;
+  options.max_subgraph_ops = static_cast<int>(defaults.max_subgraph_ops);
+  options.max_contexts = defaults.max_contexts;
+  options.deadline = deadline;
+  options.incumbent = incumbent;
+  options.on_progress = [](const ExactProgress& p) {
+    std::fprintf(stderr, "exact: %.1f s, component %d/%d, %lld states, %lld expanded, frontier %s, incumbent %s\n",
+                 p.elapsed_seconds, p.component + 1, p.components, static_cast<long long>(p.states),
+                 static_cast<long long>(p.expansions), Readable(p.frontier).c_str(),
+                 p.incumbent > 0 ? Readable(p.incumbent).c_str() : "none");
+  };
+  const ExactResult result = SolveExact(problem, options);
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+
+  if (result.best && parsed.output) WriteFileAtomic(*parsed.output, schedule_json(*result.best));
+  const std::string status(ExactStatusName(result.status));
+  std::string summary = "exact: " + status;
+  if (result.best) summary += ", total latency " + Readable(result.total);
+  if (result.status == ExactStatus::kOptimal) {
+    summary += result.found_by_solver ? " (found by the solver)" : " (the constructive start; nothing in the family beats it)";
+  }
+  if (!result.stop_reason.empty()) summary += ", stopped by " + result.stop_reason;
+  char figures[160];
+  std::snprintf(figures, sizeof figures, "; %lld states, %d component(s), %.2f s", static_cast<long long>(result.states),
+                result.components, seconds);
+  summary += figures;
+  std::string out;
+  if (parsed.json) {
+    out = "{\"status\": " + JsonString(status) +
+          ", \"total_latency\": " + (result.best ? FormatNumber(result.total) : std::string("null")) +
+          ", \"found_by_solver\": " + (result.found_by_solver ? "true" : "false") +
+          ", \"family\": " + JsonString(result.family) +
+          ", \"states\": " + std::to_string(result.states) +
+          ", \"expansions\": " + std::to_string(result.expansions) +
+          ", \"pricings\": " + std::to_string(result.pricings) +
+          ", \"components\": " + std::to_string(result.components) +
+          ", \"stop_reason\": " + (result.stop_reason.empty() ? std::string("null") : JsonString(result.stop_reason)) +
+          ", \"seconds\": " + FormatNumber(seconds) + "}\n";
+  } else if (!parsed.output && result.best) {
+    out = schedule_json(*result.best);
+  }
+  std::fprintf(stderr, "%s\nfamily: %s\n", summary.c_str(), result.family.c_str());
+  if (parsed.output && result.best) std::fprintf(stderr, "written to %s\n", parsed.output->c_str());
+  return FinishStdout(out, result.best ? 0 : 1);
+}
+
 int RunMain(int argc, char** argv) {
   try {
     const std::string command = argc > 1 ? argv[1] : "";
@@ -354,6 +461,7 @@ int RunMain(int argc, char** argv) {
       if (command == "--version") return RunVersion();
       if (command == "evaluate") return RunEvaluateCommand(rest);
       if (command == "baseline") return RunBaselineCommand(rest);
+      if (command == "exact") return RunExactCommand(rest);
     } catch (const UsageError& error) {
       PrintError(error.what());
       std::fputs("Run 'annealer --help' for usage.\n", stderr);

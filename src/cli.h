@@ -21,6 +21,10 @@ int RunEvaluateCommand(const std::vector<std::string>& args);
 // The baseline is re-checked by the oracle before anything is written.
 int RunBaselineCommand(const std::vector<std::string>& args);
 
+// `annealer exact PROBLEM.json [-o OUT.json] [--time D] [--json]`; `args` are the words after
+// "exact". Exit 0 with a schedule (status optimal or feasible), 1 with none.
+int RunExactCommand(const std::vector<std::string>& args);
+
 void PrintUsage(std::FILE* out);
 
 }  // namespace annealer
