@@ -112,6 +112,9 @@ std::vector<ParamSpec> BuildTable() {
   t.push_back(Make<int64_t>("exact.max_states", I, 1, 1e9,
                             "exact solver: DP states over all components (about 100 bytes each)",
                             [](P& p) -> int64_t& { return p.exact.max_states; }));
+  t.push_back(Make<int64_t>("exact.deterministic_states", I, 1, 1e9,
+                            "exact solver in deterministic mode: its state budget instead of the clock",
+                            [](P& p) -> int64_t& { return p.exact.deterministic_states; }));
   t.push_back(Make<int64_t>("exact.max_subgraph_ops", I, 1, 1000,
                             "exact solver: ops per subgraph (part of its family when below a component's size)",
                             [](P& p) -> int64_t& { return p.exact.max_subgraph_ops; }));

@@ -82,9 +82,12 @@ struct ExactParams {
   double time_share = 0.1;
   // States of the dynamic program, over all components (about 100 bytes each).
   int64_t max_states = 1'000'000;
+  // In deterministic mode the clock does not bound the solver (its result would depend on
+  // timing); this state budget does instead.
+  int64_t deterministic_states = 5'000;
   // Ops per subgraph the solver considers; below a component's size it becomes part of the
   // family it proves optimality in.
-  int64_t max_subgraph_ops = 16;
+  int64_t max_subgraph_ops = 64;
   // Memo entries (ops, retained-in, retain) -> best configuration (about 200 bytes each);
   // emptied when full.
   int64_t max_contexts = 200'000;
