@@ -8,6 +8,7 @@
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "eval/cost_cache.h"
 #include "eval/oracle.h"
@@ -30,11 +31,26 @@ std::string_view ExactStatusName(ExactStatus status) {
 }
 
 Latency ComputeOpsBound(const Problem& problem, const std::vector<char>& ops) {
-  Latency bound = 0;
+  // Each step costs max(compute, memory), so a set of subgraphs costs at least the larger of
+  // their total compute and their total transfers. Compute: every op at least base x its native
+  // tiles (spec C3). Transfers: every graph input an op reads is loaded by that op's subgraph
+  // (graph inputs cannot be retained, V8) and every graph output written (V9, O5).
+  Latency compute = 0;
+  Elements io = 0;
+  std::vector<char> counted(problem.tensors.size(), 0);
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
-    if (ops[op]) bound += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
+    if (!ops[op]) continue;
+    compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
+    for (TensorId t : problem.ops[op].inputs) {
+      if (problem.producer[t] == kNoOp && !counted[t]) {
+        counted[t] = 1;
+        io += problem.tensors[t].size();
+      }
+    }
+    const TensorId out = problem.ops[op].output;
+    if (problem.IsGraphOutput(out)) io += problem.tensors[out].size();
   }
-  return bound;
+  return std::max(compute, static_cast<double>(io) / problem.slow_memory_bandwidth);
 }
 
 std::string ExactFamilyText(int max_subgraph_ops_bound) {
@@ -165,6 +181,7 @@ class ComponentSolver {
     nbrs_.resize(m_);
     readers_.resize(m_);
     op_bound_.resize(m_);
+    op_output_io_.resize(m_);
     for (int i = 0; i < m_; ++i) {
       const Op& op = problem_.ops[global_[i]];
       for (TensorId t : op.inputs) {
@@ -180,7 +197,9 @@ class ComponentSolver {
       nbrs_[i].insert(nbrs_[i].end(), readers_[i].begin(), readers_[i].end());
       Dedup(nbrs_[i]);
       op_bound_[i] = op.base_cost * static_cast<double>(problem_.NativeTiles(global_[i]));
+      op_output_io_[i] = problem_.IsGraphOutput(op.output) ? problem_.tensors[op.output].size() : 0;
     }
+    tensor_stamp_.assign(problem_.tensors.size(), 0);
     max_ops_ = std::min(m_, std::max(1, ctx_.options.max_subgraph_ops));
     mark_.assign(problem_.ops.size(), 0);
   }
@@ -188,11 +207,22 @@ class ComponentSolver {
   // Lower bound of executing every op of the component outside `done`.
   Latency Bound(const uint64_t* done) {
     if (!ctx_.options.remaining_bound) {
-      Latency sum = 0;
+      // ComputeOpsBound on the component's remaining ops, without a pass over the whole problem.
+      Latency compute = 0;
+      Elements io = 0;
+      ++stamp_;
       for (int i = 0; i < m_; ++i) {
-        if (!Test(done, i)) sum += op_bound_[i];
+        if (Test(done, i)) continue;
+        compute += op_bound_[i];
+        io += op_output_io_[i];
+        for (TensorId t : problem_.ops[global_[i]].inputs) {
+          if (problem_.producer[t] == kNoOp && tensor_stamp_[t] != stamp_) {
+            tensor_stamp_[t] = stamp_;
+            io += problem_.tensors[t].size();
+          }
+        }
       }
-      return sum;
+      return std::max(compute, static_cast<double>(io) / problem_.slow_memory_bandwidth);
     }
     std::fill(mark_.begin(), mark_.end(), 0);
     for (int i = 0; i < m_; ++i) {
@@ -354,7 +384,16 @@ class ComponentSolver {
     ctx_.options.on_progress(progress);
   }
 
-  // ---- candidate subgraphs: connected, closed over the executed set, by ESU ----------------
+  // ---- candidate subgraphs: connected and closed over the executed set -------------------
+  //
+  // A closed set S (every predecessor of an op of S executed or in S) is the union of the
+  // ancestor sets anc(u) = u and its unexecuted ancestors, over its ops; anc(u) is connected
+  // (every ancestor reaches u through unexecuted ops, since the executed set is downward
+  // closed). So every connected closed S is reached from anc(v), v in S, by repeatedly adding
+  // anc(u) for an op u read-adjacent to the current set (u reads an output of it; a producer of
+  // its inputs is already inside or executed): the search below walks exactly the connected
+  // closed sets of at most max_ops_ ops, each once (a visited set), and never the far more
+  // numerous connected sets that are not closed.
 
   // Appends every transition out of state `id`; false when a budget ran out.
   bool Expand(int64_t id) {
@@ -369,73 +408,78 @@ class ComponentSolver {
       }
     }
     Dedup(must_);
-    const int first_must = must_.empty() ? m_ : must_.front();
-    in_s_.assign(m_, 0);
-    cover_.assign(m_, 0);
-    ok_ = true;
-    for (int v = 0; v < m_ && v <= first_must && ok_; ++v) {
+    anc_.assign(static_cast<size_t>(m_) * words_, 0);
+    anc_size_.assign(m_, -1);
+    visited_.clear();
+    pending_.clear();
+    auto offer = [&](std::vector<uint64_t> set) {
+      int size = 0;
+      for (uint64_t w : set) size += __builtin_popcountll(w);
+      if (size > max_ops_) return;
+      std::string key(reinterpret_cast<const char*>(set.data()), sizeof(uint64_t) * words_);
+      if (visited_.insert(std::move(key)).second) pending_.push_back(std::move(set));
+    };
+    for (int v = 0; v < m_; ++v) {
       if (Test(done_.data(), v)) continue;
-      bool ready = true;
-      for (int p : preds_[v]) ready = ready && Test(done_.data(), p);
-      if (!ready) continue;
-      start_ = v;
-      sub_.assign(1, v);
-      AddCover(v, +1);
-      std::vector<int> ext;
-      for (int u : nbrs_[v]) {
-        if (u > v && Viable(u)) ext.push_back(u);
+      if (!must_.empty() && v != must_.front()) continue;  // S contains anc(must_[0])
+      if (Ancestors(v) > max_ops_) continue;
+      offer(std::vector<uint64_t>(AncBits(v), AncBits(v) + words_));
+    }
+    ok_ = true;
+    while (!pending_.empty() && ok_) {
+      std::vector<uint64_t> set = std::move(pending_.back());
+      pending_.pop_back();
+      in_s_.assign(m_, 0);
+      sub_.clear();
+      for (int i = 0; i < m_; ++i) {
+        if (Test(set.data(), i)) {
+          in_s_[i] = 1;
+          sub_.push_back(i);
+        }
       }
-      Extend(ext, id);
-      AddCover(v, -1);
+      Emit(id);
+      if (static_cast<int>(sub_.size()) >= max_ops_) continue;
+      for (int v : sub_) {
+        for (int u : readers_[v]) {
+          if (in_s_[u] || Ancestors(u) > max_ops_) continue;
+          std::vector<uint64_t> grown = set;
+          const uint64_t* a = AncBits(u);
+          for (int w = 0; w < words_; ++w) grown[w] |= a[w];
+          offer(std::move(grown));
+        }
+      }
     }
     return ok_;
   }
 
-  // An op can join a subgraph whose smallest op is start_ only when its predecessors are
-  // executed or could join too (ranks above start_).
-  bool Viable(int u) const {
-    if (Test(done_.data(), u)) return false;
-    for (int p : preds_[u]) {
-      if (!Test(done_.data(), p) && p < start_) return false;
-    }
-    return true;
-  }
+  const uint64_t* AncBits(int u) const { return anc_.data() + static_cast<size_t>(u) * words_; }
 
-  void AddCover(int v, int d) {
-    in_s_[v] += d;
-    cover_[v] += d;
-    for (int u : nbrs_[v]) cover_[u] += d;
-  }
-
-  // ESU (Wernicke): every connected set whose smallest vertex is start_, exactly once.
-  void Extend(std::vector<int> ext, int64_t parent_id) {
-    Emit(parent_id);
-    if (!ok_ || static_cast<int>(sub_.size()) >= max_ops_) return;
-    while (!ext.empty() && ok_) {
-      const int w = ext.back();
-      ext.pop_back();
-      std::vector<int> next = ext;
-      for (int u : nbrs_[w]) {
-        if (u > start_ && cover_[u] == 0 && Viable(u)) next.push_back(u);
+  // anc(u) into anc_ (computed once per expansion); returns its size.
+  int Ancestors(int u) {
+    if (anc_size_[u] >= 0) return anc_size_[u];
+    uint64_t* bits = anc_.data() + static_cast<size_t>(u) * words_;
+    std::vector<int> stack{u};
+    Set(bits, u);
+    int size = 1;
+    while (!stack.empty()) {
+      const int v = stack.back();
+      stack.pop_back();
+      for (int p : preds_[v]) {
+        if (Test(done_.data(), p) || Test(bits, p)) continue;
+        Set(bits, p);
+        ++size;
+        stack.push_back(p);
       }
-      sub_.push_back(w);
-      AddCover(w, +1);
-      Extend(std::move(next), parent_id);
-      AddCover(w, -1);
-      sub_.pop_back();
     }
+    return anc_size_[u] = size;
   }
 
-  // One candidate set sub_: checks closure and the retained readers, then every retain set.
+  // One candidate set sub_ (ascending; in_s_ marks it): checks the retained readers, then
+  // prices every retain set.
   void Emit(int64_t parent_id) {
     if (ctx_.OutOfTime()) {
       ok_ = false;
       return;
-    }
-    for (int v : sub_) {
-      for (int p : preds_[v]) {
-        if (!Test(done_.data(), p) && !in_s_[p]) return;
-      }
     }
     for (int c : must_) {
       if (!in_s_[c]) return;
@@ -527,13 +571,36 @@ class ComponentSolver {
       for (Elements h : hs) sides.push_back({w, h, (grid.width / w) * (grid.height / h)});
     }
     std::stable_sort(sides.begin(), sides.end(), [](const Sides& a, const Sides& b) { return a.tiles < b.tiles; });
+    // Whatever the configuration, every element of every boundary input not retained in is
+    // loaded at least once (all of it is read by some step, and a first read is never free),
+    // and every sink not retained is written whole: a floor on the memory time, hence on the
+    // latency (each step costs at least its memory time).
+    Elements moved = 0;
+    {
+      std::vector<char> produced(problem_.tensors.size(), 0), read(problem_.tensors.size(), 0);
+      for (OpId op : ops) produced[problem_.ops[op].output] = 1;
+      for (OpId op : ops) {
+        for (TensorId t : problem_.ops[op].inputs) {
+          if (read[t]) continue;
+          read[t] = 1;
+          if (!produced[t] && std::find(r_in_.begin(), r_in_.end(), t) == r_in_.end()) moved += problem_.tensors[t].size();
+        }
+      }
+      for (OpId op : ops) {
+        const TensorId out = problem_.ops[op].output;
+        if (!read[out] && std::find(q.begin(), q.end(), out) == q.end()) moved += problem_.tensors[out].size();
+      }
+    }
+    const Latency memory_floor = static_cast<double>(moved) / problem_.slow_memory_bandwidth * (1 - kRelativeSlack);
+    if (memory_floor >= limit) return entry;
     Subgraph scratch;
     scratch.ops = ops;
     scratch.retain = q;
     for (const Sides& s : sides) {
       // Each tile charges every op at least its base cost (spec C1-C4): no configuration with
       // this many tiles or more can beat the best or fit under the limit.
-      const Latency floor = static_cast<double>(s.tiles) * base_sum * (1 - kRelativeSlack);
+      const Latency floor =
+          std::max(static_cast<double>(s.tiles) * base_sum * (1 - kRelativeSlack), memory_floor);
       if (floor >= std::min(entry.best, limit)) break;
       const int64_t rows = grid.height / s.h, cols = grid.width / s.w;
       const int patterns = rows == 1 || cols == 1 ? 1 : static_cast<int>(std::size(kAllTraversalPatterns));
@@ -551,6 +618,7 @@ class ComponentSolver {
             entry.best = result.report.latency;
             entry.granularity = scratch.granularity;
             entry.pattern = t;
+            if (entry.best <= memory_floor) return entry;  // nothing can be cheaper
           }
         }
       }
@@ -588,6 +656,9 @@ class ComponentSolver {
   int m_ = 0, words_ = 0, max_ops_ = 1;
   std::vector<std::vector<int>> preds_, nbrs_, readers_;
   std::vector<Latency> op_bound_;
+  std::vector<Elements> op_output_io_;
+  std::vector<uint32_t> tensor_stamp_;
+  uint32_t stamp_ = 0;
   std::vector<char> mark_;
   Latency threshold_ = kInf;
 
@@ -602,8 +673,11 @@ class ComponentSolver {
   // Expansion scratch.
   std::vector<uint64_t> done_;
   std::vector<TensorId> r_in_;
-  std::vector<int> must_, sub_, in_s_, cover_;
-  int start_ = 0;
+  std::vector<int> must_, sub_, in_s_;
+  std::vector<uint64_t> anc_;
+  std::vector<int> anc_size_;
+  std::unordered_set<std::string> visited_;
+  std::vector<std::vector<uint64_t>> pending_;
   bool ok_ = true;
 };
 

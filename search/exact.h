@@ -32,7 +32,9 @@
 // set Q as above; and the configuration (w, h, k, traversal) of least cost for (S, R, Q), priced
 // by CostSubgraph (eval/subgraph_cost.h, equal to the oracle) and memoized. Configurations are
 // tried in increasing tile count: each tile charges every op at least its base cost (spec
-// C1-C4), so tiles x sum(base) is a lower bound that ends the scan once it passes the best.
+// C1-C4), so tiles x sum(base) is a lower bound that ends the scan once it passes the best;
+// and every boundary input not retained in is loaded whole at least once and every sink not
+// retained written whole, a floor that skips a context at once when it exceeds what is left.
 // The heuristic of A* is a lower bound of the remaining ops (RemainingBound); an incumbent
 // prunes states whose g + bound reaches it. When the incumbent survives the whole search it is
 // proven optimal within the family.
@@ -62,8 +64,10 @@ namespace annealer {
 // ComputeOpsBound; a tighter bound from eval/bounds plugs in here.
 using RemainingBound = std::function<Latency(const Problem&, const std::vector<char>& ops)>;
 
-// Sum over the marked ops of base_cost x native tiles of the output (spec C3: no schedule
-// computes an op for less).
+// The larger of (a) the sum over the marked ops of base_cost x native tiles of the output (spec
+// C3: no schedule computes an op for less) and (b) the transfer time of the graph inputs they
+// read and the graph outputs they produce (each loaded / written at least once; graph inputs
+// cannot be retained, V8; outputs must be written, V9). Each step costs max(compute, memory).
 Latency ComputeOpsBound(const Problem& problem, const std::vector<char>& ops);
 
 struct ExactProgress {
