@@ -604,17 +604,23 @@ class ComponentSolver {
       if (floor >= std::min(entry.best, limit)) break;
       const int64_t rows = grid.height / s.h, cols = grid.width / s.w;
       const int patterns = rows == 1 || cols == 1 ? 1 : static_cast<int>(std::size(kAllTraversalPatterns));
-      for (int t = 0; t < patterns; ++t) {
-        scratch.traversal = MakeTraversal(kAllTraversalPatterns[t], rows, cols);
-        for (Elements k : ks) {
+      std::optional<std::vector<int64_t>> orders[std::size(kAllTraversalPatterns)];
+      for (int t = 1; t < patterns; ++t) orders[t] = MakeTraversal(kAllTraversalPatterns[t], rows, cols);
+      for (Elements k : ks) {
+        for (int t = 0; t < patterns; ++t) {
           if (ctx_.OutOfTime()) {
             ok_ = false;
             return entry;
           }
           scratch.granularity = {s.w, s.h, k};
+          scratch.traversal.swap(orders[t]);
           ++ctx_.pricings;
           const SubgraphResult result = CostSubgraph(problem_, scratch, r_in_);
-          if (result.ok() && result.report.latency < entry.best) {
+          scratch.traversal.swap(orders[t]);
+          // Validity does not depend on the traversal (a step's working set is that of its
+          // tile and k-range, rule W): when raster fails, every order fails.
+          if (!result.ok()) break;
+          if (result.report.latency < entry.best) {
             entry.best = result.report.latency;
             entry.granularity = scratch.granularity;
             entry.pattern = t;

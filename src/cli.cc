@@ -436,6 +436,7 @@ int RunExactCommand(const std::vector<std::string>& args) {
           ", \"pricings\": " + std::to_string(result.pricings) +
           ", \"components\": " + std::to_string(result.components) +
           ", \"stop_reason\": " + (result.stop_reason.empty() ? std::string("null") : JsonString(result.stop_reason)) +
+          ", \"solver_seconds\": " + FormatNumber(result.seconds) +
           ", \"seconds\": " + FormatNumber(seconds) + "}\n";
   } else if (!parsed.output && result.best) {
     out = schedule_json(*result.best);
