@@ -88,6 +88,7 @@ std::vector<Elements> DivisorsUpTo(Elements dim, Elements top) {
 struct GridFacts {
   Elements height = 0, width = 0;
   Elements reduction = 0;  // 0: no k-loop
+  std::vector<OpId> k_loop;  // F
 };
 
 GridFacts AnalyseGrid(const Problem& problem, const std::vector<OpId>& ops) {
@@ -116,6 +117,7 @@ GridFacts AnalyseGrid(const Problem& problem, const std::vector<OpId>& ops) {
     seen[op] = 1;
     if (problem.ops[op].kind == OpKind::MatMul) {
       if (facts.reduction == 0) facts.reduction = problem.ReductionLength(op);
+      facts.k_loop.push_back(op);
       continue;
     }
     for (TensorId t : problem.ops[op].inputs) {
@@ -576,14 +578,31 @@ class ComponentSolver {
     // and every sink not retained is written whole: a floor on the memory time, hence on the
     // latency (each step costs at least its memory time).
     Elements moved = 0;
+    // Streamed operands: a boundary input not retained in whose only reader in S is a k-loop
+    // MatMul (F). With n_k > 1 consecutive steps ask for different k-slices of it and nothing
+    // else asks for it, so every step loads its slice (spec D2, M1): h x k per step for an LHS,
+    // k x w for an RHS, in place of the one whole load counted above.
+    Elements streamed_lhs = 0, streamed_rhs = 0;  // how many such operands, and their whole sizes
+    Elements streamed_whole = 0;
     {
       std::vector<char> produced(problem_.tensors.size(), 0), read(problem_.tensors.size(), 0);
+      std::vector<int> readers(problem_.tensors.size(), 0);
       for (OpId op : ops) produced[problem_.ops[op].output] = 1;
+      for (OpId op : ops) {
+        for (TensorId t : problem_.ops[op].inputs) ++readers[t];
+      }
       for (OpId op : ops) {
         for (TensorId t : problem_.ops[op].inputs) {
           if (read[t]) continue;
           read[t] = 1;
-          if (!produced[t] && std::find(r_in_.begin(), r_in_.end(), t) == r_in_.end()) moved += problem_.tensors[t].size();
+          if (produced[t] || std::find(r_in_.begin(), r_in_.end(), t) != r_in_.end()) continue;
+          moved += problem_.tensors[t].size();
+          const Op& reader = problem_.ops[op];
+          if (readers[t] == 1 && reader.kind == OpKind::MatMul && reader.inputs[0] != reader.inputs[1] &&
+              std::find(grid.k_loop.begin(), grid.k_loop.end(), op) != grid.k_loop.end()) {
+            (t == reader.inputs[0] ? streamed_lhs : streamed_rhs) += 1;
+            streamed_whole += problem_.tensors[t].size();
+          }
         }
       }
       for (OpId op : ops) {
@@ -607,6 +626,12 @@ class ComponentSolver {
       std::optional<std::vector<int64_t>> orders[std::size(kAllTraversalPatterns)];
       for (int t = 1; t < patterns; ++t) orders[t] = MakeTraversal(kAllTraversalPatterns[t], rows, cols);
       for (Elements k : ks) {
+        if (grid.reduction / k > 1 && streamed_lhs + streamed_rhs > 0) {
+          const Elements steps = s.tiles * (grid.reduction / k);
+          const Elements loads = moved - streamed_whole + steps * k * (streamed_lhs * s.h + streamed_rhs * s.w);
+          const Latency floor_k = static_cast<double>(loads) / problem_.slow_memory_bandwidth * (1 - kRelativeSlack);
+          if (floor_k >= std::min(entry.best, limit)) continue;
+        }
         for (int t = 0; t < patterns; ++t) {
           if (ctx_.OutOfTime()) {
             ok_ = false;
