@@ -151,7 +151,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
       options.deadline = deadline;
     } else {
       options.max_states = params.exact.max_states;
-      options.deadline = started + std::chrono::duration_cast<Clock::duration>((deadline - started) * params.exact.time_share);
+      // The share counts from now: the constructive starts must not eat the solver's time.
+      options.deadline = std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                               (deadline - started) * params.exact.time_share));
     }
     ExactResult result = SolveExact(problem, options);
     if (params.deterministic && result.stop_reason == "time") result.status = ExactStatus::kFeasible;

@@ -74,6 +74,9 @@ constexpr Latency kInf = std::numeric_limits<Latency>::infinity();
 // Sums taken in another order differ in the last bits; a candidate must beat a bound by more
 // than this relative margin to count (and the optimality claim is up to it).
 constexpr double kRelativeSlack = 1e-9;
+// Explicit traversals are vectors of the tile count; beyond this (never reached on the contest
+// problems: tiles are cut by the floors long before) only raster is priced.
+constexpr int64_t kMaxExplicitTraversalTiles = int64_t{1} << 20;
 
 std::vector<Elements> DivisorsUpTo(Elements dim, Elements top) {
   std::vector<Elements> values;
@@ -138,6 +141,8 @@ struct SolveContext {
   int64_t states = 0;
   int64_t expansions = 0;
   int64_t pricings = 0;
+  int64_t contexts = 0;
+  bool incomplete = false;  // a configuration of the family was not priced (traversal cap)
   int components = 0;
   int component = 0;
   Latency incumbent = 0;
@@ -483,6 +488,7 @@ class ComponentSolver {
       ok_ = false;
       return;
     }
+    Report(states_[parent_id].g + states_[parent_id].h);
     for (int c : must_) {
       if (!in_s_[c]) return;
     }
@@ -547,6 +553,7 @@ class ComponentSolver {
       const ContextEntry& e = it->second;
       if (e.best < e.limit || limit <= e.limit) return {e.best < e.limit ? e.best : kInf, e.granularity, e.pattern};
     }
+    ++ctx_.contexts;
     ContextEntry entry = Search(ops, q, limit);
     if (!ok_) return {};
     if (static_cast<int64_t>(memo_.size()) >= ctx_.options.max_contexts) memo_.clear();
@@ -610,6 +617,19 @@ class ComponentSolver {
         if (!read[out] && std::find(q.begin(), q.end(), out) == q.end()) moved += problem_.tensors[out].size();
       }
     }
+    // Working set every step holds whatever the configuration (rule W): the retained tensors in
+    // and out, a tile of each sink written back, and the slices of the streamed operands.
+    Elements resident = 0, written_sinks = 0;
+    for (TensorId t : r_in_) resident += problem_.tensors[t].size();
+    for (TensorId t : q) resident += problem_.tensors[t].size();
+    for (OpId op : ops) {
+      const TensorId out = problem_.ops[op].output;
+      bool read_inside = false;
+      for (OpId other : ops) {
+        for (TensorId in : problem_.ops[other].inputs) read_inside = read_inside || in == out;
+      }
+      if (!read_inside && std::find(q.begin(), q.end(), out) == q.end()) ++written_sinks;
+    }
     const Latency memory_floor = static_cast<double>(moved) / problem_.slow_memory_bandwidth * (1 - kRelativeSlack);
     if (memory_floor >= limit) return entry;
     Subgraph scratch;
@@ -622,10 +642,21 @@ class ComponentSolver {
           std::max(static_cast<double>(s.tiles) * base_sum * (1 - kRelativeSlack), memory_floor);
       if (floor >= std::min(entry.best, limit)) break;
       const int64_t rows = grid.height / s.h, cols = grid.width / s.w;
-      const int patterns = rows == 1 || cols == 1 ? 1 : static_cast<int>(std::size(kAllTraversalPatterns));
+      int patterns = rows == 1 || cols == 1 ? 1 : static_cast<int>(std::size(kAllTraversalPatterns));
+      if (patterns > 1 && s.tiles > kMaxExplicitTraversalTiles) {
+        // An explicit order of this many tiles is too big to build; only raster is priced, and
+        // the run can no longer claim the family exhausted.
+        patterns = 1;
+        ctx_.incomplete = true;
+      }
       std::optional<std::vector<int64_t>> orders[std::size(kAllTraversalPatterns)];
       for (int t = 1; t < patterns; ++t) orders[t] = MakeTraversal(kAllTraversalPatterns[t], rows, cols);
       for (Elements k : ks) {
+        const Elements k_slice = grid.reduction == 0 ? 0 : k;
+        if (resident + written_sinks * s.w * s.h + k_slice * (streamed_lhs * s.h + streamed_rhs * s.w) >
+            problem_.fast_memory_capacity) {
+          continue;  // out of memory in every step (rule W), whatever the traversal
+        }
         if (grid.reduction / k > 1 && streamed_lhs + streamed_rhs > 0) {
           const Elements steps = s.tiles * (grid.reduction / k);
           const Elements loads = moved - streamed_whole + steps * k * (streamed_lhs * s.h + streamed_rhs * s.w);
@@ -782,13 +813,14 @@ std::optional<Schedule> ConstructiveIncumbent(const Problem& problem, const std:
 
 ExactResult SolveExact(const Problem& problem, const ExactOptions& options) {
   ExactResult result;
-  SolveContext ctx{problem, options, Clock::now(), Clock::now(), {}, 0, 0, 0, 0, 0, 0, {}};
+  SolveContext ctx{problem, options, Clock::now(), Clock::now(), {}, 0, 0, 0, 0, false, 0, 0, 0, {}};
   ctx.stop_test = [&ctx] { return ctx.OutOfTime(); };
   const ScopedPricingStop pricing_stop(ctx.stop_test);
   auto finish = [&](ExactResult& r) -> ExactResult& {
     r.states = ctx.states;
     r.expansions = ctx.expansions;
     r.pricings = ctx.pricings;
+    r.contexts = ctx.contexts;
     r.seconds = std::chrono::duration<double>(Clock::now() - ctx.started).count();
     return r;
   };
@@ -848,6 +880,10 @@ ExactResult SolveExact(const Problem& problem, const ExactOptions& options) {
     if (outcome == ComponentSolver::Outcome::kNothingBelow) {
       // Nothing in the family beats the incumbent (or, without one, the family is empty).
       result.status = result.best ? ExactStatus::kOptimal : ExactStatus::kNone;
+      if (ctx.incomplete && result.best) {
+        result.status = ExactStatus::kFeasible;
+        result.stop_reason = "traversal cap";
+      }
       return finish(result);
     }
     known[c] = opt;
@@ -871,6 +907,10 @@ ExactResult SolveExact(const Problem& problem, const ExactOptions& options) {
     result.found_by_solver = true;
   }
   result.status = ExactStatus::kOptimal;
+  if (ctx.incomplete) {
+    result.status = ExactStatus::kFeasible;
+    result.stop_reason = "traversal cap";
+  }
   return finish(result);
 }
 

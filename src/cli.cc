@@ -433,6 +433,7 @@ int RunExactCommand(const std::vector<std::string>& args) {
           ", \"family\": " + JsonString(result.family) +
           ", \"states\": " + std::to_string(result.states) +
           ", \"expansions\": " + std::to_string(result.expansions) +
+          ", \"contexts\": " + std::to_string(result.contexts) +
           ", \"pricings\": " + std::to_string(result.pricings) +
           ", \"components\": " + std::to_string(result.components) +
           ", \"stop_reason\": " + (result.stop_reason.empty() ? std::string("null") : JsonString(result.stop_reason)) +
