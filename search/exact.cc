@@ -424,15 +424,23 @@ class ComponentSolver {
       for (uint64_t w : set) size += __builtin_popcountll(w);
       if (size > max_ops_) return;
       std::string key(reinterpret_cast<const char*>(set.data()), sizeof(uint64_t) * words_);
-      if (visited_.insert(std::move(key)).second) pending_.push_back(std::move(set));
+      if (!visited_.insert(std::move(key)).second) return;
+      // The candidates of one state share the state budget: a very wide graph cannot make the
+      // enumeration outgrow what the configuration allows.
+      if (static_cast<int64_t>(visited_.size()) > ctx_.options.max_states) {
+        if (ctx_.stop_reason.empty()) ctx_.stop_reason = "state budget";
+        ok_ = false;
+        return;
+      }
+      pending_.push_back(std::move(set));
     };
-    for (int v = 0; v < m_; ++v) {
+    ok_ = true;
+    for (int v = 0; v < m_ && ok_; ++v) {
       if (Test(done_.data(), v)) continue;
       if (!must_.empty() && v != must_.front()) continue;  // S contains anc(must_[0])
       if (Ancestors(v) > max_ops_) continue;
       offer(std::vector<uint64_t>(AncBits(v), AncBits(v) + words_));
     }
-    ok_ = true;
     while (!pending_.empty() && ok_) {
       std::vector<uint64_t> set = std::move(pending_.back());
       pending_.pop_back();
