@@ -14,6 +14,7 @@
 #include "eval/oracle.h"
 #include "eval/pricing_stop.h"
 #include "eval/subgraph_cost.h"
+#include "eval/subgraph_structure.h"
 #include "eval/traversal.h"
 #include "search/baseline.h"
 #include "search/constructive.h"
@@ -87,47 +88,32 @@ std::vector<Elements> DivisorsUpTo(Elements dim, Elements top) {
 }
 
 // What the configuration space of a subgraph depends on: its tile grid's source (the sinks'
-// common output shape, spec G2) and the k-loop's reduction length K* (spec G3).
+// common output shape, spec G2) and the k-loop's reduction length K* with its MatMuls F (spec
+// G3). eval/subgraph_structure.h checks V1 (local), V2, V6, V5, V8, V12 and G3 before anything
+// that depends on the granularity, so one analysis at [1, 1, 1] in raster order tells both the
+// grid facts and whether the op set can be valid at all: only V11 (w or h against K for a
+// Pointwise prologue) can still fail there and pass at another granularity.
 struct GridFacts {
+  bool valid = false;  // false: no configuration of this op list and retain set is valid
   Elements height = 0, width = 0;
-  Elements reduction = 0;  // 0: no k-loop
+  Elements reduction = 0;    // 0: no k-loop
   std::vector<OpId> k_loop;  // F
 };
 
-GridFacts AnalyseGrid(const Problem& problem, const std::vector<OpId>& ops) {
+GridFacts AnalyseGrid(const Problem& problem, const std::vector<OpId>& ops, const std::vector<TensorId>& retain) {
   GridFacts facts;
-  std::vector<char> inside(problem.ops.size(), 0), consumed(problem.tensors.size(), 0);
-  for (OpId op : ops) inside[op] = 1;
-  for (OpId op : ops) {
-    for (TensorId t : problem.ops[op].inputs) consumed[t] = 1;
-  }
-  std::vector<OpId> stack;
-  for (OpId op : ops) {
-    const TensorId out = problem.ops[op].output;
-    if (consumed[out]) continue;
-    if (facts.width == 0) {
-      facts.width = problem.tensors[out].width;
-      facts.height = problem.tensors[out].height;
-    }
-    stack.push_back(op);
-  }
-  // F: MatMuls reached upstream from a sink through Pointwise ops only.
-  std::vector<char> seen(problem.ops.size(), 0);
-  while (!stack.empty()) {
-    const OpId op = stack.back();
-    stack.pop_back();
-    if (seen[op]) continue;
-    seen[op] = 1;
-    if (problem.ops[op].kind == OpKind::MatMul) {
-      if (facts.reduction == 0) facts.reduction = problem.ReductionLength(op);
-      facts.k_loop.push_back(op);
-      continue;
-    }
-    for (TensorId t : problem.ops[op].inputs) {
-      const OpId p = problem.producer[t];
-      if (p != kNoOp && inside[p]) stack.push_back(p);
-    }
-  }
+  Subgraph probe;
+  probe.ops = ops;
+  probe.granularity = {1, 1, 1};
+  probe.retain = retain;
+  thread_local SubgraphStructure structure;
+  const std::optional<Violation> violation = AnalyseSubgraph(problem, probe, structure);
+  if (violation && violation->rule != "V11") return facts;
+  facts.valid = true;
+  facts.height = structure.output_height;
+  facts.width = structure.output_width;
+  facts.reduction = structure.reduction;
+  facts.k_loop = structure.k_loop_matmuls;
   return facts;
 }
 
@@ -573,7 +559,8 @@ class ComponentSolver {
     ContextEntry entry;
     entry.limit = limit;
     const Elements n = problem_.native;
-    const GridFacts grid = AnalyseGrid(problem_, ops);
+    const GridFacts grid = AnalyseGrid(problem_, ops, q);
+    if (!grid.valid) return entry;
     Latency base_sum = 0;
     for (OpId op : ops) base_sum += problem_.ops[op].base_cost;
     const std::vector<Elements> ws = DivisorsUpTo(grid.width, n);
@@ -709,10 +696,10 @@ class ComponentSolver {
         if (Test(now, i) && !Test(before, i)) sg.ops.push_back(global_[i]);
       }
       sg.granularity = s.granularity;
-      const GridFacts grid = AnalyseGrid(problem_, sg.ops);
+      sg.retain.assign(RBegin(s), RBegin(s) + s.r_count);
+      const GridFacts grid = AnalyseGrid(problem_, sg.ops, sg.retain);
       sg.traversal = MakeTraversal(kAllTraversalPatterns[s.pattern], grid.height / s.granularity.h,
                                    grid.width / s.granularity.w);
-      sg.retain.assign(RBegin(s), RBegin(s) + s.r_count);
       out.push_back(std::move(sg));
     }
     std::reverse(out.begin(), out.end());
