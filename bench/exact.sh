@@ -44,8 +44,8 @@ field() {  # field NAME FILE: one field of a one-line JSON object
 }
 
 status=0
-printf '| problem | limit | status | solver s | command s | states | exact latency | search best | exact - search | time to prove |\n'
-printf '|---|---|---|---|---|---|---|---|---|---|\n'
+printf '| problem | limit | status | solver s | command s | states | pricings | exact latency | search best | exact - search | time to prove |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|---|\n'
 for p in $problems; do
   problem="$repo/problems/mlsys-2026-$p.json"
   limit="$(time_limit "$p")"
@@ -84,7 +84,7 @@ try:
 except ValueError:
     pass
 print(f"| mlsys-2026-{p} | {limit} s | {st}{'' if valid == 'yes' else ' (INVALID)'} | {s['solver_seconds']:.2f} | "
-      f"{s['seconds']:.2f} | {s['states']:,} | {total:,.1f} | {best:,.1f} | {diff:+,.1f} ({diff / best * 100:+.2f} %) | {prove} |")
+      f"{s['seconds']:.2f} | {s['states']:,} | {s['pricings']:,} | {total:,.1f} | {best:,.1f} | {diff:+,.1f} ({diff / best * 100:+.2f} %) | {prove} |")
 EOF
 done
 echo "schedules and logs: $out_dir" >&2

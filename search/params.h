@@ -84,7 +84,7 @@ struct ExactParams {
   int64_t max_states = 1'000'000;
   // In deterministic mode the clock does not bound the solver (its result would depend on
   // timing); this state budget does instead.
-  int64_t deterministic_states = 5'000;
+  int64_t deterministic_states = 1'000;
   // Ops per subgraph the solver considers; below a component's size it becomes part of the
   // family it proves optimality in.
   int64_t max_subgraph_ops = 64;
