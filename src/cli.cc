@@ -143,6 +143,8 @@ struct ParsedArgs {
   bool help = false;
   std::optional<std::string> output;
   std::optional<std::string> time;
+  std::vector<std::string> config_files;  // --config, in order
+  std::vector<std::string> settings;      // --set KEY=VALUE, in order
 };
 
 // Options may appear anywhere; "--" ends them.
@@ -165,6 +167,9 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, bool accepts_json, bo
       parsed.output = args[++i];
     } else if (accepts_output && arg.rfind("--output=", 0) == 0) {
       parsed.output = arg.substr(std::strlen("--output="));
+    } else if (accepts_time && (arg == "--config" || arg == "--set")) {
+      if (i + 1 >= args.size()) throw UsageError(arg + (arg == "--set" ? " needs KEY=VALUE" : " needs a file name"));
+      (arg == "--set" ? parsed.settings : parsed.config_files).push_back(args[++i]);
     } else if (accepts_time && arg == "--time") {
       if (i + 1 >= args.size()) throw UsageError(arg + " needs a duration");
       parsed.time = args[++i];
@@ -268,7 +273,7 @@ void PrintUsage(std::FILE* out) {
       "  annealer baseline PROBLEM.json [-o OUT.json]\n"
       "      Write the baseline schedule (one op per subgraph) to stdout or, atomically, to\n"
       "      OUT.json.\n"
-      "  annealer exact PROBLEM.json [-o OUT.json] [--time D] [--json]\n"
+      "  annealer exact PROBLEM.json [-o OUT.json] [--time D] [--json] [--config F] [--set K=V]\n"
       "      Optimal schedule within a stated family (no recomputation, sides and k that\n"
       "      divide their dimensions, the named traversals, every useful retention), found\n"
       "      by A* over (executed ops, retained tensors) and proven by exhausting the family.\n"
@@ -277,7 +282,8 @@ void PrintUsage(std::FILE* out) {
       "      feasible (time or state budget ran out; best so far written) or none (exit 1).\n"
       "      --time D (default 10s); --json prints a summary object on stdout (status,\n"
       "      total_latency, family, states, seconds, ...); without -o and --json the schedule\n"
-      "      goes to stdout. Budgets: exact.* keys of --print-config (defaults apply here).\n"
+      "      goes to stdout. Budgets: the exact.* keys (annealer --print-config), from\n"
+      "      --config files and --set, as for the search.\n"
       "  annealer --help | --version\n"
       "\n"
       "Exit codes: 0 success, 1 bad input or invalid schedule, 2 usage error.\n"
@@ -377,6 +383,14 @@ int RunExactCommand(const std::vector<std::string>& args) {
       throw UsageError(std::string("--time: ") + error.what());
     }
   }
+  // Budgets: the exact.* keys of the search's configuration (other keys are accepted, unused).
+  SearchParams params;
+  try {
+    for (const std::string& file : parsed.config_files) ApplyYamlFile(file, params);
+    for (const std::string& setting : parsed.settings) ApplySetting(setting, params);
+  } catch (const ConfigError& error) {
+    throw UsageError(error.what());
+  }
   using Clock = std::chrono::steady_clock;
   const Clock::time_point started = Clock::now();
   const Clock::time_point deadline = started + budget;
@@ -397,11 +411,10 @@ int RunExactCommand(const std::vector<std::string>& args) {
     WriteFileAtomic(*parsed.output, schedule_json(*incumbent));
   }
 
-  const ExactParams defaults;
   ExactOptions options;
-  options.max_states = defaults.max_states;
-  options.max_subgraph_ops = static_cast<int>(defaults.max_subgraph_ops);
-  options.max_contexts = defaults.max_contexts;
+  options.max_states = params.exact.max_states;
+  options.max_subgraph_ops = static_cast<int>(params.exact.max_subgraph_ops);
+  options.max_contexts = params.exact.max_contexts;
   options.deadline = deadline;
   options.incumbent = incumbent;
   options.on_progress = [](const ExactProgress& p) {

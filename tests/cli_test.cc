@@ -323,6 +323,11 @@ TEST_CASE("cli: exact proves mlsys-2026-1, writes an oracle-valid schedule and a
   CHECK(plain.out.find("\"subgraphs\"") != std::string::npos);
 
   CHECK(Run("exact").exit_code == 2);
+  CHECK(Run("exact " + Quote(Problem("mlsys-2026-1.json")) + " --set exact.bogus=1").exit_code == 2);
+  const RunResult budget = Run("exact " + Quote(Problem("mlsys-2026-5.json")) + " --set exact.max_states=2 --json");
+  CHECK(budget.exit_code == 0);
+  CHECK(budget.out.find("\"status\": \"feasible\"") != std::string::npos);
+  CHECK(budget.out.find("\"stop_reason\": \"state budget\"") != std::string::npos);
   CHECK(Run("exact " + Quote(Problem("mlsys-2026-1.json")) + " --time soon").exit_code == 2);
   const RunResult missing = Run("exact " + Quote((dir / "missing.json").string()));
   CHECK(missing.exit_code == 1);
