@@ -171,10 +171,7 @@ class ComponentSolver {
     local_.assign(problem_.ops.size(), -1);
     for (int i = 0; i < m_; ++i) local_[global_[i]] = i;
     preds_.resize(m_);
-    nbrs_.resize(m_);
     readers_.resize(m_);
-    op_bound_.resize(m_);
-    op_output_io_.resize(m_);
     for (int i = 0; i < m_; ++i) {
       const Op& op = problem_.ops[global_[i]];
       for (TensorId t : op.inputs) {
@@ -186,42 +183,19 @@ class ComponentSolver {
       }
       Dedup(preds_[i]);
       Dedup(readers_[i]);
-      nbrs_[i] = preds_[i];
-      nbrs_[i].insert(nbrs_[i].end(), readers_[i].begin(), readers_[i].end());
-      Dedup(nbrs_[i]);
-      op_bound_[i] = op.base_cost * static_cast<double>(problem_.NativeTiles(global_[i]));
-      op_output_io_[i] = problem_.IsGraphOutput(op.output) ? problem_.tensors[op.output].size() : 0;
     }
-    tensor_stamp_.assign(problem_.tensors.size(), 0);
     max_ops_ = std::min(m_, std::max(1, ctx_.options.max_subgraph_ops));
     mark_.assign(problem_.ops.size(), 0);
   }
 
-  // Lower bound of executing every op of the component outside `done`.
+  // Lower bound of executing every op of the component outside `done` (the RemainingBound).
   Latency Bound(const uint64_t* done) {
-    if (!ctx_.options.remaining_bound) {
-      // ComputeOpsBound on the component's remaining ops, without a pass over the whole problem.
-      Latency compute = 0;
-      Elements io = 0;
-      ++stamp_;
-      for (int i = 0; i < m_; ++i) {
-        if (Test(done, i)) continue;
-        compute += op_bound_[i];
-        io += op_output_io_[i];
-        for (TensorId t : problem_.ops[global_[i]].inputs) {
-          if (problem_.producer[t] == kNoOp && tensor_stamp_[t] != stamp_) {
-            tensor_stamp_[t] = stamp_;
-            io += problem_.tensors[t].size();
-          }
-        }
-      }
-      return std::max(compute, static_cast<double>(io) / problem_.slow_memory_bandwidth);
-    }
     std::fill(mark_.begin(), mark_.end(), 0);
     for (int i = 0; i < m_; ++i) {
       if (!Test(done, i)) mark_[global_[i]] = 1;
     }
-    return ctx_.options.remaining_bound(problem_, mark_);
+    return ctx_.options.remaining_bound ? ctx_.options.remaining_bound(problem_, mark_)
+                                        : ComputeOpsBound(problem_, mark_);
   }
 
   // A* below `threshold` (exclusive). On kSolved, `opt` and `subgraphs` hold the optimum.
@@ -711,11 +685,7 @@ class ComponentSolver {
   std::vector<OpId> global_;  // local index -> op id, in topological order
   std::vector<int> local_;    // op id -> local index or -1
   int m_ = 0, words_ = 0, max_ops_ = 1;
-  std::vector<std::vector<int>> preds_, nbrs_, readers_;
-  std::vector<Latency> op_bound_;
-  std::vector<Elements> op_output_io_;
-  std::vector<uint32_t> tensor_stamp_;
-  uint32_t stamp_ = 0;
+  std::vector<std::vector<int>> preds_, readers_;
   std::vector<char> mark_;
   Latency threshold_ = kInf;
 
