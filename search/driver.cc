@@ -138,7 +138,11 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   publish();
   if (!have_best) throw std::runtime_error("no valid starting schedule (the baseline is invalid)");
 
-  if (params.exact.time_share > 0 && !stopped()) {
+  // Below a minimum slice the solver cannot prove anything useful and its start-up (an oracle
+  // check of the incumbent) only risks the deadline of a very short run.
+  const auto exact_slice = std::chrono::duration_cast<Clock::duration>((deadline - started) * params.exact.time_share);
+  if (params.exact.time_share > 0 && !stopped() &&
+      (params.deterministic || exact_slice >= std::chrono::milliseconds(50))) {
     ExactOptions options;
     options.max_subgraph_ops = static_cast<int>(params.exact.max_subgraph_ops);
     options.max_contexts = params.exact.max_contexts;
@@ -152,8 +156,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     } else {
       options.max_states = params.exact.max_states;
       // The share counts from now: the constructive starts must not eat the solver's time.
-      options.deadline = std::min(deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                               (deadline - started) * params.exact.time_share));
+      options.deadline = std::min(deadline, Clock::now() + exact_slice);
     }
     ExactResult result = SolveExact(problem, options);
     if (params.deterministic && result.stop_reason == "time") result.status = ExactStatus::kFeasible;

@@ -48,7 +48,8 @@ struct SearchSummary {
 };
 
 // After the constructive starts and before the workers, the exact solver (search/exact.h) runs
-// with the pool's best as its incumbent, within exact.time_share of the budget (deterministic
+// with the pool's best as its incumbent, within exact.time_share of the budget (skipped when
+// that is under 50 ms; deterministic
 // mode: within exact.deterministic_states states, whatever the clock); only a completed run
 // (status optimal) offers its schedule to the pool, as kind "exact".
 // Returns within ~50 ms after `deadline` or `stop`. The best schedule is always valid (its
