@@ -708,35 +708,6 @@ class ComponentSolver {
   bool ok_ = true;
 };
 
-// Weakly connected components of the op graph through produced tensors, each in topological
-// order; components ordered by their first op's topological rank.
-std::vector<std::vector<OpId>> OpComponents(const Problem& problem) {
-  const int n = static_cast<int>(problem.ops.size());
-  std::vector<int> parent(n);
-  std::iota(parent.begin(), parent.end(), 0);
-  auto find = [&](int x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
-  };
-  for (OpId op = 0; op < n; ++op) {
-    for (TensorId t : problem.ops[op].inputs) {
-      const OpId p = problem.producer[t];
-      if (p != kNoOp) parent[find(op)] = find(p);
-    }
-  }
-  std::vector<int> index(n, -1);
-  std::vector<std::vector<OpId>> components;
-  for (OpId op : problem.topological_order) {
-    const int root = find(op);
-    if (index[root] < 0) {
-      index[root] = static_cast<int>(components.size());
-      components.emplace_back();
-    }
-    components[index[root]].push_back(op);
-  }
-  return components;
-}
-
 }  // namespace
 
 std::optional<Schedule> ConstructiveIncumbent(const Problem& problem, const std::function<bool()>& stop) {
@@ -790,7 +761,9 @@ ExactResult SolveExact(const Problem& problem, const ExactOptions& options) {
     return r;
   };
 
-  const std::vector<std::vector<OpId>> components = OpComponents(problem);
+  // Weakly connected components through produced tensors (V5's notion), each in topological
+  // order, ordered by their first op.
+  const std::vector<std::vector<OpId>> components = Components(problem, problem.topological_order);
   result.components = static_cast<int>(components.size());
   ctx.components = result.components;
   size_t largest = 0;
