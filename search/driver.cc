@@ -17,6 +17,7 @@
 #include "search/baseline.h"
 #include "search/constructive.h"
 #include "search/elite_pool.h"
+#include "search/exact.h"
 #include "search/subgraph_tools.h"
 #include "search/task_group.h"
 #include "search/workers.h"
@@ -136,6 +137,35 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   errors.RethrowIfAny();
   publish();
   if (!have_best) throw std::runtime_error("no valid starting schedule (the baseline is invalid)");
+
+  // Below a minimum slice the solver cannot prove anything useful and its start-up (an oracle
+  // check of the incumbent) only risks the deadline of a very short run.
+  const auto exact_slice = std::chrono::duration_cast<Clock::duration>((deadline - started) * params.exact.time_share);
+  if (params.exact.time_share > 0 && !stopped() &&
+      (params.deterministic || exact_slice >= std::chrono::milliseconds(50))) {
+    ExactOptions options;
+    options.max_subgraph_ops = static_cast<int>(params.exact.max_subgraph_ops);
+    options.max_contexts = params.exact.max_contexts;
+    options.incumbent = summary.best;
+    options.stop = &stop;
+    if (params.deterministic) {
+      // The clock must not decide the result: a state budget ends the run, the deadline only
+      // guards the whole search (a run cut by it is never used).
+      options.max_states = params.exact.deterministic_states;
+      options.deadline = deadline;
+    } else {
+      options.max_states = params.exact.max_states;
+      // The share counts from now: the constructive starts must not eat the solver's time.
+      options.deadline = std::min(deadline, Clock::now() + exact_slice);
+    }
+    ExactResult result = SolveExact(problem, options);
+    if (params.deterministic && result.stop_reason == "time") result.status = ExactStatus::kFeasible;
+    if (result.status == ExactStatus::kOptimal && result.found_by_solver && result.best) {
+      pool.Offer(*result.best, result.total, "exact");
+      publish();
+    }
+    summary.exact = std::move(result);
+  }
 
   // Workers, each seeded up front from the master seed (never from a thread id).
   std::mt19937_64 master(params.seed);

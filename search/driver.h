@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "eval/problem.h"
 #include "eval/schedule.h"
+#include "search/exact_result.h"
 #include "search/params.h"
 
 namespace annealer {
@@ -40,8 +42,16 @@ struct SearchSummary {
   std::map<std::string, int> improvements_by_kind;
   std::map<std::string, Latency> gain_by_kind;
   int epochs = 0;
+  // The exact solver's run (exact.time_share > 0): its status and family; when it completed
+  // (optimal), no schedule of its family beats the search's best.
+  std::optional<ExactResult> exact;
 };
 
+// After the constructive starts and before the workers, the exact solver (search/exact.h) runs
+// with the pool's best as its incumbent, within exact.time_share of the budget (skipped when
+// that is under 50 ms; deterministic
+// mode: within exact.deterministic_states states, whatever the clock); only a completed run
+// (status optimal) offers its schedule to the pool, as kind "exact".
 // Returns within ~50 ms after `deadline` or `stop`. The best schedule is always valid (its
 // committed Candidate was valid). Throws std::runtime_error when no valid start exists or a
 // worker failed (the worker's exception is rethrown after all workers joined).

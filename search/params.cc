@@ -105,6 +105,22 @@ std::vector<ParamSpec> BuildTable() {
                          [](P& p) -> bool& { return p.constructive.greedy_fusion; }));
   t.push_back(Make<bool>("constructive.pattern_grouping", B, 0, 1, "seed the pool with pattern grouping",
                          [](P& p) -> bool& { return p.constructive.pattern_grouping; }));
+  t.push_back(Make<double>("exact.time_share", R, 0, 1,
+                           "share of the time budget for the exact solver before the workers; 0 = off "
+                           "(deterministic mode: only exact.max_states bounds it)",
+                           [](P& p) -> double& { return p.exact.time_share; }));
+  t.push_back(Make<int64_t>("exact.max_states", I, 1, 1e9,
+                            "exact solver: DP states over all components (about 100 bytes each)",
+                            [](P& p) -> int64_t& { return p.exact.max_states; }));
+  t.push_back(Make<int64_t>("exact.deterministic_states", I, 1, 1e9,
+                            "exact solver in deterministic mode: its state budget instead of the clock",
+                            [](P& p) -> int64_t& { return p.exact.deterministic_states; }));
+  t.push_back(Make<int64_t>("exact.max_subgraph_ops", I, 1, 1000,
+                            "exact solver: ops per subgraph (part of its family when below a component's size)",
+                            [](P& p) -> int64_t& { return p.exact.max_subgraph_ops; }));
+  t.push_back(Make<int64_t>("exact.max_contexts", I, 1, 1e9,
+                            "exact solver: memo entries of best configurations (about 200 bytes each; emptied when full)",
+                            [](P& p) -> int64_t& { return p.exact.max_contexts; }));
   return t;
 }
 

@@ -73,6 +73,26 @@ struct ConstructiveParams {
   bool pattern_grouping = true;
 };
 
+// The exact solver (search/exact.h) in the search: it runs after the constructive starts, before
+// the workers, within a share of the time budget; a completed run (status optimal) puts its
+// schedule into the elite pool. In deterministic mode it ignores the clock and only its state
+// budget ends it, so the result does not depend on timing.
+struct ExactParams {
+  // Share of the search's time budget the exact solver may use; 0 = do not run it.
+  double time_share = 0.1;
+  // States of the dynamic program, over all components (about 100 bytes each).
+  int64_t max_states = 1'000'000;
+  // In deterministic mode the clock does not bound the solver (its result would depend on
+  // timing); this state budget does instead.
+  int64_t deterministic_states = 1'000;
+  // Ops per subgraph the solver considers; below a component's size it becomes part of the
+  // family it proves optimality in.
+  int64_t max_subgraph_ops = 64;
+  // Memo entries (ops, retained-in, retain) -> best configuration (about 200 bytes each);
+  // emptied when full.
+  int64_t max_contexts = 200'000;
+};
+
 struct SearchParams {
   uint64_t seed = 1;
   int threads = 0;  // 0 = all cores
@@ -89,6 +109,7 @@ struct SearchParams {
   PoolParams pool;
   WorkerParams workers;
   ConstructiveParams constructive;
+  ExactParams exact;
 };
 
 enum class ParamType { kInt, kReal, kBool };

@@ -1,6 +1,7 @@
 #include "src/cli.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -11,6 +12,9 @@
 #include "eval/oracle.h"
 #include "eval/subgraph_structure.h"
 #include "search/baseline.h"
+#include "search/exact.h"
+#include "search/params.h"
+#include "src/config.h"
 #include "src/json_fields.h"
 #include "src/problem_reader.h"
 #include "src/schedule_io.h"
@@ -92,12 +96,16 @@ struct ParsedArgs {
   std::optional<std::string> output;
   std::optional<std::string> trace;  // report only
   std::optional<std::string> log;    // report only
+  std::optional<std::string> time;         // exact only
+  std::vector<std::string> config_files;   // exact only: --config, in order
+  std::vector<std::string> settings;       // exact only: --set KEY=VALUE, in order
 };
 
 struct AcceptedOptions {
   bool json = false;    // --json
   bool output = false;  // -o/--output FILE
   bool report = false;  // --trace FILE, --log FILE
+  bool budget = false;  // --time D, --config FILE, --set KEY=VALUE
 };
 
 // Options may appear anywhere; "--" ends them. File options take "--name FILE" or
@@ -135,6 +143,10 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, AcceptedOptions accep
     } else if (accepts.output && file_option("--output", "-o", parsed.output)) {
     } else if (accepts.report && file_option("--trace", nullptr, parsed.trace)) {
     } else if (accepts.report && file_option("--log", nullptr, parsed.log)) {
+    } else if (accepts.budget && file_option("--time", nullptr, parsed.time)) {
+    } else if (accepts.budget && (arg == "--config" || arg == "--set")) {
+      if (i + 1 >= args.size()) throw UsageError(arg + (arg == "--set" ? " needs KEY=VALUE" : " needs a file name"));
+      (arg == "--set" ? parsed.settings : parsed.config_files).push_back(args[++i]);
     } else {
       throw UsageError("unknown option " + arg);
     }
@@ -291,6 +303,17 @@ void PrintUsage(std::FILE* out) {
       "      also writes a Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): one\n"
       "      event per subgraph, 1 latency unit = 1 us. An invalid schedule still gets a\n"
       "      report, with the broken rule at the top (exit 0; the note goes to stderr).\n"
+      "  annealer exact PROBLEM.json [-o OUT.json] [--time D] [--json] [--config F] [--set K=V]\n"
+      "      Optimal schedule within a stated family (no recomputation, sides and k that\n"
+      "      divide their dimensions, the named traversals, every useful retention), found\n"
+      "      by A* over (executed ops, retained tensors) and proven by exhausting the family.\n"
+      "      Anytime: the best constructive start is written first (atomically, after the\n"
+      "      oracle), the optimum replaces it. Ends with status optimal (family exhausted),\n"
+      "      feasible (time or state budget ran out; best so far written) or none (exit 1).\n"
+      "      --time D (default 10s); --json prints a summary object on stdout (status,\n"
+      "      total_latency, family, states, seconds, ...); without -o and --json the schedule\n"
+      "      goes to stdout. Budgets: the exact.* keys (annealer --print-config), from\n"
+      "      --config files and --set, as for the search.\n"
       "  annealer --help | --version\n"
       "\n"
       "Exit codes: 0 success, 1 bad input or invalid schedule, 2 usage error.\n"
@@ -434,6 +457,101 @@ int RunReportCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+int RunExactCommand(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = ParseArgs(args, {.json = true, .output = true, .budget = true});
+  if (parsed.help) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  if (parsed.positional.size() != 1) {
+    throw UsageError("exact needs exactly one PROBLEM.json (got " + std::to_string(parsed.positional.size()) +
+                     " file names)");
+  }
+  std::chrono::milliseconds budget(10000);
+  if (parsed.time) {
+    try {
+      budget = ParseDuration(*parsed.time);
+    } catch (const std::exception& error) {
+      throw UsageError(std::string("--time: ") + error.what());
+    }
+  }
+  // Budgets: the exact.* keys of the search's configuration (other keys are accepted, unused).
+  SearchParams params;
+  try {
+    for (const std::string& file : parsed.config_files) ApplyYamlFile(file, params);
+    for (const std::string& setting : parsed.settings) ApplySetting(setting, params);
+  } catch (const ConfigError& error) {
+    throw UsageError(error.what());
+  }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point started = Clock::now();
+  const Clock::time_point deadline = started + budget;
+  const Problem problem = ReadProblemFile(parsed.positional[0]);
+
+  auto schedule_json = [](const Schedule& schedule) {
+    return ScheduleToJson(schedule, *schedule.reported_latencies);
+  };
+  // The incumbent: the constructive starts get at most a third of the budget.
+  const Clock::time_point start_deadline = started + budget / 3;
+  std::optional<Schedule> incumbent =
+      ConstructiveIncumbent(problem, [&] { return Clock::now() >= start_deadline; });
+  if (incumbent && parsed.output) {
+    const Evaluation evaluation = EvaluateOracle(problem, *incumbent);
+    std::vector<Latency> latencies;
+    for (const SubgraphReport& r : evaluation.subgraphs) latencies.push_back(r.latency);
+    incumbent->reported_latencies = latencies;
+    WriteFileAtomic(*parsed.output, schedule_json(*incumbent));
+  }
+
+  ExactOptions options;
+  options.max_states = params.exact.max_states;
+  options.max_subgraph_ops = static_cast<int>(params.exact.max_subgraph_ops);
+  options.max_contexts = params.exact.max_contexts;
+  options.deadline = deadline;
+  options.incumbent = incumbent;
+  options.on_progress = [](const ExactProgress& p) {
+    std::fprintf(stderr, "exact: %.1f s, component %d/%d, %lld states, %lld expanded, frontier %s, incumbent %s\n",
+                 p.elapsed_seconds, p.component + 1, p.components, static_cast<long long>(p.states),
+                 static_cast<long long>(p.expansions), Readable(p.frontier).c_str(),
+                 p.incumbent > 0 ? Readable(p.incumbent).c_str() : "none");
+  };
+  const ExactResult result = SolveExact(problem, options);
+  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+
+  if (result.best && parsed.output) WriteFileAtomic(*parsed.output, schedule_json(*result.best));
+  const std::string status(ExactStatusName(result.status));
+  std::string summary = "exact: " + status;
+  if (result.best) summary += ", total latency " + Readable(result.total);
+  if (result.status == ExactStatus::kOptimal) {
+    summary += result.found_by_solver ? " (found by the solver)" : " (the constructive start; nothing in the family beats it)";
+  }
+  if (!result.stop_reason.empty()) summary += ", stopped by " + result.stop_reason;
+  char figures[160];
+  std::snprintf(figures, sizeof figures, "; %lld states, %d component(s), %.2f s", static_cast<long long>(result.states),
+                result.components, seconds);
+  summary += figures;
+  std::string out;
+  if (parsed.json) {
+    out = "{\"status\": " + JsonString(status) +
+          ", \"total_latency\": " + (result.best ? FormatNumber(result.total) : std::string("null")) +
+          ", \"found_by_solver\": " + (result.found_by_solver ? "true" : "false") +
+          ", \"family\": " + JsonString(result.family) +
+          ", \"states\": " + std::to_string(result.states) +
+          ", \"expansions\": " + std::to_string(result.expansions) +
+          ", \"contexts\": " + std::to_string(result.contexts) +
+          ", \"pricings\": " + std::to_string(result.pricings) +
+          ", \"components\": " + std::to_string(result.components) +
+          ", \"stop_reason\": " + (result.stop_reason.empty() ? std::string("null") : JsonString(result.stop_reason)) +
+          ", \"solver_seconds\": " + FormatNumber(result.seconds) +
+          ", \"seconds\": " + FormatNumber(seconds) + "}\n";
+  } else if (!parsed.output && result.best) {
+    out = schedule_json(*result.best);
+  }
+  std::fprintf(stderr, "%s\nfamily: %s\n", summary.c_str(), result.family.c_str());
+  if (parsed.output && result.best) std::fprintf(stderr, "written to %s\n", parsed.output->c_str());
+  return FinishStdout(out, result.best ? 0 : 1);
+}
+
 int RunMain(int argc, char** argv) {
   try {
     const std::string command = argc > 1 ? argv[1] : "";
@@ -452,6 +570,7 @@ int RunMain(int argc, char** argv) {
       if (command == "baseline") return RunBaselineCommand(rest);
       if (command == "bound") return RunBoundCommand(rest);
       if (command == "report") return RunReportCommand(rest);
+      if (command == "exact") return RunExactCommand(rest);
     } catch (const UsageError& error) {
       PrintError(error.what());
       std::fputs("Run 'annealer --help' for usage.\n", stderr);

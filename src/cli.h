@@ -30,6 +30,10 @@ int RunReportCommand(const std::vector<std::string>& args);
 // bound (eval/bounds.h), its parts and the forced-traffic terms on stdout.
 int RunBoundCommand(const std::vector<std::string>& args);
 
+// `annealer exact PROBLEM.json [-o OUT.json] [--time D] [--json]`; `args` are the words after
+// "exact". Exit 0 with a schedule (status optimal or feasible), 1 with none.
+int RunExactCommand(const std::vector<std::string>& args);
+
 void PrintUsage(std::FILE* out);
 
 }  // namespace annealer

@@ -23,6 +23,7 @@
 #include "eval/subgraph_structure.h"
 #include "search/baseline.h"
 #include "search/driver.h"
+#include "search/exact_result.h"
 #include "src/config.h"
 #include "src/json_fields.h"
 #include "src/problem_reader.h"
@@ -614,6 +615,25 @@ int RunSearchCommand(int argc, char** argv) {
       if (gain != summary.gain_by_kind.end() && gain->second != 0) kinds += " (-" + Grouped(gain->second) + ")";
     }
     if (!kinds.empty()) console.Line("annealer: improvements by worker kind: " + kinds);
+    if (summary.exact) {
+      const ExactResult& exact = *summary.exact;
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.2f s", exact.seconds);
+      const std::string figures = std::string(seconds) + ", " + std::to_string(exact.states) + " states";
+      if (exact.status == ExactStatus::kOptimal) {
+        if (keeper.best_total() < exact.total * (1 - 1e-9)) {
+          console.Line("annealer: exact solver: no schedule of its family beats " + Grouped(exact.total) +
+                       " (proven in " + figures + "); the best, " + Grouped(keeper.best_total()) +
+                       ", lies outside it. Family: " + exact.family);
+        } else {
+          console.Line("annealer: the best schedule is optimal within the exact solver's family (proven in " +
+                       figures + "): " + exact.family);
+        }
+      } else {
+        console.Line("annealer: exact solver: no proof within its share of the budget (" + figures +
+                     ", stopped by " + exact.stop_reason + ")");
+      }
+    }
   }
   if (keeper.rejected() > 0) {
     console.Line("annealer: BUG: " + std::to_string(keeper.rejected()) +

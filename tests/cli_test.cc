@@ -415,5 +415,44 @@ TEST_CASE("cli: report writes the HTML and the trace; bad arguments and bad logs
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("cli: exact proves mlsys-2026-1, writes an oracle-valid schedule and a JSON summary") {
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "exact");
+  const std::string out = (dir / "exact.json").string();
+  const RunResult run = Run("exact " + Quote(Problem("mlsys-2026-1.json")) + " --time 20s --json -o " + Quote(out));
+  REQUIRE(run.exit_code == 0);
+  CHECK(run.err.find("exact: optimal") == 0);
+  CHECK(run.err.find("family: no recomputation") != std::string::npos);
+  simdjson::dom::parser parser;
+  const simdjson::dom::element summary = parser.parse(run.out);
+  CHECK(std::string_view(summary["status"]) == "optimal");
+  CHECK(std::string_view(summary["family"]).find("no recomputation") == 0);
+  CHECK(int64_t(summary["states"]) >= 1);
+  const double total = summary["total_latency"];
+  CHECK(total <= 367001.6 * (1 + 1e-9));  // the search's best known (README)
+  const RunResult evaluated = Run("evaluate --json " + Quote(Problem("mlsys-2026-1.json")) + " " + Quote(out));
+  REQUIRE(evaluated.exit_code == 0);
+  simdjson::dom::parser report_parser;
+  const simdjson::dom::element report = report_parser.parse(evaluated.out);
+  CHECK(double(report["total_latency"]) == doctest::Approx(total).epsilon(1e-12));
+  CHECK(evaluated.err.empty());  // written latencies are the oracle's
+
+  // Without -o and --json the schedule goes to stdout.
+  const RunResult plain = Run("exact " + Quote(Problem("example_problem.json")));
+  CHECK(plain.exit_code == 0);
+  CHECK(plain.out.find("\"subgraphs\"") != std::string::npos);
+
+  CHECK(Run("exact").exit_code == 2);
+  CHECK(Run("exact " + Quote(Problem("mlsys-2026-1.json")) + " --set exact.bogus=1").exit_code == 2);
+  const RunResult budget = Run("exact " + Quote(Problem("mlsys-2026-5.json")) + " --set exact.max_states=2 --json");
+  CHECK(budget.exit_code == 0);
+  CHECK(budget.out.find("\"status\": \"feasible\"") != std::string::npos);
+  CHECK(budget.out.find("\"stop_reason\": \"state budget\"") != std::string::npos);
+  CHECK(Run("exact " + Quote(Problem("mlsys-2026-1.json")) + " --time soon").exit_code == 2);
+  const RunResult missing = Run("exact " + Quote((dir / "missing.json").string()));
+  CHECK(missing.exit_code == 1);
+  CHECK(Lines(missing.err) == 1);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace annealer
