@@ -4,12 +4,14 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <queue>
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "eval/bounds.h"
 #include "eval/cost_cache.h"
 #include "eval/oracle.h"
 #include "eval/pricing_stop.h"
@@ -747,7 +749,17 @@ std::optional<Schedule> ConstructiveIncumbent(const Problem& problem, const std:
   return best;
 }
 
-ExactResult SolveExact(const Problem& problem, const ExactOptions& options) {
+ExactResult SolveExact(const Problem& problem, const ExactOptions& given) {
+  // The default heuristic: the larger of ComputeOpsBound and eval/bounds' remaining-ops bound
+  // (RemainingLowerBound holds after any prefix, with or without recomputation, so it is
+  // admissible here; the brute-force test in tests/exact_test.cc checks the optimum with it).
+  ExactOptions options = given;
+  if (!options.remaining_bound) {
+    auto model = std::make_shared<const BoundModel>(BuildBoundModel(problem));
+    options.remaining_bound = [model](const Problem& p, const std::vector<char>& ops) {
+      return std::max(ComputeOpsBound(p, ops), RemainingLowerBound(*model, ops));
+    };
+  }
   ExactResult result;
   SolveContext ctx{problem, options, Clock::now(), Clock::now(), {}, 0, 0, 0, 0, false, 0, 0, 0, {}};
   ctx.stop_test = [&ctx] { return ctx.OutOfTime(); };

@@ -60,8 +60,8 @@ namespace annealer {
 
 // A lower bound on the latency of executing exactly the ops marked in `ops` (indexed by op id),
 // whatever the context. Plugged in as the A* heuristic and the per-component bound; it MUST
-// never exceed the true cost (admissible), or optimality claims break. The default is
-// ComputeOpsBound; a tighter bound from eval/bounds plugs in here.
+// never exceed the true cost (admissible), or optimality claims break. The default is the larger
+// of ComputeOpsBound and RemainingLowerBound (eval/bounds.h).
 using RemainingBound = std::function<Latency(const Problem&, const std::vector<char>& ops)>;
 
 // The larger of (a) the sum over the marked ops of base_cost x native tiles of the output (spec
@@ -88,7 +88,7 @@ struct ExactOptions {
   const std::atomic<bool>* stop = nullptr;
   // A valid schedule to beat (any family); checked by the oracle, ignored when invalid.
   std::optional<Schedule> incumbent;
-  RemainingBound remaining_bound;  // empty: ComputeOpsBound
+  RemainingBound remaining_bound;  // empty: max(ComputeOpsBound, RemainingLowerBound)
   std::function<void(const ExactProgress&)> on_progress;
   double progress_interval = 1.0;  // seconds
 };

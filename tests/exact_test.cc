@@ -10,6 +10,7 @@
 #include <random>
 #include <tuple>
 
+#include "eval/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "eval/subgraph_structure.h"
@@ -158,7 +159,7 @@ bool Close(Latency a, Latency b) { return std::abs(a - b) <= 1e-9 * std::max(1.0
 
 TEST_CASE("exact solver: equal to a brute-force enumeration of its family on random DAGs of up to 6 ops") {
   std::mt19937_64 rng(20261122);
-  int compared = 0, feasible = 0, optimal_by_solver = 0;
+  int compared = 0, feasible = 0, optimal_by_solver = 0, bound_met = 0;
   int64_t schedules = 0;
   for (int round = 0; round < 300; ++round) {
     RandomProblemOptions options;
@@ -190,11 +191,17 @@ TEST_CASE("exact solver: equal to a brute-force enumeration of its family on ran
     REQUIRE(check.ok());
     CHECK(Close(check.total, result.total));
     CHECK(Close(result.total, expected));
+    // The problem's lower bound (eval/bounds.h) holds for every schedule, so also for the
+    // family's optimum (with the solver's heuristic built from it, this also checks that).
+    const Latency bound = ComputeLowerBound(problem).total();
+    CHECK(bound <= expected * (1 + 1e-9));
+    if (Close(bound, expected)) ++bound_met;
     ++compared;
     if (result.found_by_solver) ++optimal_by_solver;
   }
   MESSAGE("compared " << compared << " DAGs with a schedule (" << feasible << "), " << schedules
-                      << " complete schedules enumerated");
+                      << " complete schedules enumerated; the lower bound equals the optimum on "
+                      << bound_met);
   CHECK(compared >= 200);
 }
 
@@ -260,6 +267,10 @@ TEST_CASE("exact solver: proves mlsys-2026-1 optimal within its family") {
   CHECK(Close(check.total, result.total));
   // The search's best known schedule on this problem (README) is 367,001.6.
   CHECK(result.total <= 367001.6 * (1 + 1e-9));
+  // The lower bound is 367,001.6 too (README, Lower bound): the family's optimum is optimal
+  // over every schedule, recomputation and partial edge tiles included.
+  CHECK(Close(ComputeLowerBound(problem).total(), 367001.6));
+  CHECK(Close(result.total, 367001.6));
   MESSAGE("mlsys-2026-1: " << result.total << " in " << result.seconds << " s, " << result.states << " states");
 }
 
