@@ -244,33 +244,45 @@ Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
 }
 
 Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Schedule& schedule,
-                const std::function<bool()>& stop, bool partial_edge_tiles) {
+                const std::function<bool()>& stop, bool partial_edge_tiles, int begin, int end) {
   Schedule s = schedule;
-  const int n = static_cast<int>(s.subgraphs.size());
+  const int total = static_cast<int>(s.subgraphs.size());
+  begin = std::clamp(begin, 0, total);
+  end = end < 0 ? total : std::clamp(end, begin, total);
+  // The DP below runs on the window's subgraphs, indexed from 0.
+  const int n = end - begin;
   if (n == 0) return s;
-  // Retention options per boundary i (between subgraph i and i+1).
+  auto sub = [&](int i) -> const Subgraph& { return s.subgraphs[begin + i]; };
+  // The last subgraph loading each tensor, over the whole schedule.
+  std::vector<int> last_use(problem.tensors.size(), -1);
+  {
+    std::vector<TensorId> inputs, sinks;
+    for (int m = 0; m < total; ++m) {
+      inputs.clear();
+      sinks.clear();
+      AppendOpsFacts(problem, s.subgraphs[m].ops, inputs, sinks);
+      for (TensorId t : inputs) last_use[t] = m;
+    }
+  }
+  // Retention options per boundary i (between subgraph i and i+1); the window's last subgraph
+  // keeps its retain set when a subgraph follows the window.
   std::vector<std::vector<std::vector<TensorId>>> options(n);
   for (int i = 0; i < n; ++i) {
     if (i + 1 == n) {
-      options[i] = {{}};
+      options[i] = {end < total ? sub(i).retain : std::vector<TensorId>{}};
       continue;
     }
-    const std::vector<TensorId> produced = ProducedTensors(problem, s.subgraphs[i].ops);
+    const std::vector<TensorId> produced = ProducedTensors(problem, sub(i).ops);
     std::vector<TensorId> consumed_inside;
-    for (OpId op : s.subgraphs[i].ops) {
+    for (OpId op : sub(i).ops) {
       for (TensorId t : problem.ops[op].inputs) consumed_inside.push_back(t);
     }
     std::vector<TensorId> optional_set, mandatory;
-    for (TensorId t : BoundaryInputs(problem, s.subgraphs[i + 1].ops)) {
+    for (TensorId t : BoundaryInputs(problem, sub(i + 1).ops)) {
       if (!std::binary_search(produced.begin(), produced.end(), t) || problem.IsGraphOutput(t)) continue;
-      bool needed_later = false;
-      for (int m = i + 2; m < n && !needed_later; ++m) {
-        const auto inputs = BoundaryInputs(problem, s.subgraphs[m].ops);
-        needed_later = std::binary_search(inputs.begin(), inputs.end(), t);
-      }
+      const bool needed_later = last_use[t] >= begin + i + 2;
       const bool ephemeral = std::find(consumed_inside.begin(), consumed_inside.end(), t) != consumed_inside.end();
-      const bool currently = std::find(s.subgraphs[i].retain.begin(), s.subgraphs[i].retain.end(), t) !=
-                             s.subgraphs[i].retain.end();
+      const bool currently = std::find(sub(i).retain.begin(), sub(i).retain.end(), t) != sub(i).retain.end();
       if (ephemeral && currently) {
         mandatory.push_back(t);
       } else if (!needed_later) {
@@ -288,6 +300,7 @@ Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Sche
       options[i].push_back(r);
     }
   }
+  const std::vector<TensorId>& window_in = begin > 0 ? s.subgraphs[begin - 1].retain : kNothing;
   // cost[i][a][b]: subgraph i with retained-in option a (of i-1) and retain option b (of i).
   constexpr Latency kInf = std::numeric_limits<Latency>::infinity();
   std::vector<std::vector<Latency>> best(n);      // best[i][b]: min cost of 0..i with option b at i
@@ -302,10 +315,10 @@ Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Sche
     for (int a = 0; a < na; ++a) {
       const Latency before = i == 0 ? 0 : best[i - 1][a];
       if (before == kInf) continue;
-      const std::vector<TensorId>& retained_in = i == 0 ? kNothing : options[i - 1][a];
+      const std::vector<TensorId>& retained_in = i == 0 ? window_in : options[i - 1][a];
       for (int b = 0; b < nb; ++b) {
         if (stop && stop()) return schedule;
-        auto fit = FitSubgraph(pricer, s.subgraphs[i].ops, retained_in, options[i][b], &s.subgraphs[i], true, stop,
+        auto fit = FitSubgraph(pricer, sub(i).ops, retained_in, options[i][b], &sub(i), true, stop,
                                partial_edge_tiles);
         if (!fit) continue;
         chosen[i][0][a * nb + b] = fit->subgraph;
@@ -321,7 +334,7 @@ Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Sche
   for (int i = n - 1; i >= 0; --i) {
     const int a = i == 0 ? 0 : from[i][b];
     const int nb = static_cast<int>(options[i].size());
-    s.subgraphs[i] = chosen[i][0][a * nb + b];
+    s.subgraphs[begin + i] = chosen[i][0][a * nb + b];
     b = a;
   }
   return s;

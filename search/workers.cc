@@ -12,6 +12,10 @@ namespace {
 
 const std::vector<TensorId> kNothing;
 
+// Subgraphs polished at once by a worker (the whole schedule when it has no more): the contest's
+// problems fit in one window.
+constexpr int kPolishWindow = 256;
+
 double Uniform01(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(0, 1)(rng); }
 
 }  // namespace
@@ -128,8 +132,18 @@ void SaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
   }
   if (env_.params.workers.polish && polish_due_ && !env_.stop()) {
     polish_due_ = false;
+    // On a long schedule one polish of everything would take longer than an epoch: each epoch
+    // polishes the next window of kPolishWindow subgraphs instead, round the schedule.
+    const int n = static_cast<int>(pending_polish_.subgraphs.size());
+    int begin = 0, end = n;
+    if (n > kPolishWindow) {
+      if (polish_cursor_ >= n) polish_cursor_ = 0;
+      begin = polish_cursor_;
+      end = std::min(n, begin + kPolishWindow);
+      polish_cursor_ = end;
+    }
     const Schedule polished = Polish(env_.problem, env_.pricer, pending_polish_, env_.stop,
-                                       env_.params.workers.partial_edge_tiles);
+                                     env_.params.workers.partial_edge_tiles, begin, end);
     if (!env_.stop()) {
       IncrementalEvaluator check(env_.problem, env_.pricer.cache());
       const Candidate c = check.Reset(polished);
