@@ -137,6 +137,19 @@ void InsertSorted(std::vector<int64_t>& list, int64_t label) {
   list.insert(std::upper_bound(list.begin(), list.end(), label), label);
 }
 
+// Replaces v[b, e) by the m elements from `first` (moved), shifting the tail once (erase then
+// insert would shift it twice; on a long schedule the shift is the cost of a commit).
+template <typename T, typename It>
+void SpliceInto(std::vector<T>& v, int b, int e, It first, int m) {
+  const int old = e - b;
+  if (m > old) {
+    v.insert(v.begin() + e, m - old, T{});
+  } else if (m < old) {
+    v.erase(v.begin() + b + m, v.begin() + e);
+  }
+  for (int k = 0; k < m; ++k, ++first) v[b + k] = std::move(*first);
+}
+
 void EraseOne(std::vector<int64_t>& list, int64_t label) {
   const auto it = std::lower_bound(list.begin(), list.end(), label);
   if (it != list.end() && *it == label) list.erase(it);
@@ -235,9 +248,11 @@ void IncrementalEvaluator::RebuildSequenceState() {
   unwritten_outputs_ = 0;
   for (TensorId t = 0; t < num_tensors; ++t) unwritten_outputs_ += problem_.IsGraphOutput(t);
   latency_sum_ = 0;
+  latencies_.resize(n);
   for (int i = 0; i < n; ++i) {
     Account(i, +1);  // labels ascend with i, so every list stays sorted by appending
-    latency_sum_ += results_[i].report.latency;
+    latencies_[i] = results_[i].report.latency;
+    latency_sum_ += latencies_[i];
   }
   subgraph_ok_.assign(n, 0);
   failing_.clear();
@@ -586,6 +601,7 @@ void IncrementalEvaluator::Commit() {
     subgraphs[b].granularity = pending_granularity_;
     subgraphs[b].traversal = std::move(pending_traversal_);
     results_[b] = pending_results_[0];
+    latencies_[b] = results_[b].report.latency;
     subgraph_ok_[b] = SubgraphOk(b);
     const auto it = std::lower_bound(failing_.begin(), failing_.end(), b);
     const bool listed = it != failing_.end() && *it == b;
@@ -596,7 +612,7 @@ void IncrementalEvaluator::Commit() {
   }
   // Summed afresh in sequence order: no drift over commits, the same value as a full pass.
   latency_sum_ = 0;
-  for (const SubgraphResult& result : results_) latency_sum_ += result.report.latency;
+  for (Latency latency : latencies_) latency_sum_ += latency;
   committed_ = pending_candidate_;
   if (committed_.valid) committed_.total = latency_sum_;
   CheckAgainstOracle();
@@ -618,20 +634,25 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
   const bool relabel = high - low - 1 < m;
 
   auto& subgraphs = schedule_.subgraphs;
-  subgraphs.erase(subgraphs.begin() + b, subgraphs.begin() + e);
-  subgraphs.insert(subgraphs.begin() + b, std::make_move_iterator(pending_edit_.replacement.begin()),
-                   std::make_move_iterator(pending_edit_.replacement.end()));
-  results_.erase(results_.begin() + b, results_.begin() + e);
-  results_.insert(results_.begin() + b, pending_results_.begin(), pending_results_.begin() + m);
+  SpliceInto(subgraphs, b, e, pending_edit_.replacement.begin(), m);
+  SpliceInto(results_, b, e, pending_results_.begin(), m);
   if (pending_successor_repriced_) results_[b + m] = pending_results_[m];
-  facts_.erase(facts_.begin() + b, facts_.begin() + e);
-  facts_.insert(facts_.begin() + b, std::make_move_iterator(pending_facts_.begin()),
-                std::make_move_iterator(pending_facts_.begin() + m));
-  labels_.erase(labels_.begin() + b, labels_.begin() + e);
-  labels_.insert(labels_.begin() + b, m, 0);
+  SpliceInto(facts_, b, e, pending_facts_.begin(), m);
+  // The labels' and flags' tails shift the same way (plain memmove).
+  const int old = e - b;
+  if (m > old) {
+    labels_.insert(labels_.begin() + e, m - old, 0);
+    subgraph_ok_.insert(subgraph_ok_.begin() + e, m - old, 1);
+    latencies_.insert(latencies_.begin() + e, m - old, 0);
+  } else if (m < old) {
+    labels_.erase(labels_.begin() + b + m, labels_.begin() + e);
+    subgraph_ok_.erase(subgraph_ok_.begin() + b + m, subgraph_ok_.begin() + e);
+    latencies_.erase(latencies_.begin() + b + m, latencies_.begin() + e);
+  }
   for (int k = 0; k < m; ++k) labels_[b + k] = low + (high - low) / (m + 1) * (k + 1);
-  subgraph_ok_.erase(subgraph_ok_.begin() + b, subgraph_ok_.begin() + e);
-  subgraph_ok_.insert(subgraph_ok_.begin() + b, m, 1);
+  for (int k = 0; k <= m && b + k < static_cast<int>(results_.size()); ++k) {
+    latencies_[b + k] = results_[b + k].report.latency;
+  }
   if (relabel) {  // no room between the neighbours' labels: all afresh (rare)
     RebuildSequenceState();
     return;

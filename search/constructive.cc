@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "eval/incremental.h"
 #include "search/moves.h"
@@ -93,7 +94,17 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
   IncrementalEvaluator evaluator(problem, pricer.cache());
   Candidate current = evaluator.Reset(start);
   if (!current.valid) return start;
-  std::set<std::pair<uint64_t, uint64_t>> rejected;  // (ops hash of i, of j) known not to help
+  // The fitted latency of a merged pair, by (merged ops, retained-in set, start of the fit);
+  // FitSubgraph is a function of these, so a remembered fit is the fit.
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t>& key) const {
+      uint64_t h = 1469598103934665603ull;
+      for (int64_t v : key) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<std::vector<int64_t>, std::optional<Latency>, KeyHash> fitted;
+  std::vector<int64_t> key;
   while (!(stop && stop())) {
     const Schedule& s = evaluator.schedule();
     const auto& results = evaluator.subgraph_results();
@@ -120,10 +131,25 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
         ops.insert(ops.end(), s.subgraphs[j].ops.begin(), s.subgraphs[j].ops.end());
         ops = SortTopologically(rank, ops);
         const std::vector<TensorId>& retained_in = j > 0 ? s.subgraphs[j - 1].retain : kNothing;
-        auto fit = FitSubgraph(pricer, ops, i == j - 1 && i > 0 ? s.subgraphs[i - 1].retain : retained_in,
-                               kNothing, &s.subgraphs[j], false, stop);
-        if (!fit) continue;
-        const Latency estimate = results[i].report.latency + results[j].report.latency - fit->latency;
+        const std::vector<TensorId>& context = i == j - 1 && i > 0 ? s.subgraphs[i - 1].retain : retained_in;
+        // Most pairs are the same from one round to the next: their fit is remembered.
+        const Subgraph& hint = s.subgraphs[j];
+        key.assign(ops.begin(), ops.end());
+        key.push_back(-1);
+        key.insert(key.end(), context.begin(), context.end());
+        key.insert(key.end(), {-2, hint.granularity.w, hint.granularity.h, hint.granularity.k});
+        if (hint.traversal) {
+          key.push_back(-3);
+          key.insert(key.end(), hint.traversal->begin(), hint.traversal->end());
+        }
+        auto known = fitted.find(key);
+        if (known == fitted.end()) {
+          auto fit = FitSubgraph(pricer, ops, context, kNothing, &hint, false, stop);
+          if (stop && stop()) break;  // a cut fit is not the fit: do not remember it
+          known = fitted.emplace(key, fit ? std::optional<Latency>(fit->latency) : std::nullopt).first;
+        }
+        if (!known->second) continue;
+        const Latency estimate = results[i].report.latency + results[j].report.latency - *known->second;
         if (estimate > 0) options.push_back({estimate, i, j});
       }
     }

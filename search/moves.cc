@@ -446,15 +446,34 @@ bool AllConsumersIn(const Problem& problem, TensorId t, const std::vector<OpId>&
   return true;
 }
 
+// A uniformly random position i of [0, n) for which accept(i) holds, or -1 when none does.
+// Short schedules list the positions that qualify and draw one; long ones (more than
+// kListUpTo) draw positions until one qualifies, which is the same distribution without a
+// walk over the whole schedule, and list them only after kDraws misses.
+template <typename Accept>
+int RandomPosition(Rng& rng, int n, const Accept& accept) {
+  constexpr int kListUpTo = 256;
+  constexpr int kDraws = 64;
+  if (n > kListUpTo) {
+    for (int draw = 0; draw < kDraws; ++draw) {
+      const int i = Uniform(rng, n);
+      if (accept(i)) return i;
+    }
+  }
+  thread_local std::vector<int> candidates;
+  candidates.clear();
+  for (int i = 0; i < n; ++i) {
+    if (accept(i)) candidates.push_back(i);
+  }
+  if (candidates.empty()) return -1;
+  return candidates[Uniform(rng, static_cast<int>(candidates.size()))];
+}
+
 std::optional<ScheduleEdit> MergeAdjacent(const MoveContext& ctx, const Schedule& s, Rng& rng) {
   const int n = static_cast<int>(s.subgraphs.size());
   if (n < 2) return std::nullopt;
-  std::vector<int> candidates;
-  for (int i = 0; i + 1 < n; ++i) {
-    if (Feeds(ctx.problem, s.subgraphs[i], s.subgraphs[i + 1])) candidates.push_back(i);
-  }
-  if (candidates.empty()) return std::nullopt;
-  const int i = candidates[Uniform(rng, static_cast<int>(candidates.size()))];
+  const int i = RandomPosition(rng, n - 1, [&](int at) { return Feeds(ctx.problem, s.subgraphs[at], s.subgraphs[at + 1]); });
+  if (i < 0) return std::nullopt;
   std::vector<OpId> ops = s.subgraphs[i].ops;
   ops.insert(ops.end(), s.subgraphs[i + 1].ops.begin(), s.subgraphs[i + 1].ops.end());
   Piece merged{SortTopologically(ctx.rank, ops), s.subgraphs[i + 1].retain,
@@ -511,12 +530,9 @@ std::vector<OpId> RandomOrder(const Problem& problem, const std::vector<OpId>& o
 }
 
 std::optional<ScheduleEdit> Split(const MoveContext& ctx, const Schedule& s, Rng& rng) {
-  std::vector<int> candidates;
-  for (int i = 0; i < static_cast<int>(s.subgraphs.size()); ++i) {
-    if (s.subgraphs[i].ops.size() >= 2) candidates.push_back(i);
-  }
-  if (candidates.empty()) return std::nullopt;
-  const int i = candidates[Uniform(rng, static_cast<int>(candidates.size()))];
+  const int i = RandomPosition(rng, static_cast<int>(s.subgraphs.size()),
+                               [&](int at) { return s.subgraphs[at].ops.size() >= 2; });
+  if (i < 0) return std::nullopt;
   const Subgraph& sg = s.subgraphs[i];
   const std::vector<OpId> order = RandomOrder(ctx.problem, sg.ops, rng);
   const int cut = 1 + Uniform(rng, static_cast<int>(order.size()) - 1);

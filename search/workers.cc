@@ -15,6 +15,8 @@ const std::vector<TensorId> kNothing;
 // Subgraphs polished at once by a worker (the whole schedule when it has no more): the contest's
 // problems fit in one window.
 constexpr int kPolishWindow = 256;
+// Schedule length (subgraphs) up to which a GA child gets ga.local_moves local moves.
+constexpr int64_t kChildLength = 128;
 
 double Uniform01(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(0, 1)(rng); }
 
@@ -214,8 +216,12 @@ void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
         evaluator_.Revert();
       }
     }
-    // Local improvement: improving moves only.
-    for (int64_t m = 0; m < ga.local_moves && !EpochOver(done, budget, epoch_end); ++m) {
+    // Local improvement: improving moves only. A child costs time proportional to its length
+    // (crossover, repair, a full evaluation), so on long schedules it gets proportionally more
+    // local moves: the share of moves in the work stays that of a contest-sized schedule.
+    const int64_t length = static_cast<int64_t>(evaluator_.schedule().subgraphs.size());
+    const int64_t local_moves = std::max(ga.local_moves, ga.local_moves * length / kChildLength);
+    for (int64_t m = 0; m < local_moves && !EpochOver(done, budget, epoch_end); ++m) {
       ++done;
       ++moves_;
       auto edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, nullptr);
