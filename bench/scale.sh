@@ -23,7 +23,8 @@ for tool in annealer stack_problem; do
 done
 gnu_time=""
 if /usr/bin/time -f %M true >/dev/null 2>&1; then gnu_time=/usr/bin/time; fi
-work=$(mktemp -d)
+# Scratch space next to the binaries (not /tmp, which other jobs on a shared machine clean).
+work=$(mktemp -d "$build_dir/scale.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
 # Milliseconds from bash's own clock, and a 5 ms sleep without starting a process (read on a
