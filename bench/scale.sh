@@ -74,13 +74,13 @@ echo "Targets (this run):"
 has() { [[ " $sizes " == *" $1 "* ]]; }
 if has 1 && has 64; then
   awk -v a="${mps[64]}" -v b="${mps[1]}" 'BEGIN { r = b > 0 ? a / b : 0;
-    printf "  moves/s 64x / 1x            %6.3f  (target >= 0.3: %s)\n", r, r >= 0.3 ? "met" : "MISSED" }'
+    printf "  moves/s 64x / 1x            %6.3f  (target >= 0.3: %s)\n", r, (r >= 0.3 ? "met" : "MISSED") }'
 fi
 if has 1 && has 32; then
   awk -v a="${per_copy[32]}" -v b="${per_copy[1]}" 'BEGIN { r = (a - b) / b * 100;
-    printf "  latency/copy 32x vs 1x      %+6.2f %% (target <= +0.5 %%: %s)\n", r, r <= 0.5 ? "met" : "MISSED" }'
+    printf "  latency/copy 32x vs 1x      %+6.2f %% (target <= +0.5 %%: %s)\n", r, (r <= 0.5 ? "met" : "MISSED") }'
 fi
 largest=${sizes##* }
 awk -v f="${first[$largest]}" -v o="${ops[$largest]}" -v m="${rss[$largest]}" 'BEGIN {
-  printf "  first file at %s ops        %6d ms (target <= 1000 ms: %s)\n", o, f, f <= 1000 ? "met" : "MISSED";
-  if (m != "-") printf "  peak memory at %s ops       %6d MB (target < 2048 MB: %s)\n", o, m, m < 2048 ? "met" : "MISSED" }'
+  printf "  first file at %s ops        %6d ms (target <= 1000 ms: %s)\n", o, f, (f <= 1000 ? "met" : "MISSED");
+  if (m != "-") printf "  peak memory at %s ops       %6d MB (target < 2048 MB: %s)\n", o, m, (m < 2048 ? "met" : "MISSED") }'
