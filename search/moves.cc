@@ -86,7 +86,6 @@ struct RepairScratch {
   StampSet written;           // written to slow memory by a scanned subgraph
   std::vector<char> changed;
   std::vector<TensorId> kept;
-  StampSet old_writes;        // LocalRepairedEdit: written by the committed window
 };
 
 // What lies around the positions a repair scans, when they are a window of a longer schedule
@@ -331,28 +330,24 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
   thread_local RepairScratch lost;  // only its sink lists and stamp sets
   const size_t num_tensors = problem.tensors.size();
   lost.written.Clear(num_tensors);
-  lost.old_writes.Clear(num_tensors);
-  auto note_writes = [&](const Subgraph& sg, StampSet& into) {
+  // Calls f(t) for every tensor `sg` writes to slow memory (its sinks not retained).
+  auto for_each_write = [&](const Subgraph& sg, auto&& f) {
     lost.inputs.clear();
     lost.sinks.clear();
     AppendOpsFacts(problem, sg.ops, lost.inputs, lost.sinks);
     for (TensorId t : lost.sinks) {
-      if (std::find(sg.retain.begin(), sg.retain.end(), t) == sg.retain.end()) into.Insert(t);
+      if (std::find(sg.retain.begin(), sg.retain.end(), t) == sg.retain.end()) f(t);
     }
   };
-  for (int k = 0; k < window.size(); ++k) note_writes(window[k], lost.written);
-  for (int c = lo; c < old_end; ++c) {
-    const Subgraph& sg = s.subgraphs[c];
-    lost.inputs.clear();
-    lost.sinks.clear();
-    AppendOpsFacts(problem, sg.ops, lost.inputs, lost.sinks);
-    for (TensorId t : lost.sinks) {
-      if (std::find(sg.retain.begin(), sg.retain.end(), t) != sg.retain.end()) continue;
-      if (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) && committed.ReadAfter(t, old_end - 1)) {
-        return std::nullopt;
-      }
-    }
+  for (int k = 0; k < window.size(); ++k) for_each_write(window[k], [&](TensorId t) { lost.written.Insert(t); });
+  bool reaches_further = false;
+  for (int c = lo; c < old_end && !reaches_further; ++c) {
+    for_each_write(s.subgraphs[c], [&](TensorId t) {
+      reaches_further = reaches_further || (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
+                                            committed.ReadAfter(t, old_end - 1));
+    });
   }
+  if (reaches_further) return std::nullopt;
   return DiffEdit(s, lo, old_end, window, edit);
 }
 
