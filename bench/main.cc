@@ -5,26 +5,42 @@
 //   full       OracleFull / FastFullCached      (target >= 100x)
 //   lookup     SubgraphCold / SubgraphCached    (target >= 10x)
 //   delta      FastFullCached / MoveDeltaCached (target >= 50x)
+// Google Benchmark's flags work as usual (--benchmark_format, --benchmark_out[_format], ...);
+// the targets follow the table in console format and go to stderr in json and csv formats.
 // e.g.  build/annealer_bench --benchmark_filter='mlsys-2026-17/(baseline|fused)$' --benchmark_repetitions=3
 #include <benchmark/benchmark.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace {
 
-// Records per benchmark name "<Kind>/<problem>/<schedule>" the time per iteration (ns):
-// the plain run, replaced by the median aggregate when there is one.
-class RecordingReporter : public benchmark::ConsoleReporter {
+// Shows the runs with the display reporter that Google Benchmark's flags ask for
+// (--benchmark_format=console|json|csv, --benchmark_color; CreateDefaultDisplayReporter), and
+// records per benchmark name "<Kind>/<problem>/<schedule>" the time per iteration (ns): the
+// plain run, replaced by the median aggregate when there is one. --benchmark_out and
+// --benchmark_out_format are the library's own file reporter, untouched.
+class RecordingReporter : public benchmark::BenchmarkReporter {
  public:
-  // Colours only on a terminal (the default reporter's behaviour), so piped output stays plain.
-  RecordingReporter() : ConsoleReporter(isatty(fileno(stdout)) ? OO_ColorTabular : OO_Tabular) {}
+  RecordingReporter() : display_(benchmark::CreateDefaultDisplayReporter()) {}
+
+  // The targets go after the table in console format, to stderr otherwise so that stdout stays
+  // one JSON or CSV document.
+  bool console() const {
+    return dynamic_cast<benchmark::ConsoleReporter*>(display_.get()) != nullptr;
+  }
+
+  bool ReportContext(const Context& context) override {
+    display_->SetOutputStream(&GetOutputStream());
+    display_->SetErrorStream(&GetErrorStream());
+    return display_->ReportContext(context);
+  }
+  void Finalize() override { display_->Finalize(); }
   void ReportRuns(const std::vector<Run>& runs) override {
-    ConsoleReporter::ReportRuns(runs);
+    display_->ReportRuns(runs);
     for (const Run& run : runs) {
       if (run.error_occurred) continue;
       const bool median = run.run_type == Run::RT_Aggregate && run.aggregate_name == "median";
@@ -32,11 +48,12 @@ class RecordingReporter : public benchmark::ConsoleReporter {
       std::string name = run.run_name.function_name;
       const double ns = run.GetAdjustedRealTime();  // the benchmarks report in ns
       if (median || !times_.count(name)) times_[name] = ns;
-      if (median) medians_[name] = true;
     }
   }
 
   void PrintTargets() const {
+    std::FILE* out = console() ? stdout : stderr;
+    std::fflush(stdout);
     std::map<std::string, std::map<std::string, double>> by_case;  // case -> kind -> ns
     for (const auto& [name, ns] : times_) {
       const auto slash = name.find('/');
@@ -58,18 +75,18 @@ class RecordingReporter : public benchmark::ConsoleReporter {
       const std::string delta = ratio("FastFullCached", "MoveDeltaCached", 50);
       if (full[7] == '-' && lookup[7] == '-' && delta[7] == '-') continue;
       if (!header) {
-        std::printf("\nTargets (same run): full = OracleFull/FastFullCached >= 100x, lookup = "
+        std::fprintf(out, "\nTargets (same run): full = OracleFull/FastFullCached >= 100x, lookup = "
                     "SubgraphCold/SubgraphCached >= 10x, delta = FastFullCached/MoveDeltaCached >= 50x\n");
-        std::printf("%-28s %-17s %-17s %-17s\n", "problem/schedule", "full", "lookup", "delta");
+        std::fprintf(out, "%-28s %-17s %-17s %-17s\n", "problem/schedule", "full", "lookup", "delta");
         header = true;
       }
-      std::printf("%-28s %s %s %s\n", name.c_str(), full.c_str(), lookup.c_str(), delta.c_str());
+      std::fprintf(out, "%-28s %s %s %s\n", name.c_str(), full.c_str(), lookup.c_str(), delta.c_str());
     }
   }
 
  private:
+  std::unique_ptr<benchmark::BenchmarkReporter> display_;
   std::map<std::string, double> times_;
-  std::map<std::string, bool> medians_;
 };
 
 }  // namespace

@@ -78,7 +78,6 @@ IncrementalEvaluator::IncrementalEvaluator(const Problem& problem, CostCache* ca
   old_region_writes_.assign(num_tensors, 0);
   new_region_writes_.assign(num_tensors, 0);
   running_writes_.assign(num_tensors, 0);
-  suffix_writes_.assign(num_tensors, 0);
   cover_delta_.assign(num_ops, 0);
 }
 
@@ -129,41 +128,137 @@ Violation IncrementalEvaluator::V7Violation(int position, OpId op, TensorId tens
               " is neither in slow memory nor retained by the previous subgraph"};
 }
 
+namespace {
+
+// Spacing of fresh labels: room for 2^20 insertions at one place before a relabelling.
+constexpr int64_t kLabelGap = int64_t{1} << 20;
+
+void InsertSorted(std::vector<int64_t>& list, int64_t label) {
+  list.insert(std::upper_bound(list.begin(), list.end(), label), label);
+}
+
+// Replaces v[b, e) by the m elements from `first` (moved), shifting the tail once (erase then
+// insert would shift it twice; on a long schedule the shift is the cost of a commit).
+template <typename T, typename It>
+void SpliceInto(std::vector<T>& v, int b, int e, It first, int m) {
+  const int old = e - b;
+  if (m > old) {
+    v.insert(v.begin() + e, m - old, T{});
+  } else if (m < old) {
+    v.erase(v.begin() + b + m, v.begin() + e);
+  }
+  for (int k = 0; k < m; ++k, ++first) v[b + k] = std::move(*first);
+}
+
+void EraseOne(std::vector<int64_t>& list, int64_t label) {
+  const auto it = std::lower_bound(list.begin(), list.end(), label);
+  if (it != list.end() && *it == label) list.erase(it);
+}
+
+}  // namespace
+
+int64_t IncrementalEvaluator::LabelAt(int position) const {
+  return position < static_cast<int>(labels_.size()) ? labels_[position] : INT64_MAX;
+}
+
+int IncrementalEvaluator::PositionOfLabel(int64_t label) const {
+  return static_cast<int>(std::lower_bound(labels_.begin(), labels_.end(), label) - labels_.begin());
+}
+
+bool IncrementalEvaluator::WrittenBefore(TensorId t, int position) const {
+  const std::vector<int64_t>& w = writers_[t];
+  return !w.empty() && w.front() < LabelAt(position);
+}
+
+bool IncrementalEvaluator::RetainedBefore(TensorId t, int position) const {
+  const std::vector<int64_t>& r = retainers_[t];
+  return !r.empty() && r.front() < LabelAt(position);
+}
+
+bool IncrementalEvaluator::ReadAfter(TensorId t, int position) const {
+  const std::vector<int64_t>& r = readers_[t];
+  return !r.empty() && r.back() > LabelAt(position);
+}
+
+void IncrementalEvaluator::Account(int i, int sign) {
+  const int64_t label = labels_[i];
+  const SequenceFacts& facts = facts_[i];
+  const int num_tensors = static_cast<int>(problem_.tensors.size());
+  for (TensorId t : facts.writes) {
+    const bool output = problem_.IsGraphOutput(t);
+    if (sign > 0) {
+      unwritten_outputs_ -= output && writers_[t].empty();
+      InsertSorted(writers_[t], label);
+    } else {
+      EraseOne(writers_[t], label);
+      unwritten_outputs_ += output && writers_[t].empty();
+    }
+  }
+  for (const auto& [op, t] : facts.boundary_inputs) {
+    if (sign > 0) {
+      InsertSorted(readers_[t], label);
+    } else {
+      EraseOne(readers_[t], label);
+    }
+  }
+  for (TensorId t : schedule_.subgraphs[i].retain) {
+    if (t < 0 || t >= num_tensors) continue;
+    if (sign > 0) {
+      InsertSorted(retainers_[t], label);
+    } else {
+      EraseOne(retainers_[t], label);
+    }
+  }
+  for (OpId op : facts.valid_ops) {
+    if (sign > 0) {
+      uncovered_ops_ -= cover_count_[op] == 0;
+      ++cover_count_[op];
+    } else {
+      --cover_count_[op];
+      uncovered_ops_ += cover_count_[op] == 0;
+    }
+  }
+}
+
+bool IncrementalEvaluator::SubgraphOk(int i) const {
+  if (!results_[i].ok()) return false;
+  const std::vector<TensorId>& retained_in = i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors;
+  for (const auto& [op, t] : facts_[i].boundary_inputs) {
+    if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, i) || Contains(retained_in, t))) return false;
+  }
+  return true;
+}
+
 void IncrementalEvaluator::RebuildSequenceState() {
   const int n = static_cast<int>(schedule_.subgraphs.size());
   const int num_ops = static_cast<int>(problem_.ops.size());
   const int num_tensors = static_cast<int>(problem_.tensors.size());
-  first_writer_.assign(num_tensors, INT_MAX);
-  write_count_.assign(num_tensors, 0);
+  labels_.resize(n);
+  for (int i = 0; i < n; ++i) labels_[i] = (i + 1) * kLabelGap;
+  writers_.resize(num_tensors);
+  readers_.resize(num_tensors);
+  retainers_.resize(num_tensors);
+  for (TensorId t = 0; t < num_tensors; ++t) {
+    writers_[t].clear();
+    readers_[t].clear();
+    retainers_[t].clear();
+  }
   cover_count_.assign(num_ops, 0);
+  uncovered_ops_ = num_ops;
+  unwritten_outputs_ = 0;
+  for (TensorId t = 0; t < num_tensors; ++t) unwritten_outputs_ += problem_.IsGraphOutput(t);
   latency_sum_ = 0;
+  latencies_.resize(n);
   for (int i = 0; i < n; ++i) {
-    for (TensorId t : facts_[i].writes) {
-      first_writer_[t] = std::min(first_writer_[t], i);
-      ++write_count_[t];
-    }
-    for (OpId op : facts_[i].valid_ops) ++cover_count_[op];
-    latency_sum_ += results_[i].report.latency;
+    Account(i, +1);  // labels ascend with i, so every list stays sorted by appending
+    latencies_[i] = results_[i].report.latency;
+    latency_sum_ += latencies_[i];
   }
   subgraph_ok_.assign(n, 0);
-  for (int i = 0; i < n; ++i) {
-    bool ok = results_[i].ok();
-    const std::vector<TensorId>& retained_in = i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors;
-    for (const auto& [op, t] : facts_[i].boundary_inputs) {
-      if (!ok) break;
-      ok = problem_.producer[t] == kNoOp || first_writer_[t] < i || Contains(retained_in, t);
-    }
-    subgraph_ok_[i] = ok;
-  }
   failing_.clear();
   for (int i = 0; i < n; ++i) {
+    subgraph_ok_[i] = SubgraphOk(i);
     if (!subgraph_ok_[i]) failing_.push_back(i);
-  }
-  uncovered_ops_ = 0;
-  for (OpId op = 0; op < num_ops; ++op) uncovered_ops_ += cover_count_[op] == 0;
-  unwritten_outputs_ = 0;
-  for (TensorId t = 0; t < num_tensors; ++t) {
-    unwritten_outputs_ += problem_.IsGraphOutput(t) && write_count_[t] == 0;
   }
 }
 
@@ -178,7 +273,7 @@ Candidate IncrementalEvaluator::CommittedCandidate() const {
     }
     const std::vector<TensorId>& retained_in = i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors;
     for (const auto& [op, t] : facts_[i].boundary_inputs) {
-      if (!(problem_.producer[t] == kNoOp || first_writer_[t] < i || Contains(retained_in, t))) {
+      if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, i) || Contains(retained_in, t))) {
         return Invalid(V7Violation(i, op, t));
       }
     }
@@ -192,7 +287,7 @@ Candidate IncrementalEvaluator::CommittedCandidate() const {
   }
   if (unwritten_outputs_ > 0) {
     for (TensorId t = 0; t < static_cast<TensorId>(problem_.tensors.size()); ++t) {
-      if (problem_.IsGraphOutput(t) && write_count_[t] == 0) {
+      if (problem_.IsGraphOutput(t) && writers_[t].empty()) {
         return Invalid({"V9", -1,
                         "graph output tensor " + std::to_string(t) +
                             " is never written to slow memory"});
@@ -307,7 +402,7 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
 
   auto finish = [&](Candidate candidate) -> const Candidate& {
     for (TensorId t : touched_tensors_) {
-      old_region_writes_[t] = new_region_writes_[t] = running_writes_[t] = suffix_writes_[t] = 0;
+      old_region_writes_[t] = new_region_writes_[t] = running_writes_[t] = 0;
     }
     for (OpId op : touched_ops_) cover_delta_[op] = 0;
     pending_candidate_ = std::move(candidate);
@@ -327,7 +422,7 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
     if (!pending_results_[k].ok()) return finish(local_failure(pending_results_[k], b + k));
     const std::vector<TensorId>& retained_in = k == 0 ? before_edit : repl[k - 1].retain;
     for (const auto& [op, t] : pending_facts_[k].boundary_inputs) {
-      if (!(problem_.producer[t] == kNoOp || first_writer_[t] < b || running_writes_[t] > 0 ||
+      if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, b) || running_writes_[t] > 0 ||
             Contains(retained_in, t))) {
         return finish(Invalid(V7Violation(b + k, op, t)));
       }
@@ -342,7 +437,7 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
     const SubgraphResult& successor = pending_successor_repriced_ ? pending_results_[m] : results_[e];
     if (!successor.ok()) return finish(local_failure(successor, b + m));
     for (const auto& [op, t] : facts_[e].boundary_inputs) {
-      if (!(problem_.producer[t] == kNoOp || first_writer_[t] < b || new_region_writes_[t] > 0 ||
+      if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, b) || new_region_writes_[t] > 0 ||
             Contains(successor_in, t))) {
         return finish(Invalid(V7Violation(b + m, op, t)));
       }
@@ -350,37 +445,42 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
   }
 
   // 3. The subgraphs after the successor keep their local results; their V7 status changes
-  // only through tensors in delta.
+  // only through tensors in delta. So only the committed failures and (with delta) the
+  // subgraphs reading a tensor in delta can fail, and the first of them in sequence order
+  // does: those candidates are checked in order instead of walking the suffix.
   if (pending_has_successor_) {
-    if (delta) {
-      for (TensorId t : facts_[e].writes) {
-        if (in_delta(t)) ++suffix_writes_[t];
-      }
+    const int after = delta || !successor_as_committed ? e : e - 1;
+    candidates_.clear();
+    for (auto it = std::upper_bound(failing_.begin(), failing_.end(), after); it != failing_.end(); ++it) {
+      candidates_.push_back(*it);
     }
-    // Without delta only the committed failures after the successor can fail, and the first
-    // of them does: jump there instead of walking the suffix.
-    auto next_failing = [&](int after) {
-      const auto it = std::upper_bound(failing_.begin(), failing_.end(), after);
-      return it == failing_.end() ? n : *it;
-    };
-    const int first = delta ? e + 1 : next_failing(successor_as_committed ? e - 1 : e);
-    for (int i = first; i < n; i = delta ? i + 1 : next_failing(i)) {
+    if (delta) {
+      for (TensorId t : touched_tensors_) {
+        if (!in_delta(t)) continue;
+        const std::vector<int64_t>& readers = readers_[t];
+        for (auto it = std::upper_bound(readers.begin(), readers.end(), labels_[e]); it != readers.end(); ++it) {
+          candidates_.push_back(PositionOfLabel(*it));
+        }
+      }
+      std::sort(candidates_.begin(), candidates_.end());
+      candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+    }
+    for (int i : candidates_) {
       if (!results_[i].ok()) return finish(local_failure(results_[i], i + shift));
       const std::vector<TensorId>& retained_in = schedule_.subgraphs[i - 1].retain;
       for (const auto& [op, t] : facts_[i].boundary_inputs) {
         bool written;
         if (delta && in_delta(t)) {
-          written = first_writer_[t] < b || new_region_writes_[t] > 0 || suffix_writes_[t] > 0;
+          // Written before the edit, by the replacement, or by the successor or a later
+          // subgraph before i (committed labels in [label(e), label(i))).
+          const std::vector<int64_t>& writers = writers_[t];
+          const auto it = std::lower_bound(writers.begin(), writers.end(), labels_[e]);
+          written = WrittenBefore(t, b) || new_region_writes_[t] > 0 || (it != writers.end() && *it < labels_[i]);
         } else {
-          written = first_writer_[t] < i;
+          written = WrittenBefore(t, i);
         }
         if (!(problem_.producer[t] == kNoOp || written || Contains(retained_in, t))) {
           return finish(Invalid(V7Violation(i + shift, op, t)));
-        }
-      }
-      if (delta) {
-        for (TensorId t : facts_[i].writes) {
-          if (in_delta(t)) ++suffix_writes_[t];
         }
       }
     }
@@ -401,15 +501,16 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
   int unwritten = unwritten_outputs_;
   for (TensorId t : touched_tensors_) {
     if (!problem_.IsGraphOutput(t)) continue;
-    const int count = write_count_[t] - old_region_writes_[t] + new_region_writes_[t];
-    unwritten += (count == 0) - (write_count_[t] == 0);
+    const int written = static_cast<int>(writers_[t].size());
+    const int count = written - old_region_writes_[t] + new_region_writes_[t];
+    unwritten += (count == 0) - (written == 0);
   }
   if (unwritten > 0) {
     for (TensorId t = 0; t < static_cast<TensorId>(problem_.tensors.size()); ++t) {
       if (!problem_.IsGraphOutput(t)) continue;
-      const int count = tensor_stamp_[t] == stamp_
-                            ? write_count_[t] - old_region_writes_[t] + new_region_writes_[t]
-                            : write_count_[t];
+      const int written = static_cast<int>(writers_[t].size());
+      const int count = tensor_stamp_[t] == stamp_ ? written - old_region_writes_[t] + new_region_writes_[t]
+                                                   : written;
       if (count == 0) {
         return finish(Invalid({"V9", -1,
                                "graph output tensor " + std::to_string(t) +
@@ -466,7 +567,7 @@ const Candidate& IncrementalEvaluator::ProposeSameFacts(int b, const Subgraph& r
     return keep(Invalid(std::move(v)));
   }
   for (const auto& [op, t] : facts_[b].boundary_inputs) {
-    if (!(problem_.producer[t] == kNoOp || first_writer_[t] < b || Contains(retained_in, t))) {
+    if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, b) || Contains(retained_in, t))) {
       return keep(Invalid(V7Violation(b, op, t)));
     }
   }
@@ -481,7 +582,7 @@ const Candidate& IncrementalEvaluator::ProposeSameFacts(int b, const Subgraph& r
     }
     const std::vector<TensorId>& in = schedule_.subgraphs[i - 1].retain;
     for (const auto& [op, t] : facts_[i].boundary_inputs) {
-      if (!(problem_.producer[t] == kNoOp || first_writer_[t] < i || Contains(in, t))) {
+      if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, i) || Contains(in, t))) {
         return keep(Invalid(V7Violation(i, op, t)));
       }
     }
@@ -496,29 +597,83 @@ void IncrementalEvaluator::Commit() {
   const int m = static_cast<int>(pending_edit_.replacement.size());
   auto& subgraphs = schedule_.subgraphs;
   if (pending_same_facts_) {
+    // Same facts: only this subgraph's own status can change.
     subgraphs[b].granularity = pending_granularity_;
     subgraphs[b].traversal = std::move(pending_traversal_);
     results_[b] = pending_results_[0];
+    latencies_[b] = results_[b].report.latency;
+    subgraph_ok_[b] = SubgraphOk(b);
+    const auto it = std::lower_bound(failing_.begin(), failing_.end(), b);
+    const bool listed = it != failing_.end() && *it == b;
+    if (!subgraph_ok_[b] && !listed) failing_.insert(it, b);
+    if (subgraph_ok_[b] && listed) failing_.erase(it);
   } else {
     SpliceCommitted(b, e, m);
   }
-  RebuildSequenceState();
+  // Summed afresh in sequence order: no drift over commits, the same value as a full pass.
+  latency_sum_ = 0;
+  for (Latency latency : latencies_) latency_sum_ += latency;
   committed_ = pending_candidate_;
-  if (committed_.valid) committed_.total = latency_sum_;  // summed afresh: no drift over commits
+  if (committed_.valid) committed_.total = latency_sum_;
   CheckAgainstOracle();
 }
 
 void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
+  const int n = static_cast<int>(schedule_.subgraphs.size());
+  for (int i = b; i < e; ++i) Account(i, -1);
+  // Old failures outside the edited range, at their new positions.
+  const int shift = m - (e - b);
+  candidates_.clear();
+  for (int p : failing_) {
+    if (p < b) candidates_.push_back(p);
+    if (p >= e) candidates_.push_back(p + shift);
+  }
+  // Labels for the replacement, evenly between its neighbours'.
+  const int64_t low = b > 0 ? labels_[b - 1] : 0;
+  const int64_t high = e < n ? labels_[e] : low + (m + 1) * kLabelGap;
+  const bool relabel = high - low - 1 < m;
+
   auto& subgraphs = schedule_.subgraphs;
-  subgraphs.erase(subgraphs.begin() + b, subgraphs.begin() + e);
-  subgraphs.insert(subgraphs.begin() + b, std::make_move_iterator(pending_edit_.replacement.begin()),
-                   std::make_move_iterator(pending_edit_.replacement.end()));
-  results_.erase(results_.begin() + b, results_.begin() + e);
-  results_.insert(results_.begin() + b, pending_results_.begin(), pending_results_.begin() + m);
+  SpliceInto(subgraphs, b, e, pending_edit_.replacement.begin(), m);
+  SpliceInto(results_, b, e, pending_results_.begin(), m);
   if (pending_successor_repriced_) results_[b + m] = pending_results_[m];
-  facts_.erase(facts_.begin() + b, facts_.begin() + e);
-  facts_.insert(facts_.begin() + b, std::make_move_iterator(pending_facts_.begin()),
-                std::make_move_iterator(pending_facts_.begin() + m));
+  SpliceInto(facts_, b, e, pending_facts_.begin(), m);
+  // The labels' and flags' tails shift the same way (plain memmove).
+  const int old = e - b;
+  if (m > old) {
+    labels_.insert(labels_.begin() + e, m - old, 0);
+    subgraph_ok_.insert(subgraph_ok_.begin() + e, m - old, 1);
+    latencies_.insert(latencies_.begin() + e, m - old, 0);
+  } else if (m < old) {
+    labels_.erase(labels_.begin() + b + m, labels_.begin() + e);
+    subgraph_ok_.erase(subgraph_ok_.begin() + b + m, subgraph_ok_.begin() + e);
+    latencies_.erase(latencies_.begin() + b + m, latencies_.begin() + e);
+  }
+  for (int k = 0; k < m; ++k) labels_[b + k] = low + (high - low) / (m + 1) * (k + 1);
+  for (int k = 0; k <= m && b + k < static_cast<int>(results_.size()); ++k) {
+    latencies_[b + k] = results_[b + k].report.latency;
+  }
+  if (relabel) {  // no room between the neighbours' labels: all afresh (rare)
+    RebuildSequenceState();
+    return;
+  }
+  for (int k = 0; k < m; ++k) Account(b + k, +1);
+
+  // V7 status can change only for the new subgraphs, the successor (new retained-in set), the
+  // old failures, and the readers of a tensor whose writers changed (touched_tensors_ of the
+  // proposal: written by the old or the new range). Every other subgraph stays ok.
+  const int new_n = static_cast<int>(subgraphs.size());
+  for (int p = b; p <= b + m && p < new_n; ++p) candidates_.push_back(p);
+  for (TensorId t : touched_tensors_) {
+    for (int64_t label : readers_[t]) candidates_.push_back(PositionOfLabel(label));
+  }
+  std::sort(candidates_.begin(), candidates_.end());
+  candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
+  failing_.clear();
+  for (int p : candidates_) {
+    subgraph_ok_[p] = SubgraphOk(p);
+    if (!subgraph_ok_[p]) failing_.push_back(p);
+  }
 }
 
 void IncrementalEvaluator::CheckAgainstOracle() const {

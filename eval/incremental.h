@@ -10,8 +10,17 @@
 //   subgraph right after them (its retained-in context may have changed), re-checks the
 //   sequence rules (V1 coverage, V7 availability, V9 end state) and returns the candidate.
 //   At most one proposal is pending: a second Propose without Commit/Revert discards the first.
-// - Commit() makes the pending proposal the committed schedule. Revert() drops it.
-//   Both are O(edit size + number of subgraphs) at worst (a vector splice), never a re-pricing.
+// - Commit() makes the pending proposal the committed schedule. Revert() drops it (O(1)).
+//   Commit never re-prices and never walks the whole schedule's facts: it updates per-tensor
+//   writer / reader / retainer lists for the ops and tensors the edit touched, re-checks the
+//   subgraphs whose inputs those tensors are, and splices the per-subgraph vectors (a memmove,
+//   plus one sequential sum of the latencies so the committed total is summed afresh and does
+//   not drift). Per move, time grows with what the edit touches, not with the graph.
+//
+// Positions of the committed schedule carry labels, increasing along the sequence and kept
+// when other subgraphs are inserted or erased, so that "written before position p" is one
+// comparison of labels whatever the edits before p did (relabelled evenly when an insertion
+// finds no room; rare). The queries below read the committed schedule only.
 //
 // The result of every committed state equals EvaluateOracle on the same schedule (latency to
 // 1e-9 relative, same verdict); tests/incremental_test.cc checks this on long random runs.
@@ -64,6 +73,17 @@ class IncrementalEvaluator {
   // Per-subgraph results of the committed schedule, parallel to schedule().subgraphs.
   const std::vector<SubgraphResult>& subgraph_results() const { return results_; }
 
+  // Committed-schedule queries for callers that repair edits locally (search/moves.cc), all
+  // O(number of writers / readers / retainers of t), which is small:
+  // t is written to slow memory by a subgraph before `position` (position may be n);
+  bool WrittenBefore(TensorId t, int position) const;
+  // a subgraph before `position` lists t in its tensors_to_retain;
+  bool RetainedBefore(TensorId t, int position) const;
+  // a subgraph after `position` reads t as a boundary input (loads it or takes it retained);
+  bool ReadAfter(TensorId t, int position) const;
+  // the committed schedule has no failing subgraph, covers every op and writes every output.
+  bool CommittedValid() const { return committed_.valid; }
+
  private:
   const Problem& problem_;
   CostCache* cache_;
@@ -88,8 +108,15 @@ class IncrementalEvaluator {
   void Facts(const Subgraph& subgraph, SequenceFacts& facts);  // refills, keeping capacity
   void Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
              SubgraphResult& result);
-  // Rebuilds the committed sequence state (writers, flags, counts, total) in one linear pass.
+  // Rebuilds the committed sequence state (labels, per-tensor lists, flags, counts, total) in
+  // one linear pass (Reset, and after a relabelling).
   void RebuildSequenceState();
+  // Adds (+1) or removes (-1) the per-op and per-tensor entries of committed subgraph i.
+  void Account(int i, int sign);
+  // Local result ok and V7 holds for committed subgraph i (subgraph_ok_'s definition).
+  bool SubgraphOk(int i) const;
+  int64_t LabelAt(int position) const;
+  int PositionOfLabel(int64_t label) const;
   Candidate CommittedCandidate() const;
   Violation V7Violation(int position, OpId op, TensorId tensor) const;
 
@@ -97,9 +124,12 @@ class IncrementalEvaluator {
   std::vector<SequenceFacts> facts_;         // parallel to schedule_.subgraphs
   std::vector<char> subgraph_ok_;            // local result ok and V7 holds, per subgraph
   std::vector<int> failing_;                 // ascending positions where subgraph_ok_ is false
-  std::vector<int> first_writer_;            // per tensor: first position writing it, or INT_MAX
+  std::vector<int64_t> labels_;              // parallel to schedule_.subgraphs, increasing
+  std::vector<Latency> latencies_;           // of results_, packed for the sum of every commit
+  // Per tensor, ascending labels of the committed subgraphs that write it to slow memory, read
+  // it as a boundary input (once per reading op), and list it in tensors_to_retain.
+  std::vector<std::vector<int64_t>> writers_, readers_, retainers_;
   std::vector<int> cover_count_;             // per op: subgraphs containing it
-  std::vector<int> write_count_;             // per tensor: subgraphs writing it
   int uncovered_ops_ = 0;
   int unwritten_outputs_ = 0;
   Latency latency_sum_ = 0;                  // sum of committed subgraph latencies
@@ -122,8 +152,9 @@ class IncrementalEvaluator {
   std::vector<uint32_t> tensor_stamp_;
   uint32_t stamp_ = 0;
   std::vector<int> old_region_writes_, new_region_writes_;  // per tensor, for the edited range
-  std::vector<int> running_writes_, suffix_writes_;         // per tensor, while scanning
+  std::vector<int> running_writes_;                         // per tensor, while scanning
   std::vector<int> cover_delta_;                                           // per op
+  std::vector<int> candidates_;  // positions whose V7 status an edit may change (Propose, Commit)
   std::vector<TensorId> touched_tensors_;
   std::vector<OpId> touched_ops_;
 };

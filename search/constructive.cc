@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "eval/incremental.h"
 #include "search/moves.h"
@@ -93,7 +94,17 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
   IncrementalEvaluator evaluator(problem, pricer.cache());
   Candidate current = evaluator.Reset(start);
   if (!current.valid) return start;
-  std::set<std::pair<uint64_t, uint64_t>> rejected;  // (ops hash of i, of j) known not to help
+  // The fitted latency of a merged pair, by (merged ops, retained-in set, start of the fit);
+  // FitSubgraph is a function of these, so a remembered fit is the fit.
+  struct KeyHash {
+    size_t operator()(const std::vector<int64_t>& key) const {
+      uint64_t h = 1469598103934665603ull;
+      for (int64_t v : key) h = (h ^ static_cast<uint64_t>(v)) * 1099511628211ull;
+      return static_cast<size_t>(h);
+    }
+  };
+  std::unordered_map<std::vector<int64_t>, std::optional<Latency>, KeyHash> fitted;
+  std::vector<int64_t> key;
   while (!(stop && stop())) {
     const Schedule& s = evaluator.schedule();
     const auto& results = evaluator.subgraph_results();
@@ -120,10 +131,25 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
         ops.insert(ops.end(), s.subgraphs[j].ops.begin(), s.subgraphs[j].ops.end());
         ops = SortTopologically(rank, ops);
         const std::vector<TensorId>& retained_in = j > 0 ? s.subgraphs[j - 1].retain : kNothing;
-        auto fit = FitSubgraph(pricer, ops, i == j - 1 && i > 0 ? s.subgraphs[i - 1].retain : retained_in,
-                               kNothing, &s.subgraphs[j], false, stop);
-        if (!fit) continue;
-        const Latency estimate = results[i].report.latency + results[j].report.latency - fit->latency;
+        const std::vector<TensorId>& context = i == j - 1 && i > 0 ? s.subgraphs[i - 1].retain : retained_in;
+        // Most pairs are the same from one round to the next: their fit is remembered.
+        const Subgraph& hint = s.subgraphs[j];
+        key.assign(ops.begin(), ops.end());
+        key.push_back(-1);
+        key.insert(key.end(), context.begin(), context.end());
+        key.insert(key.end(), {-2, hint.granularity.w, hint.granularity.h, hint.granularity.k});
+        if (hint.traversal) {
+          key.push_back(-3);
+          key.insert(key.end(), hint.traversal->begin(), hint.traversal->end());
+        }
+        auto known = fitted.find(key);
+        if (known == fitted.end()) {
+          auto fit = FitSubgraph(pricer, ops, context, kNothing, &hint, false, stop);
+          if (stop && stop()) break;  // a cut fit is not the fit: do not remember it
+          known = fitted.emplace(key, fit ? std::optional<Latency>(fit->latency) : std::nullopt).first;
+        }
+        if (!known->second) continue;
+        const Latency estimate = results[i].report.latency + results[j].report.latency - *known->second;
         if (estimate > 0) options.push_back({estimate, i, j});
       }
     }
@@ -244,33 +270,45 @@ Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
 }
 
 Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Schedule& schedule,
-                const std::function<bool()>& stop, bool partial_edge_tiles) {
+                const std::function<bool()>& stop, bool partial_edge_tiles, int begin, int end) {
   Schedule s = schedule;
-  const int n = static_cast<int>(s.subgraphs.size());
+  const int total = static_cast<int>(s.subgraphs.size());
+  begin = std::clamp(begin, 0, total);
+  end = end < 0 ? total : std::clamp(end, begin, total);
+  // The DP below runs on the window's subgraphs, indexed from 0.
+  const int n = end - begin;
   if (n == 0) return s;
-  // Retention options per boundary i (between subgraph i and i+1).
+  auto sub = [&](int i) -> const Subgraph& { return s.subgraphs[begin + i]; };
+  // The last subgraph loading each tensor, over the whole schedule.
+  std::vector<int> last_use(problem.tensors.size(), -1);
+  {
+    std::vector<TensorId> inputs, sinks;
+    for (int m = 0; m < total; ++m) {
+      inputs.clear();
+      sinks.clear();
+      AppendOpsFacts(problem, s.subgraphs[m].ops, inputs, sinks);
+      for (TensorId t : inputs) last_use[t] = m;
+    }
+  }
+  // Retention options per boundary i (between subgraph i and i+1); the window's last subgraph
+  // keeps its retain set when a subgraph follows the window.
   std::vector<std::vector<std::vector<TensorId>>> options(n);
   for (int i = 0; i < n; ++i) {
     if (i + 1 == n) {
-      options[i] = {{}};
+      options[i] = {end < total ? sub(i).retain : std::vector<TensorId>{}};
       continue;
     }
-    const std::vector<TensorId> produced = ProducedTensors(problem, s.subgraphs[i].ops);
+    const std::vector<TensorId> produced = ProducedTensors(problem, sub(i).ops);
     std::vector<TensorId> consumed_inside;
-    for (OpId op : s.subgraphs[i].ops) {
+    for (OpId op : sub(i).ops) {
       for (TensorId t : problem.ops[op].inputs) consumed_inside.push_back(t);
     }
     std::vector<TensorId> optional_set, mandatory;
-    for (TensorId t : BoundaryInputs(problem, s.subgraphs[i + 1].ops)) {
+    for (TensorId t : BoundaryInputs(problem, sub(i + 1).ops)) {
       if (!std::binary_search(produced.begin(), produced.end(), t) || problem.IsGraphOutput(t)) continue;
-      bool needed_later = false;
-      for (int m = i + 2; m < n && !needed_later; ++m) {
-        const auto inputs = BoundaryInputs(problem, s.subgraphs[m].ops);
-        needed_later = std::binary_search(inputs.begin(), inputs.end(), t);
-      }
+      const bool needed_later = last_use[t] >= begin + i + 2;
       const bool ephemeral = std::find(consumed_inside.begin(), consumed_inside.end(), t) != consumed_inside.end();
-      const bool currently = std::find(s.subgraphs[i].retain.begin(), s.subgraphs[i].retain.end(), t) !=
-                             s.subgraphs[i].retain.end();
+      const bool currently = std::find(sub(i).retain.begin(), sub(i).retain.end(), t) != sub(i).retain.end();
       if (ephemeral && currently) {
         mandatory.push_back(t);
       } else if (!needed_later) {
@@ -288,6 +326,7 @@ Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Sche
       options[i].push_back(r);
     }
   }
+  const std::vector<TensorId>& window_in = begin > 0 ? s.subgraphs[begin - 1].retain : kNothing;
   // cost[i][a][b]: subgraph i with retained-in option a (of i-1) and retain option b (of i).
   constexpr Latency kInf = std::numeric_limits<Latency>::infinity();
   std::vector<std::vector<Latency>> best(n);      // best[i][b]: min cost of 0..i with option b at i
@@ -302,10 +341,10 @@ Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Sche
     for (int a = 0; a < na; ++a) {
       const Latency before = i == 0 ? 0 : best[i - 1][a];
       if (before == kInf) continue;
-      const std::vector<TensorId>& retained_in = i == 0 ? kNothing : options[i - 1][a];
+      const std::vector<TensorId>& retained_in = i == 0 ? window_in : options[i - 1][a];
       for (int b = 0; b < nb; ++b) {
         if (stop && stop()) return schedule;
-        auto fit = FitSubgraph(pricer, s.subgraphs[i].ops, retained_in, options[i][b], &s.subgraphs[i], true, stop,
+        auto fit = FitSubgraph(pricer, sub(i).ops, retained_in, options[i][b], &sub(i), true, stop,
                                partial_edge_tiles);
         if (!fit) continue;
         chosen[i][0][a * nb + b] = fit->subgraph;
@@ -321,7 +360,7 @@ Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Sche
   for (int i = n - 1; i >= 0; --i) {
     const int a = i == 0 ? 0 : from[i][b];
     const int nb = static_cast<int>(options[i].size());
-    s.subgraphs[i] = chosen[i][0][a * nb + b];
+    s.subgraphs[begin + i] = chosen[i][0][a * nb + b];
     b = a;
   }
   return s;

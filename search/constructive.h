@@ -33,8 +33,10 @@ std::vector<std::vector<OpId>> DepthFirstOrder(const Problem& problem,
                                                std::vector<std::vector<OpId>> groups);
 
 // `partial_edge_tiles`: let the thorough fit pick sides that do not divide their dimension
-// (see FitSubgraph).
+// (see FitSubgraph). Only subgraphs [begin, end) are polished (end < 0: to the last one): the
+// retained-in set of `begin` and the retain set of end - 1 stay as they are, so the rest of
+// the schedule keeps its context; a window bounds the work on a long schedule.
 Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Schedule& schedule,
-                const std::function<bool()>& stop, bool partial_edge_tiles);
+                const std::function<bool()>& stop, bool partial_edge_tiles, int begin = 0, int end = -1);
 
 }  // namespace annealer

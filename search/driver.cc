@@ -110,14 +110,23 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
       }
     };
   };
+  // In free mode the starts get at most half of the time, so that the workers run on a long
+  // graph, where a greedy fusion can take longer than the whole search (what they offered
+  // before the cut stays). Deterministic mode never cuts them: the budget, not the clock,
+  // decides the result.
+  const Clock::time_point starts_end = started + (deadline - started) / 2;
+  const std::function<bool()> starts_stopped = [&] {
+    return stopped() || (!params.deterministic && Clock::now() >= starts_end);
+  };
   ExecuteIn(arena, [&] {
     TaskGroup group;
     if (params.constructive.greedy_fusion) {
       group.run([&] {
         errors.Run(until_cancelled([&] {
-          const Schedule fused = GreedyFusion(problem, pricer, baseline, stopped);
-          if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !stopped()) {
-            offer_checked(Polish(problem, pricer, fused, stopped, params.workers.partial_edge_tiles), "greedy-fusion");
+          const Schedule fused = GreedyFusion(problem, pricer, baseline, starts_stopped);
+          if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !starts_stopped()) {
+            offer_checked(Polish(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles),
+                          "greedy-fusion");
           }
         }));
       });
@@ -125,9 +134,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     if (params.constructive.pattern_grouping) {
       group.run([&] {
         errors.Run(until_cancelled([&] {
-          const Schedule grouped = PatternGrouping(problem, pricer, stopped);
-          if (offer_checked(grouped, "pattern").valid && params.workers.polish && !stopped()) {
-            offer_checked(Polish(problem, pricer, grouped, stopped, params.workers.partial_edge_tiles), "pattern");
+          const Schedule grouped = PatternGrouping(problem, pricer, starts_stopped);
+          if (offer_checked(grouped, "pattern").valid && params.workers.polish && !starts_stopped()) {
+            offer_checked(Polish(problem, pricer, grouped, starts_stopped, params.workers.partial_edge_tiles), "pattern");
           }
         }));
       });
@@ -190,6 +199,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   const bool alternate = static_cast<int>(workers.size()) > threads;
 
   Clock::time_point last_progress = started;
+  const Clock::time_point workers_started = Clock::now();
   int epoch = 0;
   for (; !stopped(); ++epoch) {
     if (params.max_epochs > 0 && epoch >= params.max_epochs) break;
@@ -221,7 +231,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
         progress.elapsed_seconds = std::chrono::duration<double>(now - started).count();
         progress.best_total = summary.best_total;
         for (const auto& w : workers) progress.moves += w->moves();
-        progress.moves_per_second = progress.elapsed_seconds > 0 ? progress.moves / progress.elapsed_seconds : 0;
+        const double searching = std::chrono::duration<double>(now - workers_started).count();
+        progress.moves_per_second = searching > 0 ? progress.moves / searching : 0;
         if (cache) progress.cache_hit_rate = cache->stats().hit_rate();
         progress.epoch = epoch;
         callbacks.on_progress(progress);
@@ -229,6 +240,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     }
   }
   summary.epochs = epoch;
+  summary.search_seconds = std::chrono::duration<double>(Clock::now() - workers_started).count();
   for (const auto& w : workers) summary.moves += w->moves();
   if (cache) {
     summary.cache_hit_rate = cache->stats().hit_rate();

@@ -22,7 +22,7 @@ struct SearchProgress {
   double elapsed_seconds = 0;
   Latency best_total = 0;
   int64_t moves = 0;
-  double moves_per_second = 0;
+  double moves_per_second = 0;  // over the time the workers have run (after the starts)
   double cache_hit_rate = 0;
   int epoch = 0;
 };
@@ -38,6 +38,7 @@ struct SearchSummary {
   Schedule best;
   Latency best_total = 0;
   int64_t moves = 0;
+  double search_seconds = 0;  // time the workers ran (after the constructive starts)
   double cache_hit_rate = 0;
   std::map<std::string, int> improvements_by_kind;
   std::map<std::string, Latency> gain_by_kind;

@@ -81,39 +81,65 @@ struct RepairScratch {
   std::vector<TensorId> inputs, sinks;
   std::vector<int> input_begin, sink_begin;
   OpsFacts grown;  // of the subgraph being scanned, once the scan added ops to it
-  std::vector<int> last_use;  // last subgraph loading each tensor
-  std::vector<char> in_slow;
+  std::vector<int> last_use;  // last subgraph loading each tensor, where last_use_set holds it
+  StampSet last_use_set;
+  StampSet written;           // written to slow memory by a scanned subgraph
   std::vector<char> changed;
   std::vector<TensorId> kept;
 };
 
-bool Repair(const MoveContext& env, RepairTarget& schedule) {
+// What lies around the positions a repair scans, when they are a window of a longer schedule
+// (see LocalRepairedEdit). The default frame is a whole schedule.
+struct RepairFrame {
+  const std::vector<TensorId>* retained_in = nullptr;  // into the first position (null: none)
+  // Written to slow memory before the first position (graph inputs aside); null: nothing.
+  std::function<bool(TensorId)> written_before;
+  // The subgraph right after the last position (null: none); its loads count for last use.
+  const std::vector<OpId>* next_ops = nullptr;
+  // Loaded by a subgraph after the next one at or after window position `from`; null: none.
+  std::function<bool(TensorId, int from)> loaded_beyond;
+  // Whether the window may recompute the producer of unavailable tensor t; null: always.
+  std::function<bool(TensorId)> may_pull;
+};
+
+enum class RepairStatus { kDone, kGaveUp, kBeyondWindow };
+
+RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const RepairFrame& frame) {
   const Problem& problem = env.problem;
   const int n = schedule.size();
   const size_t num_tensors = problem.tensors.size();
   thread_local RepairScratch scratch;
   std::vector<char>& changed = scratch.changed;
-  std::vector<char>& in_slow = scratch.in_slow;
   std::vector<int>& last_use = scratch.last_use;
   changed.assign(n, 0);
-  in_slow.resize(num_tensors);
-  for (TensorId t = 0; t < static_cast<TensorId>(num_tensors); ++t) {
-    in_slow[t] = problem.producer[t] == kNoOp;
-  }
-  // Facts of every subgraph, and the last subgraph loading each tensor. Subgraph i is only
-  // modified when the scan reaches it, so both stay exact for the subgraphs after i, which are
-  // all the checks below look at.
+  last_use.resize(num_tensors);
+  scratch.last_use_set.Clear(num_tensors);
+  scratch.written.Clear(num_tensors);
+  auto in_slow = [&](TensorId t) {
+    return problem.producer[t] == kNoOp || scratch.written.Contains(t) ||
+           (frame.written_before && frame.written_before(t));
+  };
+  // Facts of every subgraph (and of the next one after a window), and the last subgraph
+  // loading each tensor. Subgraph i is only modified when the scan reaches it, so both stay
+  // exact for the subgraphs after i, which are all the checks below look at.
   scratch.inputs.clear();
   scratch.sinks.clear();
   scratch.input_begin.assign(1, 0);
   scratch.sink_begin.assign(1, 0);
-  last_use.assign(num_tensors, -1);
-  for (int m = 0; m < n; ++m) {
-    AppendOpsFacts(problem, schedule[m].ops, scratch.inputs, scratch.sinks);
-    for (size_t k = scratch.input_begin.back(); k < scratch.inputs.size(); ++k) last_use[scratch.inputs[k]] = m;
+  const int with_next = frame.next_ops != nullptr ? n + 1 : n;
+  for (int m = 0; m < with_next; ++m) {
+    AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
+    for (size_t k = scratch.input_begin.back(); k < scratch.inputs.size(); ++k) {
+      scratch.last_use_set.Insert(scratch.inputs[k]);
+      last_use[scratch.inputs[k]] = m;
+    }
     scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
     scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
   }
+  auto loaded_from = [&](TensorId t, int from) {
+    if (scratch.last_use_set.Contains(t) && last_use[t] >= from) return true;
+    return frame.loaded_beyond && frame.loaded_beyond(t, std::max(from, with_next));
+  };
   auto inputs_of = [&](int m) {
     return std::span<const TensorId>(scratch.inputs.data() + scratch.input_begin[m],
                                      scratch.inputs.data() + scratch.input_begin[m + 1]);
@@ -122,7 +148,7 @@ bool Repair(const MoveContext& env, RepairTarget& schedule) {
     return std::span<const TensorId>(scratch.sinks.data() + scratch.sink_begin[m],
                                      scratch.sinks.data() + scratch.sink_begin[m + 1]);
   };
-  const std::vector<TensorId>* retained_in = &kNothing;
+  const std::vector<TensorId>* retained_in = frame.retained_in != nullptr ? frame.retained_in : &kNothing;
   for (int i = 0; i < n; ++i) {
     // Subgraph i's facts; they move to scratch.grown once the scan adds ops to it.
     std::span<const TensorId> inputs = inputs_of(i);
@@ -132,10 +158,11 @@ bool Repair(const MoveContext& env, RepairTarget& schedule) {
       bool added = false;
       for (TensorId t : inputs) {
         const bool available =
-            in_slow[t] || std::find(retained_in->begin(), retained_in->end(), t) != retained_in->end();
+            in_slow(t) || std::find(retained_in->begin(), retained_in->end(), t) != retained_in->end();
         if (available) continue;
         const OpId p = problem.producer[t];
-        if (p == kNoOp || Contains(schedule[i].ops, p)) return false;
+        if (p == kNoOp || Contains(schedule[i].ops, p)) return RepairStatus::kGaveUp;
+        if (frame.may_pull && !frame.may_pull(t)) return RepairStatus::kBeyondWindow;
         schedule.Write(i).ops.push_back(p);
         added = true;
       }
@@ -152,20 +179,22 @@ bool Repair(const MoveContext& env, RepairTarget& schedule) {
     // keep back a tensor that a later subgraph still loads from slow memory.
     std::vector<TensorId>& kept = scratch.kept;
     kept.clear();
-    if (i + 1 < n && !sg.retain.empty()) {
+    if (i + 1 < with_next && !sg.retain.empty()) {
       const std::span<const TensorId> next_inputs = inputs_of(i + 1);
       for (TensorId t : sg.retain) {
         // Every tensor has one producer op, so "produced by the subgraph" is "its producer is in".
         if (problem.producer[t] == kNoOp || !Contains(sg.ops, problem.producer[t])) continue;
         if (problem.IsGraphOutput(t)) continue;
         if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) continue;
-        if (last_use[t] >= i + 2) continue;
+        if (loaded_from(t, i + 2)) continue;
         kept.push_back(t);
       }
       std::sort(kept.begin(), kept.end());
       kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
     }
     if (kept != sg.retain) {
+      // The next subgraph's context changes: past a window, that is outside the repair.
+      if (i + 1 == n && frame.next_ops != nullptr) return RepairStatus::kBeyondWindow;
       schedule.Write(i).retain = kept;
       changed[i] = 1;
       if (i + 1 < n) changed[i + 1] = 1;
@@ -173,21 +202,26 @@ bool Repair(const MoveContext& env, RepairTarget& schedule) {
     // Sinks not retained are written back.
     const Subgraph& done = schedule[i];
     for (TensorId out : sinks) {
-      if (std::find(done.retain.begin(), done.retain.end(), out) == done.retain.end()) in_slow[out] = 1;
+      if (std::find(done.retain.begin(), done.retain.end(), out) == done.retain.end()) scratch.written.Insert(out);
     }
     retained_in = &done.retain;
   }
   // Refit what changed, in order (each refit sees its final retained-in set).
   for (int i = 0; i < n; ++i) {
     if (!changed[i]) continue;
-    const std::vector<TensorId>& rin = i > 0 ? schedule[i - 1].retain : kNothing;
+    const std::vector<TensorId>& rin =
+        i > 0 ? schedule[i - 1].retain : (frame.retained_in != nullptr ? *frame.retained_in : kNothing);
     Subgraph& sg = schedule.Write(i);
     // FitSubgraph reads its start only while it runs, so the subgraph itself is the hint.
     auto fit = FitSubgraph(env.pricer, sg.ops, rin, sg.retain, &sg, false, env.stop);
-    if (!fit) return false;
+    if (!fit) return RepairStatus::kGaveUp;
     sg = std::move(fit->subgraph);
   }
-  return true;
+  return RepairStatus::kDone;
+}
+
+bool Repair(const MoveContext& env, RepairTarget& schedule) {
+  return Repair(env, schedule, RepairFrame{}) == RepairStatus::kDone;
 }
 
 }  // namespace
@@ -220,25 +254,19 @@ const std::vector<TensorId>& RetainedInto(const Schedule& s, int index) {
 }
 
 
-// The edit after repairing data availability of the whole edited schedule (a merge can make a
-// tensor ephemeral that a later subgraph loads, a split or reorder can starve a consumer):
-// missing producers are recomputed where needed. The result is the smallest edit that turns
-// `s` into the repaired schedule; the unrepaired edit when the repair gives up.
-ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdit edit) {
-  const int old_n = static_cast<int>(s.subgraphs.size());
-  const int replaced_end = edit.begin + static_cast<int>(edit.replacement.size());
-  std::vector<const Subgraph*> edited;
-  edited.reserve(old_n - (edit.end - edit.begin) + edit.replacement.size());
-  for (int k = 0; k < edit.begin; ++k) edited.push_back(&s.subgraphs[k]);
-  for (const Subgraph& sg : edit.replacement) edited.push_back(&sg);
-  for (int k = edit.end; k < old_n; ++k) edited.push_back(&s.subgraphs[k]);
-  RepairTarget repaired(std::move(edited));
-  if (!Repair(ctx, repaired)) return edit;
-  const int new_n = repaired.size();
+// The smallest edit of `s` whose new positions [lo, hi) are `window` (the old ones being
+// [lo, old_end)): equal positions at both ends are left out. `edit` is the unrepaired edit
+// whose replacement the window may borrow (moved from when it does).
+ScheduleEdit DiffEdit(const Schedule& s, int lo, int old_end, RepairTarget& window, ScheduleEdit& edit) {
+  const int old_n = old_end - lo;
+  const int new_n = window.size();
+  const int replaced_begin = edit.begin - lo;
+  const int replaced_end = replaced_begin + static_cast<int>(edit.replacement.size());
   // A position still borrowing the same subgraph of `s` is equal without comparing.
   auto same = [&](int old_index, int new_index) {
-    const Subgraph* now = repaired.at(new_index);
-    return now == &s.subgraphs[old_index] || *now == s.subgraphs[old_index];
+    const Subgraph* now = window.at(new_index);
+    const Subgraph& was = s.subgraphs[lo + old_index];
+    return now == &was || *now == was;
   };
   int prefix = 0;
   while (prefix < old_n && prefix < new_n && same(prefix, prefix)) ++prefix;
@@ -247,19 +275,99 @@ ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdi
     ++suffix;
   }
   ScheduleEdit diff;
-  diff.begin = prefix;
-  diff.end = old_n - suffix;
+  diff.begin = lo + prefix;
+  diff.end = old_end - suffix;
   diff.replacement.reserve(new_n - suffix - prefix);
   for (int k = prefix; k < new_n - suffix; ++k) {
-    if (repaired.copied(k)) {
-      diff.replacement.push_back(std::move(repaired.Write(k)));
-    } else if (k >= edit.begin && k < replaced_end) {
-      diff.replacement.push_back(std::move(edit.replacement[k - edit.begin]));
+    if (window.copied(k)) {
+      diff.replacement.push_back(std::move(window.Write(k)));
+    } else if (k >= replaced_begin && k < replaced_end) {
+      diff.replacement.push_back(std::move(edit.replacement[k - replaced_begin]));
     } else {
-      diff.replacement.push_back(repaired[k]);
+      diff.replacement.push_back(window[k]);
     }
   }
   return diff;
+}
+
+// The repair of an edit of the committed (valid) schedule of `committed` on a window: the
+// subgraph before the edit, the replacement and the subgraph after it. A valid schedule needs
+// no repair elsewhere unless the edit reaches further, which is checked: the window stops
+// writing a tensor that a later subgraph loads, the window's last retain set changes, or an
+// earlier subgraph retains what the window must load (the whole-schedule repair would drop that
+// retain). nullopt then, and the caller repairs the whole schedule.
+std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const IncrementalEvaluator& committed,
+                                              const Schedule& s, ScheduleEdit& edit) {
+  const Problem& problem = ctx.problem;
+  const int old_n = static_cast<int>(s.subgraphs.size());
+  const int m = static_cast<int>(edit.replacement.size());
+  const int shift = m - (edit.end - edit.begin);
+  const int new_n = old_n + shift;
+  const int lo = std::max(0, edit.begin - 1);
+  const int hi = std::min(new_n, edit.begin + m + 1);  // the successor included
+  const int old_end = hi - shift;                      // committed index after the window
+  thread_local std::vector<const Subgraph*> positions;
+  positions.clear();
+  for (int k = lo; k < hi; ++k) {
+    positions.push_back(k < edit.begin ? &s.subgraphs[k]
+                        : k < edit.begin + m ? &edit.replacement[k - edit.begin]
+                                             : &s.subgraphs[k - shift]);
+  }
+  RepairTarget window(positions);
+  RepairFrame frame;
+  frame.retained_in = lo > 0 ? &s.subgraphs[lo - 1].retain : nullptr;
+  frame.written_before = [&](TensorId t) { return committed.WrittenBefore(t, lo); };
+  // An unavailable tensor that an earlier subgraph keeps back: the whole repair would drop that
+  // retain instead of recomputing the tensor.
+  frame.may_pull = [&](TensorId t) { return !committed.RetainedBefore(t, lo); };
+  frame.next_ops = old_end < old_n ? &s.subgraphs[old_end].ops : nullptr;
+  // Window position `from` is committed position lo + from - shift.
+  frame.loaded_beyond = [&](TensorId t, int from) { return committed.ReadAfter(t, lo + from - shift - 1); };
+  const RepairStatus status = Repair(ctx, window, frame);
+  if (status == RepairStatus::kBeyondWindow) return std::nullopt;
+  if (status == RepairStatus::kGaveUp) return std::move(edit);
+  // Tensors the committed window wrote and the new one does not: a later load would starve.
+  thread_local RepairScratch lost;  // only its sink lists and stamp sets
+  const size_t num_tensors = problem.tensors.size();
+  lost.written.Clear(num_tensors);
+  // Calls f(t) for every tensor `sg` writes to slow memory (its sinks not retained).
+  auto for_each_write = [&](const Subgraph& sg, auto&& f) {
+    lost.inputs.clear();
+    lost.sinks.clear();
+    AppendOpsFacts(problem, sg.ops, lost.inputs, lost.sinks);
+    for (TensorId t : lost.sinks) {
+      if (std::find(sg.retain.begin(), sg.retain.end(), t) == sg.retain.end()) f(t);
+    }
+  };
+  for (int k = 0; k < window.size(); ++k) for_each_write(window[k], [&](TensorId t) { lost.written.Insert(t); });
+  bool reaches_further = false;
+  for (int c = lo; c < old_end && !reaches_further; ++c) {
+    for_each_write(s.subgraphs[c], [&](TensorId t) {
+      reaches_further = reaches_further || (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
+                                            committed.ReadAfter(t, old_end - 1));
+    });
+  }
+  if (reaches_further) return std::nullopt;
+  return DiffEdit(s, lo, old_end, window, edit);
+}
+
+// The edit after repairing data availability of the whole edited schedule (a merge can make a
+// tensor ephemeral that a later subgraph loads, a split or reorder can starve a consumer):
+// missing producers are recomputed where needed. The result is the smallest edit that turns
+// `s` into the repaired schedule; the unrepaired edit when the repair gives up.
+ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdit edit) {
+  if (ctx.committed != nullptr && &ctx.committed->schedule() == &s && ctx.committed->CommittedValid()) {
+    if (std::optional<ScheduleEdit> local = LocalRepairedEdit(ctx, *ctx.committed, s, edit)) return std::move(*local);
+  }
+  const int old_n = static_cast<int>(s.subgraphs.size());
+  std::vector<const Subgraph*> edited;
+  edited.reserve(old_n - (edit.end - edit.begin) + edit.replacement.size());
+  for (int k = 0; k < edit.begin; ++k) edited.push_back(&s.subgraphs[k]);
+  for (const Subgraph& sg : edit.replacement) edited.push_back(&sg);
+  for (int k = edit.end; k < old_n; ++k) edited.push_back(&s.subgraphs[k]);
+  RepairTarget repaired(std::move(edited));
+  if (!Repair(ctx, repaired)) return edit;
+  return DiffEdit(s, 0, old_n, repaired, edit);
 }
 
 // Builds the edit replacing [begin, end) by the pieces: filters retain sets to what the next
@@ -333,15 +441,34 @@ bool AllConsumersIn(const Problem& problem, TensorId t, const std::vector<OpId>&
   return true;
 }
 
+// A uniformly random position i of [0, n) for which accept(i) holds, or -1 when none does.
+// Short schedules list the positions that qualify and draw one; long ones (more than
+// kListUpTo) draw positions until one qualifies, which is the same distribution without a
+// walk over the whole schedule, and list them only after kDraws misses.
+template <typename Accept>
+int RandomPosition(Rng& rng, int n, const Accept& accept) {
+  constexpr int kListUpTo = 256;
+  constexpr int kDraws = 64;
+  if (n > kListUpTo) {
+    for (int draw = 0; draw < kDraws; ++draw) {
+      const int i = Uniform(rng, n);
+      if (accept(i)) return i;
+    }
+  }
+  thread_local std::vector<int> candidates;
+  candidates.clear();
+  for (int i = 0; i < n; ++i) {
+    if (accept(i)) candidates.push_back(i);
+  }
+  if (candidates.empty()) return -1;
+  return candidates[Uniform(rng, static_cast<int>(candidates.size()))];
+}
+
 std::optional<ScheduleEdit> MergeAdjacent(const MoveContext& ctx, const Schedule& s, Rng& rng) {
   const int n = static_cast<int>(s.subgraphs.size());
   if (n < 2) return std::nullopt;
-  std::vector<int> candidates;
-  for (int i = 0; i + 1 < n; ++i) {
-    if (Feeds(ctx.problem, s.subgraphs[i], s.subgraphs[i + 1])) candidates.push_back(i);
-  }
-  if (candidates.empty()) return std::nullopt;
-  const int i = candidates[Uniform(rng, static_cast<int>(candidates.size()))];
+  const int i = RandomPosition(rng, n - 1, [&](int at) { return Feeds(ctx.problem, s.subgraphs[at], s.subgraphs[at + 1]); });
+  if (i < 0) return std::nullopt;
   std::vector<OpId> ops = s.subgraphs[i].ops;
   ops.insert(ops.end(), s.subgraphs[i + 1].ops.begin(), s.subgraphs[i + 1].ops.end());
   Piece merged{SortTopologically(ctx.rank, ops), s.subgraphs[i + 1].retain,
@@ -398,12 +525,9 @@ std::vector<OpId> RandomOrder(const Problem& problem, const std::vector<OpId>& o
 }
 
 std::optional<ScheduleEdit> Split(const MoveContext& ctx, const Schedule& s, Rng& rng) {
-  std::vector<int> candidates;
-  for (int i = 0; i < static_cast<int>(s.subgraphs.size()); ++i) {
-    if (s.subgraphs[i].ops.size() >= 2) candidates.push_back(i);
-  }
-  if (candidates.empty()) return std::nullopt;
-  const int i = candidates[Uniform(rng, static_cast<int>(candidates.size()))];
+  const int i = RandomPosition(rng, static_cast<int>(s.subgraphs.size()),
+                               [&](int at) { return s.subgraphs[at].ops.size() >= 2; });
+  if (i < 0) return std::nullopt;
   const Subgraph& sg = s.subgraphs[i];
   const std::vector<OpId> order = RandomOrder(ctx.problem, sg.ops, rng);
   const int cut = 1 + Uniform(rng, static_cast<int>(order.size()) - 1);

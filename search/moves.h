@@ -48,6 +48,14 @@ struct MoveContext {
   const std::vector<int>& rank;  // TopologicalRanks(problem)
   const SubgraphPricer& pricer;
   std::function<bool()> stop;    // polled inside granularity fitting
+  // Optional: the evaluator whose committed schedule the moves are made on. When a move's
+  // schedule is that committed schedule and it is valid, the repair of the move's edit works on
+  // a window around the edit, reading what lies before and after it from the evaluator's
+  // per-tensor lists, instead of re-scanning the whole schedule (which made a move cost time
+  // proportional to the graph). It falls back to the whole-schedule repair when the edit's
+  // effects reach past the window (a tensor the window no longer writes is read later, a
+  // retain set the window must drop belongs to an earlier subgraph).
+  const IncrementalEvaluator* committed = nullptr;
 };
 
 // One move of the given kind at a random place; nullopt when it does not apply.

@@ -12,6 +12,12 @@ namespace {
 
 const std::vector<TensorId> kNothing;
 
+// Subgraphs polished at once by a worker (the whole schedule when it has no more): the contest's
+// problems fit in one window.
+constexpr int kPolishWindow = 256;
+// Schedule length (subgraphs) up to which a GA child gets ga.local_moves local moves.
+constexpr int64_t kChildLength = 128;
+
 double Uniform01(std::mt19937_64& rng) { return std::uniform_real_distribution<double>(0, 1)(rng); }
 
 }  // namespace
@@ -128,8 +134,18 @@ void SaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
   }
   if (env_.params.workers.polish && polish_due_ && !env_.stop()) {
     polish_due_ = false;
+    // On a long schedule one polish of everything would take longer than an epoch: each epoch
+    // polishes the next window of kPolishWindow subgraphs instead, round the schedule.
+    const int n = static_cast<int>(pending_polish_.subgraphs.size());
+    int begin = 0, end = n;
+    if (n > kPolishWindow) {
+      if (polish_cursor_ >= n) polish_cursor_ = 0;
+      begin = polish_cursor_;
+      end = std::min(n, begin + kPolishWindow);
+      polish_cursor_ = end;
+    }
     const Schedule polished = Polish(env_.problem, env_.pricer, pending_polish_, env_.stop,
-                                       env_.params.workers.partial_edge_tiles);
+                                     env_.params.workers.partial_edge_tiles, begin, end);
     if (!env_.stop()) {
       IncrementalEvaluator check(env_.problem, env_.pricer.cache());
       const Candidate c = check.Reset(polished);
@@ -200,8 +216,12 @@ void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
         evaluator_.Revert();
       }
     }
-    // Local improvement: improving moves only.
-    for (int64_t m = 0; m < ga.local_moves && !EpochOver(done, budget, epoch_end); ++m) {
+    // Local improvement: improving moves only. A child costs time proportional to its length
+    // (crossover, repair, a full evaluation), so on long schedules it gets proportionally more
+    // local moves: the share of moves in the work stays that of a contest-sized schedule.
+    const int64_t length = static_cast<int64_t>(evaluator_.schedule().subgraphs.size());
+    const int64_t local_moves = std::max(ga.local_moves, ga.local_moves * length / kChildLength);
+    for (int64_t m = 0; m < local_moves && !EpochOver(done, budget, epoch_end); ++m) {
       ++done;
       ++moves_;
       auto edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, nullptr);

@@ -50,7 +50,7 @@ class Worker {
  public:
   Worker(const WorkerEnvironment& env, uint64_t seed, std::string kind)
       : env_(env), rng_(seed), kind_(std::move(kind)), evaluator_(env.problem, env.pricer.cache()),
-        context_{env.problem, env.rank, env.pricer, env.stop} {}
+        context_{env.problem, env.rank, env.pricer, env.stop, &evaluator_} {}
   virtual ~Worker() = default;
   virtual void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) = 0;
   const std::string& kind() const { return kind_; }
@@ -86,6 +86,7 @@ class SaWorker : public Worker {
   Latency run_best_ = 0;
   Schedule pending_polish_;
   bool polish_due_ = false;
+  int polish_cursor_ = 0;  // first subgraph of the next polish window on a long schedule
 };
 
 class GaWorker : public Worker {

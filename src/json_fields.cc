@@ -45,6 +45,15 @@ std::string FormatNumber(double value) {
   return std::string(buffer, end);
 }
 
+void AppendIntegers(std::string& out, const std::vector<int64_t>& values) {
+  out += '[';
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += std::to_string(values[i]);
+  }
+  out += ']';
+}
+
 void JsonField::Fail(const std::string& what) const {
   throw InputError(*origin_ + ": " + (path_.empty() ? std::string("top level") : path_) + ": " +
                    what);

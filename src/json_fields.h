@@ -67,4 +67,7 @@ class JsonField {
 // JSON cannot carry.
 std::string FormatNumber(double value);
 
+// Appends `values` as a JSON array of integers: "[1, 2, 3]".
+void AppendIntegers(std::string& out, const std::vector<int64_t>& values);
+
 }  // namespace annealer

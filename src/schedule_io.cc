@@ -36,15 +36,6 @@ std::vector<Id> ReadIds(const JsonField& list) {
   return ids;
 }
 
-void AppendIntegers(std::string& out, const std::vector<int64_t>& values) {
-  out += '[';
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) out += ", ";
-    out += std::to_string(values[i]);
-  }
-  out += ']';
-}
-
 template <typename Id>
 std::vector<int64_t> Widen(const std::vector<Id>& ids) {
   return std::vector<int64_t>(ids.begin(), ids.end());

@@ -3,6 +3,7 @@
 // subgraph, same total (1e-9 relative), after every proposal and every commit.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <random>
@@ -31,6 +32,47 @@ void ExpectSame(const Candidate& candidate, const Evaluation& oracle, const std:
     CHECK(candidate.violation.rule == oracle.violation.rule);
     CHECK(candidate.violation.subgraph == oracle.violation.subgraph);
     CHECK(candidate.violation.detail == oracle.violation.detail);
+  }
+}
+
+// The committed-schedule queries of IncrementalEvaluator (WrittenBefore, ReadAfter,
+// RetainedBefore) against a plain reading of the schedule, at every position and tensor.
+void ExpectSameQueries(const Problem& problem, const Schedule& schedule, const IncrementalEvaluator& evaluator,
+                       const std::string& what) {
+  const int n = static_cast<int>(schedule.subgraphs.size());
+  const int num_ops = static_cast<int>(problem.ops.size());
+  auto in_range = [&](OpId op) { return op >= 0 && op < num_ops; };
+  auto contains = [](const auto& list, auto x) { return std::find(list.begin(), list.end(), x) != list.end(); };
+  auto writes = [&](const Subgraph& sg, TensorId t) {
+    for (OpId op : sg.ops) {
+      if (!in_range(op) || problem.ops[op].output != t) continue;
+      bool consumed_inside = false;
+      for (OpId c : sg.ops) consumed_inside |= in_range(c) && contains(problem.ops[c].inputs, t);
+      if (!consumed_inside && !contains(sg.retain, t)) return true;
+    }
+    return false;
+  };
+  auto reads = [&](const Subgraph& sg, TensorId t) {
+    for (OpId op : sg.ops) {
+      if (!in_range(op) || !contains(problem.ops[op].inputs, t)) continue;
+      const OpId p = problem.producer[t];
+      if (p == kNoOp || !contains(sg.ops, p)) return true;
+    }
+    return false;
+  };
+  for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
+    for (int p = 0; p <= n; ++p) {
+      bool written = false, retained = false, read = false;
+      for (int i = 0; i < n; ++i) {
+        if (i < p) written |= writes(schedule.subgraphs[i], t);
+        if (i < p) retained |= contains(schedule.subgraphs[i].retain, t);
+        if (i > p) read |= reads(schedule.subgraphs[i], t);
+      }
+      INFO(what << ": tensor " << t << " position " << p);
+      CHECK(evaluator.WrittenBefore(t, p) == written);
+      CHECK(evaluator.RetainedBefore(t, p) == retained);
+      CHECK(evaluator.ReadAfter(t, p) == read);
+    }
   }
 }
 
@@ -70,6 +112,7 @@ void RandomRun(const Problem& problem, std::mt19937_64& rng, CostCache* cache, i
       ExpectSame(evaluator.committed(), oracle, where + " committed");
       CHECK(evaluator.schedule() == committed);
       REQUIRE(evaluator.subgraph_results().size() == committed.subgraphs.size());
+      if (tally.commits % 8 == 0) ExpectSameQueries(problem, committed, evaluator, where);
     } else {
       evaluator.Revert();
       CHECK(evaluator.schedule() == committed);
