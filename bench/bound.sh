@@ -22,15 +22,7 @@ problems="${PROBLEMS:-1 5 9 13 17}"
 schedule_dir="${1:-}"
 mkdir -p "$out_dir"
 
-if [[ -n "${ANNEALER:-}" ]]; then
-  annealer="$ANNEALER"
-else
-  if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-    cmake -S "$repo" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  fi
-  cmake --build "$build_dir" --target annealer -j"$(nproc)" >/dev/null
-  annealer="$build_dir/annealer"
-fi
+annealer="$(annealer_binary "$repo" "$build_dir")"
 
 
 echo "outputs in $out_dir"

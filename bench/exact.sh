@@ -17,25 +17,16 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=bench/common.sh
+source "$repo/bench/common.sh"
 build_dir="${BUILD_DIR:-$repo/build}"
 out_dir="${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/annealer-exact.XXXXXX")}"
 problems="${PROBLEMS:-1 5 9 13 17}"
 long="${LONG:-120s}"
 mkdir -p "$out_dir"
 
-if [[ -n "${ANNEALER:-}" ]]; then
-  annealer="$ANNEALER"
-else
-  if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-    cmake -S "$repo" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  fi
-  cmake --build "$build_dir" --target annealer -j"$(nproc)" >/dev/null
-  annealer="$build_dir/annealer"
-fi
+annealer="$(annealer_binary "$repo" "$build_dir")"
 
-time_limit() {  # contest limit in seconds
-  case "$1" in 1) echo 2 ;; 5) echo 5 ;; 9) echo 15 ;; 13) echo 30 ;; 17) echo 60 ;; *) echo "" ;; esac
-}
 search_best() {  # the search's best at the same limits (README, Quality)
   case "$1" in 1) echo 367001.6 ;; 5) echo 778786.1 ;; 9) echo 44962938.9 ;; 13) echo 16284057.6 ;; 17) echo 4966400 ;; *) echo "" ;; esac
 }

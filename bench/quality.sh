@@ -24,15 +24,7 @@ out_dir="${OUT_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/annealer-quality.XXXXXX")}"
 problems="${PROBLEMS:-1 5 9 13 17}"
 mkdir -p "$out_dir"
 
-if [[ -n "${ANNEALER:-}" ]]; then
-  annealer="$ANNEALER"
-else
-  if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
-    cmake -S "$repo" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release >/dev/null
-  fi
-  cmake --build "$build_dir" --target annealer -j"$(nproc)" >/dev/null
-  annealer="$build_dir/annealer"
-fi
+annealer="$(annealer_binary "$repo" "$build_dir")"
 
 target() {  # best contest entry re-priced under our spec
   case "$1" in 1) echo 370000 ;; 5) echo 780000 ;; 9) echo 45000000 ;; 13) echo 16650000 ;; 17) echo 4990000 ;; *) echo "" ;; esac
