@@ -47,6 +47,9 @@ if(ANNEALER_FUZZ_SMOKE)
                      -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 ${dict}
                      ${found} ${fuzz_build}/fuzz/seeds/${fuzzer}
              WORKING_DIRECTORY ${fuzz_build}/fuzz)
+    # Alone, like the browser test: a fuzzer holding one of CI's two cores would slow the timed
+    # end-to-end searches of a few hundred milliseconds beside it past their deadline.
+    set_tests_properties(fuzz_smoke.${fuzzer} PROPERTIES RUN_SERIAL TRUE)
   endforeach()
 else()
   message(STATUS "annealer: no clang++ with libFuzzer found: the fuzz smoke tests are left out")
