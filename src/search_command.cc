@@ -633,6 +633,11 @@ int RunSearchCommand(int argc, char** argv) {
       if (gain != summary.gain_by_kind.end() && gain->second != 0) kinds += " (-" + Grouped(gain->second) + ")";
     }
     if (!kinds.empty()) console.Line("annealer: improvements by worker kind: " + kinds);
+    // The bound holds for every valid schedule (eval/bounds.h), so meeting it (to the rounding
+    // of sums taken in another order) proves the best optimal, with no family attached.
+    if (lower_bound > 0 && keeper.best_total() <= lower_bound * (1 + 1e-9)) {
+      console.Line("annealer: the best schedule is optimal: it meets the lower bound, which no valid schedule beats");
+    }
     if (summary.exact) {
       const ExactResult& exact = *summary.exact;
       char seconds[32];
