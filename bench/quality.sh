@@ -76,7 +76,9 @@ for n in $problems; do
   [[ $run_rc -eq 0 ]] || echo "  $name: annealer exited with $run_rc (see $out_dir/$name.log)" >&2
   fmt_total=$total
   [[ $total == - ]] || fmt_total=$(awk -v t="$total" 'BEGIN { printf "%.1f", t }')
-  printf '%-14s %14s %14s %9s %12s %6s %12s %7s\n' "$name" "$fmt_total" "$bound" "$gap" \
+  fmt_bound=$bound
+  [[ $bound == - ]] || fmt_bound=$(awk -v b="$bound" 'BEGIN { printf "%.1f", b }')
+  printf '%-14s %14s %14s %9s %12s %6s %12s %7s\n' "$name" "$fmt_total" "$fmt_bound" "$gap" \
     "${used}/${limit}s$over" "$valid" "$goal" "$result"
 done
 echo "targets met: $met/$count"
