@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace annealer {
@@ -82,29 +84,56 @@ class Analysis {
     return CanServe(producer, Demand(consumer, slot, m));
   }
 
-  // Ops that can share a subgraph with `start` (P9), as a per-op flag.
-  std::vector<char> Reach(OpId start, int only_mode = -1) const {
-    const int num_ops = static_cast<int>(p_.ops.size());
-    const int entries = max_inputs_ + 1;
-    std::vector<char> seen(static_cast<size_t>(num_ops) * kModes * entries, 0);
-    std::vector<char> reached(num_ops, 0);
+  // Ops that can share a subgraph with `start` (P9). The walk visits (op, mode, entry) states;
+  // past kReachBudget of them it stops and answers "every op" (ReachSet::all). Claiming more
+  // ops may share a subgraph only merges consumers' loads (P9) and drops P10 groups, so a
+  // saturated answer keeps the bound valid, only weaker. A walk has at most ops x 5 modes x
+  // (inputs + 1) entries states, so below 546 ops of at most two inputs no walk saturates:
+  // contest-size problems (up to ~150 ops) never see it; a 10,000-op stack walks in linear time.
+  struct ReachSet {
+    bool all = false;
+    std::vector<OpId> ops;  // sorted, when !all
+    bool Contains(OpId op) const { return all || std::binary_search(ops.begin(), ops.end(), op); }
+  };
+  static constexpr size_t kReachBudget = 1 << 13;
+  ReachSet Reach(OpId start, int only_mode = -1) const {
     struct State {
       OpId op;
       int mode;
       int entry;  // input slot the path came in by, -1 when it came from a consumer or started
     };
+    const int entries = max_inputs_ + 1;
+    // Scratch reused across calls: a state is seen when its stamp is the current generation.
+    if (reach_seen_.size() != p_.ops.size() * kModes * entries) {
+      reach_seen_.assign(p_.ops.size() * kModes * entries, 0);
+      reach_op_seen_.assign(p_.ops.size(), 0);
+      reach_generation_ = 0;
+    }
+    if (++reach_generation_ == 0) {
+      std::fill(reach_seen_.begin(), reach_seen_.end(), 0);
+      std::fill(reach_op_seen_.begin(), reach_op_seen_.end(), 0);
+      reach_generation_ = 1;
+    }
+    const uint32_t generation = reach_generation_;
+    ReachSet result;
     std::vector<State> stack;
+    size_t visited = 0;
     auto push = [&](OpId op, int mode, int entry) {
       const size_t key = (static_cast<size_t>(op) * kModes + mode) * entries + (entry + 1);
-      if (seen[key]) return;
-      seen[key] = 1;
-      reached[op] = 1;
+      if (reach_seen_[key] == generation) return;
+      reach_seen_[key] = generation;
+      ++visited;
+      if (reach_op_seen_[op] != generation) {
+        reach_op_seen_[op] = generation;
+        result.ops.push_back(op);
+      }
       stack.push_back({op, mode, entry});
     };
     for (int m = 0; m < kModes; ++m) {
       if (HasMode(start, m) && (only_mode < 0 || m == only_mode)) push(start, m, -1);
     }
     while (!stack.empty()) {
+      if (visited > kReachBudget) return ReachSet{true, {}};
       const State s = stack.back();
       stack.pop_back();
       const Op& op = p_.ops[s.op];
@@ -135,10 +164,15 @@ class Analysis {
         }
       }
     }
-    return reached;
+    std::sort(result.ops.begin(), result.ops.end());
+    return result;
   }
 
  private:
+  mutable std::vector<uint32_t> reach_seen_;     // Reach's scratch, per (op, mode, entry)
+  mutable std::vector<uint32_t> reach_op_seen_;  // per op
+  mutable uint32_t reach_generation_ = 0;
+
   // Reverse topological order: an op's possible modes follow from its consumers' (P1, P2),
   // with the recomputation factor (P7) and the streaming tile count (P6) of the strip modes.
   void ComputeModes() {
@@ -252,8 +286,13 @@ Built Build(const Problem& problem) {
   const Elements n = problem.native;
   model.bandwidth = problem.slow_memory_bandwidth;
 
-  std::vector<std::vector<char>> reach(num_ops);
-  for (OpId op = 0; op < num_ops; ++op) reach[op] = a.Reach(op);
+  // Reach of the ops that read a tensor with several consumers (the only ones P9 asks about),
+  // computed once each, on demand.
+  std::vector<std::optional<Analysis::ReachSet>> reach(num_ops);
+  auto reaches = [&](OpId from, OpId to) {
+    if (!reach[from]) reach[from] = a.Reach(from);
+    return reach[from]->Contains(to);
+  };
 
   // Per tensor: which consumers load it alone (their mode decides the amount) and which write
   // the consumer designated to carry the write (P8) must add.
@@ -276,7 +315,7 @@ Built Build(const Problem& problem) {
     };
     for (int i = 0; i < k; ++i) {
       for (int j = i + 1; j < k; ++j) {
-        if (reach[consumers[i]][consumers[j]] || reach[consumers[j]][consumers[i]]) {
+        if (reaches(consumers[i], consumers[j]) || reaches(consumers[j], consumers[i])) {
           cls[find(i)] = find(j);
         }
       }
@@ -326,9 +365,9 @@ Built Build(const Problem& problem) {
           const TensorId lhs = cop.inputs[0];
           const OpId lhs_producer = problem.producer[lhs];
           const int only_slot = a.OnlyConsumerSlot(c);
-          const std::vector<char> alone_reach = a.Reach(c, kT);
+          const Analysis::ReachSet alone_reach = a.Reach(c, kT);
           bool reaches_other = false;
-          for (OpId o : members) reaches_other = reaches_other || (o != c && alone_reach[o]);
+          for (OpId o : members) reaches_other = reaches_other || (o != c && alone_reach.Contains(o));
           const bool ok = cop.kind == OpKind::MatMul && cop.inputs[1] == t && lhs != t &&
                           a.SinkWhenTile(c) && !reaches_other && a.HasMode(c, kSL) &&
                           !a.HasMode(c, kSR) && !a.HasMode(c, kFL) && !a.HasMode(c, kFR) &&
