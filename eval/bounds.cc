@@ -88,14 +88,14 @@ class Analysis {
   // past kReachBudget of them it stops and answers "every op" (ReachSet::all). Claiming more
   // ops may share a subgraph only merges consumers' loads (P9) and drops P10 groups, so a
   // saturated answer keeps the bound valid, only weaker. A walk has at most ops x 5 modes x
-  // (inputs + 1) entries states, so below 546 ops of at most two inputs no walk saturates:
+  // (inputs + 1) entries states, so below 273 ops of at most two inputs no walk saturates:
   // contest-size problems (up to ~150 ops) never see it; a 10,000-op stack walks in linear time.
   struct ReachSet {
     bool all = false;
     std::vector<OpId> ops;  // sorted, when !all
     bool Contains(OpId op) const { return all || std::binary_search(ops.begin(), ops.end(), op); }
   };
-  static constexpr size_t kReachBudget = 1 << 13;
+  static constexpr size_t kReachBudget = 1 << 12;
   ReachSet Reach(OpId start, int only_mode = -1) const {
     struct State {
       OpId op;

@@ -52,7 +52,9 @@
 //     left by another in a different mode). Two consumers of a tensor that no such chain of edges
 //     connects never share a subgraph, so their loads add up; consumers that may share one are
 //     charged |t| once for all of them, and then only when none can see the tensor ephemeral or
-//     retained.
+//     retained. The walk that finds such chains gives up past 4,096 (op, mode, entry) states
+//     and then counts every op as reachable: more sharing, never a higher bound (problems under
+//     273 ops never reach that; very deep graphs lose some of P9 and P10, not validity).
 //  P10 (W, P6) Strip producers sharing one streamed weight t (graph input, too large to fit):
 //     members that can only be T (a sink, then alone) or SL toward k-loop MatMuls with K > n,
 //     each reading an LHS only it reads and that cannot be ephemeral. In a subgraph with g' of
