@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ablation of the search workers on the five bundled problems at the contest's time limits
 # (2 threads): simulated annealing only, genetic only, and both; once with the constructive
-# starts (greedy fusion, pattern grouping) in the elite pool and once from the baseline alone,
+# starts (greedy fusion, pattern grouping, the exact solver) in the elite pool and once from the baseline alone,
 # where every gain is the workers' own. Prints one total per problem and variant.
 #
 #   bench/ablation.sh [EXTRA ANNEALER ARGS...]     (about 11 minutes)
@@ -9,7 +9,7 @@
 # Environment: as bench/quality.sh (ANNEALER, BUILD_DIR, PROBLEMS).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-no_starts=(--set constructive.greedy_fusion=false --set constructive.pattern_grouping=false)
+no_starts=(--set constructive.greedy_fusion=false --set constructive.pattern_grouping=false --set exact.time_share=0)
 declare -A totals
 variants=()
 run_variant() {  # name, args...
