@@ -323,16 +323,20 @@ void PrintUsage(std::FILE* out) {
   std::fputs(SearchCommandUsage(), out);
 }
 
+// Usage error "<what> (got N file names)" unless exactly `count` file names were given.
+static void RequireFiles(const ParsedArgs& parsed, size_t count, const char* what) {
+  if (parsed.positional.size() != count) {
+    throw UsageError(std::string(what) + " (got " + std::to_string(parsed.positional.size()) + " file names)");
+  }
+}
+
 int RunEvaluateCommand(const std::vector<std::string>& args) {
   const ParsedArgs parsed = ParseArgs(args, {.json = true});
   if (parsed.help) {
     PrintUsage(stdout);
     return 0;
   }
-  if (parsed.positional.size() != 2) {
-    throw UsageError("evaluate needs PROBLEM.json and SCHEDULE.json (got " +
-                     std::to_string(parsed.positional.size()) + " file names)");
-  }
+  RequireFiles(parsed, 2, "evaluate needs PROBLEM.json and SCHEDULE.json");
   const std::string& problem_path = parsed.positional[0];
   const std::string& schedule_path = parsed.positional[1];
   const Problem problem = ReadProblemFile(problem_path);
@@ -361,10 +365,7 @@ int RunBoundCommand(const std::vector<std::string>& args) {
     PrintUsage(stdout);
     return 0;
   }
-  if (parsed.positional.size() != 1) {
-    throw UsageError("bound needs exactly one PROBLEM.json (got " +
-                     std::to_string(parsed.positional.size()) + " file names)");
-  }
+  RequireFiles(parsed, 1, "bound needs exactly one PROBLEM.json");
   const std::string& problem_path = parsed.positional[0];
   const Problem problem = ReadProblemFile(problem_path);
   const LowerBound bound = ComputeLowerBound(problem);
@@ -377,10 +378,7 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
     PrintUsage(stdout);
     return 0;
   }
-  if (parsed.positional.size() != 1) {
-    throw UsageError("baseline needs exactly one PROBLEM.json (got " +
-                     std::to_string(parsed.positional.size()) + " file names)");
-  }
+  RequireFiles(parsed, 1, "baseline needs exactly one PROBLEM.json");
   const std::string& problem_path = parsed.positional[0];
   const Problem problem = ReadProblemFile(problem_path);
   Schedule schedule = BuildBaseline(problem);
@@ -418,10 +416,7 @@ int RunReportCommand(const std::vector<std::string>& args) {
     PrintUsage(stdout);
     return 0;
   }
-  if (parsed.positional.size() != 2) {
-    throw UsageError("report needs PROBLEM.json and SCHEDULE.json (got " +
-                     std::to_string(parsed.positional.size()) + " file names)");
-  }
+  RequireFiles(parsed, 2, "report needs PROBLEM.json and SCHEDULE.json");
   if (!parsed.output) throw UsageError("report needs the output file: -o REPORT.html");
   const std::string& problem_path = parsed.positional[0];
   const std::string& schedule_path = parsed.positional[1];
@@ -463,10 +458,7 @@ int RunExactCommand(const std::vector<std::string>& args) {
     PrintUsage(stdout);
     return 0;
   }
-  if (parsed.positional.size() != 1) {
-    throw UsageError("exact needs exactly one PROBLEM.json (got " + std::to_string(parsed.positional.size()) +
-                     " file names)");
-  }
+  RequireFiles(parsed, 1, "exact needs exactly one PROBLEM.json");
   std::chrono::milliseconds budget(10000);
   if (parsed.time) {
     try {
