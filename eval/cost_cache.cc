@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -66,6 +67,176 @@ inline bool SameSet(const std::vector<TensorId>& query, const std::vector<Tensor
 std::vector<TensorId> Sorted(std::vector<TensorId> v) {
   std::sort(v.begin(), v.end());
   return v;
+}
+
+// Whether a context's counts and sides fit the shape key's header (a context that does not,
+// e.g. a granularity side of 2^21 or more, which V2 rejects anyway, has no shape key).
+bool ShapeKeyFits(const Subgraph& subgraph, const std::vector<TensorId>& retained_in) {
+  const Granularity& g = subgraph.granularity;
+  constexpr Elements kMaxSide = Elements{1} << 21;
+  return subgraph.ops.size() < (size_t{1} << 24) && retained_in.size() < (size_t{1} << 16) &&
+         subgraph.retain.size() < (size_t{1} << 16) && g.w >= 0 && g.w < kMaxSide && g.h >= 0 &&
+         g.h < kMaxSide && g.k >= 0 && g.k < kMaxSide;
+}
+
+// Four independent multiply-add lanes (no serial chain through every word), then a
+// finalizer. The traversal (kept beside the words, see Shard::ShapeEntry) is sampled at 16 entries:
+// distinct traversals of one subgraph almost always differ there, and matches compare it all.
+uint64_t HashWords(const std::vector<uint64_t>& words, const Subgraph& subgraph) {
+  uint64_t lanes[4] = {words.size(), 0x9e3779b97f4a7c15ULL, 0xbf58476d1ce4e5b9ULL, 0x94d049bb133111ebULL};
+  const size_t size = words.size();
+  size_t i = 0;
+  for (; i + 4 <= size; i += 4) {
+    for (int j = 0; j < 4; ++j) lanes[j] = lanes[j] * kPrime + words[i + j];
+  }
+  for (; i < size; ++i) lanes[i & 3] = lanes[i & 3] * kPrime + words[i];
+  if (subgraph.traversal) {
+    const auto& order = *subgraph.traversal;
+    const size_t stride = order.size() <= 16 ? 1 : order.size() / 16;
+    for (size_t t = 0; t < order.size(); t += stride) {
+      lanes[t & 3] = lanes[t & 3] * kPrime + static_cast<uint64_t>(order[t]);
+    }
+  }
+  return Mix(lanes[0] ^ Mix(lanes[1] ^ Mix(lanes[2] ^ Mix(lanes[3]))));
+}
+
+// Appends 32-bit fields two to a word (the last word zero-padded). Every list's length is in
+// the key before it, so the packing is unambiguous.
+class Packer {
+ public:
+  explicit Packer(std::vector<uint64_t>& key) : key_(key) {}
+  ~Packer() { Flush(); }
+  void Put(uint32_t field) {
+    if (half_) {
+      key_.back() |= static_cast<uint64_t>(field) << 32;
+    } else {
+      key_.push_back(field);
+    }
+    half_ = !half_;
+  }
+  void Flush() { half_ = false; }
+
+ private:
+  std::vector<uint64_t>& key_;
+  bool half_ = false;
+};
+
+// A set's entries sorted (insertion sort: retained sets hold a handful of tensors), packed.
+template <typename Map>
+void PutSorted(const std::vector<TensorId>& set, Map map, Packer& packer) {
+  uint32_t sorted[16];
+  if (set.size() > 16) {
+    std::vector<uint32_t> many;
+    for (TensorId t : set) many.push_back(map(t));
+    std::sort(many.begin(), many.end());
+    for (uint32_t v : many) packer.Put(v);
+    return;
+  }
+  size_t size = 0;
+  for (TensorId t : set) {
+    const uint32_t v = map(t);
+    size_t j = size++;
+    for (; j > 0 && sorted[j - 1] > v; --j) sorted[j] = sorted[j - 1];
+    sorted[j] = v;
+  }
+  for (size_t i = 0; i < size; ++i) packer.Put(sorted[i]);
+}
+
+// Four words: op count | retained-in count << 24 | retain count << 40 (each count fits, see
+// ShapeKeyFits); w | h << 21 | k << 42; the problem's address; the traversal's length + 1 (0
+// for raster).
+void AppendHeader(const Problem& problem, const Subgraph& subgraph,
+                  const std::vector<TensorId>& retained_in, std::vector<uint64_t>& key) {
+  const Granularity& g = subgraph.granularity;
+  key.push_back(subgraph.ops.size() | static_cast<uint64_t>(retained_in.size()) << 24 |
+                static_cast<uint64_t>(subgraph.retain.size()) << 40);
+  key.push_back(static_cast<uint64_t>(g.w) | static_cast<uint64_t>(g.h) << 21 |
+                static_cast<uint64_t>(g.k) << 42);
+  key.push_back(reinterpret_cast<uintptr_t>(&problem));
+  key.push_back(subgraph.traversal ? subgraph.traversal->size() + 1 : 0);
+}
+
+// Scratch of BuildShapeKey, one per thread.
+struct ShapeScratch {
+  std::vector<OpId> ops;         // the context's ops, sorted
+  std::vector<TensorId> tensors; // every tensor it names, sorted, unique
+  // Per op and per tensor of the problem: the local id in the context being keyed (only the
+  // context's own entries are written, then read).
+  std::vector<uint32_t> op_rank, tensor_local;
+};
+
+// The shape key of a context whose ids are all in range and whose tensor sides are below
+// 2^32 (false otherwise). Ranks keep the order of ids, so pricing the context and pricing its
+// relabelled image run the same steps in the same order (sorts by op or tensor id included)
+// and give bit-identical reports. Layout after the header: the number of tensors; per op, its
+// rank | MatMul bit | input count, and its base cost; then, packed, every op's local input
+// and output ids; the tensors' sides (width | height << 32); the sorted local retained sets.
+bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
+                   const std::vector<TensorId>& retained_in, ShapeScratch& scratch,
+                   std::vector<uint64_t>& key) {
+  if (!ShapeKeyFits(subgraph, retained_in)) return false;
+  const auto num_ops = static_cast<OpId>(problem.ops.size());
+  const auto num_tensors = static_cast<TensorId>(problem.tensors.size());
+  std::vector<OpId>& ops = scratch.ops;
+  std::vector<TensorId>& tensors = scratch.tensors;
+  ops.clear();
+  tensors.clear();
+  for (OpId op : subgraph.ops) {
+    if (op < 0 || op >= num_ops) return false;
+    ops.push_back(op);
+    const Op& o = problem.ops[op];
+    tensors.insert(tensors.end(), o.inputs.begin(), o.inputs.end());
+    tensors.push_back(o.output);
+  }
+  for (const std::vector<TensorId>* set : {&retained_in, &subgraph.retain}) {
+    for (TensorId t : *set) {
+      if (t < 0 || t >= num_tensors) return false;
+      tensors.push_back(t);
+    }
+  }
+  std::sort(ops.begin(), ops.end());
+  std::sort(tensors.begin(), tensors.end());
+  tensors.erase(std::unique(tensors.begin(), tensors.end()), tensors.end());
+  constexpr Elements kMaxSide = Elements{1} << 32;
+  for (TensorId t : tensors) {
+    const Tensor& tensor = problem.tensors[t];
+    if (tensor.width < 0 || tensor.width >= kMaxSide || tensor.height < 0 || tensor.height >= kMaxSide) {
+      return false;
+    }
+  }
+  // Local ids by table (a binary search per id was most of the key's cost on large subgraphs).
+  scratch.op_rank.resize(num_ops);
+  scratch.tensor_local.resize(num_tensors);
+  for (size_t i = 0; i < ops.size(); ++i) scratch.op_rank[ops[i]] = static_cast<uint32_t>(i);
+  for (size_t i = 0; i < tensors.size(); ++i) scratch.tensor_local[tensors[i]] = static_cast<uint32_t>(i);
+  auto local = [&](TensorId t) { return scratch.tensor_local[t]; };
+  key.clear();
+  AppendHeader(problem, subgraph, retained_in, key);
+  key.push_back(tensors.size());
+  for (OpId op : subgraph.ops) {
+    const Op& o = problem.ops[op];
+    const uint64_t rank = scratch.op_rank[op];
+    key.push_back(rank | static_cast<uint64_t>(o.kind == OpKind::MatMul) << 32 |
+                  static_cast<uint64_t>(o.inputs.size()) << 33);
+    uint64_t cost_bits;
+    static_assert(sizeof(cost_bits) == sizeof(o.base_cost));
+    std::memcpy(&cost_bits, &o.base_cost, sizeof(cost_bits));
+    key.push_back(cost_bits);
+  }
+  Packer packer(key);
+  for (OpId op : subgraph.ops) {
+    const Op& o = problem.ops[op];
+    for (TensorId in : o.inputs) packer.Put(local(in));
+    packer.Put(local(o.output));
+  }
+  packer.Flush();
+  for (TensorId t : tensors) {
+    key.push_back(static_cast<uint64_t>(problem.tensors[t].width) |
+                  static_cast<uint64_t>(problem.tensors[t].height) << 32);
+  }
+  PutSorted(retained_in, local, packer);
+  PutSorted(subgraph.retain, local, packer);
+  return true;
 }
 
 // Odd multipliers for the front key's words (splitmix64 outputs).
@@ -232,12 +403,60 @@ struct alignas(64) CostCache::Shard {
     slots[i] = entry_index + 1;
   }
 
-  void Insert(Entry entry, const Violation& violation, size_t budget) {
-    if (entries.size() >= budget) {  // generation flush
-      entries.clear();
-      violations.clear();
-      std::fill(slots.begin(), slots.end(), 0);
+  // The shapes of priced contexts (see BuildShapeKey): a valid one answers for every context of
+  // that shape; a failed one only says that such a context fails (the words of a violation
+  // name ids). Indexed like `entries`, in their own slots.
+  struct ShapeEntry {
+    uint64_t hash;
+    std::vector<uint64_t> key;
+    std::optional<std::vector<int64_t>> traversal;
+    Verdict verdict;
+    SubgraphReport report;
+  };
+  std::vector<ShapeEntry> shape_entries;
+  std::vector<uint32_t> shape_slots;
+
+  const ShapeEntry* FindShape(uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& s) const {
+    if (shape_slots.empty()) return nullptr;
+    const size_t mask = shape_slots.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const uint32_t slot = shape_slots[i];
+      if (slot == 0) return nullptr;
+      const ShapeEntry& e = shape_entries[slot - 1];
+      if (e.hash == hash && e.key == key && e.traversal == s.traversal) return &e;
     }
+  }
+
+  void IndexShape(uint32_t entry_index) {
+    const size_t mask = shape_slots.size() - 1;
+    size_t i = shape_entries[entry_index].hash & mask;
+    while (shape_slots[i] != 0) i = (i + 1) & mask;
+    shape_slots[i] = entry_index + 1;
+  }
+
+  // Both kinds of entries share the shard's budget.
+  void FlushIfFull(size_t budget) {
+    if (entries.size() + shape_entries.size() < budget) return;
+    entries.clear();  // generation flush
+    violations.clear();
+    std::fill(slots.begin(), slots.end(), 0);
+    shape_entries.clear();
+    std::fill(shape_slots.begin(), shape_slots.end(), 0);
+  }
+
+  void InsertShape(ShapeEntry entry, size_t budget) {
+    FlushIfFull(budget);
+    shape_entries.push_back(std::move(entry));
+    if (2 * shape_entries.size() > shape_slots.size()) {
+      shape_slots.assign(std::max<size_t>(64, 2 * shape_slots.size()), 0);
+      for (uint32_t i = 0; i < shape_entries.size(); ++i) IndexShape(i);
+    } else {
+      IndexShape(static_cast<uint32_t>(shape_entries.size() - 1));
+    }
+  }
+
+  void Insert(Entry entry, const Violation& violation, size_t budget) {
+    FlushIfFull(budget);
     if (entry.verdict != Verdict::kValid) {
       entry.violation_index = static_cast<int32_t>(violations.size());
       violations.push_back(violation);
@@ -256,6 +475,7 @@ struct alignas(64) CostCache::CounterBlock {
   std::thread::id owner;
   std::atomic<uint64_t> hits{0};
   std::atomic<uint64_t> misses{0};
+  std::atomic<uint64_t> shape_hits{0};
   static void Count(std::atomic<uint64_t>& counter) {  // the owner is the only writer
     counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   }
@@ -438,10 +658,57 @@ void CostCache::LookupBehindFront(FrontTable& local, const Problem& problem,
       hit = true;
     }
   }
-  CounterBlock::Count(hit ? local.counters->hits : local.counters->misses);
+  // Then the context's shape: a valid shape answers for every context of that shape, wherever
+  // in the graph (a repeated layer is priced once). A shape known to fail is re-derived when a
+  // rule checked before pricing fails (e.g. V11: cheap), else priced. Either way the answer
+  // then goes into the exact table, as a priced one does: the context's next lookup is one
+  // probe, and the exact table holds what it held without shapes.
+  thread_local ShapeScratch scratch;
+  thread_local std::vector<uint64_t> shape_key;
+  bool shaped = false, known_to_fail = false;
+  uint64_t shape_hash = 0;
+  const bool exact_hit = hit;
   if (!hit) {
+    shaped = BuildShapeKey(problem, subgraph, retained_in, scratch, shape_key);
+    if (shaped) {
+      shape_hash = HashWords(shape_key, subgraph);
+      Shard& shape_shard = shards_[shape_hash >> 60];
+      std::lock_guard lock(shape_shard.mutex);
+      if (const Shard::ShapeEntry* e = shape_shard.FindShape(shape_hash, shape_key, subgraph)) {
+        if (e->verdict == Verdict::kValid) {
+          result.verdict = Verdict::kValid;
+          result.report = e->report;
+          result.violation.rule.clear();
+          result.violation.detail.clear();
+          result.violation.subgraph = -1;
+          hit = true;
+          shaped = false;  // nothing new to store under the shape
+        } else {
+          known_to_fail = true;
+        }
+      }
+    }
+  }
+  bool from_shape = hit && !exact_hit;
+  if (known_to_fail) {
+    if (std::optional<SubgraphResult> failure = StructuralFailure(problem, subgraph, retained_in)) {
+      result = std::move(*failure);
+      hit = from_shape = true;
+    }
+  }
+  CounterBlock::Count(hit ? local.counters->hits : local.counters->misses);
+  if (from_shape) CounterBlock::Count(local.counters->shape_hits);
+  if (!hit || from_shape) {
     // Priced outside the lock: other threads keep using the shard meanwhile.
-    result = CostSubgraph(problem, subgraph, retained_in);
+    if (!hit) result = CostSubgraph(problem, subgraph, retained_in);
+    if (shaped && !known_to_fail) {
+      Shard& shape_shard = shards_[shape_hash >> 60];
+      std::lock_guard lock(shape_shard.mutex);
+      if (!shape_shard.FindShape(shape_hash, shape_key, subgraph)) {
+        shape_shard.InsertShape({shape_hash, shape_key, subgraph.traversal, result.verdict, result.report},
+                                entries_per_shard_);
+      }
+    }
     Shard::Entry entry{hash,
                        &problem,
                        subgraph.ops,
@@ -487,11 +754,13 @@ CacheStats CostCache::stats() const {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mutex);
     stats.entries += shard.entries.size();
+    stats.shape_entries += shard.shape_entries.size();
   }
   std::lock_guard lock(counters_mutex_);
   for (const auto& block : counter_blocks_) {
     stats.hits += block->hits.load(std::memory_order_relaxed);
     stats.misses += block->misses.load(std::memory_order_relaxed);
+    stats.shape_hits += block->shape_hits.load(std::memory_order_relaxed);
   }
   return stats;
 }
@@ -503,6 +772,8 @@ void CostCache::Clear() {
     shard.entries.clear();
     shard.violations.clear();
     std::fill(shard.slots.begin(), shard.slots.end(), 0);
+    shard.shape_entries.clear();
+    std::fill(shard.shape_slots.begin(), shard.shape_slots.end(), 0);
   }
   {
     std::lock_guard lock(counters_mutex_);

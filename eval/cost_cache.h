@@ -3,7 +3,18 @@
 // The cost of a subgraph depends only on its context: the op list as given (order matters for
 // V6), the granularity, the traversal (or raster), the tensors retained in from the previous
 // subgraph and the tensors it retains out. That context is the key; the full key is stored so
-// that a hash collision can never return another subgraph's cost. One cache serves ONE problem
+// that a hash collision can never return another subgraph's cost.
+//
+// It depends on the ids in the context only through what pricing reads of them (op kinds, base
+// costs, inputs and outputs, tensor shapes) and through their order (sorts by id), so a
+// context's SHAPE — its ids replaced by their ranks among the context's own ops and tensors,
+// with those facts — also determines it: contexts of one shape are order-preserving
+// relabellings of each other and price in the same steps to the same bits. A deep model
+// repeats its layers, so on a stack of N layers N contexts share a shape. The shared table
+// keeps, besides each priced context, its shape; a context missing there is answered by its
+// shape when that shape was priced valid. A failure's words name ids, so a shape known to fail
+// is not an answer: the failure is re-derived (cheaply when a rule checked before pricing
+// fails, e.g. V11, else by pricing). One cache serves ONE problem
 // object for its lifetime: the key holds the problem's address, not its contents, so call
 // Clear() before using the cache for another problem (which may sit at the same address).
 //
@@ -45,7 +56,9 @@ namespace annealer {
 struct CacheStats {
   uint64_t hits = 0;
   uint64_t misses = 0;
-  uint64_t entries = 0;
+  uint64_t shape_hits = 0;     // hits answered by another context's shape (part of `hits`)
+  uint64_t entries = 0;        // exact contexts stored
+  uint64_t shape_entries = 0;  // shapes stored (entries + shape_entries stay within the budget)
   double hit_rate() const {
     const uint64_t lookups = hits + misses;
     return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups);

@@ -708,6 +708,15 @@ SubgraphResult CostSubgraph(const Problem& problem, const Subgraph& subgraph,
   return pricer.step_classes_apply() ? pricer.PriceByClasses() : pricer.PriceStepByStep();
 }
 
+std::optional<SubgraphResult> StructuralFailure(const Problem& problem, const Subgraph& subgraph,
+                                                const std::vector<TensorId>& retained_in) {
+  thread_local SubgraphStructure structure;
+  std::optional<Violation> violation = AnalyseSubgraph(problem, subgraph, structure);
+  if (!violation) violation = CheckRetainedIn(problem, retained_in);
+  if (!violation) return std::nullopt;
+  return Fail(Verdict::kInvalid, std::move(violation->rule), std::move(violation->detail));
+}
+
 SubgraphResult CostSubgraphStepByStep(const Problem& problem, const Subgraph& subgraph,
                                       const std::vector<TensorId>& retained_in) {
   SubgraphPricer pricer(problem, subgraph, retained_in);

@@ -17,6 +17,7 @@
 // strip and by the epilogue) is priced step by step on the templates — still exact.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "eval/oracle.h"
@@ -31,6 +32,12 @@ namespace annealer {
 // eval/pricing_stop.h) says stop; never otherwise.
 SubgraphResult CostSubgraph(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in);
+
+// What CostSubgraph returns when the subgraph breaks a rule checked before any pricing
+// (AnalyseSubgraph, CheckRetainedIn in eval/subgraph_structure.h), else nullopt. Cheap: no
+// templates, no steps.
+std::optional<SubgraphResult> StructuralFailure(const Problem& problem, const Subgraph& subgraph,
+                                                const std::vector<TensorId>& retained_in);
 
 // The same, always pricing every step on the templates (never the step classes). For tests
 // and benchmarks that check the class shortcut against the plain template walk.

@@ -35,7 +35,14 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
 
   // V1 (local part): non-empty, ids in range, no op twice.
   if (ops.empty()) return Fail("V1", "the subgraph has no ops");
-  st.in_subgraph.assign(num_ops, 0);
+  // Cleared in time proportional to the last subgraph, not to the problem: a reused structure
+  // analyses subgraphs of a 10,000-op graph as fast as those of a 100-op one.
+  if (st.in_subgraph.size() != static_cast<size_t>(num_ops)) {
+    st.in_subgraph.assign(num_ops, 0);
+  } else {
+    for (OpId op : st.marked) st.in_subgraph[op] = 0;
+  }
+  st.marked.clear();
   for (size_t i = 0; i < ops.size(); ++i) {
     if (ops[i] < 0 || ops[i] >= num_ops) {
       return Fail("V1",
@@ -46,6 +53,7 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
       return Fail("V1", "op " + Str(ops[i]) + " is listed twice");
     }
     st.in_subgraph[ops[i]] = 1;
+    st.marked.push_back(ops[i]);
   }
 
   // V2: 1 <= w, h, k <= native.

@@ -17,6 +17,7 @@ namespace annealer {
 
 struct SubgraphStructure {
   std::vector<char> in_subgraph;    // per op of the problem
+  std::vector<OpId> marked;         // the ops set in in_subgraph: a reuse clears only those
   std::vector<OpId> sinks;          // ops whose output is not consumed inside (spec A.4)
   std::vector<OpId> k_loop_matmuls; // F (spec G3), ascending ids
   std::vector<OpId> epilogue_ops;   // Pointwise ops reached from a sink through Pointwise ops
