@@ -212,10 +212,12 @@ void IncrementalEvaluator::Account(int i, int sign) {
   for (OpId op : facts.valid_ops) {
     if (sign > 0) {
       uncovered_ops_ -= cover_count_[op] == 0;
+      recomputed_ops_ += cover_count_[op] == 1;
       ++cover_count_[op];
     } else {
       --cover_count_[op];
       uncovered_ops_ += cover_count_[op] == 0;
+      recomputed_ops_ -= cover_count_[op] == 1;
     }
   }
 }
@@ -245,6 +247,7 @@ void IncrementalEvaluator::RebuildSequenceState() {
   }
   cover_count_.assign(num_ops, 0);
   uncovered_ops_ = num_ops;
+  recomputed_ops_ = 0;
   unwritten_outputs_ = 0;
   for (TensorId t = 0; t < num_tensors; ++t) unwritten_outputs_ += problem_.IsGraphOutput(t);
   latency_sum_ = 0;
@@ -635,9 +638,11 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
 
   auto& subgraphs = schedule_.subgraphs;
   SpliceInto(subgraphs, b, e, pending_edit_.replacement.begin(), m);
-  SpliceInto(results_, b, e, pending_results_.begin(), m);
-  if (pending_successor_repriced_) results_[b + m] = pending_results_[m];
-  SpliceInto(facts_, b, e, pending_facts_.begin(), m);
+  // The successor's re-priced result sits at pending index m: saved before the splice hands
+  // the pending slots the replaced results.
+  if (pending_successor_repriced_) std::swap(pending_results_[m], results_[e]);
+  results_.Splice(b, e, pending_results_, m);
+  facts_.Splice(b, e, pending_facts_, m);
   // The labels' and flags' tails shift the same way (plain memmove).
   const int old = e - b;
   if (m > old) {

@@ -26,7 +26,10 @@
 // 1e-9 relative, same verdict); tests/incremental_test.cc checks this on long random runs.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -57,6 +60,53 @@ struct Candidate {
   Violation violation;   // first failing rule when !valid
 };
 
+// A sequence of heap objects that a splice shifts as pointers: inserting into or erasing from
+// the middle of a long schedule moves 8 bytes per later subgraph instead of a whole result or
+// fact record (which made each commit cost time in proportion to the schedule). Elements keep
+// their storage across splices: what a splice takes out goes back to the pending buffer.
+template <typename T>
+class PointerVector {
+ public:
+  size_t size() const { return items_.size(); }
+  T& operator[](size_t i) { return *items_[i]; }
+  const T& operator[](size_t i) const { return *items_[i]; }
+  // Grows with default-constructed elements or shrinks (keeping the first n).
+  void resize(size_t n) {
+    const size_t old = items_.size();
+    items_.resize(n);
+    for (size_t i = old; i < n; ++i) items_[i] = std::make_unique<T>();
+  }
+  // Replaces [b, e) by the first m elements of `pending`, which receives the replaced ones
+  // (fresh ones where the range grew): no element is copied.
+  void Splice(size_t b, size_t e, PointerVector& pending, size_t m) {
+    const size_t old = e - b;
+    if (m > old) {
+      const size_t grow = m - old;
+      items_.resize(items_.size() + grow);  // empty pointers, rotated into place
+      std::rotate(items_.begin() + static_cast<std::ptrdiff_t>(e), items_.end() - static_cast<std::ptrdiff_t>(grow),
+                  items_.end());
+    } else if (m < old) {
+      for (size_t i = b + m; i < e; ++i) spare_.push_back(std::move(items_[i]));
+      items_.erase(items_.begin() + b + m, items_.begin() + e);
+    }
+    for (size_t k = 0; k < m; ++k) {
+      std::swap(items_[b + k], pending.items_[k]);
+      if (!pending.items_[k]) {
+        if (spare_.empty()) {
+          pending.items_[k] = std::make_unique<T>();
+        } else {
+          pending.items_[k] = std::move(spare_.back());
+          spare_.pop_back();
+        }
+      }
+    }
+  }
+
+ private:
+  std::vector<std::unique_ptr<T>> items_;
+  std::vector<std::unique_ptr<T>> spare_;  // taken out by splices, reused by the next ones
+};
+
 class IncrementalEvaluator {
  public:
   // `cache` may be null (no caching). Both must outlive the evaluator.
@@ -71,7 +121,7 @@ class IncrementalEvaluator {
   const Schedule& schedule() const { return schedule_; }
   const Candidate& committed() const { return committed_; }
   // Per-subgraph results of the committed schedule, parallel to schedule().subgraphs.
-  const std::vector<SubgraphResult>& subgraph_results() const { return results_; }
+  const PointerVector<SubgraphResult>& subgraph_results() const { return results_; }
 
   // Committed-schedule queries for callers that repair edits locally (search/moves.cc), all
   // O(number of writers / readers / retainers of t), which is small:
@@ -83,20 +133,22 @@ class IncrementalEvaluator {
   bool ReadAfter(TensorId t, int position) const;
   // the committed schedule has no failing subgraph, covers every op and writes every output.
   bool CommittedValid() const { return committed_.valid; }
+  // ops the committed schedule runs in more than one subgraph (recomputation).
+  int RecomputedOps() const { return recomputed_ops_; }
 
  private:
   const Problem& problem_;
   CostCache* cache_;
   Schedule schedule_;
   Candidate committed_;
-  std::vector<SubgraphResult> results_;
+  PointerVector<SubgraphResult> results_;
 
   // The pending proposal.
   bool pending_ = false;
   ScheduleEdit pending_edit_;
   Candidate pending_candidate_;
   // The replacement's results, then (at index m) the successor's when it was re-priced.
-  std::vector<SubgraphResult> pending_results_;
+  PointerVector<SubgraphResult> pending_results_;
   bool pending_successor_repriced_ = false;
 
   // What the sequence rules (V1 coverage, V7, V9) need to know about one subgraph.
@@ -121,7 +173,7 @@ class IncrementalEvaluator {
   Violation V7Violation(int position, OpId op, TensorId tensor) const;
 
   FlatProblem flat_;                         // the problem's DAG facts, laid out flat
-  std::vector<SequenceFacts> facts_;         // parallel to schedule_.subgraphs
+  PointerVector<SequenceFacts> facts_;       // parallel to schedule_.subgraphs
   std::vector<char> subgraph_ok_;            // local result ok and V7 holds, per subgraph
   std::vector<int> failing_;                 // ascending positions where subgraph_ok_ is false
   std::vector<int64_t> labels_;              // parallel to schedule_.subgraphs, increasing
@@ -131,10 +183,11 @@ class IncrementalEvaluator {
   std::vector<std::vector<int64_t>> writers_, readers_, retainers_;
   std::vector<int> cover_count_;             // per op: subgraphs containing it
   int uncovered_ops_ = 0;
+  int recomputed_ops_ = 0;  // ops in more than one subgraph
   int unwritten_outputs_ = 0;
   Latency latency_sum_ = 0;                  // sum of committed subgraph latencies
 
-  std::vector<SequenceFacts> pending_facts_;  // for the replacement
+  PointerVector<SequenceFacts> pending_facts_;  // for the replacement
   bool pending_has_successor_ = false;
   // The proposal replaced one subgraph by one with the same op list and retained set (a new
   // granularity or traversal): the sequence facts are the committed ones.
