@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <cstdio>
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
@@ -249,7 +248,8 @@ class Detector {
             merge = std::max<int64_t>(merge, 1);
             const int blocks = static_cast<int>(repeats / merge);
             const int64_t covered = blocks * merge * ops;
-            if (blocks >= 2 && covered > best.covered) {
+            // Tiny blocks repeated a few times (two equal ops) would only cut the graph apart.
+            if (blocks >= 2 && merge * ops >= options_.min_block_ops && covered > best.covered) {
               best = {start, static_cast<int>(period * merge), blocks, covered};
             }
           }
@@ -361,7 +361,11 @@ RepeatPlan FindRepeatedBlocks(const Problem& problem, const RepeatOptions& optio
              same_as(run.start + run.ops * run.repeats, run.start + run.ops * (run.repeats + 1), reference)) {
         ++run.repeats;
       }
-      if (run.repeats > best.repeats) best = run;
+      // Ties: the phase in step with what precedes the run (the graph's start or the previous
+      // run's end), which is where layers begin when nothing else tells.
+      const bool in_step = (run.start - floor) % run.ops == 0;
+      const bool best_in_step = (best.start - floor) % best.ops == 0;
+      if (run.repeats > best.repeats || (run.repeats == best.repeats && in_step && !best_in_step)) best = run;
     }
     final_runs.push_back(best);
   }

@@ -41,7 +41,8 @@ struct RepeatOptions {
   // Blocks of a repeated class have at most this many ops (a bigger block is not "small").
   int64_t max_block_ops = 400;
   // A repeated block smaller than this is made of several periods (consecutive repeats), so
-  // that the standalone problem still sees fusion and retention across a few periods.
+  // that the standalone problem still sees fusion and retention across a few periods; a
+  // repetition whose blocks stay smaller (too few repeats to merge) is ignored.
   int64_t min_block_ops = 16;
 };
 
