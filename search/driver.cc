@@ -12,6 +12,7 @@
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
 
+#include "eval/bounds.h"
 #include "eval/cost_cache.h"
 #include "eval/incremental.h"
 #include "eval/pricing_stop.h"
@@ -92,7 +93,7 @@ std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchP
     nested.repeats.time_share = 0;  // a block is one period: nothing in it repeats at this scale
     nested.seed = params.seed + 1 + c;
     nested.cache_entries = std::min<int64_t>(params.cache_entries, 1 << 18);
-    nested.progress_interval = 3600;  // no callbacks anyway
+    nested.progress_interval = 0.05;
     Clock::time_point class_deadline = deadline;
     if (params.deterministic) {
       nested.max_epochs = params.repeats.deterministic_epochs;
@@ -105,7 +106,19 @@ std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchP
       class_deadline = now + std::chrono::duration_cast<Clock::duration>((share_end - now) * (weight / weight_left));
     }
     weight_left -= weight;
-    const SearchSummary solved = RunSearch(sub, nested, class_deadline, stop, {});
+    // A block whose schedule meets its lower bound is solved: its time passes to the next class
+    // (and to the workers). Set only between epochs (from publish), so deterministic runs stay
+    // deterministic; the outer stop flag is passed on at the progress calls.
+    const Latency bound = ComputeLowerBound(sub).total();
+    std::atomic<bool> nested_stop{stop.load()};
+    SearchCallbacks nested_callbacks;
+    nested_callbacks.on_improvement = [&](const Schedule&, Latency total, const std::string&) {
+      if (total <= bound * (1 + 1e-9)) nested_stop = true;
+    };
+    nested_callbacks.on_progress = [&](const SearchProgress&) {
+      if (stop.load(std::memory_order_relaxed)) nested_stop = true;
+    };
+    const SearchSummary solved = RunSearch(sub, nested, class_deadline, nested_stop, nested_callbacks);
     schedules.push_back(WithoutFinalRetention(solved.best));
     const Evaluation check = EvaluateFast(sub, schedules.back());
     if (!check.ok()) {
