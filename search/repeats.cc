@@ -192,7 +192,7 @@ struct Repetition {
 class Detector {
  public:
   Detector(const Problem& problem, const Layout& layout, const RepeatOptions& options, int max_width)
-      : problem_(problem), layout_(layout), options_(options) {
+      : layout_(layout), options_(options) {
     const int n = static_cast<int>(problem.ops.size());
     begin_.push_back(0);
     for (int p = 1; p < n; ++p) {
@@ -260,7 +260,6 @@ class Detector {
     return best;
   }
 
-  const Problem& problem_;
   const Layout& layout_;
   const RepeatOptions& options_;
   std::vector<int> begin_;  // first position of each segment, then the end
