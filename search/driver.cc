@@ -78,17 +78,23 @@ std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchP
       result.block_ops = static_cast<int>(plan.blocks[plan.representative[c]].sub.op_ids.size());
     }
   }
-  // The share counts from now, like the exact solver's; each class gets a part by its size and
-  // the time a class leaves unused passes to the next.
+  // The share counts from now, like the exact solver's; each class gets a part by its weight
+  // and the time a class leaves unused passes to the next.
   const Clock::time_point share_end = std::min(
       deadline, begun + std::chrono::duration_cast<Clock::duration>((deadline - started) * params.repeats.time_share));
+  // A class's weight: its block's ops times the square root of its count. A repeated block's
+  // quality counts once per copy, but a one-off head or tail of as many ops is as hard to
+  // solve and still needs a schedule; it gets less, not almost nothing.
+  auto weight_of = [&](size_t c) {
+    return static_cast<double>(plan.blocks[plan.representative[c]].sub.op_ids.size()) * std::sqrt(plan.count[c]);
+  };
   double weight_left = 0;
-  for (size_t c = 0; c < plan.count.size(); ++c) weight_left += plan.blocks[plan.representative[c]].sub.op_ids.size();
+  for (size_t c = 0; c < plan.count.size(); ++c) weight_left += weight_of(c);
   std::vector<Schedule> schedules;
   Latency block_sum = 0;
   for (size_t c = 0; c < plan.count.size(); ++c) {
     const Problem& sub = plan.blocks[plan.representative[c]].sub.problem;
-    const double weight = static_cast<double>(sub.ops.size());
+    const double weight = weight_of(c);
     SearchParams nested = params;
     nested.repeats.time_share = 0;  // a block is one period: nothing in it repeats at this scale
     nested.seed = params.seed + 1 + c;
@@ -118,7 +124,14 @@ std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchP
     nested_callbacks.on_progress = [&](const SearchProgress&) {
       if (stop.load(std::memory_order_relaxed)) nested_stop = true;
     };
-    const SearchSummary solved = RunSearch(sub, nested, class_deadline, nested_stop, nested_callbacks);
+    SearchSummary solved;
+    try {
+      solved = RunSearch(sub, nested, class_deadline, nested_stop, nested_callbacks);
+    } catch (const std::exception& error) {
+      // E.g. no valid start for a block: the graph's own starts stand, the search goes on.
+      result.note = std::string("a block class could not be solved: ") + error.what();
+      break;
+    }
     schedules.push_back(WithoutFinalRetention(solved.best));
     const Evaluation check = EvaluateFast(sub, schedules.back());
     if (!check.ok()) {

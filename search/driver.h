@@ -55,7 +55,7 @@ struct SearchSummary {
 // After the constructive starts, the repeated-block start (search/repeats.h): when most of a
 // graph of at least repeats.min_ops ops is made of repeated blocks, one block per class is
 // solved by a nested RunSearch on it as a standalone problem (within repeats.time_share of the
-// budget shared among the classes by size; deterministic mode: within
+// budget shared among the classes by ops x sqrt(occurrences); deterministic mode: within
 // repeats.deterministic_epochs epochs per class, whatever the clock; a class ends early when
 // its schedule meets the block's lower bound), and the composed schedule is offered to the
 // pool as kind "repeat". Graphs where nothing repeats pay only the detection.
