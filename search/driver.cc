@@ -56,7 +56,7 @@ class ErrorSlot {
 // The repeated-block start (see driver.h): nullopt when the graph does not qualify or the
 // start is off; otherwise what happened, and the composed schedule through `offer`.
 std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchParams& params,
-                                           Clock::time_point started, Clock::time_point deadline,
+                                           Clock::time_point deadline,
                                            const std::atomic<bool>& stop,
                                            const std::function<Candidate(const Schedule&)>& offer) {
   if (params.repeats.time_share <= 0 || static_cast<int64_t>(problem.ops.size()) < params.repeats.min_ops) {
@@ -78,10 +78,11 @@ std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchP
       result.block_ops = static_cast<int>(plan.blocks[plan.representative[c]].sub.op_ids.size());
     }
   }
-  // The share counts from now, like the exact solver's; each class gets a part by its weight
-  // and the time a class leaves unused passes to the next.
-  const Clock::time_point share_end = std::min(
-      deadline, begun + std::chrono::duration_cast<Clock::duration>((deadline - started) * params.repeats.time_share));
+  // Each class gets a part by its weight and the time a class leaves unused passes to the next.
+  // A share of what the constructive starts left: they may have taken half of the budget on a
+  // long graph, and the workers must still get time on the whole graph.
+  const Clock::time_point share_end =
+      begun + std::chrono::duration_cast<Clock::duration>((deadline - begun) * params.repeats.time_share);
   // A class's weight: its block's ops times the square root of its count. A repeated block's
   // quality counts once per copy, but a one-off head or tail of as many ops is as hard to
   // solve and still needs a schedule; it gets less, not almost nothing.
@@ -112,14 +113,19 @@ std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchP
       class_deadline = now + std::chrono::duration_cast<Clock::duration>((share_end - now) * (weight / weight_left));
     }
     weight_left -= weight;
-    // A block whose schedule meets its lower bound is solved: its time passes to the next class
-    // (and to the workers). Set only between epochs (from publish), so deterministic runs stay
-    // deterministic; the outer stop flag is passed on at the progress calls.
+    // A block whose schedule meets its lower bound, or that the exact solver solved (optimal
+    // within its family), is done: its time passes to the next class and to the workers. (The
+    // workers on the whole graph may still find what lies outside the family.) Both are set
+    // between phases, never during an epoch, so deterministic runs stay deterministic; the outer
+    // stop flag is passed on at the progress calls.
     const Latency bound = ComputeLowerBound(sub).total();
     std::atomic<bool> nested_stop{stop.load()};
     SearchCallbacks nested_callbacks;
     nested_callbacks.on_improvement = [&](const Schedule&, Latency total, const std::string&) {
       if (total <= bound * (1 + 1e-9)) nested_stop = true;
+    };
+    nested_callbacks.on_exact = [&](const ExactResult& exact) {
+      if (exact.status == ExactStatus::kOptimal) nested_stop = true;
     };
     nested_callbacks.on_progress = [&](const SearchProgress&) {
       if (stop.load(std::memory_order_relaxed)) nested_stop = true;
@@ -254,7 +260,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   publish();
   if (!have_best) throw std::runtime_error("no valid starting schedule (the baseline is invalid)");
 
-  summary.repeats = RunRepeatStart(problem, params, started, deadline, stop, [&](const Schedule& schedule) {
+  summary.repeats = RunRepeatStart(problem, params, deadline, stop, [&](const Schedule& schedule) {
     return offer_checked(schedule, "repeat");
   });
   if (summary.repeats) publish();
@@ -286,6 +292,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
       publish();
     }
     summary.exact = std::move(result);
+    if (callbacks.on_exact) callbacks.on_exact(*summary.exact);
   }
 
   // Workers, each seeded up front from the master seed (never from a thread id).

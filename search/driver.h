@@ -33,6 +33,8 @@ struct SearchCallbacks {
   // kind ("sa", "ga", "greedy-fusion", "pattern", "baseline", "polish", ...).
   std::function<void(const Schedule&, Latency total, const std::string& found_by)> on_improvement;
   std::function<void(const SearchProgress&)> on_progress;  // about every progress_interval s
+  // Once, when the exact solver has run (before the workers start).
+  std::function<void(const ExactResult&)> on_exact;
 };
 
 struct SearchSummary {
@@ -55,10 +57,10 @@ struct SearchSummary {
 // After the constructive starts, the repeated-block start (search/repeats.h): when most of a
 // graph of at least repeats.min_ops ops is made of repeated blocks, one block per class is
 // solved by a nested RunSearch on it as a standalone problem (within repeats.time_share of the
-// budget shared among the classes by ops x sqrt(occurrences); deterministic mode: within
-// repeats.deterministic_epochs epochs per class, whatever the clock; a class ends early when
-// its schedule meets the block's lower bound), and the composed schedule is offered to the
-// pool as kind "repeat". Graphs where nothing repeats pay only the detection.
+// time the starts left, shared among the classes by ops x sqrt(occurrences); deterministic
+// mode: within repeats.deterministic_epochs epochs per class, whatever the clock; a class ends
+// early when its schedule meets the block's lower bound or its exact solver completes), and
+// the composed schedule is offered to the pool as kind "repeat". Graphs where nothing repeats pay only the detection.
 // Then, before the workers, the exact solver (search/exact.h) runs
 // with the pool's best as its incumbent, within exact.time_share of the budget (skipped when
 // that is under 50 ms; deterministic

@@ -122,8 +122,8 @@ std::vector<ParamSpec> BuildTable() {
                             "exact solver: memo entries of best configurations (about 200 bytes each; emptied when full)",
                             [](P& p) -> int64_t& { return p.exact.max_contexts; }));
   t.push_back(Make<double>("repeats.time_share", R, 0, 1,
-                           "share of the time budget for solving repeated blocks (deep models' layers) once each "
-                           "before the workers; 0 = off",
+                           "share of the time left after the constructive starts for solving repeated blocks (deep "
+                           "models' layers) once each, before the workers; 0 = off",
                            [](P& p) -> double& { return p.repeats.time_share; }));
   t.push_back(Make<int64_t>("repeats.min_ops", I, 2, 1e9,
                             "repeated-block start: graphs with fewer ops are not searched for repeated blocks",

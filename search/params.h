@@ -97,9 +97,9 @@ struct ExactParams {
 // repeated blocks (a deep model's layers) has one block per class solved as a standalone problem
 // by a nested search, and the blocks' schedules composed into a start for the pool.
 struct RepeatParams {
-  // Share of the search's time budget for the nested searches; 0 = never run the start. On a
-  // deep graph the workers move slowly per copy (every move prices one place among N copies),
-  // so time on one block is worth more than time on the whole graph.
+  // Share of the time the constructive starts left for the nested searches; 0 = never run the
+  // start. On a deep graph the workers move slowly per copy (every move prices one place among
+  // N copies), so time on one block is worth more than time on the whole graph.
   double time_share = 0.5;
   // Graphs with fewer ops are searched whole (detection is skipped): the contest's own
   // problems stay as they were.
