@@ -306,6 +306,20 @@ TEST_CASE("repeats: the search's start on 12 copies of -5 is 12 optimal copies, 
   CHECK(second.best == first.best);
   CHECK(second.best_total == first.best_total);
   CHECK(second.repeats->total == r.total);
+  // One copy changed: two classes, the one-off block solved on its own.
+  Problem changed = stack;
+  changed.ops[3 * 19 + 7].base_cost += 1;
+  const SearchSummary mixed = DeterministicSearch(changed);
+  REQUIRE(mixed.repeats.has_value());
+  CHECK(mixed.repeats->note == "");
+  CHECK(mixed.repeats->blocks == 12);
+  CHECK(mixed.repeats->classes == 2);
+  CHECK(mixed.repeats->repeated_blocks == 11);
+  CHECK(mixed.repeats->largest_class == 11);
+  // A higher base cost never makes a block cheaper than -5's optimum.
+  CHECK(mixed.repeats->total >= 12 * 777693.86666666 * (1 - 1e-12));
+  CHECK(mixed.best_total <= mixed.repeats->total);
+  CHECK(EvaluateOracle(changed, mixed.best).ok());
   // Below repeats.min_ops (200) the start does not run: the bundled problems search as before.
   CHECK_FALSE(DeterministicSearch(Stack(Bundled(5), 10)).repeats.has_value());
 }
