@@ -13,15 +13,13 @@
 #include "search/baseline.h"
 #include "search/driver.h"
 #include "search/repeats.h"
-#include "src/problem_reader.h"
 #include "src/problem_stack.h"
+#include "tests/test_files.h"
 
 namespace annealer {
 namespace {
 
-Problem Bundled(int number) {
-  return ReadProblemFile(std::string(ANNEALER_SOURCE_DIR) + "/problems/mlsys-2026-" + std::to_string(number) + ".json");
-}
+Problem Bundled(int number) { return testing::ReadBundledProblem("mlsys-2026-" + std::to_string(number) + ".json"); }
 
 Problem Stack(const Problem& one, int copies) { return StackProblem(one, PlanStack(one, std::nullopt), copies); }
 
