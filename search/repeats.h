@@ -10,10 +10,12 @@
 //    the narrowest cuts (a few smallest widths are tried) cut the order into atomic segments.
 // 3. Each segment becomes a standalone problem (eval/subproblem.h) with its ops in a canonical
 //    order (a DFS from the segment's sinks, ordered by a hash of their input cones), hashed.
-//    The longest run of a period P of equal hashes gives R repeats of a block of P consecutive
-//    segments (P > 1 when a layer itself has narrow cuts: cutting it finer would lose fusion
-//    across the cut); the parts before and after are searched the same way, what is left
-//    forms non-repeating blocks (head, tail, gaps).
+//    The run of a period P of equal hashes that covers the most ops gives R repeats of a block
+//    of P consecutive segments (P > 1 when a layer itself has narrow cuts: cutting it finer
+//    would lose fusion across the cut); the parts before and after are searched the same way,
+//    what is left forms non-repeating blocks (head, tail, gaps). Largest runs first, each run
+//    is moved to a phase at a narrowest cut and extended by whole blocks equal to its own (the
+//    first layer reads a graph input, so it can be cut differently inside).
 // 4. Blocks are grouped into classes by EXACT equality of their standalone problems (equal
 //    problems under the canonical order are isomorphic: op kinds, base costs, shapes, edges,
 //    which tensors come from outside and which leave); the hash only proposes.

@@ -272,6 +272,16 @@ TEST_CASE("repeats: no repetition, and near-copies stay apart") {
   }
 }
 
+TEST_CASE("repeats: parameters are checked against each other") {
+  SearchParams params;
+  CHECK(ValidateParams(params) == "");
+  params.repeats.min_block_ops = 500;
+  CHECK(ValidateParams(params) == "repeats.min_block_ops = 500 exceeds repeats.max_block_ops = 400");
+  params = SearchParams{};
+  params.repeats.time_share = 0.95;
+  CHECK(ValidateParams(params) == "exact.time_share + repeats.time_share = 1.05 exceeds 1");
+}
+
 SearchSummary DeterministicSearch(const Problem& problem) {
   SearchParams params;
   params.seed = 3;
