@@ -1,6 +1,7 @@
 #include "search/driver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -11,13 +12,16 @@
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
 
+#include "eval/bounds.h"
 #include "eval/cost_cache.h"
 #include "eval/incremental.h"
 #include "eval/pricing_stop.h"
+#include "eval/subgraph_cost.h"
 #include "search/baseline.h"
 #include "search/constructive.h"
 #include "search/elite_pool.h"
 #include "search/exact.h"
+#include "search/repeats.h"
 #include "search/subgraph_tools.h"
 #include "search/task_group.h"
 #include "search/workers.h"
@@ -48,6 +52,115 @@ class ErrorSlot {
   std::mutex mutex_;
   std::exception_ptr error_;
 };
+
+// The repeated-block start (see driver.h): nullopt when the graph does not qualify or the
+// start is off; otherwise what happened, and the composed schedule through `offer`.
+std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchParams& params,
+                                           Clock::time_point deadline,
+                                           const std::atomic<bool>& stop,
+                                           const std::function<Candidate(const Schedule&)>& offer) {
+  if (params.repeats.time_share <= 0 || static_cast<int64_t>(problem.ops.size()) < params.repeats.min_ops) {
+    return std::nullopt;
+  }
+  const Clock::time_point begun = Clock::now();
+  RepeatOptions options;
+  options.max_block_ops = params.repeats.max_block_ops;
+  options.min_block_ops = params.repeats.min_block_ops;
+  const RepeatPlan plan = FindRepeatedBlocks(problem, options);
+  if (plan.blocks.empty()) return std::nullopt;
+  RepeatResult result;
+  result.blocks = static_cast<int>(plan.blocks.size());
+  result.classes = static_cast<int>(plan.representative.size());
+  result.repeated_blocks = plan.repeated_blocks();
+  for (size_t c = 0; c < plan.count.size(); ++c) {
+    if (plan.count[c] > result.largest_class) {
+      result.largest_class = plan.count[c];
+      result.block_ops = static_cast<int>(plan.blocks[plan.representative[c]].sub.op_ids.size());
+    }
+  }
+  // Each class gets a part by its weight and the time a class leaves unused passes to the next.
+  // A share of what the constructive starts left: they may have taken half of the budget on a
+  // long graph, and the workers must still get time on the whole graph.
+  const Clock::time_point share_end =
+      begun + std::chrono::duration_cast<Clock::duration>((deadline - begun) * params.repeats.time_share);
+  // A class's weight: its block's ops times the square root of its count. A repeated block's
+  // quality counts once per copy, but a one-off head or tail of as many ops is as hard to
+  // solve and still needs a schedule; it gets less, not almost nothing.
+  auto weight_of = [&](size_t c) {
+    return static_cast<double>(plan.blocks[plan.representative[c]].sub.op_ids.size()) * std::sqrt(plan.count[c]);
+  };
+  double weight_left = 0;
+  for (size_t c = 0; c < plan.count.size(); ++c) weight_left += weight_of(c);
+  std::vector<Schedule> schedules;
+  Latency block_sum = 0;
+  for (size_t c = 0; c < plan.count.size(); ++c) {
+    const Problem& sub = plan.blocks[plan.representative[c]].sub.problem;
+    const double weight = weight_of(c);
+    SearchParams nested = params;
+    nested.repeats.time_share = 0;  // a block is one period: nothing in it repeats at this scale
+    nested.seed = params.seed + 1 + c;
+    nested.cache_entries = std::min<int64_t>(params.cache_entries, 1 << 18);
+    nested.progress_interval = 0.05;
+    Clock::time_point class_deadline = deadline;
+    if (params.deterministic) {
+      nested.max_epochs = params.repeats.deterministic_epochs;
+    } else {
+      const Clock::time_point now = Clock::now();
+      if (now >= share_end || stop.load(std::memory_order_relaxed)) {
+        result.note = "out of time before every block class was solved";
+        break;
+      }
+      class_deadline = now + std::chrono::duration_cast<Clock::duration>((share_end - now) * (weight / weight_left));
+    }
+    weight_left -= weight;
+    // A block whose schedule meets its lower bound, or that the exact solver solved (optimal
+    // within its family), is done: its time passes to the next class and to the workers. (The
+    // workers on the whole graph may still find what lies outside the family.) Both are set
+    // between phases, never during an epoch, so deterministic runs stay deterministic; the outer
+    // stop flag is passed on at the progress calls.
+    const Latency bound = ComputeLowerBound(sub).total();
+    std::atomic<bool> nested_stop{stop.load()};
+    SearchCallbacks nested_callbacks;
+    nested_callbacks.on_improvement = [&](const Schedule&, Latency total, const std::string&) {
+      if (total <= bound * (1 + 1e-9)) nested_stop = true;
+    };
+    nested_callbacks.on_exact = [&](const ExactResult& exact) {
+      if (exact.status == ExactStatus::kOptimal) nested_stop = true;
+    };
+    nested_callbacks.on_progress = [&](const SearchProgress&) {
+      if (stop.load(std::memory_order_relaxed)) nested_stop = true;
+    };
+    SearchSummary solved;
+    try {
+      solved = RunSearch(sub, nested, class_deadline, nested_stop, nested_callbacks);
+    } catch (const std::exception& error) {
+      // E.g. no valid start for a block: the graph's own starts stand, the search goes on.
+      result.note = std::string("a block class could not be solved: ") + error.what();
+      break;
+    }
+    schedules.push_back(WithoutFinalRetention(solved.best));
+    const Evaluation check = EvaluateFast(sub, schedules.back());
+    if (!check.ok()) {
+      result.note = "a block's schedule turned invalid without its final retention";
+      break;
+    }
+    block_sum += check.total * plan.count[c];
+  }
+  if (result.note.empty()) {
+    const Candidate composed = offer(ComposeBlockSchedules(plan, schedules));
+    if (!composed.valid) {
+      result.note = "the composed schedule is invalid (" + composed.violation.Message() + ")";
+    } else {
+      result.total = composed.total;
+      // Equal by construction (search/repeats.h); a difference would be a bug to report.
+      if (std::abs(composed.total - block_sum) > 1e-9 * std::max(1.0, block_sum)) {
+        result.note = "its total differs from the blocks' sum " + std::to_string(block_sum);
+      }
+    }
+  }
+  result.seconds = std::chrono::duration<double>(Clock::now() - begun).count();
+  return result;
+}
 
 }  // namespace
 
@@ -147,6 +260,11 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   publish();
   if (!have_best) throw std::runtime_error("no valid starting schedule (the baseline is invalid)");
 
+  summary.repeats = RunRepeatStart(problem, params, deadline, stop, [&](const Schedule& schedule) {
+    return offer_checked(schedule, "repeat");
+  });
+  if (summary.repeats) publish();
+
   // Below a minimum slice the solver cannot prove anything useful and its start-up (an oracle
   // check of the incumbent) only risks the deadline of a very short run.
   const auto exact_slice = std::chrono::duration_cast<Clock::duration>((deadline - started) * params.exact.time_share);
@@ -174,6 +292,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
       publish();
     }
     summary.exact = std::move(result);
+    if (callbacks.on_exact) callbacks.on_exact(*summary.exact);
   }
 
   // Workers, each seeded up front from the master seed (never from a thread id).

@@ -15,6 +15,7 @@
 #include "eval/schedule.h"
 #include "search/exact_result.h"
 #include "search/params.h"
+#include "search/repeat_result.h"
 
 namespace annealer {
 
@@ -32,6 +33,8 @@ struct SearchCallbacks {
   // kind ("sa", "ga", "greedy-fusion", "pattern", "baseline", "polish", ...).
   std::function<void(const Schedule&, Latency total, const std::string& found_by)> on_improvement;
   std::function<void(const SearchProgress&)> on_progress;  // about every progress_interval s
+  // Once, when the exact solver has run (before the workers start).
+  std::function<void(const ExactResult&)> on_exact;
 };
 
 struct SearchSummary {
@@ -46,9 +49,19 @@ struct SearchSummary {
   // The exact solver's run (exact.time_share > 0): its status and family; when it completed
   // (optimal), no schedule of its family beats the search's best.
   std::optional<ExactResult> exact;
+  // The repeated-block start's run, when it ran (a graph of at least repeats.min_ops ops in
+  // which repeated blocks hold most ops, and repeats.time_share > 0).
+  std::optional<RepeatResult> repeats;
 };
 
-// After the constructive starts and before the workers, the exact solver (search/exact.h) runs
+// After the constructive starts, the repeated-block start (search/repeats.h): when most of a
+// graph of at least repeats.min_ops ops is made of repeated blocks, one block per class is
+// solved by a nested RunSearch on it as a standalone problem (within repeats.time_share of the
+// time the starts left, shared among the classes by ops x sqrt(occurrences); deterministic
+// mode: within repeats.deterministic_epochs epochs per class, whatever the clock; a class ends
+// early when its schedule meets the block's lower bound or its exact solver completes), and
+// the composed schedule is offered to the pool as kind "repeat". Graphs where nothing repeats pay only the detection.
+// Then, before the workers, the exact solver (search/exact.h) runs
 // with the pool's best as its incumbent, within exact.time_share of the budget (skipped when
 // that is under 50 ms; deterministic
 // mode: within exact.deterministic_states states, whatever the clock); only a completed run

@@ -121,6 +121,22 @@ std::vector<ParamSpec> BuildTable() {
   t.push_back(Make<int64_t>("exact.max_contexts", I, 1, 1e9,
                             "exact solver: memo entries of best configurations (about 200 bytes each; emptied when full)",
                             [](P& p) -> int64_t& { return p.exact.max_contexts; }));
+  t.push_back(Make<double>("repeats.time_share", R, 0, 1,
+                           "share of the time left after the constructive starts for solving repeated blocks (deep "
+                           "models' layers) once each, before the workers; 0 = off",
+                           [](P& p) -> double& { return p.repeats.time_share; }));
+  t.push_back(Make<int64_t>("repeats.min_ops", I, 2, 1e9,
+                            "repeated-block start: graphs with fewer ops are not searched for repeated blocks",
+                            [](P& p) -> int64_t& { return p.repeats.min_ops; }));
+  t.push_back(Make<int64_t>("repeats.deterministic_epochs", I, 1, 1e9,
+                            "repeated-block start in deterministic mode: epochs per block class instead of the clock",
+                            [](P& p) -> int64_t& { return p.repeats.deterministic_epochs; }));
+  t.push_back(Make<int64_t>("repeats.max_block_ops", I, 1, 100000,
+                            "repeated-block start: most ops of a repeated block",
+                            [](P& p) -> int64_t& { return p.repeats.max_block_ops; }));
+  t.push_back(Make<int64_t>("repeats.min_block_ops", I, 1, 100000,
+                            "repeated-block start: shorter periods are merged with the next ones into one block",
+                            [](P& p) -> int64_t& { return p.repeats.min_block_ops; }));
   return t;
 }
 
@@ -158,6 +174,16 @@ std::string ValidateParams(const SearchParams& params) {
     out << "ga.tournament = " << params.ga.tournament << " exceeds ga.population = "
         << params.ga.population;
     return out.str();
+  }
+  if (params.repeats.min_block_ops > params.repeats.max_block_ops) {
+    std::ostringstream out;
+    out << "repeats.min_block_ops = " << params.repeats.min_block_ops << " exceeds repeats.max_block_ops = "
+        << params.repeats.max_block_ops;
+    return out.str();
+  }
+  if (params.exact.time_share + params.repeats.time_share > 1) {
+    return "exact.time_share + repeats.time_share = " + Number(params.exact.time_share + params.repeats.time_share) +
+           " exceeds 1";
   }
   const auto& w = params.workers;
   if (w.weight_partition + w.weight_order + w.weight_granularity + w.weight_traversal +

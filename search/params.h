@@ -93,6 +93,26 @@ struct ExactParams {
   int64_t max_contexts = 200'000;
 };
 
+// The repeated-block start (search/repeats.h): after the constructive starts, a graph made of
+// repeated blocks (a deep model's layers) has one block per class solved as a standalone problem
+// by a nested search, and the blocks' schedules composed into a start for the pool.
+struct RepeatParams {
+  // Share of the time the constructive starts left for the nested searches; 0 = never run the
+  // start. On a deep graph the workers move slowly per copy (every move prices one place among
+  // N copies), so time on one block is worth more than time on the whole graph.
+  double time_share = 0.5;
+  // Graphs with fewer ops are searched whole (detection is skipped): the contest's own
+  // problems stay as they were.
+  int64_t min_ops = 200;
+  // In deterministic mode the clock does not bound a nested search; this many epochs (of
+  // epoch_moves moves per worker) per block class do instead.
+  int64_t deterministic_epochs = 10;
+  // Ops of a repeated block: at most max_block_ops; a smaller period than min_block_ops is
+  // merged with its successors into one block.
+  int64_t max_block_ops = 400;
+  int64_t min_block_ops = 16;
+};
+
 struct SearchParams {
   uint64_t seed = 1;
   int threads = 0;  // 0 = all cores
@@ -110,6 +130,7 @@ struct SearchParams {
   WorkerParams workers;
   ConstructiveParams constructive;
   ExactParams exact;
+  RepeatParams repeats;
 };
 
 enum class ParamType { kInt, kReal, kBool };

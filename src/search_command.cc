@@ -24,6 +24,7 @@
 #include "search/baseline.h"
 #include "search/driver.h"
 #include "search/exact_result.h"
+#include "search/repeat_result.h"
 #include "src/config.h"
 #include "src/json_fields.h"
 #include "src/problem_reader.h"
@@ -641,6 +642,18 @@ int RunSearchCommand(int argc, char** argv) {
     // of sums taken in another order) proves the best optimal, with no family attached.
     if (lower_bound > 0 && keeper.best_total() <= lower_bound * (1 + 1e-9)) {
       console.Line("annealer: the best schedule is optimal: it meets the lower bound, which no valid schedule beats");
+    }
+    if (summary.repeats) {
+      const RepeatResult& r = *summary.repeats;
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.2f s", r.seconds);
+      std::string line = "annealer: repeated-block start (" + std::string(seconds) + "): " + std::to_string(r.blocks) +
+                         " blocks in " + std::to_string(r.classes) + (r.classes == 1 ? " class" : " classes") + ", " +
+                         std::to_string(r.repeated_blocks) + " repeated (largest class " +
+                         std::to_string(r.largest_class) + " x " + std::to_string(r.block_ops) + " ops)";
+      if (r.total > 0) line += "; composed schedule " + Grouped(r.total);
+      if (!r.note.empty()) line += "; " + r.note;
+      console.Line(line);
     }
     if (summary.exact) {
       const ExactResult& exact = *summary.exact;
