@@ -377,30 +377,55 @@ struct alignas(64) CostCache::Shard {
     }
   };
 
+  // Open addressing, linear probing: entry index + 1 per slot, 0 when empty. Never deleted
+  // from (a flush clears everything), so probing needs no tombstones. Kept at most half full.
+  struct SlotIndex {
+    std::vector<uint32_t> slots;
+
+    // The index of the first entry with this hash that `matches`, or -1.
+    template <typename Matches>
+    int64_t Find(uint64_t hash, const Matches& matches) const {
+      if (slots.empty()) return -1;
+      const size_t mask = slots.size() - 1;
+      for (size_t i = hash & mask;; i = (i + 1) & mask) {
+        const uint32_t slot = slots[i];
+        if (slot == 0) return -1;
+        if (matches(slot - 1)) return slot - 1;
+      }
+    }
+    // Adds entry `count - 1` (the newest of `count`), growing when more than half full;
+    // hash_of(i) is entry i's hash.
+    template <typename HashOf>
+    void Add(size_t count, const HashOf& hash_of) {
+      if (2 * count > slots.size()) {
+        slots.assign(std::max<size_t>(64, 2 * slots.size()), 0);
+        for (uint32_t i = 0; i < count; ++i) Place(hash_of(i), i);
+      } else {
+        Place(hash_of(count - 1), static_cast<uint32_t>(count - 1));
+      }
+    }
+    void Clear() { std::fill(slots.begin(), slots.end(), 0); }
+
+   private:
+    void Place(uint64_t hash, uint32_t entry_index) {
+      const size_t mask = slots.size() - 1;
+      size_t i = hash & mask;
+      while (slots[i] != 0) i = (i + 1) & mask;
+      slots[i] = entry_index + 1;
+    }
+  };
+
   SpinLock mutex;
   std::vector<Entry> entries;
   std::vector<Violation> violations;  // of the failed entries
-  // Open addressing, linear probing: entry index + 1 per slot, 0 when empty. Never deleted
-  // from (a flush clears everything), so probing needs no tombstones. Kept at most half full.
-  std::vector<uint32_t> slots;
+  SlotIndex index;
 
   const Entry* Find(uint64_t hash, const Problem& p, const Subgraph& s,
                     const std::vector<TensorId>& in) const {
-    if (slots.empty()) return nullptr;
-    const size_t mask = slots.size() - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      const uint32_t slot = slots[i];
-      if (slot == 0) return nullptr;
-      const Entry& e = entries[slot - 1];
-      if (e.hash == hash && e.Matches(p, s, in)) return &e;
-    }
-  }
-
-  void Index(uint32_t entry_index) {
-    const size_t mask = slots.size() - 1;
-    size_t i = entries[entry_index].hash & mask;
-    while (slots[i] != 0) i = (i + 1) & mask;
-    slots[i] = entry_index + 1;
+    const int64_t i = index.Find(hash, [&](uint32_t e) {
+      return entries[e].hash == hash && entries[e].Matches(p, s, in);
+    });
+    return i < 0 ? nullptr : &entries[i];
   }
 
   // The shapes of priced contexts (see BuildShapeKey): a valid one answers for every context of
@@ -414,45 +439,32 @@ struct alignas(64) CostCache::Shard {
     SubgraphReport report;
   };
   std::vector<ShapeEntry> shape_entries;
-  std::vector<uint32_t> shape_slots;
+  SlotIndex shape_index;
 
   const ShapeEntry* FindShape(uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& s) const {
-    if (shape_slots.empty()) return nullptr;
-    const size_t mask = shape_slots.size() - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      const uint32_t slot = shape_slots[i];
-      if (slot == 0) return nullptr;
-      const ShapeEntry& e = shape_entries[slot - 1];
-      if (e.hash == hash && e.key == key && e.traversal == s.traversal) return &e;
-    }
+    const int64_t i = shape_index.Find(hash, [&](uint32_t e) {
+      const ShapeEntry& entry = shape_entries[e];
+      return entry.hash == hash && entry.key == key && entry.traversal == s.traversal;
+    });
+    return i < 0 ? nullptr : &shape_entries[i];
   }
 
-  void IndexShape(uint32_t entry_index) {
-    const size_t mask = shape_slots.size() - 1;
-    size_t i = shape_entries[entry_index].hash & mask;
-    while (shape_slots[i] != 0) i = (i + 1) & mask;
-    shape_slots[i] = entry_index + 1;
-  }
-
-  // Both kinds of entries share the shard's budget.
+  // Both kinds of entries share the shard's budget; a full shard is emptied whole.
   void FlushIfFull(size_t budget) {
-    if (entries.size() + shape_entries.size() < budget) return;
-    entries.clear();  // generation flush
+    if (entries.size() + shape_entries.size() >= budget) Clear();
+  }
+  void Clear() {
+    entries.clear();
     violations.clear();
-    std::fill(slots.begin(), slots.end(), 0);
+    index.Clear();
     shape_entries.clear();
-    std::fill(shape_slots.begin(), shape_slots.end(), 0);
+    shape_index.Clear();
   }
 
   void InsertShape(ShapeEntry entry, size_t budget) {
     FlushIfFull(budget);
     shape_entries.push_back(std::move(entry));
-    if (2 * shape_entries.size() > shape_slots.size()) {
-      shape_slots.assign(std::max<size_t>(64, 2 * shape_slots.size()), 0);
-      for (uint32_t i = 0; i < shape_entries.size(); ++i) IndexShape(i);
-    } else {
-      IndexShape(static_cast<uint32_t>(shape_entries.size() - 1));
-    }
+    shape_index.Add(shape_entries.size(), [&](uint32_t i) { return shape_entries[i].hash; });
   }
 
   void Insert(Entry entry, const Violation& violation, size_t budget) {
@@ -462,12 +474,7 @@ struct alignas(64) CostCache::Shard {
       violations.push_back(violation);
     }
     entries.push_back(std::move(entry));
-    if (2 * entries.size() > slots.size()) {
-      slots.assign(std::max<size_t>(64, 2 * slots.size()), 0);
-      for (uint32_t i = 0; i < entries.size(); ++i) Index(i);
-    } else {
-      Index(static_cast<uint32_t>(entries.size() - 1));
-    }
+    index.Add(entries.size(), [&](uint32_t i) { return entries[i].hash; });
   }
 };
 
@@ -769,11 +776,7 @@ void CostCache::Clear() {
   for (std::size_t i = 0; i < kShards; ++i) {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mutex);
-    shard.entries.clear();
-    shard.violations.clear();
-    std::fill(shard.slots.begin(), shard.slots.end(), 0);
-    shard.shape_entries.clear();
-    std::fill(shard.shape_slots.begin(), shard.shape_slots.end(), 0);
+    shard.Clear();
   }
   {
     std::lock_guard lock(counters_mutex_);
