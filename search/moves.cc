@@ -290,21 +290,21 @@ ScheduleEdit DiffEdit(const Schedule& s, int lo, int old_end, RepairTarget& wind
   return diff;
 }
 
-// The repair of an edit of the committed (valid) schedule of `committed` on a window: the
-// subgraph before the edit, the replacement and the subgraph after it. A valid schedule needs
+// The repair of an edit of the committed (valid) schedule of `committed` on a window: `reach`
+// subgraphs before the edit, the replacement and `reach` after it. A valid schedule needs
 // no repair elsewhere unless the edit reaches further, which is checked: the window stops
 // writing a tensor that a later subgraph loads, the window's last retain set changes, or an
 // earlier subgraph retains what the window must load (the whole-schedule repair would drop that
 // retain). nullopt then, and the caller repairs the whole schedule.
 std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const IncrementalEvaluator& committed,
-                                              const Schedule& s, ScheduleEdit& edit) {
+                                              const Schedule& s, ScheduleEdit& edit, int reach) {
   const Problem& problem = ctx.problem;
   const int old_n = static_cast<int>(s.subgraphs.size());
   const int m = static_cast<int>(edit.replacement.size());
   const int shift = m - (edit.end - edit.begin);
   const int new_n = old_n + shift;
-  const int lo = std::max(0, edit.begin - 1);
-  const int hi = std::min(new_n, edit.begin + m + 1);  // the successor included
+  const int lo = std::max(0, edit.begin - reach);
+  const int hi = std::min(new_n, edit.begin + m + reach);  // the successor included
   const int old_end = hi - shift;                      // committed index after the window
   thread_local std::vector<const Subgraph*> positions;
   positions.clear();
@@ -357,7 +357,14 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
 // `s` into the repaired schedule; the unrepaired edit when the repair gives up.
 ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdit edit) {
   if (ctx.committed != nullptr && &ctx.committed->schedule() == &s && ctx.committed->CommittedValid()) {
-    if (std::optional<ScheduleEdit> local = LocalRepairedEdit(ctx, *ctx.committed, s, edit)) return std::move(*local);
+    // One subgraph around the edit nearly always holds the repair; when it does not, a wider
+    // window usually does, at a fraction of the whole schedule's scan on a long schedule.
+    for (int reach : {1, 16}) {
+      if (std::optional<ScheduleEdit> local = LocalRepairedEdit(ctx, *ctx.committed, s, edit, reach)) {
+        return std::move(*local);
+      }
+      if (reach >= static_cast<int>(s.subgraphs.size())) break;
+    }
   }
   const int old_n = static_cast<int>(s.subgraphs.size());
   std::vector<const Subgraph*> edited;
