@@ -67,44 +67,52 @@ struct Candidate {
 template <typename T>
 class PointerVector {
  public:
+  PointerVector() = default;
+  PointerVector(const PointerVector&) = delete;
+  PointerVector& operator=(const PointerVector&) = delete;
+  ~PointerVector() {
+    for (T* item : items_) delete item;
+    for (T* item : spare_) delete item;
+  }
+
   size_t size() const { return items_.size(); }
   T& operator[](size_t i) { return *items_[i]; }
   const T& operator[](size_t i) const { return *items_[i]; }
   // Grows with default-constructed elements or shrinks (keeping the first n).
   void resize(size_t n) {
+    for (size_t i = n; i < items_.size(); ++i) spare_.push_back(items_[i]);
     const size_t old = items_.size();
-    items_.resize(n);
-    for (size_t i = old; i < n; ++i) items_[i] = std::make_unique<T>();
+    items_.resize(n, nullptr);
+    for (size_t i = old; i < n; ++i) items_[i] = Take();
   }
   // Replaces [b, e) by the first m elements of `pending`, which receives the replaced ones
-  // (fresh ones where the range grew): no element is copied.
+  // (fresh ones where the range grew): no element is copied, and the shift of the tail moves
+  // raw pointers (a memmove).
   void Splice(size_t b, size_t e, PointerVector& pending, size_t m) {
     const size_t old = e - b;
     if (m > old) {
-      const size_t grow = m - old;
-      items_.resize(items_.size() + grow);  // empty pointers, rotated into place
-      std::rotate(items_.begin() + static_cast<std::ptrdiff_t>(e), items_.end() - static_cast<std::ptrdiff_t>(grow),
-                  items_.end());
+      items_.insert(items_.begin() + static_cast<std::ptrdiff_t>(e), m - old, nullptr);
     } else if (m < old) {
-      for (size_t i = b + m; i < e; ++i) spare_.push_back(std::move(items_[i]));
-      items_.erase(items_.begin() + b + m, items_.begin() + e);
+      spare_.insert(spare_.end(), items_.begin() + static_cast<std::ptrdiff_t>(b + m),
+                    items_.begin() + static_cast<std::ptrdiff_t>(e));
+      items_.erase(items_.begin() + static_cast<std::ptrdiff_t>(b + m),
+                   items_.begin() + static_cast<std::ptrdiff_t>(e));
     }
     for (size_t k = 0; k < m; ++k) {
       std::swap(items_[b + k], pending.items_[k]);
-      if (!pending.items_[k]) {
-        if (spare_.empty()) {
-          pending.items_[k] = std::make_unique<T>();
-        } else {
-          pending.items_[k] = std::move(spare_.back());
-          spare_.pop_back();
-        }
-      }
+      if (pending.items_[k] == nullptr) pending.items_[k] = Take();
     }
   }
 
  private:
-  std::vector<std::unique_ptr<T>> items_;
-  std::vector<std::unique_ptr<T>> spare_;  // taken out by splices, reused by the next ones
+  T* Take() {
+    if (spare_.empty()) return new T();
+    T* item = spare_.back();
+    spare_.pop_back();
+    return item;
+  }
+  std::vector<T*> items_;  // owned
+  std::vector<T*> spare_;  // owned: taken out by splices, reused by the next ones
 };
 
 class IncrementalEvaluator {
