@@ -54,7 +54,10 @@ Problem Relabelled(const Problem& problem, std::mt19937_64& rng, std::vector<OpI
 std::string Describe(const RepeatPlan& plan) {
   std::string s;
   for (const RepeatBlock& b : plan.blocks) {
-    s += (s.empty() ? "" : " ") + std::to_string(plan.count[b.class_id]) + "x" + std::to_string(b.sub.op_ids.size());
+    if (!s.empty()) s += ' ';
+    s += std::to_string(plan.count[b.class_id]);
+    s += 'x';
+    s += std::to_string(b.sub.op_ids.size());
   }
   return s;
 }
