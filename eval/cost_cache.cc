@@ -740,6 +740,64 @@ void CostCache::LookupBehindFront(FrontTable& local, const Problem& problem,
   if (facts) *facts = derived;
 }
 
+bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
+                            const std::vector<TensorId>& retained_in, SubgraphReport& report) {
+  FrontTable& local = BoundFront(problem);
+  FrontKey key;
+  const bool keyed = key.Build(subgraph, retained_in);
+  const uint64_t front_hash = keyed ? key.Hash() : 0;
+  if (keyed) {
+    if (const FrontTable::Entry* e = local.Find(key, front_hash)) {
+      CounterBlock::Count(local.counters->hits);
+      report = e->report;
+      return true;
+    }
+  }
+  thread_local ShapeScratch scratch;
+  thread_local std::vector<uint64_t> shape_key;
+  thread_local SubgraphResult full;
+  if (!BuildShapeKey(problem, subgraph, retained_in, scratch, shape_key)) {
+    LookupBehindFront(local, problem, subgraph, retained_in, keyed ? &key : nullptr, front_hash, full,
+                      nullptr);
+    report = full.report;
+    return full.ok();
+  }
+  const uint64_t shape_hash = HashWords(shape_key, subgraph);
+  Shard& shard = shards_[shape_hash >> 60];
+  bool found = false;
+  Verdict verdict = Verdict::kValid;
+  {
+    std::lock_guard lock(shard.mutex);
+    if (const Shard::ShapeEntry* e = shard.FindShape(shape_hash, shape_key, subgraph)) {
+      found = true;
+      verdict = e->verdict;
+      report = e->report;
+    }
+  }
+  if (found) {
+    CounterBlock::Count(local.counters->hits);
+    CounterBlock::Count(local.counters->shape_hits);
+  } else {
+    // Priced outside the lock; a pricing cancelled by the stop test throws before anything is
+    // stored.
+    CounterBlock::Count(local.counters->misses);
+    full = CostSubgraph(problem, subgraph, retained_in);
+    verdict = full.verdict;
+    report = full.report;
+    std::lock_guard lock(shard.mutex);
+    if (!shard.FindShape(shape_hash, shape_key, subgraph)) {
+      shard.InsertShape({shape_hash, shape_key, subgraph.traversal, verdict, report}, entries_per_shard_);
+    }
+  }
+  if (verdict != Verdict::kValid) return false;
+  if (keyed) {
+    SmallSequenceFacts derived;
+    if (const FlatProblem* flat = Flat(problem)) derived.Derive(*flat, subgraph);
+    local.Insert(key, front_hash, report, derived);
+  }
+  return true;
+}
+
 const FlatProblem* CostCache::Flat(const Problem& problem) {
   const FlatProblem* flat = flat_.load(std::memory_order_acquire);
   if (flat == nullptr) {

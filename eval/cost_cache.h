@@ -83,6 +83,17 @@ class CostCache {
   void LookupOrCompute(const Problem& problem, const Subgraph& subgraph,
                        const std::vector<TensorId>& retained_in, SubgraphResult& result);
 
+  // Whether the context is valid and, when it is, its report in `report`: the verdict and report
+  // of LookupOrCompute without the violation's words. A caller that only compares latencies
+  // (granularity fitting tries a dozen contexts per move, most of them never seen before on a
+  // deep graph) is answered by the context's shape whether that shape was priced valid or
+  // failing, so what it costs does not grow with the number of copies of a layer. Order: the
+  // front table, then the shape table (no probe of the exact table, whose size grows with the
+  // graph), then pricing, stored under the shape only. A context without a shape key goes
+  // through LookupOrCompute.
+  bool LookupValid(const Problem& problem, const Subgraph& subgraph,
+                   const std::vector<TensorId>& retained_in, SubgraphReport& report);
+
   // The costs of all subgraphs of `schedule`, each after its predecessor's retained set, into
   // results[0, n) (grown as needed): the same as LookupOrCompute on each in turn, but every
   // key is built and its front-table slot prefetched first, so the lookups' memory accesses

@@ -188,6 +188,18 @@ SubgraphResult SubgraphPricer::Price(const Subgraph& subgraph,
   return CostSubgraph(problem_, subgraph, retained_in);
 }
 
+std::optional<Latency> SubgraphPricer::PriceLatency(const Subgraph& subgraph,
+                                                    const std::vector<TensorId>& retained_in) const {
+  if (cache_ != nullptr) {
+    SubgraphReport report;
+    if (!cache_->LookupValid(problem_, subgraph, retained_in, report)) return std::nullopt;
+    return report.latency;
+  }
+  const SubgraphResult result = CostSubgraph(problem_, subgraph, retained_in);
+  if (!result.ok()) return std::nullopt;
+  return result.report.latency;
+}
+
 std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpId>& ops,
                                    const std::vector<TensorId>& retain, const Subgraph* next) {
   return UsefulRetain(problem, ops, retain, next != nullptr ? &next->ops : nullptr);
@@ -350,8 +362,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
       scratch.granularity = {key.w, key.h, key.k};
       scratch.traversal.swap(slot.order);
       try {
-        const SubgraphResult result = pricer.Price(scratch, retained_in);
-        if (result.ok()) latency = result.report.latency;
+        latency = pricer.PriceLatency(scratch, retained_in);
       } catch (const PricingCancelled&) {
         // Out of time inside a step-by-step pricing: the candidate counts as not priced, and
         // the loops below see `stop` and return the best found so far.

@@ -88,6 +88,10 @@ class SubgraphPricer {
  public:
   SubgraphPricer(const Problem& problem, CostCache* cache) : problem_(problem), cache_(cache) {}
   SubgraphResult Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in) const;
+  // The latency of a valid context, nullopt for an invalid one (CostCache::LookupValid: no
+  // violation words, so a shape answers either way).
+  std::optional<Latency> PriceLatency(const Subgraph& subgraph,
+                                      const std::vector<TensorId>& retained_in) const;
   const Problem& problem() const { return problem_; }
   CostCache* cache() const { return cache_; }
 

@@ -105,6 +105,55 @@ TEST_CASE("cost cache shapes: a context met again in another copy is not priced 
   CHECK(shape_hits > 200);
 }
 
+TEST_CASE("cost cache shapes: LookupValid answers valid and failing copies by shape, with CostSubgraph's verdict and report") {
+  std::mt19937_64 rng(2027);
+  RandomScheduleOptions options;
+  options.max_steps = 200;
+  const DagShape kShapes[] = {DagShape::kChain, DagShape::kDiamond, DagShape::kFanOut, DagShape::kMixed,
+                              DagShape::kSharedInput};
+  int contexts = 0, failing = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const Problem one = RandomProblem(rng, kShapes[trial % 5], {.min_ops = 3, .max_ops = 10});
+    const Problem three = Copies(one, 3);
+    const Schedule schedule = RandomSchedule(one, rng, options);
+    std::vector<TensorId> retained_in;
+    for (const Subgraph& s : schedule.subgraphs) {
+      Subgraph variant = s;
+      RandomizeSettings(one, variant, rng, options);
+      for (const Subgraph* sub : {&s, static_cast<const Subgraph*>(&variant)}) {
+        CostCache cache(1 << 12);
+        for (int c = 0; c < 3; ++c) {
+          const Subgraph moved = Shifted(*sub, one, c);
+          const std::vector<TensorId> in = Shifted(retained_in, one, c);
+          const SubgraphResult direct = CostSubgraph(three, moved, in);
+          INFO("trial " << trial << " copy " << c << ": " << direct.violation.Message());
+          const CacheStats before = cache.stats();
+          SubgraphReport report;
+          CHECK(cache.LookupValid(three, moved, in, report) == direct.ok());
+          if (direct.ok()) CHECK(report == direct.report);
+          // Copy 0 is priced; copies 1 and 2 are answered by its shape, failing or not.
+          const CacheStats after = cache.stats();
+          CHECK(after.misses == before.misses + (c == 0 ? 1 : 0));
+          CHECK(after.hits == before.hits + (c == 0 ? 0 : 1));
+          // The full lookup of the same context still gives the violation's words.
+          SubgraphResult result;
+          cache.LookupOrCompute(three, moved, in, result);
+          CHECK(Same(result, direct));
+          // Asked again: the same answer (from the front table when it is a small valid one).
+          CHECK(cache.LookupValid(three, moved, in, report) == direct.ok());
+          if (direct.ok()) CHECK(report == direct.report);
+        }
+        ++contexts;
+        failing += !CostSubgraph(three, *sub, retained_in).ok();
+      }
+      retained_in = s.retain;
+    }
+  }
+  MESSAGE(contexts << " contexts, " << failing << " failing");
+  CHECK(contexts > 200);
+  CHECK(failing > 20);
+}
+
 TEST_CASE("cost cache shapes: a copy that differs in a shape, a base cost or an edge is priced on its own") {
   std::mt19937_64 rng(7);
   const Problem one = RandomProblem(rng, DagShape::kChain, {.min_ops = 4, .max_ops = 4});
