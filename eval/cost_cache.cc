@@ -488,6 +488,92 @@ struct alignas(64) CostCache::CounterBlock {
   }
 };
 
+// A thread's table of recent shapes (see BuildShapeKey), valid and failing, for LookupValid:
+// a deep graph's layers make the same few thousand shapes over and over, and answering them
+// here takes no lock and reads no line another core writes. Two-way sets; each key (the shape
+// words, then the traversal) is kept whole, so a hash collision is never an answer, in a ring
+// of words: an entry whose words were overwritten since is stale. Keys longer than
+// kMaxKeyWords are not kept. Bound like the front table it belongs to (one cache, one problem):
+// a rebinding bumps `epoch`, and entries of another epoch are empty.
+struct CostCache::ShapeFront {
+  static constexpr int kSetBits = 12;                   // 4096 sets, 8192 entries
+  static constexpr size_t kSets = size_t{1} << kSetBits;
+  static constexpr size_t kRingWords = size_t{1} << 18;  // 2 MB of key words
+  static constexpr size_t kMaxKeyWords = 1024;
+  struct Entry {
+    uint64_t hash = 0;
+    uint64_t position = 0;  // of the key's first word in the ring (a running count)
+    uint32_t words = 0;
+    uint32_t epoch = 0;     // 0: empty
+    Verdict verdict = Verdict::kValid;
+    SubgraphReport report;
+  };
+  std::unique_ptr<Entry[]> entries;
+  std::unique_ptr<uint64_t[]> ring;
+  uint64_t written = 0;  // words written to the ring so far
+  uint32_t epoch = 0;
+
+  void Bind() {
+    if (!entries) {
+      entries.reset(new Entry[2 * kSets]);
+      ring.reset(new uint64_t[kRingWords]);
+    }
+    if (++epoch == 0) {  // wrapped: clear for real
+      for (size_t i = 0; i < 2 * kSets; ++i) entries[i].epoch = 0;
+      epoch = 1;
+    }
+  }
+
+  static size_t KeyWords(const std::vector<uint64_t>& key, const Subgraph& subgraph) {
+    return key.size() + (subgraph.traversal ? subgraph.traversal->size() : 0);
+  }
+
+  bool Matches(const Entry& e, uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& subgraph) const {
+    if (e.epoch != epoch || e.hash != hash || e.words != KeyWords(key, subgraph) ||
+        written - e.position > kRingWords) {
+      return false;
+    }
+    const uint64_t* stored = &ring[e.position & (kRingWords - 1)];
+    for (size_t i = 0; i < key.size(); ++i) {
+      if (stored[i] != key[i]) return false;
+    }
+    if (subgraph.traversal) {
+      stored += key.size();
+      const std::vector<int64_t>& order = *subgraph.traversal;
+      for (size_t i = 0; i < order.size(); ++i) {
+        if (stored[i] != static_cast<uint64_t>(order[i])) return false;
+      }
+    }
+    return true;
+  }
+
+  const Entry* Find(uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& subgraph) const {
+    const Entry* set = &entries[2 * (hash >> (64 - kSetBits))];
+    if (Matches(set[0], hash, key, subgraph)) return &set[0];
+    if (Matches(set[1], hash, key, subgraph)) return &set[1];
+    return nullptr;
+  }
+
+  void Insert(uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& subgraph, Verdict verdict,
+              const SubgraphReport& report) {
+    const size_t words = KeyWords(key, subgraph);
+    if (words > kMaxKeyWords) return;
+    // A key is stored in one piece: one that would run past the ring's end starts at its
+    // beginning (the words skipped count as written).
+    if ((written & (kRingWords - 1)) + words > kRingWords) written = (written | (kRingWords - 1)) + 1;
+    uint64_t* out = &ring[written & (kRingWords - 1)];
+    std::copy(key.begin(), key.end(), out);
+    if (subgraph.traversal) {
+      out += key.size();
+      for (int64_t tile : *subgraph.traversal) *out++ = static_cast<uint64_t>(tile);
+    }
+    Entry* set = &entries[2 * (hash >> (64 - kSetBits))];
+    set[1] = set[0];
+    set[0] = {hash, written, static_cast<uint32_t>(words), epoch, verdict, report};
+    written += words;
+  }
+};
+
 // A thread's front table: two-way set-associative, valid results only, keyed by FrontKey and
 // bound to one cache (by serial) and one problem at a time. 128-byte entries, 2048 of them.
 struct CostCache::FrontTable {
@@ -504,9 +590,11 @@ struct CostCache::FrontTable {
   const Problem* problem = nullptr;
   CounterBlock* counters = nullptr;  // the bound cache's block for this thread
   std::unique_ptr<Entry[]> entries;  // set s holds entries 2s and 2s + 1, most recent first
+  std::unique_ptr<ShapeFront> shapes;  // bound with this table, allocated on first use
 
   void Bind(uint64_t cache_serial, const Problem& p, CostCache::CounterBlock* block) {
     if (!entries) entries.reset(new Entry[2 * kSets]);
+    if (shapes) shapes->Bind();
     for (size_t i = 0; i < 2 * kSets; ++i) entries[i].key.words[0] = 0;
     serial = cache_serial;
     problem = &p;
@@ -763,9 +851,20 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
     return full.ok();
   }
   const uint64_t shape_hash = HashWords(shape_key, subgraph);
-  Shard& shard = shards_[shape_hash >> 60];
+  if (!local.shapes) {
+    local.shapes = std::make_unique<ShapeFront>();
+    local.shapes->Bind();
+  }
+  ShapeFront& shapes = *local.shapes;
   bool found = false;
   Verdict verdict = Verdict::kValid;
+  if (const ShapeFront::Entry* e = shapes.Find(shape_hash, shape_key, subgraph)) {
+    CounterBlock::Count(local.counters->hits);
+    CounterBlock::Count(local.counters->shape_hits);
+    report = e->report;
+    return e->verdict == Verdict::kValid;
+  }
+  Shard& shard = shards_[shape_hash >> 60];
   {
     std::lock_guard lock(shard.mutex);
     if (const Shard::ShapeEntry* e = shard.FindShape(shape_hash, shape_key, subgraph)) {
@@ -789,6 +888,7 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
       shard.InsertShape({shape_hash, shape_key, subgraph.traversal, verdict, report}, entries_per_shard_);
     }
   }
+  shapes.Insert(shape_hash, shape_key, subgraph, verdict, report);
   if (verdict != Verdict::kValid) return false;
   if (keyed) {
     SmallSequenceFacts derived;

@@ -129,6 +129,7 @@ class CostCache {
 
   struct FrontKey;    // a small context packed in eight words
   struct FrontTable;  // a thread's lock-free table of recent valid results
+  struct ShapeFront;  // a thread's table of recent shapes and their verdicts (LookupValid)
   static thread_local FrontTable front_;
   FrontTable& BoundFront(const Problem& problem);
   static bool FrontHit(const FrontTable& local, const FrontKey& key, uint64_t front_hash,
