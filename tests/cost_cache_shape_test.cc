@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "eval/cost_cache.h"
@@ -152,6 +153,57 @@ TEST_CASE("cost cache shapes: LookupValid answers valid and failing copies by sh
   MESSAGE(contexts << " contexts, " << failing << " failing");
   CHECK(contexts > 200);
   CHECK(failing > 20);
+}
+
+TEST_CASE("cost cache shapes: LookupValid stays exact from another thread and after a thread's table has wrapped") {
+  // Many contexts with explicit traversals (a key word per tile) overrun a thread's ring of
+  // shape keys several times; every answer must still be CostSubgraph's, and another thread,
+  // whose own table is empty, must be answered by the shared table without pricing.
+  std::mt19937_64 rng(99);
+  RandomScheduleOptions options;
+  options.max_steps = 4096;
+  const Problem one = RandomProblem(rng, DagShape::kMixed, {.min_ops = 8, .max_ops = 12});
+  const Problem four = Copies(one, 4);
+  CostCache cache(1 << 16);
+  std::vector<std::pair<Subgraph, std::vector<TensorId>>> contexts;
+  int checked = 0, failing = 0;
+  size_t traversal_words = 0;
+  for (int round = 0; round < 400; ++round) {
+    const Schedule schedule = RandomSchedule(one, rng, options);
+    std::vector<TensorId> retained_in;
+    for (const Subgraph& s : schedule.subgraphs) {
+      for (int variant = 0; variant < 4; ++variant) {
+        Subgraph sub = s;
+        if (variant > 0) RandomizeSettings(one, sub, rng, options);
+        const int c = static_cast<int>(rng() % 4);
+        const Subgraph moved = Shifted(sub, one, c);
+        const std::vector<TensorId> in = Shifted(retained_in, one, c);
+        const SubgraphResult direct = CostSubgraph(four, moved, in);
+        SubgraphReport report;
+        REQUIRE(cache.LookupValid(four, moved, in, report) == direct.ok());
+        if (direct.ok()) REQUIRE(report == direct.report);
+        failing += !direct.ok();
+        ++checked;
+        if (moved.traversal) traversal_words += moved.traversal->size();
+        if (contexts.size() < 200) contexts.emplace_back(moved, in);
+      }
+      retained_in = s.retain;
+    }
+  }
+  const CacheStats before = cache.stats();
+  std::thread other([&] {
+    for (const auto& [subgraph, in] : contexts) {
+      const SubgraphResult direct = CostSubgraph(four, subgraph, in);
+      SubgraphReport report;
+      CHECK(cache.LookupValid(four, subgraph, in, report) == direct.ok());
+      if (direct.ok()) CHECK(report == direct.report);
+    }
+  });
+  other.join();
+  CHECK(cache.stats().misses == before.misses);
+  MESSAGE(checked << " contexts checked, " << failing << " failing, " << traversal_words << " traversal words");
+  CHECK(traversal_words > (size_t{1} << 19));  // twice the ring (2^18 words), and more
+  CHECK(failing > 50);
 }
 
 TEST_CASE("cost cache shapes: a copy that differs in a shape, a base cost or an edge is priced on its own") {
