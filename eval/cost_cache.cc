@@ -731,101 +731,161 @@ void CostCache::LookupOrComputeAll(const Problem& problem, const Schedule& sched
   }
 }
 
+namespace {
+
+void MarkValid(SubgraphResult& result, const SubgraphReport& report) {
+  result.verdict = Verdict::kValid;
+  result.report = report;
+  result.violation.rule.clear();
+  result.violation.detail.clear();
+  result.violation.subgraph = -1;
+}
+
+}  // namespace
+
+CostCache::ShapeAnswer CostCache::AnswerByShape(FrontTable& local, const Problem& problem,
+                                                const Subgraph& subgraph,
+                                                const std::vector<TensorId>& retained_in,
+                                                SubgraphReport& report, SubgraphResult& priced_result,
+                                                bool& priced) {
+  priced = false;
+  thread_local ShapeScratch scratch;
+  thread_local std::vector<uint64_t> shape_key;
+  if (!BuildShapeKey(problem, subgraph, retained_in, scratch, shape_key)) return ShapeAnswer::kNoShape;
+  const uint64_t shape_hash = HashWords(shape_key, subgraph);
+  if (!local.shapes) {
+    local.shapes = std::make_unique<ShapeFront>();
+    local.shapes->Bind();
+  }
+  ShapeFront& shapes = *local.shapes;
+  if (const ShapeFront::Entry* e = shapes.Find(shape_hash, shape_key, subgraph)) {
+    report = e->report;
+    return e->verdict == Verdict::kValid ? ShapeAnswer::kValid : ShapeAnswer::kFails;
+  }
+  Shard& shard = shards_[shape_hash >> 60];
+  bool found = false;
+  Verdict verdict = Verdict::kValid;
+  {
+    std::lock_guard lock(shard.mutex);
+    if (const Shard::ShapeEntry* e = shard.FindShape(shape_hash, shape_key, subgraph)) {
+      found = true;
+      verdict = e->verdict;
+      report = e->report;
+    }
+  }
+  if (!found) {
+    // Priced outside the lock: other threads keep using the shard meanwhile. A pricing
+    // cancelled by the stop test throws before anything is stored.
+    priced_result = CostSubgraph(problem, subgraph, retained_in);
+    priced = true;
+    verdict = priced_result.verdict;
+    report = priced_result.report;
+    std::lock_guard lock(shard.mutex);
+    if (!shard.FindShape(shape_hash, shape_key, subgraph)) {
+      shard.InsertShape({shape_hash, shape_key, subgraph.traversal, verdict, report}, entries_per_shard_);
+    }
+  }
+  shapes.Insert(shape_hash, shape_key, subgraph, verdict, report);
+  return verdict == Verdict::kValid ? ShapeAnswer::kValid : ShapeAnswer::kFails;
+}
+
+void CostCache::StoreFront(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
+                           const FrontKey* key, uint64_t front_hash, const SubgraphReport& report,
+                           SmallSequenceFacts* facts) {
+  SmallSequenceFacts derived;  // unknown
+  if (key != nullptr) {
+    // Op ids are in range (the context was priced valid), so the facts can be derived.
+    if (const FlatProblem* flat = Flat(problem)) derived.Derive(*flat, subgraph);
+    local.Insert(*key, front_hash, report, derived);
+  }
+  if (facts) *facts = derived;
+}
+
+void CostCache::LookupExact(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
+                            const std::vector<TensorId>& retained_in, bool known_to_fail,
+                            SubgraphResult& result) {
+  const uint64_t hash = HashKey(problem, subgraph, retained_in);
+  Shard& shard = shards_[hash >> 60];
+  {
+    std::lock_guard lock(shard.mutex);
+    if (const Shard::Entry* e = shard.Find(hash, problem, subgraph, retained_in)) {
+      if (e->verdict == Verdict::kValid) {
+        MarkValid(result, e->report);
+      } else {
+        result.verdict = e->verdict;
+        result.report = e->report;
+        result.violation = shard.violations[e->violation_index];
+      }
+      CounterBlock::Count(local.counters->hits);
+      return;
+    }
+  }
+  // A shape known to fail: re-derived cheaply when a rule checked before pricing fails (e.g.
+  // V11), else priced.
+  std::optional<SubgraphResult> failure;
+  if (known_to_fail) failure = StructuralFailure(problem, subgraph, retained_in);
+  if (failure) {
+    result = std::move(*failure);
+    CounterBlock::Count(local.counters->hits);
+    CounterBlock::Count(local.counters->shape_hits);
+  } else {
+    CounterBlock::Count(local.counters->misses);
+    result = CostSubgraph(problem, subgraph, retained_in);  // outside the lock
+  }
+  StoreExact(hash, problem, subgraph, retained_in, result);
+}
+
+void CostCache::StoreExact(uint64_t hash, const Problem& problem, const Subgraph& subgraph,
+                           const std::vector<TensorId>& retained_in, const SubgraphResult& result) {
+  Shard::Entry entry{hash,
+                     &problem,
+                     subgraph.ops,
+                     subgraph.granularity,
+                     subgraph.traversal,
+                     Sorted(retained_in),
+                     Sorted(subgraph.retain),
+                     result.verdict,
+                     -1,
+                     result.report};
+  Shard& shard = shards_[hash >> 60];
+  std::lock_guard lock(shard.mutex);
+  if (!shard.Find(hash, problem, subgraph, retained_in)) {  // another thread may have raced us
+    shard.Insert(std::move(entry), result.violation, entries_per_shard_);
+  }
+}
+
 void CostCache::LookupBehindFront(FrontTable& local, const Problem& problem,
                                   const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
                                   const FrontKey* key, uint64_t front_hash, SubgraphResult& result,
                                   SmallSequenceFacts* facts) {
-  const uint64_t hash = HashKey(problem, subgraph, retained_in);
-  Shard& shard = shards_[hash >> 60];
-  bool hit = false;
-  {
-    std::lock_guard lock(shard.mutex);
-    if (const Shard::Entry* e = shard.Find(hash, problem, subgraph, retained_in)) {
-      result.verdict = e->verdict;
-      result.report = e->report;
-      if (e->verdict == Verdict::kValid) {
-        result.violation.rule.clear();
-        result.violation.detail.clear();
-        result.violation.subgraph = -1;
-      } else {
-        result.violation = shard.violations[e->violation_index];
-      }
-      hit = true;
+  SubgraphReport report;
+  bool priced = false;
+  const ShapeAnswer answer = AnswerByShape(local, problem, subgraph, retained_in, report, result, priced);
+  if (answer == ShapeAnswer::kValid) {
+    if (priced) {
+      CounterBlock::Count(local.counters->misses);
+    } else {
+      CounterBlock::Count(local.counters->hits);
+      CounterBlock::Count(local.counters->shape_hits);
     }
+    MarkValid(result, report);
+    StoreFront(local, problem, subgraph, key, front_hash, report, facts);
+    return;
   }
-  // Then the context's shape: a valid shape answers for every context of that shape, wherever
-  // in the graph (a repeated layer is priced once). A shape known to fail is re-derived when a
-  // rule checked before pricing fails (e.g. V11: cheap), else priced. Either way the answer
-  // then goes into the exact table, as a priced one does: the context's next lookup is one
-  // probe, and the exact table holds what it held without shapes.
-  thread_local ShapeScratch scratch;
-  thread_local std::vector<uint64_t> shape_key;
-  bool shaped = false, known_to_fail = false;
-  uint64_t shape_hash = 0;
-  const bool exact_hit = hit;
-  if (!hit) {
-    shaped = BuildShapeKey(problem, subgraph, retained_in, scratch, shape_key);
-    if (shaped) {
-      shape_hash = HashWords(shape_key, subgraph);
-      Shard& shape_shard = shards_[shape_hash >> 60];
-      std::lock_guard lock(shape_shard.mutex);
-      if (const Shard::ShapeEntry* e = shape_shard.FindShape(shape_hash, shape_key, subgraph)) {
-        if (e->verdict == Verdict::kValid) {
-          result.verdict = Verdict::kValid;
-          result.report = e->report;
-          result.violation.rule.clear();
-          result.violation.detail.clear();
-          result.violation.subgraph = -1;
-          hit = true;
-          shaped = false;  // nothing new to store under the shape
-        } else {
-          known_to_fail = true;
-        }
-      }
-    }
+  if (answer == ShapeAnswer::kFails && priced) {
+    // `result` holds the failure with its words: kept under the exact context for the next ask.
+    CounterBlock::Count(local.counters->misses);
+    StoreExact(HashKey(problem, subgraph, retained_in), problem, subgraph, retained_in, result);
+    if (facts) *facts = {};
+    return;
   }
-  bool from_shape = hit && !exact_hit;
-  if (known_to_fail) {
-    if (std::optional<SubgraphResult> failure = StructuralFailure(problem, subgraph, retained_in)) {
-      result = std::move(*failure);
-      hit = from_shape = true;
-    }
+  // No shape key, or a shape known to fail, whose words name ids: the exact table.
+  LookupExact(local, problem, subgraph, retained_in, answer == ShapeAnswer::kFails, result);
+  if (result.ok()) {
+    StoreFront(local, problem, subgraph, key, front_hash, result.report, facts);
+  } else if (facts) {
+    *facts = {};
   }
-  CounterBlock::Count(hit ? local.counters->hits : local.counters->misses);
-  if (from_shape) CounterBlock::Count(local.counters->shape_hits);
-  if (!hit || from_shape) {
-    // Priced outside the lock: other threads keep using the shard meanwhile.
-    if (!hit) result = CostSubgraph(problem, subgraph, retained_in);
-    if (shaped && !known_to_fail) {
-      Shard& shape_shard = shards_[shape_hash >> 60];
-      std::lock_guard lock(shape_shard.mutex);
-      if (!shape_shard.FindShape(shape_hash, shape_key, subgraph)) {
-        shape_shard.InsertShape({shape_hash, shape_key, subgraph.traversal, result.verdict, result.report},
-                                entries_per_shard_);
-      }
-    }
-    Shard::Entry entry{hash,
-                       &problem,
-                       subgraph.ops,
-                       subgraph.granularity,
-                       subgraph.traversal,
-                       Sorted(retained_in),
-                       Sorted(subgraph.retain),
-                       result.verdict,
-                       -1,
-                       result.report};
-    std::lock_guard lock(shard.mutex);
-    if (!shard.Find(hash, problem, subgraph, retained_in)) {  // another thread may have raced us
-      shard.Insert(std::move(entry), result.violation, entries_per_shard_);
-    }
-  }
-  SmallSequenceFacts derived;  // unknown
-  if (key != nullptr && result.ok()) {
-    // Op ids are in range (the local checks passed), so the facts can be derived.
-    if (const FlatProblem* flat = Flat(problem)) derived.Derive(*flat, subgraph);
-    local.Insert(*key, front_hash, result.report, derived);
-  }
-  if (facts) *facts = derived;
 }
 
 bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
@@ -841,60 +901,23 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
       return true;
     }
   }
-  thread_local ShapeScratch scratch;
-  thread_local std::vector<uint64_t> shape_key;
   thread_local SubgraphResult full;
-  if (!BuildShapeKey(problem, subgraph, retained_in, scratch, shape_key)) {
-    LookupBehindFront(local, problem, subgraph, retained_in, keyed ? &key : nullptr, front_hash, full,
-                      nullptr);
+  bool priced = false;
+  const ShapeAnswer answer = AnswerByShape(local, problem, subgraph, retained_in, report, full, priced);
+  if (answer == ShapeAnswer::kNoShape) {
+    LookupExact(local, problem, subgraph, retained_in, false, full);
     report = full.report;
-    return full.ok();
-  }
-  const uint64_t shape_hash = HashWords(shape_key, subgraph);
-  if (!local.shapes) {
-    local.shapes = std::make_unique<ShapeFront>();
-    local.shapes->Bind();
-  }
-  ShapeFront& shapes = *local.shapes;
-  bool found = false;
-  Verdict verdict = Verdict::kValid;
-  if (const ShapeFront::Entry* e = shapes.Find(shape_hash, shape_key, subgraph)) {
-    CounterBlock::Count(local.counters->hits);
-    CounterBlock::Count(local.counters->shape_hits);
-    report = e->report;
-    return e->verdict == Verdict::kValid;
-  }
-  Shard& shard = shards_[shape_hash >> 60];
-  {
-    std::lock_guard lock(shard.mutex);
-    if (const Shard::ShapeEntry* e = shard.FindShape(shape_hash, shape_key, subgraph)) {
-      found = true;
-      verdict = e->verdict;
-      report = e->report;
-    }
-  }
-  if (found) {
-    CounterBlock::Count(local.counters->hits);
-    CounterBlock::Count(local.counters->shape_hits);
+    if (!full.ok()) return false;
   } else {
-    // Priced outside the lock; a pricing cancelled by the stop test throws before anything is
-    // stored.
-    CounterBlock::Count(local.counters->misses);
-    full = CostSubgraph(problem, subgraph, retained_in);
-    verdict = full.verdict;
-    report = full.report;
-    std::lock_guard lock(shard.mutex);
-    if (!shard.FindShape(shape_hash, shape_key, subgraph)) {
-      shard.InsertShape({shape_hash, shape_key, subgraph.traversal, verdict, report}, entries_per_shard_);
+    if (priced) {
+      CounterBlock::Count(local.counters->misses);
+    } else {
+      CounterBlock::Count(local.counters->hits);
+      CounterBlock::Count(local.counters->shape_hits);
     }
+    if (answer == ShapeAnswer::kFails) return false;
   }
-  shapes.Insert(shape_hash, shape_key, subgraph, verdict, report);
-  if (verdict != Verdict::kValid) return false;
-  if (keyed) {
-    SmallSequenceFacts derived;
-    if (const FlatProblem* flat = Flat(problem)) derived.Derive(*flat, subgraph);
-    local.Insert(key, front_hash, report, derived);
-  }
+  StoreFront(local, problem, subgraph, keyed ? &key : nullptr, front_hash, report, nullptr);
   return true;
 }
 

@@ -10,28 +10,32 @@
 // context's SHAPE — its ids replaced by their ranks among the context's own ops and tensors,
 // with those facts — also determines it: contexts of one shape are order-preserving
 // relabellings of each other and price in the same steps to the same bits. A deep model
-// repeats its layers, so on a stack of N layers N contexts share a shape. The shared table
-// keeps, besides each priced context, its shape; a context missing there is answered by its
-// shape when that shape was priced valid. A failure's words name ids, so a shape known to fail
-// is not an answer: the failure is re-derived (cheaply when a rule checked before pricing
-// fails, e.g. V11, else by pricing). One cache serves ONE problem
-// object for its lifetime: the key holds the problem's address, not its contents, so call
-// Clear() before using the cache for another problem (which may sit at the same address).
+// repeats its layers, so on a stack of N layers N contexts share a shape, and keying by shape
+// keeps what the cache holds, and what a lookup costs, from growing with the number of layers.
+// A valid context is therefore answered by its shape. A failure's words name ids, so a shape
+// known to fail answers only whether a context fails (LookupValid); the words come from the
+// exact context, kept for failures only, or are re-derived (cheaply when a rule checked before
+// pricing fails, e.g. V11, else by pricing). One cache serves ONE problem object for its
+// lifetime: the keys hold the problem's address, not its contents, so call Clear() before using
+// the cache for another problem (which may sit at the same address).
 //
-// Two levels:
-// - a per-thread front table: no lock, no shared write. A search worker prices the same few
-//   hundred contexts over and over, so nearly every hit ends here. It holds valid results of
-//   small raster contexts (at most 12 op and tensor ids in all, sides below 2^21) with the
-//   context packed into eight words, compared word by word; two-way sets, 2048 entries of 128
-//   bytes (256 KB per thread), the older of a set's two entries replaced. Each entry also
-//   carries the subgraph's sequence facts (eval/flat_problem.h) for EvaluateFast. A thread's
-//   front table serves one cache and one problem at a time (a serial number unique per cache
-//   object and per Clear()); using another empties it.
-// - behind it, the shared table: shards, each with its own spin lock, share of the budget and
-//   open-addressing index, holding every context (failures too, their violation strings in a
-//   side table), so what one thread priced another one finds. Memory is bounded by the entry
-//   budget: a full shard is flushed whole (generation flush) — simple, and a search re-fills
-//   the hot entries within a few moves.
+// Levels, in the order a lookup tries them:
+// - a per-thread front table: no lock, no shared write. It holds valid results of small raster
+//   contexts (at most 12 op and tensor ids in all, sides below 2^21) keyed by their ids, packed
+//   into eight words and compared word by word; two-way sets, 2048 entries of 128 bytes (256 KB
+//   per thread), the older of a set's two entries replaced. Each entry also carries the
+//   subgraph's sequence facts (eval/flat_problem.h) for EvaluateFast. Ids cost nothing to key,
+//   but on a deep graph they seldom repeat.
+// - a per-thread shape table: the recent shapes, valid and failing, each key kept whole in a
+//   ring of words (2 MB) and compared in full; 8192 entries. No lock, and no line another core
+//   writes: on a deep graph most lookups end here.
+// - the shared tables: shards, each with its own spin lock, share of the budget and open-
+//   addressing indexes, one of shapes and one of exact contexts (failures and contexts without
+//   a shape key; violation strings in a side table), so what one thread priced another finds.
+//   Memory is bounded by the entry budget: a full shard is flushed whole (generation flush) —
+//   simple, and a search re-fills the hot entries within a few moves.
+// A thread's two tables serve one cache and one problem at a time (a serial number unique per
+// cache object and per Clear()); using another empties them.
 // Hits and misses are counted per thread in counter blocks the cache owns (each written by its
 // thread only, plain load + store) and summed by stats(): exact, and free of shared writes.
 //
@@ -57,7 +61,7 @@ struct CacheStats {
   uint64_t hits = 0;
   uint64_t misses = 0;
   uint64_t shape_hits = 0;     // hits answered by another context's shape (part of `hits`)
-  uint64_t entries = 0;        // exact contexts stored
+  uint64_t entries = 0;        // exact contexts stored (failing ones, and those without a shape key)
   uint64_t shape_entries = 0;  // shapes stored (entries + shape_entries stay within the budget)
   double hit_rate() const {
     const uint64_t lookups = hits + misses;
@@ -134,11 +138,30 @@ class CostCache {
   FrontTable& BoundFront(const Problem& problem);
   static bool FrontHit(const FrontTable& local, const FrontKey& key, uint64_t front_hash,
                        SubgraphResult& result, SmallSequenceFacts* facts);
-  // The shared shards (then the pricing on a miss); stores a valid result in the front table
-  // when `key` is given, with its sequence facts (also written to `facts` when not null).
+  // Behind the front table: a valid context by its shape, a failing one (its words name ids)
+  // from the exact table; pricing on a miss. Stores a valid result in the front table when
+  // `key` is given, with its sequence facts (also written to `facts` when not null).
   void LookupBehindFront(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
                          const std::vector<TensorId>& retained_in, const FrontKey* key,
                          uint64_t front_hash, SubgraphResult& result, SmallSequenceFacts* facts);
+  enum class ShapeAnswer { kNoShape, kValid, kFails };
+  // The verdict of a context by its shape (report in `report`): from the thread's shape table,
+  // the shared one, or by pricing, when `priced` is set and `priced_result` holds the whole
+  // result, words included. kNoShape: the context has no shape key, nothing was done.
+  ShapeAnswer AnswerByShape(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
+                            const std::vector<TensorId>& retained_in, SubgraphReport& report,
+                            SubgraphResult& priced_result, bool& priced);
+  // The exact table, then (a shape `known_to_fail` first tries StructuralFailure) pricing;
+  // what it derives is stored under the exact context. Counts the lookup.
+  void LookupExact(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
+                   const std::vector<TensorId>& retained_in, bool known_to_fail, SubgraphResult& result);
+  void StoreExact(uint64_t hash, const Problem& problem, const Subgraph& subgraph,
+                  const std::vector<TensorId>& retained_in, const SubgraphResult& result);
+  // A valid result into the thread's front table when `key` is given, with its sequence facts
+  // (also written to `facts` when not null; unknown without a key).
+  void StoreFront(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
+                  const FrontKey* key, uint64_t front_hash, const SubgraphReport& report,
+                  SmallSequenceFacts* facts);
   std::atomic<const FlatProblem*> flat_{nullptr};
   std::unique_ptr<FlatProblem> flat_storage_;
   std::mutex flat_mutex_;
