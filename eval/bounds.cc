@@ -663,7 +663,7 @@ BoundModel BuildBoundModel(const Problem& problem) {
   return std::move(built.model);
 }
 
-LowerBound ComputeLowerBound(const Problem& problem) {
+LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
   LowerBound bound;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     bound.compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
@@ -688,6 +688,10 @@ LowerBound ComputeLowerBound(const Problem& problem) {
   }
   std::stable_sort(bound.explanation.begin(), bound.explanation.end(),
                    [](const BoundTerm& x, const BoundTerm& y) { return x.elements > y.elements; });
+  if (model_out != nullptr) {
+    *model_out = std::move(built.model);
+    model_out->weight = bound.weight;  // BuildBoundModel's weight: the same BestWeight
+  }
   return bound;
 }
 

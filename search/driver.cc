@@ -165,7 +165,8 @@ std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchP
 }  // namespace
 
 SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Clock::time_point deadline,
-                        const std::atomic<bool>& stop, const SearchCallbacks& callbacks) {
+                        const std::atomic<bool>& stop, const SearchCallbacks& callbacks,
+                        std::shared_ptr<const BoundModel> bound_model) {
   if (const std::string error = ValidateParams(params); !error.empty()) {
     throw std::invalid_argument("search parameters: " + error);
   }
@@ -271,6 +272,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   if (params.exact.time_share > 0 && !stopped() &&
       (params.deterministic || exact_slice >= std::chrono::milliseconds(50))) {
     ExactOptions options;
+    if (bound_model) options.remaining_bound = DefaultRemainingBound(bound_model);
     options.max_subgraph_ops = static_cast<int>(params.exact.max_subgraph_ops);
     options.max_contexts = params.exact.max_contexts;
     options.incumbent = summary.best;

@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
+#include "eval/bounds.h"
 #include "eval/problem.h"
 #include "eval/schedule.h"
 #include "search/exact_result.h"
@@ -69,8 +71,11 @@ struct SearchSummary {
 // Returns within ~50 ms after `deadline` or `stop`. The best schedule is always valid (its
 // committed Candidate was valid). Throws std::runtime_error when no valid start exists or a
 // worker failed (the worker's exception is rethrown after all workers joined).
+// `bound_model`: the problem's bound model when the caller has built it (ComputeLowerBound
+// fills one), for the exact solver's heuristic; null: the solver builds it.
 SearchSummary RunSearch(const Problem& problem, const SearchParams& params,
                         std::chrono::steady_clock::time_point deadline,
-                        const std::atomic<bool>& stop, const SearchCallbacks& callbacks);
+                        const std::atomic<bool>& stop, const SearchCallbacks& callbacks,
+                        std::shared_ptr<const BoundModel> bound_model = nullptr);
 
 }  // namespace annealer

@@ -749,16 +749,19 @@ std::optional<Schedule> ConstructiveIncumbent(const Problem& problem, const std:
   return best;
 }
 
+RemainingBound DefaultRemainingBound(std::shared_ptr<const BoundModel> model) {
+  return [model = std::move(model)](const Problem& p, const std::vector<char>& ops) {
+    return std::max(ComputeOpsBound(p, ops), RemainingLowerBound(*model, ops));
+  };
+}
+
 ExactResult SolveExact(const Problem& problem, const ExactOptions& given) {
   // The default heuristic: the larger of ComputeOpsBound and eval/bounds' remaining-ops bound
   // (RemainingLowerBound holds after any prefix, with or without recomputation, so it is
   // admissible here; the brute-force test in tests/exact_test.cc checks the optimum with it).
   ExactOptions options = given;
   if (!options.remaining_bound) {
-    auto model = std::make_shared<const BoundModel>(BuildBoundModel(problem));
-    options.remaining_bound = [model](const Problem& p, const std::vector<char>& ops) {
-      return std::max(ComputeOpsBound(p, ops), RemainingLowerBound(*model, ops));
-    };
+    options.remaining_bound = DefaultRemainingBound(std::make_shared<const BoundModel>(BuildBoundModel(problem)));
   }
   ExactResult result;
   SolveContext ctx{problem, options, Clock::now(), Clock::now(), {}, 0, 0, 0, 0, false, 0, 0, 0, {}};

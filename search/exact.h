@@ -48,10 +48,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "eval/bounds.h"
 #include "eval/problem.h"
 #include "eval/schedule.h"
 #include "search/exact_result.h"
@@ -63,6 +65,10 @@ namespace annealer {
 // never exceed the true cost (admissible), or optimality claims break. The default is the larger
 // of ComputeOpsBound and RemainingLowerBound (eval/bounds.h).
 using RemainingBound = std::function<Latency(const Problem&, const std::vector<char>& ops)>;
+
+// The default RemainingBound on a bound model of the problem (BuildBoundModel, or the one
+// ComputeLowerBound fills): the larger of ComputeOpsBound and RemainingLowerBound.
+RemainingBound DefaultRemainingBound(std::shared_ptr<const BoundModel> model);
 
 // The larger of (a) the sum over the marked ops of base_cost x native tiles of the output (spec
 // C3: no schedule computes an op for less) and (b) the transfer time of the graph inputs they

@@ -552,7 +552,9 @@ int RunSearchCommand(int argc, char** argv) {
     return 1;
   }
   if (keeper.write_failed()) return 1;
-  bound = ComputeLowerBound(problem);
+  // Built once for the bound shown and the exact solver's heuristic.
+  auto bound_model = std::make_shared<BoundModel>();
+  bound = ComputeLowerBound(problem, bound_model.get());
   lower_bound = bound.total();
   log_improvement(keeper.best_total(), "baseline");
 
@@ -600,7 +602,7 @@ int RunSearchCommand(int argc, char** argv) {
   SearchSummary summary;
   std::string failure;
   try {
-    summary = RunSearch(problem, params, deadline, g_stop_requested, callbacks);
+    summary = RunSearch(problem, params, deadline, g_stop_requested, callbacks, bound_model);
   } catch (const std::exception& error) {
     failure = error.what();
   }

@@ -129,6 +129,30 @@ TEST_CASE("bound: never above the oracle on random valid schedules, also at the 
   CHECK(tight > 1500);
 }
 
+TEST_CASE("bound: the model ComputeLowerBound fills is BuildBoundModel's") {
+  std::mt19937_64 rng(31);
+  const DagShape kShapes[] = {DagShape::kChain, DagShape::kDiamond, DagShape::kFanOut, DagShape::kMixed,
+                              DagShape::kSharedInput};
+  int compared = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const Problem problem = RandomProblem(rng, kShapes[trial % 5], {.min_ops = 3, .max_ops = 14});
+    BoundModel filled;
+    const LowerBound bound = ComputeLowerBound(problem, &filled);
+    const BoundModel built = BuildBoundModel(problem);
+    CHECK(bound.total() == ComputeLowerBound(problem).total());
+    CHECK(filled.weight == built.weight);
+    REQUIRE(filled.options.size() == built.options.size());
+    CHECK(filled.fixed.size() == built.fixed.size());
+    for (int subset = 0; subset < 20; ++subset) {
+      std::vector<char> remaining(problem.ops.size());
+      for (char& r : remaining) r = static_cast<char>(rng() % 2);
+      CHECK(RemainingLowerBound(filled, remaining) == RemainingLowerBound(built, remaining));
+      ++compared;
+    }
+  }
+  CHECK(compared == 800);
+}
+
 TEST_CASE("bound: never above the oracle on the valid spec cases") {
   const std::filesystem::path dir = std::filesystem::path(ANNEALER_SOURCE_DIR) / "tests" / "cases";
   int checked = 0;
