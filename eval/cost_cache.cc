@@ -7,18 +7,14 @@
 #include <optional>
 #include <thread>
 
+#include "eval/hash_mix.h"
 #include "eval/subgraph_cost.h"
 
 namespace annealer {
 
 namespace {
 
-uint64_t Mix(uint64_t x) {  // splitmix64 finalizer
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+uint64_t Mix(uint64_t x) { return SplitMix64(x); }
 
 constexpr uint64_t kPrime = 0x100000001b3ULL;
 
@@ -244,11 +240,8 @@ constexpr std::array<uint64_t, 8> kMultipliers = [] {
   std::array<uint64_t, 8> m{};
   uint64_t x = 0x2545f4914f6cdd1dULL;
   for (uint64_t& v : m) {
-    x += 0x9e3779b97f4a7c15ULL;
-    uint64_t z = x;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    v = (z ^ (z >> 31)) | 1;
+    x += kGoldenGamma;
+    v = MixBits(x) | 1;
   }
   return m;
 }();

@@ -6,17 +6,13 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "eval/hash_mix.h"
+
 namespace annealer {
 
 namespace {
 
-uint64_t Mix(uint64_t h, uint64_t v) {
-  // splitmix64's finalizer over the running value: cheap, and no structure survives it.
-  uint64_t z = h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+uint64_t Mix(uint64_t h, uint64_t v) { return HashCombine(h, v); }
 
 uint64_t HashOpLocal(const Op& op, const Tensor& out) {
   uint64_t h = Mix(op.kind == OpKind::MatMul ? 1 : 2, std::bit_cast<uint64_t>(op.base_cost));
