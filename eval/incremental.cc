@@ -213,11 +213,13 @@ void IncrementalEvaluator::Account(int i, int sign) {
     if (sign > 0) {
       uncovered_ops_ -= cover_count_[op] == 0;
       recomputed_ops_ += cover_count_[op] == 1;
+      recomputed_places_ += cover_count_[op] == 1 ? 2 : cover_count_[op] >= 2 ? 1 : 0;
       ++cover_count_[op];
     } else {
       --cover_count_[op];
       uncovered_ops_ += cover_count_[op] == 0;
       recomputed_ops_ -= cover_count_[op] == 1;
+      recomputed_places_ -= cover_count_[op] == 1 ? 2 : cover_count_[op] >= 2 ? 1 : 0;
     }
   }
 }
@@ -248,6 +250,7 @@ void IncrementalEvaluator::RebuildSequenceState() {
   cover_count_.assign(num_ops, 0);
   uncovered_ops_ = num_ops;
   recomputed_ops_ = 0;
+  recomputed_places_ = 0;
   unwritten_outputs_ = 0;
   for (TensorId t = 0; t < num_tensors; ++t) unwritten_outputs_ += problem_.IsGraphOutput(t);
   latency_sum_ = 0;
@@ -614,8 +617,10 @@ void IncrementalEvaluator::Commit() {
     SpliceCommitted(b, e, m);
   }
   // Summed afresh in sequence order: no drift over commits, the same value as a full pass.
-  latency_sum_ = 0;
-  for (Latency latency : latencies_) latency_sum_ += latency;
+  // Into a local: summing into the member stored it on every element (it may alias).
+  Latency sum = 0;
+  for (Latency latency : latencies_) sum += latency;
+  latency_sum_ = sum;
   committed_ = pending_candidate_;
   if (committed_.valid) committed_.total = latency_sum_;
   CheckAgainstOracle();

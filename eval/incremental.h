@@ -141,8 +141,14 @@ class IncrementalEvaluator {
   bool ReadAfter(TensorId t, int position) const;
   // the committed schedule has no failing subgraph, covers every op and writes every output.
   bool CommittedValid() const { return committed_.valid; }
-  // ops the committed schedule runs in more than one subgraph (recomputation).
+  // ops the committed schedule runs in more than one subgraph (recomputation);
   int RecomputedOps() const { return recomputed_ops_; }
+  // their places: the sum of their subgraph counts;
+  int RecomputedPlaces() const { return recomputed_places_; }
+  // the subgraphs of the committed schedule that list `op` (0 for an id out of range).
+  int CoverCount(OpId op) const {
+    return op >= 0 && op < static_cast<OpId>(cover_count_.size()) ? cover_count_[op] : 0;
+  }
 
  private:
   const Problem& problem_;
@@ -192,6 +198,7 @@ class IncrementalEvaluator {
   std::vector<int> cover_count_;             // per op: subgraphs containing it
   int uncovered_ops_ = 0;
   int recomputed_ops_ = 0;  // ops in more than one subgraph
+  int recomputed_places_ = 0;  // and the number of subgraphs listing them
   int unwritten_outputs_ = 0;
   Latency latency_sum_ = 0;                  // sum of committed subgraph latencies
 

@@ -361,6 +361,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     }
   }
   summary.epochs = epoch;
+  summary.deterministic_cut = params.deterministic && (params.max_epochs == 0 || epoch < params.max_epochs);
   summary.search_seconds = std::chrono::duration<double>(Clock::now() - workers_started).count();
   for (const auto& w : workers) summary.moves += w->moves();
   if (cache) {

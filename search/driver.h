@@ -48,6 +48,10 @@ struct SearchSummary {
   std::map<std::string, int> improvements_by_kind;
   std::map<std::string, Latency> gain_by_kind;
   int epochs = 0;
+  // Deterministic mode only: the deadline or the stop flag ended the workers before their work
+  // budget (max_epochs; 0 = none), so the last epoch was cut where the clock said and the result
+  // is not reproducible.
+  bool deterministic_cut = false;
   // The exact solver's run (exact.time_share > 0): its status and family; when it completed
   // (optimal), no schedule of its family beats the search's best.
   std::optional<ExactResult> exact;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <span>
+#include <tuple>
 
 #include "eval/traversal.h"
 
@@ -632,24 +633,41 @@ std::optional<ScheduleEdit> Duplicate(const MoveContext& ctx, const Schedule& s,
 }
 
 std::optional<ScheduleEdit> DropDuplicate(const MoveContext& ctx, const Schedule& s, Rng& rng) {
-  // Most schedules recompute nothing: the evaluator knows without a walk over the schedule.
-  if (ctx.committed != nullptr && &ctx.committed->schedule() == &s && ctx.committed->RecomputedOps() == 0) {
-    return std::nullopt;
-  }
-  thread_local std::vector<int> count;
-  count.assign(ctx.problem.ops.size(), 0);
-  for (const Subgraph& sg : s.subgraphs) {
-    for (OpId op : sg.ops) ++count[op];
-  }
-  thread_local std::vector<std::pair<int, OpId>> places;
-  places.clear();
-  for (int i = 0; i < static_cast<int>(s.subgraphs.size()); ++i) {
-    for (OpId op : s.subgraphs[i].ops) {
-      if (count[op] >= 2) places.push_back({i, op});
+  // A uniform place (subgraph, op) among those of ops in more than one subgraph, in schedule
+  // order. The committed evaluator knows the counts and the number of places, so only the walk
+  // up to the drawn place remains (the same draw and the same place as counting first).
+  int i = -1;
+  OpId op = kNoOp;
+  if (ctx.committed != nullptr && &ctx.committed->schedule() == &s) {
+    const IncrementalEvaluator& committed = *ctx.committed;
+    if (committed.RecomputedOps() == 0) return std::nullopt;
+    int left = Uniform(rng, committed.RecomputedPlaces());
+    for (int k = 0; k < static_cast<int>(s.subgraphs.size()) && i < 0; ++k) {
+      for (OpId candidate : s.subgraphs[k].ops) {
+        if (committed.CoverCount(candidate) >= 2 && left-- == 0) {
+          i = k;
+          op = candidate;
+          break;
+        }
+      }
     }
+  } else {
+    thread_local std::vector<int> count;
+    count.assign(ctx.problem.ops.size(), 0);
+    for (const Subgraph& sg : s.subgraphs) {
+      for (OpId o : sg.ops) ++count[o];
+    }
+    thread_local std::vector<std::pair<int, OpId>> places;
+    places.clear();
+    for (int k = 0; k < static_cast<int>(s.subgraphs.size()); ++k) {
+      for (OpId o : s.subgraphs[k].ops) {
+        if (count[o] >= 2) places.push_back({k, o});
+      }
+    }
+    if (places.empty()) return std::nullopt;
+    std::tie(i, op) = places[Uniform(rng, static_cast<int>(places.size()))];
   }
-  if (places.empty()) return std::nullopt;
-  const auto [i, op] = places[Uniform(rng, static_cast<int>(places.size()))];
+  if (i < 0) return std::nullopt;
   const Subgraph& sg = s.subgraphs[i];
   std::vector<OpId> rest = sg.ops;
   rest.erase(std::find(rest.begin(), rest.end(), op));

@@ -640,6 +640,13 @@ int RunSearchCommand(int argc, char** argv) {
       if (gain != summary.gain_by_kind.end() && gain->second != 0) kinds += " (-" + Grouped(gain->second) + ")";
     }
     if (!kinds.empty()) console.Line("annealer: improvements by worker kind: " + kinds);
+    if (summary.deterministic_cut && !g_stop_requested.load()) {
+      console.Line("annealer: warning: the deterministic run ran out of time after " + std::to_string(summary.epochs) +
+                       (params.max_epochs > 0 ? " of " + std::to_string(params.max_epochs) : std::string()) +
+                       " epochs, so its result depends on this machine's speed; for a reproducible result give it "
+                       "more --time or a smaller max_epochs",
+                   true);
+    }
     // The bound holds for every valid schedule (eval/bounds.h), so meeting it (to the rounding
     // of sums taken in another order) proves the best optimal, with no family attached.
     if (lower_bound > 0 && keeper.best_total() <= lower_bound * (1 + 1e-9)) {

@@ -74,6 +74,23 @@ void ExpectSameQueries(const Problem& problem, const Schedule& schedule, const I
       CHECK(evaluator.ReadAfter(t, p) == read);
     }
   }
+  // Op coverage: per op, the subgraphs listing it (ids in range); the recomputed ops and their
+  // places.
+  std::vector<int> count(num_ops, 0);
+  for (const Subgraph& sg : schedule.subgraphs) {
+    for (OpId op : sg.ops) {
+      if (in_range(op)) ++count[op];
+    }
+  }
+  int recomputed = 0, places = 0;
+  for (OpId op = 0; op < num_ops; ++op) {
+    INFO(what << ": op " << op);
+    CHECK(evaluator.CoverCount(op) == count[op]);
+    recomputed += count[op] >= 2;
+    places += count[op] >= 2 ? count[op] : 0;
+  }
+  CHECK(evaluator.RecomputedOps() == recomputed);
+  CHECK(evaluator.RecomputedPlaces() == places);
 }
 
 struct RunTally {

@@ -216,7 +216,25 @@ TEST_CASE("deterministic mode: same seed and budget give the identical schedule"
     CHECK(first.best_total == second.best_total);
     CHECK(first.moves == second.moves);
     CHECK(EvaluateOracle(problem, first.best).ok());
+    CHECK(!first.deterministic_cut);
+    CHECK(first.epochs == 3);
   }
+}
+
+TEST_CASE("deterministic mode: a run the deadline cuts before its budget says so") {
+  const Problem problem = ReadBundledProblem("mlsys-2026-5.json");
+  SearchParams params;
+  params.seed = 42;
+  params.threads = 2;
+  params.deterministic = true;
+  params.epoch_moves = 1'000'000'000;  // far more than 300 ms allow
+  params.max_epochs = 5;
+  std::atomic<bool> stop{false};
+  const SearchSummary cut =
+      RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::milliseconds(300), stop, {});
+  CHECK(cut.deterministic_cut);
+  CHECK(cut.epochs < 5);
+  CHECK(EvaluateOracle(problem, cut.best).ok());
 }
 
 TEST_CASE("a short search improves on the baseline and reports strictly better schedules") {
