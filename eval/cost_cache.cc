@@ -235,6 +235,28 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
   return true;
 }
 
+// The ids of a context as words, the key of a thread's id table (contexts the front table cannot
+// key: an explicit traversal, more than 12 ids): the counts, the granularity, the ops as listed,
+// then the sorted retained sets, 32-bit ids two to a word. The table keeps the traversal beside.
+void BuildIdKey(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
+                std::vector<uint64_t>& key) {
+  const Granularity& g = subgraph.granularity;
+  key.clear();
+  key.push_back(subgraph.ops.size());
+  key.push_back(retained_in.size() | static_cast<uint64_t>(subgraph.retain.size()) << 32);
+  key.push_back(subgraph.traversal ? subgraph.traversal->size() + 1 : 0);
+  key.push_back(static_cast<uint64_t>(g.w));
+  key.push_back(static_cast<uint64_t>(g.h));
+  key.push_back(static_cast<uint64_t>(g.k));
+  Packer packer(key);
+  for (OpId op : subgraph.ops) packer.Put(static_cast<uint32_t>(op));
+  packer.Flush();
+  auto same = [](TensorId t) { return static_cast<uint32_t>(t); };
+  PutSorted(retained_in, same, packer);
+  packer.Flush();
+  PutSorted(subgraph.retain, same, packer);
+}
+
 // Odd multipliers for the front key's words (splitmix64 outputs).
 constexpr std::array<uint64_t, 8> kMultipliers = [] {
   std::array<uint64_t, 8> m{};
@@ -481,18 +503,22 @@ struct alignas(64) CostCache::CounterBlock {
   }
 };
 
-// A thread's table of recent shapes (see BuildShapeKey), valid and failing, for LookupValid:
-// a deep graph's layers make the same few thousand shapes over and over, and answering them
-// here takes no lock and reads no line another core writes. Two-way sets; each key (the shape
-// words, then the traversal) is kept whole, so a hash collision is never an answer, in a ring
-// of words: an entry whose words were overwritten since is stale. Keys longer than
-// kMaxKeyWords are not kept. Bound like the front table it belongs to (one cache, one problem):
-// a rebinding bumps `epoch`, and entries of another epoch are empty.
-struct CostCache::ShapeFront {
-  static constexpr int kSetBits = 12;                   // 4096 sets, 8192 entries
-  static constexpr size_t kSets = size_t{1} << kSetBits;
-  static constexpr size_t kRingWords = size_t{1} << 18;  // 2 MB of key words
+// A thread's table of recent contexts keyed by words, valid and failing: one holds shapes (see
+// BuildShapeKey), one the ids of contexts the front table cannot key (an explicit traversal,
+// more than 12 ids; see BuildIdKey). A deep graph's layers make the same few thousand shapes
+// over and over, and a worker the same few hundred contexts; answering them here takes no
+// lock and reads no line another core writes. Two-way sets; each key (the words, then the
+// traversal) is kept whole, so a hash collision is never an answer, in a ring of words: an
+// entry whose words were overwritten since is stale. Keys longer than kMaxKeyWords are not
+// kept. Bound like the front table it belongs to (one cache, one problem): a rebinding bumps
+// `epoch`, and entries of another epoch are empty.
+struct CostCache::WordTable {
   static constexpr size_t kMaxKeyWords = 1024;
+  WordTable(int bits, size_t words_in_ring)
+      : set_bits(bits), sets(size_t{1} << bits), ring_words(words_in_ring) {}
+  const int set_bits;
+  const size_t sets;
+  const size_t ring_words;  // a power of two
   struct Entry {
     uint64_t hash = 0;
     uint64_t position = 0;  // of the key's first word in the ring (a running count)
@@ -508,11 +534,11 @@ struct CostCache::ShapeFront {
 
   void Bind() {
     if (!entries) {
-      entries.reset(new Entry[2 * kSets]);
-      ring.reset(new uint64_t[kRingWords]);
+      entries.reset(new Entry[2 * sets]);
+      ring.reset(new uint64_t[ring_words]);
     }
     if (++epoch == 0) {  // wrapped: clear for real
-      for (size_t i = 0; i < 2 * kSets; ++i) entries[i].epoch = 0;
+      for (size_t i = 0; i < 2 * sets; ++i) entries[i].epoch = 0;
       epoch = 1;
     }
   }
@@ -523,10 +549,10 @@ struct CostCache::ShapeFront {
 
   bool Matches(const Entry& e, uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& subgraph) const {
     if (e.epoch != epoch || e.hash != hash || e.words != KeyWords(key, subgraph) ||
-        written - e.position > kRingWords) {
+        written - e.position > ring_words) {
       return false;
     }
-    const uint64_t* stored = &ring[e.position & (kRingWords - 1)];
+    const uint64_t* stored = &ring[e.position & (ring_words - 1)];
     for (size_t i = 0; i < key.size(); ++i) {
       if (stored[i] != key[i]) return false;
     }
@@ -541,7 +567,7 @@ struct CostCache::ShapeFront {
   }
 
   const Entry* Find(uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& subgraph) const {
-    const Entry* set = &entries[2 * (hash >> (64 - kSetBits))];
+    const Entry* set = &entries[2 * (hash >> (64 - set_bits))];
     if (Matches(set[0], hash, key, subgraph)) return &set[0];
     if (Matches(set[1], hash, key, subgraph)) return &set[1];
     return nullptr;
@@ -553,14 +579,14 @@ struct CostCache::ShapeFront {
     if (words > kMaxKeyWords) return;
     // A key is stored in one piece: one that would run past the ring's end starts at its
     // beginning (the words skipped count as written).
-    if ((written & (kRingWords - 1)) + words > kRingWords) written = (written | (kRingWords - 1)) + 1;
-    uint64_t* out = &ring[written & (kRingWords - 1)];
+    if ((written & (ring_words - 1)) + words > ring_words) written = (written | (ring_words - 1)) + 1;
+    uint64_t* out = &ring[written & (ring_words - 1)];
     std::copy(key.begin(), key.end(), out);
     if (subgraph.traversal) {
       out += key.size();
       for (int64_t tile : *subgraph.traversal) *out++ = static_cast<uint64_t>(tile);
     }
-    Entry* set = &entries[2 * (hash >> (64 - kSetBits))];
+    Entry* set = &entries[2 * (hash >> (64 - set_bits))];
     set[1] = set[0];
     set[0] = {hash, written, static_cast<uint32_t>(words), epoch, verdict, report};
     written += words;
@@ -583,11 +609,28 @@ struct CostCache::FrontTable {
   const Problem* problem = nullptr;
   CounterBlock* counters = nullptr;  // the bound cache's block for this thread
   std::unique_ptr<Entry[]> entries;  // set s holds entries 2s and 2s + 1, most recent first
-  std::unique_ptr<ShapeFront> shapes;  // bound with this table, allocated on first use
+  // Bound with this table, allocated on first use: recent shapes (8,192 entries, 2 MB of key
+  // words) and recent contexts the front table cannot key (4,096 entries, 512 KB).
+  std::unique_ptr<WordTable> shapes, ids;
+  WordTable& Shapes() {
+    if (!shapes) {
+      shapes = std::make_unique<WordTable>(12, size_t{1} << 18);
+      shapes->Bind();
+    }
+    return *shapes;
+  }
+  WordTable& Ids() {
+    if (!ids) {
+      ids = std::make_unique<WordTable>(11, size_t{1} << 16);
+      ids->Bind();
+    }
+    return *ids;
+  }
 
   void Bind(uint64_t cache_serial, const Problem& p, CostCache::CounterBlock* block) {
     if (!entries) entries.reset(new Entry[2 * kSets]);
     if (shapes) shapes->Bind();
+    if (ids) ids->Bind();
     for (size_t i = 0; i < 2 * kSets; ++i) entries[i].key.words[0] = 0;
     serial = cache_serial;
     problem = &p;
@@ -746,12 +789,8 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(FrontTable& local, const Problem
   thread_local std::vector<uint64_t> shape_key;
   if (!BuildShapeKey(problem, subgraph, retained_in, scratch, shape_key)) return ShapeAnswer::kNoShape;
   const uint64_t shape_hash = HashWords(shape_key, subgraph);
-  if (!local.shapes) {
-    local.shapes = std::make_unique<ShapeFront>();
-    local.shapes->Bind();
-  }
-  ShapeFront& shapes = *local.shapes;
-  if (const ShapeFront::Entry* e = shapes.Find(shape_hash, shape_key, subgraph)) {
+  WordTable& shapes = local.Shapes();
+  if (const WordTable::Entry* e = shapes.Find(shape_hash, shape_key, subgraph)) {
     report = e->report;
     return e->verdict == Verdict::kValid ? ShapeAnswer::kValid : ShapeAnswer::kFails;
   }
@@ -851,6 +890,31 @@ void CostCache::LookupBehindFront(FrontTable& local, const Problem& problem,
                                   const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
                                   const FrontKey* key, uint64_t front_hash, SubgraphResult& result,
                                   SmallSequenceFacts* facts) {
+  if (key != nullptr) {
+    ResolveBehindFront(local, problem, subgraph, retained_in, key, front_hash, result, facts);
+    return;
+  }
+  // A context the front table cannot key: the thread's id table first (a valid entry answers;
+  // a failing one lacks the violation's words).
+  thread_local std::vector<uint64_t> id_key;
+  BuildIdKey(subgraph, retained_in, id_key);
+  const uint64_t id_hash = HashWords(id_key, subgraph);
+  WordTable& ids = local.Ids();
+  const WordTable::Entry* e = ids.Find(id_hash, id_key, subgraph);
+  if (e != nullptr && e->verdict == Verdict::kValid) {
+    CounterBlock::Count(local.counters->hits);
+    MarkValid(result, e->report);
+    if (facts) *facts = {};
+    return;
+  }
+  ResolveBehindFront(local, problem, subgraph, retained_in, nullptr, 0, result, facts);
+  if (e == nullptr) ids.Insert(id_hash, id_key, subgraph, result.verdict, result.report);
+}
+
+void CostCache::ResolveBehindFront(FrontTable& local, const Problem& problem,
+                                   const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
+                                   const FrontKey* key, uint64_t front_hash, SubgraphResult& result,
+                                   SmallSequenceFacts* facts) {
   SubgraphReport report;
   bool priced = false;
   const ShapeAnswer answer = AnswerByShape(local, problem, subgraph, retained_in, report, result, priced);
@@ -893,7 +957,26 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
       report = e->report;
       return true;
     }
+    return ResolveValid(local, problem, subgraph, retained_in, &key, front_hash, report);
   }
+  // A context the front table cannot key: the thread's id table first.
+  thread_local std::vector<uint64_t> id_key;
+  BuildIdKey(subgraph, retained_in, id_key);
+  const uint64_t id_hash = HashWords(id_key, subgraph);
+  WordTable& ids = local.Ids();
+  if (const WordTable::Entry* e = ids.Find(id_hash, id_key, subgraph)) {
+    CounterBlock::Count(local.counters->hits);
+    report = e->report;
+    return e->verdict == Verdict::kValid;
+  }
+  const bool valid = ResolveValid(local, problem, subgraph, retained_in, nullptr, 0, report);
+  ids.Insert(id_hash, id_key, subgraph, valid ? Verdict::kValid : Verdict::kInvalid, report);
+  return valid;
+}
+
+bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
+                             const std::vector<TensorId>& retained_in, const FrontKey* key,
+                             uint64_t front_hash, SubgraphReport& report) {
   thread_local SubgraphResult full;
   bool priced = false;
   const ShapeAnswer answer = AnswerByShape(local, problem, subgraph, retained_in, report, full, priced);
@@ -910,7 +993,7 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
     }
     if (answer == ShapeAnswer::kFails) return false;
   }
-  StoreFront(local, problem, subgraph, keyed ? &key : nullptr, front_hash, report, nullptr);
+  StoreFront(local, problem, subgraph, key, front_hash, report, nullptr);
   return true;
 }
 

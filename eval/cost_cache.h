@@ -26,15 +26,18 @@
 //   per thread), the older of a set's two entries replaced. Each entry also carries the
 //   subgraph's sequence facts (eval/flat_problem.h) for EvaluateFast. Ids cost nothing to key,
 //   but on a deep graph they seldom repeat.
-// - a per-thread shape table: the recent shapes, valid and failing, each key kept whole in a
-//   ring of words (2 MB) and compared in full; 8192 entries. No lock, and no line another core
-//   writes: on a deep graph most lookups end here.
+// - for a context the front table cannot key (an explicit traversal, more than 12 ids), a
+//   per-thread id table: its ids as words, valid and failing, each key kept whole in a ring of
+//   words (512 KB) and compared in full; 4096 entries. A failing entry answers LookupValid only.
+// - a per-thread shape table: the recent shapes, valid and failing, kept the same way (2 MB of
+//   key words, 8192 entries). No lock, and no line another core writes: on a deep graph most
+//   lookups end here.
 // - the shared tables: shards, each with its own spin lock, share of the budget and open-
 //   addressing indexes, one of shapes and one of exact contexts (failures and contexts without
 //   a shape key; violation strings in a side table), so what one thread priced another finds.
 //   Memory is bounded by the entry budget: a full shard is flushed whole (generation flush) —
 //   simple, and a search re-fills the hot entries within a few moves.
-// A thread's two tables serve one cache and one problem at a time (a serial number unique per
+// A thread's tables serve one cache and one problem at a time (a serial number unique per
 // cache object and per Clear()); using another empties them.
 // Hits and misses are counted per thread in counter blocks the cache owns (each written by its
 // thread only, plain load + store) and summed by stats(): exact, and free of shared writes.
@@ -133,7 +136,7 @@ class CostCache {
 
   struct FrontKey;    // a small context packed in eight words
   struct FrontTable;  // a thread's lock-free table of recent valid results
-  struct ShapeFront;  // a thread's table of recent shapes and their verdicts (LookupValid)
+  struct WordTable;   // a thread's table of recent word keys (shapes, large contexts' ids)
   static thread_local FrontTable front_;
   FrontTable& BoundFront(const Problem& problem);
   static bool FrontHit(const FrontTable& local, const FrontKey& key, uint64_t front_hash,
@@ -144,6 +147,14 @@ class CostCache {
   void LookupBehindFront(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
                          const std::vector<TensorId>& retained_in, const FrontKey* key,
                          uint64_t front_hash, SubgraphResult& result, SmallSequenceFacts* facts);
+  // LookupBehindFront past the thread's id table.
+  void ResolveBehindFront(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
+                          const std::vector<TensorId>& retained_in, const FrontKey* key,
+                          uint64_t front_hash, SubgraphResult& result, SmallSequenceFacts* facts);
+  // LookupValid past the front and id tables.
+  bool ResolveValid(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
+                    const std::vector<TensorId>& retained_in, const FrontKey* key, uint64_t front_hash,
+                    SubgraphReport& report);
   enum class ShapeAnswer { kNoShape, kValid, kFails };
   // The verdict of a context by its shape (report in `report`): from the thread's shape table,
   // the shared one, or by pricing, when `priced` is set and `priced_result` holds the whole
