@@ -30,13 +30,44 @@ std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vec
   const int n = static_cast<int>(ops.size());
   std::vector<int> parent(n);
   std::iota(parent.begin(), parent.end(), 0);
-  std::function<int(int)> find = [&](int x) { return parent[x] == x ? x : parent[x] = find(parent[x]); };
-  for (int a = 0; a < n; ++a) {
-    for (int b = 0; b < n; ++b) {
-      if (a == b) continue;
-      const TensorId out = problem.ops[ops[a]].output;
-      const auto& inputs = problem.ops[ops[b]].inputs;
-      if (std::find(inputs.begin(), inputs.end(), out) != inputs.end()) parent[find(a)] = find(b);
+  // Iterative, with path halving: a long chain of unions must not become a deep recursion.
+  auto find = [&](int x) {
+    while (parent[x] != x) {
+      parent[x] = parent[parent[x]];
+      x = parent[x];
+    }
+    return x;
+  };
+  // Every pair (a produces what b reads) on short lists; on long ones (the exact solver splits
+  // the whole graph: 0.2 s for 10,000 ops pairwise) each input's producer, found by position,
+  // when no op is listed twice (then the pairwise walk, whose unions the lookup would not repeat).
+  constexpr int kPairwiseUpTo = 64;
+  bool pairwise = n <= kPairwiseUpTo;
+  if (!pairwise) {
+    thread_local std::vector<int> position;  // per op: its index in `ops` + 1 (0: absent)
+    position.assign(problem.ops.size(), 0);
+    for (int a = 0; a < n && !pairwise; ++a) {
+      if (position[ops[a]] != 0) pairwise = true;
+      position[ops[a]] = a + 1;
+    }
+    if (!pairwise) {
+      for (int b = 0; b < n; ++b) {
+        for (TensorId t : problem.ops[ops[b]].inputs) {
+          const OpId producer = problem.producer[t];
+          if (producer == kNoOp || position[producer] == 0 || position[producer] - 1 == b) continue;
+          parent[find(position[producer] - 1)] = find(b);
+        }
+      }
+    }
+  }
+  if (pairwise) {
+    for (int a = 0; a < n; ++a) {
+      for (int b = 0; b < n; ++b) {
+        if (a == b) continue;
+        const TensorId out = problem.ops[ops[a]].output;
+        const auto& inputs = problem.ops[ops[b]].inputs;
+        if (std::find(inputs.begin(), inputs.end(), out) != inputs.end()) parent[find(a)] = find(b);
+      }
     }
   }
   std::vector<std::vector<OpId>> components;

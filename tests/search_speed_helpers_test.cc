@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/random_schedule.h"
 #include "search/subgraph_tools.h"
 #include "src/problem_reader.h"
 #include "tests/test_files.h"
@@ -140,6 +141,68 @@ TEST_CASE("useful retain: the op-list form agrees with the subgraph form") {
     }
     CHECK(UsefulRetain(problem, ops, retain, static_cast<const Subgraph*>(nullptr)).empty());
   }
+}
+
+// Components by their definition: a breadth-first walk over "a produces what b reads" in both
+// directions, components listed by their first op in `ops`, each in the order of `ops`.
+std::vector<std::vector<OpId>> ReferenceComponents(const Problem& problem, const std::vector<OpId>& ops) {
+  const size_t n = ops.size();
+  std::vector<int> component(n, -1);
+  int count = 0;
+  for (size_t start = 0; start < n; ++start) {
+    if (component[start] >= 0) continue;
+    std::vector<size_t> queue{start};
+    component[start] = count;
+    for (size_t q = 0; q < queue.size(); ++q) {
+      const size_t a = queue[q];
+      for (size_t b = 0; b < n; ++b) {
+        if (component[b] >= 0) continue;
+        auto feeds = [&](size_t x, size_t y) {
+          const auto& inputs = problem.ops[ops[y]].inputs;
+          return std::find(inputs.begin(), inputs.end(), problem.ops[ops[x]].output) != inputs.end();
+        };
+        if (feeds(a, b) || feeds(b, a)) {
+          component[b] = count;
+          queue.push_back(b);
+        }
+      }
+    }
+    ++count;
+  }
+  std::vector<std::vector<OpId>> components(count);
+  for (size_t a = 0; a < n; ++a) components[component[a]].push_back(ops[a]);
+  return components;
+}
+
+TEST_CASE("components: the union-find by positions (long lists) and the pairwise one agree with the definition") {
+  std::mt19937_64 rng(77);
+  int long_lists = 0;
+  std::vector<std::pair<std::string, Problem>> problems;
+  for (const char* name : {"mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-9.json", "mlsys-2026-13.json",
+                           "mlsys-2026-17.json"}) {
+    problems.emplace_back(name, ReadBundledProblem(name));
+  }
+  for (int i = 0; i < 10; ++i) {
+    problems.emplace_back("random " + std::to_string(i),
+                          RandomProblem(rng, kAllDagShapes[i % std::size(kAllDagShapes)], {.min_ops = 80, .max_ops = 300}));
+  }
+  for (const auto& [name, problem] : problems) {
+    const auto num_ops = static_cast<OpId>(problem.ops.size());
+    for (int trial = 0; trial < 200; ++trial) {
+      // A random subset in random order (long and short ones), sometimes with an op listed twice.
+      std::vector<OpId> ops;
+      const double keep = std::uniform_real_distribution<double>(0.05, 1.0)(rng);
+      for (OpId op = 0; op < num_ops; ++op) {
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < keep) ops.push_back(op);
+      }
+      std::shuffle(ops.begin(), ops.end(), rng);
+      if (!ops.empty() && trial % 7 == 0) ops.push_back(ops[rng() % ops.size()]);
+      long_lists += ops.size() > 64;
+      INFO(name << " trial " << trial << ", " << ops.size() << " ops");
+      CHECK(Components(problem, ops) == ReferenceComponents(problem, ops));
+    }
+  }
+  CHECK(long_lists > 1000);
 }
 
 }  // namespace
