@@ -9,10 +9,14 @@
 #include "eval/subgraph_structure.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <charconv>
+#include <exception>
+#include <mutex>
 #include <numeric>
 #include <optional>
+#include <thread>
 #include <tuple>
 
 namespace annealer {
@@ -301,7 +305,48 @@ std::vector<std::string> LatencyWarnings(const Schedule& schedule,
   return warnings;
 }
 
-Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule) {
+namespace {
+
+// Every subgraph's EvaluateSubgraphOracle, on `threads` threads taking chunks in turn; the first
+// exception a thread meets is rethrown after all joined.
+std::vector<SubgraphResult> EvaluateSubgraphsOnThreads(const Problem& problem, const Schedule& schedule,
+                                                       int threads) {
+  const int n = static_cast<int>(schedule.subgraphs.size());
+  std::vector<SubgraphResult> results(n);
+  constexpr int kChunk = 16;
+  std::atomic<int> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  auto work = [&] {
+    try {
+      static const std::vector<TensorId> kNothing;
+      for (int begin = next.fetch_add(kChunk); begin < n; begin = next.fetch_add(kChunk)) {
+        for (int i = begin; i < std::min(n, begin + kChunk); ++i) {
+          const std::vector<TensorId>& in = i > 0 ? schedule.subgraphs[i - 1].retain : kNothing;
+          results[i] = EvaluateSubgraphOracle(problem, schedule.subgraphs[i], in);
+        }
+      }
+    } catch (...) {
+      std::lock_guard lock(error_mutex);
+      if (!error) error = std::current_exception();
+      next.store(n);
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (int t = 1; t < threads; ++t) helpers.emplace_back(work);
+  work();
+  for (std::thread& helper : helpers) helper.join();
+  if (error) std::rethrow_exception(error);
+  return results;
+}
+
+}  // namespace
+
+Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule, int threads) {
+  std::vector<SubgraphResult> evaluated;
+  if (threads > 1 && schedule.subgraphs.size() >= kOracleThreadsFrom) {
+    evaluated = EvaluateSubgraphsOnThreads(problem, schedule, threads);
+  }
   Evaluation evaluation;
   const int num_tensors = static_cast<int>(problem.tensors.size());
   const int num_ops = static_cast<int>(problem.ops.size());
@@ -309,6 +354,7 @@ Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule) {
   for (TensorId t = 0; t < num_tensors; ++t) in_slow_memory[t] = problem.producer[t] == kNoOp;
   std::vector<char> covered(num_ops, 0);
   std::vector<TensorId> retained_in;
+  std::vector<char> in_subgraph(num_ops, 0);  // marks of the current subgraph's ops, cleared after it
   auto fail = [&](Verdict verdict, Violation violation) {
     evaluation.verdict = verdict;
     evaluation.violation = std::move(violation);
@@ -319,13 +365,13 @@ Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule) {
 
   for (int i = 0; i < static_cast<int>(schedule.subgraphs.size()); ++i) {
     const Subgraph& subgraph = schedule.subgraphs[i];
-    SubgraphResult result = EvaluateSubgraphOracle(problem, subgraph, retained_in);
+    SubgraphResult result =
+        evaluated.empty() ? EvaluateSubgraphOracle(problem, subgraph, retained_in) : std::move(evaluated[i]);
     if (!result.ok()) {
       result.violation.subgraph = i;
       return fail(result.verdict, result.violation);
     }
     // V7: every boundary input is in slow memory or retained by the previous subgraph.
-    std::vector<char> in_subgraph(num_ops, 0);
     for (OpId op : subgraph.ops) in_subgraph[op] = 1;
     for (OpId op : subgraph.ops) {
       for (TensorId in : problem.ops[op].inputs) {
@@ -351,6 +397,7 @@ Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule) {
           std::find(subgraph.retain.begin(), subgraph.retain.end(), out) != subgraph.retain.end();
       if (!consumed_inside && !retained) in_slow_memory[out] = 1;
     }
+    for (OpId op : subgraph.ops) in_subgraph[op] = 0;
     retained_in = subgraph.retain;
     evaluation.total += result.report.latency;
     evaluation.subgraphs.push_back(result.report);

@@ -85,6 +85,12 @@ std::vector<std::string> LatencyWarnings(const Schedule& schedule,
 
 // Evaluates a whole schedule: every subgraph via EvaluateSubgraphOracle, plus the rules about
 // the sequence (V1 coverage, V7 availability, V9 end state) and the V13 warnings.
-Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule);
+// With threads > 1, a schedule of at least 256 subgraphs has its subgraphs evaluated first, on
+// that many threads (a subgraph's own verdict and report depend only on it and the retain list
+// before it), and the scan in sequence order then reads them: the same result, the first
+// violation included. For a caller with idle cores and a long schedule (10,000 subgraphs of
+// -9's ops take the oracle half a second).
+inline constexpr size_t kOracleThreadsFrom = 256;
+Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule, int threads = 1);
 
 }  // namespace annealer

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "eval/cost_cache.h"
 #include "eval/subgraph_cost.h"
 #include "eval/traversal.h"
 
@@ -26,7 +27,7 @@ std::vector<Elements> Sides(Elements native, Elements limit) {
 
 }  // namespace
 
-Schedule BuildBaseline(const Problem& problem) {
+Schedule BuildBaseline(const Problem& problem, CostCache* cache) {
   Schedule schedule;
   const Elements n = problem.native;
   for (OpId op : problem.topological_order) {
@@ -55,10 +56,19 @@ Schedule BuildBaseline(const Problem& problem) {
             candidate.granularity = {w, h, k};
             candidate.traversal =
                 MakeTraversal(pattern, CeilDiv(out.height, h), CeilDiv(out.width, w));
-            const SubgraphResult result = CostSubgraph(problem, candidate, {});
-            fitted = fitted || result.ok();
-            if (result.ok() && (best_latency < 0 || result.report.latency < best_latency)) {
-              best_latency = result.report.latency;
+            static const std::vector<TensorId> kNothing;
+            SubgraphReport report;
+            bool ok = false;
+            if (cache != nullptr) {
+              ok = cache->LookupValid(problem, candidate, kNothing, report);
+            } else {
+              const SubgraphResult result = CostSubgraph(problem, candidate, kNothing);
+              ok = result.ok();
+              report = result.report;
+            }
+            fitted = fitted || ok;
+            if (ok && (best_latency < 0 || report.latency < best_latency)) {
+              best_latency = report.latency;
               best = std::move(candidate);
             }
           }

@@ -200,7 +200,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
 
   // Constructive starts. The baseline goes first and alone: it is the guaranteed valid start.
   ErrorSlot errors;
-  const Schedule baseline = BuildBaseline(problem);
+  const Schedule baseline = BuildBaseline(problem, pricer.cache());
   {
     IncrementalEvaluator evaluator(problem, pricer.cache());
     const Candidate c = evaluator.Reset(baseline);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "eval/bounds.h"
+#include "eval/cost_cache.h"
 #include "eval/oracle.h"
 #include "eval/subgraph_structure.h"
 #include "search/baseline.h"
@@ -381,7 +382,8 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
   RequireFiles(parsed, 1, "baseline needs exactly one PROBLEM.json");
   const std::string& problem_path = parsed.positional[0];
   const Problem problem = ReadProblemFile(problem_path);
-  Schedule schedule = BuildBaseline(problem);
+  CostCache cache(1 << 16);  // a deep graph's repeated layers are priced once
+  Schedule schedule = BuildBaseline(problem, &cache);
   const Evaluation evaluation = EvaluateOracle(problem, schedule);
   if (!evaluation.ok()) {
     // Never write an invalid schedule: this is a bug of ours, not of the input.

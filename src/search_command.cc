@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "eval/bounds.h"
+#include "eval/cost_cache.h"
 #include "eval/oracle.h"
 #include "eval/subgraph_structure.h"
 #include "search/baseline.h"
@@ -269,13 +270,19 @@ class BestKeeper {
 
   ~BestKeeper() { StopWriter(); }
 
+  // Threads for the checks made while no search runs (the start and Finish): the cores are idle
+  // then. The writer's checks during the search stay on its one thread.
+  void set_idle_threads(int threads) { idle_threads_ = threads; }
+
   // Checks and records `schedule` now, writing the file at once (no throttle): for the start.
   bool AcceptNow(const Schedule& schedule, const std::string& found_by) {
-    if (!Verify(schedule, found_by)) return false;
+    oracle_threads_ = idle_threads_;
+    const bool ok = Verify(schedule, found_by);
+    oracle_threads_ = 1;
+    if (!ok) return false;
     WriteBest();
     return true;
   }
-
   void Offer(const Schedule& schedule, Latency claimed_total, const std::string& found_by) {
     std::lock_guard lock(mutex_);
     pending_ = Pending{schedule, claimed_total, found_by};
@@ -304,6 +311,7 @@ class BestKeeper {
   // does not hold the result yet.
   void Finish(const Schedule& final_best, const std::string& found_by) {
     StopWriter();
+    oracle_threads_ = idle_threads_;
     if (!Verify(final_best, found_by, /*accept_ties=*/true) && pending_) {
       Verify(pending_->schedule, pending_->found_by);
     }
@@ -384,7 +392,7 @@ class BestKeeper {
     if (has_best_ && schedule.subgraphs == best_.subgraphs) return true;  // checked and held already
     Evaluation evaluation;
     try {
-      evaluation = EvaluateOracle(problem_, schedule);
+      evaluation = EvaluateOracle(problem_, schedule, oracle_threads_);
     } catch (const std::exception& error) {
       ++rejected_;
       console_.Line("annealer: BUG: the oracle failed on a schedule found by " + found_by + ": " +
@@ -448,6 +456,8 @@ class BestKeeper {
   bool has_best_ = false;
   bool written_current_ = false;
   bool write_failed_ = false;
+  int idle_threads_ = 1;
+  int oracle_threads_ = 1;  // of the check running now (Verify is called by one thread at a time)
   int rejected_ = 0;
   int writes_ = 0;
 };
@@ -534,13 +544,21 @@ int RunSearchCommand(int argc, char** argv) {
     }
   };
 
+  const int threads = params.threads > 0 ? params.threads
+                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  keeper.set_idle_threads(threads);
+
   // Anytime: a valid schedule exists on disk before the search begins.
   Clock::duration check_time{};
   try {
-    const Schedule baseline = BuildBaseline(problem);
+    // Through a cache of its own: a deep graph's repeated layers are priced once.
+    CostCache baseline_cache(1 << 16);
+    const Schedule baseline = BuildBaseline(problem, &baseline_cache);
     const Clock::time_point check_start = Clock::now();
     const bool accepted = keeper.AcceptNow(baseline, "baseline");
     check_time = Clock::now() - check_start;
+    // The writer checks on one thread during the search: what the margins below allow for.
+    if (baseline.subgraphs.size() >= kOracleThreadsFrom) check_time *= threads;
     if (!accepted) {
       std::fprintf(stderr, "annealer: %s: the baseline schedule fails the oracle (see above)\n",
                    options.problem_path.c_str());
@@ -570,8 +588,6 @@ int RunSearchCommand(int argc, char** argv) {
   const Clock::time_point watchdog =
       start + time - std::clamp<Clock::duration>(time / 100, milliseconds(20), milliseconds(80)) - 2 * check_time;
 
-  const int threads = params.threads > 0 ? params.threads
-                                         : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   console.Line("annealer: " + options.problem_path + ": " + std::to_string(problem.ops.size()) + " ops, " +
                std::to_string(problem.tensors.size()) + " tensors; lower bound " + Grouped(lower_bound) +
                " (compute " + Grouped(bound.compute) + ", traffic " + Grouped(bound.traffic) +

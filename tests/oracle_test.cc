@@ -2,8 +2,13 @@
 // (arithmetic in the comments) for what the spec cases do not cover.
 #include <doctest/doctest.h>
 
+#include <random>
+#include <string>
+
 #include "eval/bounds.h"
 #include "eval/oracle.h"
+#include "eval/random_schedule.h"
+#include "search/baseline.h"
 
 namespace annealer {
 namespace {
@@ -299,6 +304,52 @@ TEST_CASE("V13: a reported latency that differs is a warning, not an error") {
   CHECK(e.warnings[0] ==
         "V13: reported latency of subgraph 0 differs from the computed one (reported 4400, "
         "computed 4500)");
+}
+
+TEST_CASE("oracle on threads: the same verdict, first violation, reports and total as in sequence") {
+  std::mt19937_64 rng(404);
+  int long_schedules = 0, invalid = 0, valid = 0;
+  auto compare = [&](const Problem& problem, const Schedule& schedule, const std::string& what) {
+    long_schedules += schedule.subgraphs.size() >= 256;
+    const Evaluation sequential = EvaluateOracle(problem, schedule);
+    for (int threads : {2, 3}) {
+      const Evaluation threaded = EvaluateOracle(problem, schedule, threads);
+      INFO(what << ", " << schedule.subgraphs.size() << " subgraphs, " << threads << " threads: "
+                << sequential.violation.Message());
+      CHECK(threaded.verdict == sequential.verdict);
+      CHECK(threaded.violation.rule == sequential.violation.rule);
+      CHECK(threaded.violation.subgraph == sequential.violation.subgraph);
+      CHECK(threaded.violation.detail == sequential.violation.detail);
+      CHECK(threaded.total == sequential.total);
+      CHECK(threaded.subgraphs == sequential.subgraphs);
+    }
+    (sequential.ok() ? valid : invalid) += 1;
+  };
+  for (int trial = 0; trial < 12; ++trial) {
+    const Problem problem =
+        RandomProblem(rng, kAllDagShapes[trial % std::size(kAllDagShapes)], {.min_ops = 300, .max_ops = 500});
+    const std::string what = "trial " + std::to_string(trial);
+    RandomScheduleOptions options;
+    options.fuse_probability = 0.05;  // long schedules: the threads start at 256 subgraphs
+    options.max_steps = 256;
+    compare(problem, RandomSchedule(problem, rng, options), what + " random");
+    // One op per subgraph: long and valid; then broken late, at one subgraph (V2) or by swapping
+    // a consumer before its producer (V7).
+    const Schedule baseline = BuildBaseline(problem);
+    compare(problem, baseline, what + " baseline");
+    const int n = static_cast<int>(baseline.subgraphs.size());
+    Schedule broken = baseline;
+    broken.subgraphs[n / 2 + static_cast<int>(rng() % (n / 2))].granularity.w = 2 * problem.native;
+    compare(problem, broken, what + " one bad granularity");
+    Schedule swapped = baseline;
+    const int i = n / 2 + static_cast<int>(rng() % (n / 2 - 1));
+    std::swap(swapped.subgraphs[i], swapped.subgraphs[i + 1]);
+    compare(problem, swapped, what + " two subgraphs swapped");
+  }
+  MESSAGE(long_schedules << " schedules of 256 subgraphs or more: " << valid << " valid, " << invalid << " invalid");
+  CHECK(long_schedules >= 40);
+  CHECK(valid >= 12);
+  CHECK(invalid >= 24);
 }
 
 }  // namespace
