@@ -95,9 +95,9 @@ class CostCache {
   // (granularity fitting tries a dozen contexts per move, most of them never seen before on a
   // deep graph) is answered by the context's shape whether that shape was priced valid or
   // failing, so what it costs does not grow with the number of copies of a layer. Order: the
-  // front table, then the shape table (no probe of the exact table, whose size grows with the
-  // graph), then pricing, stored under the shape only. A context without a shape key goes
-  // through LookupOrCompute.
+  // front table (or, for a context it cannot key, the thread's id table), then the thread's
+  // and the shared shape tables (no probe of the exact table), then pricing, stored under the
+  // shape only. A context without a shape key goes to the exact table.
   bool LookupValid(const Problem& problem, const Subgraph& subgraph,
                    const std::vector<TensorId>& retained_in, SubgraphReport& report);
 
