@@ -704,17 +704,25 @@ CostCache::FrontTable& CostCache::BoundFront(const Problem& problem) {
   return local;
 }
 
+namespace {
+
+void MarkValid(SubgraphResult& result, const SubgraphReport& report) {
+  result.verdict = Verdict::kValid;
+  result.report = report;
+  result.violation.rule.clear();
+  result.violation.detail.clear();
+  result.violation.subgraph = -1;
+}
+
+}  // namespace
+
 bool CostCache::FrontHit(const FrontTable& local, const FrontKey& key, uint64_t front_hash,
                          SubgraphResult& result, SmallSequenceFacts* facts) {
   const FrontTable::Entry* e = local.Find(key, front_hash);
   if (e == nullptr) return false;
   if (facts) *facts = e->facts;
   CounterBlock::Count(local.counters->hits);
-  result.verdict = Verdict::kValid;
-  result.report = e->report;
-  result.violation.rule.clear();
-  result.violation.detail.clear();
-  result.violation.subgraph = -1;
+  MarkValid(result, e->report);
   return true;
 }
 
@@ -766,18 +774,6 @@ void CostCache::LookupOrComputeAll(const Problem& problem, const Schedule& sched
     }
   }
 }
-
-namespace {
-
-void MarkValid(SubgraphResult& result, const SubgraphReport& report) {
-  result.verdict = Verdict::kValid;
-  result.report = report;
-  result.violation.rule.clear();
-  result.violation.detail.clear();
-  result.violation.subgraph = -1;
-}
-
-}  // namespace
 
 CostCache::ShapeAnswer CostCache::AnswerByShape(FrontTable& local, const Problem& problem,
                                                 const Subgraph& subgraph,
