@@ -54,65 +54,17 @@ bool Same(const SubgraphResult& a, const SubgraphResult& b) {
          a.violation.detail == b.violation.detail;
 }
 
-TEST_CASE("cost cache shapes: a context met again in another copy is not priced again, and equals its own pricing") {
-  std::mt19937_64 rng(2026);
+// Calls visit(one, three, subgraph, retained_in, trial) for every context of the shape tests:
+// each subgraph of a random schedule of a small random DAG, and a variant of it with other
+// settings, after the retained set of the subgraph before; `three` holds three disjoint copies
+// of `one` (see Copies).
+template <typename Visit>
+void ForEachContextOfCopies(uint64_t seed, const Visit& visit) {
+  std::mt19937_64 rng(seed);
   RandomScheduleOptions options;
   options.max_steps = 200;
   const DagShape kShapes[] = {DagShape::kChain, DagShape::kDiamond, DagShape::kFanOut, DagShape::kMixed,
                               DagShape::kSharedInput};
-  int contexts = 0, failing = 0, shape_hits = 0;
-  for (int trial = 0; trial < 60; ++trial) {
-    const Problem one = RandomProblem(rng, kShapes[trial % 5],
-                                      {.min_ops = 3, .max_ops = 10});
-    const Problem three = Copies(one, 3);
-    const Schedule schedule = RandomSchedule(one, rng, options);
-    std::vector<TensorId> retained_in;
-    for (const Subgraph& s : schedule.subgraphs) {
-      Subgraph variant = s;
-      RandomizeSettings(one, variant, rng, options);
-      for (const Subgraph* sub : {&s, static_cast<const Subgraph*>(&variant)}) {
-        CostCache cache(1 << 12);
-        SubgraphResult result;
-        // Copy 0 is priced; copies 1 and 2 are answered by the shape, or re-derived when it
-        // fails (the words of a violation name the copy's own ids).
-        for (int c = 0; c < 3; ++c) {
-          const Subgraph moved = Shifted(*sub, one, c);
-          const std::vector<TensorId> in = Shifted(retained_in, one, c);
-          const CacheStats before = cache.stats();
-          cache.LookupOrCompute(three, moved, in, result);
-          const SubgraphResult direct = CostSubgraph(three, moved, in);
-          INFO("trial " << trial << " copy " << c << ": " << direct.violation.Message());
-          CHECK(Same(result, direct));
-          if (c == 0) {
-            CHECK(Same(direct, CostSubgraph(one, *sub, retained_in)));
-            continue;
-          }
-          const CacheStats after = cache.stats();
-          // Valid: a hit. Failing: a hit when the rule is checked before pricing (e.g. V11).
-          if (direct.ok()) {
-            CHECK(after.hits == before.hits + 1);
-            ++shape_hits;
-          }
-        }
-        ++contexts;
-        failing += !result.ok();
-      }
-      retained_in = s.retain;
-    }
-  }
-  MESSAGE(contexts << " contexts, " << failing << " failing, " << shape_hits << " answered by shape");
-  CHECK(contexts > 200);
-  CHECK(failing > 20);
-  CHECK(shape_hits > 200);
-}
-
-TEST_CASE("cost cache shapes: LookupValid answers valid and failing copies by shape, with CostSubgraph's verdict and report") {
-  std::mt19937_64 rng(2027);
-  RandomScheduleOptions options;
-  options.max_steps = 200;
-  const DagShape kShapes[] = {DagShape::kChain, DagShape::kDiamond, DagShape::kFanOut, DagShape::kMixed,
-                              DagShape::kSharedInput};
-  int contexts = 0, failing = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const Problem one = RandomProblem(rng, kShapes[trial % 5], {.min_ops = 3, .max_ops = 10});
     const Problem three = Copies(one, 3);
@@ -122,34 +74,78 @@ TEST_CASE("cost cache shapes: LookupValid answers valid and failing copies by sh
       Subgraph variant = s;
       RandomizeSettings(one, variant, rng, options);
       for (const Subgraph* sub : {&s, static_cast<const Subgraph*>(&variant)}) {
-        CostCache cache(1 << 12);
-        for (int c = 0; c < 3; ++c) {
-          const Subgraph moved = Shifted(*sub, one, c);
-          const std::vector<TensorId> in = Shifted(retained_in, one, c);
-          const SubgraphResult direct = CostSubgraph(three, moved, in);
-          INFO("trial " << trial << " copy " << c << ": " << direct.violation.Message());
-          const CacheStats before = cache.stats();
-          SubgraphReport report;
-          CHECK(cache.LookupValid(three, moved, in, report) == direct.ok());
-          if (direct.ok()) CHECK(report == direct.report);
-          // Copy 0 is priced; copies 1 and 2 are answered by its shape, failing or not.
-          const CacheStats after = cache.stats();
-          CHECK(after.misses == before.misses + (c == 0 ? 1 : 0));
-          CHECK(after.hits == before.hits + (c == 0 ? 0 : 1));
-          // The full lookup of the same context still gives the violation's words.
-          SubgraphResult result;
-          cache.LookupOrCompute(three, moved, in, result);
-          CHECK(Same(result, direct));
-          // Asked again: the same answer (from the front table when it is a small valid one).
-          CHECK(cache.LookupValid(three, moved, in, report) == direct.ok());
-          if (direct.ok()) CHECK(report == direct.report);
-        }
-        ++contexts;
-        failing += !CostSubgraph(three, *sub, retained_in).ok();
+        visit(one, three, *sub, retained_in, trial);
       }
       retained_in = s.retain;
     }
   }
+}
+
+TEST_CASE("cost cache shapes: a context met again in another copy is not priced again, and equals its own pricing") {
+  int contexts = 0, failing = 0, shape_hits = 0;
+  ForEachContextOfCopies(2026, [&](const Problem& one, const Problem& three, const Subgraph& sub,
+                                   const std::vector<TensorId>& retained_in, int trial) {
+    CostCache cache(1 << 12);
+    SubgraphResult result;
+    // Copy 0 is priced; copies 1 and 2 are answered by the shape, or re-derived when it
+    // fails (the words of a violation name the copy's own ids).
+    for (int c = 0; c < 3; ++c) {
+      const Subgraph moved = Shifted(sub, one, c);
+      const std::vector<TensorId> in = Shifted(retained_in, one, c);
+      const CacheStats before = cache.stats();
+      cache.LookupOrCompute(three, moved, in, result);
+      const SubgraphResult direct = CostSubgraph(three, moved, in);
+      INFO("trial " << trial << " copy " << c << ": " << direct.violation.Message());
+      CHECK(Same(result, direct));
+      if (c == 0) {
+        CHECK(Same(direct, CostSubgraph(one, sub, retained_in)));
+        continue;
+      }
+      const CacheStats after = cache.stats();
+      // Valid: a hit. Failing: a hit when the rule is checked before pricing (e.g. V11).
+      if (direct.ok()) {
+        CHECK(after.hits == before.hits + 1);
+        ++shape_hits;
+      }
+    }
+    ++contexts;
+    failing += !result.ok();
+  });
+  MESSAGE(contexts << " contexts, " << failing << " failing, " << shape_hits << " answered by shape");
+  CHECK(contexts > 200);
+  CHECK(failing > 20);
+  CHECK(shape_hits > 200);
+}
+
+TEST_CASE("cost cache shapes: LookupValid answers valid and failing copies by shape, with CostSubgraph's verdict and report") {
+  int contexts = 0, failing = 0;
+  ForEachContextOfCopies(2027, [&](const Problem& one, const Problem& three, const Subgraph& sub,
+                                   const std::vector<TensorId>& retained_in, int trial) {
+    CostCache cache(1 << 12);
+    for (int c = 0; c < 3; ++c) {
+      const Subgraph moved = Shifted(sub, one, c);
+      const std::vector<TensorId> in = Shifted(retained_in, one, c);
+      const SubgraphResult direct = CostSubgraph(three, moved, in);
+      INFO("trial " << trial << " copy " << c << ": " << direct.violation.Message());
+      const CacheStats before = cache.stats();
+      SubgraphReport report;
+      CHECK(cache.LookupValid(three, moved, in, report) == direct.ok());
+      if (direct.ok()) CHECK(report == direct.report);
+      // Copy 0 is priced; copies 1 and 2 are answered by its shape, failing or not.
+      const CacheStats after = cache.stats();
+      CHECK(after.misses == before.misses + (c == 0 ? 1 : 0));
+      CHECK(after.hits == before.hits + (c == 0 ? 0 : 1));
+      // The full lookup of the same context still gives the violation's words.
+      SubgraphResult result;
+      cache.LookupOrCompute(three, moved, in, result);
+      CHECK(Same(result, direct));
+      // Asked again: the same answer (from the front or id table, or the thread's shapes).
+      CHECK(cache.LookupValid(three, moved, in, report) == direct.ok());
+      if (direct.ok()) CHECK(report == direct.report);
+    }
+    ++contexts;
+    failing += !CostSubgraph(three, sub, retained_in).ok();
+  });
   MESSAGE(contexts << " contexts, " << failing << " failing");
   CHECK(contexts > 200);
   CHECK(failing > 20);
