@@ -283,6 +283,7 @@ class BestKeeper {
     WriteBest();
     return true;
   }
+
   void Offer(const Schedule& schedule, Latency claimed_total, const std::string& found_by) {
     std::lock_guard lock(mutex_);
     pending_ = Pending{schedule, claimed_total, found_by};
