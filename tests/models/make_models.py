@@ -651,6 +651,56 @@ def expected_vit_b16():
 # Independent check: walk the saved file after shape inference
 # --------------------------------------------------------------------------------------------
 
+def read_shapes(g):
+    shapes = {}
+    for vi in list(g.input) + list(g.value_info) + list(g.output):
+        tt = vi.type.tensor_type
+        if tt.HasField("shape"):
+            shapes[vi.name] = [dd.dim_value if dd.HasField("dim_value") else None
+                               for dd in tt.shape.dim]
+    for t in g.initializer:
+        shapes[t.name] = list(t.dims)
+    return shapes
+
+
+def fold_shape_tensors(g, shapes):
+    """Evaluate int64 shape arithmetic (Constant, Shape, Gather, Unsqueeze, Concat) with numpy
+    and return {reshape output: shape} for Reshape nodes whose shape inference left the output
+    unknown but whose target shape can be computed."""
+    vals = {t.name: numpy_helper.to_array(t) for t in g.initializer if t.data_type == INT64}
+    folded = {}
+    for n in g.node:
+        a = {at.name: helper.get_attribute_value(at) for at in n.attribute}
+        try:
+            if n.op_type == "Constant" and "value" in a:
+                vals[n.output[0]] = numpy_helper.to_array(a["value"])
+            elif n.op_type == "Shape":
+                s = shapes.get(n.input[0])
+                if s is not None and None not in s:
+                    vals[n.output[0]] = np.array(s, np.int64)
+            elif n.op_type == "Gather" and all(i in vals for i in n.input):
+                vals[n.output[0]] = np.take(vals[n.input[0]], vals[n.input[1]],
+                                            axis=a.get("axis", 0))
+            elif n.op_type == "Unsqueeze" and all(i in vals for i in n.input):
+                v = vals[n.input[0]]
+                for ax in sorted(int(x) for x in vals[n.input[1]]):
+                    v = np.expand_dims(v, ax)
+                vals[n.output[0]] = v
+            elif n.op_type == "Concat" and all(i in vals for i in n.input):
+                vals[n.output[0]] = np.concatenate([vals[i] for i in n.input], axis=a["axis"])
+            elif n.op_type == "Reshape" and n.input[1] in vals:
+                s, out = shapes.get(n.input[0]), shapes.get(n.output[0])
+                if s is None or None in s or (out is not None and None not in out):
+                    continue
+                tgt = [s[i] if v == 0 else int(v) for i, v in enumerate(vals[n.input[1]])]
+                if -1 in tgt:
+                    tgt[tgt.index(-1)] = math.prod(s) // -math.prod(tgt)
+                folded[n.output[0]] = tgt
+        except (KeyError, ValueError, IndexError):
+            continue
+    return folded
+
+
 def walk_counts(path, fix_dims=None):
     """Counts read from the ONNX file only: op types, attributes, initializer dims and the
     shapes onnx.shape_inference infers.  fix_dims maps a dim_param name to a value (e.g.
@@ -661,18 +711,22 @@ def walk_counts(path, fix_dims=None):
         for dim in vi.type.tensor_type.shape.dim:
             if dim.dim_param and fix_dims and dim.dim_param in fix_dims:
                 dim.dim_value = fix_dims[dim.dim_param]
-    m = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
-    g = m.graph
-    shapes = {}
-    for vi in list(g.input) + list(g.value_info) + list(g.output):
-        tt = vi.type.tensor_type
-        if tt.HasField("shape"):
-            shapes[vi.name] = [dd.dim_value if dd.HasField("dim_value") else None
-                               for dd in tt.shape.dim]
-    inits = {t.name: t for t in g.initializer}
-    for t in g.initializer:
-        shapes[t.name] = list(t.dims)
     notes = []
+    for attempt in range(3):
+        inferred = onnx.shape_inference.infer_shapes(m, strict_mode=True, data_prop=True)
+        shapes = read_shapes(inferred.graph)
+        folded = fold_shape_tensors(inferred.graph, shapes)
+        if not folded:
+            break
+        # onnx's own inference left these unknown: pin them and infer again
+        notes.append("onnx %s shape inference (data_prop=True) left unknown, folded by the "
+                     "walk: %s" % (onnx.__version__,
+                                   ", ".join(f"{k}={v}" for k, v in sorted(folded.items()))))
+        for name, s in folded.items():
+            m.graph.value_info.append(helper.make_tensor_value_info(name, FLOAT, s))
+    m = inferred
+    g = m.graph
+    inits = {t.name: t for t in g.initializer}
 
     def shp(name):
         s = shapes.get(name)
