@@ -580,6 +580,11 @@ def expected_small_convnet():
 
 
 def expected_resnet50():
+    """Stem 7x7/2 conv: 64*112*112*147 = 118,013,952 MACs.  Bottleneck (cin, width w, stride s)
+    at input size h, output ho = h/s: w*h*h*cin + w*ho*ho*9w + 4w*ho*ho*w (+ 4w*ho*ho*cin for
+    the first block's 1x1/s shortcut).  fc 2048*1000.  Totals: 4,089,184,256 MACs,
+    25,530,472 params (torchvision's 25,557,032 minus 26,560 BN channels: folded BN keeps
+    one bias per channel instead of gamma and beta)."""
     t = Tally()
     t.act(3, 224, 224)
     h = t.conv(3, 64, 7, 224, 2, 3)            # 112
@@ -605,6 +610,10 @@ def expected_resnet50():
 
 
 def expected_mobilenetv2():
+    """Stem 3x3/2 conv 3->32; per inverted residual (cin, t, c, s) at size h, hid = t*cin:
+    expand hid*h*h*cin (t != 1), depthwise hid*ho*ho*9, project c*ho*ho*hid; last 1x1
+    320->1280 at 7x7; fc 1280*1000.  Totals: 300,774,272 MACs (20,716,416 depthwise),
+    3,487,816 params (torchvision's 3,504,872 minus 17,056 BN channels)."""
     t = Tally()
     t.act(3, 224, 224)
     h = t.conv(3, 32, 3, 224, 2, 1); t.nodes["Clip"] += 1
@@ -629,6 +638,12 @@ def expected_mobilenetv2():
 
 
 def expected_vit_b16():
+    """Patch conv 768*196*768 = 115,605,504.  Per block (seq 197, d 768, 12 heads, MLP 3072):
+    qkv 197*768*2304 = 348,585,984; Q.K^T and A.V 12*197*197*64 = 29,805,312 each;
+    proj 197*768*768 = 116,195,328; fc1, fc2 197*768*3072 = 464,781,312 each;
+    block 1,453,954,560, x12 = 17,447,454,720.  Head 768,000.  Total 17,563,828,224.
+    Params: patch 590,592 + cls 768 + pos 151,296 + 12 * 7,087,872 + final LN 1,536
+    + head 769,000 = 86,567,656 (torchvision's num_params exactly)."""
     d, heads, mlp, layers, seq = 768, 12, 3072, 12, 197
     t = Tally()
     t.act(3, 224, 224)
