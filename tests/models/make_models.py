@@ -277,7 +277,8 @@ def build_transformer_block(opset17):
 def build_dynamic_shapes():
     b = Builder()
     c = b.conv("x", "conv", 8, 16, 3, 1, 1)
-    # torch.onnx style: x.reshape(x.shape[0], -1) with Constant nodes
+    c = b.node("GlobalAveragePool", [c], name="gap")
+    # torch.onnx style: x.reshape(x.shape[0], -1) after the pooling, with Constant nodes
     sh = b.node("Shape", [c], name="shape")
     b.nodes.append(helper.make_node("Constant", [], ["idx0"], name="idx0",
                                     value=numpy_helper.from_array(np.array(0, np.int64))))
@@ -289,7 +290,7 @@ def build_dynamic_shapes():
                                     value=numpy_helper.from_array(np.array([-1], np.int64))))
     target = b.node("Concat", [n, "minus1"], name="concat_shape", axis=0)
     r = b.node("Reshape", [c, target], name="reshape")
-    b.gemm(r, "fc", 16 * 16 * 16, 10)
+    b.gemm(r, "fc", 16, 10)
     b.nodes[-1].output[0] = "y"
     return b.model("dynamic_shapes", [("x", ["N", 8, 16, 16])], [("y", ["N", 10])], 13)
 
@@ -544,19 +545,20 @@ def expected_dynamic_shapes():
     """
     For N = 1 (the importer is given --input x=1x8x16x16):
       conv 3x3 8->16 p1 @16x16: 16*256*72 = 294,912   params 1,152+16 = 1,168
-      Reshape (1,16,16,16) -> (1,4096)
-      fc Gemm 4096->10:         4096*10   =  40,960   params 40,960+10 = 40,970
-    MACs 335,872; params 42,138; matmul params 40,960; largest activation 4,096.
-    nodes: Conv, Shape, Gather, Unsqueeze, Concat, Reshape, Gemm 1 each, Constant 3.
+      GlobalAveragePool -> (1,16,1,1); Reshape (1,16,1,1) -> (1,16)
+      fc Gemm 16->10:           16*10     =     160   params 160+10 = 170
+    MACs 295,072; params 1,338; matmul params 160; largest activation 4,096.
+    nodes: Conv, GlobalAveragePool, Shape, Gather, Unsqueeze, Concat, Reshape, Gemm 1 each,
+    Constant 3.
     """
     t = Tally()
     t.act(8, 16, 16)
     t.conv(8, 16, 3, 16, 1, 1)
-    for op in ("Shape", "Gather", "Unsqueeze", "Concat", "Reshape"):
+    for op in ("GlobalAveragePool", "Shape", "Gather", "Unsqueeze", "Concat", "Reshape"):
         t.nodes[op] += 1
     t.nodes["Constant"] += 3
-    t.gemm(1, 4096, 10)
-    assert (t.macs, t.params, t.mm_params, t.largest) == (335872, 42138, 40960, 4096)
+    t.gemm(1, 16, 10)
+    assert (t.macs, t.params, t.mm_params, t.largest) == (295072, 1338, 160, 4096)
     return t.result({"x": ["N", 8, 16, 16]}, 13)
 
 

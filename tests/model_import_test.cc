@@ -1,0 +1,146 @@
+// The ONNX importer on the generated test models (tests/models/make_models.py, counts by hand
+// in expected.json): exact MACs and parameters, a problem the reader accepts back, a baseline
+// the oracle accepts, and one-line errors for bad models.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <simdjson.h>
+
+#include "eval/oracle.h"
+#include "search/baseline.h"
+#include "src/json_fields.h"
+#include "src/model_lowering.h"
+#include "src/onnx_graph.h"
+#include "src/problem_reader.h"
+#include "src/problem_writer.h"
+#include "tests/test_files.h"
+
+namespace annealer {
+namespace {
+
+std::string ModelPath(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  return std::string(ANNEALER_SOURCE_DIR) + "/tests/models/" + name;
+}
+
+// A TPU-v5e-like core scaled down (fast memory 4 Mi elements) so the baseline stays quick.
+LoweringHardware TestHardware() { return LoweringHardware{4 << 20, 64, 128, 32, 8}; }
+
+struct Expected {
+  int64_t dense_macs = 0, depthwise_macs = 0, params = 0;
+};
+Expected ReadExpected(const std::string& model) {
+  simdjson::dom::parser parser;
+  const std::string text = testing::ReadFile(ModelPath("expected.json"));
+  simdjson::dom::element e = parser.parse(text)[model];
+  return Expected{int64_t(e["dense_macs"]), int64_t(e["depthwise_macs"]), int64_t(e["params"])};
+}
+
+int64_t ComputeMatMulMacs(const LoweredModel& m) {
+  int64_t macs = 0;
+  for (size_t o = 0; o < m.problem.ops.size(); ++o) {
+    const Op& op = m.problem.ops[o];
+    const std::string& role = m.op_origins[o].role;
+    if (op.kind != OpKind::MatMul || (role != "matmul" && role != "conv" && role != "conv-tap")) continue;
+    macs += m.problem.tensors[op.inputs[0]].height * m.problem.tensors[op.inputs[0]].width *
+            m.problem.tensors[op.inputs[1]].width;
+  }
+  return macs;
+}
+
+LoweredModel Import(const std::string& name, std::map<std::string, std::vector<int64_t>> dims = {}) {
+  return LowerOnnxGraph(ReadOnnxFile(ModelPath(name), dims), TestHardware());
+}
+
+void CheckModel(const std::string& name, std::map<std::string, std::vector<int64_t>> dims = {}) {
+  CAPTURE(name);
+  const LoweredModel m = Import(name, dims);
+  const Expected want = ReadExpected(name);
+  CHECK(m.summary.macs == want.dense_macs);
+  CHECK(ComputeMatMulMacs(m) == want.dense_macs);
+  CHECK(m.summary.depthwise_macs == want.depthwise_macs);
+  CHECK(m.summary.params == want.params);
+  // The problem round-trips through the contest JSON reader.
+  const Problem back = ParseProblem(ProblemToJson(m.problem), name);
+  CHECK(back.ops.size() == m.problem.ops.size());
+  // A valid schedule exists and the oracle accepts it.
+  const Schedule baseline = BuildBaseline(m.problem);
+  const Evaluation e = EvaluateOracle(m.problem, baseline);
+  CHECK(e.ok());
+  CHECK(e.total > 0);
+}
+
+TEST_CASE("import: small models match their hand-checked MACs and parameters") {
+  CheckModel("mlp.onnx");
+  CheckModel("resnet_bottleneck.onnx");
+  CheckModel("mobilenetv2_block.onnx");
+  CheckModel("transformer_block.onnx");
+  CheckModel("transformer_block_opset17.onnx");
+  CheckModel("dynamic_shapes.onnx", {{"x", {1, 8, 16, 16}}});
+  CheckModel("external_weights.onnx");
+}
+
+TEST_CASE("import: full ResNet-50 and MobileNetV2") {
+  CheckModel("resnet50.onnx");
+  CheckModel("mobilenetv2.onnx");
+}
+
+TEST_CASE("import: errors are one line naming the file and the node or input") {
+  const auto dir = testing::ScratchDir("import", "errors");
+  auto message = [&](const std::string& path, std::map<std::string, std::vector<int64_t>> dims = {}) {
+    try {
+      Import(path, dims);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message("dynamic_shapes.onnx").find("graph input 'x' has dynamic dims Nx8x16x16; give them with --input x=DIMS") !=
+        std::string::npos);
+  CHECK(message("dynamic_shapes.onnx", {{"y", {1}}}).find("--input y: the model has no such input (its inputs: x)") !=
+        std::string::npos);
+  CHECK(message("dynamic_shapes.onnx", {{"x", {1, 8, 16}}}).find("the model's input has rank 4") != std::string::npos);
+  const std::string text = (dir / "not.onnx").string();
+  std::ofstream(text) << "{\"widths\": [1]}";
+  CHECK(message(text) == text + ": not an ONNX model (the protobuf does not parse: truncated or another format)");
+  const std::string whole = testing::ReadFile(ModelPath("resnet_bottleneck.onnx"));
+  const std::string cut = (dir / "cut.onnx").string();
+  std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() / 2);
+  CHECK(message(cut).rfind(cut + ": ", 0) == 0);
+  CHECK(message((dir / "missing.onnx").string()) == (dir / "missing.onnx").string() + ": cannot open the file");
+}
+
+TEST_CASE("import: --input parsing") {
+  CHECK(ParseInputDims("x=1x3x224x224") == std::pair<std::string, std::vector<int64_t>>{"x", {1, 3, 224, 224}});
+  CHECK_THROWS_WITH_AS(ParseInputDims("x=1x0"), "--input x=1x0: dimension \"0\" is not a positive integer", InputError);
+  CHECK_THROWS_AS(ParseInputDims("x"), InputError);
+}
+
+}  // namespace
+}  // namespace annealer
+
+namespace annealer {
+namespace {
+
+// ViT-B/16 is generated, not committed (57 KB): tests/models/make_models.py writes it.
+TEST_CASE("import: full ViT-B/16 (generated by tests/models/make_models.py)") {
+  const auto dir = testing::ScratchDir("import", "vit");
+  const std::string cmd = "/usr/bin/python3 " + std::string(ANNEALER_SOURCE_DIR) +
+                          "/tests/models/make_models.py --no-check " + dir.string() + " > /dev/null 2>&1";
+  REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "the generator needs /usr/bin/python3 with python3-onnx (.ci/setup)");
+  const LoweredModel m = LowerOnnxGraph(ReadOnnxFile((dir / "vit_b16.onnx").string(), {}), TestHardware());
+  const Expected want = ReadExpected("vit_b16.onnx");
+  CHECK(m.summary.macs == want.dense_macs);
+  CHECK(ComputeMatMulMacs(m) == want.dense_macs);
+  CHECK(m.summary.params == want.params);
+  const Schedule baseline = BuildBaseline(m.problem);
+  CHECK(EvaluateOracle(m.problem, baseline).ok());
+}
+
+}  // namespace
+}  // namespace annealer
