@@ -16,6 +16,8 @@
 #include "search/exact.h"
 #include "search/params.h"
 #include "src/config.h"
+#include "src/hardware_text.h"
+#include "src/problem_writer.h"
 #include "src/json_fields.h"
 #include "src/problem_reader.h"
 #include "src/schedule_io.h"
@@ -59,28 +61,6 @@ std::string BoundPartsText(const LowerBound& bound) {
          Readable(bound.combined) + ")";
 }
 
-// Right-aligns every column but the last, which is left-aligned free text.
-std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> widths;
-  for (const auto& row : rows) {
-    widths.resize(std::max(widths.size(), row.size()), 0);
-    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) {
-      if (c > 0) out += "  ";
-      if (c + 1 < row.size()) {
-        out += std::string(widths[c] - row[c].size(), ' ') + row[c];
-      } else {
-        out += row[c];
-      }
-    }
-    out += '\n';
-  }
-  return out;
-}
-
 std::string VerdictName(Verdict verdict) {
   switch (verdict) {
     case Verdict::kValid: return "VALID";
@@ -100,6 +80,7 @@ struct ParsedArgs {
   std::optional<std::string> time;         // exact only
   std::vector<std::string> config_files;   // exact only: --config, in order
   std::vector<std::string> settings;       // exact only: --set KEY=VALUE, in order
+  std::optional<std::string> apply;        // hardware only: --apply PROBLEM.json
 };
 
 struct AcceptedOptions {
@@ -107,6 +88,7 @@ struct AcceptedOptions {
   bool output = false;  // -o/--output FILE
   bool report = false;  // --trace FILE, --log FILE
   bool budget = false;  // --time D, --config FILE, --set KEY=VALUE
+  bool apply = false;   // --apply FILE
 };
 
 // Options may appear anywhere; "--" ends them. File options take "--name FILE" or
@@ -145,6 +127,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, AcceptedOptions accep
     } else if (accepts.report && file_option("--trace", nullptr, parsed.trace)) {
     } else if (accepts.report && file_option("--log", nullptr, parsed.log)) {
     } else if (accepts.budget && file_option("--time", nullptr, parsed.time)) {
+    } else if (accepts.apply && file_option("--apply", nullptr, parsed.apply)) {
     } else if (accepts.budget && (arg == "--config" || arg == "--set")) {
       if (i + 1 >= args.size()) throw UsageError(arg + (arg == "--set" ? " needs KEY=VALUE" : " needs a file name"));
       (arg == "--set" ? parsed.settings : parsed.config_files).push_back(args[++i]);
@@ -315,6 +298,15 @@ void PrintUsage(std::FILE* out) {
       "      total_latency, family, states, seconds, ...); without -o and --json the schedule\n"
       "      goes to stdout. Budgets: the exact.* keys (annealer --print-config), from\n"
       "      --config files and --set, as for the search.\n"
+      "  annealer hardware [NAME|PROFILE.yaml] [--json] [--apply PROBLEM.json [-o OUT.json]]\n"
+      "      Hardware profiles: an accelerator in physical units (fast-memory bytes, bandwidth,\n"
+      "      matrix-unit side, MACs and vector elements per cycle, element size) and the problem\n"
+      "      numbers derived from it (capacity and bandwidth in elements, native side, MatMul\n"
+      "      and Pointwise base cost per native tile). Without NAME: the built-in profiles\n"
+      "      (hardware/*.yaml, embedded) in a table; with a built-in NAME or a YAML file: its\n"
+      "      figures, the arithmetic and its sources (docs/hardware.md). --apply writes\n"
+      "      PROBLEM.json with the profile's capacity, bandwidth, native side and base costs\n"
+      "      (MatMul: base x ceil(K/n); Pointwise: base) to stdout or, atomically, OUT.json.\n"
       "  annealer --help | --version\n"
       "\n"
       "Exit codes: 0 success, 1 bad input or invalid schedule, 2 usage error.\n"
@@ -546,6 +538,40 @@ int RunExactCommand(const std::vector<std::string>& args) {
   return FinishStdout(out, result.best ? 0 : 1);
 }
 
+int RunHardwareCommand(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = ParseArgs(args, {.json = true, .output = true, .apply = true});
+  if (parsed.help) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  if (parsed.positional.size() > 1) {
+    throw UsageError("hardware takes at most one profile name or file (got " +
+                     std::to_string(parsed.positional.size()) + ")");
+  }
+  if ((parsed.apply || parsed.output) && parsed.positional.empty()) {
+    throw UsageError("hardware --apply needs a profile: annealer hardware NAME --apply PROBLEM.json");
+  }
+  if (parsed.output && !parsed.apply) throw UsageError("hardware -o goes with --apply PROBLEM.json");
+  if (parsed.apply && parsed.json) throw UsageError("hardware --apply writes a problem; --json does not apply");
+  if (parsed.positional.empty()) {
+    std::vector<HardwareProfile> profiles;
+    for (const std::string& name : BuiltinHardwareNames()) profiles.push_back(LoadHardwareProfile(name));
+    return FinishStdout(parsed.json ? HardwareListJson(profiles) : HardwareTableText(profiles), 0);
+  }
+  const HardwareProfile profile = LoadHardwareProfile(parsed.positional[0]);
+  if (!parsed.apply) {
+    return FinishStdout(parsed.json ? HardwareProfileJson(profile) + "\n" : HardwareProfileText(profile), 0);
+  }
+  Problem problem = ReadProblemFile(*parsed.apply);
+  ApplyHardware(Derive(profile), problem);
+  const std::string json = ProblemToJson(problem);
+  if (!parsed.output) return FinishStdout(json, 0);
+  WriteFileAtomic(*parsed.output, json);
+  std::fprintf(stderr, "hardware: %s with the numbers of %s written to %s\n", parsed.apply->c_str(),
+               profile.name.c_str(), parsed.output->c_str());
+  return 0;
+}
+
 int RunMain(int argc, char** argv) {
   try {
     const std::string command = argc > 1 ? argv[1] : "";
@@ -565,6 +591,7 @@ int RunMain(int argc, char** argv) {
       if (command == "bound") return RunBoundCommand(rest);
       if (command == "report") return RunReportCommand(rest);
       if (command == "exact") return RunExactCommand(rest);
+      if (command == "hardware") return RunHardwareCommand(rest);
     } catch (const UsageError& error) {
       PrintError(error.what());
       std::fputs("Run 'annealer --help' for usage.\n", stderr);

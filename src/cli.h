@@ -1,5 +1,6 @@
-// The command line: `evaluate`, `bound`, `baseline` and `report`, help and version, and the
-// dispatcher that hands every other invocation to the search command (src/search_command.h).
+// The command line: `evaluate`, `bound`, `baseline`, `report`, `exact` and `hardware`, help and
+// version, and the dispatcher that hands every other invocation to the search command
+// (src/search_command.h).
 // Exit codes: 0 success, 1 bad input or an invalid schedule, 2 usage error.
 #pragma once
 
@@ -33,6 +34,10 @@ int RunBoundCommand(const std::vector<std::string>& args);
 // `annealer exact PROBLEM.json [-o OUT.json] [--time D] [--json]`; `args` are the words after
 // "exact". Exit 0 with a schedule (status optimal or feasible), 1 with none.
 int RunExactCommand(const std::vector<std::string>& args);
+
+// `annealer hardware [NAME|PATH] [--json] [--apply PROBLEM.json [-o OUT.json]]`; `args` are the
+// words after "hardware". Exit 1 for a bad or unknown profile (InputError), 2 for usage.
+int RunHardwareCommand(const std::vector<std::string>& args);
 
 void PrintUsage(std::FILE* out);
 

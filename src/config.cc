@@ -1,26 +1,16 @@
 #include "src/config.h"
 
-// yaml-cpp 0.7's node templates trip GCC 12's -Wdangling-pointer (a false positive in the
-// library header, reported upstream); keep our own build output clean.
-#pragma GCC diagnostic push
-#ifndef __clang__  // clang (the fuzz build) has no such warning
-#pragma GCC diagnostic ignored "-Wdangling-pointer"
-#endif
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
-#pragma GCC diagnostic pop
-
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <fstream>
-#include <optional>
 #include <set>
 #include <sstream>
 #include <vector>
 
 #include "src/message_text.h"
+#include "src/yaml_document.h"
 
 namespace annealer {
 namespace {
@@ -98,11 +88,6 @@ std::string UnknownKeyMessage(const std::string& key) {
          KeysUnder(section) + ")";
 }
 
-std::string Located(const std::string& source, const YAML::Mark& mark) {
-  if (mark.is_null()) return source;
-  return source + ":" + std::to_string(mark.line + 1);
-}
-
 struct YamlWalk {
   const std::string& source;
   SearchParams& params;
@@ -155,64 +140,6 @@ struct YamlWalk {
     if (!error.empty()) Fail(value.Mark(), error);
   }
 };
-
-// Only notes where each document's root starts and whether it is null.
-class RootEvents : public YAML::EventHandler {
- public:
-  bool null_root = false;
-  YAML::Mark root_mark;
-  void OnDocumentStart(const YAML::Mark&) override { depth_ = 0; }
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark, true); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Node(mark, false); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t, const std::string&) override {
-    Node(mark, false);
-  }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    Node(mark, false);
-    ++depth_;
-  }
-  void OnSequenceEnd() override { --depth_; }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {
-    Node(mark, false);
-    ++depth_;
-  }
-  void OnMapEnd() override { --depth_; }
-
- private:
-  void Node(const YAML::Mark& mark, bool null) {
-    if (depth_ != 0) return;
-    null_root = null;
-    root_mark = mark;
-  }
-  int depth_ = 0;
-};
-
-// The number of documents in `text`, counted without YAML::LoadAll: yaml-cpp 0.7's LoadAll
-// loops for ever, allocating, on a token no rule consumes (a line starting with ',', found by
-// config_fuzz; fixed upstream in 0.8). Such a token yields a null document at the same place
-// again and again: that is reported as a syntax error at its line.
-int CountYamlDocuments(const std::string& text, const std::string& source) {
-  std::istringstream stream(text);
-  YAML::Parser parser(stream);
-  RootEvents events;
-  int documents = 0;
-  std::optional<int> last_null_pos;
-  while (parser.HandleNextDocument(events)) {
-    if (events.null_root) {
-      if (last_null_pos == events.root_mark.pos) {
-        throw ConfigError(Located(source, events.root_mark) +
-                          ": YAML syntax error: unexpected character");
-      }
-      last_null_pos = events.root_mark.pos;
-    } else {
-      last_null_pos.reset();
-    }
-    events.null_root = false;
-    ++documents;
-  }
-  return documents;
-}
 
 }  // namespace
 
@@ -277,13 +204,9 @@ std::string ApplyValue(const ParamSpec& spec, std::string_view text, SearchParam
 void ApplyYamlText(const std::string& text, const std::string& source, SearchParams& params) {
   YAML::Node root;
   try {
-    const int documents = CountYamlDocuments(text, source);
-    if (documents > 1) {
-      throw ConfigError(source + ": expected one YAML document, found " + std::to_string(documents));
-    }
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& error) {
-    throw ConfigError(Located(source, error.mark) + ": YAML syntax error: " + OneLineForMessage(error.msg));
+    root = LoadOneYamlDocument(text, source);
+  } catch (const YamlDocumentError& error) {
+    throw ConfigError(error.what());
   }
   if (root.IsNull()) return;  // an empty file changes nothing
   if (!root.IsMap()) {

@@ -1,5 +1,6 @@
 #include "src/text_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -107,6 +108,27 @@ std::string Compact(double value) {
     std::snprintf(buffer, sizeof buffer, "%.0f", value);
   }
   return buffer;
+}
+
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths;
+  for (const auto& row : rows) {
+    widths.resize(std::max(widths.size(), row.size()), 0);
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (c > 0) out += "  ";
+      if (c + 1 < row.size()) {
+        out += std::string(widths[c] - row[c].size(), ' ') + row[c];
+      } else {
+        out += row[c];
+      }
+    }
+    out += '\n';
+  }
+  return out;
 }
 
 }  // namespace annealer

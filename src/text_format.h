@@ -40,4 +40,8 @@ std::string Grouped(double value);
 // "950", "12.3k", "4.56M": a rough figure for progress lines and chart axes.
 std::string Compact(double value);
 
+// Rows of cells as a text table: every column but the last right-aligned, the last (free
+// text) left-aligned, two spaces between columns, one line per row.
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows);
+
 }  // namespace annealer

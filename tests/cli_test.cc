@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -451,6 +452,71 @@ TEST_CASE("cli: exact proves mlsys-2026-1, writes an oracle-valid schedule and a
   const RunResult missing = Run("exact " + Quote((dir / "missing.json").string()));
   CHECK(missing.exit_code == 1);
   CHECK(Lines(missing.err) == 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("cli: hardware lists the built-in profiles and shows one as text or JSON") {
+  const RunResult table = Run("hardware");
+  CHECK(table.exit_code == 0);
+  CHECK(table.err.empty());
+  for (const char* name : {"tpu-v5e", "tpu-v1", "tpu7x-tc", "ascend910-core", "gemmini-default",
+                           "xdna-aie-ml-tile", "mlsys-2026"}) {
+    CHECK(table.out.find(name) != std::string::npos);
+  }
+  CHECK(table.out.find("67,108,864") != std::string::npos);  // tpu-v5e's capacity in elements
+
+  const RunResult text = Run("hardware tpu-v5e");
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("128^3 / 65536 MACs per cycle") != std::string::npos);
+  CHECK(text.out.find("819 GB/s at 1.5 GHz") != std::string::npos);
+  CHECK(text.out.find("scaling-book") != std::string::npos);
+
+  const RunResult json = Run("hardware tpu-v5e --json");
+  REQUIRE(json.exit_code == 0);
+  simdjson::dom::parser parser;
+  const simdjson::dom::element profile = parser.parse(json.out);
+  CHECK(std::string_view(profile["name"]) == "tpu-v5e");
+  CHECK(int64_t(profile["derived"]["capacity"]) == 67108864);
+  CHECK(double(profile["derived"]["bandwidth"]) == 273);
+  CHECK(int64_t(profile["derived"]["native"]) == 128);
+  CHECK(double(profile["derived"]["matmul_base"]) == 32);
+  CHECK(double(profile["derived"]["pointwise_base"]) == 8);
+  CHECK(simdjson::dom::array(profile["sources"]).size() == 2);
+
+  const RunResult all = Run("hardware --json");
+  REQUIRE(all.exit_code == 0);
+  simdjson::dom::parser all_parser;
+  CHECK(simdjson::dom::array(all_parser.parse(all.out)).size() == 7);
+  CHECK(Run("hardware --help").exit_code == 0);
+}
+
+TEST_CASE("cli: hardware --apply rewrites a problem; bad profiles exit 1, usage errors 2") {
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "hardware");
+  const std::string out = (dir / "v5e.json").string();
+  const RunResult apply =
+      Run("hardware tpu-v5e --apply " + Quote(Problem("mlsys-2026-1.json")) + " -o " + Quote(out));
+  REQUIRE(apply.exit_code == 0);
+  const RunResult bound = Run("bound --json " + Quote(out));
+  CHECK(bound.exit_code == 0);
+  simdjson::dom::parser parser;
+  const simdjson::dom::element problem = parser.parse(testing::ReadFile(out));
+  CHECK(int64_t(problem["fast_memory_capacity"]) == 67108864);
+  CHECK(double(problem["slow_memory_bandwidth"]) == 273);
+
+  const std::string bad = (dir / "bad.yaml").string();
+  std::string text = testing::ReadFile(std::string(ANNEALER_SOURCE_DIR) + "/hardware/tpu-v5e.yaml");
+  const std::size_t unit = text.find("819 GB/s");
+  REQUIRE(unit != std::string::npos);
+  const int line = 1 + static_cast<int>(std::count(text.begin(), text.begin() + unit, '\n'));
+  std::ofstream(bad) << text.replace(unit, 8, "819 GBps");
+  const RunResult bad_run = Run("hardware " + Quote(bad));
+  CHECK(bad_run.exit_code == 1);
+  CHECK(bad_run.err == "annealer: " + bad + ":" + std::to_string(line) + ": bandwidth: unknown unit \"GBps\" (expected B/cycle, "
+                       "bit/cycle, B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s)\n");
+  CHECK(Run("hardware tpu-v9").exit_code == 1);
+  CHECK(Run("hardware tpu-v5e tpu-v1").exit_code == 2);
+  CHECK(Run("hardware --apply " + Quote(Problem("mlsys-2026-1.json"))).exit_code == 2);
+  CHECK(Run("hardware tpu-v5e --bogus").exit_code == 2);
   std::filesystem::remove_all(dir);
 }
 

@@ -1,0 +1,67 @@
+// Hardware profiles: an accelerator described in physical units (bytes, bytes per cycle or per
+// second, MACs per cycle) in a YAML file, and the problem numbers derived from it (capacity and
+// bandwidth in elements, native side, base costs per native tile). Built-in profiles are the
+// files of hardware/, embedded into the binary at build time; `annealer hardware` lists them.
+//
+// Every problem with a profile is one InputError line naming the file and the line:
+//   "hardware/x.yaml:7: bandwidth: unknown unit "GBps" (expected B/cycle, GB/s, MB/s, ...)".
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "eval/problem.h"
+
+namespace annealer {
+
+struct HardwareProfile {
+  std::string name;
+  std::string description;
+  std::string dtype;   // "bf16", ...; "" when the file gives element_bytes alone
+  std::string origin;  // the file's path, or "built-in"
+  int element_bytes = 0;
+  double fast_memory_bytes = 0;
+  double bandwidth_bytes_per_cycle = 0;
+  double clock_hz = 0;  // 0 when the file gives no clock
+  double macs_per_cycle = 0;
+  double vector_elements_per_cycle = 0;
+  int64_t native = 0;  // the matrix unit's side n
+  std::vector<std::string> sources;
+  std::string notes;
+};
+
+// The problem numbers of a profile. All times are in cycles.
+struct DerivedHardware {
+  Elements capacity = 0;      // floor(fast-memory bytes / element bytes)
+  double bandwidth = 0;       // elements per cycle
+  Elements native = 0;        // n
+  double matmul_base = 0;     // one n x n x n tile: n^3 / MACs per cycle
+  double pointwise_base = 0;  // one n x n tile: n^2 / vector elements per cycle
+  double balance = 0;         // (n^2 / bandwidth) / matmul_base: load time over multiply time
+  double tiles_that_fit = 0;  // capacity / n^2
+};
+
+// The names of the built-in profiles (hardware/*.yaml), sorted.
+std::vector<std::string> BuiltinHardwareNames();
+
+// A built-in profile by name, or a YAML file when `name_or_path` contains '/' or ends with
+// .yaml or .yml. Throws InputError (unknown name, unreadable file, bad profile).
+HardwareProfile LoadHardwareProfile(const std::string& name_or_path);
+
+// Parses and checks a profile; `source` names the text in error messages and becomes origin.
+HardwareProfile ParseHardwareProfile(std::string_view yaml_text, const std::string& source);
+
+DerivedHardware Derive(const HardwareProfile& profile);
+
+// The base cost of a MatMul op with reduction length `reduction` on this hardware, per output
+// tile over the whole reduction: matmul_base x ceil(K / n).
+double MatMulBaseCost(const DerivedHardware& hardware, Elements reduction);
+
+// Sets the problem's capacity, bandwidth and native side from `hardware` and every op's base
+// cost (MatMul: MatMulBaseCost of its K; Pointwise: pointwise_base, one pass). The problem
+// keeps its graph; it stays finalized.
+void ApplyHardware(const DerivedHardware& hardware, Problem& problem);
+
+}  // namespace annealer
