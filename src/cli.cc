@@ -5,6 +5,7 @@
 #include <cstring>
 #include <exception>
 #include <new>
+#include <map>
 #include <optional>
 #include <stdexcept>
 
@@ -17,6 +18,9 @@
 #include "search/params.h"
 #include "src/config.h"
 #include "src/hardware_text.h"
+#include "src/model_source.h"
+#include "src/onnx_graph.h"
+#include "src/problem_writer.h"
 #include "src/problem_writer.h"
 #include "src/json_fields.h"
 #include "src/problem_reader.h"
@@ -81,6 +85,9 @@ struct ParsedArgs {
   std::vector<std::string> config_files;   // exact only: --config, in order
   std::vector<std::string> settings;       // exact only: --set KEY=VALUE, in order
   std::optional<std::string> apply;        // hardware only: --apply PROBLEM.json
+  std::optional<std::string> hardware;     // a .onnx problem: --hardware NAME|PROFILE.yaml
+  std::map<std::string, std::vector<int64_t>> inputs;  // a .onnx problem: --input NAME=DIMS
+  std::optional<std::string> map;          // import only: --map MAP.json
 };
 
 struct AcceptedOptions {
@@ -89,6 +96,8 @@ struct AcceptedOptions {
   bool report = false;  // --trace FILE, --log FILE
   bool budget = false;  // --time D, --config FILE, --set KEY=VALUE
   bool apply = false;   // --apply FILE
+  bool model = true;    // --hardware NAME|FILE, --input NAME=DIMS (a .onnx problem)
+  bool map = false;     // --map FILE
 };
 
 // Options may appear anywhere; "--" ends them. File options take "--name FILE" or
@@ -128,6 +137,22 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, AcceptedOptions accep
     } else if (accepts.report && file_option("--log", nullptr, parsed.log)) {
     } else if (accepts.budget && file_option("--time", nullptr, parsed.time)) {
     } else if (accepts.apply && file_option("--apply", nullptr, parsed.apply)) {
+    } else if (accepts.model && file_option("--hardware", nullptr, parsed.hardware)) {
+    } else if (accepts.map && file_option("--map", nullptr, parsed.map)) {
+    } else if (accepts.model && (arg == "--input" || arg.rfind("--input=", 0) == 0)) {
+      std::string value;
+      if (arg == "--input") {
+        if (i + 1 >= args.size()) throw UsageError("--input needs NAME=DIMS, e.g. --input input=1x3x224x224");
+        value = args[++i];
+      } else {
+        value = arg.substr(8);
+      }
+      try {
+        auto [name, dims] = ParseInputDims(value);
+        if (!parsed.inputs.emplace(name, dims).second) throw UsageError("--input " + name + " is given twice");
+      } catch (const InputError& error) {
+        throw UsageError(error.what());
+      }
     } else if (accepts.budget && (arg == "--config" || arg == "--set")) {
       if (i + 1 >= args.size()) throw UsageError(arg + (arg == "--set" ? " needs KEY=VALUE" : " needs a file name"));
       (arg == "--set" ? parsed.settings : parsed.config_files).push_back(args[++i]);
@@ -298,6 +323,14 @@ void PrintUsage(std::FILE* out) {
       "      total_latency, family, states, seconds, ...); without -o and --json the schedule\n"
       "      goes to stdout. Budgets: the exact.* keys (annealer --print-config), from\n"
       "      --config files and --set, as for the search.\n"
+      "  annealer import MODEL.onnx --hardware NAME|PROFILE.yaml [-o PROBLEM.json [--map MAP.json]]\n"
+      "                  [--input NAME=DIMS]... [--json]\n"
+      "      Lower an ONNX model to a problem for that hardware: Conv/Gemm/MatMul become MatMul\n"
+      "      ops (exact MACs), vector work Pointwise ops; writes the problem, a map file (problem\n"
+      "      op -> ONNX nodes; default PROBLEM.map.json) and prints a summary: ops, MACs,\n"
+      "      parameters, largest activation, hardware numbers and every approximation with its\n"
+      "      size (docs/model-import.md). --input fixes a dynamic input shape. Every command\n"
+      "      that takes PROBLEM.json also takes MODEL.onnx with --hardware (and --input).\n"
       "  annealer hardware [NAME|PROFILE.yaml] [--json] [--apply PROBLEM.json [-o OUT.json]]\n"
       "      Hardware profiles: an accelerator in physical units (fast-memory bytes, bandwidth,\n"
       "      matrix-unit side, MACs and vector elements per cycle, element size) and the problem\n"
@@ -316,6 +349,11 @@ void PrintUsage(std::FILE* out) {
   std::fputs(SearchCommandUsage(), out);
 }
 
+// The problem of a command: a contest JSON, or a .onnx model with --hardware (src/model_source).
+static LoadedProblem LoadProblemArg(const ParsedArgs& parsed, const std::string& path) {
+  return LoadProblem(ProblemSource{path, parsed.hardware, parsed.inputs});
+}
+
 // Usage error "<what> (got N file names)" unless exactly `count` file names were given.
 static void RequireFiles(const ParsedArgs& parsed, size_t count, const char* what) {
   if (parsed.positional.size() != count) {
@@ -332,7 +370,7 @@ int RunEvaluateCommand(const std::vector<std::string>& args) {
   RequireFiles(parsed, 2, "evaluate needs PROBLEM.json and SCHEDULE.json");
   const std::string& problem_path = parsed.positional[0];
   const std::string& schedule_path = parsed.positional[1];
-  const Problem problem = ReadProblemFile(problem_path);
+  const Problem problem = LoadProblemArg(parsed, problem_path).problem;
   const Schedule schedule = ReadScheduleFile(schedule_path);
   const ScheduleSummary summary = SummarizeSchedule(problem, schedule);
   const Evaluation& evaluation = summary.evaluation;
@@ -360,7 +398,7 @@ int RunBoundCommand(const std::vector<std::string>& args) {
   }
   RequireFiles(parsed, 1, "bound needs exactly one PROBLEM.json");
   const std::string& problem_path = parsed.positional[0];
-  const Problem problem = ReadProblemFile(problem_path);
+  const Problem problem = LoadProblemArg(parsed, problem_path).problem;
   const LowerBound bound = ComputeLowerBound(problem);
   return FinishStdout(parsed.json ? BoundJson(bound) : BoundText(problem_path, problem, bound), 0);
 }
@@ -373,7 +411,7 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
   }
   RequireFiles(parsed, 1, "baseline needs exactly one PROBLEM.json");
   const std::string& problem_path = parsed.positional[0];
-  const Problem problem = ReadProblemFile(problem_path);
+  const Problem problem = LoadProblemArg(parsed, problem_path).problem;
   CostCache cache(1 << 16);  // a deep graph's repeated layers are priced once
   Schedule schedule = BuildBaseline(problem, &cache);
   const Evaluation evaluation = EvaluateOracle(problem, schedule);
@@ -415,7 +453,8 @@ int RunReportCommand(const std::vector<std::string>& args) {
   const std::string& problem_path = parsed.positional[0];
   const std::string& schedule_path = parsed.positional[1];
   // Everything is read and drawn before anything is written.
-  const Problem problem = ReadProblemFile(problem_path);
+  const LoadedProblem loaded = LoadProblemArg(parsed, problem_path);
+  const Problem& problem = loaded.problem;
   const Schedule schedule = ReadScheduleFile(schedule_path);
   std::optional<std::vector<RunLogEntry>> log;
   if (parsed.log) log = ReadRunLog(*parsed.log);
@@ -472,7 +511,7 @@ int RunExactCommand(const std::vector<std::string>& args) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point started = Clock::now();
   const Clock::time_point deadline = started + budget;
-  const Problem problem = ReadProblemFile(parsed.positional[0]);
+  const Problem problem = LoadProblemArg(parsed, parsed.positional[0]).problem;
 
   auto schedule_json = [](const Schedule& schedule) {
     return ScheduleToJson(schedule, *schedule.reported_latencies);
@@ -572,6 +611,38 @@ int RunHardwareCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+int RunImportCommand(const std::vector<std::string>& args) {
+  const ParsedArgs parsed = ParseArgs(args, {.json = true, .output = true, .map = true});
+  if (parsed.help) {
+    PrintUsage(stdout);
+    return 0;
+  }
+  RequireFiles(parsed, 1, "import needs exactly one MODEL.onnx");
+  const std::string& path = parsed.positional[0];
+  if (!parsed.hardware) throw UsageError("import needs a hardware profile: --hardware NAME (annealer hardware lists them) or --hardware PROFILE.yaml");
+  if (!IsOnnxPath(path)) throw UsageError("import reads an ONNX model (MODEL.onnx), got " + path);
+  if (parsed.map && !parsed.output) throw UsageError("--map goes with -o PROBLEM.json");
+  const LoweredModel model = ImportModel(path, *parsed.hardware, parsed.inputs);
+  const std::string problem_json = ProblemToJson(model.problem);
+  const std::string summary = parsed.json ? ImportSummaryJson(model.summary) : ImportSummaryText(model.summary);
+  if (!parsed.output) {
+    // The problem goes to stdout, the summary to stderr.
+    const int code = FinishStdout(problem_json, 0);
+    if (code == 0) std::fputs(summary.c_str(), stderr);
+    return code;
+  }
+  std::string map_path = parsed.map ? *parsed.map : *parsed.output;
+  if (!parsed.map) {
+    const size_t dot = map_path.rfind(".json");
+    map_path = (dot != std::string::npos && dot + 5 == map_path.size() ? map_path.substr(0, dot) : map_path) + ".map.json";
+  }
+  WriteFileAtomic(*parsed.output, problem_json);
+  WriteFileAtomic(map_path, LoweringMapJson(model));
+  std::fputs(summary.c_str(), stdout);
+  if (!parsed.json) std::printf("wrote %s (%zu ops, %zu tensors) and %s\n", parsed.output->c_str(), model.problem.ops.size(), model.problem.tensors.size(), map_path.c_str());
+  return 0;
+}
+
 int RunMain(int argc, char** argv) {
   try {
     const std::string command = argc > 1 ? argv[1] : "";
@@ -592,6 +663,7 @@ int RunMain(int argc, char** argv) {
       if (command == "report") return RunReportCommand(rest);
       if (command == "exact") return RunExactCommand(rest);
       if (command == "hardware") return RunHardwareCommand(rest);
+      if (command == "import") return RunImportCommand(rest);
     } catch (const UsageError& error) {
       PrintError(error.what());
       std::fputs("Run 'annealer --help' for usage.\n", stderr);

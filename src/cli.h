@@ -39,6 +39,12 @@ int RunExactCommand(const std::vector<std::string>& args);
 // words after "hardware". Exit 1 for a bad or unknown profile (InputError), 2 for usage.
 int RunHardwareCommand(const std::vector<std::string>& args);
 
+// `annealer import MODEL.onnx --hardware NAME|PROFILE.yaml [-o PROBLEM.json [--map MAP.json]]
+// [--input NAME=DIMS]... [--json]`: the model lowered to a contest problem (src/model_lowering),
+// the map file (problem op -> ONNX nodes; default PROBLEM.map.json) and the summary on stdout
+// (without -o: the problem on stdout, the summary on stderr). Both files written atomically.
+int RunImportCommand(const std::vector<std::string>& args);
+
 void PrintUsage(std::FILE* out);
 
 }  // namespace annealer
