@@ -87,16 +87,22 @@ std::set<std::string> RuleIdsInCode() {
   return ids;
 }
 
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
 // The heading lines of a Markdown text ("## Title" -> "Title"), fenced code skipped.
 std::vector<std::string> Headings(const std::string& markdown) {
   std::vector<std::string> headings;
   bool in_fence = false;
-  std::size_t start = 0;
-  while (start < markdown.size()) {
-    std::size_t end = markdown.find('\n', start);
-    if (end == std::string::npos) end = markdown.size();
-    const std::string line = markdown.substr(start, end - start);
-    start = end + 1;
+  for (const std::string& line : Lines(markdown)) {
     if (line.rfind("```", 0) == 0 || line.rfind("~~~", 0) == 0) in_fence = !in_fence;
     if (in_fence || line.empty() || line[0] != '#') continue;
     std::size_t level = line.find_first_not_of('#');
@@ -172,12 +178,7 @@ std::vector<std::string> LinkTargets(const std::string& markdown) {
   static const std::regex code_span(R"(`[^`]*`)");
   std::vector<std::string> targets;
   bool in_fence = false;
-  std::size_t start = 0;
-  while (start < markdown.size()) {
-    std::size_t end = markdown.find('\n', start);
-    if (end == std::string::npos) end = markdown.size();
-    std::string line = markdown.substr(start, end - start);
-    start = end + 1;
+  for (std::string line : Lines(markdown)) {
     const std::size_t indent = line.find_first_not_of(' ');
     if (indent != std::string::npos && (line.compare(indent, 3, "```") == 0 || line.compare(indent, 3, "~~~") == 0)) {
       in_fence = !in_fence;
