@@ -8,7 +8,7 @@
 # `annealer exact PROBLEM --time <contest limit> --json -o OUT` on each problem, re-evaluates the
 # schedule with `annealer evaluate --json` (the oracle) and prints one row per problem: status,
 # seconds of the solver alone and of the whole command (constructive starts included), states,
-# the exact latency, the search's best known latency (README, default config, 2 threads, same
+# the exact latency, the search's best known latency (docs/performance.md, default config, 2 threads, same
 # limits) and the difference. A problem not proven within its limit is run once more with
 # $LONG (default 120s) to report its time to prove (or that it still did not).
 # Environment: ANNEALER (a binary to use instead of building one), BUILD_DIR, OUT_DIR (default a
@@ -27,7 +27,7 @@ mkdir -p "$out_dir"
 
 annealer="$(annealer_binary "$repo" "$build_dir")"
 
-search_best() {  # the search's best at the same limits (README, Quality)
+search_best() {  # the search's best at the same limits (docs/performance.md, Quality)
   case "$1" in 1) echo 367001.6 ;; 5) echo 778786.1 ;; 9) echo 44962938.9 ;; 13) echo 16284057.6 ;; 17) echo 4966400 ;; *) echo "" ;; esac
 }
 field() {  # field NAME FILE: one field of a one-line JSON object

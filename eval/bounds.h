@@ -1,5 +1,5 @@
 // Lower bounds on the total latency of any valid schedule of a problem (spec
-// ../shared/spec/cost-model.md; rule ids cited below).
+// docs/cost-model.md; rule ids cited below).
 //
 // Every step costs max(compute, memory) (L1) and the total is the sum of the steps (L2), so for
 // every valid schedule and every a in [0, 1]:

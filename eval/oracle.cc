@@ -1,4 +1,4 @@
-// The oracle follows ../shared/spec/cost-model.md section by section; the comments cite the
+// The oracle follows docs/cost-model.md section by section; the comments cite the
 // rule each block implements. Checks run in a fixed order so that fast paths can report the
 // same first violation: per subgraph, the structural rules of eval/subgraph_structure.h, then
 // W per step; then, for the sequence: V7 of that subgraph; after the last subgraph V1

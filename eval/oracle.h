@@ -1,4 +1,4 @@
-// The oracle: a plain, step-by-step simulation of ../shared/spec/cost-model.md (section A.11).
+// The oracle: a plain, step-by-step simulation of docs/cost-model.md (the rules by id).
 // It is the ground truth every fast path is tested against, so it favours being obviously
 // right over being fast: every execution step is derived, deduplicated and priced on its own.
 #pragma once

@@ -1,5 +1,5 @@
-// Shared by the libFuzzer targets: the promise every reader makes about bad input (README, "Bad
-// input"): one exception of the documented type whose message is ONE line that starts with the
+// Shared by the libFuzzer targets: the promise every reader makes about bad input (README, exit
+// codes): one exception of the documented type whose message is ONE line that starts with the
 // input's name and then names a field. Anything else (another exception, a crash, a sanitizer
 // report, a message on several lines) is a finding: the target aborts so libFuzzer keeps the
 // input.

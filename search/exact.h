@@ -99,7 +99,7 @@ struct ExactOptions {
   double progress_interval = 1.0;  // seconds
 };
 
-// The family as one line of text, for the output and the README.
+// The family as one line of text, for the output and docs/exact-solver.md.
 std::string ExactFamilyText(int max_subgraph_ops_bound);
 
 // The best valid one of the baseline and the constructive starts (greedy fusion and pattern

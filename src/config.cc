@@ -1,5 +1,6 @@
 #include "src/config.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -295,6 +296,43 @@ std::string FormatConfigYaml(const SearchParams& params) {
     for (std::size_t j = i + 1; j < table.size(); ++j) {
       const std::vector<std::string> other = split(table[j].key);
       if (!printed[j] && other.size() > 1 && other[0] == parts[0]) emit(j);
+    }
+  }
+  return out.str();
+}
+
+std::string FormatConfigMarkdown() {
+  static const SearchParams defaults;
+  const auto section_of = [](const std::string& key) {
+    const std::size_t dot = key.find('.');
+    return dot == std::string::npos ? std::string() : key.substr(0, dot);
+  };
+  // A doc string is one table cell: a '|' in it would end the cell early.
+  const auto cell = [](const std::string& text) {
+    std::string escaped;
+    for (const char c : text) {
+      if (c == '|') escaped += '\\';
+      escaped += c;
+    }
+    return escaped;
+  };
+  const auto& table = ParamTable();
+  std::vector<std::string> sections;  // in the order of their first key, as in FormatConfigYaml
+  for (const ParamSpec& spec : table) {
+    const std::string section = section_of(spec.key);
+    if (std::find(sections.begin(), sections.end(), section) == sections.end()) sections.push_back(section);
+  }
+  std::ostringstream out;
+  for (const std::string& section : sections) {
+    out << "\n#### " << (section.empty() ? std::string("top level") : "`" + section + ".*`") << "\n\n"
+        << "| key | default | type and range | meaning |\n|---|---|---|---|\n";
+    for (const ParamSpec& spec : table) {
+      if (section_of(spec.key) != section) continue;
+      out << "| `" << spec.key << "` | `" << FormatValue(spec, spec.get(defaults)) << "` | "
+          << (spec.type == ParamType::kBool ? std::string("true or false")
+                                            : std::string(spec.type == ParamType::kInt ? "integer" : "real") +
+                                                  " in " + RangeText(spec))
+          << " | " << cell(spec.doc) << " |\n";
     }
   }
   return out.str();

@@ -44,6 +44,11 @@ void ApplySetting(std::string_view assignment, SearchParams& params);
 // FormatConfigYaml(SearchParams{}) is the text of configs/default.yaml.
 std::string FormatConfigYaml(const SearchParams& params);
 
+// The reference of every key of ParamTable() as Markdown: one table per section (key, default,
+// type and range, doc), in table order. It is the generated part of docs/configuration.md (a
+// test keeps the two equal), so the docs cannot drift from the keys the program accepts.
+std::string FormatConfigMarkdown();
+
 // A search time: a positive decimal number followed by `ms`, `s` or `m` ("500ms", "30s",
 // "1.5m"). Throws ConfigError quoting the text otherwise (also for zero or more than a week).
 std::chrono::milliseconds ParseDuration(std::string_view text);

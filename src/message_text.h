@@ -1,6 +1,6 @@
 // Quoting input text inside one-line error messages. A value read from a file (a JSON string, a
 // YAML key or scalar) may hold line breaks or other control characters; echoed raw it would
-// split the "<file>: <field>: <what>" line that every reader promises (README, "Bad input").
+// split the "<file>: <field>: <what>" line that every reader promises (README, exit codes).
 #pragma once
 
 #include <cstddef>

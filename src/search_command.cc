@@ -62,7 +62,8 @@ constexpr const char* kUsage =
     "  -o, --output FILE  write the schedule to FILE (same as the second positional argument)\n"
     "  --threads N        worker threads (default: all cores); overrides the config\n"
     "  --seed S           master seed; overrides the config\n"
-    "  --config FILE      YAML hyperparameters (see configs/default.yaml); may repeat, later\n"
+    "  --config FILE      YAML hyperparameters (see configs/default.yaml and\n"
+    "                     docs/configuration.md); may repeat, later\n"
     "                     files override earlier ones\n"
     "  --set KEY=VALUE    one hyperparameter, e.g. --set sa.cooling=0.9; may repeat; applied\n"
     "                     after the config files, in order with --threads and --seed\n"
@@ -70,11 +71,16 @@ constexpr const char* kUsage =
     "                     first): seconds, latency, worker kind, lower bound; each line is\n"
     "                     flushed as it happens; `annealer report --log FILE` draws it\n"
     "  --print-config     print the effective configuration as YAML and exit\n"
+    "  --print-config-markdown  print the reference table of every key (the generated part\n"
+    "                     of docs/configuration.md) and exit\n"
     "  -q, --quiet        no progress or summary on stderr (errors still appear)\n"
     "  -h, --help         this text\n"
     "\n"
     "exit status: 0 = a valid schedule was written, 1 = no valid schedule (bad problem file,\n"
-    "search failure), 2 = bad command line or configuration.\n";
+    "search failure), 2 = bad command line or configuration.\n"
+    "\n"
+    "docs: docs/configuration.md (every key, presets, which knobs matter), docs/deep-graphs.md\n"
+    "(graphs of repeated layers), docs/performance.md (figures and how to reproduce them).\n";
 
 std::atomic<bool> g_stop_requested{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "the signal handler needs a lock-free flag");
@@ -107,6 +113,7 @@ struct Options {
   std::vector<std::pair<std::string, std::string>> overrides;
   bool quiet = false;
   bool print_config = false;
+  bool print_config_markdown = false;  // the reference of every key, for docs/configuration.md
   bool help = false;
 };
 
@@ -166,6 +173,9 @@ Options ParseOptions(int argc, char** argv) {
     } else if (name == "--print-config") {
       no_value();
       options.print_config = true;
+    } else if (name == "--print-config-markdown") {
+      no_value();
+      options.print_config_markdown = true;
     } else if (name == "-h" || name == "--help") {
       no_value();
       options.help = true;
@@ -173,7 +183,7 @@ Options ParseOptions(int argc, char** argv) {
       throw UsageError("unknown option " + arg);
     }
   }
-  if (options.help || options.print_config) return options;
+  if (options.help || options.print_config || options.print_config_markdown) return options;
   if (positional.empty()) throw UsageError("missing the problem file");
   if (positional.size() > 2) throw UsageError("unexpected argument " + positional[2]);
   options.problem_path = positional[0];
@@ -489,6 +499,10 @@ int RunSearchCommand(int argc, char** argv) {
   }
   if (options.help) {
     std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (options.print_config_markdown) {
+    std::fputs(FormatConfigMarkdown().c_str(), stdout);
     return 0;
   }
   SearchParams params;

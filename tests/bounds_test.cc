@@ -345,7 +345,7 @@ TEST_CASE("bound: the bundled problems, real values and schedules found by a sho
     const char* name;
     double total;
   };
-  // Values of the bound (pinned; each lies below the best schedule known, see README).
+  // Values of the bound (pinned; each lies below the best schedule known, see docs/lower-bound.md).
   const Expect expected[] = {{"mlsys-2026-1.json", 367001.6},  // equals the best schedule known
                              {"mlsys-2026-5.json", 440183.4666666667},
                              {"mlsys-2026-9.json", 44669337.6},

@@ -429,7 +429,7 @@ TEST_CASE("cli: exact proves mlsys-2026-1, writes an oracle-valid schedule and a
   CHECK(std::string_view(summary["family"]).find("no recomputation") == 0);
   CHECK(int64_t(summary["states"]) >= 1);
   const double total = summary["total_latency"];
-  CHECK(total <= 367001.6 * (1 + 1e-9));  // the search's best known (README)
+  CHECK(total <= 367001.6 * (1 + 1e-9));  // the search's best known (docs/performance.md)
   const RunResult evaluated = Run("evaluate --json " + Quote(Problem("mlsys-2026-1.json")) + " " + Quote(out));
   REQUIRE(evaluated.exit_code == 0);
   simdjson::dom::parser report_parser;

@@ -265,9 +265,9 @@ TEST_CASE("exact solver: proves mlsys-2026-1 optimal within its family") {
   const Evaluation check = EvaluateOracle(problem, *result.best);
   REQUIRE(check.ok());
   CHECK(Close(check.total, result.total));
-  // The search's best known schedule on this problem (README) is 367,001.6.
+  // The search's best known schedule on this problem (docs/performance.md) is 367,001.6.
   CHECK(result.total <= 367001.6 * (1 + 1e-9));
-  // The lower bound is 367,001.6 too (README, Lower bound): the family's optimum is optimal
+  // The lower bound is 367,001.6 too (docs/lower-bound.md): the family's optimum is optimal
   // over every schedule, recomputation and partial edge tiles included.
   CHECK(Close(ComputeLowerBound(problem).total(), 367001.6));
   CHECK(Close(result.total, 367001.6));

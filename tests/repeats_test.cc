@@ -308,7 +308,7 @@ TEST_CASE("repeats: the search's start on 12 copies of -5 is 12 optimal copies, 
   CHECK(r.repeated_blocks == 12);
   CHECK(r.largest_class == 12);
   CHECK(r.block_ops == 19);
-  // The nested search's exact solver reaches -5's optimum, 777,693.9 (README, Exact solver).
+  // The nested search's exact solver reaches -5's optimum, 777,693.9 (docs/exact-solver.md).
   CHECK(r.total == doctest::Approx(12 * 777693.86666666).epsilon(1e-9));
   CHECK(first.best_total <= r.total);
   CHECK(first.improvements_by_kind.count("repeat") == 1);
