@@ -339,7 +339,11 @@ PySearchResult Search(const Problem& problem, double time, const std::vector<std
 std::vector<RunLogEntry> LogArgument(const py::object& log) {
   if (log.is_none()) return {};
   if (py::isinstance<py::str>(log)) return ReadRunLog(log.cast<std::string>());
-  return log.cast<std::vector<RunLogEntry>>();
+  try {
+    return log.cast<std::vector<RunLogEntry>>();
+  } catch (const py::cast_error&) {
+    throw py::type_error("log: expected a list of annealer.LogEntry or the path of a --log file");
+  }
 }
 
 void Report(const Problem& problem, const Schedule& schedule, const std::string& path, const py::object& log,
