@@ -46,6 +46,7 @@ using Clock = std::chrono::steady_clock;
 // Created at import, never freed (exception types live as long as the interpreter).
 PyObject* g_input_error = nullptr;
 PyObject* g_config_error = nullptr;
+PyObject* g_no_schedule_error = nullptr;
 
 // The last "[N]" of a field path ("inputs[3][1]" -> 1), or None.
 py::object LastIndex(const std::string& field) {
@@ -385,7 +386,13 @@ PYBIND11_MODULE(_core, m) {
       "A bad search setting (unknown key, wrong type, out of range) or time; the message is the\n"
       "command line's.",
       PyExc_ValueError, nullptr);
+  g_no_schedule_error = PyErr_NewExceptionWithDoc(
+      "annealer.NoScheduleError",
+      "search found no valid start schedule for the problem (e.g. an op fits in fast memory at no\n"
+      "granularity: the capacity is too small); the message is the CLI's.",
+      PyExc_ValueError, nullptr);
   m.attr("InputError") = py::handle(g_input_error);
+  m.attr("NoScheduleError") = py::handle(g_no_schedule_error);
   m.attr("ConfigError") = py::handle(g_config_error);
   py::register_exception_translator([](std::exception_ptr pointer) {
     try {
@@ -394,6 +401,8 @@ PYBIND11_MODULE(_core, m) {
       RaiseInputError(error);
     } catch (const ConfigError& error) {
       PyErr_SetString(g_config_error, error.what());
+    } catch (const SearchJobError& error) {
+      PyErr_SetString(g_no_schedule_error, error.what());
     }
   });
 

@@ -24,6 +24,7 @@ from ._core import (
     Evaluation,
     InputError,
     LogEntry,
+    NoScheduleError,
     Problem,
     Schedule,
     SearchResult,
@@ -34,7 +35,7 @@ from ._core import (
 )
 
 __all__ = [
-    "ConfigError", "Evaluation", "InputError", "LogEntry", "Problem", "Schedule", "SearchResult",
+    "ConfigError", "Evaluation", "InputError", "LogEntry", "NoScheduleError", "Problem", "Schedule", "SearchResult",
     "Violation", "default_config", "evaluate", "hardware_profiles", "lower_bound", "report", "search",
 ]
 __version__ = "0.1.0"
@@ -109,7 +110,8 @@ def search(problem: Problem, time: float = 10, threads: int | None = None, seed:
     The GIL is released while the search runs. Ctrl-C (KeyboardInterrupt) stops it promptly
     and the best schedule so far is returned with r.interrupted = True. A callback that
     raises stops the search and its exception is raised here. Returns a SearchResult whose
-    schedule has passed the oracle.
+    schedule has passed the oracle. Raises NoScheduleError (a ValueError) when there is no
+    valid start schedule (nothing fits the capacity).
     """
     if not isinstance(problem, Problem):
         raise TypeError(f"search expects an annealer.Problem, got {type(problem).__name__}")

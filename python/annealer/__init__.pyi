@@ -16,6 +16,9 @@ class InputError(ValueError):
 class ConfigError(ValueError):
     """A bad search setting or time, with the CLI's message."""
 
+class NoScheduleError(ValueError):
+    """search found no valid start schedule (e.g. the capacity is too small)."""
+
 class Problem:
     """A scheduling problem: the graph (ops, tensors) and the hardware."""
     @staticmethod

@@ -175,3 +175,14 @@ def test_a_capacity_sweep(problem_path):
     totals = [annealer.search(p.with_hardware(capacity=c), time=0.3, seed=1, threads=1).total
               for c in (30000, 60000)]
     assert totals[0] >= totals[1] * (1 - 1e-9)  # more fast memory never hurts the best found here
+
+
+def test_a_problem_without_a_start_schedule_raises(problem_path, cli, tmp_path):
+    p = annealer.Problem.load(problem_path("mlsys-2026-1")).with_hardware(capacity=1)
+    with pytest.raises(annealer.NoScheduleError) as error:
+        annealer.search(p, time=0.3)
+    assert isinstance(error.value, ValueError)
+    p.save(str(tmp_path / "tiny.json"))
+    run = subprocess.run([cli, "--quiet", "--time", "1s", str(tmp_path / "tiny.json")], capture_output=True, text=True)
+    assert run.returncode == 1
+    assert run.stderr == f"annealer: {error.value}\n".replace("problem:", f"{tmp_path / 'tiny.json'}:", 1)
