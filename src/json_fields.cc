@@ -11,29 +11,34 @@
 
 namespace annealer {
 
+InputError::InputError(const std::string& origin, const std::string& field, const std::string& what)
+    : std::runtime_error(origin + ": " + (field.empty() ? std::string() : field + ": ") + what),
+      origin_(origin),
+      field_(field) {}
+
 std::string ReadTextFile(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) throw InputError(path + ": cannot open file: " + std::strerror(errno));
+  if (!file) throw InputError(path, "", std::string("cannot open file: ") + std::strerror(errno));
   std::string content;
   char buffer[1 << 16];
   size_t got;
   while ((got = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) content.append(buffer, got);
   // A directory opens fine on Linux and only fails here (EISDIR).
-  if (std::ferror(file.get())) throw InputError(path + ": cannot read file: " + std::strerror(errno));
-  if (content.empty()) throw InputError(path + ": the file is empty");
+  if (std::ferror(file.get())) throw InputError(path, "", std::string("cannot read file: ") + std::strerror(errno));
+  if (content.empty()) throw InputError(path, "", "the file is empty");
   return content;
 }
 
 simdjson::dom::element ParseJsonDocument(simdjson::dom::parser& parser, std::string_view json,
                                          const std::string& origin) {
   if (json.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    throw InputError(origin + ": the input is empty");
+    throw InputError(origin, "", "the input is empty");
   }
   simdjson::dom::element root;
   // parse() copies into a padded buffer itself when the input is not padded.
   const simdjson::error_code error = parser.parse(json.data(), json.size()).get(root);
   if (error) {
-    throw InputError(origin + ": malformed JSON: " + simdjson::error_message(error));
+    throw InputError(origin, "", std::string("malformed JSON: ") + simdjson::error_message(error));
   }
   return root;
 }
@@ -55,8 +60,7 @@ void AppendIntegers(std::string& out, const std::vector<int64_t>& values) {
 }
 
 void JsonField::Fail(const std::string& what) const {
-  throw InputError(*origin_ + ": " + (path_.empty() ? std::string("top level") : path_) + ": " +
-                   what);
+  throw InputError(*origin_, path_.empty() ? std::string("top level") : path_, what);
 }
 
 std::string JsonField::Describe() const {

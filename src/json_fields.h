@@ -18,7 +18,15 @@ namespace annealer {
 // and names the file, the field and the index; the CLI prints it as "annealer: <message>".
 class InputError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  // "<origin>: <field>: <what>", or "<origin>: <what>" when `field` is empty; the parts are kept
+  // for callers that show them apart (the Python package's InputError).
+  InputError(const std::string& origin, const std::string& field, const std::string& what);
+  const std::string& origin() const { return origin_; }
+  const std::string& field() const { return field_; }  // a field path, "inputs[3][1]"; may be empty
+
+ private:
+  std::string origin_;
+  std::string field_;
 };
 
 // The whole file as text. Throws InputError for a missing, unreadable or empty file.

@@ -182,7 +182,7 @@ Problem ParseProblem(std::string_view json, const std::string& origin) {
   problem.native = native_w;
 
   const std::string reason = problem.Finalize();
-  if (!reason.empty()) throw InputError(origin + ": inputs/outputs: " + reason);
+  if (!reason.empty()) throw InputError(origin, "inputs/outputs", reason);
   return problem;
 }
 

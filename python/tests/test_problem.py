@@ -1,0 +1,117 @@
+"""Problem: loading (file, JSON text, dict), properties, copies for sweeps, and every input error."""
+import json
+import subprocess
+
+import pytest
+
+import annealer
+
+
+def test_load_and_properties(problem_path):
+    p = annealer.Problem.load(problem_path("mlsys-2026-13"))
+    assert (p.ops, p.tensors, p.capacity, p.bandwidth, p.native) == (63, 100, 600000, 50.0, 128)
+    assert repr(p) == "<annealer.Problem: 63 ops, 100 tensors, capacity 600000, bandwidth 50>"
+    assert annealer.lower_bound(p) > 0
+
+
+def test_from_json_and_from_dict_equal_load(problem_path):
+    path = problem_path("mlsys-2026-5")
+    text = open(path).read()
+    loaded = annealer.Problem.load(path)
+    assert annealer.Problem.from_json(text) == loaded
+    assert annealer.Problem.from_dict(json.loads(text)) == loaded
+
+
+def test_to_json_to_dict_and_save_round_trip(problem_path, tmp_path):
+    p = annealer.Problem.load(problem_path("mlsys-2026-5"))
+    assert annealer.Problem.from_json(p.to_json()) == p
+    assert p.to_dict()["fast_memory_capacity"] == p.capacity
+    p.save(str(tmp_path / "copy.json"))
+    assert annealer.Problem.load(str(tmp_path / "copy.json")) == p
+
+
+def test_with_hardware_returns_a_new_problem(problem_path):
+    p = annealer.Problem.load(problem_path("mlsys-2026-5"))
+    q = p.with_hardware(capacity=60000)
+    assert (q.capacity, q.bandwidth, q.ops) == (60000, p.bandwidth, p.ops)
+    assert p.capacity == 30000  # the original is unchanged
+    r = p.with_hardware(bandwidth=7.5)
+    assert (r.capacity, r.bandwidth) == (p.capacity, 7.5)
+    both = p.with_hardware(capacity=40000, bandwidth=30)
+    assert (both.capacity, both.bandwidth) == (40000, 30.0)
+    assert annealer.lower_bound(r) > annealer.lower_bound(p)  # slower memory, higher bound
+
+
+@pytest.mark.parametrize("kwargs, field", [
+    ({"capacity": 0}, "fast_memory_capacity"),
+    ({"capacity": -5}, "fast_memory_capacity"),
+    ({"bandwidth": 0.0}, "slow_memory_bandwidth"),
+    ({"bandwidth": float("nan")}, "slow_memory_bandwidth"),
+])
+def test_with_hardware_rejects_bad_hardware(problem_path, kwargs, field):
+    p = annealer.Problem.load(problem_path("mlsys-2026-5"))
+    with pytest.raises(annealer.InputError) as error:
+        p.with_hardware(**kwargs)
+    assert error.value.field == field
+    assert error.value.file.startswith("with_hardware(")
+
+
+def test_missing_file_has_the_cli_message(cli, tmp_path):
+    missing = str(tmp_path / "nope.json")
+    with pytest.raises(annealer.InputError) as error:
+        annealer.Problem.load(missing)
+    assert isinstance(error.value, ValueError)
+    assert error.value.file == missing and error.value.field is None and error.value.index is None
+    run = subprocess.run([cli, "--quiet", "--time", "1s", missing], capture_output=True, text=True)
+    assert run.returncode == 1
+    assert run.stderr == f"annealer: {error.value}\n"
+
+
+def test_bad_field_has_file_field_index_and_the_cli_message(cli, problem_path, tmp_path):
+    data = json.load(open(problem_path("mlsys-2026-5")))
+    data["inputs"][3][0] = 9999
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(annealer.InputError) as error:
+        annealer.Problem.load(str(path))
+    e = error.value
+    assert (e.file, e.field, e.index) == (str(path), "inputs[3][0]", 0)
+    assert e.message == str(e) and "out of range" in str(e)
+    run = subprocess.run([cli, "--quiet", "--time", "1s", str(path)], capture_output=True, text=True)
+    assert run.stderr == f"annealer: {e}\n"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "<string>: the input is empty"),
+    ("{", "<string>: malformed JSON"),
+    ('{"widths": [1]}', "<string>: heights: required field is missing"),
+    ("[]", "<string>: top level: expected an object"),
+])
+def test_from_json_errors(text, message):
+    with pytest.raises(annealer.InputError, match="^" + message.replace("[", r"\[")):
+        annealer.Problem.from_json(text)
+
+
+def test_from_dict_errors(problem_path):
+    data = json.load(open(problem_path("mlsys-2026-5")))
+    data["widths"][2] = "wide"
+    with pytest.raises(annealer.InputError) as error:
+        annealer.Problem.from_dict(data)
+    assert (error.value.file, error.value.field, error.value.index) == ("<dict>", "widths[2]", 2)
+    with pytest.raises(TypeError):
+        annealer.Problem.from_dict("not a dict")
+    with pytest.raises(TypeError):
+        annealer.Problem.load(42)
+
+
+def test_save_to_a_missing_directory_raises_oserror(problem_path, tmp_path):
+    p = annealer.Problem.load(problem_path("mlsys-2026-5"))
+    with pytest.raises(OSError):
+        p.save(str(tmp_path / "no" / "such" / "dir.json"))
+
+
+def test_importer_functions_are_announced_not_faked():
+    with pytest.raises(NotImplementedError, match="ONNX importer"):
+        annealer.Problem.from_onnx("m.onnx", hardware="tpu-v5e", inputs={})
+    with pytest.raises(NotImplementedError, match="ONNX importer"):
+        annealer.hardware_profiles()
