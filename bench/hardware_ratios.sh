@@ -3,12 +3,13 @@
 # hardware profile (annealer hardware NAME --apply), then its lower bound, a short search and
 # the evaluation of the result. One line per (problem, profile):
 #   problem.profile  tiles-that-fit  bound  baseline  best  gap%  subgraphs  search-seconds  valid
-# Usage: bench/hardware_ratios.sh [BUILD_DIR] [SEARCH_TIME]   (defaults: build, 3s)
+# Usage: bench/hardware_ratios.sh [BUILD_DIR] [SEARCH_TIME]   (defaults: build, 3s; the binary
+# is $ANNEALER when set, as in the other bench scripts)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build}
+source "$root/bench/common.sh"
 time=${2:-3s}
-annealer=$build/annealer
+annealer="$(annealer_binary "$root" "${1:-$root/build}")"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 profiles=$("$annealer" hardware --json | python3 -c 'import json, sys; print(" ".join(p["name"] for p in json.load(sys.stdin)))')
