@@ -160,40 +160,48 @@ TEST_CASE("hardware: units") {
 }
 
 TEST_CASE("hardware: every bad profile is one line naming the file and the line") {
-  CHECK(ErrorOf(WithLine(5, "bandwidth: 819 GBps")) ==
-        "hw/x.yaml:5: bandwidth: unknown unit \"GBps\" (expected B/cycle, bit/cycle, B/s, KB/s, "
-        "MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s)");
-  CHECK(ErrorOf(WithLine(4, "fast_memory: 128 MBytes")) ==
-        "hw/x.yaml:4: fast_memory: unknown unit \"MBytes\" (expected B, KB, MB, GB, KiB, MiB, GiB)");
-  CHECK(ErrorOf(WithLine(6, "clock: 1.5 GHZ")) ==
-        "hw/x.yaml:6: clock: unknown unit \"GHZ\" (expected Hz, kHz, MHz, GHz)");
-  CHECK(ErrorOf(WithLine(5, "bandwidth: 819")) ==
-        "hw/x.yaml:5: bandwidth: 819 has no unit (expected B/cycle, bit/cycle, B/s, KB/s, MB/s, "
-        "GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s)");
-  CHECK(ErrorOf(WithLine(8, "macs_per_cycle: 65536 MACs")) ==
-        "hw/x.yaml:8: macs_per_cycle: expected a positive number, got \"65536 MACs\"");
-  CHECK(ErrorOf(WithLine(8, "macs_per_cycle: lots")) ==
-        "hw/x.yaml:8: macs_per_cycle: expected a positive number, got \"lots\"");
-  CHECK(ErrorOf(WithLine(4, "fast_memory: big")) ==
-        "hw/x.yaml:4: fast_memory: expected a positive number and a unit, e.g. \"128 MiB\", got \"big\"");
-  CHECK(ErrorOf(WithLine(9, "vector_elements_per_cycle: -4")) ==
-        "hw/x.yaml:9: vector_elements_per_cycle: must be positive, got -4");
-  CHECK(ErrorOf(WithLine(4, "fast_memory: 0 KiB")) == "hw/x.yaml:4: fast_memory: must be positive, got 0 KiB");
-  CHECK(ErrorOf(WithLine(7, "matrix_unit: 12.5")) ==
-        "hw/x.yaml:7: matrix_unit: expected a positive integer, got 12.5");
-  CHECK(ErrorOf(WithLine(7, "matrix_unit: 2000000")) ==
-        "hw/x.yaml:7: matrix_unit: 2000000 is too large (at most 1048576)");
-  CHECK(ErrorOf(WithLine(7, "matrix_unit: [128, 128]")) ==
-        "hw/x.yaml:7: matrix_unit: expected a number, not a list");
-  CHECK(ErrorOf(WithLine(6, "")) ==
-        "hw/x.yaml:5: bandwidth: 819 GB/s needs a clock to become bytes per cycle (add e.g. \"clock: "
-        "1.5 GHz\", or give B/cycle)");
-  CHECK(ErrorOf(WithLine(11, "note: typo")) ==
-        "hw/x.yaml:11: unknown key \"note\" (known keys: name, description, fast_memory, bandwidth, "
-        "matrix_unit, macs_per_cycle, vector_elements_per_cycle, dtype, element_bytes, clock, sources, notes)");
-  CHECK(ErrorOf(WithLine(7, "")) ==
-        "hw/x.yaml:1: missing key \"matrix_unit\" (required: name, description, fast_memory, bandwidth, "
-        "matrix_unit, macs_per_cycle, vector_elements_per_cycle, and dtype or element_bytes)");
+  // {line of kGood replaced, its new text, the message}
+  struct BadLine {
+    int line;
+    const char* text;
+    const char* message;
+  };
+  const BadLine cases[] = {
+      {5, "bandwidth: 819 GBps",
+       "hw/x.yaml:5: bandwidth: unknown unit \"GBps\" (expected B/cycle, bit/cycle, B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s)"},
+      {4, "fast_memory: 128 MBytes",
+       "hw/x.yaml:4: fast_memory: unknown unit \"MBytes\" (expected B, KB, MB, GB, KiB, MiB, GiB)"},
+      {6, "clock: 1.5 GHZ",
+       "hw/x.yaml:6: clock: unknown unit \"GHZ\" (expected Hz, kHz, MHz, GHz)"},
+      {5, "bandwidth: 819",
+       "hw/x.yaml:5: bandwidth: 819 has no unit (expected B/cycle, bit/cycle, B/s, KB/s, MB/s, GB/s, TB/s, KiB/s, MiB/s, GiB/s, TiB/s)"},
+      {8, "macs_per_cycle: 65536 MACs",
+       "hw/x.yaml:8: macs_per_cycle: expected a positive number, got \"65536 MACs\""},
+      {8, "macs_per_cycle: lots",
+       "hw/x.yaml:8: macs_per_cycle: expected a positive number, got \"lots\""},
+      {4, "fast_memory: big",
+       "hw/x.yaml:4: fast_memory: expected a positive number and a unit, e.g. \"128 MiB\", got \"big\""},
+      {9, "vector_elements_per_cycle: -4",
+       "hw/x.yaml:9: vector_elements_per_cycle: must be positive, got -4"},
+      {4, "fast_memory: 0 KiB",
+       "hw/x.yaml:4: fast_memory: must be positive, got 0 KiB"},
+      {7, "matrix_unit: 12.5",
+       "hw/x.yaml:7: matrix_unit: expected a positive integer, got 12.5"},
+      {7, "matrix_unit: 2000000",
+       "hw/x.yaml:7: matrix_unit: 2000000 is too large (at most 1048576)"},
+      {7, "matrix_unit: [128, 128]",
+       "hw/x.yaml:7: matrix_unit: expected a number, not a list"},
+      {6, "",
+       "hw/x.yaml:5: bandwidth: 819 GB/s needs a clock to become bytes per cycle (add e.g. \"clock: 1.5 GHz\", or give B/cycle)"},
+      {11, "note: typo",
+       "hw/x.yaml:11: unknown key \"note\" (known keys: name, description, fast_memory, bandwidth, matrix_unit, macs_per_cycle, vector_elements_per_cycle, dtype, element_bytes, clock, sources, notes)"},
+      {7, "",
+       "hw/x.yaml:1: missing key \"matrix_unit\" (required: name, description, fast_memory, bandwidth, matrix_unit, macs_per_cycle, vector_elements_per_cycle, and dtype or element_bytes)"},
+  };
+  for (const BadLine& bad : cases) {
+    CAPTURE(bad.text);
+    CHECK(ErrorOf(WithLine(bad.line, bad.text)) == bad.message);
+  }
   CHECK(ErrorOf(WithLine(3, "")).rfind("hw/x.yaml:1: missing key \"dtype\" (or element_bytes;", 0) == 0);
   CHECK(ErrorOf(WithLine(3, "dtype: fp6")).rfind("hw/x.yaml:3: dtype: unknown dtype \"fp6\" (known: int8,", 0) == 0);
   CHECK(ErrorOf(WithLine(3, "dtype: bf16\nelement_bytes: 4")) ==
