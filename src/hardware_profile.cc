@@ -54,7 +54,7 @@ class ProfileReader {
 
   [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& message) const {
     // An empty document has no mark; its line is the first.
-    throw InputError((mark.is_null() ? source_ + ":1" : Located(source_, mark)) + ": " + message);
+    throw InputError(mark.is_null() ? source_ + ":1" : Located(source_, mark), "", message);
   }
 
   HardwareProfile Read(std::string_view text) {
@@ -62,7 +62,11 @@ class ProfileReader {
     try {
       root = LoadOneYamlDocument(std::string(text), source_);
     } catch (const YamlDocumentError& error) {
-      throw InputError(error.what());
+      // "<source>:<line>: <what>": the located source is the error's origin.
+      const std::string text = error.what();
+      const size_t colon = text.find(": ", std::min(text.size(), source_.size()));
+      if (colon == std::string::npos) throw InputError(source_, "", text);
+      throw InputError(text.substr(0, colon), "", text.substr(colon + 2));
     }
     if (!root.IsMap()) {
       Fail(root.Mark(), "expected a map of keys at the top level (known keys: " + KnownKeys() + ")");
@@ -70,7 +74,7 @@ class ProfileReader {
     try {
       return Walk(root);
     } catch (const YAML::Exception& error) {
-      throw InputError(Located(source_, error.mark) + ": " + OneLineForMessage(error.msg));
+      throw InputError(Located(source_, error.mark), "", OneLineForMessage(error.msg));
     }
   }
 
@@ -290,7 +294,7 @@ HardwareProfile LoadHardwareProfile(const std::string& name_or_path) {
   }
   std::string names;
   for (const std::string& name : BuiltinHardwareNames()) names += (names.empty() ? "" : ", ") + name;
-  throw InputError("unknown hardware profile " + QuoteForMessage(name_or_path) + " (built-in: " + names +
+  throw InputError("--hardware " + name_or_path, "", "unknown hardware profile " + QuoteForMessage(name_or_path) + " (built-in: " + names +
                    "; or give the path of a .yaml file)");
 }
 

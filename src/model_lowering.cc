@@ -132,7 +132,7 @@ class Lowering {
  private:
   // ---- problem building -------------------------------------------------------------------
   TensorId NewTensor(Elements rows, Elements cols, TensorOrigin origin) {
-    if (rows <= 0 || cols <= 0) throw InputError(g_.origin + ": internal: empty tensor for '" + origin.value + "'");
+    if (rows <= 0 || cols <= 0) throw InputError(g_.origin, "", "internal: empty tensor for '" + origin.value + "'");
     p_.tensors.push_back(Tensor{cols, rows});
     tensor_origins_.push_back(std::move(origin));
     producer_.push_back(kNoOp);
@@ -152,7 +152,7 @@ class Lowering {
   TensorId MatMul(TensorId l, TensorId r, const OnnxNode& node, const std::string& role, std::optional<double> base = {}) {
     const Elements m = p_.tensors[l].height, k = p_.tensors[l].width, n = p_.tensors[r].width;
     if (p_.tensors[r].height != k)
-      throw InputError(g_.origin + ": node '" + node.name + "' (" + node.op_type + "): internal shape mismatch " +
+      throw InputError(g_.origin, "node '" + node.name + "' (" + node.op_type + ")", "internal shape mismatch " +
                        std::to_string(m) + "x" + std::to_string(k) + " @ " + std::to_string(p_.tensors[r].height) + "x" +
                        std::to_string(n));
     const TensorId out = NewTensor(m, n, {node.outputs.empty() ? node.name : node.outputs[0], "activation"});
@@ -191,7 +191,7 @@ class Lowering {
 
   // ---- values -------------------------------------------------------------------------------
   [[noreturn]] void Fail(const OnnxNode& node, const std::string& what) const {
-    throw InputError(g_.origin + ": node '" + node.name + "' (" + node.op_type + "): " + what);
+    throw InputError(g_.origin, "node '" + node.name + "' (" + node.op_type + ")", what);
   }
   const Value& Get(const OnnxNode& node, size_t i) const {
     if (i >= node.inputs.size() || node.inputs[i].empty()) Fail(node, "input " + std::to_string(i) + " is missing");
@@ -1358,9 +1358,9 @@ class Lowering {
       q.ops.push_back(op);
       m.op_origins.push_back(op_origins_[o]);
     }
-    if (q.ops.empty()) throw InputError(g_.origin + ": the model has no compute to schedule (no op lowers to a MatMul or Pointwise op)");
+    if (q.ops.empty()) throw InputError(g_.origin, "", "the model has no compute to schedule (no op lowers to a MatMul or Pointwise op)");
     const std::string err = q.Finalize();
-    if (!err.empty()) throw InputError(g_.origin + ": internal lowering error: " + err);
+    if (!err.empty()) throw InputError(g_.origin, "", "internal lowering error: " + err);
     for (size_t t = 0; t < q.tensors.size(); ++t) {
       summary_.problem_tensor_elements += q.tensors[t].size();
       if (m.tensor_origins[t].role == "weight") summary_.params_in_tensors += q.tensors[t].size();
@@ -1393,7 +1393,7 @@ class Lowering {
 
 LoweredModel LowerOnnxGraph(const OnnxGraph& graph, const LoweringHardware& hardware) {
   if (hardware.native <= 0 || hardware.capacity <= 0 || !(hardware.bandwidth > 0))
-    throw InputError("hardware: capacity, bandwidth and native size must be positive");
+    throw InputError("hardware", "", "capacity, bandwidth and native size must be positive");
   return Lowering(graph, hardware).Run();
 }
 

@@ -21,18 +21,18 @@ LoweredModel ImportModel(const std::string& path, const std::string& hardware,
   LoweredModel model = LowerOnnxGraph(ReadOnnxFile(path, inputs), LoweringHardwareOf(derived));
   // The problem as a file must read back to itself: the reader's checks (sizes, shapes) apply.
   const Problem back = ParseProblem(ProblemToJson(model.problem), path + " (imported)");
-  if (!(back == model.problem)) throw InputError(path + ": internal: the imported problem does not read back");
+  if (!(back == model.problem)) throw InputError(path, "", "internal: the imported problem does not read back");
   return model;
 }
 
 LoadedProblem LoadProblem(const ProblemSource& source) {
   if (!IsOnnxPath(source.path)) {
-    if (source.hardware) throw InputError(source.path + ": --hardware applies to .onnx models; a problem JSON has its hardware");
-    if (!source.inputs.empty()) throw InputError(source.path + ": --input applies to .onnx models");
+    if (source.hardware) throw InputError(source.path, "", "--hardware applies to .onnx models; a problem JSON has its hardware");
+    if (!source.inputs.empty()) throw InputError(source.path, "", "--input applies to .onnx models");
     return LoadedProblem{ReadProblemFile(source.path), std::nullopt};
   }
   if (!source.hardware)
-    throw InputError(source.path + ": a model needs a hardware profile: --hardware NAME (see `annealer hardware`) or --hardware PROFILE.yaml");
+    throw InputError(source.path, "", "a model needs a hardware profile: --hardware NAME (see `annealer hardware`) or --hardware PROFILE.yaml");
   LoweredModel model = ImportModel(source.path, *source.hardware, source.inputs);
   Problem problem = model.problem;
   return LoadedProblem{std::move(problem), std::move(model)};

@@ -16,7 +16,7 @@ namespace annealer {
 namespace {
 
 [[noreturn]] void Fail(const std::string& origin, const std::string& what) {
-  throw InputError(origin + ": " + what);
+  throw InputError(origin, "", what);
 }
 
 bool IsFloatType(int32_t t) {
@@ -129,7 +129,7 @@ OnnxAttribute ReadAttribute(const onnx::AttributeProto& a) {
 std::pair<std::string, std::vector<int64_t>> ParseInputDims(const std::string& text) {
   const size_t eq = text.rfind('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
-    throw InputError("--input " + text + ": expected NAME=DIMS, e.g. input=1x3x224x224");
+    throw InputError("--input " + text, "", "expected NAME=DIMS, e.g. input=1x3x224x224");
   std::vector<int64_t> dims;
   std::stringstream ss(text.substr(eq + 1));
   std::string part;
@@ -138,7 +138,7 @@ std::pair<std::string, std::vector<int64_t>> ParseInputDims(const std::string& t
     long long v = -1;
     try { v = std::stoll(part, &used); } catch (...) { used = 0; }
     if (used != part.size() || part.empty() || v <= 0 || v > (1LL << 31))
-      throw InputError("--input " + text + ": dimension \"" + part + "\" is not a positive integer");
+      throw InputError("--input " + text, "", "dimension \"" + part + "\" is not a positive integer");
     dims.push_back(v);
   }
   return {text.substr(0, eq), dims};
@@ -289,10 +289,10 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
 OnnxGraph ReadOnnxFile(const std::string& path,
                        const std::map<std::string, std::vector<int64_t>>& input_dims) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open the file");
+  if (!in) throw InputError(path, "", "cannot open the file");
   std::stringstream buffer;
   buffer << in.rdbuf();
-  if (in.bad()) throw InputError(path + ": cannot read the file");
+  if (in.bad()) throw InputError(path, "", "cannot read the file");
   return ParseOnnx(buffer.str(), path, input_dims);
 }
 

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -28,6 +29,8 @@
 #include "search/repeat_result.h"
 #include "src/config.h"
 #include "src/json_fields.h"
+#include "src/model_source.h"
+#include "src/onnx_graph.h"
 #include "src/problem_reader.h"
 #include "src/run_log.h"
 #include "src/schedule_io.h"
@@ -48,6 +51,7 @@ constexpr milliseconds kLogInterval{2000};
 
 constexpr const char* kUsage =
     "usage: annealer [options] PROBLEM.json [OUT.json]\n"
+    "       annealer [options] MODEL.onnx --hardware H [OUT.json]\n"
     "       annealer evaluate|baseline|report|help ...\n"
     "\n"
     "Searches for a low-latency schedule of PROBLEM.json for at most --time and prints the best\n"
@@ -66,6 +70,9 @@ constexpr const char* kUsage =
     "                     files override earlier ones\n"
     "  --set KEY=VALUE    one hyperparameter, e.g. --set sa.cooling=0.9; may repeat; applied\n"
     "                     after the config files, in order with --threads and --seed\n"
+    "  --hardware H       PROBLEM is an ONNX model (MODEL.onnx), imported for the hardware\n"
+    "                     profile H: a built-in name (annealer hardware) or a YAML file\n"
+    "  --input NAME=DIMS  a dynamic input shape of the model, e.g. input=1x3x224x224\n"
     "  --log FILE.jsonl   write one JSON line per improvement to FILE (created or emptied\n"
     "                     first): seconds, latency, worker kind, lower bound; each line is\n"
     "                     flushed as it happens; `annealer report --log FILE` draws it\n"
@@ -114,6 +121,8 @@ struct Options {
   bool print_config = false;
   bool print_config_markdown = false;  // the reference of every key, for docs/configuration.md
   bool help = false;
+  std::optional<std::string> hardware;  // a .onnx problem: the profile
+  std::map<std::string, std::vector<int64_t>> inputs;  // a .onnx problem: --input NAME=DIMS
 };
 
 Options ParseOptions(int argc, char** argv) {
@@ -166,6 +175,16 @@ Options ParseOptions(int argc, char** argv) {
       options.overrides.emplace_back("--set", value());
     } else if (name == "--config") {
       options.config_files.push_back(value());
+    } else if (name == "--hardware") {
+      if (options.hardware) throw UsageError("--hardware is given twice");
+      options.hardware = value();
+    } else if (name == "--input") {
+      try {
+        auto [input, dims] = ParseInputDims(value());
+        if (!options.inputs.emplace(input, dims).second) throw UsageError("--input " + input + " is given twice");
+      } catch (const InputError& error) {
+        throw UsageError(error.what());
+      }
     } else if (name == "-q" || name == "--quiet") {
       no_value();
       options.quiet = true;
@@ -290,7 +309,7 @@ int RunSearchCommand(int argc, char** argv) {
 
   Problem problem;
   try {
-    problem = ReadProblemFile(options.problem_path);
+    problem = LoadProblem(ProblemSource{options.problem_path, options.hardware, options.inputs}).problem;
   } catch (const InputError& error) {
     std::fprintf(stderr, "annealer: %s\n", error.what());
     return 1;
