@@ -95,6 +95,14 @@ double ElementwisePasses(const std::string& op) {
   return it == kPasses.end() ? -1 : it->second;
 }
 
+constexpr const char* kViewWhat =
+    "a view with other rows (stride, pooling window, padding change) is a tensor written by two "
+    "ones-MatMuls; traffic = the view's size, data-movement MACs = source + view";
+
+constexpr const char* kHaloWhat =
+    "k x k taps read the tile's own rows: the halo (the padded border a window reaches beyond "
+    "the tensor) is not loaded; traffic = that border once per convolution";
+
 class Lowering {
  public:
   Lowering(const OnnxGraph& g, const LoweringHardware& hw) : g_(g), hw_(hw) {
@@ -179,6 +187,7 @@ class Lowering {
     return t;
   }
   void Note(const std::string& rule, const std::string& what, int64_t elements, int64_t extra_macs = 0) {
+    const bool traffic = rule != "row-reduction";
     for (auto& a : approximations_)
       if (a.rule == rule) {
         ++a.count;
@@ -186,7 +195,7 @@ class Lowering {
         a.extra_macs += extra_macs;
         return;
       }
-    approximations_.push_back(Approximation{rule, what, 1, elements, extra_macs});
+    approximations_.push_back(Approximation{rule, what, 1, elements, traffic, extra_macs});
   }
 
   // ---- values -------------------------------------------------------------------------------
@@ -485,9 +494,9 @@ class Lowering {
       TensorId src = x.parts[0];
       if (ho != h || wo != wd) {
         src = View(src, rows_out, 0, node, "strided-view",
-                   "a view with fewer/more rows (stride, pooling window, padding change) is written by two ones-MatMuls; elements = view size, extra MACs = source + view");
+                   kViewWhat);
       } else if (kh * kw > 1) {
-        Note("conv-halo", "windowed reads (k×k taps) read the tile's own rows: the halo of the padded border is ignored; elements = halo ignored per full read",
+        Note("conv-halo", kHaloWhat,
              -(n * cin * ((h + kh - 1) * (wd + kw - 1) - h * wd)));
       }
       const double passes = double(kh * kw) + (bias ? 1 : 0);
@@ -504,7 +513,7 @@ class Lowering {
       const TensorId col = NewTensor(rows_out, k_all, {x.name + "~im2col", "im2col-input"});
       const int64_t extra = rows_out * k_all - Elems(x);
       if (extra != 0)
-        Note("im2col-input", "a convolution reading the model's input reads it as the im2col matrix (one row per output pixel); elements = added input traffic",
+        Note("im2col-input", "a convolution reading the model's input reads it as the im2col matrix (one row per output pixel); traffic = the im2col matrix less the input",
              extra);
       y = MatMul(col, Weight(w.name, k_all, cout), node, "conv");
     } else if (kh == 1 && kw == 1 && ho == h && wo == wd) {
@@ -513,12 +522,12 @@ class Lowering {
       TensorId src = x.parts[0];
       if (ho != h || wo != wd) {
         src = View(src, rows_out, 0, node, "strided-view",
-                   "a view with fewer/more rows (stride, pooling window, padding change) is written by two ones-MatMuls; elements = view size, extra MACs = source + view");
+                   kViewWhat);
       }
       if (kh * kw == 1) {
         y = MatMul(src, Weight(w.name, cin, cout), node, "conv");
       } else {
-        Note("conv-halo", "windowed reads (k×k taps) read the tile's own rows: the halo of the padded border is ignored; elements = halo ignored per full read",
+        Note("conv-halo", kHaloWhat,
              -(n * cin * ((h + kh - 1) * (wd + kw - 1) - h * wd)));
         std::vector<TensorId> partial;
         for (int64_t t = 0; t < kh * kw; ++t)
@@ -838,7 +847,7 @@ class Lowering {
       const bool over_cols = axis == x.col_axis || (node.op_type != "Softmax" && axis == r - 1 && x.col_axis == r - 1);
       if (!over_cols && !(g_.opset < 13 && node.op_type != "LayerNormalization" && axis == r - 1))
         Fail(node, "normalising over axis " + std::to_string(axis) + " that is not the column axis is not supported");
-      Note("row-reduction", "softmax and normalisation reduce along each row; as Pointwise ops a tile does not wait for its whole row; elements = rows × columns of such ops",
+      Note("row-reduction", "softmax and normalisation reduce along each row; as Pointwise ops a tile does not wait for its whole row (no traffic change); elements = those ops' sizes",
            Elems(x));
     }
     if (x.col_split) Fail(node, "normalising merged heads is not supported");
@@ -879,7 +888,7 @@ class Lowering {
       out.parts = {Pointwise({x.parts[0]}, passes, node, "pooling")};
     } else {
       out.parts = {View(x.parts[0], x.dims[0] * ho * wo, passes, node, "strided-view",
-                        "a view with fewer/more rows (stride, pooling window, padding change) is written by two ones-MatMuls; elements = view size, extra MACs = source + view")};
+                        kViewWhat)};
     }
     Set(node, 0, out);
   }
@@ -931,7 +940,7 @@ class Lowering {
       s.dims[x.col_axis] = 1;
       s.sources = {x.parts[0]};
       s.passes = 1;
-      Note("row-reduction", "softmax and normalisation reduce along each row; as Pointwise ops a tile does not wait for its whole row; elements = rows × columns of such ops",
+      Note("row-reduction", "softmax and normalisation reduce along each row; as Pointwise ops a tile does not wait for its whole row (no traffic change); elements = those ops' sizes",
            Elems(x));
       return Set(node, 0, s);
     }
@@ -1443,7 +1452,10 @@ std::string ImportSummaryText(const ImportSummary& s) {
   } else {
     out << "approximations:\n";
     for (const Approximation& a : s.approximations) {
-      out << "  " << a.rule << " x" << a.count << ": elements " << (a.elements > 0 ? "+" : "") << num(double(a.elements));
+      out << "  " << a.rule << " x" << a.count << ": ";
+      if (!a.traffic) out << "elements affected " << num(double(a.elements));
+      else if (a.elements != 0) out << (a.elements > 0 ? "traffic added " : "traffic not charged ") << num(double(std::llabs(a.elements))) << " elements";
+      else out << "no traffic change";
       if (a.extra_macs) out << ", data-movement MACs " << num(double(a.extra_macs));
       out << "\n    " << a.what << "\n";
     }
@@ -1469,7 +1481,7 @@ std::string ImportSummaryJson(const ImportSummary& s) {
   for (size_t i = 0; i < s.approximations.size(); ++i) {
     const Approximation& a = s.approximations[i];
     out << (i ? ", " : "") << "{\"rule\": " << JsonString(a.rule) << ", \"count\": " << a.count << ", \"elements\": " << a.elements
-        << ", \"extra_macs\": " << a.extra_macs << ", \"what\": " << JsonString(a.what) << "}";
+        << ", \"elements_are_traffic\": " << (a.traffic ? "true" : "false") << ", \"extra_macs\": " << a.extra_macs << ", \"what\": " << JsonString(a.what) << "}";
   }
   out << "]}\n";
   return out.str();

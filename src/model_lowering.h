@@ -47,7 +47,10 @@ struct Approximation {
   std::string rule;    // e.g. "conv-halo", "strided-view", "transposed-operand"
   std::string what;    // one line: what the lowering does instead of the model
   int64_t count = 0;   // occurrences
-  int64_t elements = 0;  // elements of traffic added (+) or ignored (-), see `what`
+  // Its size in elements: traffic the lowering adds (> 0) or leaves uncharged (< 0) against the
+  // model's own tensors, or, for rules that move no traffic, the elements of the ops affected.
+  int64_t elements = 0;
+  bool traffic = true;  // `elements` is traffic (signed); false: elements affected
   int64_t extra_macs = 0;  // multiply-accumulates of data-movement MatMuls (not model work)
 };
 
