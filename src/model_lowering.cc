@@ -198,6 +198,15 @@ class Lowering {
     approximations_.push_back(Approximation{rule, what, 1, elements, traffic, extra_macs});
   }
 
+  // A constant operand smaller than the activation (bias, scale, a class token) is folded into
+  // its op: its parameters count, its loads do not.
+  void NoteBroadcast(const Const& c) {
+    if (Product(c.dims) > 1)
+      Note("broadcast-constant",
+           "a constant operand smaller than the activation (bias, scale vector, class token) is folded into its op: its loads are not charged",
+           -Product(c.dims));
+  }
+
   // ---- values -------------------------------------------------------------------------------
   [[noreturn]] void Fail(const OnnxNode& node, const std::string& what) const {
     throw InputError(g_.origin, "node '" + node.name + "' (" + node.op_type + ")", what);
@@ -499,6 +508,7 @@ class Lowering {
         Note("conv-halo", kHaloWhat,
              -(n * cin * ((h + kh - 1) * (wd + kw - 1) - h * wd)));
       }
+      if (bias) NoteBroadcast(NeedConst(node, 2, "the bias"));
       const double passes = double(kh * kw) + (bias ? 1 : 0);
       out.parts = {Pointwise({src}, passes, node, "depthwise")};
       summary_.depthwise_macs += rows_out * cout * kh * kw;
@@ -533,12 +543,16 @@ class Lowering {
         for (int64_t t = 0; t < kh * kw; ++t)
           partial.push_back(MatMul(src, Weight(w.name, cin, cout, "[tap " + std::to_string(t) + "]"), node, "conv-tap"));
         // The taps accumulate in the matrix unit's accumulator: no vector pass, unless a bias.
+        if (bias) NoteBroadcast(NeedConst(node, 2, "the bias"));
         y = Pointwise(partial, bias ? 1 : 0, node, "tap-sum");
         out.parts = {y};
         return Set(node, 0, out);
       }
     }
-    if (bias) y = Pointwise({y}, 1, node, "bias");
+    if (bias) {
+      NoteBroadcast(NeedConst(node, 2, "the bias"));
+      y = Pointwise({y}, 1, node, "bias");
+    }
     out.parts = {y};
     Set(node, 0, out);
   }
@@ -574,6 +588,7 @@ class Lowering {
     if (!HasInput(node, input)) return;
     const Value& b = Get(node, input);
     if (std::holds_alternative<Act>(b)) Fail(node, "a bias computed by the model is not supported");
+    NoteBroadcast(std::get<Const>(b));
     for (TensorId& t : y.parts) t = Pointwise({t}, 1, node, "bias");
   }
 
@@ -1109,9 +1124,8 @@ class Lowering {
           // A full-size parameter (position embedding): a weight tensor of the activation's shape.
           const auto [rows, cols] = PartShape(out);
           part_inputs[0].push_back(Weight(c.name, rows, cols));
-        } else if (Product(c.dims) > 1) {
-          Note("broadcast-constant", "a broadcast constant operand (bias, scale vector) is folded into its op: its loads are not charged; elements = such operands' sizes",
-               -Product(c.dims));
+        } else {
+          NoteBroadcast(c);
         }
       }
     }
@@ -1163,9 +1177,7 @@ class Lowering {
     out.dims = out_dims;
     const auto [rows, cols] = PartShape(out);
     for (const Value* v : ins)
-      if (const Const* c = std::get_if<Const>(v))
-        Note("broadcast-constant", "a broadcast constant operand (bias, scale vector) is folded into its op: its loads are not charged; elements = such operands' sizes",
-             -Product(c->dims));
+      if (const Const* c = std::get_if<Const>(v)) NoteBroadcast(*c);
     out.parts = {View(x.parts[0], rows, 1, node, "row-concat-view",
                       "rows concatenated with constants (a class token) are a view written by two ones-MatMuls; elements = view size, extra MACs = source + view")};
     (void)cols;
