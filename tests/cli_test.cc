@@ -522,3 +522,48 @@ TEST_CASE("cli: hardware --apply rewrites a problem; bad profiles exit 1, usage 
 
 }  // namespace
 }  // namespace annealer
+
+namespace annealer {
+namespace {
+
+TEST_CASE("cli: import writes the problem, the map and the summary; every command takes the model") {
+  const auto dir = testing::ScratchDir("cli", "import");
+  const std::string model = std::string(ANNEALER_SOURCE_DIR) + "/tests/models/mlp.onnx";
+  const std::string problem = (dir / "mlp.json").string();
+  const RunResult imported = Run("import " + Quote(model) + " --hardware tpu-v5e -o " + Quote(problem));
+  CHECK(imported.exit_code == 0);
+  CHECK(imported.out.find("MACs (Conv/Gemm/MatMul): 234,752") != std::string::npos);
+  CHECK(imported.out.find("parameters: 235,146 (234,752 in weight tensors of the problem)") != std::string::npos);
+  CHECK(imported.out.find("wrote " + problem + " (") != std::string::npos);
+  const std::string map = testing::ReadFile(dir / "mlp.map.json");
+  CHECK(map.find("\"nodes\": [\"fc1\"]") != std::string::npos);
+  CHECK(map.find("\"role\": \"weight\"") != std::string::npos);
+  // The file and the in-memory import are the same problem: the same bound either way.
+  const RunResult from_file = Run("bound " + Quote(problem) + " --json");
+  const RunResult from_model = Run("bound " + Quote(model) + " --hardware tpu-v5e --json");
+  CHECK(from_file.exit_code == 0);
+  CHECK(from_file.out == from_model.out);
+  // Search, then evaluate through the model.
+  const std::string schedule = (dir / "s.json").string();
+  CHECK(Run("--time 1s --quiet " + Quote(model) + " --hardware tpu-v5e -o " + Quote(schedule)).exit_code == 0);
+  const RunResult evaluated = Run("evaluate " + Quote(model) + " " + Quote(schedule) + " --hardware tpu-v5e --json");
+  CHECK(evaluated.exit_code == 0);
+  CHECK(evaluated.out.find("\"valid\": true") != std::string::npos);
+  // --json summary; without -o the problem goes to stdout.
+  const RunResult json = Run("import " + Quote(model) + " --hardware tpu-v5e --json -o " + Quote(problem));
+  CHECK(json.out.find("\"macs\": 234752") != std::string::npos);
+  const RunResult to_stdout = Run("import " + Quote(model) + " --hardware tpu-v5e");
+  CHECK(to_stdout.out.rfind("{", 0) == 0);
+  CHECK(to_stdout.err.find("MACs (Conv/Gemm/MatMul): 234,752") != std::string::npos);
+  // A model needs a profile; a JSON problem takes none.
+  const RunResult no_profile = Run("bound " + Quote(model));
+  CHECK(no_profile.exit_code == 1);
+  CHECK(no_profile.err == "annealer: " + model + ": a model needs a hardware profile: --hardware NAME (see `annealer hardware`) or --hardware PROFILE.yaml\n");
+  CHECK(Run("import " + Quote(model)).exit_code == 2);
+  const RunResult json_with_profile = Run("bound " + Quote(problem) + " --hardware tpu-v5e");
+  CHECK(json_with_profile.exit_code == 1);
+  CHECK(json_with_profile.err.find("--hardware applies to .onnx models") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace annealer
