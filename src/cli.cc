@@ -81,15 +81,6 @@ std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
   return out;
 }
 
-std::string VerdictName(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kValid: return "VALID";
-    case Verdict::kOutOfMemory: return "OOM";
-    case Verdict::kInvalid: return "INVALID";
-  }
-  return "INVALID";
-}
-
 struct ParsedArgs {
   std::vector<std::string> positional;
   bool json = false;
