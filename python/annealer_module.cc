@@ -119,9 +119,7 @@ std::string ScheduleJson(const Schedule& schedule, const Problem* problem) {
   }
   const Evaluation evaluation = EvaluateOracle(*problem, schedule);
   if (!evaluation.ok()) throw py::value_error("invalid schedule: " + evaluation.violation.Message());
-  std::vector<Latency> latencies;
-  for (const SubgraphReport& r : evaluation.subgraphs) latencies.push_back(r.latency);
-  return ScheduleToJson(schedule, latencies);
+  return ScheduleToJson(schedule, SubgraphLatencies(evaluation));
 }
 
 // annealer.evaluate's result.
