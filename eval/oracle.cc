@@ -422,4 +422,11 @@ Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule, int 
   return evaluation;
 }
 
+std::vector<Latency> SubgraphLatencies(const Evaluation& evaluation) {
+  std::vector<Latency> latencies;
+  latencies.reserve(evaluation.subgraphs.size());
+  for (const SubgraphReport& report : evaluation.subgraphs) latencies.push_back(report.latency);
+  return latencies;
+}
+
 }  // namespace annealer

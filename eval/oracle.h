@@ -93,4 +93,8 @@ std::vector<std::string> LatencyWarnings(const Schedule& schedule,
 inline constexpr size_t kOracleThreadsFrom = 256;
 Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule, int threads = 1);
 
+// The subgraphs' latencies of an evaluation, in order: what a schedule file carries as
+// subgraph_latencies.
+std::vector<Latency> SubgraphLatencies(const Evaluation& evaluation);
+
 }  // namespace annealer

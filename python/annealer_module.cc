@@ -119,18 +119,7 @@ std::string ScheduleJson(const Schedule& schedule, const Problem* problem) {
   }
   const Evaluation evaluation = EvaluateOracle(*problem, schedule);
   if (!evaluation.ok()) throw py::value_error("invalid schedule: " + evaluation.violation.Message());
-  std::vector<Latency> latencies;
-  for (const SubgraphReport& r : evaluation.subgraphs) latencies.push_back(r.latency);
-  return ScheduleToJson(schedule, latencies);
-}
-
-std::string VerdictName(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kValid: return "valid";
-    case Verdict::kOutOfMemory: return "out_of_memory";
-    case Verdict::kInvalid: return "invalid";
-  }
-  return "invalid";
+  return ScheduleToJson(schedule, SubgraphLatencies(evaluation));
 }
 
 // annealer.evaluate's result.
@@ -235,7 +224,7 @@ PySearchResult Search(const Problem& problem, double time, const std::vector<std
   std::atomic<bool> stop{false};
   std::exception_ptr callback_error;  // the first callback's exception (set with the GIL held)
   const auto call = [&](const py::object& function, auto&&... args) {
-    if (function.is_none() || stop.load()) return;
+    if (function.is_none()) return;
     py::gil_scoped_acquire gil;
     if (callback_error) return;
     try {
@@ -249,7 +238,6 @@ PySearchResult Search(const Problem& problem, double time, const std::vector<std
   hooks.on_log = [&](const RunLogEntry& e) { call(on_improvement, e.seconds, e.latency, e.worker); };
   if (!on_progress.is_none()) {
     hooks.on_progress = [&](const SearchProgress& p) {
-      if (stop.load()) return;
       py::gil_scoped_acquire gil;
       if (callback_error) return;
       try {
@@ -472,7 +460,7 @@ PYBIND11_MODULE(_core, m) {
 
   py::class_<PyEvaluation>(m, "Evaluation", "The oracle's verdict on a schedule (annealer.evaluate).")
       .def_readonly("valid", &PyEvaluation::valid, "True when the schedule obeys every rule.")
-      .def_readonly("verdict", &PyEvaluation::verdict, "'valid', 'out_of_memory' or 'invalid'.")
+      .def_readonly("verdict", &PyEvaluation::verdict, "'VALID', 'OOM' or 'INVALID' (as `annealer evaluate --json`).")
       .def_readonly("violation", &PyEvaluation::violation, "The first broken rule (Violation), or None.")
       .def_readonly("total", &PyEvaluation::total,
                     "Total latency; for an invalid schedule the sum of the subgraphs priced on their own.")

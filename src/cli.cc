@@ -67,15 +67,6 @@ std::string BoundPartsText(const LowerBound& bound) {
          Readable(bound.combined) + ")";
 }
 
-std::string VerdictName(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kValid: return "VALID";
-    case Verdict::kOutOfMemory: return "OOM";
-    case Verdict::kInvalid: return "INVALID";
-  }
-  return "INVALID";
-}
-
 struct ParsedArgs {
   std::vector<std::string> positional;
   bool json = false;
@@ -443,8 +434,7 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
                evaluation.violation.Message());
     return 1;
   }
-  std::vector<Latency> latencies;
-  for (const SubgraphReport& report : evaluation.subgraphs) latencies.push_back(report.latency);
+  const std::vector<Latency> latencies = SubgraphLatencies(evaluation);
   schedule.reported_latencies = latencies;
   const std::string json = ScheduleToJson(schedule, latencies);
 
@@ -544,9 +534,7 @@ int RunExactCommand(const std::vector<std::string>& args) {
       ConstructiveIncumbent(problem, [&] { return Clock::now() >= start_deadline; });
   if (incumbent && parsed.output) {
     const Evaluation evaluation = EvaluateOracle(problem, *incumbent);
-    std::vector<Latency> latencies;
-    for (const SubgraphReport& r : evaluation.subgraphs) latencies.push_back(r.latency);
-    incumbent->reported_latencies = latencies;
+    incumbent->reported_latencies = SubgraphLatencies(evaluation);
     WriteFileAtomic(*parsed.output, schedule_json(*incumbent));
   }
 

@@ -1,6 +1,7 @@
 #include "src/schedule_summary.h"
 
 #include <algorithm>
+#include <string>
 
 #include "eval/subgraph_structure.h"
 #include "src/text_format.h"
@@ -46,6 +47,15 @@ ScheduleSummary SummarizeSchedule(const Problem& problem, const Schedule& schedu
   summary.total = summary.valid() ? summary.evaluation.total : start;
   if (summary.valid()) summary.gap_percent = GapPercent(summary.total, summary.bound.total());
   return summary;
+}
+
+std::string VerdictName(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kValid: return "VALID";
+    case Verdict::kOutOfMemory: return "OOM";
+    case Verdict::kInvalid: return "INVALID";
+  }
+  return "INVALID";
 }
 
 }  // namespace annealer

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "eval/bounds.h"
@@ -38,6 +39,10 @@ struct ScheduleSummary {
 
   bool valid() const { return evaluation.ok(); }
 };
+
+// "VALID", "OOM" or "INVALID": the verdict as `annealer evaluate --json` and the Python package
+// name it.
+std::string VerdictName(Verdict verdict);
 
 // Runs the oracle once on the whole schedule. A valid schedule takes its per-subgraph reports
 // from that run. An invalid one (the oracle stops at the first broken rule) has each subgraph

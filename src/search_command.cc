@@ -2,11 +2,8 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
-#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -15,15 +12,11 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "eval/bounds.h"
-#include "eval/cost_cache.h"
-#include "eval/oracle.h"
 #include "eval/subgraph_structure.h"
-#include "search/baseline.h"
 #include "search/driver.h"
 #include "search/exact_result.h"
 #include "search/repeat_result.h"
@@ -33,7 +26,6 @@
 #include "src/onnx_graph.h"
 #include "src/problem_reader.h"
 #include "src/run_log.h"
-#include "src/schedule_io.h"
 #include "src/search_job.h"
 #include "src/text_format.h"
 

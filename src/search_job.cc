@@ -187,9 +187,7 @@ class BestKeeper {
                         (accept_ties && evaluation.total == best_total_);
     if (!better) return false;
     best_ = schedule;
-    std::vector<double> latencies;
-    for (const SubgraphReport& report : evaluation.subgraphs) latencies.push_back(report.latency);
-    best_.reported_latencies = std::move(latencies);
+    best_.reported_latencies = SubgraphLatencies(evaluation);
     best_total_ = evaluation.total;
     best_json_ = ScheduleToJson(best_, *best_.reported_latencies);
     has_best_ = true;

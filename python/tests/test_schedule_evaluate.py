@@ -51,7 +51,7 @@ def test_schedule_errors(p1, tmp_path):
 
 def test_evaluate_valid_rows(p1):
     e = annealer.evaluate(p1, one_op_per_subgraph(p1))
-    assert e.valid and bool(e) and e.verdict == "valid" and e.violation is None
+    assert e.valid and bool(e) and e.verdict == "VALID" and e.violation is None
     assert len(e.rows) == p1.ops
     assert e.total == pytest.approx(sum(row["latency"] for row in e.rows))
     assert e.peak_working_set == max(row["peak_working_set"] for row in e.rows) > 0
@@ -82,7 +82,7 @@ def test_evaluate_invalid_gives_the_violation(p1, cli, problem_path, tmp_path):
 def test_evaluate_out_of_memory_names_the_subgraph(p1):
     tiny = p1.with_hardware(capacity=1000)
     e = annealer.evaluate(tiny, one_op_per_subgraph(tiny))
-    assert e.verdict == "out_of_memory" and e.violation.rule == "W" and e.violation.subgraph == 0
+    assert e.verdict == "OOM" and e.violation.rule == "W" and e.violation.subgraph == 0
     assert e.rows[0]["violation"].rule == "W" and e.rows[0]["latency"] is None
 
 
