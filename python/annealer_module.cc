@@ -26,7 +26,9 @@
 #include "eval/problem.h"
 #include "eval/schedule.h"
 #include "src/config.h"
+#include "src/hardware_profile.h"
 #include "src/json_fields.h"
+#include "src/model_source.h"
 #include "src/problem_reader.h"
 #include "src/problem_writer.h"
 #include "src/report_html.h"
@@ -393,6 +395,47 @@ PYBIND11_MODULE(_core, m) {
       PyErr_SetString(g_no_schedule_error, error.what());
     }
   });
+
+  // The ONNX importer and the hardware profiles (src/model_source.h, src/hardware_profile.h):
+  // Problem.from_onnx and hardware_profiles() in the package.
+  m.def(
+      "problem_from_onnx",
+      [](const std::string& path, std::optional<std::string> hardware,
+         std::optional<std::map<std::string, std::vector<int64_t>>> inputs) {
+        if (!IsOnnxPath(path)) throw InputError(path, "", "Problem.from_onnx reads an ONNX model (a .onnx file)");
+        return LoadProblem(ProblemSource{path, hardware, inputs.value_or(std::map<std::string, std::vector<int64_t>>{})})
+            .problem;
+      },
+      py::arg("path"), py::arg("hardware") = py::none(), py::arg("inputs") = py::none(),
+      "Imports an ONNX model for a hardware profile (a built-in name such as 'tpu-v5e', or a YAML\n"
+      "file) as `annealer import` does; inputs fixes dynamic input dims, e.g.\n"
+      "{'input': [1, 3, 224, 224]}. Raises InputError (the CLI's one-line message).");
+  m.def(
+      "hardware_profiles",
+      [] {
+        py::list out;
+        for (const std::string& name : BuiltinHardwareNames()) {
+          const HardwareProfile profile = LoadHardwareProfile(name);
+          const DerivedHardware d = Derive(profile);
+          py::dict row;
+          row["name"] = profile.name;
+          row["description"] = profile.description;
+          row["dtype"] = profile.dtype;
+          row["capacity"] = d.capacity;
+          row["bandwidth"] = d.bandwidth;
+          row["native"] = d.native;
+          row["matmul_base"] = d.matmul_base;
+          row["pointwise_base"] = d.pointwise_base;
+          row["balance"] = d.balance;
+          row["tiles_that_fit"] = d.tiles_that_fit;
+          row["sources"] = profile.sources;
+          out.append(row);
+        }
+        return out;
+      },
+      "The built-in hardware profiles: one dict per profile with its derived problem numbers\n"
+      "(capacity and bandwidth in elements, native side, MatMul and Pointwise base costs per\n"
+      "native tile), as `annealer hardware --json` prints them.");
 
   py::class_<Problem>(m, "Problem", "A scheduling problem: the graph (ops, tensors) and the hardware.")
       .def_static("load", &ReadProblemFile, py::arg("path"),

@@ -60,25 +60,12 @@ def _to_dict(self, *args):
     return _json.loads(self.to_json(*args))
 
 
-def _from_onnx(path, hardware=None, inputs=None):
-    """Imports an ONNX model (coming with the ONNX importer; not in this build)."""
-    raise NotImplementedError(
-        "Problem.from_onnx comes with the ONNX importer, which this build of annealer does not have yet")
-
-
 Problem.from_dict = staticmethod(_problem_from_dict)
-Problem.from_onnx = staticmethod(getattr(_core, "problem_from_onnx", _from_onnx))
+Problem.from_onnx = staticmethod(_core.problem_from_onnx)
 Problem.to_dict = _to_dict
 Schedule.from_dict = staticmethod(_schedule_from_dict)
 Schedule.to_dict = _to_dict
-
-
-def hardware_profiles():
-    """The named hardware profiles for Problem.from_onnx (coming with the ONNX importer)."""
-    if hasattr(_core, "hardware_profiles"):
-        return _core.hardware_profiles()
-    raise NotImplementedError(
-        "hardware_profiles() comes with the ONNX importer, which this build of annealer does not have yet")
+hardware_profiles = _core.hardware_profiles
 
 
 def _setting_text(key, value) -> str:

@@ -29,8 +29,9 @@ class Problem:
     def from_dict(data: dict[str, Any], origin: str = "<dict>") -> Problem: ...
     @staticmethod
     def from_onnx(path: str, hardware: Optional[str] = None,
-                  inputs: Optional[dict[str, Any]] = None) -> Problem:
-        """Coming with the ONNX importer (raises NotImplementedError until then)."""
+                  inputs: Optional[dict[str, list[int]]] = None) -> Problem:
+        """Imports an ONNX model for a hardware profile (built-in name or YAML file), as
+        `annealer import` does; inputs fixes dynamic input dims. Raises InputError."""
     @property
     def ops(self) -> int: ...
     @property
@@ -127,5 +128,6 @@ def report(problem: Problem, schedule: Schedule, path: Union[str, os.PathLike[st
            log: Union[None, str, Sequence[LogEntry]] = None, problem_name: str = "problem",
            schedule_name: str = "schedule") -> None: ...
 def default_config() -> str: ...
-def hardware_profiles() -> Any:
-    """Coming with the ONNX importer (raises NotImplementedError until then)."""
+def hardware_profiles() -> list[dict[str, Any]]:
+    """The built-in hardware profiles with their derived problem numbers (capacity, bandwidth,
+    native, matmul_base, pointwise_base, balance, tiles_that_fit, sources, ...)."""

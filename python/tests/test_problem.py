@@ -1,5 +1,6 @@
-"""Problem: loading (file, JSON text, dict), properties, copies for sweeps, and every input error."""
+"""Problem: loading (file, JSON text, dict, ONNX model), properties, copies for sweeps, and every input error."""
 import json
+import os
 import subprocess
 
 import pytest
@@ -110,8 +111,36 @@ def test_save_to_a_missing_directory_raises_oserror(problem_path, tmp_path):
         p.save(str(tmp_path / "no" / "such" / "dir.json"))
 
 
-def test_importer_functions_are_announced_not_faked():
-    with pytest.raises(NotImplementedError, match="ONNX importer"):
-        annealer.Problem.from_onnx("m.onnx", hardware="tpu-v5e", inputs={})
-    with pytest.raises(NotImplementedError, match="ONNX importer"):
-        annealer.hardware_profiles()
+MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "models")
+
+
+def test_from_onnx_imports_a_model_like_the_cli():
+    p = annealer.Problem.from_onnx(os.path.join(MODELS, "mlp.onnx"), hardware="tpu-v5e")
+    assert (p.ops, p.capacity, p.native) == (9, 67108864, 128)  # 3 Gemm, 3 bias, 2 Relu, Softmax
+    dyn = annealer.Problem.from_onnx(os.path.join(MODELS, "dynamic_shapes.onnx"), hardware="gemmini-default",
+                                     inputs={"x": [1, 8, 16, 16]})
+    assert dyn.native == 16
+    assert annealer.lower_bound(dyn) > 0
+
+
+def test_from_onnx_errors_are_the_cli_messages():
+    model = os.path.join(MODELS, "dynamic_shapes.onnx")
+    with pytest.raises(annealer.InputError, match="graph input 'x' has dynamic dims Nx8x16x16; give them with --input x=DIMS"):
+        annealer.Problem.from_onnx(model, hardware="tpu-v5e")
+    with pytest.raises(annealer.InputError, match="a model needs a hardware profile"):
+        annealer.Problem.from_onnx(model)
+    with pytest.raises(annealer.InputError, match="unknown hardware profile"):
+        annealer.Problem.from_onnx(model, hardware="tpu-v99", inputs={"x": [1, 8, 16, 16]})
+    with pytest.raises(annealer.InputError, match="cannot open the file"):
+        annealer.Problem.from_onnx("missing.onnx", hardware="tpu-v5e")
+    with pytest.raises(TypeError):
+        annealer.Problem.from_onnx(model, hardware="tpu-v5e", inputs={"x": "1x8x16x16"})
+
+
+def test_hardware_profiles_lists_the_builtins_with_their_numbers():
+    profiles = {p["name"]: p for p in annealer.hardware_profiles()}
+    assert {"tpu-v5e", "gemmini-default", "mlsys-2026"} <= set(profiles)
+    v5e = profiles["tpu-v5e"]
+    assert (v5e["capacity"], v5e["bandwidth"], v5e["native"], v5e["matmul_base"], v5e["pointwise_base"]) == (
+        67108864, 273, 128, 32, 8)
+    assert v5e["sources"]
