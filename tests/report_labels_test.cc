@@ -134,7 +134,7 @@ TEST_CASE("labels: text, cuts and runs") {
   const ItemLabel long_name{"/model/layer4/layer4.2/conv3/Conv_output_0", "Conv, conv-tap"};
   CHECK(LabelCut(long_name, 20));
   CHECK(!LabelCut(conv, 20));
-  CHECK(LabelText(long_name, 20) == "\u2026.2/conv3/Conv_output_0 (Conv, conv-tap)");
+  CHECK(LabelText(long_name, 20) == "\u2026conv3/Conv_output_0 (Conv, conv-tap)");
   // A cut never splits a UTF-8 sequence: 30 two-byte letters keep 9 whole ones.
   std::string greek;
   for (int i = 0; i < 30; ++i) greek += "\u03b1";
@@ -190,7 +190,7 @@ TEST_CASE("labels: the map file round-trips and a bad one is a one-line error") 
   };
   CHECK(parse("{\"ops\": [" + ops + "], \"tensors\": [" + tensors + "]}").empty());
   CHECK(parse("{\"ops\": [" + ops + "], \"tensors\": [" + tensors + "]") .rfind("m.map.json: malformed JSON", 0) == 0);
-  CHECK(parse("[]") == "m.map.json: expected an object, got an array");
+  CHECK(parse("[]") == "m.map.json: top level: expected an object, got an array");
   CHECK(parse("{\"tensors\": []}") == "m.map.json: ops: required field is missing");
   CHECK(parse("{\"ops\": [" + ops + ", " + ops + "], \"tensors\": [" + tensors + "]}") ==
         "m.map.json: ops: has 4 entries but the problem has 2 ops (the map of another problem?)");
