@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <new>
 #include <map>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "search/params.h"
 #include "src/config.h"
 #include "src/hardware_text.h"
+#include "src/lowering_map.h"
 #include "src/model_source.h"
 #include "src/onnx_graph.h"
 #include "src/problem_writer.h"
@@ -80,7 +82,7 @@ struct ParsedArgs {
   std::optional<std::string> apply;        // hardware only: --apply PROBLEM.json
   std::optional<std::string> hardware;     // a .onnx problem: --hardware NAME|PROFILE.yaml
   std::map<std::string, std::vector<int64_t>> inputs;  // a .onnx problem: --input NAME=DIMS
-  std::optional<std::string> map;          // import only: --map MAP.json
+  std::optional<std::string> map;          // import, report: --map MAP.json
   bool greedy = false;                     // baseline only: --greedy
 };
 
@@ -307,7 +309,7 @@ void PrintUsage(std::FILE* out) {
       "      pairs merged while a merge lowers the latency.\n"
       "      Docs: docs/cost-model.md.\n"
       "  annealer report PROBLEM.json SCHEDULE.json -o REPORT.html [--trace TRACE.json]\n"
-      "                  [--log RUN.jsonl]\n"
+      "                  [--log RUN.jsonl] [--map MAP.json]\n"
       "      Write a self-contained HTML report of the schedule (no network needed to open it):\n"
       "      totals and gap, the DAG coloured by subgraph, a timeline (compute vs memory,\n"
       "      retained tensors), peak working set vs capacity, a per-subgraph table, and with\n"
@@ -315,6 +317,9 @@ void PrintUsage(std::FILE* out) {
       "      also writes a Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): one\n"
       "      event per subgraph, 1 latency unit = 1 us. An invalid schedule still gets a\n"
       "      report, with the broken rule at the top (exit 0; the note goes to stderr).\n"
+      "      Ops and tensors carry their ONNX names (\"12 conv2d_3 (Conv, conv-tap)\") for a\n"
+      "      MODEL.onnx, and for a PROBLEM.json with the map file import wrote (--map, by\n"
+      "      default PROBLEM.map.json beside it, read when present).\n"
       "      Docs: docs/reports.md.\n"
       "  annealer exact PROBLEM.json [-o OUT.json] [--time D] [--json] [--config F] [--set K=V]\n"
       "      Optimal schedule within a stated family (no recomputation, sides and k that\n"
@@ -455,7 +460,7 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
 }
 
 int RunReportCommand(const std::vector<std::string>& args) {
-  const ParsedArgs parsed = ParseArgs(args, {.output = true, .report = true});
+  const ParsedArgs parsed = ParseArgs(args, {.output = true, .report = true, .map = true});
   if (parsed.help) {
     PrintUsage(stdout);
     return 0;
@@ -470,15 +475,39 @@ int RunReportCommand(const std::vector<std::string>& args) {
   const Schedule schedule = ReadScheduleFile(schedule_path);
   std::optional<std::vector<RunLogEntry>> log;
   if (parsed.log) log = ReadRunLog(*parsed.log);
+  // ONNX names for the ops and tensors: the imported model's, or a map file's (--map, or the
+  // one `import` wrote beside PROBLEM.json).
+  std::optional<ReportLabels> labels;
+  std::string labels_from;
+  if (loaded.model) {
+    if (parsed.map) throw UsageError("--map goes with PROBLEM.json (a model names its own ops)");
+    labels = LabelsOfOrigins(loaded.model->op_origins, loaded.model->tensor_origins);
+  } else {
+    std::optional<std::string> map_path = parsed.map;
+    std::error_code error;
+    if (!map_path && std::filesystem::is_regular_file(DefaultMapPath(problem_path), error)) {
+      map_path = DefaultMapPath(problem_path);
+    }
+    if (map_path) {
+      const LoweringMap map = ReadLoweringMapFile(*map_path, problem);
+      labels = LabelsOfOrigins(map.op_origins, map.tensor_origins);
+      labels_from = *map_path;
+    }
+  }
   const ScheduleSummary summary = SummarizeSchedule(problem, schedule);
   ReportInput input{problem, schedule, summary, problem_path, schedule_path, nullptr, ""};
   if (log) {
     input.log = &*log;
     input.log_name = *parsed.log;
   }
+  if (labels) input.labels = &*labels;
   const std::string html = ReportHtml(input);
   std::string trace;
-  if (parsed.trace) trace = TraceJson(problem, summary, problem_path + " / " + schedule_path);
+  if (parsed.trace) {
+    TraceOptions options;
+    if (labels) options.labels = &*labels;
+    trace = TraceJson(problem, summary, problem_path + " / " + schedule_path, options);
+  }
 
   WriteFileAtomic(*parsed.output, html);
   if (parsed.trace) WriteFileAtomic(*parsed.trace, trace);
@@ -493,6 +522,7 @@ int RunReportCommand(const std::vector<std::string>& args) {
             "); the report shows the broken rule";
   }
   line += "; wrote " + *parsed.output + (parsed.trace ? " and " + *parsed.trace : std::string());
+  if (!labels_from.empty()) line += " (ops named from " + labels_from + ")";
   std::fprintf(stderr, "%s\n", line.c_str());
   return 0;
 }
@@ -641,11 +671,7 @@ int RunImportCommand(const std::vector<std::string>& args) {
     if (code == 0) std::fputs(summary.c_str(), stderr);
     return code;
   }
-  std::string map_path = parsed.map ? *parsed.map : *parsed.output;
-  if (!parsed.map) {
-    const size_t dot = map_path.rfind(".json");
-    map_path = (dot != std::string::npos && dot + 5 == map_path.size() ? map_path.substr(0, dot) : map_path) + ".map.json";
-  }
+  const std::string map_path = parsed.map ? *parsed.map : DefaultMapPath(*parsed.output);
   WriteFileAtomic(*parsed.output, problem_json);
   WriteFileAtomic(map_path, LoweringMapJson(model));
   std::fputs(summary.c_str(), stdout);

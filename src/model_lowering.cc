@@ -1418,28 +1418,6 @@ LoweredModel LowerOnnxGraph(const OnnxGraph& graph, const LoweringHardware& hard
   return Lowering(graph, hardware).Run();
 }
 
-std::string LoweringMapJson(const LoweredModel& model) {
-  std::ostringstream out;
-  out << "{\n  \"ops\": [\n";
-  for (size_t o = 0; o < model.op_origins.size(); ++o) {
-    const OpOrigin& origin = model.op_origins[o];
-    out << "    {\"op\": " << o << ", \"kind\": \"" << (model.problem.ops[o].kind == OpKind::MatMul ? "MatMul" : "Pointwise")
-        << "\", \"role\": " << JsonString(origin.role) << ", \"nodes\": [";
-    for (size_t i = 0; i < origin.nodes.size(); ++i) out << (i ? ", " : "") << JsonString(origin.nodes[i]);
-    out << "], \"op_types\": [";
-    for (size_t i = 0; i < origin.op_types.size(); ++i) out << (i ? ", " : "") << JsonString(origin.op_types[i]);
-    out << "]}" << (o + 1 < model.op_origins.size() ? "," : "") << "\n";
-  }
-  out << "  ],\n  \"tensors\": [\n";
-  for (size_t t = 0; t < model.tensor_origins.size(); ++t) {
-    out << "    {\"tensor\": " << t << ", \"value\": " << JsonString(model.tensor_origins[t].value)
-        << ", \"role\": " << JsonString(model.tensor_origins[t].role) << "}" << (t + 1 < model.tensor_origins.size() ? "," : "")
-        << "\n";
-  }
-  out << "  ]\n}\n";
-  return out.str();
-}
-
 std::string ImportSummaryText(const ImportSummary& s) {
   std::ostringstream out;
   auto num = [](double v) { return Grouped(v); };

@@ -80,8 +80,7 @@ struct LoweredModel {
 // Throws InputError "<file>: node '<name>' (<op>): <what> ..." for anything it cannot lower.
 LoweredModel LowerOnnxGraph(const OnnxGraph& graph, const LoweringHardware& hardware);
 
-// The map file: problem op -> ONNX nodes, problem tensor -> ONNX value (JSON).
-std::string LoweringMapJson(const LoweredModel& model);
+// The map file (problem op -> ONNX nodes, problem tensor -> ONNX value): src/lowering_map.h.
 // The summary as text (the `import` command) and as JSON (--json).
 std::string ImportSummaryText(const ImportSummary& summary);
 std::string ImportSummaryJson(const ImportSummary& summary);

@@ -269,6 +269,13 @@ constexpr const char* kScript = R"JS(
 class Report {
  public:
   explicit Report(const ReportInput& in) : in_(in), problem_(in.problem), summary_(in.summary) {
+    // Labels count only when they fit the problem (the CLI checks the map file's counts).
+    if (in_.labels != nullptr && in_.labels->ops.size() == problem_.ops.size()) {
+      op_labels_ = &in_.labels->ops;
+    }
+    if (in_.labels != nullptr && in_.labels->tensors.size() == problem_.tensors.size()) {
+      tensor_labels_ = &in_.labels->tensors;
+    }
     op_subgraphs_.resize(problem_.ops.size());
     for (int i = 0; i < static_cast<int>(in_.schedule.subgraphs.size()); ++i) {
       for (OpId op : in_.schedule.subgraphs[i].ops) {
@@ -296,6 +303,36 @@ class Report {
 
  private:
   int NumSubgraphs() const { return static_cast<int>(summary_.subgraphs.size()); }
+
+  // A list of ops or tensors in a tooltip: their ids ("3, 4, 5"), or with labels runs of them
+  // ("3–5 conv1 (Conv, conv-tap), 6 relu (Relu, elementwise)"), at most kTitleRuns.
+  static constexpr size_t kTitleRuns = 12;
+  static std::string IdsTitle(const std::vector<int32_t>& ids,
+                              const std::vector<ItemLabel>* labels) {
+    return labels ? HtmlEscape(RunsText(ids, *labels, kTitleRuns)) : JoinIds(ids, ", ");
+  }
+  // The same list in a table cell: every run, a cut name whole in its tooltip.
+  static std::string IdsCell(const std::vector<int32_t>& ids,
+                             const std::vector<ItemLabel>* labels) {
+    if (!labels) return JoinIds(ids, ", ");
+    std::string out;
+    for (const LabelledRun& run : LabelledRuns(ids, *labels)) {
+      if (!out.empty()) out += ", ";
+      const std::string text = HtmlEscape(RunText(run));
+      if (run.label && LabelCut(*run.label, kLabelNameChars)) {
+        out += "<span title=\"" + HtmlEscape(LabelText(*run.label)) + "\">" + text + "</span>";
+      } else {
+        out += text;
+      }
+    }
+    return out;
+  }
+  // ": conv2d_3 (Conv, conv-tap)" after "op 12" in a tooltip; empty without labels.
+  static std::string NameSuffix(int32_t id, const std::vector<ItemLabel>* labels) {
+    if (!labels || id < 0 || id >= static_cast<int32_t>(labels->size())) return "";
+    const std::string text = LabelText((*labels)[id]);
+    return text.empty() ? "" : ": " + HtmlEscape(text);
+  }
 
   std::string SgAttr(const std::vector<int>& ids) const {
     std::string out = " data-sg=\"";
@@ -418,6 +455,16 @@ class Report {
     return out + "</g>\n</svg>\n</div>\n";
   }
 
+  // The text in a labelled op's box: its id and first op type ("12 Conv"), cut to fit the box.
+  static std::string NodeText(OpId op, const ItemLabel& label) {
+    const std::string id = std::to_string(op);
+    const size_t room = id.size() < 8 ? 11 - id.size() : 3;
+    std::string type = label.detail.substr(0, label.detail.find_first_of(",/"));
+    if (type.empty()) return HtmlEscape(id + " " + LabelText({label.name, ""}, room));
+    if (type.size() > room) type = type.substr(0, room - 1) + "\u2026";  // op types are ASCII
+    return HtmlEscape(id + " " + type);
+  }
+
   static std::string EdgeStyle(bool retained, bool inside, int subgraph) {
     if (retained) return "stroke=\"#2a9d3a\" stroke-width=\"2\" stroke-dasharray=\"6 3\"";
     if (inside) return "stroke=\"" + SubgraphStroke(subgraph) + "\" stroke-width=\"2\"";
@@ -442,10 +489,12 @@ class Report {
       if (!sgs.empty()) sg_text = (sgs.size() == 1 ? "subgraph " : "subgraphs ") + JoinIds(sgs, ", ");
       DrawnNode& n = op_nodes[op];
       n.label = (matmul ? "MM " : "PW ") + std::to_string(op);
-      n.title = "op " + std::to_string(op) + " (" + (matmul ? "MatMul" : "Pointwise") +
-                "), output tensor " + std::to_string(o.output) + " (" +
-                std::to_string(t.height) + "\u00d7" + std::to_string(t.width) + "), base cost " +
-                Readable(o.base_cost) + "; " + sg_text;
+      if (op_labels_) n.label = NodeText(op, (*op_labels_)[op]);
+      n.title = "op " + std::to_string(op) + " (" + (matmul ? "MatMul" : "Pointwise") + ")" +
+                NameSuffix(op, op_labels_) + ", output tensor " + std::to_string(o.output) +
+                " (" + std::to_string(t.height) + "\u00d7" + std::to_string(t.width) + ")" +
+                NameSuffix(o.output, tensor_labels_) + ", base cost " + Readable(o.base_cost) +
+                "; " + sg_text;
       n.fill = sgs.empty() ? "#eee" : SubgraphFill(sgs.front());
       n.stroke = sgs.empty() ? "#c62828" : SubgraphStroke(sgs.front());
       n.attributes = sgs.empty() ? "" : SgAttr(sgs);
@@ -466,7 +515,8 @@ class Report {
         op_edges.push_back({p, op,
                             EdgeStyle(retained, inside,
                                       op_subgraphs_[p].empty() ? 0 : op_subgraphs_[p].front()),
-                            "tensor " + std::to_string(t) + ": op " + std::to_string(p) +
+                            "tensor " + std::to_string(t) + NameSuffix(t, tensor_labels_) +
+                                (tensor_labels_ ? "; op " : ": op ") + std::to_string(p) +
                                 " \u2192 op " + std::to_string(op) +
                                 (retained ? " (retained)" : "")});
       }
@@ -483,7 +533,7 @@ class Report {
       DrawnNode& n = sg_nodes[i];
       n.label = "#" + std::to_string(i) + " \u00b7 " + std::to_string(ops.size()) +
                 (ops.size() == 1 ? " op" : " ops");
-      n.title = "subgraph " + std::to_string(i) + ": ops " + JoinIds(ops, ", ") +
+      n.title = "subgraph " + std::to_string(i) + ": ops " + IdsTitle(ops, op_labels_) +
                 (s.report ? ", latency " + Grouped(s.report->latency) : std::string(", not priced"));
       n.fill = SubgraphFill(i);
       n.stroke = s.report ? SubgraphStroke(i) : "#c62828";
@@ -511,7 +561,8 @@ class Report {
       sg_edges.push_back({pair.first, pair.second, EdgeStyle(flow.second, false, 0),
                           "subgraph " + std::to_string(pair.first) + " \u2192 " +
                               std::to_string(pair.second) + ": tensor" +
-                              (flow.first.size() > 1 ? "s " : " ") + JoinIds(flow.first, ", ") +
+                              (flow.first.size() > 1 ? "s " : " ") +
+                              IdsTitle(flow.first, tensor_labels_) +
                               (flow.second ? " (retained)" : "")});
     }
 
@@ -567,7 +618,7 @@ class Report {
              "\" height=\"8\" fill=\"var(--cmp)\"/><rect x=\"" + Num(bx, 3) +
              "\" y=\"89\" width=\"" + Num(bw * memory_share, 3) +
              "\" height=\"8\" fill=\"var(--mem)\"/><title>subgraph " + std::to_string(i) +
-             " (ops " + JoinIds(s.subgraph->ops, ", ") + "): latency " + Grouped(r.latency) +
+             " (ops " + IdsTitle(s.subgraph->ops, op_labels_) + "): latency " + Grouped(r.latency) +
              " (" + PercentText1(total > 0 ? r.latency / total * 100 : 0) + "), compute " +
              Grouped(r.compute_time) + ", memory " + Grouped(r.memory_time) + ", " +
              (s.memory_bound() ? "memory" : "compute") + "-bound</title></g>\n";
@@ -586,7 +637,8 @@ class Report {
              " 6 " + Num(xb, 3) + " 40\" stroke=\"#2a9d3a\" stroke-width=\"2\" "
              "vector-effect=\"non-scaling-stroke\"><title>subgraph " + std::to_string(i) +
              " \u2192 " + std::to_string(i + 1) + ": retains tensor" +
-             (a.subgraph->retain.size() > 1 ? "s " : " ") + JoinIds(a.subgraph->retain, ", ") +
+             (a.subgraph->retain.size() > 1 ? "s " : " ") +
+             IdsTitle(a.subgraph->retain, tensor_labels_) +
              " (" + Grouped(static_cast<double>(size)) + " elements)</title></path>\n";
     }
     out += "</svg>\n<div class=\"axis\" id=\"timeline-axis\" data-full=\"" +
@@ -756,7 +808,7 @@ class Report {
       out += "<tr class=\"sg" + std::string(s.report ? "" : " broken") + "\" id=\"sg-" +
              std::to_string(i) + "\"" + SgAttr({i}) + "><td><span class=\"swatch\" "
              "style=\"background:" + SubgraphFill(i) + "\"></span>" + std::to_string(i) +
-             "</td><td class=\"l\">" + JoinIds(g.ops, ", ") + "</td><td>" +
+             "</td><td class=\"l\">" + IdsCell(g.ops, op_labels_) + "</td><td>" +
              GranularityText(g.granularity) + (s.partial_edge_tiles ? " *" : "") + "</td>";
       if (s.report) {
         const SubgraphReport& r = *s.report;
@@ -775,7 +827,7 @@ class Report {
                HtmlEscape(s.violation ? s.violation->Message() : "not priced") + "</td>";
       }
       out += "<td class=\"l\">" + JoinIds(s.retained_in, ", ") + "</td><td class=\"l\">" +
-             JoinIds(g.retain, ", ") + "</td></tr>\n";
+             IdsCell(g.retain, tensor_labels_) + "</td></tr>\n";
     }
     out += "</tbody>\n</table>\n</div>\n";
     if (!summary_.partial_edge_tiles.empty()) {
@@ -788,6 +840,8 @@ class Report {
   const Problem& problem_;
   const ScheduleSummary& summary_;
   std::vector<std::vector<int>> op_subgraphs_;  // per op, the subgraphs that compute it
+  const std::vector<ItemLabel>* op_labels_ = nullptr;      // per op, when labelled
+  const std::vector<ItemLabel>* tensor_labels_ = nullptr;  // per tensor, when labelled
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 // out in layers (src/dag_layout.h) with ops coloured by subgraph; a timeline of the subgraphs
 // (length ∝ latency, compute vs memory, retained tensors as links); peak working set against
 // the capacity; a per-subgraph table; and, given the search's log, its convergence.
+// With labels (src/report_labels.h) ops and tensors carry their ONNX names.
 // Hovering or clicking a subgraph anywhere highlights it everywhere; the DAG and the charts zoom
 // (wheel) and pan (drag).
 //
@@ -17,6 +18,7 @@
 
 #include "eval/problem.h"
 #include "eval/schedule.h"
+#include "src/report_labels.h"
 #include "src/run_log.h"
 #include "src/schedule_summary.h"
 
@@ -30,6 +32,10 @@ struct ReportInput {
   std::string schedule_name;
   const std::vector<RunLogEntry>* log = nullptr;  // the search's improvements, if any
   std::string log_name;
+  // ONNX names of the ops and tensors (an imported model or its map file), if any: the DAG,
+  // the timeline and the table then name ops "12 conv2d_3 (Conv, conv-tap)". Without labels
+  // the page is exactly what it was before labels existed.
+  const ReportLabels* labels = nullptr;
 };
 
 std::string ReportHtml(const ReportInput& input);

@@ -17,6 +17,16 @@ std::string IdArray(const std::vector<int32_t>& ids) {
   return out += "]";
 }
 
+// ["conv2d_3 (Conv, conv-tap)", ...], one per id.
+std::string LabelArray(const std::vector<int32_t>& ids, const std::vector<ItemLabel>& labels) {
+  std::string out = "[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const bool known = ids[i] >= 0 && ids[i] < static_cast<int32_t>(labels.size());
+    out += (i ? ", " : "") + JsonString(known ? LabelText(labels[ids[i]]) : std::string());
+  }
+  return out += "]";
+}
+
 // Common head of an event on the schedule's track.
 std::string EventHead(const char* phase, const std::string& name, const char* category,
                       Latency ts) {
@@ -25,7 +35,8 @@ std::string EventHead(const char* phase, const std::string& name, const char* ca
          ", \"tid\": " + std::to_string(kTid) + ", \"ts\": " + FormatNumber(ts);
 }
 
-std::string SubgraphArgs(const Problem& problem, const SubgraphSummary& s, int index) {
+std::string SubgraphArgs(const Problem& problem, const SubgraphSummary& s, int index,
+                         const std::vector<ItemLabel>* labels) {
   const SubgraphReport& r = *s.report;
   const Granularity& g = s.subgraph->granularity;
   return "{\"subgraph\": " + std::to_string(index) + ", \"ops\": " + IdArray(s.subgraph->ops) +
@@ -38,7 +49,8 @@ std::string SubgraphArgs(const Problem& problem, const SubgraphSummary& s, int i
          std::to_string(r.peak_working_set) + ", \"capacity\": " +
          std::to_string(problem.fast_memory_capacity) + ", \"retained_in\": " +
          IdArray(s.retained_in) + ", \"retain\": " + IdArray(s.subgraph->retain) +
-         ", \"partial_edge_tiles\": " + (s.partial_edge_tiles ? "true" : "false") + "}";
+         ", \"partial_edge_tiles\": " + (s.partial_edge_tiles ? "true" : "false") +
+         (labels ? ", \"op_labels\": " + LabelArray(s.subgraph->ops, *labels) : std::string()) + "}";
 }
 
 }  // namespace
@@ -52,6 +64,10 @@ std::string TraceJson(const Problem& problem, const ScheduleSummary& summary,
                    ", \"tid\": " + std::to_string(kTid) +
                    ", \"args\": {\"name\": \"subgraphs (1 latency unit = 1 us)\"}}");
 
+  const std::vector<ItemLabel>* labels =
+      options.labels != nullptr && options.labels->ops.size() == problem.ops.size()
+          ? &options.labels->ops
+          : nullptr;
   int64_t step_budget = options.max_step_events;
   for (int i = 0; i < static_cast<int>(summary.subgraphs.size()); ++i) {
     const SubgraphSummary& s = summary.subgraphs[i];
@@ -67,11 +83,13 @@ std::string TraceJson(const Problem& problem, const ScheduleSummary& summary,
                      std::to_string(kPid) + ", \"ts\": " + FormatNumber(s.start) +
                      ", \"args\": {\"peak\": " + std::to_string(r.peak_working_set) +
                      ", \"capacity\": " + std::to_string(problem.fast_memory_capacity) + "}}");
-    events.push_back(EventHead("X", "subgraph " + std::to_string(i) + " [" +
-                                        JoinIds(s.subgraph->ops, ",") + "]",
-                               "subgraph", s.start) +
+    const std::string name =
+        labels ? "subgraph " + std::to_string(i) + ": " +
+                     RunsText(s.subgraph->ops, *labels, kTraceNameRuns)
+               : "subgraph " + std::to_string(i) + " [" + JoinIds(s.subgraph->ops, ",") + "]";
+    events.push_back(EventHead("X", name, "subgraph", s.start) +
                      ", \"dur\": " + FormatNumber(r.latency) +
-                     ", \"args\": " + SubgraphArgs(problem, s, i) + "}");
+                     ", \"args\": " + SubgraphArgs(problem, s, i, labels) + "}");
 
     const int64_t steps = r.tiles * r.k_steps;
     if (steps > options.max_steps_per_subgraph || steps > step_budget) continue;

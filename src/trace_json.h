@@ -10,6 +10,7 @@
 #include <string>
 
 #include "eval/problem.h"
+#include "src/report_labels.h"
 #include "src/schedule_summary.h"
 
 namespace annealer {
@@ -19,7 +20,12 @@ struct TraceOptions {
   int64_t max_steps_per_subgraph = 256;
   // ...and at most this many in the whole file (Perfetto stays quick, the file small).
   int64_t max_step_events = 4096;
+  // ONNX names of the ops (an imported model): subgraph events are then named after their ops,
+  // "subgraph 3: 12–20 conv2d_3 (Conv, conv-tap), 21 relu (Relu, elementwise)" (at most
+  // kTraceNameRuns runs), and carry every op's label in args.op_labels.
+  const ReportLabels* labels = nullptr;
 };
+constexpr size_t kTraceNameRuns = 3;
 
 // `title` names the process track (e.g. "problem.json / schedule.json").
 std::string TraceJson(const Problem& problem, const ScheduleSummary& summary,
