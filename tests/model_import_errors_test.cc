@@ -1,0 +1,248 @@
+// Bad ONNX models, built in memory with the ONNX protobuf API: each is one exact line naming the
+// file (and the node or input), from the importer and from `annealer import` (exit 1, the same
+// line on stderr after "annealer: ", no output file). Usage errors of `import` exit 2.
+#include <doctest/doctest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "src/json_fields.h"
+#include "src/model_lowering.h"
+#include "src/onnx_graph.h"
+#include "tests/annealer_binary.h"
+#include "tests/test_files.h"
+
+namespace annealer {
+namespace {
+
+// A model of opset 13 with a graph named "g"; the helpers add to it.
+struct ModelBuilder {
+  onnx::ModelProto model;
+  ModelBuilder() {
+    model.set_ir_version(8);
+    model.add_opset_import()->set_version(13);
+    model.mutable_graph()->set_name("g");
+  }
+  onnx::GraphProto& graph() { return *model.mutable_graph(); }
+  // A float tensor value; a dim < 0 is the symbol "N".
+  static void SetShape(onnx::ValueInfoProto& v, const std::vector<int64_t>& dims) {
+    auto* type = v.mutable_type()->mutable_tensor_type();
+    type->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* shape = type->mutable_shape();
+    for (int64_t d : dims) {
+      if (d < 0) shape->add_dim()->set_dim_param("N");
+      else shape->add_dim()->set_dim_value(d);
+    }
+  }
+  ModelBuilder& Input(const std::string& name, const std::vector<int64_t>& dims) {
+    onnx::ValueInfoProto* v = graph().add_input();
+    v->set_name(name);
+    SetShape(*v, dims);
+    return *this;
+  }
+  ModelBuilder& Output(const std::string& name) {
+    graph().add_output()->set_name(name);
+    return *this;
+  }
+  // A float initializer of zeros (or int64 `values` when given: shape constants).
+  ModelBuilder& Initializer(const std::string& name, const std::vector<int64_t>& dims,
+                            const std::vector<int64_t>& values = {}) {
+    onnx::TensorProto* t = graph().add_initializer();
+    t->set_name(name);
+    int64_t count = 1;
+    for (int64_t d : dims) {
+      t->add_dims(d);
+      count *= d;
+    }
+    if (values.empty()) {
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      for (int64_t i = 0; i < count; ++i) t->add_float_data(0);
+    } else {
+      t->set_data_type(onnx::TensorProto::INT64);
+      for (int64_t v : values) t->add_int64_data(v);
+    }
+    return *this;
+  }
+  onnx::NodeProto& Node(const std::string& name, const std::string& op, std::initializer_list<std::string> inputs,
+                        std::initializer_list<std::string> outputs) {
+    onnx::NodeProto* n = graph().add_node();
+    n->set_name(name);
+    n->set_op_type(op);
+    for (const auto& in : inputs) n->add_input(in);
+    for (const auto& out : outputs) n->add_output(out);
+    return *n;
+  }
+  std::string Bytes() const {
+    std::string bytes;
+    REQUIRE(model.SerializeToString(&bytes));
+    return bytes;
+  }
+};
+
+void SetInt(onnx::NodeProto& node, const std::string& name, int64_t value) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+// x [1,4,8,8] -> Conv(w) -> y: a valid model the Conv cases change one thing of.
+ModelBuilder ConvModel(const std::vector<int64_t>& weight, int64_t group) {
+  ModelBuilder m;
+  m.Input("x", {1, 4, 8, 8}).Initializer("w", weight).Output("y");
+  SetInt(m.Node("conv", "Conv", {"x", "w"}, {"y"}), "group", group);
+  return m;
+}
+
+// The importer's message for `bytes` saved as `path` (the file the CLI reads), as `import`
+// makes it: read, lowered for a small core.
+std::string ImportMessage(const std::string& bytes, const std::string& path) {
+  std::ofstream(path, std::ios::binary) << bytes;
+  try {
+    LowerOnnxGraph(ParseOnnx(bytes, path, {}), LoweringHardware{4 << 20, 64, 128, 32, 8});
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+// The same file through `annealer import`: exit 1, exactly the line on stderr, no output.
+void CheckCli(const std::string& path, const std::string& message) {
+  const std::string out = path + ".json";
+  const testing::RunResult r =
+      testing::Run("import " + testing::Quote(path) + " --hardware tpu-v5e -o " + testing::Quote(out));
+  CHECK(r.exit_code == 1);
+  CHECK(r.err == "annealer: " + message + "\n");
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
+struct BadModel {
+  std::string name;  // the file's name (in a scratch directory)
+  std::string bytes;
+  std::string what;  // the message after "<file>: "
+};
+
+std::vector<BadModel> BadModels() {
+  std::vector<BadModel> bad;
+  bad.push_back({"text.onnx", "This is a plain text file, not a model.\n",
+                 "not an ONNX model (the protobuf does not parse: truncated or another format)"});
+  const std::string mlp = testing::ReadFile(std::string(ANNEALER_SOURCE_DIR) + "/tests/models/mlp.onnx");
+  bad.push_back({"truncated.onnx", mlp.substr(0, mlp.size() / 2),
+                 "not an ONNX model (the protobuf does not parse: truncated or another format)"});
+  bad.push_back({"empty.onnx", "", "the file is empty"});
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Output("x");
+    bad.push_back({"no_nodes.onnx", m.Bytes(), "not an ONNX model (no graph, or a graph without nodes)"});
+  }
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Output("y");
+    m.Node("relu", "Relu", {"ghost"}, {"y"});
+    bad.push_back({"dangling.onnx", m.Bytes(),
+                   "node 'relu' (Relu): input 'ghost' is not produced by any node, nor an initializer or a graph input"});
+  }
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Output("b");
+    m.Node("first", "Add", {"x", "b"}, {"a"});
+    m.Node("second", "Relu", {"a"}, {"b"});
+    bad.push_back({"cycle.onnx", m.Bytes(), "the graph has a cycle through node 'first' (Add)"});
+  }
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Output("y");
+    m.Node("one", "Relu", {"x"}, {"y"});
+    m.Node("two", "Sigmoid", {"x"}, {"y"});
+    bad.push_back({"twice.onnx", m.Bytes(), "node 'two' (Sigmoid): value 'y' is defined twice"});
+  }
+  {
+    ModelBuilder m;
+    m.model.clear_opset_import();
+    m.Input("x", {2, 8}).Output("y");
+    m.Node("relu", "Relu", {"x"}, {"y"});
+    bad.push_back({"no_opset.onnx", m.Bytes(), "the model imports no opset of the default ONNX domain"});
+  }
+  {
+    ModelBuilder m;
+    m.graph().add_input()->set_name("x");
+    m.Output("y");
+    m.Node("relu", "Relu", {"x"}, {"y"});
+    bad.push_back({"no_shape.onnx", m.Bytes(), "graph input 'x' has no shape; give it with --input x=DIMS"});
+  }
+  {
+    ModelBuilder m;
+    m.Input("x", {-1, 8}).Output("y");
+    m.Node("relu", "Relu", {"x"}, {"y"});
+    bad.push_back({"dynamic.onnx", m.Bytes(),
+                   "graph input 'x' has dynamic dims Nx8; give them with --input x=DIMS (e.g. 1x8)"});
+  }
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Output("y");
+    m.Node("hardmax", "Hardmax", {"x"}, {"y"});
+    bad.push_back({"unsupported.onnx", m.Bytes(),
+                   "node 'hardmax' (Hardmax): operator not supported by the importer; supported: Conv, Gemm, "
+                   "MatMul, elementwise and activation ops, BatchNormalization, LayerNormalization, Softmax, "
+                   "pooling, Reduce*, Reshape/Flatten/Squeeze/Unsqueeze/Transpose, Concat/Gather/Slice/Split, "
+                   "shape arithmetic (see docs/model-import.md); replace the op or export the model without it"});
+  }
+  bad.push_back({"grouped.onnx", ConvModel({4, 2, 3, 3}, 2).Bytes(),
+                 "node 'conv' (Conv): grouped convolution (group 2 of 4 channels) is not supported; only "
+                 "depthwise (group = channels = output channels) and group 1"});
+  {
+    ModelBuilder m;
+    m.Input("x", {8, 16}).Initializer("shape", {2}, {16, 8}).Output("y");
+    m.Node("reshape", "Reshape", {"x", "shape"}, {"y"});
+    bad.push_back({"reshape.onnx", m.Bytes(),
+                   "node 'reshape' (Reshape): reshape [8,16] -> [16,8] mixes the rows and the columns of the "
+                   "2-D layout (channels-last), which the format cannot express"});
+  }
+  bad.push_back({"conv_weight.onnx", ConvModel({8, 3, 3, 3}, 1).Bytes(),
+                 "node 'conv' (Conv): weight [8,3,3,3] does not match 4 input channels and group 1"});
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Output("y");
+    m.Node("same", "Identity", {"x"}, {"y"});
+    bad.push_back({"no_compute.onnx", m.Bytes(),
+                   "the model has no compute to schedule (no op lowers to a MatMul or Pointwise op)"});
+  }
+  return bad;
+}
+
+TEST_CASE("import errors: each bad model is one exact line, from the importer and from the CLI") {
+  const auto dir = testing::ScratchDir("import-errors", "models");
+  for (const BadModel& model : BadModels()) {
+    CAPTURE(model.name);
+    const std::string path = (dir / model.name).string();
+    const std::string message = path + ": " + model.what;
+    CHECK(ImportMessage(model.bytes, path) == message);
+    CheckCli(path, message);
+  }
+}
+
+TEST_CASE("import errors: usage errors exit 2, an unknown profile 1") {
+  const auto dir = testing::ScratchDir("import-errors", "usage");
+  const std::string model = testing::Quote(std::string(ANNEALER_SOURCE_DIR) + "/tests/models/mlp.onnx");
+  const std::string out = (dir / "out.json").string();
+  const testing::RunResult no_hardware = testing::Run("import " + model + " -o " + testing::Quote(out));
+  CHECK(no_hardware.exit_code == 2);
+  CHECK(no_hardware.err.rfind("annealer: import needs a hardware profile: --hardware NAME", 0) == 0);
+  const testing::RunResult zero_dim =
+      testing::Run("import " + model + " --hardware tpu-v5e --input x=0 -o " + testing::Quote(out));
+  CHECK(zero_dim.exit_code == 2);
+  CHECK(zero_dim.err.find("--input x=0: dimension \"0\" is not a positive integer") != std::string::npos);
+  const testing::RunResult unknown = testing::Run("import " + model + " --hardware no-such-chip -o " + testing::Quote(out));
+  CHECK(unknown.exit_code == 1);
+  CHECK(unknown.err.rfind("annealer: ", 0) == 0);
+  CHECK(unknown.err.find("no-such-chip") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
+}
+
+}  // namespace
+}  // namespace annealer
