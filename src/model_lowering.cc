@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "src/json_fields.h"
+#include "src/message_text.h"
 #include "src/text_format.h"
 
 namespace annealer {
@@ -140,7 +141,7 @@ class Lowering {
  private:
   // ---- problem building -------------------------------------------------------------------
   TensorId NewTensor(Elements rows, Elements cols, TensorOrigin origin) {
-    if (rows <= 0 || cols <= 0) throw InputError(g_.origin, "", "internal: empty tensor for '" + origin.value + "'");
+    if (rows <= 0 || cols <= 0) throw InputError(g_.origin, "", OneLineForMessage("internal: empty tensor for '" + origin.value + "'"));
     p_.tensors.push_back(Tensor{cols, rows});
     tensor_origins_.push_back(std::move(origin));
     producer_.push_back(kNoOp);
@@ -160,7 +161,7 @@ class Lowering {
   TensorId MatMul(TensorId l, TensorId r, const OnnxNode& node, const std::string& role, std::optional<double> base = {}) {
     const Elements m = p_.tensors[l].height, k = p_.tensors[l].width, n = p_.tensors[r].width;
     if (p_.tensors[r].height != k)
-      throw InputError(g_.origin, "node '" + node.name + "' (" + node.op_type + ")", "internal shape mismatch " +
+      throw InputError(g_.origin, NodeField(node), "internal shape mismatch " +
                        std::to_string(m) + "x" + std::to_string(k) + " @ " + std::to_string(p_.tensors[r].height) + "x" +
                        std::to_string(n));
     const TensorId out = NewTensor(m, n, {node.outputs.empty() ? node.name : node.outputs[0], "activation"});
@@ -199,8 +200,23 @@ class Lowering {
   }
 
   // ---- values -------------------------------------------------------------------------------
+  // "node '<name>' (<op>)"; names from the file may hold line breaks: messages stay one line.
+  static std::string NodeField(const OnnxNode& node) {
+    return OneLineForMessage("node '" + node.name + "' (" + node.op_type + ")");
+  }
   [[noreturn]] void Fail(const OnnxNode& node, const std::string& what) const {
-    throw InputError(g_.origin, "node '" + node.name + "' (" + node.op_type + ")", what);
+    throw InputError(g_.origin, NodeField(node), OneLineForMessage(what));
+  }
+  // a * b of dims or attributes, failing (not overflowing) on absurd ones.
+  int64_t Mul(const OnnxNode& node, int64_t a, int64_t b) const {
+    int64_t product = 0;
+    if (__builtin_mul_overflow(a, b, &product)) Fail(node, "the sizes are too large (" + std::to_string(a) + " x " + std::to_string(b) + " overflows)");
+    return product;
+  }
+  // Every value a node makes is within kMaxValueElements (src/onnx_graph.h).
+  void CheckDims(const OnnxNode& node, const std::vector<int64_t>& dims) const {
+    if (!DimsWithinLimit(dims))
+      Fail(node, "the output shape " + DimsText(dims) + " has a negative dim or more than " + std::to_string(kMaxValueElements) + " elements");
   }
   const Value& Get(const OnnxNode& node, size_t i) const {
     if (i >= node.inputs.size() || node.inputs[i].empty()) Fail(node, "input " + std::to_string(i) + " is missing");
@@ -244,6 +260,7 @@ class Lowering {
   }
   void Set(const OnnxNode& node, size_t out, Value v) {
     if (out >= node.outputs.size() || node.outputs[out].empty()) return;
+    CheckDims(node, std::visit([](const auto& x) { return x.dims; }, v));
     if (auto* a = std::get_if<Act>(&v)) {
       a->name = node.outputs[out];
       for (TensorId t : a->parts) {
@@ -673,7 +690,7 @@ class Lowering {
         }
         if (d < 0) Fail(node, "negative dim in the target shape");
         out_dims.push_back(d);
-        known *= d;
+        known = Mul(node, known, d);
       }
       if (infer >= 0) {
         if (known == 0 || total % known) Fail(node, "cannot infer -1 in " + DimsText(shape) + " for " + DimsText(in_dims));

@@ -212,6 +212,41 @@ std::vector<BadModel> BadModels() {
     bad.push_back({"no_compute.onnx", m.Bytes(),
                    "the model has no compute to schedule (no op lowers to a MatMul or Pointwise op)"});
   }
+  // Found by fuzz/onnx_import_fuzz: a name with a line break split the message in two lines.
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Output("y");
+    m.Node("relu\n1", "Relu", {"ghost\r"}, {"y"});
+    bad.push_back({"line_break.onnx", m.Bytes(),
+                   "node 'relu\\n1' (Relu): input 'ghost\\r' is not produced by any node, nor an initializer or a graph input"});
+  }
+  // Found by fuzz/onnx_import_fuzz: a Reshape target whose dims multiply past 64 bits
+  // (UBSan: signed integer overflow).
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Initializer("shape", {2}, {int64_t{1} << 62, int64_t{1} << 62}).Output("y");
+    m.Node("reshape", "Reshape", {"x", "shape"}, {"y"});
+    bad.push_back({"reshape_overflow.onnx", m.Bytes(),
+                   "node 'reshape' (Reshape): the sizes are too large (4611686018427387904 x 4611686018427387904 overflows)"});
+  }
+  // Found by fuzz/onnx_import_fuzz: a zero stride divided by zero in ONNX's shape inference (SIGFPE).
+  {
+    ModelBuilder m = ConvModel({4, 4, 3, 3}, 1);
+    onnx::AttributeProto* strides = m.graph().mutable_node(0)->add_attribute();
+    strides->set_name("strides");
+    strides->set_type(onnx::AttributeProto::INTS);
+    strides->add_ints(0);
+    strides->add_ints(1);
+    bad.push_back({"zero_stride.onnx", m.Bytes(), "node 'conv' (Conv): attribute strides must be positive"});
+  }
+  // Dims whose product passes 2^40 elements (the most a problem tensor holds) are rejected at once.
+  {
+    ModelBuilder m;
+    m.Input("x", {1 << 20, 1 << 20, 2}).Output("y");
+    m.Node("relu", "Relu", {"x"}, {"y"});
+    bad.push_back({"huge_input.onnx", m.Bytes(),
+                   "graph input 'x' of dims 1048576x1048576x2 is too large (more than 1099511627776 elements)"});
+  }
   return bad;
 }
 
