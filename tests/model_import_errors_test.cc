@@ -91,6 +91,15 @@ void SetInt(onnx::NodeProto& node, const std::string& name, int64_t value) {
   a->set_i(value);
 }
 
+// x (`dims`) -> one node `name` reading `inputs` -> y.
+ModelBuilder OneNode(const std::string& name, const std::string& op, std::initializer_list<std::string> inputs,
+                     const std::vector<int64_t>& dims = {2, 8}) {
+  ModelBuilder m;
+  m.Input("x", dims).Output("y");
+  m.Node(name, op, inputs, {"y"});
+  return m;
+}
+
 // x [1,4,8,8] -> Conv(w) -> y: a valid model the Conv cases change one thing of.
 ModelBuilder ConvModel(const std::vector<int64_t>& weight, int64_t group) {
   ModelBuilder m;
@@ -140,13 +149,8 @@ std::vector<BadModel> BadModels() {
     m.Input("x", {2, 8}).Output("x");
     bad.push_back({"no_nodes.onnx", m.Bytes(), "not an ONNX model (no graph, or a graph without nodes)"});
   }
-  {
-    ModelBuilder m;
-    m.Input("x", {2, 8}).Output("y");
-    m.Node("relu", "Relu", {"ghost"}, {"y"});
-    bad.push_back({"dangling.onnx", m.Bytes(),
-                   "node 'relu' (Relu): input 'ghost' is not produced by any node, nor an initializer or a graph input"});
-  }
+  bad.push_back({"dangling.onnx", OneNode("relu", "Relu", {"ghost"}).Bytes(),
+                 "node 'relu' (Relu): input 'ghost' is not produced by any node, nor an initializer or a graph input"});
   {
     ModelBuilder m;
     m.Input("x", {2, 8}).Output("b");
@@ -162,10 +166,8 @@ std::vector<BadModel> BadModels() {
     bad.push_back({"twice.onnx", m.Bytes(), "node 'two' (Sigmoid): value 'y' is defined twice"});
   }
   {
-    ModelBuilder m;
+    ModelBuilder m = OneNode("relu", "Relu", {"x"});
     m.model.clear_opset_import();
-    m.Input("x", {2, 8}).Output("y");
-    m.Node("relu", "Relu", {"x"}, {"y"});
     bad.push_back({"no_opset.onnx", m.Bytes(), "the model imports no opset of the default ONNX domain"});
   }
   {
@@ -175,60 +177,31 @@ std::vector<BadModel> BadModels() {
     m.Node("relu", "Relu", {"x"}, {"y"});
     bad.push_back({"no_shape.onnx", m.Bytes(), "graph input 'x' has no shape; give it with --input x=DIMS"});
   }
-  {
-    ModelBuilder m;
-    m.Input("x", {-1, 8}).Output("y");
-    m.Node("relu", "Relu", {"x"}, {"y"});
-    bad.push_back({"dynamic.onnx", m.Bytes(),
-                   "graph input 'x' has dynamic dims Nx8; give them with --input x=DIMS (e.g. 1x8)"});
-  }
-  {
-    ModelBuilder m;
-    m.Input("x", {2, 8}).Output("y");
-    m.Node("hardmax", "Hardmax", {"x"}, {"y"});
-    bad.push_back({"unsupported.onnx", m.Bytes(),
-                   "node 'hardmax' (Hardmax): operator not supported by the importer; supported: Conv, Gemm, "
-                   "MatMul, elementwise and activation ops, BatchNormalization, LayerNormalization, Softmax, "
-                   "pooling, Reduce*, Reshape/Flatten/Squeeze/Unsqueeze/Transpose, Concat/Gather/Slice/Split, "
-                   "shape arithmetic (see docs/model-import.md); replace the op or export the model without it"});
-  }
+  bad.push_back({"dynamic.onnx", OneNode("relu", "Relu", {"x"}, {-1, 8}).Bytes(),
+                 "graph input 'x' has dynamic dims Nx8; give them with --input x=DIMS (e.g. 1x8)"});
+  bad.push_back({"unsupported.onnx", OneNode("hardmax", "Hardmax", {"x"}).Bytes(),
+                 "node 'hardmax' (Hardmax): operator not supported by the importer; supported: Conv, Gemm, "
+                 "MatMul, elementwise and activation ops, BatchNormalization, LayerNormalization, Softmax, "
+                 "pooling, Reduce*, Reshape/Flatten/Squeeze/Unsqueeze/Transpose, Concat/Gather/Slice/Split, "
+                 "shape arithmetic (see docs/model-import.md); replace the op or export the model without it"});
   bad.push_back({"grouped.onnx", ConvModel({4, 2, 3, 3}, 2).Bytes(),
                  "node 'conv' (Conv): grouped convolution (group 2 of 4 channels) is not supported; only "
                  "depthwise (group = channels = output channels) and group 1"});
-  {
-    ModelBuilder m;
-    m.Input("x", {8, 16}).Initializer("shape", {2}, {16, 8}).Output("y");
-    m.Node("reshape", "Reshape", {"x", "shape"}, {"y"});
-    bad.push_back({"reshape.onnx", m.Bytes(),
-                   "node 'reshape' (Reshape): reshape [8,16] -> [16,8] mixes the rows and the columns of the "
-                   "2-D layout (channels-last), which the format cannot express"});
-  }
+  bad.push_back({"reshape.onnx", OneNode("reshape", "Reshape", {"x", "shape"}, {8, 16}).Initializer("shape", {2}, {16, 8}).Bytes(),
+                 "node 'reshape' (Reshape): reshape [8,16] -> [16,8] mixes the rows and the columns of the "
+                 "2-D layout (channels-last), which the format cannot express"});
   bad.push_back({"conv_weight.onnx", ConvModel({8, 3, 3, 3}, 1).Bytes(),
                  "node 'conv' (Conv): weight [8,3,3,3] does not match 4 input channels and group 1"});
-  {
-    ModelBuilder m;
-    m.Input("x", {2, 8}).Output("y");
-    m.Node("same", "Identity", {"x"}, {"y"});
-    bad.push_back({"no_compute.onnx", m.Bytes(),
-                   "the model has no compute to schedule (no op lowers to a MatMul or Pointwise op)"});
-  }
+  bad.push_back({"no_compute.onnx", OneNode("same", "Identity", {"x"}).Bytes(),
+                 "the model has no compute to schedule (no op lowers to a MatMul or Pointwise op)"});
   // Found by fuzz/onnx_import_fuzz: a name with a line break split the message in two lines.
-  {
-    ModelBuilder m;
-    m.Input("x", {2, 8}).Output("y");
-    m.Node("relu\n1", "Relu", {"ghost\r"}, {"y"});
-    bad.push_back({"line_break.onnx", m.Bytes(),
-                   "node 'relu\\n1' (Relu): input 'ghost\\r' is not produced by any node, nor an initializer or a graph input"});
-  }
+  bad.push_back({"line_break.onnx", OneNode("relu\n1", "Relu", {"ghost\r"}).Bytes(),
+                 "node 'relu\\n1' (Relu): input 'ghost\\r' is not produced by any node, nor an initializer or a graph input"});
   // Found by fuzz/onnx_import_fuzz: a Reshape target whose dims multiply past 64 bits
   // (UBSan: signed integer overflow).
-  {
-    ModelBuilder m;
-    m.Input("x", {2, 8}).Initializer("shape", {2}, {int64_t{1} << 62, int64_t{1} << 62}).Output("y");
-    m.Node("reshape", "Reshape", {"x", "shape"}, {"y"});
-    bad.push_back({"reshape_overflow.onnx", m.Bytes(),
-                   "node 'reshape' (Reshape): the sizes are too large (4611686018427387904 x 4611686018427387904 overflows)"});
-  }
+  bad.push_back({"reshape_overflow.onnx",
+                 OneNode("reshape", "Reshape", {"x", "shape"}).Initializer("shape", {2}, {int64_t{1} << 62, int64_t{1} << 62}).Bytes(),
+                 "node 'reshape' (Reshape): the sizes are too large (4611686018427387904 x 4611686018427387904 overflows)"});
   // Found by fuzz/onnx_import_fuzz: a zero stride divided by zero in ONNX's shape inference (SIGFPE).
   {
     ModelBuilder m = ConvModel({4, 4, 3, 3}, 1);
@@ -240,13 +213,8 @@ std::vector<BadModel> BadModels() {
     bad.push_back({"zero_stride.onnx", m.Bytes(), "node 'conv' (Conv): attribute strides must be positive"});
   }
   // Dims whose product passes 2^40 elements (the most a problem tensor holds) are rejected at once.
-  {
-    ModelBuilder m;
-    m.Input("x", {1 << 20, 1 << 20, 2}).Output("y");
-    m.Node("relu", "Relu", {"x"}, {"y"});
-    bad.push_back({"huge_input.onnx", m.Bytes(),
-                   "graph input 'x' of dims 1048576x1048576x2 is too large (more than 1099511627776 elements)"});
-  }
+  bad.push_back({"huge_input.onnx", OneNode("relu", "Relu", {"x"}, {1 << 20, 1 << 20, 2}).Bytes(),
+                 "graph input 'x' of dims 1048576x1048576x2 is too large (more than 1099511627776 elements)"});
   return bad;
 }
 
