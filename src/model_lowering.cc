@@ -22,6 +22,8 @@ int64_t Product(const std::vector<int64_t>& v, size_t from = 0, size_t to = SIZE
   return p;
 }
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The most taps (kh·kw) of a convolution kernel: each is a MatMul of the problem.
+constexpr int64_t kMaxTaps = 4096;
 
 std::string DimsText(const std::vector<int64_t>& d) {
   std::string s = "[";
@@ -479,6 +481,7 @@ class Lowering {
     if (!x.part_axes.empty() || x.col_axis != 1) Fail(node, "the convolution input is not in NCHW layout here");
     const int64_t n = x.dims[0], cin = x.dims[1], h = x.dims[2], wd = x.dims[3];
     const int64_t cout = w.dims[0], kh = w.dims[2], kw = w.dims[3];
+    if (Mul(node, kh, kw) > kMaxTaps) Fail(node, "a " + std::to_string(kh) + "x" + std::to_string(kw) + " kernel has more than " + std::to_string(kMaxTaps) + " taps");
     const int64_t group = a.Int("group", 1);
     std::vector<int64_t> strides = a.Ints("strides"), dil = a.Ints("dilations"), pads = a.Ints("pads");
     if (strides.empty()) strides = {1, 1};
@@ -713,7 +716,11 @@ class Lowering {
       } else {
         const int r = int(in_dims.size() + axes.size());
         std::set<int64_t> add;
-        for (int64_t ax : axes) add.insert(ax < 0 ? ax + r : ax);
+        for (int64_t ax : axes) {
+          if (ax < -r || ax >= r) Fail(node, "axis " + std::to_string(ax) + " is out of range for rank " + std::to_string(r));
+          add.insert(ax < 0 ? ax + r : ax);
+        }
+        if (add.size() != axes.size()) Fail(node, "an axis is given twice");
         size_t j = 0;
         for (int i = 0; i < r; ++i) out_dims.push_back(add.count(i) ? 1 : in_dims[j++]);
       }
@@ -882,6 +889,7 @@ class Lowering {
     if (s.empty()) s = {1, 1};
     if (p.empty()) p = {0, 0, 0, 0};
     if (d.empty()) d = {1, 1};
+    if (s.size() != 2 || d.size() != 2 || p.size() != 4) Fail(node, "strides/dilations/pads do not match a 2-D pooling");
     const int64_t h = x.dims[2], w = x.dims[3];
     const std::string auto_pad = a.Text("auto_pad");
     int64_t ho, wo;
@@ -1144,9 +1152,11 @@ class Lowering {
     Attr a{node};
     std::vector<const Value*> ins;
     for (size_t i = 0; i < node.inputs.size(); ++i) if (HasInput(node, i)) ins.push_back(&Get(node, i));
+    if (ins.empty()) Fail(node, "no inputs");
     const int r = int(std::visit([](const auto& x) { return x.dims.size(); }, *ins[0]));
     int64_t axis = a.Int("axis", 0);
     if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) Fail(node, "axis " + std::to_string(a.Int("axis", 0)) + " is out of range for rank " + std::to_string(r));
     std::vector<int64_t> out_dims = std::visit([](const auto& x) { return x.dims; }, *ins[0]);
     out_dims[axis] = 0;
     const Act* act = nullptr;
@@ -1296,10 +1306,12 @@ class Lowering {
     const int r = int(x.dims.size());
     int64_t axis = a.Int("axis", 0);
     if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) Fail(node, "axis " + std::to_string(a.Int("axis", 0)) + " is out of range for rank " + std::to_string(r));
     std::vector<int64_t> split = a.Ints("split");
     if (split.empty() && HasInput(node, 1)) split = NeedInts(node, 1, "split");
     const int parts = int(node.outputs.size());
     if (split.empty()) split.assign(parts, x.dims[axis] / parts);
+    if (int(split.size()) != parts) Fail(node, "split has " + std::to_string(split.size()) + " sizes for " + std::to_string(parts) + " outputs");
     for (int64_t s : split)
       if (s != split[0]) Fail(node, "unequal splits are not supported");
     if (axis != x.col_axis || !x.part_axes.empty() || x.col_split)

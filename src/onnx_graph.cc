@@ -227,15 +227,19 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
     g.inputs.emplace_back(in.name(), info);
   }
 
-  // ONNX's shape inference divides by these (an FPE, not an exception, in libonnx 1.12).
+  // ONNX's shape inference divides by these (an FPE, not an exception, in libonnx 1.12), and
+  // the lowering's window arithmetic must not overflow: sizes in 1..2^20, pads in 0..2^20.
   for (int i = 0; i < graph->node_size(); ++i) {
     const auto& node = graph->node(i);
+    const std::string field = "node '" + NodeName(node, i) + "' (" + node.op_type() + "): ";
+    if (node.output_size() == 0) Fail(origin, field + "the node has no outputs");
     for (const auto& a : node.attribute()) {
-      const bool positive_ints = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
-      if ((positive_ints && std::any_of(a.ints().begin(), a.ints().end(), [](int64_t v) { return v <= 0; })) ||
-          (a.name() == "group" && a.i() <= 0))
-        Fail(origin, "node '" + NodeName(node, i) + "' (" +
-                         node.op_type() + "): attribute " + a.name() + " must be positive");
+      const bool sizes = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
+      const int64_t low = a.name() == "pads" ? 0 : 1;
+      auto bad = [&](int64_t v) { return v < low || v > (int64_t{1} << 20); };
+      if ((sizes || a.name() == "pads") && std::any_of(a.ints().begin(), a.ints().end(), bad))
+        Fail(origin, field + "attribute " + a.name() + (low ? " must be in 1..1048576" : " must be in 0..1048576"));
+      if (a.name() == "group" && a.i() <= 0) Fail(origin, field + "attribute group must be positive");
     }
   }
   try {

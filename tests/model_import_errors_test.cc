@@ -91,6 +91,13 @@ void SetInt(onnx::NodeProto& node, const std::string& name, int64_t value) {
   a->set_i(value);
 }
 
+void SetInts(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
 // x (`dims`) -> one node `name` reading `inputs` -> y.
 ModelBuilder OneNode(const std::string& name, const std::string& op, std::initializer_list<std::string> inputs,
                      const std::vector<int64_t>& dims = {2, 8}) {
@@ -205,13 +212,46 @@ std::vector<BadModel> BadModels() {
   // Found by fuzz/onnx_import_fuzz: a zero stride divided by zero in ONNX's shape inference (SIGFPE).
   {
     ModelBuilder m = ConvModel({4, 4, 3, 3}, 1);
-    onnx::AttributeProto* strides = m.graph().mutable_node(0)->add_attribute();
-    strides->set_name("strides");
-    strides->set_type(onnx::AttributeProto::INTS);
-    strides->add_ints(0);
-    strides->add_ints(1);
-    bad.push_back({"zero_stride.onnx", m.Bytes(), "node 'conv' (Conv): attribute strides must be positive"});
+    SetInts(*m.graph().mutable_node(0), "strides", {0, 1});
+    bad.push_back({"zero_stride.onnx", m.Bytes(), "node 'conv' (Conv): attribute strides must be in 1..1048576"});
   }
+  // Found by probing the fuzz target with hand-made models (ASan/UBSan reports before the fix):
+  // a dilation whose window size overflows, ...
+  {
+    ModelBuilder m = ConvModel({4, 4, 3, 3}, 1);
+    SetInts(*m.graph().mutable_node(0), "dilations", {int64_t{1} << 62, 1});
+    bad.push_back({"huge_dilation.onnx", m.Bytes(), "node 'conv' (Conv): attribute dilations must be in 1..1048576"});
+  }
+  // ... pooling strides of one entry (read past the end), ...
+  {
+    ModelBuilder m = OneNode("pool", "MaxPool", {"x"}, {1, 4, 8, 8});
+    SetInts(*m.graph().mutable_node(0), "kernel_shape", {2, 2});
+    SetInts(*m.graph().mutable_node(0), "strides", {2});
+    bad.push_back({"pool_strides.onnx", m.Bytes(), "node 'pool' (MaxPool): strides/dilations/pads do not match a 2-D pooling"});
+  }
+  // ... Concat and Split axes and Unsqueeze axes out of range (read and written past the end), ...
+  {
+    ModelBuilder m = OneNode("concat", "Concat", {"x", "c"}, {1, 4, 8, 8}).Initializer("c", {1, 4, 8, 8});
+    SetInt(*m.graph().mutable_node(0), "axis", 9);
+    bad.push_back({"concat_axis.onnx", m.Bytes(), "node 'concat' (Concat): axis 9 is out of range for rank 4"});
+  }
+  {
+    ModelBuilder m = OneNode("split", "Split", {"x"}, {1, 4, 8, 8});
+    SetInt(*m.graph().mutable_node(0), "axis", 7);
+    bad.push_back({"split_axis.onnx", m.Bytes(), "node 'split' (Split): axis 7 is out of range for rank 4"});
+  }
+  bad.push_back({"unsqueeze_axis.onnx",
+                 OneNode("unsqueeze", "Unsqueeze", {"x", "axes"}, {1, 4, 8, 8}).Initializer("axes", {1}, {40}).Bytes(),
+                 "node 'unsqueeze' (Unsqueeze): axis 40 is out of range for rank 5"});
+  // ... a Split without outputs (SIGFPE in ONNX's shape inference), ...
+  {
+    ModelBuilder m = OneNode("split", "Split", {"x"}, {1, 4, 8, 8});
+    m.graph().mutable_node(0)->clear_output();
+    bad.push_back({"split_no_outputs.onnx", m.Bytes(), "node 'split' (Split): the node has no outputs"});
+  }
+  // ... and a kernel of 65 x 65 taps, each a MatMul (a huge kernel ran out of time and memory).
+  bad.push_back({"many_taps.onnx", ConvModel({4, 4, 65, 65}, 1).Bytes(),
+                 "node 'conv' (Conv): a 65x65 kernel has more than 4096 taps"});
   // Dims whose product passes 2^40 elements (the most a problem tensor holds) are rejected at once.
   bad.push_back({"huge_input.onnx", OneNode("relu", "Relu", {"x"}, {1 << 20, 1 << 20, 2}).Bytes(),
                  "graph input 'x' of dims 1048576x1048576x2 is too large (more than 1099511627776 elements)"});
