@@ -237,7 +237,8 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
       const bool sizes = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
       const int64_t low = a.name() == "pads" ? 0 : 1;
       auto bad = [&](int64_t v) { return v < low || v > (int64_t{1} << 20); };
-      if ((sizes || a.name() == "pads") && std::any_of(a.ints().begin(), a.ints().end(), bad))
+      const bool pads = a.name() == "pads" && node.op_type() != "Pad";  // Pad-2's may crop
+      if ((sizes || pads) && std::any_of(a.ints().begin(), a.ints().end(), bad))
         Fail(origin, field + "attribute " + a.name() + (low ? " must be in 1..1048576" : " must be in 0..1048576"));
       if (a.name() == "group" && a.i() <= 0) Fail(origin, field + "attribute group must be positive");
     }
