@@ -33,18 +33,21 @@ if(ANNEALER_FUZZ_SMOKE)
     INSTALL_COMMAND ""
     BUILD_ALWAYS ON  # the sub-build's own dependency scan decides what to rebuild
     USES_TERMINAL_BUILD OFF)
-  foreach(fuzzer problem_reader_fuzz schedule_eval_fuzz config_fuzz)
+  foreach(fuzzer problem_reader_fuzz schedule_eval_fuzz config_fuzz onnx_import_fuzz)
     set(found ${fuzz_build}/fuzz/found/${fuzzer})
     file(MAKE_DIRECTORY ${found})
-    set(dict "")
-    if(NOT fuzzer STREQUAL "config_fuzz")
-      set(dict -dict=${PROJECT_SOURCE_DIR}/fuzz/json.dict)
+    set(options "")
+    if(fuzzer MATCHES "^(problem_reader|schedule_eval)_fuzz$")
+      set(options -dict=${PROJECT_SOURCE_DIR}/fuzz/json.dict)
+    elseif(fuzzer STREQUAL "onnx_import_fuzz")
+      # Protobuf bytes, no dictionary; the largest seed model is ~19 KB (mobilenetv2.onnx).
+      set(options -max_len=24576)
     endif()
     # New inputs go to `found` (never into the seeds); a finding fails the test and leaves its
     # input as crash-* / timeout-* in the working directory.
     add_test(NAME fuzz_smoke.${fuzzer}
              COMMAND ${fuzz_build}/fuzz/${fuzzer} -max_total_time=${ANNEALER_FUZZ_SMOKE_SECONDS}
-                     -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 ${dict}
+                     -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 ${options}
                      ${found} ${fuzz_build}/fuzz/seeds/${fuzzer}
              WORKING_DIRECTORY ${fuzz_build}/fuzz)
     # Alone, like the browser test: a fuzzer holding one of CI's two cores would slow the timed

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "src/json_fields.h"
+#include "src/message_text.h"
 #include "src/text_format.h"
 
 namespace annealer {
@@ -21,6 +22,8 @@ int64_t Product(const std::vector<int64_t>& v, size_t from = 0, size_t to = SIZE
   return p;
 }
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The most taps (kh·kw) of a convolution kernel: each is a MatMul of the problem.
+constexpr int64_t kMaxTaps = 4096;
 
 std::string DimsText(const std::vector<int64_t>& d) {
   std::string s = "[";
@@ -140,7 +143,7 @@ class Lowering {
  private:
   // ---- problem building -------------------------------------------------------------------
   TensorId NewTensor(Elements rows, Elements cols, TensorOrigin origin) {
-    if (rows <= 0 || cols <= 0) throw InputError(g_.origin, "", "internal: empty tensor for '" + origin.value + "'");
+    if (rows <= 0 || cols <= 0) throw InputError(g_.origin, "", OneLineForMessage("internal: empty tensor for '" + origin.value + "'"));
     p_.tensors.push_back(Tensor{cols, rows});
     tensor_origins_.push_back(std::move(origin));
     producer_.push_back(kNoOp);
@@ -160,7 +163,7 @@ class Lowering {
   TensorId MatMul(TensorId l, TensorId r, const OnnxNode& node, const std::string& role, std::optional<double> base = {}) {
     const Elements m = p_.tensors[l].height, k = p_.tensors[l].width, n = p_.tensors[r].width;
     if (p_.tensors[r].height != k)
-      throw InputError(g_.origin, "node '" + node.name + "' (" + node.op_type + ")", "internal shape mismatch " +
+      throw InputError(g_.origin, NodeField(node), "internal shape mismatch " +
                        std::to_string(m) + "x" + std::to_string(k) + " @ " + std::to_string(p_.tensors[r].height) + "x" +
                        std::to_string(n));
     const TensorId out = NewTensor(m, n, {node.outputs.empty() ? node.name : node.outputs[0], "activation"});
@@ -208,8 +211,23 @@ class Lowering {
   }
 
   // ---- values -------------------------------------------------------------------------------
+  // "node '<name>' (<op>)"; names from the file may hold line breaks: messages stay one line.
+  static std::string NodeField(const OnnxNode& node) {
+    return OneLineForMessage("node '" + node.name + "' (" + node.op_type + ")");
+  }
   [[noreturn]] void Fail(const OnnxNode& node, const std::string& what) const {
-    throw InputError(g_.origin, "node '" + node.name + "' (" + node.op_type + ")", what);
+    throw InputError(g_.origin, NodeField(node), OneLineForMessage(what));
+  }
+  // a * b of dims or attributes, failing (not overflowing) on absurd ones.
+  int64_t Mul(const OnnxNode& node, int64_t a, int64_t b) const {
+    int64_t product = 0;
+    if (__builtin_mul_overflow(a, b, &product)) Fail(node, "the sizes are too large (" + std::to_string(a) + " x " + std::to_string(b) + " overflows)");
+    return product;
+  }
+  // Every value a node makes is within kMaxValueElements (src/onnx_graph.h).
+  void CheckDims(const OnnxNode& node, const std::vector<int64_t>& dims) const {
+    if (!DimsWithinLimit(dims))
+      Fail(node, "the output shape " + DimsText(dims) + " has a negative dim or more than " + std::to_string(kMaxValueElements) + " elements");
   }
   const Value& Get(const OnnxNode& node, size_t i) const {
     if (i >= node.inputs.size() || node.inputs[i].empty()) Fail(node, "input " + std::to_string(i) + " is missing");
@@ -253,6 +271,7 @@ class Lowering {
   }
   void Set(const OnnxNode& node, size_t out, Value v) {
     if (out >= node.outputs.size() || node.outputs[out].empty()) return;
+    CheckDims(node, std::visit([](const auto& x) { return x.dims; }, v));
     if (auto* a = std::get_if<Act>(&v)) {
       a->name = node.outputs[out];
       for (TensorId t : a->parts) {
@@ -471,6 +490,7 @@ class Lowering {
     if (!x.part_axes.empty() || x.col_axis != 1) Fail(node, "the convolution input is not in NCHW layout here");
     const int64_t n = x.dims[0], cin = x.dims[1], h = x.dims[2], wd = x.dims[3];
     const int64_t cout = w.dims[0], kh = w.dims[2], kw = w.dims[3];
+    if (Mul(node, kh, kw) > kMaxTaps) Fail(node, "a " + std::to_string(kh) + "x" + std::to_string(kw) + " kernel has more than " + std::to_string(kMaxTaps) + " taps");
     const int64_t group = a.Int("group", 1);
     std::vector<int64_t> strides = a.Ints("strides"), dil = a.Ints("dilations"), pads = a.Ints("pads");
     if (strides.empty()) strides = {1, 1};
@@ -688,7 +708,7 @@ class Lowering {
         }
         if (d < 0) Fail(node, "negative dim in the target shape");
         out_dims.push_back(d);
-        known *= d;
+        known = Mul(node, known, d);
       }
       if (infer >= 0) {
         if (known == 0 || total % known) Fail(node, "cannot infer -1 in " + DimsText(shape) + " for " + DimsText(in_dims));
@@ -711,7 +731,11 @@ class Lowering {
       } else {
         const int r = int(in_dims.size() + axes.size());
         std::set<int64_t> add;
-        for (int64_t ax : axes) add.insert(ax < 0 ? ax + r : ax);
+        for (int64_t ax : axes) {
+          if (ax < -r || ax >= r) Fail(node, "axis " + std::to_string(ax) + " is out of range for rank " + std::to_string(r));
+          add.insert(ax < 0 ? ax + r : ax);
+        }
+        if (add.size() != axes.size()) Fail(node, "an axis is given twice");
         size_t j = 0;
         for (int i = 0; i < r; ++i) out_dims.push_back(add.count(i) ? 1 : in_dims[j++]);
       }
@@ -880,6 +904,7 @@ class Lowering {
     if (s.empty()) s = {1, 1};
     if (p.empty()) p = {0, 0, 0, 0};
     if (d.empty()) d = {1, 1};
+    if (s.size() != 2 || d.size() != 2 || p.size() != 4) Fail(node, "strides/dilations/pads do not match a 2-D pooling");
     const int64_t h = x.dims[2], w = x.dims[3];
     const std::string auto_pad = a.Text("auto_pad");
     int64_t ho, wo;
@@ -1141,9 +1166,11 @@ class Lowering {
     Attr a{node};
     std::vector<const Value*> ins;
     for (size_t i = 0; i < node.inputs.size(); ++i) if (HasInput(node, i)) ins.push_back(&Get(node, i));
+    if (ins.empty()) Fail(node, "no inputs");
     const int r = int(std::visit([](const auto& x) { return x.dims.size(); }, *ins[0]));
     int64_t axis = a.Int("axis", 0);
     if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) Fail(node, "axis " + std::to_string(a.Int("axis", 0)) + " is out of range for rank " + std::to_string(r));
     std::vector<int64_t> out_dims = std::visit([](const auto& x) { return x.dims; }, *ins[0]);
     out_dims[axis] = 0;
     const Act* act = nullptr;
@@ -1291,10 +1318,12 @@ class Lowering {
     const int r = int(x.dims.size());
     int64_t axis = a.Int("axis", 0);
     if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) Fail(node, "axis " + std::to_string(a.Int("axis", 0)) + " is out of range for rank " + std::to_string(r));
     std::vector<int64_t> split = a.Ints("split");
     if (split.empty() && HasInput(node, 1)) split = NeedInts(node, 1, "split");
     const int parts = int(node.outputs.size());
     if (split.empty()) split.assign(parts, x.dims[axis] / parts);
+    if (int(split.size()) != parts) Fail(node, "split has " + std::to_string(split.size()) + " sizes for " + std::to_string(parts) + " outputs");
     for (int64_t s : split)
       if (s != split[0]) Fail(node, "unequal splits are not supported");
     if (axis != x.col_axis || !x.part_axes.empty() || x.col_split)

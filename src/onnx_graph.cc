@@ -1,5 +1,6 @@
 #include "src/onnx_graph.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <queue>
@@ -11,12 +12,19 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "src/json_fields.h"
+#include "src/message_text.h"
 
 namespace annealer {
 namespace {
 
+// Names from the file (nodes, values, inputs) may hold line breaks: the message stays one line.
 [[noreturn]] void Fail(const std::string& origin, const std::string& what) {
-  throw InputError(origin, "", what);
+  throw InputError(origin, "", OneLineForMessage(what));
+}
+
+// As in the file; "<op_type>#<index>" when the file has none.
+std::string NodeName(const onnx::NodeProto& node, int index) {
+  return node.name().empty() ? node.op_type() + "#" + std::to_string(index) : node.name();
 }
 
 bool IsFloatType(int32_t t) {
@@ -126,6 +134,15 @@ OnnxAttribute ReadAttribute(const onnx::AttributeProto& a) {
 
 }  // namespace
 
+bool DimsWithinLimit(const std::vector<int64_t>& dims) {
+  int64_t product = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return false;
+    if (d > 0 && (__builtin_mul_overflow(product, d, &product) || product > kMaxValueElements)) return false;
+  }
+  return true;
+}
+
 std::pair<std::string, std::vector<int64_t>> ParseInputDims(const std::string& text) {
   const size_t eq = text.rfind('=');
   if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
@@ -204,9 +221,28 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
                          for (size_t i = 0; i < info.dims.size(); ++i) e += (i ? "x" : "") + std::to_string(info.dims[i] < 0 ? 1 : info.dims[i]);
                          return e;
                        }() + ")");
+    if (!DimsWithinLimit(info.dims))
+      Fail(origin, "graph input '" + in.name() + "' of dims " + DimsText(info.dims, info.dim_params) + " is too large (more than " +
+                       std::to_string(kMaxValueElements) + " elements)");
     g.inputs.emplace_back(in.name(), info);
   }
 
+  // ONNX's shape inference divides by these (an FPE, not an exception, in libonnx 1.12), and
+  // the lowering's window arithmetic must not overflow: sizes in 1..2^20, pads in 0..2^20.
+  for (int i = 0; i < graph->node_size(); ++i) {
+    const auto& node = graph->node(i);
+    const std::string field = "node '" + NodeName(node, i) + "' (" + node.op_type() + "): ";
+    if (node.output_size() == 0) Fail(origin, field + "the node has no outputs");
+    for (const auto& a : node.attribute()) {
+      const bool sizes = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
+      const int64_t low = a.name() == "pads" ? 0 : 1;
+      auto bad = [&](int64_t v) { return v < low || v > (int64_t{1} << 20); };
+      const bool pads = a.name() == "pads" && node.op_type() != "Pad";  // Pad-2's may crop
+      if ((sizes || pads) && std::any_of(a.ints().begin(), a.ints().end(), bad))
+        Fail(origin, field + "attribute " + a.name() + (low ? " must be in 1..1048576" : " must be in 0..1048576"));
+      if (a.name() == "group" && a.i() <= 0) Fail(origin, field + "attribute group must be positive");
+    }
+  }
   try {
     onnx::ShapeInferenceOptions options{false, 0, true};
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
@@ -226,6 +262,8 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
       if (d < 0) Fail(origin, "initializer '" + t.name() + "' has a negative dim");
       init.dims.push_back(d);
     }
+    if (!DimsWithinLimit(init.dims))
+      Fail(origin, "initializer '" + t.name() + "' is too large (more than " + std::to_string(kMaxValueElements) + " elements)");
     init.is_float = IsFloatType(t.data_type());
     init.values = TensorValues(t);
     g.initializers[t.name()] = std::move(init);
@@ -240,7 +278,7 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
     OnnxNode& out = nodes[i];
     out.op_type = node.op_type();
     out.domain = node.domain();
-    out.name = node.name().empty() ? node.op_type() + "#" + std::to_string(i) : node.name();
+    out.name = NodeName(node, i);
     out.inputs.assign(node.input().begin(), node.input().end());
     out.outputs.assign(node.output().begin(), node.output().end());
     for (const auto& a : node.attribute()) out.attributes[a.name()] = ReadAttribute(a);

@@ -61,6 +61,12 @@ struct OnnxGraph {
 
 inline constexpr int64_t kMaxConstantElements = 4096;
 
+// The most elements of one value: a problem tensor has at most 2^20 x 2^20 (kMaxTensorSide).
+// Larger dims are rejected, so that products of some of a value's dims never overflow.
+inline constexpr int64_t kMaxValueElements = int64_t{1} << 40;
+// All dims >= 0 and their product, zeros left out, at most kMaxValueElements.
+bool DimsWithinLimit(const std::vector<int64_t>& dims);
+
 // Reads and checks an ONNX file: not ONNX, truncated, no graph, a node using a value nothing
 // defines, a cycle. `input_dims` fixes graph input shapes (required for dynamic dims; the error
 // names the input and its dynamic dims). Runs ONNX shape inference with data propagation after

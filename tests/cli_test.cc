@@ -1,6 +1,7 @@
 // End-to-end runs of the built binary (ANNEALER_BINARY): evaluate, baseline, help, errors.
 #include <doctest/doctest.h>
 
+#include "tests/annealer_binary.h"
 #include "tests/test_files.h"
 
 #include <sys/wait.h>
@@ -18,35 +19,9 @@
 namespace annealer {
 namespace {
 
-struct RunResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Quote(const std::string& word) {
-  std::string out = "'";
-  for (const char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// Runs `annealer <args>` (args already quoted) with stdout through popen and stderr to a file.
-RunResult Run(const std::string& args) {
-  const std::filesystem::path err_file =
-      std::filesystem::temp_directory_path() / ("annealer-cli-test-" + std::to_string(::getpid()) + ".err");
-  const std::string command = Quote(ANNEALER_BINARY) + " " + args + " 2>" + Quote(err_file.string());
-  RunResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  size_t got;
-  while ((got = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) result.out.append(buffer, got);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  result.err = testing::ReadFile(err_file);
-  std::filesystem::remove(err_file);
-  return result;
-}
+using testing::Quote;
+using testing::Run;
+using testing::RunResult;
 
 std::string Problem(const std::string& name) {
   return std::string(ANNEALER_SOURCE_DIR) + "/problems/" + name;
