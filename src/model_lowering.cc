@@ -274,13 +274,14 @@ class Lowering {
     CheckDims(node, std::visit([](const auto& x) { return x.dims; }, v));
     if (auto* a = std::get_if<Act>(&v)) {
       a->name = node.outputs[out];
+      Elements e = 0;
       for (TensorId t : a->parts) {
         tensor_origins_[t].value = node.outputs[out] + (a->parts.size() > 1 ? "[" + std::to_string(&t - a->parts.data()) + "]" : "");
-        const Elements e = p_.tensors[t].size() * static_cast<Elements>(a->parts.size());
-        if (e > summary_.largest_activation) {
-          summary_.largest_activation = e;
-          summary_.largest_activation_name = node.outputs[out];
-        }
+        e += p_.tensors[t].size();
+      }
+      if (e > summary_.largest_activation) {
+        summary_.largest_activation = e;
+        summary_.largest_activation_name = node.outputs[out];
       }
     }
     if (auto* c = std::get_if<Const>(&v)) c->name = node.outputs[out];
@@ -305,6 +306,12 @@ class Lowering {
     return {rows, cols};
   }
   static int64_t Elems(const Act& a) { return Product(a.dims); }
+  bool SameWidths(const Act& a, const Act& b) const {
+    if (a.parts.size() != b.parts.size()) return false;
+    for (size_t i = 0; i < a.parts.size(); ++i)
+      if (p_.tensors[a.parts[i]].width != p_.tensors[b.parts[i]].width) return false;
+    return true;
+  }
 
   // ---- rewrites -----------------------------------------------------------------------------
   int AliveConsumers(TensorId t) const {
@@ -408,6 +415,7 @@ class Lowering {
     if (op == "ReduceMean" || op == "ReduceSum" || op == "ReduceMax" || op == "ReduceMin" || op == "ReduceL2" ||
         op == "ReduceSumSquare")
       return LowerReduce(node);
+    if (op == "Resize" || op == "Upsample" || op == "Pad") return LowerResample(node);
     if (op == "Concat") return LowerConcat(node);
     if (op == "Gather") return LowerGather(node);
     if (op == "Slice") return LowerSlice(node);
@@ -518,19 +526,19 @@ class Lowering {
       if (group != cin || cout != cin)
         Fail(node, "grouped convolution (group " + std::to_string(group) + " of " + std::to_string(cin) +
                        " channels) is not supported; only depthwise (group = channels = output channels) and group 1");
-      // Depthwise: vector work, kh·kw multiply-adds per output element.
+      // Depthwise: vector work, kh·kw multiply-adds per output element; channel blocks (a
+      // concatenation) stay blocks.
       Materialized(x);
-      TensorId src = x.parts[0];
-      if (ho != h || wo != wd) {
-        src = View(src, rows_out, 0, node, "strided-view",
-                   kViewWhat);
-      } else if (kh * kw > 1) {
-        Note("conv-halo", kHaloWhat,
-             -(n * cin * ((h + kh - 1) * (wd + kw - 1) - h * wd)));
-      }
+      if (ho == h && wo == wd && kh * kw > 1)
+        Note("conv-halo", kHaloWhat, -(n * cin * ((h + kh - 1) * (wd + kw - 1) - h * wd)));
       if (bias) NoteBroadcast(NeedConst(node, 2, "the bias"));
       const double passes = double(kh * kw) + (bias ? 1 : 0);
-      out.parts = {Pointwise({src}, passes, node, "depthwise")};
+      out.parts.clear();
+      for (TensorId src : x.parts) {
+        if (ho != h || wo != wd) src = View(src, rows_out, 0, node, "strided-view", kViewWhat);
+        out.parts.push_back(Pointwise({src}, passes, node, "depthwise"));
+      }
+      out.col_split = x.col_split;
       summary_.depthwise_macs += rows_out * cout * kh * kw;
       return Set(node, 0, out);
     }
@@ -546,26 +554,29 @@ class Lowering {
         Note("im2col-input", "a convolution reading the model's input reads it as the im2col matrix (one row per output pixel); traffic = the im2col matrix less the input",
              extra);
       y = MatMul(col, Weight(w.name, k_all, cout), node, "conv");
-    } else if (kh == 1 && kw == 1 && ho == h && wo == wd) {
-      y = MatMul(x.parts[0], Weight(w.name, cin, cout), node, "conv");
     } else {
-      TensorId src = x.parts[0];
-      if (ho != h || wo != wd) {
-        src = View(src, rows_out, 0, node, "strided-view",
-                   kViewWhat);
-      }
-      if (kh * kw == 1) {
-        y = MatMul(src, Weight(w.name, cin, cout), node, "conv");
-      } else {
-        Note("conv-halo", kHaloWhat,
-             -(n * cin * ((h + kh - 1) * (wd + kw - 1) - h * wd)));
-        std::vector<TensorId> partial;
+      // Taps (k×k) and channel blocks (a concatenation) each multiply their own rows of the
+      // weight; the partial products sum in the accumulator.
+      const bool resized = ho != h || wo != wd;
+      if (kh * kw > 1) Note("conv-halo", kHaloWhat, -(n * cin * ((h + kh - 1) * (wd + kw - 1) - h * wd)));
+      std::vector<TensorId> partial;
+      Elements offset = 0;
+      for (TensorId src : x.parts) {
+        const Elements cb = p_.tensors[src].width;
+        if (resized) src = View(src, rows_out, 0, node, "strided-view", kViewWhat);
+        const std::string block =
+            x.parts.size() > 1 ? "[in " + std::to_string(offset) + ":" + std::to_string(offset + cb) + "]" : "";
         for (int64_t t = 0; t < kh * kw; ++t)
-          partial.push_back(MatMul(src, Weight(w.name, cin, cout, "[tap " + std::to_string(t) + "]"), node, "conv-tap"));
-        // The taps accumulate in the matrix unit's accumulator: no vector pass, unless a bias.
+          partial.push_back(MatMul(src, Weight(w.name, cb, cout, (kh * kw > 1 ? "[tap " + std::to_string(t) + "]" : "") + block),
+                                   node, kh * kw > 1 ? "conv-tap" : "conv"));
+        offset += cb;
+      }
+      if (partial.size() == 1) {
+        y = partial[0];
+      } else {
+        // No vector pass: the accumulator adds, unless a bias.
         if (bias) NoteBroadcast(NeedConst(node, 2, "the bias"));
-        y = Pointwise(partial, bias ? 1 : 0, node, "tap-sum");
-        out.parts = {y};
+        out.parts = {Pointwise(partial, bias ? 1 : 0, node, "tap-sum")};
         return Set(node, 0, out);
       }
     }
@@ -589,12 +600,16 @@ class Lowering {
     out.dims[last] = nn;
     out.col_split = false;
     if (x.col_split) {
-      // Heads merged back: Σ_h x_h · W[h rows] summed in the accumulator.
-      const Elements kp = k / Elements(x.parts.size());
+      // Column blocks (heads merged back, a concatenation): Σ_b x_b · W[rows of b], summed in
+      // the accumulator.
       std::vector<TensorId> partial;
-      for (size_t i = 0; i < x.parts.size(); ++i)
-        partial.push_back(MatMul(x.parts[i], Weight(w.name, kp, nn, "[rows " + std::to_string(i) + "]"), node, "matmul"));
-      out.parts = {Pointwise(partial, 0, node, "head-sum")};
+      Elements offset = 0;
+      for (TensorId part : x.parts) {
+        const Elements kp = p_.tensors[part].width;
+        partial.push_back(MatMul(part, Weight(w.name, kp, nn, "[rows " + std::to_string(offset) + ":" + std::to_string(offset + kp) + "]"), node, "matmul"));
+        offset += kp;
+      }
+      out.parts = {Pointwise(partial, 0, node, "block-sum")};
       out.part_axes.clear();
       return out;
     }
@@ -774,6 +789,18 @@ class Lowering {
     if (!RowsInOnnxOrder(x)) fail();
     Act out = x;
     out.dims = out_dims;
+    if (x.part_axes.empty() && x.col_split) {
+      // Channel blocks: only reshapes that keep the column axis (flatten after pooling).
+      const int64_t c = x.dims[x.col_axis];
+      const int64_t before = Product(x.dims, 0, x.col_axis), after = Product(x.dims, x.col_axis + 1);
+      for (int j = 0; j < int(out_dims.size()); ++j)
+        if (out_dims[j] == c && Product(out_dims, 0, j) == before && Product(out_dims, j + 1) == after) {
+          SetChannelsLayout(out, j);
+          out.col_split = true;
+          return out;
+        }
+      fail();
+    }
     if (x.part_axes.empty() && !x.col_split) {
       const int64_t c = x.col_axis < 0 ? 1 : x.dims[x.col_axis];
       const int64_t before = x.col_axis < 0 ? Product(x.dims) : Product(x.dims, 0, x.col_axis);
@@ -889,7 +916,8 @@ class Lowering {
       Note("row-reduction", "softmax and normalisation reduce along each row; as Pointwise ops a tile does not wait for its whole row (no traffic change); elements = those ops' sizes",
            Elems(x));
     }
-    if (x.col_split) Fail(node, "normalising merged heads is not supported");
+    if (x.col_split && node.op_type != "BatchNormalization" && node.op_type != "InstanceNormalization")
+      Fail(node, "normalising along the channels of a concatenation (or of merged heads) is not supported");
     Act out = x;
     for (TensorId& t : out.parts) t = Pointwise({t}, passes, node, "normalisation");
     Set(node, 0, out);
@@ -924,12 +952,11 @@ class Lowering {
     out.dims = {x.dims[0], x.dims[1], ho, wo};
     SetChannelsLayout(out);
     const double passes = double(k[0] * k[1]);
-    if (ho == h && wo == w) {
-      out.parts = {Pointwise({x.parts[0]}, passes, node, "pooling")};
-    } else {
-      out.parts = {View(x.parts[0], x.dims[0] * ho * wo, passes, node, "strided-view",
-                        kViewWhat)};
-    }
+    out.parts.clear();
+    for (TensorId part : x.parts)
+      out.parts.push_back(ho == h && wo == w ? Pointwise({part}, passes, node, "pooling")
+                                             : View(part, x.dims[0] * ho * wo, passes, node, "strided-view", kViewWhat));
+    out.col_split = x.col_split;
     Set(node, 0, out);
   }
 
@@ -942,14 +969,16 @@ class Lowering {
     const int64_t n = x.dims[0];
     const TensorId u = NewTensor(n, p_.tensors[x.parts[0]].height, {node.name + "~ones", "view-selector"});
     const Elements spatial = x.dims[2] * x.dims[3];
-    const TensorId y = MatMul(u, x.parts[0], node, "reduction", hw_.pointwise_base * double(CeilDiv(spatial, hw_.native)));
-    summary_.vector_element_passes += Elems(x);
-    Note("row-reduction-matmul", "a reduction over rows (global pooling) is a MatMul with a ones row; extra MACs = the adds (reported apart from the model's MACs)",
-         0, n * p_.tensors[x.parts[0]].size());
     Act out;
     out.dims = keepdims ? std::vector<int64_t>{n, x.dims[1], 1, 1} : std::vector<int64_t>{n, x.dims[1]};
     SetChannelsLayout(out, 1);
-    out.parts = {y};
+    for (TensorId part : x.parts) {
+      out.parts.push_back(MatMul(u, part, node, "reduction", hw_.pointwise_base * double(CeilDiv(spatial, hw_.native))));
+      Note("row-reduction-matmul", "a reduction over rows (global pooling) is a MatMul with a ones row; extra MACs = the adds (reported apart from the model's MACs)",
+           0, n * p_.tensors[part].size());
+    }
+    out.col_split = x.col_split;
+    summary_.vector_element_passes += Elems(x);
     Set(node, 0, out);
   }
 
@@ -1134,7 +1163,8 @@ class Lowering {
         if (act.model_input) Materialized(act);
         if (act.dims != out.dims && Product(act.dims) == Elems(out) && act.parts.size() == out.parts.size()) {
           // Same elements, shape differs only by size-1 axes.
-        } else if (act.dims != out.dims || act.parts.size() != out.parts.size() || act.col_split != out.col_split) {
+        } else if (act.dims != out.dims || act.parts.size() != out.parts.size() || act.col_split != out.col_split ||
+                   !SameWidths(act, out)) {
           Fail(node, "operands of different shapes " + DimsText(act.dims) + " and " + DimsText(out.dims) +
                          " (a broadcast of a computed value) are not supported");
         }
@@ -1162,6 +1192,58 @@ class Lowering {
   }
 
   // ---- concat, gather, slice, split ---------------------------------------------------------
+  // Resize/Upsample (scales or sizes) and Pad change the rows of an NCHW activation: a view
+  // per channel block, priced by the interpolation's passes.
+  void LowerResample(const OnnxNode& node) {
+    Attr a{node};
+    Act x = NeedAct(node, 0);
+    if (x.dims.size() != 4 || x.col_axis != 1 || !x.part_axes.empty())
+      Fail(node, "only the spatial axes of an NCHW activation can be resized or padded");
+    std::vector<int64_t> out_dims = x.dims;
+    double passes = 1;
+    if (node.op_type == "Pad") {
+      std::vector<int64_t> pads = a.Ints("pads");
+      if (pads.empty() && HasInput(node, 1)) pads = NeedInts(node, 1, "the pads");
+      if (pads.size() != 8) Fail(node, "pads must have 8 entries for a 4-D input");
+      for (int i = 0; i < 4; ++i) {
+        if ((i < 2) && (pads[i] != 0 || pads[i + 4] != 0)) Fail(node, "padding the batch or channel axis is not supported");
+        if (pads[i] < 0 || pads[i + 4] < 0 || pads[i] > (1 << 20) || pads[i + 4] > (1 << 20)) Fail(node, "pads must be in 0..2^20");
+        out_dims[i] += pads[i] + pads[i + 4];
+      }
+    } else {
+      const std::string mode = a.Text("mode");
+      passes = mode == "linear" || mode == "bilinear" ? 4 : mode == "cubic" ? 16 : 1;
+      std::vector<double> scales;
+      std::vector<int64_t> sizes;
+      const size_t scales_input = node.op_type == "Upsample" ? 1 : (g_.opset <= 10 ? 1 : 2);
+      if (node.op_type == "Upsample" && a.Has("scales")) scales = node.attributes.at("scales").floats;
+      if (scales.empty() && HasInput(node, scales_input)) {
+        const Const& c = NeedConst(node, scales_input, "the scales");
+        if (c.values && !c.values->empty()) scales = *c.values;
+      }
+      if (scales.empty() && HasInput(node, 3)) sizes = NeedInts(node, 3, "the sizes");
+      if (!sizes.empty()) {
+        if (sizes.size() != 4) Fail(node, "sizes must have 4 entries");
+        out_dims = sizes;
+      } else {
+        if (scales.size() != 4) Fail(node, "the scales (or sizes) must be known at import time, 4 entries");
+        for (int i = 0; i < 4; ++i) {
+          if (!(scales[i] > 0) || scales[i] > 1024) Fail(node, "scales must be positive and at most 1024");
+          out_dims[i] = static_cast<int64_t>(std::floor(double(x.dims[i]) * scales[i]));
+        }
+      }
+      if (out_dims[0] != x.dims[0] || out_dims[1] != x.dims[1]) Fail(node, "resizing the batch or channel axis is not supported");
+      for (int64_t d : out_dims) if (d <= 0 || d > (1 << 20)) Fail(node, "the output dims " + DimsText(out_dims) + " are out of range");
+    }
+    Act out = x;
+    out.dims = out_dims;
+    out.parts.clear();
+    const Elements rows = out_dims[0] * out_dims[2] * out_dims[3];
+    for (TensorId part : x.parts)
+      out.parts.push_back(out_dims == x.dims ? part : View(part, rows, passes, node, "strided-view", kViewWhat));
+    Set(node, 0, out);
+  }
+
   void LowerConcat(const OnnxNode& node) {
     Attr a{node};
     std::vector<const Value*> ins;
@@ -1195,11 +1277,29 @@ class Lowering {
       out.is_float = std::get<Const>(*ins[0]).is_float;
       return Set(node, 0, out);
     }
-    if (acts > 1) Fail(node, "concatenating several computed activations is not supported (one activation and constants only)");
+    if (axis == act->col_axis && act->part_axes.empty()) {
+      // Along the channels: the blocks stay separate tensors (col_split); their consumers work
+      // blockwise (a MatMul or convolution multiplies each block by its rows of the weight).
+      Act out = *act;
+      out.dims = out_dims;
+      out.parts.clear();
+      for (const Value* v : ins) {
+        const Act* x = std::get_if<Act>(v);
+        if (!x) Fail(node, "a constant among the channels of a concatenation is not supported");
+        Act block = *x;
+        if (block.model_input) Materialized(block);
+        if (block.col_axis != axis || !block.part_axes.empty() || block.row_axes != act->row_axes)
+          Fail(node, "concatenated activations of different layouts are not supported");
+        for (TensorId t : block.parts) out.parts.push_back(t);
+      }
+      out.col_split = out.parts.size() > 1;
+      return Set(node, 0, out);
+    }
+    if (acts > 1) Fail(node, "concatenating several computed activations along rows is not supported (one activation and constants only)");
     Act x = *act;
     Materialized(x);
-    if (axis == x.col_axis || !x.part_axes.empty())
-      Fail(node, "concatenation along the column (channel) axis is not supported: the format cannot place blocks of columns");
+    if (!x.part_axes.empty() || x.col_split)
+      Fail(node, "concatenating rows of split heads or of channel blocks is not supported");
     Act out = x;
     out.dims = out_dims;
     const auto [rows, cols] = PartShape(out);
@@ -1324,6 +1424,21 @@ class Lowering {
     const int parts = int(node.outputs.size());
     if (split.empty()) split.assign(parts, x.dims[axis] / parts);
     if (int(split.size()) != parts) Fail(node, "split has " + std::to_string(split.size()) + " sizes for " + std::to_string(parts) + " outputs");
+    if (axis == x.col_axis && x.col_split) {
+      // Channel blocks split at block boundaries: each output takes its blocks.
+      size_t b = 0;
+      for (int i = 0; i < parts; ++i) {
+        Act out = x;
+        out.dims[axis] = split[i];
+        out.parts.clear();
+        Elements width = 0;
+        while (width < split[i] && b < x.parts.size()) width += p_.tensors[x.parts[b]].width, out.parts.push_back(x.parts[b++]);
+        if (width != split[i]) Fail(node, "a split of a concatenation must fall on the concatenated blocks");
+        out.col_split = out.parts.size() > 1;
+        Set(node, size_t(i), out);
+      }
+      return;
+    }
     for (int64_t s : split)
       if (s != split[0]) Fail(node, "unequal splits are not supported");
     if (axis != x.col_axis || !x.part_axes.empty() || x.col_split)

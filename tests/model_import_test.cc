@@ -83,6 +83,8 @@ TEST_CASE("import: small models match their hand-checked MACs and parameters") {
   CheckModel("transformer_block_opset17.onnx");
   CheckModel("dynamic_shapes.onnx", {{"x", {1, 8, 16, 16}}});
   CheckModel("external_weights.onnx");
+  CheckModel("stripped_weights.onnx");
+  CheckModel("concat_resize.onnx");  // channel concatenations, Resize, MaxPool, Pad
 }
 
 TEST_CASE("import: full ResNet-50 and MobileNetV2") {

@@ -295,6 +295,30 @@ def build_dynamic_shapes():
     return b.model("dynamic_shapes", [("x", ["N", 8, 16, 16])], [("y", ["N", 10])], 13)
 
 
+def build_concat_resize():
+    """Inception/U-Net-style channel concatenations, a nearest Resize, a MaxPool and a Pad."""
+    b = Builder()
+    a = b.node("Relu", [b.conv("x", "branch_a", 16, 8, 1)], name="relu_a")
+    c = b.node("Relu", [b.conv("x", "branch_b", 16, 16, 3, 1, 1)], name="relu_b")
+    cat = b.node("Concat", [a, c], name="concat_branches", axis=1)
+    d = b.conv(cat, "fuse", 24, 32, 3, 1, 1)
+    e = b.node("MaxPool", [d], name="down", kernel_shape=[2, 2], strides=[2, 2])
+    # torch.onnx writes the scales as a Constant node (not a parameter).
+    b.nodes.append(helper.make_node("Constant", [], ["up_scales"], name="up_scales",
+                                    value=numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32))))
+    f = b.node("Resize", [e, "", "up_scales"], name="up", mode="nearest")
+    g = b.node("Concat", [f, cat], name="concat_skip", axis=1)
+    h = b.conv(g, "squeeze", 56, 8, 1)
+    b.const("pad_sizes", [0, 0, 1, 1, 0, 0, 1, 1])
+    pd = b.node("Pad", [h, "pad_sizes"], name="pad", mode="constant")
+    q = b.conv(pd, "head", 8, 4, 3)
+    q = b.node("GlobalAveragePool", [q], name="gap")
+    q = b.node("Flatten", [q], name="flatten", axis=1)
+    b.gemm(q, "fc", 4, 10)
+    b.nodes[-1].output[0] = "y"
+    return b.model("concat_resize", [("x", [1, 16, 32, 32])], [("y", [1, 10])], 13)
+
+
 def build_small_convnet(real):
     b = Builder(real_weights=real, seed=7)
     h = b.node("Relu", [b.conv("x", "conv1", 3, 16, 3, 1, 1)], name="relu1")
@@ -581,6 +605,36 @@ def expected_small_convnet():
     return t.result({"x": [1, 3, 32, 32]}, 13)
 
 
+def expected_concat_resize():
+    """
+    Input 16x32x32.
+      branch_a 1x1 16->8:       8*1024*16   =   131,072   params 128+8     =   136
+      branch_b 3x3 16->16 p1:  16*1024*144  = 2,359,296   params 2,304+16  = 2,320
+      concat -> 24x32x32; fuse 3x3 24->32 p1: 32*1024*216 = 7,077,888   params 6,912+32 = 6,944
+      maxpool 2x2/2 -> 32x16x16; resize x2 -> 32x32x32; concat with the 24 -> 56x32x32
+      squeeze 1x1 56->8:        8*1024*56   =   458,752   params 448+8     =   456
+      pad 1 -> 8x34x34; head 3x3 8->4 p0 -> 4x32x32: 4*1024*72 = 294,912   params 288+4 = 292
+      fc Gemm 4->10:            4*10        =        40   params 40+10     =    50
+    MACs 10,321,960; params 10,198; matmul params 40; largest activation 56x32x32 = 57,344.
+    """
+    t = Tally()
+    t.act(16, 32, 32)
+    t.conv(16, 8, 1, 32)
+    t.conv(16, 16, 3, 32, 1, 1)
+    t.act(24, 32, 32)
+    t.conv(24, 32, 3, 32, 1, 1)
+    t.act(56, 32, 32)
+    t.conv(56, 8, 1, 32)
+    t.act(8, 34, 34)
+    t.conv(8, 4, 3, 34)
+    for op, n in (("Relu", 2), ("Concat", 2), ("MaxPool", 1), ("Resize", 1), ("Pad", 1),
+                  ("GlobalAveragePool", 1), ("Flatten", 1), ("Constant", 1)):
+        t.nodes[op] += n
+    t.gemm(1, 4, 10)
+    assert (t.macs, t.params, t.mm_params, t.largest) == (10321960, 10198, 40, 57344)
+    return t.result({"x": [1, 16, 32, 32]}, 13)
+
+
 def expected_resnet50():
     """Stem 7x7/2 conv: 64*112*112*147 = 118,013,952 MACs.  Bottleneck (cin, width w, stride s)
     at input size h, output ho = h/s: w*h*h*cin + w*ho*ho*9w + 4w*ho*ho*w (+ 4w*ho*ho*cin for
@@ -853,6 +907,7 @@ def main(argv):
         ("dynamic_shapes.onnx", build_dynamic_shapes, expected_dynamic_shapes),
         ("external_weights.onnx", lambda: build_small_convnet(True), expected_small_convnet),
         ("stripped_weights.onnx", lambda: build_small_convnet(False), expected_small_convnet),
+        ("concat_resize.onnx", build_concat_resize, expected_concat_resize),
         ("resnet50.onnx", build_resnet50, expected_resnet50),
         ("mobilenetv2.onnx", build_mobilenetv2, expected_mobilenetv2),
         ("vit_b16.onnx", build_vit_b16, expected_vit_b16),
