@@ -543,8 +543,6 @@ class Lowering {
       return Set(node, 0, out);
     }
     const Elements k_all = cin * kh * kw;
-    const TensorId wt_full_unused = -1;
-    (void)wt_full_unused;
     TensorId y;
     if (x.model_input) {
       // The model's input can be laid out as the im2col matrix at no cost but its size.
@@ -669,6 +667,13 @@ class Lowering {
     if (x.parts.size() != y.parts.size() || x.col_split || y.col_split)
       Fail(node, "batched MatMul operands must split into the same parts (heads): " + std::to_string(x.parts.size()) +
                      " and " + std::to_string(y.parts.size()));
+    // Each part must be one matrix: rows other than M (a batch > 1 folded into the rows) would
+    // multiply across batch items.
+    for (const Act* v : {&x, &y})
+      for (int ax : v->row_axes)
+        if (ax < int(v->dims.size()) - 2 && v->dims[ax] > 1)
+          Fail(node, "a MatMul of two activations with a batch of " + std::to_string(v->dims[ax]) +
+                         " is not supported; import with batch 1 (--input NAME=1x...)");
     const int64_t k = x.dims[rx - 1];
     const bool plain = y.col_axis == ry - 1;
     const bool transposed = y.col_axis == ry - 2;
@@ -774,10 +779,7 @@ class Lowering {
   static bool RowsInOnnxOrder(const Act& x) {
     std::vector<int> sized;
     for (int ax : x.row_axes) if (x.dims[ax] > 1) sized.push_back(ax);
-    return std::is_sorted(sized.begin(), sized.end()) && (x.col_axis < 0 || x.dims[x.col_axis] == 1 || [&] {
-      // Row axes after the column axis are fine in ONNX order as long as each group is sorted.
-      return true;
-    }());
+    return std::is_sorted(sized.begin(), sized.end());
   }
 
   Act ReshapeAct(Act x, const std::vector<int64_t>& out_dims, const OnnxNode& node) {
@@ -894,11 +896,8 @@ class Lowering {
     if (x.col_axis >= 0) out.col_axis = inv[x.col_axis];
     for (int& ax : out.row_axes) ax = inv[ax];
     for (int& ax : out.part_axes) ax = inv[ax];
-    // Rows keep their storage order; a transpose that would reorder two sized row axes is a
-    // data movement the format cannot express.
-    std::vector<int> sized;
-    for (int ax : x.row_axes) if (x.dims[ax] > 1) sized.push_back(inv[ax]);
-    (void)sized;
+    // Rows keep their storage order: a later reshape checks that it is still the ONNX order
+    // (RowsInOnnxOrder), since a transpose that reorders sized row axes moves data.
     Set(node, 0, out);
   }
 
@@ -1349,9 +1348,14 @@ class Lowering {
     out.row_axes.clear();
     int col = x.col_axis > axis ? x.col_axis - 1 + int(idx.dims.size()) : x.col_axis;
     SetChannelsLayout(out, col);
-    const auto [rows, cols] = PartShape(out);
-    (void)cols;
-    out.parts = {View(x.parts[0], rows, 0, node, "row-gather-view",
+    SetRowView(node, x, std::move(out));
+  }
+
+  // Rows gathered or sliced from a single-tensor activation (the class token): a view with the
+  // output's rows.
+  void SetRowView(const OnnxNode& node, const Act& x, Act out) {
+    if (x.parts.size() != 1) Fail(node, "taking rows of split heads or of channel blocks is not supported");
+    out.parts = {View(x.parts[0], PartShape(out).first, 0, node, "row-gather-view",
                       "rows gathered from an activation (the class token) are read by a ones-MatMul; extra MACs = the source")};
     Set(node, 0, out);
   }
@@ -1405,11 +1409,7 @@ class Lowering {
         Fail(node, "slicing the column axis of an activation is not supported unless it splits a projection into equal parts (use Split)");
     Act out = x;
     out.dims = out_dims;
-    const auto [rows, cols] = PartShape(out);
-    (void)cols;
-    out.parts = {View(x.parts[0], rows, 0, node, "row-gather-view",
-                      "rows gathered from an activation (the class token) are read by a ones-MatMul; extra MACs = the source")};
-    Set(node, 0, out);
+    SetRowView(node, x, std::move(out));
   }
 
   void LowerSplit(const OnnxNode& node) {

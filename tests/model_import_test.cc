@@ -90,6 +90,9 @@ TEST_CASE("import: small models match their hand-checked MACs and parameters") {
 TEST_CASE("import: full ResNet-50 and MobileNetV2") {
   CheckModel("resnet50.onnx");
   CheckModel("mobilenetv2.onnx");
+  // The same models at opset 9 (Clip bounds and Dropout ratio as attributes).
+  CheckModel("resnet50_opset9.onnx");
+  CheckModel("mobilenetv2_opset9.onnx");
 }
 
 TEST_CASE("import: errors are one line naming the file and the node or input") {

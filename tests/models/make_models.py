@@ -887,6 +887,32 @@ PUBLISHED = {
 }
 
 
+def at_old_opset(build, opset):
+    """The same model at an older opset (as older exporters and converters write it): Clip's
+    bounds and Dropout's ratio become attributes (inputs only from opsets 11 and 12)."""
+    def make():
+        model = build()
+        g = model.graph
+        scalars = {t.name: float(numpy_helper.to_array(t)) for t in g.initializer if len(t.dims) == 0}
+        for n in g.node:
+            if n.op_type == "Clip" and opset < 11 and len(n.input) == 3:
+                lo, hi = scalars[n.input[1]], scalars[n.input[2]]
+                del n.input[1:]
+                n.attribute.extend([helper.make_attribute("min", lo), helper.make_attribute("max", hi)])
+            if n.op_type == "Dropout" and opset < 12 and len(n.input) > 1:
+                ratio = scalars[n.input[1]]
+                del n.input[1:]
+                n.attribute.extend([helper.make_attribute("ratio", ratio)])
+        used = {i for n in g.node for i in n.input}
+        keep = [t for t in g.initializer if t.name in used]
+        del g.initializer[:]
+        g.initializer.extend(keep)
+        del model.opset_import[:]
+        model.opset_import.extend([helper.make_opsetid("", opset)])
+        return model
+    return make
+
+
 def main(argv):
     args = [a for a in argv[1:] if not a.startswith("--")]
     do_check = "--no-check" not in argv
@@ -908,6 +934,8 @@ def main(argv):
         ("external_weights.onnx", lambda: build_small_convnet(True), expected_small_convnet),
         ("stripped_weights.onnx", lambda: build_small_convnet(False), expected_small_convnet),
         ("concat_resize.onnx", build_concat_resize, expected_concat_resize),
+        ("resnet50_opset9.onnx", at_old_opset(build_resnet50, 9), expected_resnet50),
+        ("mobilenetv2_opset9.onnx", at_old_opset(build_mobilenetv2, 9), expected_mobilenetv2),
         ("resnet50.onnx", build_resnet50, expected_resnet50),
         ("mobilenetv2.onnx", build_mobilenetv2, expected_mobilenetv2),
         ("vit_b16.onnx", build_vit_b16, expected_vit_b16),
@@ -926,6 +954,7 @@ def main(argv):
         else:
             onnx.save_model(model, path)
         e = exp()
+        e["opset"] = model.opset_import[0].version
         e["file_bytes"] = os.path.getsize(path)
         if fname == "external_weights.onnx":
             e["external_data"] = {"location": data,
