@@ -173,6 +173,10 @@ class Lowering {
   }
   TensorId Pointwise(std::vector<TensorId> inputs, double passes, const OnnxNode& node, const std::string& role) {
     const Tensor shape = p_.tensors[inputs[0]];
+    for (TensorId t : inputs)
+      if (!(p_.tensors[t] == shape))
+        Fail(node, "operands of different shapes (" + std::to_string(p_.tensors[t].height) + "x" + std::to_string(p_.tensors[t].width) +
+                       " and " + std::to_string(shape.height) + "x" + std::to_string(shape.width) + " as rows x columns) are not supported");
     std::vector<TensorId> unique;
     for (TensorId t : inputs)
       if (std::find(unique.begin(), unique.end(), t) == unique.end()) unique.push_back(t);
@@ -252,7 +256,8 @@ class Lowering {
   Act& Materialized(Act& a) {
     if (a.model_input) {
       const auto [rows, cols] = PartShape(a);
-      a.parts = {NewTensor(rows, cols, {a.name, "model-input"})};
+      const bool graph_input = std::any_of(g_.inputs.begin(), g_.inputs.end(), [&](const auto& in) { return in.first == a.name; });
+      a.parts = {NewTensor(rows, cols, {a.name, graph_input ? "model-input" : "embedding-rows"})};
       a.model_input = false;
       values_[a.name] = a;
     }
@@ -306,6 +311,12 @@ class Lowering {
     return {rows, cols};
   }
   static int64_t Elems(const Act& a) { return Product(a.dims); }
+  bool SameShapes(const Act& a, const Act& b) const {
+    if (a.parts.size() != b.parts.size()) return false;
+    for (size_t i = 0; i < a.parts.size(); ++i)
+      if (!(p_.tensors[a.parts[i]] == p_.tensors[b.parts[i]])) return false;
+    return true;
+  }
   bool SameWidths(const Act& a, const Act& b) const {
     if (a.parts.size() != b.parts.size()) return false;
     for (size_t i = 0; i < a.parts.size(); ++i)
@@ -1160,8 +1171,22 @@ class Lowering {
       if (const Act* a = std::get_if<Act>(v)) {
         Act act = *a;
         if (act.model_input) Materialized(act);
-        if (act.dims != out.dims && Product(act.dims) == Elems(out) && act.parts.size() == out.parts.size()) {
-          // Same elements, shape differs only by size-1 axes.
+        if (act.dims != out.dims && Product(act.dims) == Elems(out) && act.parts.size() == out.parts.size() &&
+            SameShapes(act, out)) {
+          // The same 2-D tensors; the N-D shapes differ only by size-1 axes.
+        } else if (act.dims != out.dims && act.parts.size() == 1 && p_.tensors[act.parts[0]].height == 1 &&
+                   p_.tensors[out.parts[0]].height > 1 && !out.col_split &&
+                   p_.tensors[act.parts[0]].width == p_.tensors[out.parts[0]].width && act.dims.size() <= out.dims.size()) {
+          // A computed row vector broadcast over the rows (squeeze-excitation scales, an
+          // attention mask): written to the output's rows by a ones-MatMul (K = 1), shared by
+          // every part.
+          const Elements rows = p_.tensors[out.parts[0]].height;
+          const TensorId ones = NewTensor(rows, 1, {node.name + "~broadcast", "view-selector"});
+          const TensorId wide = MatMul(ones, act.parts[0], node, "view-write", hw_.pointwise_base);
+          Note("row-broadcast", "a computed row vector broadcast over an activation's rows is written by a ones-MatMul (K = 1); traffic = the broadcast tensor, data-movement MACs = its size",
+               p_.tensors[wide].size(), p_.tensors[wide].size());
+          for (size_t p = 0; p < out.parts.size(); ++p) part_inputs[p].push_back(wide);
+          continue;
         } else if (act.dims != out.dims || act.parts.size() != out.parts.size() || act.col_split != out.col_split ||
                    !SameWidths(act, out)) {
           Fail(node, "operands of different shapes " + DimsText(act.dims) + " and " + DimsText(out.dims) +
@@ -1260,6 +1285,8 @@ class Lowering {
     for (const Value* v : ins) {
       std::vector<int64_t> d = std::visit([](const auto& x) { return x.dims; }, *v);
       if (int(d.size()) != r) Fail(node, "inputs of different ranks");
+      for (int i = 0; i < r; ++i)
+        if (i != axis && d[i] != out_dims[i]) Fail(node, "inputs " + DimsText(out_dims) + " and " + DimsText(d) + " differ outside axis " + std::to_string(axis));
       out_dims[axis] += d[axis];
       if (const Act* x = std::get_if<Act>(v)) { act = x; ++acts; }
       if (std::holds_alternative<RowStat>(*v)) Fail(node, "concatenating a row statistic is not supported");
@@ -1289,6 +1316,9 @@ class Lowering {
         if (block.model_input) Materialized(block);
         if (block.col_axis != axis || !block.part_axes.empty() || block.row_axes != act->row_axes)
           Fail(node, "concatenated activations of different layouts are not supported");
+        for (int i = 0; i < r; ++i)
+          if (i != axis && block.dims[i] != out_dims[i])
+            Fail(node, "inputs " + DimsText(act->dims) + " and " + DimsText(block.dims) + " differ outside axis " + std::to_string(axis));
         for (TensorId t : block.parts) out.parts.push_back(t);
       }
       out.col_split = out.parts.size() > 1;
@@ -1313,6 +1343,21 @@ class Lowering {
   void LowerGather(const OnnxNode& node) {
     Attr a{node};
     const Value& v = Get(node, 0);
+    if (const Const* table = std::get_if<Const>(&v); table && table->is_float && table->dims.size() == 2 &&
+                                                     std::holds_alternative<Act>(Get(node, 1))) {
+      // An embedding lookup with the model's token ids: the rows are read from the table in
+      // slow memory, like a model input (the table's parameters count).
+      const Act& ids = std::get<Act>(Get(node, 1));
+      if (a.Int("axis", 0) != 0) Fail(node, "an embedding lookup along axis 1 is not supported");
+      if (!ids.model_input) Fail(node, "looking up rows with indices computed by the model is not supported");
+      Act out;
+      out.dims = ids.dims;
+      out.dims.push_back(table->dims[1]);
+      out.model_input = true;
+      out.name = node.outputs.empty() ? node.name : node.outputs[0];
+      SetChannelsLayout(out, int(out.dims.size()) - 1);
+      return Set(node, 0, out);
+    }
     const Const& idx = NeedConst(node, 1, "the indices");
     const int r = int(std::visit([](const auto& x) { return x.dims.size(); }, v));
     int64_t axis = a.Int("axis", 0);

@@ -252,6 +252,26 @@ std::vector<BadModel> BadModels() {
   // ... and a kernel of 65 x 65 taps, each a MatMul (a huge kernel ran out of time and memory).
   bad.push_back({"many_taps.onnx", ConvModel({4, 4, 65, 65}, 1).Bytes(),
                  "node 'conv' (Conv): a 65x65 kernel has more than 4096 taps"});
+  // ... a channel concatenation of activations of different sizes (the blocks reached a
+  // Pointwise op of two shapes, which the contest reader rejected), ...
+  {
+    ModelBuilder m;
+    m.Input("x", {1, 4, 8, 8}).Input("z", {1, 4, 6, 6}).Output("y");
+    m.Node("relu_x", "Relu", {"x"}, {"a"});
+    m.Node("relu_z", "Relu", {"z"}, {"b"});
+    SetInt(m.Node("concat", "Concat", {"a", "b"}, {"y"}), "axis", 1);
+    bad.push_back({"concat_sizes.onnx", m.Bytes(), "node 'concat' (Concat): inputs [1,4,8,8] and [1,4,6,6] differ outside axis 1"});
+  }
+  // ... and elementwise operands of as many elements in other shapes.
+  {
+    ModelBuilder m;
+    m.Input("x", {1, 4, 8, 8}).Input("z", {1, 8, 4, 8}).Output("y");
+    m.Node("relu_x", "Relu", {"x"}, {"a"});
+    m.Node("relu_z", "Relu", {"z"}, {"b"});
+    m.Node("add", "Add", {"a", "b"}, {"y"});
+    bad.push_back({"add_shapes.onnx", m.Bytes(),
+                   "node 'add' (Add): operands of different shapes [1,8,4,8] and [1,4,8,8] (a broadcast of a computed value) are not supported"});
+  }
   // Dims whose product passes 2^40 elements (the most a problem tensor holds) are rejected at once.
   bad.push_back({"huge_input.onnx", OneNode("relu", "Relu", {"x"}, {1 << 20, 1 << 20, 2}).Bytes(),
                  "graph input 'x' of dims 1048576x1048576x2 is too large (more than 1099511627776 elements)"});

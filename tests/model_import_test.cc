@@ -85,6 +85,8 @@ TEST_CASE("import: small models match their hand-checked MACs and parameters") {
   CheckModel("external_weights.onnx");
   CheckModel("stripped_weights.onnx");
   CheckModel("concat_resize.onnx");  // channel concatenations, Resize, MaxPool, Pad
+  CheckModel("bert_masked.onnx");    // embedding lookup, a computed attention mask broadcast
+  CheckModel("se_block.onnx");       // squeeze-excitation: a computed channel scale broadcast
 }
 
 TEST_CASE("import: full ResNet-50 and MobileNetV2") {

@@ -319,6 +319,64 @@ def build_concat_resize():
     return b.model("concat_resize", [("x", [1, 16, 32, 32])], [("y", [1, 10])], 13)
 
 
+def build_bert_masked():
+    """BERT-style: token embedding lookup (Gather on the table with the model's ids), position
+    embedding, LayerNormalization, one self-attention whose scores get the padding mask
+    computed from the model's attention_mask input, residual Add."""
+    b = Builder()
+    seq, d, heads = 32, 64, 2
+    add_block_constants(b, seq, d, heads, True)
+    b.const("mask_axes", [1, 2])
+    b.scalar("mask_one", 1.0)
+    b.scalar("mask_big", -10000.0)
+    table = b.weight("embeddings.word", [100, d])
+    x = b.node("Gather", [table, "input_ids"], name="embeddings.lookup", axis=0)
+    x = b.node("Add", [x, b.weight("embeddings.position", [1, seq, d])], name="embeddings.add_position")
+    x = layer_norm(b, x, "embeddings.ln", d, True)
+    m = b.node("Unsqueeze", ["attention_mask", "mask_axes"], name="mask.unsqueeze")
+    m = b.node("Cast", [m], name="mask.cast", to=onnx.TensorProto.FLOAT)
+    m = b.node("Sub", ["mask_one", m], name="mask.invert")
+    m = b.node("Mul", [m, "mask_big"], name="mask.scale")
+    p = "layer0"
+    qkv = b.linear(x, f"{p}.attn.qkv", d, 3 * d)
+    q, k, v = b.node("Split", [qkv, "split_qkv"], name=f"{p}.attn.split", n_out=3, axis=-1)
+    q = b.node("Transpose", [b.node("Reshape", [q, "shape_heads"], name=f"{p}.attn.q_reshape")],
+               name=f"{p}.attn.q_transpose", perm=[0, 2, 1, 3])
+    k = b.node("Transpose", [b.node("Reshape", [k, "shape_heads"], name=f"{p}.attn.k_reshape")],
+               name=f"{p}.attn.k_transpose", perm=[0, 2, 3, 1])
+    v = b.node("Transpose", [b.node("Reshape", [v, "shape_heads"], name=f"{p}.attn.v_reshape")],
+               name=f"{p}.attn.v_transpose", perm=[0, 2, 1, 3])
+    sc = b.node("Div", [b.node("MatMul", [q, k], name=f"{p}.attn.qk"), "attn_scale"], name=f"{p}.attn.scale")
+    sc = b.node("Add", [sc, m], name=f"{p}.attn.mask")
+    sc = b.node("Softmax", [sc], name=f"{p}.attn.softmax", axis=-1)
+    o = b.node("MatMul", [sc, v], name=f"{p}.attn.av")
+    o = b.node("Reshape", [b.node("Transpose", [o], name=f"{p}.attn.o_transpose", perm=[0, 2, 1, 3]),
+                           "shape_merge"], name=f"{p}.attn.o_reshape")
+    o = b.linear(o, f"{p}.attn.proj", d, d)
+    b.node("Add", [x, o], name=f"{p}.residual")
+    b.nodes[-1].output[0] = "y"
+    model = b.model("bert_masked", [("input_ids", [1, seq]), ("attention_mask", [1, seq])],
+                    [("y", [1, seq, d])], 17)
+    for inp in model.graph.input:
+        inp.type.tensor_type.elem_type = onnx.TensorProto.INT64
+    return model
+
+
+def build_se_block():
+    """Squeeze-excitation (MobileNetV3/EfficientNet): the pooled channel scale, computed by two
+    1x1 convs and a Sigmoid, multiplies the feature map (a broadcast over its rows)."""
+    b = Builder()
+    h = b.node("Relu", [b.conv("x", "conv", 32, 32, 3, 1, 1)], name="relu")
+    se = b.node("GlobalAveragePool", [h], name="se.pool")
+    se = b.node("Relu", [b.conv(se, "se.fc1", 32, 8, 1)], name="se.relu")
+    se = b.node("Sigmoid", [b.conv(se, "se.fc2", 8, 32, 1)], name="se.gate")
+    h = b.node("Mul", [h, se], name="se.scale")
+    h = b.node("Flatten", [b.node("GlobalAveragePool", [h], name="gap")], name="flatten", axis=1)
+    b.gemm(h, "fc", 32, 10)
+    b.nodes[-1].output[0] = "y"
+    return b.model("se_block", [("x", [1, 32, 16, 16])], [("y", [1, 10])], 13)
+
+
 def build_small_convnet(real):
     b = Builder(real_weights=real, seed=7)
     h = b.node("Relu", [b.conv("x", "conv1", 3, 16, 3, 1, 1)], name="relu1")
@@ -635,6 +693,50 @@ def expected_concat_resize():
     return t.result({"x": [1, 16, 32, 32]}, 13)
 
 
+def expected_bert_masked():
+    """
+    seq 32, d 64, 2 heads of 32; vocabulary 100.
+      qkv   MatMul (32x64)x(64x192):      32*64*192 = 393,216   params 12,288+192
+      Q.K^T 2 heads (32x32)x(32x32):      2*32*32*32 =  65,536
+      A.V   2 heads:                      2*32*32*32 =  65,536
+      proj  MatMul (32x64)x(64x64):       32*64*64  = 131,072   params 4,096+64
+      word embeddings 100*64 = 6,400; position embeddings 32*64 = 2,048; LN gamma+beta 128
+    MACs 655,360; params 25,216; matmul params 16,384; largest activation 32x192 = 6,144.
+    """
+    t = Tally()
+    t.macs += 393216 + 65536 + 65536 + 131072
+    t.params += 12288 + 192 + 4096 + 64 + 6400 + 2048 + 128
+    t.mm_params += 12288 + 4096
+    t.act(32, 192)
+    for op, n in (("Gather", 1), ("Add", 5), ("LayerNormalization", 1), ("Unsqueeze", 1),
+                  ("Cast", 1), ("Sub", 1), ("Mul", 1), ("MatMul", 4), ("Split", 1),
+                  ("Reshape", 4), ("Transpose", 4), ("Div", 1), ("Softmax", 1)):
+        t.nodes[op] += n
+    assert (t.macs, t.params, t.mm_params, t.largest) == (655360, 25216, 16384, 6144)
+    return t.result({"input_ids": [1, 32], "attention_mask": [1, 32]}, 17)
+
+
+def expected_se_block():
+    """
+    Input 32x16x16.
+      conv 3x3 32->32 p1:       32*256*288 = 2,359,296   params 9,216+32 = 9,248
+      se.fc1 1x1 32->8 at 1x1:   8*1*32    =       256   params 256+8    =   264
+      se.fc2 1x1 8->32 at 1x1:  32*1*8     =       256   params 256+32   =   288
+      fc Gemm 32->10:           32*10      =       320   params 320+10   =   330
+    MACs 2,360,128; params 10,130; matmul params 320; largest activation 32x16x16 = 8,192.
+    """
+    t = Tally()
+    t.act(32, 16, 16)
+    t.conv(32, 32, 3, 16, 1, 1)
+    t.conv(32, 8, 1, 1)
+    t.conv(8, 32, 1, 1)
+    for op, n in (("Relu", 2), ("GlobalAveragePool", 2), ("Sigmoid", 1), ("Mul", 1), ("Flatten", 1)):
+        t.nodes[op] += n
+    t.gemm(1, 32, 10)
+    assert (t.macs, t.params, t.mm_params, t.largest) == (2360128, 10130, 320, 8192)
+    return t.result({"x": [1, 32, 16, 16]}, 13)
+
+
 def expected_resnet50():
     """Stem 7x7/2 conv: 64*112*112*147 = 118,013,952 MACs.  Bottleneck (cin, width w, stride s)
     at input size h, output ho = h/s: w*h*h*cin + w*ho*ho*9w + 4w*ho*ho*w (+ 4w*ho*ho*cin for
@@ -934,6 +1036,8 @@ def main(argv):
         ("external_weights.onnx", lambda: build_small_convnet(True), expected_small_convnet),
         ("stripped_weights.onnx", lambda: build_small_convnet(False), expected_small_convnet),
         ("concat_resize.onnx", build_concat_resize, expected_concat_resize),
+        ("bert_masked.onnx", build_bert_masked, expected_bert_masked),
+        ("se_block.onnx", build_se_block, expected_se_block),
         ("resnet50_opset9.onnx", at_old_opset(build_resnet50, 9), expected_resnet50),
         ("mobilenetv2_opset9.onnx", at_old_opset(build_mobilenetv2, 9), expected_mobilenetv2),
         ("resnet50.onnx", build_resnet50, expected_resnet50),
