@@ -123,7 +123,8 @@ class Lowering {
       c.initializer = true;
       c.name = name;
       values_[name] = c;
-      if (init.is_float && Product(init.dims) >= 2) summary_.params += Product(init.dims);
+      // Parameters: floating-point initializers of rank >= 1 (scalars are constants).
+      if (init.is_float && !init.dims.empty()) summary_.params += Product(init.dims);
     }
     for (const auto& [name, info] : g_.inputs) {
       Act a;
@@ -413,6 +414,7 @@ class Lowering {
       return Set(node, 0, Const{{}, std::vector<double>{double(Product(d))}, false, false, ""});
     }
     if (op == "Conv") return LowerConv(node);
+    if (op == "ConvTranspose") return LowerConvTranspose(node);
     if (op == "Gemm") return LowerGemm(node);
     if (op == "MatMul") return LowerMatMul(node);
     if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze") return LowerReshape(node);
@@ -594,6 +596,60 @@ class Lowering {
       y = Pointwise({y}, 1, node, "bias");
     }
     out.parts = {y};
+    Set(node, 0, out);
+  }
+
+  // A transposed convolution scatters every input pixel through the k×k kernel: k² tap
+  // MatMuls at the input's rows (exact MACs), summed into one input-sized tensor and written to
+  // the output's rows by a view. The taps' separate outputs (k² - 1 more input-sized tensors)
+  // are not materialized: their traffic is stated as not charged.
+  void LowerConvTranspose(const OnnxNode& node) {
+    Attr a{node};
+    const Value& xv = Get(node, 0);
+    if (!std::holds_alternative<Act>(xv)) Fail(node, "the input must be an activation");
+    Act x = NeedAct(node, 0);
+    const Const& w = NeedConst(node, 1, "the weight");
+    if (x.dims.size() != 4 || w.dims.size() != 4 || x.col_axis != 1 || !x.part_axes.empty())
+      Fail(node, "only 2-D transposed convolutions on NCHW are supported");
+    const int64_t group = a.Int("group", 1);
+    const int64_t n = x.dims[0], cin = x.dims[1], h = x.dims[2], wd = x.dims[3];
+    if (group != 1) Fail(node, "grouped transposed convolution is not supported");
+    if (w.dims[0] != cin) Fail(node, "weight " + DimsText(w.dims) + " does not match " + std::to_string(cin) + " input channels");
+    const int64_t cout = w.dims[1], kh = w.dims[2], kw = w.dims[3];
+    if (Mul(node, kh, kw) > kMaxTaps) Fail(node, "a " + std::to_string(kh) + "x" + std::to_string(kw) + " kernel has more than " + std::to_string(kMaxTaps) + " taps");
+    std::vector<int64_t> strides = a.Ints("strides"), dil = a.Ints("dilations"), pads = a.Ints("pads"),
+                         out_pad = a.Ints("output_padding"), out_shape = a.Ints("output_shape");
+    if (strides.empty()) strides = {1, 1};
+    if (dil.empty()) dil = {1, 1};
+    if (pads.empty()) pads = {0, 0, 0, 0};
+    if (out_pad.empty()) out_pad = {0, 0};
+    if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4 || out_pad.size() != 2)
+      Fail(node, "strides/dilations/pads/output_padding do not match a 2-D transposed convolution");
+    int64_t ho = strides[0] * (h - 1) + out_pad[0] + dil[0] * (kh - 1) + 1 - pads[0] - pads[2];
+    int64_t wo = strides[1] * (wd - 1) + out_pad[1] + dil[1] * (kw - 1) + 1 - pads[1] - pads[3];
+    if (out_shape.size() == 2) { ho = out_shape[0]; wo = out_shape[1]; }
+    if (ho <= 0 || wo <= 0 || ho > (1 << 20) || wo > (1 << 20)) Fail(node, "the output size is out of range");
+    std::vector<TensorId> partial;
+    Elements offset = 0;
+    for (TensorId src : x.parts) {
+      const Elements cb = p_.tensors[src].width;
+      const std::string block = x.parts.size() > 1 ? "[in " + std::to_string(offset) + ":" + std::to_string(offset + cb) + "]" : "";
+      for (int64_t t = 0; t < kh * kw; ++t)
+        partial.push_back(MatMul(src, Weight(w.name, cb, cout, "[tap " + std::to_string(t) + "]" + block), node, "conv-tap"));
+      offset += cb;
+    }
+    const bool bias = HasInput(node, 2);
+    if (bias) NoteBroadcast(NeedConst(node, 2, "the bias"));
+    TensorId y = partial.size() == 1 ? partial[0] : Pointwise(partial, bias ? 1 : 0, node, "tap-sum");
+    if (partial.size() == 1 && bias) y = Pointwise({y}, 1, node, "bias");
+    if (kh * kw > 1)
+      Note("transposed-conv-taps", "a transposed convolution's k x k taps are summed at the input's rows before the view to the output's rows: their separate outputs are not materialized; traffic = those outputs",
+           -(kh * kw - 1) * n * h * wd * cout);
+    Act out;
+    out.dims = {n, cout, ho, wo};
+    SetChannelsLayout(out);
+    const Elements rows_out = n * ho * wo;
+    out.parts = {rows_out == p_.tensors[y].height ? y : View(y, rows_out, 1, node, "strided-view", kViewWhat)};
     Set(node, 0, out);
   }
 

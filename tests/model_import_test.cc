@@ -87,6 +87,7 @@ TEST_CASE("import: small models match their hand-checked MACs and parameters") {
   CheckModel("concat_resize.onnx");  // channel concatenations, Resize, MaxPool, Pad
   CheckModel("bert_masked.onnx");    // embedding lookup, a computed attention mask broadcast
   CheckModel("se_block.onnx");       // squeeze-excitation: a computed channel scale broadcast
+  CheckModel("unet_up.onnx");        // ConvTranspose
 }
 
 TEST_CASE("import: full ResNet-50 and MobileNetV2") {

@@ -377,6 +377,20 @@ def build_se_block():
     return b.model("se_block", [("x", [1, 32, 16, 16])], [("y", [1, 10])], 13)
 
 
+def build_unet_up():
+    """A U-Net decoder step: ConvTranspose 2x2 stride 2 (the learned upsampling), Relu, conv."""
+    b = Builder()
+    w = b.weight("up.weight", [16, 8, 2, 2])
+    h = b.node("ConvTranspose", ["x", w, b.weight("up.bias", [8])], name="up", kernel_shape=[2, 2],
+               strides=[2, 2])
+    h = b.node("Relu", [h], name="relu")
+    h = b.conv(h, "conv", 8, 4, 3, 1, 1)
+    h = b.node("Flatten", [b.node("GlobalAveragePool", [h], name="gap")], name="flatten", axis=1)
+    b.gemm(h, "fc", 4, 10)
+    b.nodes[-1].output[0] = "y"
+    return b.model("unet_up", [("x", [1, 16, 8, 8])], [("y", [1, 10])], 13)
+
+
 def build_small_convnet(real):
     b = Builder(real_weights=real, seed=7)
     h = b.node("Relu", [b.conv("x", "conv1", 3, 16, 3, 1, 1)], name="relu1")
@@ -737,6 +751,29 @@ def expected_se_block():
     return t.result({"x": [1, 32, 16, 16]}, 13)
 
 
+def expected_unet_up():
+    """
+    Input 16x8x8.
+      up ConvTranspose 2x2/2 16->8 -> 8x16x16: each input element scatters 8*2*2:
+                                16*64*32  =  32,768   params 512+8   = 520
+      conv 3x3 8->4 p1 @16x16:  4*256*72  =  73,728   params 288+4   = 292
+      fc Gemm 4->10:            4*10      =      40   params 40+10   =  50
+    MACs 106,536; params 862; matmul params 40; largest activation 8x16x16 = 2,048.
+    """
+    t = Tally()
+    t.act(16, 8, 8)
+    t.macs += 32768
+    t.params += 520
+    t.nodes["ConvTranspose"] += 1
+    t.act(8, 16, 16)
+    t.conv(8, 4, 3, 16, 1, 1)
+    for op in ("Relu", "GlobalAveragePool", "Flatten"):
+        t.nodes[op] += 1
+    t.gemm(1, 4, 10)
+    assert (t.macs, t.params, t.mm_params, t.largest) == (106536, 862, 40, 2048)
+    return t.result({"x": [1, 16, 8, 8]}, 13)
+
+
 def expected_resnet50():
     """Stem 7x7/2 conv: 64*112*112*147 = 118,013,952 MACs.  Bottleneck (cin, width w, stride s)
     at input size h, output ho = h/s: w*h*h*cin + w*ho*ho*9w + 4w*ho*ho*w (+ 4w*ho*ho*cin for
@@ -1038,6 +1075,7 @@ def main(argv):
         ("concat_resize.onnx", build_concat_resize, expected_concat_resize),
         ("bert_masked.onnx", build_bert_masked, expected_bert_masked),
         ("se_block.onnx", build_se_block, expected_se_block),
+        ("unet_up.onnx", build_unet_up, expected_unet_up),
         ("resnet50_opset9.onnx", at_old_opset(build_resnet50, 9), expected_resnet50),
         ("mobilenetv2_opset9.onnx", at_old_opset(build_mobilenetv2, 9), expected_mobilenetv2),
         ("resnet50.onnx", build_resnet50, expected_resnet50),
