@@ -173,6 +173,7 @@ class Lowering {
     return out;
   }
   TensorId Pointwise(std::vector<TensorId> inputs, double passes, const OnnxNode& node, const std::string& role) {
+    if (inputs.empty()) Fail(node, "internal: an op without operands");
     const Tensor shape = p_.tensors[inputs[0]];
     for (TensorId t : inputs)
       if (!(p_.tensors[t] == shape))
@@ -511,6 +512,7 @@ class Lowering {
     if (!x.part_axes.empty() || x.col_axis != 1) Fail(node, "the convolution input is not in NCHW layout here");
     const int64_t n = x.dims[0], cin = x.dims[1], h = x.dims[2], wd = x.dims[3];
     const int64_t cout = w.dims[0], kh = w.dims[2], kw = w.dims[3];
+    if (cout <= 0 || w.dims[1] <= 0 || kh <= 0 || kw <= 0) Fail(node, "the weight " + DimsText(w.dims) + " has an empty dim");
     if (Mul(node, kh, kw) > kMaxTaps) Fail(node, "a " + std::to_string(kh) + "x" + std::to_string(kw) + " kernel has more than " + std::to_string(kMaxTaps) + " taps");
     const int64_t group = a.Int("group", 1);
     std::vector<int64_t> strides = a.Ints("strides"), dil = a.Ints("dilations"), pads = a.Ints("pads");
@@ -616,6 +618,7 @@ class Lowering {
     if (group != 1) Fail(node, "grouped transposed convolution is not supported");
     if (w.dims[0] != cin) Fail(node, "weight " + DimsText(w.dims) + " does not match " + std::to_string(cin) + " input channels");
     const int64_t cout = w.dims[1], kh = w.dims[2], kw = w.dims[3];
+    if (cout <= 0 || kh <= 0 || kw <= 0) Fail(node, "the weight " + DimsText(w.dims) + " has an empty dim");
     if (Mul(node, kh, kw) > kMaxTaps) Fail(node, "a " + std::to_string(kh) + "x" + std::to_string(kw) + " kernel has more than " + std::to_string(kMaxTaps) + " taps");
     std::vector<int64_t> strides = a.Ints("strides"), dil = a.Ints("dilations"), pads = a.Ints("pads"),
                          out_pad = a.Ints("output_padding"), out_shape = a.Ints("output_shape");
@@ -933,6 +936,7 @@ class Lowering {
       return out;
     }
     fail();
+    return out;  // not reached: fail() throws
   }
 
   void LowerTranspose(const OnnxNode& node) {

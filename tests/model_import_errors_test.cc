@@ -272,6 +272,8 @@ std::vector<BadModel> BadModels() {
     bad.push_back({"add_shapes.onnx", m.Bytes(),
                    "node 'add' (Add): operands of different shapes [1,8,4,8] and [1,4,8,8] (a broadcast of a computed value) are not supported"});
   }
+  // ... a kernel with an empty dim (no taps: a sum of nothing) ...
+  bad.push_back({"empty_kernel.onnx", ConvModel({4, 4, 1, 0}, 1).Bytes(), "node 'conv' (Conv): the weight [4,4,1,0] has an empty dim"});
   // Dims whose product passes 2^40 elements (the most a problem tensor holds) are rejected at once.
   bad.push_back({"huge_input.onnx", OneNode("relu", "Relu", {"x"}, {1 << 20, 1 << 20, 2}).Bytes(),
                  "graph input 'x' of dims 1048576x1048576x2 is too large (more than 1099511627776 elements)"});
