@@ -108,11 +108,7 @@ constexpr const char* kHaloWhat =
 
 class Lowering {
  public:
-  Lowering(const OnnxGraph& g, const LoweringHardware& hw) : g_(g), hw_(hw) {
-    for (const auto& n : g_.nodes)
-      for (const auto& in : n.inputs) ++uses_[in];
-    for (const auto& o : g_.outputs) ++uses_[o];
-  }
+  Lowering(const OnnxGraph& g, const LoweringHardware& hw) : g_(g), hw_(hw) {}
 
   LoweredModel Run() {
     for (const auto& [name, init] : g_.initializers) {
@@ -150,13 +146,16 @@ class Lowering {
     producer_.push_back(kNoOp);
     return static_cast<TensorId>(p_.tensors.size() - 1);
   }
+  OpId AddOp(Op op, OpOrigin origin) {
+    producer_[op.output] = static_cast<OpId>(p_.ops.size());
+    p_.ops.push_back(std::move(op));
+    alive_.push_back(true);
+    op_origins_.push_back(std::move(origin));
+    return static_cast<OpId>(p_.ops.size() - 1);
+  }
   OpId AddOp(OpKind kind, std::vector<TensorId> inputs, TensorId out, double base, const OnnxNode& node,
              const std::string& role) {
-    p_.ops.push_back(Op{kind, std::move(inputs), out, base});
-    alive_.push_back(true);
-    op_origins_.push_back(OpOrigin{{node.name}, {node.op_type}, role});
-    producer_[out] = static_cast<OpId>(p_.ops.size() - 1);
-    return static_cast<OpId>(p_.ops.size() - 1);
+    return AddOp(Op{kind, std::move(inputs), out, base}, OpOrigin{{node.name}, {node.op_type}, role});
   }
   bool IsComputeRole(const std::string& role) const {
     return role == "matmul" || role == "conv" || role == "conv-tap";
@@ -352,30 +351,17 @@ class Lowering {
     const Op o = p_.ops[op];
     const OpOrigin origin = op_origins_[op];
     alive_[op] = false;
-    if (o.kind == OpKind::MatMul) {
-      const std::vector<TensorId> rhs = SplitColumns(o.inputs[1], parts, node, 1);
-      for (int i = 0; i < parts; ++i) {
-        const TensorId r = NewTensor(shape.height, w, {tensor_origins_[t].value + "[" + std::to_string(i) + "]", "activation"});
-        p_.ops.push_back(Op{OpKind::MatMul, {o.inputs[0], rhs[i]}, r, o.base_cost});
-        alive_.push_back(true);
-        op_origins_.push_back(origin);
-        producer_[r] = static_cast<OpId>(p_.ops.size() - 1);
-        out.push_back(r);
-      }
-      return out;
-    }
-    std::vector<std::vector<TensorId>> ins;
-    for (TensorId in : o.inputs) ins.push_back(SplitColumns(in, parts, node, 1));
+    // A MatMul splits its right operand (the weight) by columns; a Pointwise op splits every
+    // operand. Each part keeps the op's base cost: both are priced per output tile.
+    std::vector<std::vector<TensorId>> split_inputs;
+    for (size_t j = 0; j < o.inputs.size(); ++j)
+      split_inputs.push_back(o.kind == OpKind::MatMul && j == 0 ? std::vector<TensorId>(parts, o.inputs[0])
+                                                                 : SplitColumns(o.inputs[j], parts, node, 1));
     for (int i = 0; i < parts; ++i) {
-      std::vector<TensorId> pin;
-      for (auto& v : ins) pin.push_back(v[i]);
+      std::vector<TensorId> inputs;
+      for (const auto& v : split_inputs) inputs.push_back(v[i]);
       const TensorId r = NewTensor(shape.height, w, {tensor_origins_[t].value + "[" + std::to_string(i) + "]", "activation"});
-      p_.ops.push_back(Op{OpKind::Pointwise, pin, r, o.base_cost / parts * 1.0});
-      // A Pointwise op's base is per tile; the split keeps the per-tile price.
-      p_.ops.back().base_cost = o.base_cost;
-      alive_.push_back(true);
-      op_origins_.push_back(origin);
-      producer_[r] = static_cast<OpId>(p_.ops.size() - 1);
+      AddOp(Op{o.kind, std::move(inputs), r, o.base_cost}, origin);
       out.push_back(r);
     }
     return out;
@@ -1647,7 +1633,6 @@ class Lowering {
 
   const OnnxGraph& g_;
   LoweringHardware hw_;
-  std::map<std::string, int> uses_;
   std::map<std::string, Value> values_;
   Problem p_;
   std::vector<bool> alive_;
