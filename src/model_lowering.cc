@@ -122,7 +122,25 @@ class Lowering {
       // Parameters: floating-point initializers of rank >= 1 (scalars are constants).
       if (init.is_float && !init.dims.empty()) summary_.params += Product(init.dims);
     }
+    // A graph input read only as a weight (a Conv's or Gemm's weight or bias, a MatMul's right
+    // operand) is a parameter whose data the file leaves out: tools that strip weights, and
+    // exports that pass weights as inputs, write models that way.
+    std::map<std::string, bool> weight_only;
+    for (const auto& node : g_.nodes)
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const bool weight_slot = ((node.op_type == "Conv" || node.op_type == "ConvTranspose" || node.op_type == "Gemm") && i >= 1) ||
+                                 (node.op_type == "MatMul" && i == 1 && node.inputs[0] != node.inputs[1]);
+        auto [it, fresh] = weight_only.emplace(node.inputs[i], weight_slot);
+        if (!fresh) it->second = it->second && weight_slot;
+      }
+    for (const auto& o : g_.outputs) weight_only[o] = false;
     for (const auto& [name, info] : g_.inputs) {
+      if (weight_only[name]) {
+        values_[name] = Const{info.dims, std::nullopt, true, true, name};
+        summary_.params += Product(info.dims);
+        ++summary_.weight_inputs;
+        continue;
+      }
       Act a;
       a.dims = info.dims;
       a.name = name;
@@ -1665,7 +1683,9 @@ std::string ImportSummaryText(const ImportSummary& s) {
   out << "MACs (Conv/Gemm/MatMul): " << num(double(s.macs)) << "\n";
   if (s.depthwise_macs) out << "depthwise MACs (vector work): " << num(double(s.depthwise_macs)) << "\n";
   out << "vector work: " << num(double(s.vector_element_passes)) << " element-passes\n";
-  out << "parameters: " << num(double(s.params)) << " (" << num(double(s.params_in_tensors)) << " in weight tensors of the problem)\n";
+  out << "parameters: " << num(double(s.params)) << " (" << num(double(s.params_in_tensors)) << " in weight tensors of the problem";
+  if (s.weight_inputs) out << "; " << s.weight_inputs << " graph inputs read only as weights count as parameters";
+  out << ")\n";
   out << "largest activation: " << num(double(s.largest_activation)) << " elements (" << s.largest_activation_name << ")\n";
   const LoweringHardware& h = s.hardware;
   out << "hardware: capacity " << num(double(h.capacity)) << " elements, bandwidth " << Readable(h.bandwidth)
@@ -1698,6 +1718,7 @@ std::string ImportSummaryJson(const ImportSummary& s) {
   out << "}, \"matmul_ops\": " << s.matmul_ops << ", \"pointwise_ops\": " << s.pointwise_ops << ", \"macs\": " << s.macs
       << ", \"depthwise_macs\": " << s.depthwise_macs << ", \"vector_element_passes\": " << s.vector_element_passes
       << ", \"params\": " << s.params << ", \"params_in_tensors\": " << s.params_in_tensors
+      << ", \"weight_inputs\": " << s.weight_inputs
       << ", \"largest_activation\": " << s.largest_activation << ", \"largest_activation_name\": " << JsonString(s.largest_activation_name)
       << ", \"hardware\": {\"capacity\": " << s.hardware.capacity << ", \"bandwidth\": " << Readable(s.hardware.bandwidth)
       << ", \"native\": " << s.hardware.native << ", \"matmul_base\": " << Readable(s.hardware.matmul_base)

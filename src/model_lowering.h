@@ -63,6 +63,7 @@ struct ImportSummary {
   int64_t vector_element_passes = 0;  // Σ elements × passes of the Pointwise work
   int64_t params = 0;          // elements of floating-point initializers with 2+ elements
   int64_t params_in_tensors = 0;   // of those, carried by weight tensors of the problem
+  int weight_inputs = 0;           // graph inputs read only as weights (counted as parameters)
   int64_t largest_activation = 0;  // elements
   std::string largest_activation_name;
   int64_t problem_tensor_elements = 0;
