@@ -38,7 +38,7 @@
 #include "eval/oracle.h"
 #include "eval/subgraph_cost.h"
 #include "search/baseline.h"
-#include "src/problem_reader.h"
+#include "src/io/problem_reader.h"
 
 namespace annealer {
 namespace {

@@ -47,7 +47,7 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 
   // Fills the derived fields. Returns an empty string on success, otherwise a one-line reason
-  // (a tensor produced twice, a cycle). Shape rules are the reader's job (src/problem_reader).
+  // (a tensor produced twice, a cycle). Shape rules are the reader's job (src/io/problem_reader).
   std::string Finalize();
 
   bool IsGraphInput(TensorId t) const { return producer[t] == kNoOp && !consumers[t].empty(); }

@@ -1,4 +1,4 @@
-// libFuzzer target: the ONNX importer (src/onnx_graph.h, src/model_lowering.h) on arbitrary
+// libFuzzer target: the ONNX importer (src/import/onnx_graph.h, src/import/model_lowering.h) on arbitrary
 // bytes, lowered for a fixed small core. A bad model is one InputError of one line naming the
 // input; a model it lowers must be a problem the rest of the program accepts as written: it
 // finalizes and round-trips through the contest JSON writer and reader unchanged.
@@ -7,11 +7,11 @@
 #include <string>
 
 #include "fuzz/fuzz_checks.h"
-#include "src/json_fields.h"
-#include "src/model_lowering.h"
-#include "src/onnx_graph.h"
-#include "src/problem_reader.h"
-#include "src/problem_writer.h"
+#include "src/io/json_fields.h"
+#include "src/import/model_lowering.h"
+#include "src/import/onnx_graph.h"
+#include "src/io/problem_reader.h"
+#include "src/io/problem_writer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace annealer;

@@ -1,4 +1,4 @@
-// libFuzzer target: the problem reader (src/problem_reader.h) on arbitrary bytes. A problem it
+// libFuzzer target: the problem reader (src/io/problem_reader.h) on arbitrary bytes. A problem it
 // accepts must be one the rest of the program can use without crashing: the baseline builder
 // (search/baseline.h) either builds a schedule or says which op fits nowhere, and on small
 // problems the oracle and the fast path agree on that schedule.
@@ -12,7 +12,7 @@
 #include "eval/subgraph_cost.h"
 #include "fuzz/fuzz_checks.h"
 #include "search/baseline.h"
-#include "src/problem_reader.h"
+#include "src/io/problem_reader.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // annealer._core: the engine for Python, thin over the same public API the command line uses
-// (src/problem_reader, src/schedule_io, src/search_job, src/schedule_summary, src/report_html).
+// (src/io/problem_reader, src/io/schedule_io, src/jobs/search_job, src/report/schedule_summary, src/report/report_html).
 // The Python layer (python/annealer/__init__.py) only adapts arguments and adds docstrings'
 // examples; every check, price and search happens here, in the C++ code the CLI runs.
 #include <pybind11/functional.h>
@@ -25,18 +25,18 @@
 #include "eval/oracle.h"
 #include "eval/problem.h"
 #include "eval/schedule.h"
-#include "src/config.h"
-#include "src/hardware_profile.h"
-#include "src/json_fields.h"
-#include "src/model_source.h"
-#include "src/problem_reader.h"
-#include "src/problem_writer.h"
-#include "src/report_html.h"
-#include "src/run_log.h"
-#include "src/schedule_io.h"
-#include "src/schedule_summary.h"
-#include "src/search_job.h"
-#include "src/text_format.h"
+#include "src/io/config.h"
+#include "src/import/hardware_profile.h"
+#include "src/io/json_fields.h"
+#include "src/import/model_source.h"
+#include "src/io/problem_reader.h"
+#include "src/io/problem_writer.h"
+#include "src/report/report_html.h"
+#include "src/io/run_log.h"
+#include "src/io/schedule_io.h"
+#include "src/report/schedule_summary.h"
+#include "src/jobs/search_job.h"
+#include "src/io/text_format.h"
 
 namespace py = pybind11;
 using namespace annealer;
@@ -396,7 +396,7 @@ PYBIND11_MODULE(_core, m) {
     }
   });
 
-  // The ONNX importer and the hardware profiles (src/model_source.h, src/hardware_profile.h):
+  // The ONNX importer and the hardware profiles (src/import/model_source.h, src/import/hardware_profile.h):
   // Problem.from_onnx and hardware_profiles() in the package.
   m.def(
       "problem_from_onnx",

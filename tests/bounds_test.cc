@@ -18,9 +18,9 @@
 #include "eval/random_schedule.h"
 #include "search/driver.h"
 #include "search/params.h"
-#include "src/problem_reader.h"
+#include "src/io/problem_reader.h"
 #include "tests/test_files.h"
-#include "src/schedule_io.h"
+#include "src/io/schedule_io.h"
 
 namespace annealer {
 namespace {

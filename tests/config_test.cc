@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "src/config.h"
+#include "src/io/config.h"
 
 namespace annealer {
 namespace {

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "src/cli.h"
-#include "src/config.h"
+#include "src/cli/cli.h"
+#include "src/io/config.h"
 #include "tests/test_files.h"
 
 namespace annealer {

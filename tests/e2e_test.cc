@@ -21,10 +21,10 @@
 
 #include "eval/bounds.h"
 #include "eval/oracle.h"
-#include "src/config.h"
-#include "src/problem_reader.h"
-#include "src/run_log.h"
-#include "src/schedule_io.h"
+#include "src/io/config.h"
+#include "src/io/problem_reader.h"
+#include "src/io/run_log.h"
+#include "src/io/schedule_io.h"
 
 namespace annealer {
 namespace {

@@ -18,7 +18,7 @@
 #include "search/baseline.h"
 #include "search/driver.h"
 #include "search/exact.h"
-#include "src/problem_reader.h"
+#include "src/io/problem_reader.h"
 
 namespace annealer {
 namespace {

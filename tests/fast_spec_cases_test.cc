@@ -12,9 +12,9 @@
 #include "eval/incremental.h"
 #include "eval/oracle.h"
 #include "eval/subgraph_cost.h"
-#include "src/json_fields.h"
-#include "src/problem_reader.h"
-#include "src/schedule_io.h"
+#include "src/io/json_fields.h"
+#include "src/io/problem_reader.h"
+#include "src/io/schedule_io.h"
 
 namespace annealer {
 namespace {

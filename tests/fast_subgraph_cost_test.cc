@@ -13,7 +13,7 @@
 #include "eval/random_schedule.h"
 #include "eval/subgraph_cost.h"
 #include "search/baseline.h"
-#include "src/problem_reader.h"
+#include "src/io/problem_reader.h"
 
 namespace annealer {
 namespace {

@@ -10,8 +10,8 @@
 #include "eval/oracle.h"
 #include "eval/subgraph_cost.h"
 #include "fuzz/fixed_problem.h"
-#include "src/problem_reader.h"
-#include "src/schedule_io.h"
+#include "src/io/problem_reader.h"
+#include "src/io/schedule_io.h"
 
 namespace annealer {
 namespace {

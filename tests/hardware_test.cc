@@ -1,4 +1,4 @@
-// Hardware profiles (src/hardware_profile): the built-ins of hardware/ against the figures of
+// Hardware profiles (src/import/hardware_profile): the built-ins of hardware/ against the figures of
 // docs/hardware.md, unit parsing, and the one-line error of every kind of bad profile.
 #include <doctest/doctest.h>
 
@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "src/hardware_profile.h"
+#include "src/import/hardware_profile.h"
 #include "tests/test_files.h"
 
 namespace annealer {

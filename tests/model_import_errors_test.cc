@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "src/json_fields.h"
-#include "src/model_lowering.h"
-#include "src/onnx_graph.h"
+#include "src/io/json_fields.h"
+#include "src/import/model_lowering.h"
+#include "src/import/onnx_graph.h"
 #include "tests/annealer_binary.h"
 #include "tests/test_files.h"
 

@@ -13,11 +13,11 @@
 
 #include "eval/oracle.h"
 #include "search/baseline.h"
-#include "src/json_fields.h"
-#include "src/model_lowering.h"
-#include "src/onnx_graph.h"
-#include "src/problem_reader.h"
-#include "src/problem_writer.h"
+#include "src/io/json_fields.h"
+#include "src/import/model_lowering.h"
+#include "src/import/onnx_graph.h"
+#include "src/io/problem_reader.h"
+#include "src/io/problem_writer.h"
 #include "tests/test_files.h"
 
 namespace annealer {

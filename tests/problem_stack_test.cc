@@ -1,5 +1,5 @@
-// bench/stack_problem's library part: chained copies of a problem (src/problem_stack.h) and the
-// problem writer (src/problem_writer.h).
+// bench/stack_problem's library part: chained copies of a problem (src/io/problem_stack.h) and the
+// problem writer (src/io/problem_writer.h).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,9 +7,9 @@
 
 #include "eval/oracle.h"
 #include "search/baseline.h"
-#include "src/problem_reader.h"
-#include "src/problem_stack.h"
-#include "src/problem_writer.h"
+#include "src/io/problem_reader.h"
+#include "src/io/problem_stack.h"
+#include "src/io/problem_writer.h"
 
 namespace annealer {
 namespace {

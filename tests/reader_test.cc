@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "src/problem_reader.h"
+#include "src/io/problem_reader.h"
 
 namespace annealer {
 namespace {

@@ -13,7 +13,7 @@
 #include "search/baseline.h"
 #include "search/driver.h"
 #include "search/repeats.h"
-#include "src/problem_stack.h"
+#include "src/io/problem_stack.h"
 #include "tests/test_files.h"
 
 namespace annealer {

@@ -8,15 +8,15 @@
 #include <simdjson.h>
 
 #include "search/baseline.h"
-#include "src/json_fields.h"
-#include "src/lowering_map.h"
-#include "src/model_source.h"
-#include "src/problem_reader.h"
-#include "src/report_html.h"
-#include "src/report_labels.h"
-#include "src/schedule_summary.h"
-#include "src/text_format.h"
-#include "src/trace_json.h"
+#include "src/io/json_fields.h"
+#include "src/import/lowering_map.h"
+#include "src/import/model_source.h"
+#include "src/io/problem_reader.h"
+#include "src/report/report_html.h"
+#include "src/report/report_labels.h"
+#include "src/report/schedule_summary.h"
+#include "src/io/text_format.h"
+#include "src/report/trace_json.h"
 
 namespace annealer {
 namespace {

@@ -13,13 +13,13 @@
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/baseline.h"
-#include "src/dag_layout.h"
-#include "src/problem_reader.h"
-#include "src/report_html.h"
-#include "src/run_log.h"
-#include "src/schedule_summary.h"
-#include "src/text_format.h"
-#include "src/trace_json.h"
+#include "src/report/dag_layout.h"
+#include "src/io/problem_reader.h"
+#include "src/report/report_html.h"
+#include "src/io/run_log.h"
+#include "src/report/schedule_summary.h"
+#include "src/io/text_format.h"
+#include "src/report/trace_json.h"
 
 namespace annealer {
 namespace {

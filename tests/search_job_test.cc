@@ -1,4 +1,4 @@
-// src/search_job: the search run shared by the CLI and the Python package — the configuration's
+// src/jobs/search_job: the search run shared by the CLI and the Python package — the configuration's
 // order of precedence, the log and hooks, the stop flag, the oracle-checked result and the
 // optimality verdicts drawn from it.
 #include <doctest/doctest.h>
@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "eval/oracle.h"
-#include "src/config.h"
-#include "src/json_fields.h"
-#include "src/problem_reader.h"
-#include "src/schedule_io.h"
-#include "src/search_job.h"
+#include "src/io/config.h"
+#include "src/io/json_fields.h"
+#include "src/io/problem_reader.h"
+#include "src/io/schedule_io.h"
+#include "src/jobs/search_job.h"
 #include "tests/test_files.h"
 
 namespace annealer {

@@ -10,7 +10,7 @@
 
 #include "eval/random_schedule.h"
 #include "search/subgraph_tools.h"
-#include "src/problem_reader.h"
+#include "src/io/problem_reader.h"
 #include "tests/test_files.h"
 
 namespace annealer {

@@ -18,7 +18,7 @@
 #include "search/elite_pool.h"
 #include "search/moves.h"
 #include "search/params.h"
-#include "src/problem_reader.h"
+#include "src/io/problem_reader.h"
 #include "tests/test_files.h"
 
 namespace annealer {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "eval/oracle.h"
-#include "src/problem_reader.h"
-#include "src/schedule_io.h"
+#include "src/io/problem_reader.h"
+#include "src/io/schedule_io.h"
 
 namespace annealer {
 namespace {

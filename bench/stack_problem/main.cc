@@ -1,16 +1,16 @@
 // stack_problem: writes a deep problem made of N chained copies of a contest problem (see
-// src/problem_stack.h), for the scaling benchmark bench/scale.sh.
+// src/io/problem_stack.h), for the scaling benchmark bench/scale.sh.
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "src/json_fields.h"
-#include "src/problem_reader.h"
-#include "src/problem_stack.h"
-#include "src/problem_writer.h"
-#include "src/schedule_io.h"
+#include "src/io/json_fields.h"
+#include "src/io/problem_reader.h"
+#include "src/io/problem_stack.h"
+#include "src/io/problem_writer.h"
+#include "src/io/schedule_io.h"
 
 namespace {
 

@@ -1,0 +1,43 @@
+// Where a command's problem comes from: a contest problem JSON, or an ONNX model imported in
+// memory with a hardware profile (`annealer ... MODEL.onnx --hardware tpu-v5e`). Every command
+// that takes PROBLEM.json goes through LoadProblem, so a model works wherever a problem does.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "eval/problem.h"
+#include "src/import/hardware_profile.h"
+#include "src/import/model_lowering.h"
+
+namespace annealer {
+
+struct ProblemSource {
+  std::string path;                       // .json (contest problem) or .onnx (model)
+  std::optional<std::string> hardware;    // a built-in profile name or a YAML path; .onnx only
+  std::map<std::string, std::vector<int64_t>> inputs;  // --input NAME=DIMS; .onnx only
+};
+
+struct LoadedProblem {
+  Problem problem;
+  std::optional<LoweredModel> model;  // set for an imported model (op and tensor origins)
+};
+
+bool IsOnnxPath(const std::string& path);
+
+LoweringHardware LoweringHardwareOf(const DerivedHardware& hardware);
+
+// Reads the model, lowers it with the profile and checks that the contest reader accepts the
+// problem as written (so `import`'s file and the in-memory problem are the same). Throws
+// InputError; a .onnx without a profile is an InputError naming --hardware.
+LoweredModel ImportModel(const std::string& path, const std::string& hardware,
+                         const std::map<std::string, std::vector<int64_t>>& inputs);
+
+// A contest JSON, or a model imported in memory. --hardware/--input with a JSON problem are an
+// InputError (the problem already has its hardware).
+LoadedProblem LoadProblem(const ProblemSource& source);
+
+}  // namespace annealer

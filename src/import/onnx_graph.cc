@@ -1,0 +1,337 @@
+#include "src/import/onnx_graph.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <queue>
+#include <set>
+#include <sstream>
+
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "src/io/json_fields.h"
+#include "src/io/message_text.h"
+
+namespace annealer {
+namespace {
+
+// Names from the file (nodes, values, inputs) may hold line breaks: the message stays one line.
+[[noreturn]] void Fail(const std::string& origin, const std::string& what) {
+  throw InputError(origin, "", OneLineForMessage(what));
+}
+
+// As in the file; "<op_type>#<index>" when the file has none.
+std::string NodeName(const onnx::NodeProto& node, int index) {
+  return node.name().empty() ? node.op_type() + "#" + std::to_string(index) : node.name();
+}
+
+bool IsFloatType(int32_t t) {
+  using T = onnx::TensorProto;
+  return t == T::FLOAT || t == T::DOUBLE || t == T::FLOAT16 || t == T::BFLOAT16;
+}
+
+// Inline values of a small tensor, or nullopt (external, large, or an encoding we do not need).
+std::optional<std::vector<double>> TensorValues(const onnx::TensorProto& t) {
+  using T = onnx::TensorProto;
+  int64_t count = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0 || d > kMaxConstantElements) return std::nullopt;
+    count *= d;
+    if (count > kMaxConstantElements) return std::nullopt;
+  }
+  if (t.data_location() == T::EXTERNAL) return std::nullopt;
+  std::vector<double> out;
+  const std::string& raw = t.raw_data();
+  auto from_raw = [&](size_t width, auto decode) -> std::optional<std::vector<double>> {
+    if (raw.size() != static_cast<size_t>(count) * width) return std::nullopt;
+    for (int64_t i = 0; i < count; ++i) out.push_back(decode(raw.data() + i * width));
+    return out;
+  };
+  switch (t.data_type()) {
+    case T::FLOAT:
+      if (!raw.empty()) return from_raw(4, [](const char* p) { float v; std::memcpy(&v, p, 4); return double(v); });
+      if (t.float_data_size() != count) return std::nullopt;
+      for (float v : t.float_data()) out.push_back(v);
+      return out;
+    case T::DOUBLE:
+      if (!raw.empty()) return from_raw(8, [](const char* p) { double v; std::memcpy(&v, p, 8); return v; });
+      if (t.double_data_size() != count) return std::nullopt;
+      for (double v : t.double_data()) out.push_back(v);
+      return out;
+    case T::INT64:
+      if (!raw.empty()) return from_raw(8, [](const char* p) { int64_t v; std::memcpy(&v, p, 8); return double(v); });
+      if (t.int64_data_size() != count) return std::nullopt;
+      for (int64_t v : t.int64_data()) out.push_back(double(v));
+      return out;
+    case T::INT32: case T::INT16: case T::INT8: case T::UINT8: case T::UINT16: case T::BOOL:
+      if (!raw.empty()) {
+        size_t w = t.data_type() == T::INT32 ? 4 : (t.data_type() == T::INT16 || t.data_type() == T::UINT16) ? 2 : 1;
+        int32_t type = t.data_type();
+        return from_raw(w, [w, type](const char* p) {
+          if (w == 4) { int32_t v; std::memcpy(&v, p, 4); return double(v); }
+          if (w == 2) {
+            if (type == T::INT16) { int16_t v; std::memcpy(&v, p, 2); return double(v); }
+            uint16_t v; std::memcpy(&v, p, 2); return double(v);
+          }
+          if (type == T::INT8) return double(static_cast<int8_t>(*p));
+          return double(static_cast<uint8_t>(*p));
+        });
+      }
+      if (t.int32_data_size() != count) return std::nullopt;
+      for (int32_t v : t.int32_data()) out.push_back(v);
+      return out;
+    default:
+      return std::nullopt;
+  }
+}
+
+OnnxValueInfo ReadValueInfo(const onnx::ValueInfoProto& v) {
+  OnnxValueInfo info;
+  if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return info;
+  info.known_rank = true;
+  for (const auto& d : v.type().tensor_type().shape().dim()) {
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      info.dims.push_back(d.dim_value());
+      info.dim_params.emplace_back();
+    } else {
+      info.dims.push_back(kDynamicDim);
+      info.dim_params.push_back(d.has_dim_param() ? d.dim_param() : "?");
+    }
+  }
+  return info;
+}
+
+std::string DimsText(const std::vector<int64_t>& dims, const std::vector<std::string>& params) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += "x";
+    s += dims[i] >= 0 ? std::to_string(dims[i]) : (params[i].empty() ? "?" : params[i]);
+  }
+  return s;
+}
+
+OnnxAttribute ReadAttribute(const onnx::AttributeProto& a) {
+  OnnxAttribute out;
+  using A = onnx::AttributeProto;
+  switch (a.type()) {
+    case A::INT: out.ints.push_back(a.i()); break;
+    case A::INTS: out.ints.assign(a.ints().begin(), a.ints().end()); break;
+    case A::FLOAT: out.floats.push_back(a.f()); break;
+    case A::FLOATS: out.floats.assign(a.floats().begin(), a.floats().end()); break;
+    case A::STRING: out.text = a.s(); break;
+    case A::TENSOR:
+      out.has_tensor = true;
+      out.tensor_dims.assign(a.t().dims().begin(), a.t().dims().end());
+      out.tensor_values = TensorValues(a.t());
+      out.tensor_is_float = IsFloatType(a.t().data_type());
+      break;
+    default: break;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool DimsWithinLimit(const std::vector<int64_t>& dims) {
+  int64_t product = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return false;
+    if (d > 0 && (__builtin_mul_overflow(product, d, &product) || product > kMaxValueElements)) return false;
+  }
+  return true;
+}
+
+std::pair<std::string, std::vector<int64_t>> ParseInputDims(const std::string& text) {
+  const size_t eq = text.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw InputError("--input " + text, "", "expected NAME=DIMS, e.g. input=1x3x224x224");
+  std::vector<int64_t> dims;
+  std::stringstream ss(text.substr(eq + 1));
+  std::string part;
+  while (std::getline(ss, part, 'x')) {
+    size_t used = 0;
+    long long v = -1;
+    try { v = std::stoll(part, &used); } catch (...) { used = 0; }
+    if (used != part.size() || part.empty() || v <= 0 || v > (1LL << 31))
+      throw InputError("--input " + text, "", "dimension \"" + part + "\" is not a positive integer");
+    dims.push_back(v);
+  }
+  return {text.substr(0, eq), dims};
+}
+
+OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
+                    const std::map<std::string, std::vector<int64_t>>& input_dims) {
+  onnx::ModelProto model;
+  if (bytes.empty()) Fail(origin, "the file is empty");
+  if (!model.ParseFromString(bytes))
+    Fail(origin, "not an ONNX model (the protobuf does not parse: truncated or another format)");
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    Fail(origin, "not an ONNX model (no graph, or a graph without nodes)");
+  OnnxGraph g;
+  g.origin = origin;
+  g.producer = model.producer_name();
+  for (const auto& imp : model.opset_import())
+    if (imp.domain().empty() || imp.domain() == "ai.onnx") g.opset = imp.version();
+  if (g.opset == 0) Fail(origin, "the model imports no opset of the default ONNX domain");
+
+  onnx::GraphProto* graph = model.mutable_graph();
+  std::set<std::string> initializer_names;
+  for (const auto& t : graph->initializer()) initializer_names.insert(t.name());
+
+  // Fix the input dims first, so that shape inference sees them.
+  std::set<std::string> used_inputs;
+  for (auto& in : *graph->mutable_input()) {
+    if (initializer_names.count(in.name())) continue;
+    auto it = input_dims.find(in.name());
+    if (it == input_dims.end()) continue;
+    used_inputs.insert(in.name());
+    auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    const OnnxValueInfo before = ReadValueInfo(in);
+    if (before.known_rank && before.dims.size() != it->second.size())
+      Fail(origin, "--input " + in.name() + ": the model's input has rank " +
+                       std::to_string(before.dims.size()) + " (" + DimsText(before.dims, before.dim_params) +
+                       "), the option gives " + std::to_string(it->second.size()) + " dims");
+    for (size_t i = 0; i < it->second.size() && before.known_rank; ++i)
+      if (before.dims[i] >= 0 && before.dims[i] != it->second[i])
+        Fail(origin, "--input " + in.name() + ": dim " + std::to_string(i) + " is fixed at " +
+                         std::to_string(before.dims[i]) + " in the model, the option gives " +
+                         std::to_string(it->second[i]));
+    shape->clear_dim();
+    for (int64_t d : it->second) shape->add_dim()->set_dim_value(d);
+  }
+  for (const auto& [name, dims] : input_dims)
+    if (!used_inputs.count(name)) {
+      std::string names;
+      for (const auto& in : graph->input())
+        if (!initializer_names.count(in.name())) names += (names.empty() ? "" : ", ") + in.name();
+      Fail(origin, "--input " + name + ": the model has no such input (its inputs: " + names + ")");
+    }
+  for (const auto& in : graph->input()) {
+    if (initializer_names.count(in.name())) continue;
+    OnnxValueInfo info = ReadValueInfo(in);
+    if (!info.known_rank) Fail(origin, "graph input '" + in.name() + "' has no shape; give it with --input " + in.name() + "=DIMS");
+    bool dynamic = false;
+    for (int64_t d : info.dims) dynamic |= d < 0;
+    if (dynamic)
+      Fail(origin, "graph input '" + in.name() + "' has dynamic dims " + DimsText(info.dims, info.dim_params) +
+                       "; give them with --input " + in.name() + "=DIMS (e.g. " + [&] {
+                         std::string e;
+                         for (size_t i = 0; i < info.dims.size(); ++i) e += (i ? "x" : "") + std::to_string(info.dims[i] < 0 ? 1 : info.dims[i]);
+                         return e;
+                       }() + ")");
+    if (!DimsWithinLimit(info.dims))
+      Fail(origin, "graph input '" + in.name() + "' of dims " + DimsText(info.dims, info.dim_params) + " is too large (more than " +
+                       std::to_string(kMaxValueElements) + " elements)");
+    g.inputs.emplace_back(in.name(), info);
+  }
+
+  // ONNX's shape inference divides by these (an FPE, not an exception, in libonnx 1.12), and
+  // the lowering's window arithmetic must not overflow: sizes in 1..2^20, pads in 0..2^20.
+  for (int i = 0; i < graph->node_size(); ++i) {
+    const auto& node = graph->node(i);
+    const std::string field = "node '" + NodeName(node, i) + "' (" + node.op_type() + "): ";
+    if (node.output_size() == 0) Fail(origin, field + "the node has no outputs");
+    for (const auto& a : node.attribute()) {
+      const bool sizes = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
+      const int64_t low = a.name() == "pads" ? 0 : 1;
+      auto bad = [&](int64_t v) { return v < low || v > (int64_t{1} << 20); };
+      const bool pads = a.name() == "pads" && node.op_type() != "Pad";  // Pad-2's may crop
+      if ((sizes || pads) && std::any_of(a.ints().begin(), a.ints().end(), bad))
+        Fail(origin, field + "attribute " + a.name() + (low ? " must be in 1..1048576" : " must be in 0..1048576"));
+      if (a.name() == "group" && a.i() <= 0) Fail(origin, field + "attribute group must be positive");
+    }
+  }
+  try {
+    onnx::ShapeInferenceOptions options{false, 0, true};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (...) {
+    // Shape inference is a help, not a requirement: the lowering derives every shape it uses.
+  }
+  for (const auto& v : graph->value_info()) g.value_info[v.name()] = ReadValueInfo(v);
+  for (const auto& v : graph->output()) {
+    g.outputs.push_back(v.name());
+    OnnxValueInfo info = ReadValueInfo(v);
+    if (info.known_rank) g.value_info.emplace(v.name(), info);
+  }
+
+  for (const auto& t : graph->initializer()) {
+    OnnxInitializer init;
+    for (int64_t d : t.dims()) {
+      if (d < 0) Fail(origin, "initializer '" + t.name() + "' has a negative dim");
+      init.dims.push_back(d);
+    }
+    if (!DimsWithinLimit(init.dims))
+      Fail(origin, "initializer '" + t.name() + "' is too large (more than " + std::to_string(kMaxValueElements) + " elements)");
+    init.is_float = IsFloatType(t.data_type());
+    init.values = TensorValues(t);
+    g.initializers[t.name()] = std::move(init);
+  }
+
+  // Nodes in a topological order (files should be sorted; we sort rather than trust it).
+  const int n = graph->node_size();
+  std::map<std::string, int> producer;
+  std::vector<OnnxNode> nodes(n);
+  for (int i = 0; i < n; ++i) {
+    const auto& node = graph->node(i);
+    OnnxNode& out = nodes[i];
+    out.op_type = node.op_type();
+    out.domain = node.domain();
+    out.name = NodeName(node, i);
+    out.inputs.assign(node.input().begin(), node.input().end());
+    out.outputs.assign(node.output().begin(), node.output().end());
+    for (const auto& a : node.attribute()) out.attributes[a.name()] = ReadAttribute(a);
+    for (const auto& o : out.outputs) {
+      if (o.empty()) continue;
+      if (producer.count(o) || initializer_names.count(o))
+        Fail(origin, "node '" + out.name + "' (" + out.op_type + "): value '" + o + "' is defined twice");
+      producer[o] = i;
+    }
+  }
+  std::set<std::string> defined(initializer_names);
+  for (const auto& [name, info] : g.inputs) defined.insert(name);
+  std::vector<int> missing(n, 0);
+  std::vector<std::vector<int>> users(n);
+  for (int i = 0; i < n; ++i)
+    for (const auto& in : nodes[i].inputs) {
+      if (in.empty() || defined.count(in)) continue;
+      auto it = producer.find(in);
+      if (it == producer.end())
+        Fail(origin, "node '" + nodes[i].name + "' (" + nodes[i].op_type + "): input '" + in +
+                         "' is not produced by any node, nor an initializer or a graph input");
+      ++missing[i];
+      users[it->second].push_back(i);
+    }
+  std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
+  for (int i = 0; i < n; ++i) if (missing[i] == 0) ready.push(i);
+  std::vector<int> order;
+  while (!ready.empty()) {
+    const int i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (int u : users[i]) if (--missing[u] == 0) ready.push(u);
+  }
+  if (static_cast<int>(order.size()) != n) {
+    for (int i = 0; i < n; ++i)
+      if (missing[i] > 0)
+        Fail(origin, "the graph has a cycle through node '" + nodes[i].name + "' (" + nodes[i].op_type + ")");
+  }
+  for (int i : order) g.nodes.push_back(std::move(nodes[i]));
+  for (const auto& o : g.outputs)
+    if (!producer.count(o) && !defined.count(o))
+      Fail(origin, "graph output '" + o + "' is produced by no node");
+  return g;
+}
+
+OnnxGraph ReadOnnxFile(const std::string& path,
+                       const std::map<std::string, std::vector<int64_t>>& input_dims) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot open the file");
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw InputError(path, "", "cannot read the file");
+  return ParseOnnx(buffer.str(), path, input_dims);
+}
+
+}  // namespace annealer

@@ -1,4 +1,0 @@
-// The annealer program; every command lives in src/cli.cc.
-#include "src/cli.h"
-
-int main(int argc, char** argv) { return annealer::RunMain(argc, argv); }
