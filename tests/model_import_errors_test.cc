@@ -185,7 +185,7 @@ std::vector<BadModel> BadModels() {
     bad.push_back({"no_shape.onnx", m.Bytes(), "graph input 'x' has no shape; give it with --input x=DIMS"});
   }
   bad.push_back({"dynamic.onnx", OneNode("relu", "Relu", {"x"}, {-1, 8}).Bytes(),
-                 "graph input 'x' has dynamic dims Nx8; give them with --input x=DIMS (e.g. 1x8)"});
+                 "graph input 'x' has dynamic dims Nx8; give them with --input x=DIMS (e.g. x=1x8 with N = 1 as examples)"});
   bad.push_back({"unsupported.onnx", OneNode("hardmax", "Hardmax", {"x"}).Bytes(),
                  "node 'hardmax' (Hardmax): operator not supported by the importer; supported: Conv, Gemm, "
                  "MatMul, elementwise and activation ops, BatchNormalization, LayerNormalization, Softmax, "
