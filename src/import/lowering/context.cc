@@ -64,9 +64,11 @@ void Context::Set(const OnnxNode& node, size_t out, Value v) {
   if (auto* a = std::get_if<Act>(&v)) {
     a->name = node.outputs[out];
     Elements e = 0;
-    for (TensorId t : a->parts) {
-      problem_.tensor_origin(t).value =
-          node.outputs[out] + (a->parts.size() > 1 ? "[" + std::to_string(&t - a->parts.data()) + "]" : "");
+    for (size_t i = 0; i < a->parts.size(); ++i) {
+      const TensorId t = a->parts[i];
+      std::string& value = problem_.tensor_origin(t).value;
+      value = node.outputs[out];
+      if (a->parts.size() > 1) value += '[' + std::to_string(i) + ']';
       e += problem_.tensor(t).size();
     }
     ImportSummary& summary = problem_.summary();
