@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/io/json_fields.h"
+#include "src/import/lowering/registry.h"
 #include "src/import/model_lowering.h"
 #include "src/import/onnx_graph.h"
 #include "tests/annealer_binary.h"
@@ -186,11 +187,14 @@ std::vector<BadModel> BadModels() {
   }
   bad.push_back({"dynamic.onnx", OneNode("relu", "Relu", {"x"}, {-1, 8}).Bytes(),
                  "graph input 'x' has dynamic dims Nx8; give them with --input x=DIMS (e.g. 1x8)"});
-  bad.push_back({"unsupported.onnx", OneNode("hardmax", "Hardmax", {"x"}).Bytes(),
-                 "node 'hardmax' (Hardmax): operator not supported by the importer; supported: Conv, Gemm, "
-                 "MatMul, elementwise and activation ops, BatchNormalization, LayerNormalization, Softmax, "
-                 "pooling, Reduce*, Reshape/Flatten/Squeeze/Unsqueeze/Transpose, Concat/Gather/Slice/Split, "
-                 "shape arithmetic (see docs/model-import.md); replace the op or export the model without it"});
+  {
+    // The message lists the op types with a converter (src/import/lowering/registry.h).
+    std::string ops;
+    for (const std::string& op : lowering::RegisteredOpTypes()) ops += (ops.empty() ? "" : ", ") + op;
+    bad.push_back({"unsupported.onnx", OneNode("hardmax", "Hardmax", {"x"}).Bytes(),
+                   "node 'hardmax' (Hardmax): operator not supported by the importer, which lowers " + ops +
+                       " (see docs/model-import.md); replace the op or export the model without it"});
+  }
   bad.push_back({"grouped.onnx", ConvModel({4, 2, 3, 3}, 2).Bytes(),
                  "node 'conv' (Conv): grouped convolution (group 2 of 4 channels) is not supported; only "
                  "depthwise (group = channels = output channels) and group 1"});

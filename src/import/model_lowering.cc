@@ -33,8 +33,8 @@ void BindInitializers(Context& cx) {
   }
 }
 
-// A graph input read only as a weight (a Conv's or Gemm's weight or bias, a MatMul's right
-// operand) is a parameter whose data the file leaves out: tools that strip weights, and
+// A graph input read only as a weight (a weight slot of its converters: a Conv's or Gemm's
+// weight or bias, a MatMul's right operand) is a parameter whose data the file leaves out: tools that strip weights, and
 // exports that pass weights as inputs, write models that way. Other graph inputs are
 // activations, made tensors on first use.
 void BindGraphInputs(Context& cx) {
@@ -42,8 +42,7 @@ void BindGraphInputs(Context& cx) {
   std::map<std::string, bool> weight_only;
   for (const auto& node : g.nodes)
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const bool weight_slot = ((node.op_type == "Conv" || node.op_type == "ConvTranspose" || node.op_type == "Gemm") && i >= 1) ||
-                               (node.op_type == "MatMul" && i == 1 && node.inputs[0] != node.inputs[1]);
+      const bool weight_slot = lowering::IsWeightInput(node, i, g.opset);
       auto [it, fresh] = weight_only.emplace(node.inputs[i], weight_slot);
       if (!fresh) it->second = it->second && weight_slot;
     }

@@ -193,12 +193,15 @@ void LowerConvTranspose(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, out);
 }
 
+// Inputs 1 and 2: the weight and the bias.
+bool WeightOrBias(const OnnxNode&, size_t input) { return input >= 1; }
+
 }  // namespace
 
 ConverterTable ConvConverters() {
   return {
-      {"Conv", LowerConv},
-      {"ConvTranspose", LowerConvTranspose},
+      {.op_type = "Conv", .lower = LowerConv, .weight_input = WeightOrBias},
+      {.op_type = "ConvTranspose", .lower = LowerConvTranspose, .weight_input = WeightOrBias},
   };
 }
 

@@ -140,12 +140,17 @@ void LowerMatMul(Context& cx, const OnnxNode& node) {
   LowerActTimesAct(cx, node);
 }
 
+// Gemm: B and C (the weight and the bias).
+bool GemmWeight(const OnnxNode&, size_t input) { return input >= 1; }
+// MatMul: the right operand, unless it is also the left one (x @ x is two activations).
+bool MatMulWeight(const OnnxNode& node, size_t input) { return input == 1 && node.inputs[0] != node.inputs[1]; }
+
 }  // namespace
 
 ConverterTable MatMulConverters() {
   return {
-      {"Gemm", LowerGemm},
-      {"MatMul", LowerMatMul},
+      {.op_type = "Gemm", .lower = LowerGemm, .weight_input = GemmWeight},
+      {.op_type = "MatMul", .lower = LowerMatMul, .weight_input = MatMulWeight},
   };
 }
 

@@ -28,10 +28,15 @@ const ConverterTable& Converters() {
   return table;
 }
 
-Converter FindConverter(const std::string& op_type, int64_t opset) {
+const ConverterEntry* FindConverter(const std::string& op_type, int64_t opset) {
   for (const ConverterEntry& e : Converters())
-    if (e.op_type == op_type && e.since <= opset && opset < e.until) return e.lower;
+    if (e.op_type == op_type && e.since <= opset && opset < e.until) return &e;
   return nullptr;
+}
+
+bool IsWeightInput(const OnnxNode& node, size_t input, int64_t opset) {
+  const ConverterEntry* e = FindConverter(node.op_type, opset);
+  return e && e->weight_input && e->weight_input(node, input);
 }
 
 std::vector<std::string> RegisteredOpTypes() {
@@ -42,14 +47,29 @@ std::vector<std::string> RegisteredOpTypes() {
   return ops;
 }
 
+std::string ConverterOpsets(const std::string& op_type) {
+  std::string text;
+  for (const ConverterEntry& e : Converters()) {
+    if (e.op_type != op_type) continue;
+    text += text.empty() ? "opsets " : ", ";
+    text += std::to_string(std::max<int64_t>(e.since, 1));
+    text += e.until == kAnyOpset ? " and later" : " to " + std::to_string(e.until - 1);
+  }
+  return text;
+}
+
 void LowerNode(Context& cx, const OnnxNode& node) {
   if (!node.domain.empty() && node.domain != "ai.onnx")
     cx.Fail(node, "operator of domain '" + node.domain + "' is not supported (only the default ONNX domain)");
-  if (Converter lower = FindConverter(node.op_type, cx.opset())) return lower(cx, node);
-  cx.Fail(node, "operator not supported by the importer; supported: Conv, Gemm, MatMul, elementwise and "
-                "activation ops, BatchNormalization, LayerNormalization, Softmax, pooling, Reduce*, "
-                "Reshape/Flatten/Squeeze/Unsqueeze/Transpose, Concat/Gather/Slice/Split, shape arithmetic "
-                "(see docs/model-import.md); replace the op or export the model without it");
+  if (const ConverterEntry* e = FindConverter(node.op_type, cx.opset())) return e->lower(cx, node);
+  const std::string ranges = ConverterOpsets(node.op_type);
+  if (!ranges.empty())
+    cx.Fail(node, "operator not supported at opset " + std::to_string(cx.opset()) + " (the importer lowers it at " + ranges +
+                      "); convert the model to another opset");
+  std::string ops;
+  for (const std::string& op : RegisteredOpTypes()) ops += (ops.empty() ? "" : ", ") + op;
+  cx.Fail(node, "operator not supported by the importer, which lowers " + ops +
+                    " (see docs/model-import.md); replace the op or export the model without it");
 }
 
 }  // namespace annealer::lowering

@@ -22,6 +22,10 @@
 namespace annealer::lowering {
 
 using Converter = void (*)(Context& cx, const OnnxNode& node);
+// Whether input `input` of the node is a weight slot (Conv's weight and bias, MatMul's right
+// operand): a graph input read only in weight slots is a parameter without data, not an
+// activation (weight-stripped models, exports that pass weights as inputs).
+using WeightInput = bool (*)(const OnnxNode& node, size_t input);
 
 inline constexpr int64_t kAnyOpset = std::numeric_limits<int64_t>::max();
 
@@ -31,6 +35,7 @@ struct ConverterEntry {
   Converter lower = nullptr;
   int64_t since = 0;
   int64_t until = kAnyOpset;
+  WeightInput weight_input = nullptr;  // none: no input is a weight slot
 };
 using ConverterTable = std::vector<ConverterEntry>;
 
@@ -45,13 +50,17 @@ ConverterTable ElementwiseConverters();   // elementwise.cc
 // All converters, built from the family tables on first use. Building checks that no two
 // entries of one op type overlap in opsets (a std::logic_error: a programming error).
 const ConverterTable& Converters();
-// The converter for a node's op type at `opset`, or nullptr.
-Converter FindConverter(const std::string& op_type, int64_t opset);
+// The entry for an op type at `opset`, or nullptr.
+const ConverterEntry* FindConverter(const std::string& op_type, int64_t opset);
+// Whether input `input` of the node is a weight slot of its converter at `opset`.
+bool IsWeightInput(const OnnxNode& node, size_t input, int64_t opset);
 // The registered op types, sorted, each once.
 std::vector<std::string> RegisteredOpTypes();
+// The opsets an op type has converters for: "opsets 1 to 9, 10 and later"; "" if none.
+std::string ConverterOpsets(const std::string& op_type);
 
 // Lowers one node with its converter; fails (one line naming the node) on another domain or an
-// op type without a converter at the model's opset.
+// op type without a converter at the model's opset (the message lists the op types there are).
 void LowerNode(Context& cx, const OnnxNode& node);
 
 }  // namespace annealer::lowering

@@ -12,7 +12,10 @@ int64_t Product(const std::vector<int64_t>& v, size_t from, size_t to) {
 
 std::string DimsText(const std::vector<int64_t>& d) {
   std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(d[i]);
+  }
   return s + "]";
 }
 
