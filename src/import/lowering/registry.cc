@@ -9,7 +9,7 @@ namespace {
 ConverterTable BuildTable() {
   ConverterTable all;
   for (ConverterTable (*family)() : {ConstantConverters, ConvConverters, MatMulConverters, NormalizationConverters,
-                                     DataMovementConverters, ElementwiseConverters})
+                                     ReshapeConverters, DataMovementConverters, ElementwiseConverters})
     for (ConverterEntry& e : family()) all.push_back(std::move(e));
   for (size_t i = 0; i < all.size(); ++i) {
     if (!all[i].lower || all[i].since >= all[i].until)

@@ -44,6 +44,7 @@ ConverterTable ConstantConverters();      // constants.cc
 ConverterTable ConvConverters();          // conv.cc
 ConverterTable MatMulConverters();        // matmul.cc
 ConverterTable NormalizationConverters(); // normalization.cc
+ConverterTable ReshapeConverters();       // reshape.cc
 ConverterTable DataMovementConverters();  // data_movement.cc
 ConverterTable ElementwiseConverters();   // elementwise.cc
 
