@@ -253,6 +253,13 @@ std::vector<BadModel> BadModels() {
     m.graph().mutable_node(0)->clear_output();
     bad.push_back({"split_no_outputs.onnx", m.Bytes(), "node 'split' (Split): the node has no outputs"});
   }
+  // ... an empty Range bound (std::out_of_range, a message without the file), ...
+  {
+    ModelBuilder m = OneNode("relu", "Relu", {"x"});
+    m.Initializer("start", {0}, {}).Initializer("limit", {}, {5}).Initializer("delta", {}, {1}).Output("r");
+    m.Node("range", "Range", {"start", "limit", "delta"}, {"r"});
+    bad.push_back({"range_empty.onnx", m.Bytes(), "node 'range' (Range): start (input 0) is empty; Range needs a scalar"});
+  }
   // ... and a kernel of 65 x 65 taps, each a MatMul (a huge kernel ran out of time and memory).
   bad.push_back({"many_taps.onnx", ConvModel({4, 4, 65, 65}, 1).Bytes(),
                  "node 'conv' (Conv): a 65x65 kernel has more than 4096 taps"});

@@ -75,9 +75,16 @@ void LowerConstantOfShape(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, out);
 }
 
+// Range's start, limit or delta: a scalar (of a longer tensor, the first value).
+double RangeScalar(Context& cx, const OnnxNode& node, size_t input, const std::string& what) {
+  const std::vector<int64_t> v = cx.NeedInts(node, input, what);
+  if (v.empty()) cx.Fail(node, what + " (input " + std::to_string(input) + ") is empty; Range needs a scalar");
+  return double(v[0]);
+}
+
 void LowerRange(Context& cx, const OnnxNode& node) {
-  const double s = double(cx.NeedInts(node, 0, "start").at(0)), l = double(cx.NeedInts(node, 1, "limit").at(0)),
-               d = double(cx.NeedInts(node, 2, "delta").at(0));
+  const double s = RangeScalar(cx, node, 0, "start"), l = RangeScalar(cx, node, 1, "limit"),
+               d = RangeScalar(cx, node, 2, "delta");
   if (d == 0) cx.Fail(node, "delta 0");
   Const out;
   std::vector<double> v;
