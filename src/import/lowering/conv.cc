@@ -1,5 +1,9 @@
 // Convolutions: Conv (dense as tap MatMuls, depthwise as vector work, the model's input as an
 // im2col matrix) and ConvTranspose (tap MatMuls at the input's rows, then a view).
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "src/import/lowering/registry.h"
 
 namespace annealer::lowering {
@@ -137,6 +141,26 @@ void LowerConv(Context& cx, const OnnxNode& node) {
   LowerDepthwise(cx, node, x, out, kh, kw);
 }
 
+// Output height and width of a 2-D transposed convolution (output_shape, else strides,
+// output_padding, dilations, pads).
+std::pair<int64_t, int64_t> ConvTransposeOutputSize(Context& cx, const OnnxNode& node, int64_t h, int64_t wd, int64_t kh,
+                                                    int64_t kw) {
+  Attr a{node};
+  std::vector<int64_t> strides = a.Ints("strides"), dil = a.Ints("dilations"), pads = a.Ints("pads"),
+                       out_pad = a.Ints("output_padding"), out_shape = a.Ints("output_shape");
+  if (strides.empty()) strides = {1, 1};
+  if (dil.empty()) dil = {1, 1};
+  if (pads.empty()) pads = {0, 0, 0, 0};
+  if (out_pad.empty()) out_pad = {0, 0};
+  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4 || out_pad.size() != 2)
+    cx.Fail(node, "strides/dilations/pads/output_padding do not match a 2-D transposed convolution");
+  int64_t ho = strides[0] * (h - 1) + out_pad[0] + dil[0] * (kh - 1) + 1 - pads[0] - pads[2];
+  int64_t wo = strides[1] * (wd - 1) + out_pad[1] + dil[1] * (kw - 1) + 1 - pads[1] - pads[3];
+  if (out_shape.size() == 2) { ho = out_shape[0]; wo = out_shape[1]; }
+  if (ho <= 0 || wo <= 0 || ho > (1 << 20) || wo > (1 << 20)) cx.Fail(node, "the output size is out of range");
+  return {ho, wo};
+}
+
 // A transposed convolution scatters every input pixel through the k×k kernel: k² tap
 // MatMuls at the input's rows (exact MACs), summed into one input-sized tensor and written to
 // the output's rows by a view. The taps' separate outputs (k² - 1 more input-sized tensors)
@@ -157,18 +181,7 @@ void LowerConvTranspose(Context& cx, const OnnxNode& node) {
   const int64_t cout = w.dims[1], kh = w.dims[2], kw = w.dims[3];
   if (cout <= 0 || kh <= 0 || kw <= 0) cx.Fail(node, "the weight " + DimsText(w.dims) + " has an empty dim");
   CheckKernel(cx, node, kh, kw);
-  std::vector<int64_t> strides = a.Ints("strides"), dil = a.Ints("dilations"), pads = a.Ints("pads"),
-                       out_pad = a.Ints("output_padding"), out_shape = a.Ints("output_shape");
-  if (strides.empty()) strides = {1, 1};
-  if (dil.empty()) dil = {1, 1};
-  if (pads.empty()) pads = {0, 0, 0, 0};
-  if (out_pad.empty()) out_pad = {0, 0};
-  if (strides.size() != 2 || dil.size() != 2 || pads.size() != 4 || out_pad.size() != 2)
-    cx.Fail(node, "strides/dilations/pads/output_padding do not match a 2-D transposed convolution");
-  int64_t ho = strides[0] * (h - 1) + out_pad[0] + dil[0] * (kh - 1) + 1 - pads[0] - pads[2];
-  int64_t wo = strides[1] * (wd - 1) + out_pad[1] + dil[1] * (kw - 1) + 1 - pads[1] - pads[3];
-  if (out_shape.size() == 2) { ho = out_shape[0]; wo = out_shape[1]; }
-  if (ho <= 0 || wo <= 0 || ho > (1 << 20) || wo > (1 << 20)) cx.Fail(node, "the output size is out of range");
+  const auto [ho, wo] = ConvTransposeOutputSize(cx, node, h, wd, kh, kw);
   std::vector<TensorId> partial;
   Elements offset = 0;
   for (TensorId src : x.parts) {

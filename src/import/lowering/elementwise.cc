@@ -3,6 +3,7 @@
 // per part of the activation (with broadcast constants, full-size parameters, row vectors).
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "src/import/lowering/folding.h"
 #include "src/import/lowering/registry.h"
