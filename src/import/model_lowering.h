@@ -1,5 +1,6 @@
 // ONNX graph (src/import/onnx_graph.h) -> the contest's Problem: MatMul and Pointwise ops on 2-D
-// tensors. The rules, one per ONNX op, are the table of docs/model-import.md; in short:
+// tensors. The rules, one converter per ONNX op in src/import/lowering/ (registry.h), are the
+// table of docs/model-import.md; in short:
 //  - an activation of N-D shape is one 2-D tensor: its channel axis gives the columns, every
 //    other axis (batch, space, sequence) the rows, in order (channels-last);
 //  - compute is exact: every Conv/Gemm/MatMul becomes MatMul ops whose M·K·N sum to its
