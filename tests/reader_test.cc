@@ -217,7 +217,7 @@ TEST_CASE("problem reader: op types are MatMul, Pointwise or Layout") {
         "\"Pointwise\" or \"Layout\")");
 }
 
-TEST_CASE("problem reader: a Layout op has one input of any shape and costs nothing (spec L3)") {
+TEST_CASE("problem reader: a Layout op has inputs of any shape and costs nothing (spec L3)") {
   // op 1 transposes-and-slices t2 (128x128) into t4 (64x256): any shapes are accepted.
   ProblemText text;
   text.widths = "[128, 128, 128, 128, 256]";
@@ -237,10 +237,12 @@ TEST_CASE("problem reader: a Layout op has one input of any shape and costs noth
   bad.base_costs = "[2000, 7]";
   CHECK(ErrorOf(bad) == "p.json: base_costs[1]: a Layout op costs no compute; its base cost must be 0");
   bad = text;
-  bad.inputs = "[[0, 1], [2, 3]]";
-  CHECK(ErrorOf(bad) == "p.json: inputs[1]: a Layout op takes exactly 1 input, got 2");
   bad.inputs = "[[0, 1], []]";
-  CHECK(ErrorOf(bad) == "p.json: inputs[1]: a Layout op takes exactly 1 input, got 0");
+  CHECK(ErrorOf(bad) == "p.json: inputs[1]: a Layout op needs at least one input");
+  // Several inputs gathered into one output (a concatenation of rows, blocks merged).
+  ProblemText two = text;
+  two.inputs = "[[0, 1], [2, 3]]";
+  CHECK(ParseProblem(two.Json(), "p.json").ops[1] == Op{OpKind::Layout, {2, 3}, 4, 0});
 }
 
 TEST_CASE("problem reader: a string with line breaks or control bytes is quoted on one line") {

@@ -85,7 +85,7 @@ std::string ImportSummaryText(const ImportSummary& s) {
   out << "ONNX ops:";
   for (const auto& [k, v] : s.onnx_ops) out << " " << k << " " << v << ",";
   out.seekp(-1, std::ios_base::end);
-  out << "\nproblem ops: " << s.matmul_ops << " MatMul, " << s.pointwise_ops << " Pointwise (";
+  out << "\nproblem ops: " << s.matmul_ops << " MatMul, " << s.pointwise_ops << " Pointwise, " << s.layout_ops << " Layout (";
   bool first = true;
   for (const auto& [k, v] : s.problem_ops) { out << (first ? "" : ", ") << k << " " << v; first = false; }
   out << ")\n";
@@ -124,7 +124,7 @@ std::string ImportSummaryJson(const ImportSummary& s) {
   out << "}, \"problem_ops\": {";
   first = true;
   for (const auto& [k, v] : s.problem_ops) { out << (first ? "" : ", ") << JsonString(k) << ": " << v; first = false; }
-  out << "}, \"matmul_ops\": " << s.matmul_ops << ", \"pointwise_ops\": " << s.pointwise_ops << ", \"macs\": " << s.macs
+  out << "}, \"matmul_ops\": " << s.matmul_ops << ", \"pointwise_ops\": " << s.pointwise_ops << ", \"layout_ops\": " << s.layout_ops << ", \"macs\": " << s.macs
       << ", \"depthwise_macs\": " << s.depthwise_macs << ", \"vector_element_passes\": " << s.vector_element_passes
       << ", \"params\": " << s.params << ", \"params_in_tensors\": " << s.params_in_tensors
       << ", \"weight_inputs\": " << s.weight_inputs

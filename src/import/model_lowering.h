@@ -58,7 +58,7 @@ struct Approximation {
 struct ImportSummary {
   std::map<std::string, int> onnx_ops;      // by op type
   std::map<std::string, int> problem_ops;   // by role
-  int matmul_ops = 0, pointwise_ops = 0;
+  int matmul_ops = 0, pointwise_ops = 0, layout_ops = 0;
   int64_t macs = 0;            // of Conv/ConvTranspose/Gemm/MatMul, = Σ M·K·N of compute MatMuls
   int64_t depthwise_macs = 0;  // depthwise convolutions, priced as vector work
   int64_t vector_element_passes = 0;  // Σ elements × passes of the Pointwise work

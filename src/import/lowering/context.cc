@@ -51,11 +51,71 @@ Act& Context::Materialized(Act& a) {
 Act Context::NeedAct(const OnnxNode& node, size_t i) {
   const Value& v = Get(node, i);
   if (const Act* a = std::get_if<Act>(&v)) {
-    Act copy = *a;
-    if (copy.model_input) Materialized(copy);
+    Act copy = Resolved(node, *a);
+    if (a->pending() && !a->name.empty()) values_[a->name] = copy;  // gathered once
     return copy;
   }
   Fail(node, "input '" + node.inputs[i] + "' must be an activation computed by the model here");
+}
+
+Act Context::Resolved(const OnnxNode& node, const Act& x) {
+  Act copy = x;
+  if (copy.model_input) Materialized(copy);
+  if (!copy.pending()) return copy;
+  Act layout = copy;
+  SetChannelsLayout(layout);
+  return Relayout(node, copy, layout.col_axis);
+}
+
+Act Context::Relayout(const OnnxNode& node, const Act& x_in, int col_axis, const std::vector<int>& part_axes) {
+  Act x = x_in;
+  if (x.model_input) Materialized(x);
+  if (HasLayout(x, col_axis, part_axes)) return x;
+  if (x.pending() && x.reshape_only && x.dims == x.source->dims && HasLayout(*x.source, col_axis, part_axes)) return *x.source;
+  const std::vector<TensorId>& inputs = x.pending() ? x.source->parts : x.parts;
+  Act out;
+  out.dims = x.dims;
+  out.name = x.name;
+  SetChannelsLayout(out, col_axis);
+  int64_t count = 1;
+  for (int ax : part_axes) {
+    out.row_axes.erase(std::remove(out.row_axes.begin(), out.row_axes.end(), ax), out.row_axes.end());
+    if (x.dims[ax] > 1) out.part_axes.push_back(ax);
+    count = Mul(node, count, x.dims[ax]);
+  }
+  std::sort(out.part_axes.begin(), out.part_axes.end());
+  if (count > kMaxLayoutParts)
+    Fail(node, "rearranging " + DimsText(x.dims) + " into " + std::to_string(count) + " separate matrices (more than " +
+                   std::to_string(kMaxLayoutParts) + ") is not supported");
+  const auto [rows, cols] = PartShape(out);
+  const std::string value = x.name.empty() ? node.name : x.name;
+  // Parts of the same batch axes map one to one (a head gathers from its own head).
+  std::vector<int> x_sized;
+  for (int ax : x.part_axes) if (x.dims[ax] > 1) x_sized.push_back(ax);
+  const bool one_to_one = !x.pending() && !x.col_split && x_sized == out.part_axes && int64_t(x.parts.size()) == count;
+  for (int64_t i = 0; i < count; ++i)
+    out.parts.push_back(problem_.Layout(one_to_one ? std::vector<TensorId>{inputs[i]} : inputs, rows, cols, node,
+                                        value + (count > 1 ? "[" + std::to_string(i) + "]" : "")));
+  return out;
+}
+
+Act Context::Pending(const OnnxNode& node, const Act& x_in, std::vector<int64_t> dims, bool reshape_only) {
+  Act x = x_in;
+  if (x.model_input) Materialized(x);
+  Act p;
+  p.dims = std::move(dims);
+  p.name = x.name;
+  SetChannelsLayout(p);
+  if (x.pending()) {
+    p.source = x.source;
+    p.reshape_only = x.reshape_only && reshape_only;
+  } else {
+    if (x.parts.empty()) Fail(node, "internal: rearranging a value without tensors");
+    p.source = std::make_shared<const Act>(x);
+    p.reshape_only = reshape_only;
+  }
+  if (p.reshape_only && p.dims == p.source->dims) return *p.source;
+  return p;
 }
 
 void Context::Set(const OnnxNode& node, size_t out, Value v) {

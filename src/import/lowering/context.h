@@ -39,8 +39,21 @@ class Context {
   const Const& NeedConst(const OnnxNode& node, size_t i, const std::string& what) const;
   // The values of a constant input with inline data, rounded to integers.
   std::vector<int64_t> NeedInts(const OnnxNode& node, size_t i, const std::string& what) const;
-  // A copy of an activation input, materialized (a graph input becomes its tensor on first use).
+  // A copy of an activation input, materialized (a graph input becomes its tensor on first use;
+  // a pending value is gathered in its default layout, once: the binding is updated too).
   Act NeedAct(const OnnxNode& node, size_t i);
+  // x with parts: a graph input made its tensor, a pending value gathered in its default layout.
+  Act Resolved(const OnnxNode& node, const Act& x);
+
+  // ---- rearranging (Layout ops, docs/cost-model.md L1-L6)
+  // x laid out with `col_axis` as the columns and one part per index of `part_axes` (the other
+  // axes are the rows, in ONNX order): x itself when it already is (HasLayout), else one Layout
+  // op per part gathering it from x's tensors (or a pending value's source).
+  Act Relayout(const OnnxNode& node, const Act& x, int col_axis, const std::vector<int>& part_axes = {});
+  // The value `dims` rearranged from x (pending, see Act). `reshape_only`: ONNX's flat order is
+  // kept (a Reshape, Flatten, Squeeze, Unsqueeze); a chain of reshapes back to the source's dims
+  // is the source itself.
+  Act Pending(const OnnxNode& node, const Act& x, std::vector<int64_t> dims, bool reshape_only);
   // Makes a graph input (or embedding rows) its tensor, once: the binding is updated too.
   Act& Materialized(Act& a);
 

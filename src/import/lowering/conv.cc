@@ -122,7 +122,10 @@ void LowerConv(Context& cx, const OnnxNode& node) {
   if (x.dims.size() != 4 || w.dims.size() != 4)
     cx.Fail(node, "only 2-D convolutions (NCHW input, 4-D weight) are supported; input " + DimsText(x.dims) +
                       ", weight " + DimsText(w.dims));
-  if (!x.part_axes.empty() || x.col_axis != 1) cx.Fail(node, "the convolution input is not in NCHW layout here");
+  // The channels as columns: a model input stays lazy (it may be read as im2col), channel
+  // blocks stay blocks, any other layout is gathered (a Layout op).
+  if (!x.model_input && !(x.col_axis == 1 && x.part_axes.empty() && !x.pending() && RowsInOnnxOrder(x)))
+    x = cx.Relayout(node, x, 1);
   const int64_t n = x.dims[0], cin = x.dims[1], h = x.dims[2], wd = x.dims[3];
   const int64_t cout = w.dims[0], kh = w.dims[2], kw = w.dims[3];
   if (cout <= 0 || w.dims[1] <= 0 || kh <= 0 || kw <= 0) cx.Fail(node, "the weight " + DimsText(w.dims) + " has an empty dim");

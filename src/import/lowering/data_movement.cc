@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include "src/import/lowering/registry.h"
 
@@ -29,19 +30,28 @@ void SetResampled(Context& cx, const OnnxNode& node, const Act& x, const std::ve
   cx.Set(node, 0, out);
 }
 
-// Pad: the pads attribute (before opset 11), else the pads input.
+// Pad: the pads attribute (before opset 11), else the pads input. Pure data movement: the
+// spatial axes of NCHW are a view per channel block; any other pad (channels-last, a sequence,
+// the channels) a pending rearrangement. Negative pads crop.
 void LowerPad(Context& cx, const OnnxNode& node) {
-  Act x = NeedSpatialAct(cx, node);
+  const Value& v = cx.Get(node, 0);
+  if (!std::holds_alternative<Act>(v)) cx.Fail(node, "padding a constant or a row statistic is not supported");
+  Act x = std::get<Act>(v);
   std::vector<int64_t> out_dims = x.dims;
+  const size_t r = out_dims.size();
   std::vector<int64_t> pads = Attr{node}.Ints("pads");
   if (pads.empty() && cx.HasInput(node, 1)) pads = cx.NeedInts(node, 1, "the pads");
-  if (pads.size() != 8) cx.Fail(node, "pads must have 8 entries for a 4-D input");
-  for (int i = 0; i < 4; ++i) {
-    if ((i < 2) && (pads[i] != 0 || pads[i + 4] != 0)) cx.Fail(node, "padding the batch or channel axis is not supported");
-    if (pads[i] < 0 || pads[i + 4] < 0 || pads[i] > (1 << 20) || pads[i + 4] > (1 << 20)) cx.Fail(node, "pads must be in 0..2^20");
-    out_dims[i] += pads[i] + pads[i + 4];
+  if (pads.size() != 2 * r) cx.Fail(node, "pads must have " + std::to_string(2 * r) + " entries for a " + std::to_string(r) + "-D input");
+  bool channels = false;
+  for (size_t i = 0; i < r; ++i) {
+    if (std::abs(pads[i]) > (1 << 20) || std::abs(pads[i + r]) > (1 << 20)) cx.Fail(node, "pads must be in -2^20..2^20");
+    out_dims[i] += pads[i] + pads[i + r];
+    if (out_dims[i] <= 0) cx.Fail(node, "the pads leave axis " + std::to_string(i) + " empty");
+    channels |= (int(i) == x.col_axis || i < 1) && (pads[i] != 0 || pads[i + r] != 0);
   }
-  SetResampled(cx, node, x, out_dims, 1);
+  if (r == 4 && x.col_axis == 1 && x.part_axes.empty() && !x.pending() && !channels)
+    return SetResampled(cx, node, cx.NeedAct(node, 0), out_dims, 0);
+  cx.Set(node, 0, cx.Pending(node, x, out_dims, false));
 }
 
 // Resize and Upsample: the scales (attribute of Upsample before opset 9, else input
@@ -82,44 +92,40 @@ void LowerUpsample(Context& cx, const OnnxNode& node) { LowerScaled(cx, node, 1,
 
 // ---- concat, gather, slice, split ---------------------------------------------------------
 // Along the channels: the blocks stay separate tensors (col_split); their consumers work
-// blockwise (a MatMul or convolution multiplies each block by its rows of the weight).
+// blockwise (a MatMul or convolution multiplies each block by its rows of the weight). A block
+// laid out otherwise is gathered into the layout of the others first.
 void ConcatChannels(Context& cx, const OnnxNode& node, const std::vector<const Value*>& ins, const Act& act,
                     const std::vector<int64_t>& out_dims, int64_t axis) {
-  const int r = int(out_dims.size());
-  Act out = act;
+  Act out = cx.Relayout(node, act, int(axis));
   out.dims = out_dims;
   out.parts.clear();
   for (const Value* v : ins) {
     const Act* x = std::get_if<Act>(v);
     if (!x) cx.Fail(node, "a constant among the channels of a concatenation is not supported");
-    Act block = *x;
-    if (block.model_input) cx.Materialized(block);
-    if (block.col_axis != axis || !block.part_axes.empty() || block.row_axes != act.row_axes)
-      cx.Fail(node, "concatenated activations of different layouts are not supported");
-    for (int i = 0; i < r; ++i)
-      if (i != axis && block.dims[i] != out_dims[i])
-        cx.Fail(node, "inputs " + DimsText(act.dims) + " and " + DimsText(block.dims) + " differ outside axis " + std::to_string(axis));
+    Act block = cx.Resolved(node, *x);
+    if (block.col_axis != axis || !block.part_axes.empty() || block.row_axes != out.row_axes) block = cx.Relayout(node, block, int(axis));
     for (TensorId t : block.parts) out.parts.push_back(t);
   }
   out.col_split = out.parts.size() > 1;
   cx.Set(node, 0, out);
 }
 
-// Along rows, one activation with constants (a class token): a view.
+// Along rows (a class token and the patches, windows, sequences): one Layout op gathers the
+// activations (constants are folded, as a bias is).
 void ConcatRows(Context& cx, const OnnxNode& node, const std::vector<const Value*>& ins, const Act& act,
                 const std::vector<int64_t>& out_dims) {
-  Act x = act;
-  cx.Materialized(x);
-  if (!x.part_axes.empty() || x.col_split)
-    cx.Fail(node, "concatenating rows of split heads or of channel blocks is not supported");
-  Act out = x;
+  Act out;
   out.dims = out_dims;
-  const Elements rows = PartShape(out).first;
+  SetChannelsLayout(out, act.col_axis);
+  std::vector<TensorId> sources;
   ProblemBuilder& pb = cx.problem();
-  for (const Value* v : ins)
+  for (const Value* v : ins) {
     if (const Const* c = std::get_if<Const>(v)) pb.NoteBroadcast(*c);
-  out.parts = {pb.View(x.parts[0], rows, 1, node, "row-concat-view",
-                       "rows concatenated with constants (a class token) are a view written by two ones-MatMuls; elements = view size, extra MACs = source + view")};
+    if (const Act* x = std::get_if<Act>(v))
+      for (TensorId t : cx.Resolved(node, *x).parts) sources.push_back(t);
+  }
+  const auto [rows, cols] = PartShape(out);
+  out.parts = {pb.Layout(sources, rows, cols, node, node.outputs.empty() ? node.name : node.outputs[0])};
   cx.Set(node, 0, out);
 }
 
@@ -158,18 +164,8 @@ void LowerConcat(Context& cx, const OnnxNode& node) {
     out.is_float = std::get<Const>(*ins[0]).is_float;
     return cx.Set(node, 0, out);
   }
-  if (axis == act->col_axis && act->part_axes.empty()) return ConcatChannels(cx, node, ins, *act, out_dims, axis);
-  if (acts > 1) cx.Fail(node, "concatenating several computed activations along rows is not supported (one activation and constants only)");
+  if (axis == act->col_axis && !act->pending()) return ConcatChannels(cx, node, ins, *act, out_dims, axis);
   ConcatRows(cx, node, ins, *act, out_dims);
-}
-
-// Rows gathered or sliced from a single-tensor activation (the class token): a view with the
-// output's rows.
-void SetRowView(Context& cx, const OnnxNode& node, const Act& x, Act out) {
-  if (x.parts.size() != 1) cx.Fail(node, "taking rows of split heads or of channel blocks is not supported");
-  out.parts = {cx.problem().View(x.parts[0], PartShape(out).first, 0, node, "row-gather-view",
-                                 "rows gathered from an activation (the class token) are read by a ones-MatMul; extra MACs = the source")};
-  cx.Set(node, 0, out);
 }
 
 // An embedding lookup with the model's token ids: the rows are read from the table in slow
@@ -218,16 +214,40 @@ void LowerGather(Context& cx, const OnnxNode& node) {
     }
     return cx.Set(node, 0, out);
   }
-  Act x = cx.NeedAct(node, 0);
-  if (axis == x.col_axis || !x.part_axes.empty() || x.col_split)
-    cx.Fail(node, "gathering along the column axis of an activation (an embedding lookup of a computed value) is not supported");
+  // Rows or columns picked from an activation (the class token, a head): a rearrangement.
+  const Act* x = std::get_if<Act>(&v);
+  if (!x) cx.Fail(node, "gathering from a row statistic is not supported");
+  cx.Set(node, 0, cx.Pending(node, *x, out_dims, false));
+}
+
+// Columns [s, e) of x without moving data, when they are whole blocks of it: x's column
+// blocks (a concatenation, a split done before), or equal blocks its producer can be split into
+// (chunk(k) of a fused projection written as k Slices: the first splits the producer and
+// rebinds x as its blocks, the others take theirs). nullopt when neither applies.
+std::optional<Act> ColumnBlock(Context& cx, const OnnxNode& node, const Act& x_in, int64_t s, int64_t e) {
+  Act x = cx.Resolved(node, x_in);
+  const int64_t width = e - s, c = x.dims[x.col_axis];
+  if (!x.part_axes.empty() || width <= 0) return std::nullopt;
+  if (!x.col_split && x.parts.size() == 1 && c % width == 0 && s % width == 0 && c / width > 1) {
+    const int k = int(c / width);
+    if (!cx.problem().CanSplitColumns(x.parts[0], k, 0)) return std::nullopt;
+    x.parts = cx.problem().SplitColumns(x.parts[0], k, node, 0);
+    x.col_split = true;
+    cx.Bind(node.inputs[0], x);
+  }
+  if (!x.col_split) return std::nullopt;
   Act out = x;
-  out.dims = out_dims;
-  // The gathered axis is replaced by the index dims (rows); recompute the layout positions.
-  out.row_axes.clear();
-  int col = x.col_axis > axis ? x.col_axis - 1 + int(idx.dims.size()) : x.col_axis;
-  SetChannelsLayout(out, col);
-  SetRowView(cx, node, x, std::move(out));
+  out.dims[x.col_axis] = width;
+  out.parts.clear();
+  int64_t offset = 0;
+  for (TensorId t : x.parts) {
+    const int64_t w = cx.tensor(t).width;
+    if (offset >= s && offset + w <= e) out.parts.push_back(t);
+    else if (offset < e && offset + w > s) return std::nullopt;  // a block cut by the range
+    offset += w;
+  }
+  out.col_split = out.parts.size() > 1;
+  return out;
 }
 
 // Slice with its starts, ends, axes and steps known.
@@ -262,14 +282,15 @@ void SliceWith(Context& cx, const OnnxNode& node, const std::vector<int64_t>& st
     }
     return cx.Set(node, 0, out);
   }
-  Act x = cx.NeedAct(node, 0);
-  if (out_dims == in_dims) return cx.Set(node, 0, x);
+  const Act* xp = std::get_if<Act>(&v);
+  if (!xp) cx.Fail(node, "slicing a row statistic is not supported");
+  if (out_dims == in_dims) return cx.Set(node, 0, *xp);
+  int sliced = -1;
   for (int i = 0; i < r; ++i)
-    if (out_dims[i] != in_dims[i] && i == x.col_axis)
-      cx.Fail(node, "slicing the column axis of an activation is not supported unless it splits a projection into equal parts (use Split)");
-  Act out = x;
-  out.dims = out_dims;
-  SetRowView(cx, node, x, std::move(out));
+    if (out_dims[i] != in_dims[i]) sliced = sliced == -1 ? i : -2;
+  if (sliced >= 0 && sliced == xp->col_axis && !xp->pending() && ranges[sliced][2] == 1)
+    if (std::optional<Act> block = ColumnBlock(cx, node, *xp, ranges[sliced][0], ranges[sliced][1])) return cx.Set(node, 0, *block);
+  cx.Set(node, 0, cx.Pending(node, *xp, out_dims, false));
 }
 
 // Slice before opset 10: starts, ends, axes as attributes.
@@ -316,17 +337,30 @@ void LowerSplit(Context& cx, const OnnxNode& node) {
   if (split.empty()) split.assign(parts, x.dims[axis] / parts);
   if (int(split.size()) != parts) cx.Fail(node, "split has " + std::to_string(split.size()) + " sizes for " + std::to_string(parts) + " outputs");
   if (axis == x.col_axis && x.col_split) return SplitBlocks(cx, node, x, axis, split);
-  for (int64_t s : split)
-    if (s != split[0]) cx.Fail(node, "unequal splits are not supported");
-  if (axis != x.col_axis || !x.part_axes.empty() || x.col_split)
-    cx.Fail(node, "only a split of the column axis (a fused projection into Q, K, V) is supported");
-  if (x.model_input) cx.Fail(node, "splitting a model input is not supported");
-  std::vector<TensorId> pieces = cx.problem().SplitColumns(x.parts[0], parts, node, 0);
+  int64_t total = 0;
+  for (int64_t s : split) {
+    if (s <= 0) cx.Fail(node, "split sizes must be positive, got " + DimsText(split));
+    total += s;
+  }
+  if (total != x.dims[axis]) cx.Fail(node, "split sizes " + DimsText(split) + " do not add up to " + std::to_string(x.dims[axis]));
+  const bool equal = std::all_of(split.begin(), split.end(), [&](int64_t s) { return s == split[0]; });
+  // A fused projection split into Q, K, V (or a conv's output into halves): its producer split
+  // by columns, exact and free. Anything else: each output a rearrangement.
+  if (equal && axis == x.col_axis && x.part_axes.empty() && !x.model_input && x.parts.size() == 1 &&
+      cx.problem().CanSplitColumns(x.parts[0], parts, 0)) {
+    std::vector<TensorId> pieces = cx.problem().SplitColumns(x.parts[0], parts, node, 0);
+    for (int i = 0; i < parts; ++i) {
+      Act out = x;
+      out.dims[axis] = split[i];
+      out.parts = {pieces[i]};
+      cx.Set(node, size_t(i), out);
+    }
+    return;
+  }
   for (int i = 0; i < parts; ++i) {
-    Act out = x;
-    out.dims[axis] = split[i];
-    out.parts = {pieces[i]};
-    cx.Set(node, size_t(i), out);
+    std::vector<int64_t> dims = x.dims;
+    dims[axis] = split[i];
+    cx.Set(node, size_t(i), cx.Pending(node, x, dims, false));
   }
 }
 

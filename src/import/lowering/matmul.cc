@@ -6,14 +6,16 @@
 namespace annealer::lowering {
 namespace {
 
-Act ActTimesWeight(Context& cx, const Act& x, const Const& w, bool w_transposed, const OnnxNode& node) {
+Act ActTimesWeight(Context& cx, const Act& x_in, const Const& w, bool w_transposed, const OnnxNode& node) {
   ProblemBuilder& pb = cx.problem();
   if (w.dims.size() != 2) cx.Fail(node, "the weight must be 2-D, got " + DimsText(w.dims));
   const int64_t k = w_transposed ? w.dims[1] : w.dims[0], nn = w_transposed ? w.dims[0] : w.dims[1];
-  const int last = int(x.dims.size()) - 1;
-  if (x.col_axis != last || x.dims[last] != k)
-    cx.Fail(node, "the activation " + DimsText(x.dims) + " does not have its reduction axis (" + std::to_string(k) +
-                      ") as its last, column axis here");
+  const int last = int(x_in.dims.size()) - 1;
+  if (last < 0 || x_in.dims[last] != k)
+    cx.Fail(node, "the activation " + DimsText(x_in.dims) + " does not end in the weight's reduction axis (" + std::to_string(k) + ")");
+  // The reduction axis as the columns: column blocks multiply their rows of the weight; any
+  // other layout (a token-mixing transpose, a flatten of C·H·W) is gathered first.
+  const Act x = x_in.col_axis == last && !x_in.pending() && (x_in.col_split || RowsInOnnxOrder(x_in)) ? x_in : cx.Relayout(node, x_in, last, x_in.part_axes);
   Act out = x;
   out.dims[last] = nn;
   out.col_split = false;
@@ -50,10 +52,9 @@ void LowerGemm(Context& cx, const OnnxNode& node) {
   if (a.Int("transA", 0)) cx.Fail(node, "transA = 1 on an activation is not supported");
   const Value& av = cx.Get(node, 0);
   if (!std::holds_alternative<Act>(av)) cx.Fail(node, "the first Gemm operand must be an activation");
-  Act x = cx.NeedAct(node, 0);
+  Act x = std::get<Act>(av);
   if (x.dims.size() != 2) cx.Fail(node, "Gemm input must be 2-D, got " + DimsText(x.dims));
-  x.col_axis = 1;
-  x.row_axes = {0};
+  x = cx.Resolved(node, x);
   const Const* w = cx.GetConst(node, 1);
   if (!w) cx.Fail(node, "a Gemm whose second operand is computed by the model is not supported");
   Act y = ActTimesWeight(cx, x, *w, a.Int("transB", 0) != 0, node);
@@ -63,9 +64,8 @@ void LowerGemm(Context& cx, const OnnxNode& node) {
 
 // weight @ activation (2-D only).
 void LowerWeightTimesAct(Context& cx, const OnnxNode& node, const Const& w) {
-  Act x = cx.NeedAct(node, 1);
-  if (w.dims.size() != 2 || !x.part_axes.empty() || x.dims.size() != 2 || x.col_axis != 1)
-    cx.Fail(node, "weight @ activation is supported for 2-D operands only");
+  if (w.dims.size() != 2 || DimsOf(cx.Get(node, 1)).size() != 2) cx.Fail(node, "weight @ activation is supported for 2-D operands only");
+  Act x = cx.Relayout(node, std::get<Act>(cx.Get(node, 1)), 1);
   Act out = x;
   out.dims = {w.dims[0], x.dims[1]};
   ProblemBuilder& pb = cx.problem();
@@ -73,58 +73,34 @@ void LowerWeightTimesAct(Context& cx, const OnnxNode& node, const Const& w) {
   cx.Set(node, 0, out);
 }
 
-// A transposed operand (attention's K^T): the format cannot transpose, so the kernel reads a
-// transposed copy from slow memory; the order is kept by a free join of the operands, which
-// have the same shape in self-attention.
-TensorId TransposedOperandMatMul(Context& cx, const OnnxNode& node, TensorId l, TensorId r) {
-  ProblemBuilder& pb = cx.problem();
-  const Tensor lt = cx.tensor(l), rt = cx.tensor(r);
-  if (lt.width != rt.width || lt.height != rt.height)
-    cx.Fail(node, "a transposed right operand is supported when both operands have the same shape (self-attention); got " +
-                      std::to_string(lt.height) + "x" + std::to_string(lt.width) + " and " + std::to_string(rt.height) + "x" +
-                      std::to_string(rt.width));
-  const TensorId join = pb.Pointwise({l, r}, 0, node, "order-join");
-  const TensorId copy = pb.NewTensor(rt.width, rt.height, {node.inputs[1] + "^T", "transposed-copy"});
-  pb.Note("transposed-operand",
-          "a transposed activation operand (K^T) is read as a copy from slow memory, joined to its source by a free Pointwise op; elements = the copy's writes not charged",
-          -rt.size());
-  return pb.MatMul(join, copy, node, "matmul");
-}
+}  // namespace
 
-// activation @ activation, part by part (attention heads).
-void LowerActTimesAct(Context& cx, const OnnxNode& node) {
-  Act x = cx.NeedAct(node, 0), y = cx.NeedAct(node, 1);
-  const int rx = int(x.dims.size()), ry = int(y.dims.size());
+// activation @ activation (attention's Q·Kᵀ and P·V, windows, a batch): one MatMul per matrix
+// of the batch axes (heads, windows, batch items). Each operand is laid out with its own last
+// axis as the columns and a part per batch index; an operand laid out otherwise (Kᵀ from a
+// transpose, heads from a reshape that could not split the projection) is gathered into that
+// layout by Layout ops. Batch dims must be equal (no broadcasting of a computed operand).
+Act BatchedMatMul(Context& cx, const OnnxNode& node, const Act& x_in, const Act& y_in) {
+  const int rx = int(x_in.dims.size()), ry = int(y_in.dims.size());
   if (rx < 2 || ry < 2) cx.Fail(node, "MatMul operands of rank < 2 are not supported");
-  if (x.col_axis != rx - 1) cx.Fail(node, "the left operand " + DimsText(x.dims) + " is not laid out with its reduction axis as columns");
-  if (x.parts.size() != y.parts.size() || x.col_split || y.col_split)
-    cx.Fail(node, "batched MatMul operands must split into the same parts (heads): " + std::to_string(x.parts.size()) +
-                      " and " + std::to_string(y.parts.size()));
-  // Each part must be one matrix: rows other than M (a batch > 1 folded into the rows) would
-  // multiply across batch items.
-  for (const Act* v : {&x, &y})
-    for (int ax : v->row_axes)
-      if (ax < int(v->dims.size()) - 2 && v->dims[ax] > 1)
-        cx.Fail(node, "a MatMul of two activations with a batch of " + std::to_string(v->dims[ax]) +
-                          " is not supported; import with batch 1 (--input NAME=1x...)");
-  const int64_t k = x.dims[rx - 1];
-  const bool plain = y.col_axis == ry - 1;
-  const bool transposed = y.col_axis == ry - 2;
-  if (!plain && !transposed) cx.Fail(node, "the right operand's layout is not supported");
+  if (rx != ry || !std::equal(x_in.dims.begin(), x_in.dims.end() - 2, y_in.dims.begin()))
+    cx.Fail(node, "batched MatMul operands " + DimsText(x_in.dims) + " and " + DimsText(y_in.dims) +
+                      " must have the same batch dims (broadcasting a computed operand is not supported)");
+  if (x_in.dims[rx - 1] != y_in.dims[ry - 2])
+    cx.Fail(node, "operand shapes " + DimsText(x_in.dims) + " and " + DimsText(y_in.dims) + " do not chain");
+  std::vector<int> batch;
+  for (int i = 0; i < rx - 2; ++i)
+    if (x_in.dims[i] > 1) batch.push_back(i);
+  const Act x = cx.Relayout(node, x_in, rx - 1, batch);
+  const Act y = cx.Relayout(node, y_in, ry - 1, batch);
   Act out = x;
   out.dims[rx - 1] = y.dims[ry - 1];
   out.parts.clear();
-  for (size_t i = 0; i < x.parts.size(); ++i) {
-    const TensorId l = x.parts[i], r = y.parts[i];
-    if (!plain) {
-      out.parts.push_back(TransposedOperandMatMul(cx, node, l, r));
-      continue;
-    }
-    if (cx.tensor(r).height != k) cx.Fail(node, "operand shapes do not chain");
-    out.parts.push_back(cx.problem().MatMul(l, r, node, "matmul"));
-  }
-  cx.Set(node, 0, out);
+  for (size_t i = 0; i < x.parts.size(); ++i) out.parts.push_back(cx.problem().MatMul(x.parts[i], y.parts[i], node, "matmul"));
+  return out;
 }
+
+namespace {
 
 void LowerMatMul(Context& cx, const OnnxNode& node) {
   const Value& av = cx.Get(node, 0);
@@ -137,7 +113,7 @@ void LowerMatMul(Context& cx, const OnnxNode& node) {
     return LowerWeightTimesAct(cx, node, std::get<Const>(av));
   if (!std::holds_alternative<Act>(av) || !std::holds_alternative<Act>(bv))
     cx.Fail(node, "a MatMul of two constants is not supported");
-  LowerActTimesAct(cx, node);
+  cx.Set(node, 0, BatchedMatMul(cx, node, std::get<Act>(av), std::get<Act>(bv)));
 }
 
 // Gemm: B and C (the weight and the bias).

@@ -1,6 +1,7 @@
 // Normalisation, softmax, pooling and reductions: vector work along rows or columns of an
 // activation (Pointwise ops), windows that change the rows (views), reductions over rows (a
 // ones-row MatMul) and over columns (row statistics, RowStat).
+#include <algorithm>
 #include <set>
 
 #include "src/import/lowering/registry.h"
@@ -28,9 +29,11 @@ void LowerAlongAxis(Context& cx, const OnnxNode& node, double passes, int64_t de
   const int r = int(x.dims.size());
   int64_t axis = Attr{node}.Int("axis", default_axis);
   if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) cx.Fail(node, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
   const bool over_cols = axis == x.col_axis || (node.op_type != "Softmax" && axis == r - 1 && x.col_axis == r - 1);
-  if (!over_cols && !(last_axis_is_rows_2d && axis == r - 1))
-    cx.Fail(node, "normalising over axis " + std::to_string(axis) + " that is not the column axis is not supported");
+  // Along another axis: gathered with that axis as the columns (a Layout op), heads kept.
+  if (!over_cols && !(last_axis_is_rows_2d && axis == r - 1)) x = cx.Relayout(node, x, int(axis), x.part_axes);
+  if (x.col_split) x = cx.Relayout(node, x, x.col_axis);
   cx.problem().Note("row-reduction", kRowReductionWhat, Elems(x));
   LowerPerElement(cx, node, x, passes);
 }
@@ -106,6 +109,39 @@ void LowerGlobalPool(Context& cx, const OnnxNode& node, const std::set<int>& axe
 
 void LowerGlobalPoolNode(Context& cx, const OnnxNode& node) { LowerGlobalPool(cx, node, {2, 3}, true); }
 
+// A reduction over axes that are rows (mean pooling over a sequence, over windows): the kept
+// axes become parts (Layout ops gather them when the layout differs), and each part is reduced
+// by a MatMul with a ones row, priced at the vector rate like global pooling.
+void LowerRowReduce(Context& cx, const OnnxNode& node, const Act& x_in, const std::set<int>& axes, bool keep) {
+  ProblemBuilder& pb = cx.problem();
+  const int r = int(x_in.dims.size());
+  std::vector<int> kept;
+  for (int i = 0; i < r; ++i)
+    if (!axes.count(i) && i != x_in.col_axis && x_in.dims[i] > 1) kept.push_back(i);
+  const Act x = cx.Relayout(node, x_in, x_in.col_axis, kept);
+  const Elements rows = cx.tensor(x.parts[0]).height;
+  const TensorId u = pb.NewTensor(1, rows, {node.name + "~ones", "view-selector"});
+  Act out;
+  std::vector<int> new_index(r, -1);
+  for (int i = 0; i < r; ++i) {
+    if (axes.count(i) && !keep) continue;
+    new_index[i] = int(out.dims.size());
+    out.dims.push_back(axes.count(i) ? 1 : x.dims[i]);
+  }
+  SetChannelsLayout(out, new_index[x.col_axis]);
+  for (int k : kept) {
+    out.row_axes.erase(std::remove(out.row_axes.begin(), out.row_axes.end(), new_index[k]), out.row_axes.end());
+    out.part_axes.push_back(new_index[k]);
+  }
+  for (TensorId part : x.parts) {
+    out.parts.push_back(pb.MatMul(u, part, node, "reduction", pb.hw().pointwise_base * double(CeilDiv(rows, pb.hw().native))));
+    pb.Note("row-reduction-matmul", "a reduction over rows (global pooling) is a MatMul with a ones row; extra MACs = the adds (reported apart from the model's MACs)",
+            0, cx.tensor(part).size());
+  }
+  pb.summary().vector_element_passes += Elems(x);
+  cx.Set(node, 0, out);
+}
+
 // ReduceX over the spatial axes of NCHW is global pooling; over the columns with keepdims, a
 // row statistic its consumers read (layer-norm spelled out).
 void LowerReduce(Context& cx, const OnnxNode& node) {
@@ -138,8 +174,9 @@ void LowerReduce(Context& cx, const OnnxNode& node) {
     cx.problem().Note("row-reduction", kRowReductionWhat, Elems(x));
     return cx.Set(node, 0, s);
   }
+  if (!ax.count(x.col_axis)) return LowerRowReduce(cx, node, x, ax, keep);
   cx.Fail(node, "reduction over axes " + DimsText(axes) + " of " + DimsText(x.dims) +
-                    " is not supported (supported: the column axis with keepdims, or the spatial axes of NCHW)");
+                    " is not supported (supported: the column axis with keepdims, or axes other than the columns)");
 }
 
 }  // namespace

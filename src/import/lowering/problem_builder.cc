@@ -50,7 +50,6 @@ TensorId ProblemBuilder::MatMul(TensorId l, TensorId r, const OnnxNode& node, co
                      std::to_string(n));
   const TensorId out = NewTensor(m, n, {node.outputs.empty() ? node.name : node.outputs[0], "activation"});
   AddOp(OpKind::MatMul, {l, r}, out, base ? *base : hw_.matmul_base * double(CeilDiv(k, hw_.native)), node, role);
-  if (IsComputeRole(role)) summary_.macs += m * k * n;
   return out;
 }
 
@@ -106,7 +105,34 @@ int ProblemBuilder::AliveConsumers(TensorId t) const {
   return n;
 }
 
+TensorId ProblemBuilder::Layout(const std::vector<TensorId>& inputs, Elements rows, Elements cols, const OnnxNode& node,
+                                const std::string& value) {
+  if (inputs.empty()) Fail(node, "internal: a Layout op without inputs");
+  const TensorId out = NewTensor(rows, cols, {value, "activation"});
+  AddOp(Op{OpKind::Layout, inputs, out, 0.0}, OpOrigin{{node.name}, {node.op_type}, "layout"});
+  Note("layout",
+       "a rearrangement of an activation (a transpose or reshape across rows and columns, a slice, a pad, a broadcast) is a "
+       "Layout op: its input goes to slow memory and the DMA gathers it; elements = the gathered tensors",
+       rows * cols);
+  return out;
+}
+
+bool ProblemBuilder::CanSplitColumns(TensorId t, int parts, int allowed_consumers) const {
+  if (splits_.count({t, parts})) return true;
+  const Tensor shape = p_.tensors[t];
+  if (parts <= 0 || shape.width % parts != 0 || AliveConsumers(t) > allowed_consumers) return false;
+  const OpId op = producer_[t];
+  if (op == kNoOp) return tensor_origins_[t].role == "weight";
+  const Op& o = p_.ops[op];
+  if (o.kind == OpKind::Layout) return true;
+  // The operands' consumers include this op, which the split replaces.
+  for (size_t j = 0; j < o.inputs.size(); ++j)
+    if (!(o.kind == OpKind::MatMul && j == 0) && !CanSplitColumns(o.inputs[j], parts, 1)) return false;
+  return true;
+}
+
 std::vector<TensorId> ProblemBuilder::SplitColumns(TensorId t, int parts, const OnnxNode& node, int allowed_consumers) {
+  if (auto it = splits_.find({t, parts}); it != splits_.end()) return it->second;
   const Tensor shape = p_.tensors[t];
   if (shape.width % parts != 0) Fail(node, "cannot split " + std::to_string(shape.width) + " columns into " + std::to_string(parts) + " equal parts");
   if (AliveConsumers(t) > allowed_consumers)
@@ -118,17 +144,20 @@ std::vector<TensorId> ProblemBuilder::SplitColumns(TensorId t, int parts, const 
     if (tensor_origins_[t].role != "weight") Fail(node, "cannot split the graph input '" + tensor_origins_[t].value + "' into heads");
     for (int i = 0; i < parts; ++i)
       out.push_back(NewTensor(shape.height, w, {tensor_origins_[t].value + "[:," + std::to_string(i) + "]", "weight"}));
+    splits_[{t, parts}] = out;
     return out;
   }
   const Op o = p_.ops[op];
   const OpOrigin origin = op_origins_[op];
   alive_[op] = false;
   // A MatMul splits its right operand (the weight) by columns; a Pointwise op splits every
-  // operand. Each part keeps the op's base cost: both are priced per output tile.
+  // operand; a Layout op gathers each block from the same inputs. Each part keeps the op's base
+  // cost: MatMul and Pointwise are priced per output tile.
   std::vector<std::vector<TensorId>> split_inputs;
   for (size_t j = 0; j < o.inputs.size(); ++j)
-    split_inputs.push_back(o.kind == OpKind::MatMul && j == 0 ? std::vector<TensorId>(parts, o.inputs[0])
-                                                               : SplitColumns(o.inputs[j], parts, node, 1));
+    split_inputs.push_back((o.kind == OpKind::MatMul && j == 0) || o.kind == OpKind::Layout
+                               ? std::vector<TensorId>(parts, o.inputs[j])
+                               : SplitColumns(o.inputs[j], parts, node, 1));
   for (int i = 0; i < parts; ++i) {
     std::vector<TensorId> inputs;
     for (const auto& v : split_inputs) inputs.push_back(v[i]);
@@ -136,22 +165,16 @@ std::vector<TensorId> ProblemBuilder::SplitColumns(TensorId t, int parts, const 
     AddOp(Op{o.kind, std::move(inputs), r, o.base_cost}, origin);
     out.push_back(r);
   }
+  splits_[{t, parts}] = out;
   return out;
 }
 
 TensorId ProblemBuilder::View(TensorId src, Elements rows2, double passes, const OnnxNode& node, const std::string& rule,
                               const std::string& what) {
   const Tensor s = p_.tensors[src];
-  const TensorId u = NewTensor(1, s.height, {node.name + "~read", "view-selector"});
-  const TensorId r = MatMul(u, src, node, "view-read", 0.0);
-  if (rows2 == 1 && passes == 0) {
-    Note(rule, what, 0, s.size());
-    return r;
-  }
-  const TensorId a = NewTensor(rows2, 1, {node.name + "~write", "view-selector"});
-  const TensorId v = MatMul(a, r, node, "view-write", hw_.pointwise_base * std::max(passes, 1.0));
-  summary_.vector_element_passes += static_cast<int64_t>(std::max(passes, 1.0) * double(rows2 * s.width));
-  Note(rule, what, rows2 * s.width, s.size() + rows2 * s.width);
+  TensorId v = Layout({src}, rows2, s.width, node, node.name + "~view");
+  if (passes > 0) v = Pointwise({v}, passes, node, "view-compute");
+  Note(rule, what, rows2 * s.width);
   return v;
 }
 
@@ -186,9 +209,19 @@ LoweredModel ProblemBuilder::Finish() {
     summary_.problem_tensor_elements += q.tensors[t].size();
     if (m.tensor_origins[t].role == "weight") summary_.params_in_tensors += q.tensors[t].size();
   }
+  // The model's MACs are the problem's: Σ M·K·N of the live compute MatMuls (an op a rewrite
+  // replaced counts through its parts).
+  summary_.macs = 0;
   for (size_t o = 0; o < q.ops.size(); ++o) {
+    const Op& op = q.ops[o];
     ++summary_.problem_ops[m.op_origins[o].role];
-    (q.ops[o].kind == OpKind::MatMul ? summary_.matmul_ops : summary_.pointwise_ops)++;
+    switch (op.kind) {
+      case OpKind::MatMul: ++summary_.matmul_ops; break;
+      case OpKind::Pointwise: ++summary_.pointwise_ops; break;
+      case OpKind::Layout: ++summary_.layout_ops; break;
+    }
+    if (op.kind == OpKind::MatMul && IsComputeRole(m.op_origins[o].role))
+      summary_.macs += q.tensors[op.inputs[0]].size() * q.tensors[op.inputs[1]].width;
   }
   summary_.approximations = approximations_;
   summary_.hardware = hw_;

@@ -24,10 +24,10 @@ std::string NodeField(const OnnxNode& node);
 // Throws InputError "<origin>: node '<name>' (<op>): <what>" (one line).
 [[noreturn]] void FailAt(const std::string& origin, const OnnxNode& node, const std::string& what);
 
-// The sentence of every "strided-view" approximation (View below).
+// The sentence of every "strided-view" note (View below).
 inline constexpr const char* kViewWhat =
-    "a view with other rows (stride, pooling window, padding change) is a tensor written by two "
-    "ones-MatMuls; traffic = the view's size, data-movement MACs = source + view";
+    "a view with other rows (stride, pooling window, padding, resize) is a Layout op: the DMA gathers "
+    "it from the source in slow memory; elements = the views' sizes";
 
 class ProblemBuilder {
  public:
@@ -56,14 +56,24 @@ class ProblemBuilder {
   // its op: its parameters count, its loads do not.
   void NoteBroadcast(const Const& c);
 
+  // A rows x cols tensor rearranged from `inputs` (a transpose, a reshape across rows and
+  // columns, a slice, a pad, a broadcast, a gather of rows): one Layout op (docs/cost-model.md
+  // L1-L6: its inputs go to slow memory, the DMA gathers its tiles), no compute. `value` names
+  // the tensor. Counted in the summary's "layout" line with the elements it gathers.
+  TensorId Layout(const std::vector<TensorId>& inputs, Elements rows, Elements cols, const OnnxNode& node,
+                  const std::string& value);
   // Splits tensor t into `parts` equal column blocks by splitting the ops that make it (a
-  // projection MatMul splits its weight by columns: exact MACs and parameters). Fails if t has
-  // more than `allowed_consumers` live consumers.
+  // projection MatMul splits its weight by columns: exact MACs and parameters; a Pointwise op
+  // splits every operand; a Layout op gathers each block). Fails if t has more than
+  // `allowed_consumers` live consumers. A tensor split once into `parts` gives the same blocks
+  // again: an operand shared by two split ops (x and sigmoid(x) of a SiLU) is split once.
   std::vector<TensorId> SplitColumns(TensorId t, int parts, const OnnxNode& node, int allowed_consumers);
-  // A view that changes the row count (stride, pooling windows, row concat/gather): the format
-  // has no such op, so the source is read by a MatMul with a ones row (1 × rows) and the view is
-  // written by a MatMul with a ones column (rows' × 1). Both keep the model's order; their
-  // M·K·N is data movement, reported apart from the model's MACs.
+  // Whether SplitColumns(t, parts, ..., allowed_consumers) would succeed, without changing anything.
+  bool CanSplitColumns(TensorId t, int parts, int allowed_consumers) const;
+  // A view that changes the row count (stride, pooling windows, padding, resize, row concat or
+  // gather): a Layout op gathers the rows2 x width view of `src`; with `passes` > 0 (pooling,
+  // interpolation) a Pointwise op of that many passes follows. `rule` and `what` go to the
+  // summary with the view's size.
   TensorId View(TensorId src, Elements rows2, double passes, const OnnxNode& node, const std::string& rule,
                 const std::string& what);
 
@@ -82,6 +92,7 @@ class ProblemBuilder {
   std::vector<OpOrigin> op_origins_;
   std::vector<TensorOrigin> tensor_origins_;
   std::map<std::string, TensorId> weights_;
+  std::map<std::pair<TensorId, int>, std::vector<TensorId>> splits_;  // SplitColumns' results
   std::vector<Approximation> approximations_;
   ImportSummary summary_;
 };

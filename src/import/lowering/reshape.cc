@@ -76,9 +76,6 @@ std::vector<int64_t> UnsqueezeDims(Context& cx, const OnnxNode& node, const std:
   return out_dims;
 }
 
-// An activation with the same channels-last tensors seen under other dims, or a head split
-// (SplitColumns). Fails when the reshape mixes rows and columns.
-Act ReshapeAct(Context& cx, Act x, const std::vector<int64_t>& out_dims, const OnnxNode& node);
 
 // The layout of a reshape of an activation that keeps its column axis, splits it into heads or
 // merges heads back; false if none applies.
@@ -111,6 +108,9 @@ bool ReshapeColumns(Context& cx, Act& x, Act& out, const std::vector<int64_t>& o
           Product(out_dims, j + 2) == after) {
         cx.Materialized(x);
         const int heads = int(out_dims[j]);
+        // A producer that cannot be split (a model input, another consumer) is gathered by
+        // heads when a consumer needs them (Relayout).
+        if (!cx.problem().CanSplitColumns(x.parts[0], heads, 0)) return false;
         out.parts = cx.problem().SplitColumns(x.parts[0], heads, node, 0);
         SetChannelsLayout(out, j + 1);
         out.row_axes.erase(std::find(out.row_axes.begin(), out.row_axes.end(), j));
@@ -161,20 +161,16 @@ bool ReshapeUnitAxes(const Act& x, Act& out, const std::vector<int64_t>& out_dim
   return true;
 }
 
+// An activation with the same channels-last tensors seen under other dims, or a head split
+// (SplitColumns); a reshape that mixes rows and columns is a pending rearrangement (one Layout
+// op when a consumer reads it).
 Act ReshapeAct(Context& cx, Act x, const std::vector<int64_t>& out_dims, const OnnxNode& node) {
-  auto fail = [&] {
-    cx.Fail(node, "reshape " + DimsText(x.dims) + " -> " + DimsText(out_dims) +
-                      " mixes the rows and the columns of the 2-D layout (channels-last), which the format cannot express");
-  };
-  if (!RowsInOnnxOrder(x)) fail();
+  if (x.pending() || !RowsInOnnxOrder(x)) return cx.Pending(node, x, out_dims, true);
   Act out = x;
   out.dims = out_dims;
   if (ReshapeColumns(cx, x, out, out_dims, node)) return out;
-  // Blocks or unsplit columns that no column rule took: nothing else applies.
-  if (x.part_axes.empty()) fail();
-  if (ReshapeUnitAxes(x, out, out_dims)) return out;
-  fail();
-  return out;  // not reached: fail() throws
+  if (!x.part_axes.empty() && ReshapeUnitAxes(x, out, out_dims)) return out;
+  return cx.Pending(node, x, out_dims, true);
 }
 
 // Reshape, Flatten, Squeeze, Unsqueeze: new dims for the same elements; constants and row
@@ -252,6 +248,7 @@ void LowerTranspose(Context& cx, const OnnxNode& node) {
   }
   if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "transposing a row statistic is not supported");
   Act x = std::get<Act>(v);
+  if (x.pending()) return cx.Set(node, 0, cx.Pending(node, x, out_dims, false));
   Act out = x;
   out.dims = out_dims;
   if (x.col_axis >= 0) out.col_axis = inv[x.col_axis];

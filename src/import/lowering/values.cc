@@ -63,4 +63,15 @@ bool RowsInOnnxOrder(const Act& x) {
   return std::is_sorted(sized.begin(), sized.end());
 }
 
+bool HasLayout(const Act& x, int col_axis, const std::vector<int>& part_axes) {
+  if (x.pending() || x.model_input || x.col_split || x.col_axis != col_axis) return false;
+  auto sized = [&](const std::vector<int>& axes) {
+    std::vector<int> out;
+    for (int ax : axes) if (x.dims[ax] > 1) out.push_back(ax);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  return sized(x.part_axes) == sized(part_axes) && RowsInOnnxOrder(x);
+}
+
 }  // namespace annealer::lowering

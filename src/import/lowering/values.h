@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,12 +19,20 @@ namespace annealer::lowering {
 
 int64_t Product(const std::vector<int64_t>& v, size_t from = 0, size_t to = SIZE_MAX);
 inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The most separate matrices one value is gathered into (windows x heads of a batched MatMul).
+inline constexpr int64_t kMaxLayoutParts = 4096;
 std::string DimsText(const std::vector<int64_t>& d);  // "[1,3,224,224]"
 
 // A runtime value lowered to problem tensors. Its N-D ONNX shape maps to 2-D parts: the
 // columns are `col_axis`, the rows every axis in `row_axes` (in storage order); each index of
 // the `part_axes` is a separate tensor (attention heads), or, when `col_split`, the parts are
 // equal column blocks of `col_axis` (heads merged back, consumed blockwise).
+//
+// A pending value is a rearrangement of another activation that no relabelling of the 2-D
+// layout expresses (a reshape across rows and columns, a transpose of a pending value, a pad of
+// a channels-last value): it has dims and the default layout but no parts until a consumer asks
+// for a layout (Context::Relayout), when Layout ops gather it from `source`'s parts. A chain of
+// such views costs one Layout op, in the layout its consumer wants.
 struct Act {
   std::vector<int64_t> dims;
   std::vector<int> row_axes;
@@ -33,6 +42,9 @@ struct Act {
   std::vector<TensorId> parts;
   bool model_input = false;  // a graph input not yet made a tensor (a Conv may read it as im2col)
   std::string name;
+  std::shared_ptr<const Act> source;  // set iff pending: the materialized value it rearranges
+  bool reshape_only = false;  // pending through reshapes only: ONNX's flat order of `source` kept
+  bool pending() const { return source != nullptr; }
 };
 // A value known at import time: an initializer or folded shape arithmetic.
 struct Const {
@@ -72,5 +84,8 @@ std::pair<Elements, Elements> PartShape(const Act& a);
 inline int64_t Elems(const Act& a) { return Product(a.dims); }
 // Storage order of the rows must be the ONNX order for a reshape to be a relabelling.
 bool RowsInOnnxOrder(const Act& x);
+// Whether x's parts are laid out with `col_axis` as the columns, the other axes but
+// `part_axes` (one part per index) as rows in ONNX order; size-1 axes do not matter.
+bool HasLayout(const Act& x, int col_axis, const std::vector<int>& part_axes);
 
 }  // namespace annealer::lowering
