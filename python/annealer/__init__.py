@@ -170,6 +170,6 @@ def sweep(models=None, hardware=None, vary=None, points=None, search=None, *, sp
 def sweep_report(results, path) -> None:
     """Writes the HTML page of a sweep's results (`annealer sweep-report`): `results` is the CSV's
     path or the rows annealer.sweep returned."""
-    from . import sweep_report as _report
+    from . import sweeps_html as _report
 
     _report.write_report(results, _os.fspath(path))

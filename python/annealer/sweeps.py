@@ -488,9 +488,17 @@ def _scratch() -> str:
 
 def _one_line(error: BaseException) -> str:
     text = " ".join(str(error).split()) or type(error).__name__
-    if isinstance(error, (annealer.InputError, annealer.ConfigError, annealer.NoScheduleError, OSError)):
+    if isinstance(error, (annealer.InputError, annealer.ConfigError, annealer.NoScheduleError, OSError, SweepError)):
         return text
     return f"{type(error).__name__}: {text}"
+
+
+def _proof_word(proof):
+    """The CSV's proof column: "bound" (meets the lower bound: optimal), "family" (optimal within
+    the exact solver's family, docs/exact-solver.md) or None."""
+    if proof is None:
+        return None
+    return "bound" if proof.startswith("optimal: meets the lower bound") else "family"
 
 
 def run_point(task: dict):
@@ -536,7 +544,7 @@ def run_point(task: dict):
         row["latency"] = result.total
         row["lower_bound"] = result.lower_bound
         row["gap"] = result.gap
-        row["proof"] = result.proof
+        row["proof"] = _proof_word(result.proof)
         if result.log and result.log[0].worker == "baseline":
             row["layer_by_layer"] = result.log[0].latency
             row["speedup"] = result.log[0].latency / result.total if result.total > 0 else None
@@ -552,10 +560,20 @@ def run_point(task: dict):
     return row, schedule
 
 
-def _ignore_sigint():
+def _local_worker_init(coordinator: int):
     # Ctrl-C is the coordinator's to handle: a worker's search must never end early (it would
     # return a truncated result); the coordinator terminates the pool instead.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A coordinator killed outright (kill -9) cannot stop its pool, and the pool's queue never
+    # reports its end (every worker holds its write end): the worker notices being orphaned.
+    import threading
+
+    def watch():
+        while os.getppid() == coordinator:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="orphan-watch").start()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -565,6 +583,9 @@ def _write_atomic(path: str, data: bytes) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-")
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp's 0600 is for secrets, not results
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -782,7 +803,7 @@ def _run_local(tasks, workers, on_result, on_lost):
     while pending:
         pool = concurrent.futures.ProcessPoolExecutor(
             max_workers=min(workers, len(pending)), mp_context=multiprocessing.get_context("spawn"),
-            initializer=_ignore_sigint)
+            initializer=_local_worker_init, initargs=(os.getpid(),))
         broken = None
         try:
             futures = {pool.submit(run_point, task): key for key, task in pending.items()}
@@ -831,7 +852,7 @@ def _run_executor(tasks, executor, on_result, on_lost):
         raise
 
 
-def run(spec: Sweep, output=None, executor=None, workers=None, quiet=False, stream=None) -> list:
+def run(spec: Sweep, output=None, executor=None, workers=None, quiet=False, stream=None, where=None) -> list:
     """Runs the sweep's unfinished points; returns one row per point (dicts, in point order).
 
     output: the results CSV (None: rows are only returned). executor: any concurrent.futures
@@ -845,11 +866,13 @@ def run(spec: Sweep, output=None, executor=None, workers=None, quiet=False, stre
         todo = [p for p in points if p.key not in finished]
         by_key = {p.key: p for p in points}
         progress = Progress(len(points), len(points) - len(todo), spec.varied, quiet, stream)
-        where = (f"{len(todo)} to run on {workers or _local_workers(spec.threads)} local processes x "
-                 f"{spec.threads} thread(s)") if executor is None else f"{len(todo)} to run on {executor!r}"
+        if where is None:
+            where = (f"{workers or _local_workers(spec.threads)} local processes x {spec.threads} thread(s)"
+                     if executor is None else type(executor).__name__)
+        where = f"{len(todo)} to run on {where}"
         done_text = f", {len(points) - len(todo)} already in {output}" if results and len(todo) < len(points) else ""
         progress.say(f"{len(points)} points ({len(spec.models)} models x {len(spec.hardware)} hardware x "
-                     f"{len(spec.settings)} settings x {len(spec.seeds)} seeds, {spec.time:g} s each){done_text}; "
+                     f"{len(spec.settings)} settings x {len(spec.seeds)} seed(s), {spec.time:g} s each){done_text}; "
                      f"{where}")
         rows = {}
         lost = []
@@ -998,7 +1021,8 @@ def _main_sweep(args) -> int:
                   file=sys.stderr)
         executor = client.get_executor(pure=False)
     try:
-        run(spec, output=output, executor=executor, workers=workers, quiet=quiet)
+        run(spec, output=output, executor=executor, workers=workers, quiet=quiet,
+            where=f"the Dask cluster at {scheduler}" if scheduler else None)
     except SweepIncomplete as error:
         print(f"annealer: {error}", file=sys.stderr)
         return 1
@@ -1009,7 +1033,7 @@ def _main_sweep(args) -> int:
 
 
 def _main_report(args) -> int:
-    from . import sweep_report
+    from . import sweeps_html
 
     csv_path, output = None, None
     i = 0
@@ -1032,7 +1056,7 @@ def _main_report(args) -> int:
         i += 1
     if csv_path is None or output is None:
         raise _Usage("sweep-report needs RESULTS.csv and -o REPORT.html")
-    sweep_report.write_report(csv_path, output)
+    sweeps_html.write_report(csv_path, output)
     print(f"sweep-report: {output}", file=sys.stderr)
     return 0
 
@@ -1050,7 +1074,7 @@ def main(argv=None) -> int:
     try:
         return (_main_sweep if argv[0] == "sweep" else _main_report)(argv[1:])
     except _Usage as error:
-        print(f"annealer {argv[0]}: {error}\n{USAGE}", file=sys.stderr)
+        print(f"annealer {argv[0]}: {error}\nRun 'annealer {argv[0]} --help' for usage.", file=sys.stderr)
         return 2
     except (SweepError, annealer.InputError, OSError) as error:
         print(f"annealer: {_one_line(error)}", file=sys.stderr)

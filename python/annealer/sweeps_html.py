@@ -82,6 +82,13 @@ def _best_by(rows, group_key):
     return best
 
 
+def _thousands(ax, axis="y", in_bytes=False):
+    from matplotlib.ticker import FuncFormatter
+
+    formatter = FuncFormatter(lambda v, _: _bytes(v) if in_bytes else f"{v:,.0f}" if abs(v) >= 100 else f"{v:g}")
+    (ax.yaxis if axis == "y" else ax.xaxis).set_major_formatter(formatter)
+
+
 def _axis_figure(rows, key, varied, title):
     plt = _plt()
     positions, numeric = _axis_positions(rows, key)
@@ -118,6 +125,7 @@ def _axis_figure(rows, key, varied, title):
         ax.minorticks_off()
         ax.set_xlabel(key)
         ax.grid(True, alpha=0.3)
+    _thousands(left)
     left.set_ylabel("latency (cycles; dashed: lower bound)")
     left.set_title(f"{title}: latency against {key}")
     right.set_ylabel("speedup over layer-by-layer (x)")
@@ -157,7 +165,9 @@ def _pareto_figure(rows, varied, title):
     memories = sorted({p[0] for p in points})
     if len(memories) > 1 and memories[0] > 0 and memories[-1] / memories[0] > 20:
         ax.set_xscale("log")
-    ax.set_xlabel("fast memory (bytes)" if in_bytes else "fast-memory capacity (elements)")
+    _thousands(ax)
+    _thousands(ax, "x", in_bytes)
+    ax.set_xlabel("fast memory" if in_bytes else "fast-memory capacity (elements)")
     ax.set_ylabel("latency (cycles)")
     ax.set_title(f"{title}: latency against fast-memory size")
     ax.grid(True, alpha=0.3)
