@@ -66,7 +66,8 @@ KEY_VERSION = 1
 
 # Columns after the coordinates; types for reading the file back.
 RESULT_COLUMNS = (
-    ("seed", int), ("ops", int), ("capacity", int), ("fast_memory_bytes", float), ("bandwidth", float),
+    ("seed", int), ("ops", int), ("capacity_elements", int), ("fast_memory_bytes", float),
+    ("bandwidth_elements", float),
     ("latency", float), ("lower_bound", float), ("gap", float), ("proof", str), ("layer_by_layer", float),
     ("speedup", float), ("deterministic_cut", bool), ("seconds", float), ("host", str), ("schedule", str),
     ("error", str),
@@ -442,6 +443,8 @@ def _coordinates(fields, hardware, config_paths):
 def _check_value(name: str, text: str, node: _Node, key: str, hardware, config_paths) -> str:
     if name in ("seed", "seeds"):
         node.fail(key, "seeds are listed in search.seeds")
+    if name in ("key", "model", "hardware") or name in dict(RESULT_COLUMNS):
+        node.fail(key, f"{name!r} is a column of the results, not a key to vary")
     if name in PROFILE_KEYS:
         for hw, hw_arg, _, _ in hardware:
             if hw == GIVEN:
@@ -530,8 +533,8 @@ def run_point(task: dict):
                 capacity=int(float(p["fast_memory_capacity"])) if "fast_memory_capacity" in p else None,
                 bandwidth=float(p["slow_memory_bandwidth"]) if "slow_memory_bandwidth" in p else None)
         row["ops"] = problem.ops
-        row["capacity"] = problem.capacity
-        row["bandwidth"] = problem.bandwidth
+        row["capacity_elements"] = problem.capacity
+        row["bandwidth_elements"] = problem.bandwidth
         if hardware is not None:
             row["fast_memory_bytes"] = problem.capacity * _core.hardware_profile(hardware, overrides)["element_bytes"]
         row["lower_bound"] = annealer.lower_bound(problem)

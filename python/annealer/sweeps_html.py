@@ -19,8 +19,8 @@ from .sweeps import RESULT_COLUMNS, read_results, varied_columns
 
 # Varied keys whose values carry units: placed on the axis by the number the engine derived
 # for the row (bytes, elements, elements per cycle), labelled with the text as written.
-_DERIVED_AXIS = {"fast_memory": "fast_memory_bytes", "fast_memory_capacity": "capacity",
-                 "bandwidth": "bandwidth", "slow_memory_bandwidth": "bandwidth"}
+_DERIVED_AXIS = {"fast_memory": "fast_memory_bytes", "fast_memory_capacity": "capacity_elements",
+                 "bandwidth": "bandwidth_elements", "slow_memory_bandwidth": "bandwidth_elements"}
 _COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
 _MAX_SERIES = len(_COLORS)
 
@@ -151,7 +151,7 @@ def _pareto_figure(rows, varied, title):
     plt = _plt()
     points = []
     for row in rows:
-        memory = row.get("fast_memory_bytes") if row.get("fast_memory_bytes") is not None else row.get("capacity")
+        memory = row.get("fast_memory_bytes") if row.get("fast_memory_bytes") is not None else row.get("capacity_elements")
         if row.get("latency") is not None and memory is not None:
             points.append((memory, row["latency"], row))
     if not points:
@@ -268,7 +268,7 @@ def report_html(rows, title="sweep") -> str:
             out.append(f'<div class="fig">{svg}</div>')
             out.append("<p class='note'>Pareto front (no point has less fast memory and a lower latency):</p>")
             out.append(_table([dict(r, memory=m) for m, _, r in front],
-                              [*varied, "seed", "fast_memory_bytes", "capacity", "latency", "lower_bound", "gap",
+                              [*varied, "seed", "fast_memory_bytes", "capacity_elements", "latency", "lower_bound", "gap",
                                "speedup"]))
         if not varied:
             out.append(_table(group, ["seed", "latency", "lower_bound", "gap", "speedup", "proof"]))

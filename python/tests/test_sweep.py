@@ -65,6 +65,8 @@ def schedules(csv_path, rows):
     ("models: [{p}\n", r"sweep.yaml:2: YAML syntax error"),
     ("models: [{m}]\n", r"sweep.yaml:1: hardware: the model .*mlp.onnx needs a hardware profile"),
     ("models: [{p}]\nhardware: [tpu-v9]\n", r"sweep.yaml:2: hardware\[0\]: .*unknown hardware profile \"tpu-v9\""),
+    ("models: [{p}]\nhardware: [tpu-v5e]\nvary: {{bandwidth: [1 B/cycle], latency: [1]}}\n",
+     r"sweep.yaml:3: vary.latency\[0\]: 'latency' is a column of the results, not a key to vary"),
     ("models: [{p}]\nvary: {{fast_memory_capacity: [100, 2.5]}}\n",
      r"sweep.yaml:2: vary.fast_memory_capacity\[1\]: expected a positive integer \(in elements\), got '2.5'"),
 ])
@@ -104,7 +106,7 @@ def test_points_rows_and_a_resumed_sweep(tmp_path, source_dir):
                                                                      ("60000", 2)]
     tiny, _, given, _ = rows
     # Nothing fits in 100 elements: a row with the engine's one-line error, and the sweep went on.
-    assert tiny["latency"] is None and tiny["schedule"] is None and tiny["ops"] == 5 and tiny["capacity"] == 100
+    assert tiny["latency"] is None and tiny["schedule"] is None and tiny["ops"] == 5 and tiny["capacity_elements"] == 100
     assert "no valid start schedule" in tiny["error"] and "\n" not in tiny["error"]
     # A finished point is the search's result, as annealer.search gives it for the same settings.
     problem = annealer.Problem.load(str(source_dir / "problems" / "mlsys-2026-1.json"))
@@ -141,14 +143,14 @@ def test_hardware_profiles_and_their_overrides_in_a_sweep(tmp_path, source_dir):
     by = {(os.path.basename(r["model"]), r["fast_memory"]): r for r in rows}
     mlp = annealer.Problem.from_onnx(str(source_dir / "tests" / "models" / "mlp.onnx"), hardware="gemmini-default",
                                      hardware_overrides={"fast_memory": "64 KiB"})
-    assert by["mlp.onnx", "64 KiB"]["capacity"] == mlp.capacity == 65536
+    assert by["mlp.onnx", "64 KiB"]["capacity_elements"] == mlp.capacity == 65536
     assert by["mlp.onnx", "64 KiB"]["fast_memory_bytes"] == 65536 and by["mlp.onnx", "64 KiB"]["ops"] == mlp.ops
     assert by["mlp.onnx", "64 KiB"]["lower_bound"] == annealer.lower_bound(mlp)
     example = annealer.Problem.load(str(source_dir / "problems" / "example_problem.json"))
     applied = example.with_profile("gemmini-default", {"fast_memory": "64 KiB"})
     assert by["example_problem.json", "64 KiB"]["lower_bound"] == annealer.lower_bound(applied)
     # "1 B" holds one int8 element: a valid profile, a capacity nothing fits in, a row with the error.
-    assert by["mlp.onnx", "1 B"]["capacity"] == 1 and by["mlp.onnx", "1 B"]["latency"] is None
+    assert by["mlp.onnx", "1 B"]["capacity_elements"] == 1 and by["mlp.onnx", "1 B"]["latency"] is None
     assert by["mlp.onnx", "1 B"]["error"]
 
 
