@@ -3,10 +3,12 @@
 for the local process pool and a Dask cluster on the loopback address (docs/sweeps.md).
 
     PYTHONPATH=build/python /usr/bin/python3 bench/sweep_dispatch.py [--points 60] [--workers 1 2]
+        [--problem mlsys-2026-1 --epoch-moves 4000 --max-epochs 3]
 
-Each point is example_problem.json under the deterministic preset with a budget of one epoch of
-100 moves: its search takes a few milliseconds, so the wall time is almost all dispatch (pickling
-the task, the pool or the scheduler, the row's fsync). Prints a Markdown table: workers,
+By default each point is example_problem.json under the deterministic preset with a budget of
+one epoch of 100 moves: its search takes a few milliseconds, so the wall time is almost all
+dispatch (pickling the task, the pool or the scheduler, the row's fsyncs); --problem and the
+budget make longer points, to see the workers scale. Prints a Markdown table: workers,
 engine, wall seconds, points per second, the mean search seconds per point (the rows' `seconds`)
 and the overhead per point (wall x workers / points - search seconds).
 """
@@ -24,12 +26,15 @@ from annealer import sweeps
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+ARGS = argparse.Namespace(problem="example_problem", epoch_moves=100, max_epochs=1)
+
+
 def spec(points):
     return sweeps.Sweep.from_fields(
-        models=[os.path.join(REPO, "problems", "example_problem.json")],
-        search={"time": "10s", "threads": 1, "seeds": list(range(1, points + 1)),
+        models=[os.path.join(REPO, "problems", f"{ARGS.problem}.json")],
+        search={"time": "60s", "threads": 1, "seeds": list(range(1, points + 1)),
                 "config": os.path.join(REPO, "configs", "deterministic.yaml"),
-                "set": {"max_epochs": 1, "epoch_moves": 100}})
+                "set": {"max_epochs": ARGS.max_epochs, "epoch_moves": ARGS.epoch_moves}})
 
 
 def measure(points, executor=None, workers=None):
@@ -79,8 +84,13 @@ def main():
     parser.add_argument("--points", type=int, default=60)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--no-dask", action="store_true")
+    parser.add_argument("--problem", default=ARGS.problem)
+    parser.add_argument("--epoch-moves", type=int, default=ARGS.epoch_moves)
+    parser.add_argument("--max-epochs", type=int, default=ARGS.max_epochs)
     args = parser.parse_args()
-    print(f"{args.points} points, annealer {annealer.__version__}, {os.cpu_count()} cores")
+    ARGS.problem, ARGS.epoch_moves, ARGS.max_epochs = args.problem, args.epoch_moves, args.max_epochs
+    print(f"{args.points} points of {args.problem} ({args.max_epochs} x {args.epoch_moves} moves), "
+          f"annealer {annealer.__version__}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     print("| engine | workers | wall (s) | points/s | search s/point | overhead s/point |")
     print("|---|---|---|---|---|---|")
     for workers in args.workers:

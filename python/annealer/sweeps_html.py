@@ -166,7 +166,12 @@ def _pareto_figure(rows, varied, title):
     if len(memories) > 1 and memories[0] > 0 and memories[-1] / memories[0] > 20:
         ax.set_xscale("log")
     _thousands(ax)
-    _thousands(ax, "x", in_bytes)
+    if len(memories) <= 12:  # ticks at the sizes swept, not at powers of ten
+        ax.set_xticks(memories)
+        ax.set_xticklabels([_bytes(m) if in_bytes else f"{m:,.0f}" for m in memories])
+        ax.minorticks_off()
+    else:
+        _thousands(ax, "x", in_bytes)
     ax.set_xlabel("fast memory" if in_bytes else "fast-memory capacity (elements)")
     ax.set_ylabel("latency (cycles)")
     ax.set_title(f"{title}: latency against fast-memory size")
