@@ -31,13 +31,14 @@ def _plt():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.titlesize": 10})
+    # Fixed salt: the same rows give the same page (ids hash the content, so equal ids are equal defs).
+    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "annealer", "font.size": 9, "axes.titlesize": 10})
     return plt
 
 
 def _svg(fig) -> str:
     buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})  # same page for same rows
     _plt().close(fig)
     text = buffer.getvalue()
     return text[text.index("<svg"):]

@@ -94,6 +94,25 @@ def test_the_cli_reports_a_bad_description_before_any_work(tmp_path, source_dir,
     assert usage.returncode == 2 and "needs SWEEP.yaml and -o RESULTS.csv" in usage.stderr
 
 
+def test_the_pareto_front_is_the_points_nothing_dominates():
+    import random
+
+    from annealer import sweeps_html
+
+    rng = random.Random(1)
+    for _ in range(2000):
+        points = [(rng.randint(1, 6), rng.randint(1, 6), i) for i in range(rng.randint(1, 12))]
+        front = sweeps_html.pareto_front(points)
+        # The definition, slowly: not dominated (no other point with <= memory and <= latency, one
+        # strictly less); of equal points, the first in (memory, latency) order.
+        expected = []
+        for m, lat, row in sorted(points, key=lambda p: (p[0], p[1])):
+            dominated = any(m2 <= m and l2 <= lat and (m2 < m or l2 < lat) for m2, l2, _ in points)
+            if not dominated and not any(e[0] == m and e[1] == lat for e in expected):
+                expected.append((m, lat, row))
+        assert front == expected
+
+
 # --- rows, errors, resuming --------------------------------------------------------------------
 
 def test_points_rows_and_a_resumed_sweep(tmp_path, source_dir):
@@ -118,6 +137,15 @@ def test_points_rows_and_a_resumed_sweep(tmp_path, source_dir):
     assert json.loads((tmp_path / given["schedule"]).read_text()) == json.loads(r.schedule.to_json())
     # The file holds the same rows, in the order the points finished.
     assert sorted(sweeps.read_results(out), key=lambda r: r["key"]) == sorted(rows, key=lambda r: r["key"])
+    # The page: the latency figure of the varied key and the Pareto front, every row, nothing external.
+    page = tmp_path / "r.html"
+    annealer.sweep_report(out, page)
+    text = page.read_text()
+    assert text.count("<svg") == 2 and "latency against fast_memory_capacity" in text and "Pareto front" in text
+    # Tables: the summary (head + 1 pair), the front (head + 1: both seeds found the same latency),
+    # every point (head + 4).
+    assert text.count("<tr") == 2 + 2 + 5
+    assert "<script" not in text and 'href="http' not in text and 'src="' not in text
     # Again: every point is in the file, nothing runs, the file is unchanged.
     before = out.read_bytes()
     again = annealer.sweep(**fields, output=out, quiet=True)
@@ -196,16 +224,15 @@ def dask_cluster():
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     processes = []
-    env = dict(os.environ, DASK_DISTRIBUTED__WORKER__DAEMON="False")
     try:
         processes.append(subprocess.Popen(
             [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(port),
-             "--no-dashboard", "--idle-timeout", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+             "--no-dashboard", "--idle-timeout", "300"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         for _ in range(2):
             processes.append(subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_worker", address, "--host", "127.0.0.1", "--nthreads", "1",
                  "--no-nanny", "--no-dashboard", "--death-timeout", "30"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         client = distributed.Client(address, timeout=30)
         try:
             client.wait_for_workers(2, timeout=30)
