@@ -796,8 +796,9 @@ def _local_workers(threads: int) -> int:
 
 def _run_local(tasks, workers, on_result, on_lost):
     """A spawn-context process pool; when a worker process dies the pool breaks, so it is
-    rebuilt and the unfinished points are submitted again (three rebuilds in a row without a
-    point finishing give up on the rest: on_lost)."""
+    rebuilt and the unfinished points are submitted again (the third break in a row without a
+    point finishing gives up on the rest: on_lost). A process pool rather than a LocalCluster:
+    no server, no ports, nothing to tear down, and the retry is this loop."""
     import multiprocessing
     from concurrent.futures.process import BrokenProcessPool
 
@@ -832,7 +833,7 @@ def _run_local(tasks, workers, on_result, on_lost):
         pool.shutdown(wait=True, cancel_futures=True)
         if broken is not None and pending:
             rebuilds += 1
-            if rebuilds > 3:
+            if rebuilds >= 3:
                 for key in list(pending):
                     on_lost(key, f"the worker process died three times in a row ({_one_line(broken)})")
                 pending.clear()

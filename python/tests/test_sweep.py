@@ -208,6 +208,37 @@ def test_a_killed_sweep_restarted_does_no_finished_point_twice(tmp_path, source_
     assert not [r for r in rows if r["error"] or r["deterministic_cut"] != "false"]
 
 
+def test_a_local_worker_that_dies_mid_point_has_its_point_run_again(tmp_path, source_dir, cli):
+    spec = write_spec(tmp_path, source_dir)
+    out = tmp_path / "r.csv"
+    sweep = subprocess.Popen([cli, "sweep", str(spec), "-o", str(out), "--workers", "2"], stderr=subprocess.PIPE,
+                             text=True)
+    try:
+        deadline = time.monotonic() + 40
+        victim = None
+        while victim is None and time.monotonic() < deadline and sweep.poll() is None:
+            # The pool's processes are the coordinator's children that run spawn_main.
+            workers = []
+            try:
+                for child in open(f"/proc/{sweep.pid}/task/{sweep.pid}/children").read().split():
+                    if b"spawn_main" in open(f"/proc/{child}/cmdline", "rb").read():
+                        workers.append(int(child))
+            except OSError:  # a process that just ended
+                pass
+            if len(workers) == 2:
+                time.sleep(0.5)  # into the first points' searches
+                victim = workers[0]
+                os.kill(victim, signal.SIGKILL)
+            time.sleep(0.05)
+        _, stderr = sweep.communicate(timeout=120)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+    assert victim is not None and sweep.returncode == 0, stderr
+    rows = read_csv(out)
+    assert len(rows) == 4 and len({r["key"] for r in rows}) == 4 and not [r for r in rows if r["error"]]
+
+
 # --- Dask --------------------------------------------------------------------------------------
 
 def free_port():
