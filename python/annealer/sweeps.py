@@ -485,7 +485,11 @@ def _model_sha256(path: str) -> str:
 def _scratch() -> str:
     global _scratch_dir
     if _scratch_dir is None:
+        import atexit
+        import shutil
+
         _scratch_dir = tempfile.mkdtemp(prefix="annealer-sweep-")
+        atexit.register(shutil.rmtree, _scratch_dir, ignore_errors=True)
     return _scratch_dir
 
 
@@ -804,6 +808,7 @@ def _run_local(tasks, workers, on_result, on_lost):
 
     pending = dict(tasks)
     rebuilds = 0
+    finished_any = False
     while pending:
         pool = concurrent.futures.ProcessPoolExecutor(
             max_workers=min(workers, len(pending)), mp_context=multiprocessing.get_context("spawn"),
@@ -824,6 +829,7 @@ def _run_local(tasks, workers, on_result, on_lost):
                     continue
                 del pending[key]
                 rebuilds = 0
+                finished_any = True
                 on_result(row, schedule)
         except BaseException:
             for process in list(getattr(pool, "_processes", {}).values()):
@@ -834,8 +840,10 @@ def _run_local(tasks, workers, on_result, on_lost):
         if broken is not None and pending:
             rebuilds += 1
             if rebuilds >= 3:
+                hint = ("; if annealer.sweep() runs from a script, is it under `if __name__ == \"__main__\":`?"
+                        if not finished_any else "")
                 for key in list(pending):
-                    on_lost(key, f"the worker process died three times in a row ({_one_line(broken)})")
+                    on_lost(key, f"the worker process died three times in a row ({_one_line(broken)}){hint}")
                 pending.clear()
 
 
@@ -863,6 +871,14 @@ def run(spec: Sweep, output=None, executor=None, workers=None, quiet=False, stre
     executor (a dask.distributed Client's get_executor() included); None runs a local process
     pool of `workers` processes (every core / search.threads by default). Raises SweepIncomplete
     when the executor gave up on some points (they are not in the file; run again)."""
+    if executor is None:
+        import multiprocessing
+
+        if getattr(multiprocessing.current_process(), "_inheriting", False):
+            # A local worker is importing the user's script (spawned processes import __main__),
+            # which calls sweep() again: it would start pools of pools.
+            raise SweepError("annealer.sweep() ran while a worker process imported the main script: put the "
+                             "call under `if __name__ == \"__main__\":` (worker processes import that script)")
     points = spec.points()
     results = ResultsFile(output, spec.columns()) if output is not None else None
     try:
