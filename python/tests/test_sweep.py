@@ -74,7 +74,6 @@ def test_a_bad_description_is_one_line_naming_file_line_and_key(tmp_path, source
     spec = tmp_path / "sweep.yaml"
     spec.write_text(text.format(p=source_dir / "problems" / "example_problem.json",
                                 m=source_dir / "tests" / "models" / "mlp.onnx"))
-    os.chdir(tmp_path)
     with pytest.raises(sweeps.SweepError, match=message) as error:
         sweeps.Sweep.load(spec)
     assert "\n" not in str(error.value)
