@@ -483,13 +483,19 @@ def _model_sha256(path: str) -> str:
 
 
 def _scratch() -> str:
+    """A folder of this user's for the profile and configuration texts points carry. Its files
+    are named by their content's hash and written atomically, so every worker process of every
+    sweep shares it and a killed worker leaves nothing half-written or new behind."""
     global _scratch_dir
     if _scratch_dir is None:
-        import atexit
-        import shutil
-
-        _scratch_dir = tempfile.mkdtemp(prefix="annealer-sweep-")
-        atexit.register(shutil.rmtree, _scratch_dir, ignore_errors=True)
+        path = os.path.join(tempfile.gettempdir(), f"annealer-sweep-{os.getuid()}")
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+            if os.stat(path).st_uid != os.getuid():
+                raise PermissionError(f"{path} belongs to another user")
+        except OSError:
+            path = tempfile.mkdtemp(prefix="annealer-sweep-")
+        _scratch_dir = path
     return _scratch_dir
 
 
