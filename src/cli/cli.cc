@@ -1,7 +1,9 @@
 #include "src/cli/cli.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -9,6 +11,9 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
+
+#include <unistd.h>
 
 #include "eval/bounds.h"
 #include "eval/cost_cache.h"
@@ -352,6 +357,16 @@ void PrintUsage(std::FILE* out) {
       "      PROBLEM.json with the profile's capacity, bandwidth, native side and base costs\n"
       "      (MatMul: base x ceil(K/n); Pointwise: base) to stdout or, atomically, OUT.json.\n"
       "      Docs: docs/hardware.md.\n"
+      "  annealer sweep SWEEP.yaml -o RESULTS.csv [--scheduler tcp://HOST:8786] [--workers N] [--quiet]\n"
+      "      Many searches: models x hardware x varied settings (fast_memory, bandwidth, ...,\n"
+      "      search settings) x seeds, one CSV row and one schedule per point, written as each\n"
+      "      finishes; run again to resume. On every core here, or on a Dask cluster. Runs the\n"
+      "      Python package (python3).\n"
+      "      Docs: docs/sweeps.md.\n"
+      "  annealer sweep-report RESULTS.csv -o REPORT.html\n"
+      "      A sweep's results as one HTML page: latency and bound against each varied key, the\n"
+      "      Pareto front against the fast-memory size, the speedup over layer-by-layer.\n"
+      "      Docs: docs/sweeps.md.\n"
       "  annealer --help | --version\n"
       "\n"
       "Exit codes: 0 success, 1 bad input or invalid schedule, 2 usage error.\n"
@@ -651,6 +666,46 @@ int RunHardwareCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `sweep` and `sweep-report` live in the Python package (python/annealer/sweeps.py: the sweep
+// dispatches points to processes or a Dask cluster, which only Python has): this replaces the
+// process with `python3 -c BOOTSTRAP COMMAND ARGS...`. The package is the build tree's
+// (<dir of this binary>/python, where python/CMakeLists.txt assembles it) when there is one,
+// else the installed one; ANNEALER_PYTHON names another interpreter.
+int RunPythonCommand(const std::string& command, const std::vector<std::string>& args) {
+  const char* from_env = std::getenv("ANNEALER_PYTHON");
+  const std::string python = from_env != nullptr && *from_env != '\0' ? from_env : ANNEALER_PYTHON_EXECUTABLE;
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const std::filesystem::path package = self.parent_path() / "python";
+    if (std::filesystem::exists(package / "annealer" / "__init__.py", error)) {
+      const char* old_path = std::getenv("PYTHONPATH");
+      std::string path = package.string();
+      if (old_path != nullptr && *old_path != '\0') path += std::string(":") + old_path;
+      setenv("PYTHONPATH", path.c_str(), 1);
+    }
+  }
+  static const char* const kBootstrap =
+      "import sys\n"
+      "try:\n"
+      "    from annealer import sweeps\n"
+      "except ImportError as e:\n"
+      "    sys.exit('annealer: ' + sys.argv[1] + ' needs the annealer Python package, which does not import (' +\n"
+      "             str(e) + '): build it (cmake --build build) or install it (cmake --install build --component python)')\n"
+      "sys.exit(sweeps.main(sys.argv[1:]))\n";
+  std::vector<std::string> words = {python, "-c", kBootstrap, command};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  execv(python.c_str(), argv.data());
+  PrintError(command + " needs Python 3: cannot run " + python + ": " + std::strerror(errno) +
+             " (install python3, or set ANNEALER_PYTHON to an interpreter)");
+  return 1;
+}
+
 int RunImportCommand(const std::vector<std::string>& args) {
   const ParsedArgs parsed = ParseArgs(args, {.json = true, .output = true, .map = true});
   if (parsed.help) {
@@ -700,6 +755,7 @@ int RunMain(int argc, char** argv) {
       if (command == "exact") return RunExactCommand(rest);
       if (command == "hardware") return RunHardwareCommand(rest);
       if (command == "import") return RunImportCommand(rest);
+      if (command == "sweep" || command == "sweep-report") return RunPythonCommand(command, rest);
     } catch (const UsageError& error) {
       PrintError(error.what());
       std::fputs("Run 'annealer --help' for usage.\n", stderr);
