@@ -67,7 +67,7 @@ struct StepRecord {
   Latency compute = 0;
   Latency memory = 0;
   Elements working_set = 0;
-  Latency latency() const { return compute > memory ? compute : memory; }  // L1
+  Latency latency() const { return compute > memory ? compute : memory; }  // T1
 };
 using StepObserver = std::function<void(const StepRecord&)>;
 
