@@ -693,20 +693,28 @@ Decoupled Decouple(const Problem& problem) {
   return d;
 }
 
-}  // namespace
-
-BoundModel BuildBoundModel(const Problem& problem) {
-  if (HasLayoutOps(problem)) return BuildBoundModel(Decouple(problem).problem);
+// The bound of a problem whose Layout ops, if any, read graph inputs of their own (the image of
+// Decouple, or a problem without Layout ops).
+BoundModel BuildDecoupledBoundModel(const Problem& problem) {
   Built built = Build(problem);
   auto all = [](OpId) { return true; };
   built.model.weight = BestWeight(built.model, all);
   return std::move(built.model);
 }
 
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out);
+
+}  // namespace
+
+BoundModel BuildBoundModel(const Problem& problem) {
+  if (HasLayoutOps(problem)) return BuildDecoupledBoundModel(Decouple(problem).problem);
+  return BuildDecoupledBoundModel(problem);
+}
+
 LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
   if (HasLayoutOps(problem)) {
     const Decoupled d = Decouple(problem);
-    LowerBound bound = ComputeLowerBound(d.problem, model_out);
+    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out);
     const auto first_extra = static_cast<TensorId>(problem.tensors.size());
     for (BoundTerm& term : bound.explanation) {
       if (term.tensor >= first_extra) {
@@ -716,6 +724,12 @@ LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
     }
     return bound;
   }
+  return ComputeDecoupledLowerBound(problem, model_out);
+}
+
+namespace {
+
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out) {
   LowerBound bound;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     bound.compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
@@ -746,6 +760,8 @@ LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
   }
   return bound;
 }
+
+}  // namespace
 
 Latency RemainingLowerBound(const BoundModel& model, const std::vector<char>& op_remaining) {
   auto live = [&](OpId op) { return op_remaining[op] != 0; };
