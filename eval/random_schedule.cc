@@ -121,6 +121,13 @@ class ProblemBuilder {
                                                 DagShape::kSharedInput, DagShape::kMultiSink});
         if (Chance(rng_, 0.3)) x = AnyTensor();
       }
+      // The shapes without AnyOp take their Layout ops before the block they build on x.
+      const bool block = step == DagShape::kDiamond || step == DagShape::kSharedInput ||
+                         step == DagShape::kMultiSink;
+      if (block && options_.layout_probability > 0 && Chance(rng_, options_.layout_probability)) {
+        x = Layout(x);
+        if (static_cast<int>(problem_.ops.size()) >= num_ops) break;
+      }
       switch (step) {
         case DagShape::kChain: x = AnyOp(x, 0.4, 0.1); break;
         case DagShape::kMatMulChain: x = AnyOp(x, 1.0, 0.2); break;
