@@ -388,6 +388,39 @@ TEST_CASE("bound: never above schedules found by a short search on random proble
   CHECK(checked >= 30);
 }
 
+// The whole search (baseline, constructive starts, exact solver, moves, repeats) on problems
+// with Layout ops: what it returns is oracle-valid, and the bound stays below it.
+TEST_CASE("search with Layout ops: short searches return valid schedules above the bound") {
+  std::mt19937_64 rng(5151);
+  int checked = 0, with_layout = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    const DagShape shape = kAllDagShapes[trial % std::size(kAllDagShapes)];
+    RandomProblemOptions options{.min_ops = 4, .max_ops = 10, .native = trial % 2 ? 8 : 32};
+    options.layout_probability = 0.35;
+    Problem problem = RandomProblem(rng, shape, options);
+    if (trial % 3 != 0) MemoryBound(problem);
+    SearchSummary summary;
+    try {
+      summary = ShortSearch(problem, 31 + trial, 2);
+    } catch (const std::runtime_error&) {
+      continue;  // no valid start exists for this random problem
+    }
+    const std::string where = "layout trial " + std::to_string(trial);
+    INFO(where << ": " << EvaluateOracle(problem, summary.best).violation.Message());
+    REQUIRE(CheckValidSchedule(problem, summary.best, where));
+    ++checked;
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
+      if (problem.IsLayout(op)) {
+        ++with_layout;
+        break;
+      }
+    }
+  }
+  MESSAGE("searched problems with Layout ops: " << checked << ", " << with_layout << " holding one");
+  CHECK(checked >= 25);
+  CHECK(with_layout >= 15);
+}
+
 TEST_CASE("bound: the bundled problems, real values and schedules found by a short search") {
   struct Expect {
     const char* name;
