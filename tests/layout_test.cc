@@ -15,6 +15,7 @@
 #include "eval/oracle.h"
 #include "eval/subgraph_cost.h"
 #include "search/baseline.h"
+#include "src/import/hardware_profile.h"
 
 namespace annealer {
 namespace {
@@ -258,6 +259,26 @@ TEST_CASE("lower bound with Layout ops: a graph input read only by Layout ops is
   for (const BoundTerm& term : bound.explanation) {
     CHECK(term.tensor < static_cast<TensorId>(p.tensors.size()));  // Zs mapped back to their Y
   }
+}
+
+TEST_CASE("a hardware profile prices MatMul and Pointwise ops and leaves Layout ops at 0 (L3)") {
+  GraphBuilder b(60000, 10);
+  const TensorId x = b.Tensor(128, 256), y = b.Tensor(256, 128), w = b.Tensor(128, 64);
+  const TensorId z = b.Tensor(256, 64), r = b.Tensor(256, 64);
+  b.Op(OpKind::Layout, {x}, y, 0);
+  b.Op(OpKind::MatMul, {y, w}, z, 1);
+  b.Op(OpKind::Pointwise, {z}, r, 1);
+  Problem p = b.Build();
+  DerivedHardware hardware;
+  hardware.capacity = 100000;
+  hardware.bandwidth = 64;
+  hardware.native = 64;
+  hardware.matmul_base = 500;
+  hardware.pointwise_base = 40;
+  ApplyHardware(hardware, p);
+  CHECK(p.ops[0].base_cost == 0);
+  CHECK(p.ops[1].base_cost == 1000);  // K = 128: two native k-steps of 500
+  CHECK(p.ops[2].base_cost == 40);
 }
 
 }  // namespace
