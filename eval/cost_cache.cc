@@ -165,8 +165,9 @@ struct ShapeScratch {
 // 2^32 (false otherwise). Ranks keep the order of ids, so pricing the context and pricing its
 // relabelled image run the same steps in the same order (sorts by op or tensor id included)
 // and give bit-identical reports. Layout after the header: the number of tensors; per op, its
-// rank | MatMul bit | input count | Layout bit, and its base cost; then, packed, every op's local input
-// and output ids; the tensors' sides (width | height << 32); the sorted local retained sets.
+// rank | MatMul bit | input count | Layout bit, and its base cost; then, packed, every op's
+// local input and output ids; the tensors' sides (width | height << 32); the sorted local
+// retained sets.
 bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
                    const std::vector<TensorId>& retained_in, ShapeScratch& scratch,
                    std::vector<uint64_t>& key) {

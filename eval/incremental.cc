@@ -238,7 +238,9 @@ bool IncrementalEvaluator::SubgraphOk(int i) const {
   if (!results_[i].ok()) return false;
   const std::vector<TensorId>& retained_in = i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors;
   for (const auto& [op, t] : facts_[i].boundary_inputs) {
-    if (problem_.producer[t] != kNoOp && !Available(op, t, WrittenBefore(t, i), retained_in)) return false;
+    if (problem_.producer[t] != kNoOp && !Available(op, t, WrittenBefore(t, i), retained_in)) {
+      return false;
+    }
   }
   return true;
 }
@@ -438,7 +440,8 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
     if (!pending_results_[k].ok()) return finish(local_failure(pending_results_[k], b + k));
     const std::vector<TensorId>& retained_in = k == 0 ? before_edit : repl[k - 1].retain;
     for (const auto& [op, t] : pending_facts_[k].boundary_inputs) {
-      if (problem_.producer[t] != kNoOp && !Available(op, t, WrittenBefore(t, b) || running_writes_[t] > 0, retained_in)) {
+      const bool written = WrittenBefore(t, b) || running_writes_[t] > 0;
+      if (problem_.producer[t] != kNoOp && !Available(op, t, written, retained_in)) {
         return finish(Invalid(V7Violation(b + k, op, t)));
       }
     }
@@ -452,7 +455,8 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
     const SubgraphResult& successor = pending_successor_repriced_ ? pending_results_[m] : results_[e];
     if (!successor.ok()) return finish(local_failure(successor, b + m));
     for (const auto& [op, t] : facts_[e].boundary_inputs) {
-      if (problem_.producer[t] != kNoOp && !Available(op, t, WrittenBefore(t, b) || new_region_writes_[t] > 0, successor_in)) {
+      const bool written = WrittenBefore(t, b) || new_region_writes_[t] > 0;
+      if (problem_.producer[t] != kNoOp && !Available(op, t, written, successor_in)) {
         return finish(Invalid(V7Violation(b + m, op, t)));
       }
     }

@@ -1,7 +1,7 @@
 // libFuzzer target: the schedule reader (src/io/schedule_io.h) on arbitrary bytes, then every
-// evaluator on what it accepts, against two fixed problems (the second with Layout ops): the oracle (eval/oracle.h), the fast
-// path cold and through a cost cache (eval/subgraph_cost.h) and the incremental evaluator
-// (eval/incremental.h). The fast ones must give the oracle's verdict, rule, failing subgraph and
+// evaluator on what it accepts, against two fixed problems (the second with Layout ops): the
+// oracle (eval/oracle.h), the fast path cold and through a cost cache (eval/subgraph_cost.h)
+// and the incremental evaluator (eval/incremental.h). The fast ones must give the oracle's verdict, rule, failing subgraph and
 // latencies (the property tests' comparison, here on inputs nobody generated on purpose).
 #include <algorithm>
 #include <cmath>
