@@ -654,16 +654,82 @@ double BestWeight(const BoundModel& model, const Live& live) {
   return best_a;
 }
 
-}  // namespace
+// The problem the facts are applied to when Layout ops are present (docs/lower-bound.md,
+// "Layout ops"): each Layout op X -> Y reads instead a fresh graph input Z of Y's shape. A
+// region of Y the op's consumers need is then a region of Z loaded through the op, the same
+// request the Layout op makes (L2); alone, the op loads Z and writes Y tile by tile (L4); Y
+// may be retained (L5) or, the op in another subgraph, loaded from slow memory — every
+// schedule of the problem is a schedule of the image at the same cost, with one rule fewer
+// (L1: X in slow memory). The facts treat the image's Layout ops as producers that serve any
+// demand (no V11, P1, nor P2 for them). X loses the Layout op as a consumer: never loaded by
+// it (a graph input read only by Layout ops is not a graph input of the image), and a graph
+// output of the image when no other op reads it (L1: it is written at least once). Z, a graph
+// input, is loaded at least once: the whole of Y is gathered once. Op ids are unchanged;
+// tensor ids past the problem's are the Zs, `layout_source` maps them back to their Y.
+struct Decoupled {
+  Problem problem;
+  std::vector<TensorId> layout_source;  // per extra tensor: the Y it stands for
+};
 
-BoundModel BuildBoundModel(const Problem& problem) {
+bool HasLayoutOps(const Problem& problem) {
+  return std::any_of(problem.ops.begin(), problem.ops.end(),
+                     [](const Op& op) { return op.kind == OpKind::Layout; });
+}
+
+Decoupled Decouple(const Problem& problem) {
+  Decoupled d;
+  d.problem.tensors = problem.tensors;
+  d.problem.ops = problem.ops;
+  d.problem.fast_memory_capacity = problem.fast_memory_capacity;
+  d.problem.slow_memory_bandwidth = problem.slow_memory_bandwidth;
+  d.problem.native = problem.native;
+  for (Op& op : d.problem.ops) {
+    if (op.kind != OpKind::Layout) continue;
+    d.problem.tensors.push_back(problem.tensors[op.output]);
+    d.layout_source.push_back(op.output);
+    op.inputs = {static_cast<TensorId>(d.problem.tensors.size() - 1)};
+  }
+  d.problem.Finalize();  // acyclic: only edges were removed, and the Zs have no producer
+  return d;
+}
+
+// The bound of a problem whose Layout ops, if any, read graph inputs of their own (the image of
+// Decouple, or a problem without Layout ops).
+BoundModel BuildDecoupledBoundModel(const Problem& problem) {
   Built built = Build(problem);
   auto all = [](OpId) { return true; };
   built.model.weight = BestWeight(built.model, all);
   return std::move(built.model);
 }
 
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out);
+
+}  // namespace
+
+BoundModel BuildBoundModel(const Problem& problem) {
+  if (HasLayoutOps(problem)) return BuildDecoupledBoundModel(Decouple(problem).problem);
+  return BuildDecoupledBoundModel(problem);
+}
+
 LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
+  if (HasLayoutOps(problem)) {
+    const Decoupled d = Decouple(problem);
+    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out);
+    const auto first_extra = static_cast<TensorId>(problem.tensors.size());
+    for (BoundTerm& term : bound.explanation) {
+      if (term.tensor >= first_extra) {
+        term.tensor = d.layout_source[term.tensor - first_extra];
+        term.why += " [gathered through Layout op " + std::to_string(problem.producer[term.tensor]) + "]";
+      }
+    }
+    return bound;
+  }
+  return ComputeDecoupledLowerBound(problem, model_out);
+}
+
+namespace {
+
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out) {
   LowerBound bound;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     bound.compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
@@ -694,6 +760,8 @@ LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
   }
   return bound;
 }
+
+}  // namespace
 
 Latency RemainingLowerBound(const BoundModel& model, const std::vector<char>& op_remaining) {
   auto live = [&](OpId op) { return op_remaining[op] != 0; };

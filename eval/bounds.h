@@ -1,7 +1,7 @@
 // Lower bounds on the total latency of any valid schedule of a problem (spec
 // docs/cost-model.md; rule ids cited below).
 //
-// Every step costs max(compute, memory) (L1) and the total is the sum of the steps (L2), so for
+// Every step costs max(compute, memory) (T1) and the total is the sum of the steps (T2), so for
 // every valid schedule and every a in [0, 1]:
 //     total >= a * C + (1 - a) * M,   C = sum of compute terms, M = sum of memory terms (M3).
 // a = 1 gives the compute bound, a = 0 the traffic bound; the "combined" bound maximises over a

@@ -129,6 +129,54 @@ TEST_CASE("bound: never above the oracle on random valid schedules, also at the 
   CHECK(tight > 1500);
 }
 
+TEST_CASE("bound: never above the oracle on random valid schedules with Layout ops") {
+  int valid = 0, tight = 0, with_layout = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(8100 + static_cast<int>(shape));
+    for (int trial = 0; trial < 100; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.max_ops = 3 + trial % 9;
+      problem_options.native = trial % 3 == 0 ? 4 : (trial % 3 == 1 ? 8 : 32);
+      problem_options.layout_probability = 0.35;
+      // A problem with a Layout op (the shapes without chains draw fewer of them).
+      Problem problem;
+      bool layout = false;
+      for (int attempt = 0; attempt < 10 && !layout; ++attempt) {
+        problem = RandomProblem(rng, shape, problem_options);
+        for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) layout = layout || problem.IsLayout(op);
+      }
+      if (trial % 2 == 0) MemoryBound(problem);
+      for (int s = 0; s < 4; ++s) {
+        RandomScheduleOptions options;
+        options.fuse_probability = 0.2 + 0.25 * s;
+        options.recompute_probability = 0.2;
+        options.extra_retain_probability = 0.2;
+        options.invalid_probability = 0;
+        options.max_steps = 500;
+        const Schedule schedule = RandomSchedule(problem, rng, options);
+        const std::string where = "layout shape " + std::to_string(static_cast<int>(shape)) + " trial " +
+                                  std::to_string(trial) + " schedule " + std::to_string(s);
+        if (!CheckValidSchedule(problem, schedule, where)) continue;
+        ++valid;
+        with_layout += layout;
+        const Evaluation evaluation = EvaluateOracle(problem, schedule);
+        Elements peak = 0;
+        for (const SubgraphReport& r : evaluation.subgraphs) peak = std::max(peak, r.peak_working_set);
+        Problem squeezed = problem;
+        squeezed.fast_memory_capacity = peak;
+        if (CheckValidSchedule(squeezed, schedule, where + " (capacity " + std::to_string(peak) + ")")) {
+          ++tight;
+        }
+      }
+    }
+  }
+  MESSAGE("with Layout ops: valid schedules " << valid << " (" << with_layout
+          << " of problems with a Layout op), at the tightest capacity " << tight);
+  CHECK(valid > 1000);
+  CHECK(with_layout > 700);
+  CHECK(tight > 1000);
+}
+
 TEST_CASE("bound: the model ComputeLowerBound fills is BuildBoundModel's") {
   std::mt19937_64 rng(31);
   const DagShape kShapes[] = {DagShape::kChain, DagShape::kDiamond, DagShape::kFanOut, DagShape::kMixed,
@@ -338,6 +386,39 @@ TEST_CASE("bound: never above schedules found by a short search on random proble
   MESSAGE("searched problems " << checked << "; traffic or combined above compute and I/O in "
                                 << teeth.stronger << ", tightest bound/latency " << teeth.tightest);
   CHECK(checked >= 30);
+}
+
+// The whole search (baseline, constructive starts, exact solver, moves, repeats) on problems
+// with Layout ops: what it returns is oracle-valid, and the bound stays below it.
+TEST_CASE("search with Layout ops: short searches return valid schedules above the bound") {
+  std::mt19937_64 rng(5151);
+  int checked = 0, with_layout = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    const DagShape shape = kAllDagShapes[trial % std::size(kAllDagShapes)];
+    RandomProblemOptions options{.min_ops = 4, .max_ops = 10, .native = trial % 2 ? 8 : 32};
+    options.layout_probability = 0.35;
+    Problem problem = RandomProblem(rng, shape, options);
+    if (trial % 3 != 0) MemoryBound(problem);
+    SearchSummary summary;
+    try {
+      summary = ShortSearch(problem, 31 + trial, 2);
+    } catch (const std::runtime_error&) {
+      continue;  // no valid start exists for this random problem
+    }
+    const std::string where = "layout trial " + std::to_string(trial);
+    INFO(where << ": " << EvaluateOracle(problem, summary.best).violation.Message());
+    REQUIRE(CheckValidSchedule(problem, summary.best, where));
+    ++checked;
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
+      if (problem.IsLayout(op)) {
+        ++with_layout;
+        break;
+      }
+    }
+  }
+  MESSAGE("searched problems with Layout ops: " << checked << ", " << with_layout << " holding one");
+  CHECK(checked >= 25);
+  CHECK(with_layout >= 15);
 }
 
 TEST_CASE("bound: the bundled problems, real values and schedules found by a short search") {

@@ -341,9 +341,10 @@ void ApplyHardware(const DerivedHardware& hardware, Problem& problem) {
   problem.slow_memory_bandwidth = hardware.bandwidth;
   problem.native = hardware.native;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
-    problem.ops[op].base_cost = problem.ops[op].kind == OpKind::MatMul
-                                    ? MatMulBaseCost(hardware, problem.ReductionLength(op))
-                                    : hardware.pointwise_base;
+    const OpKind kind = problem.ops[op].kind;
+    problem.ops[op].base_cost = kind == OpKind::MatMul   ? MatMulBaseCost(hardware, problem.ReductionLength(op))
+                                : kind == OpKind::Layout ? 0.0  // data movement costs no compute (spec L3)
+                                                         : hardware.pointwise_base;
   }
 }
 
