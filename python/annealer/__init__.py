@@ -29,6 +29,7 @@ from ._core import (
     Schedule,
     SearchResult,
     Violation,
+    baseline,
     default_config,
     evaluate,
     lower_bound,
@@ -36,7 +37,7 @@ from ._core import (
 
 __all__ = [
     "ConfigError", "Evaluation", "InputError", "LogEntry", "NoScheduleError", "Problem", "Schedule", "SearchResult",
-    "Violation", "default_config", "evaluate", "hardware_profiles", "lower_bound", "report", "search",
+    "Violation", "baseline", "default_config", "evaluate", "hardware_profiles", "lower_bound", "report", "search",
 ]
 __version__ = "0.1.0"
 
