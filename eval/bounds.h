@@ -103,12 +103,17 @@ struct LowerBound {
   // max over a of a * compute + (1 - a) * traffic, with each op's mode chosen per a.
   Latency combined = 0;
   double weight = 1;  // the a that gives `combined`
+  // P12: the sum over islands (ops that may share a subgraph, transitively) of
+  // max(island compute, island forced traffic / bandwidth).
+  Latency islands = 0;
+  int island_count = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
     Latency best = compute > graph_io ? compute : graph_io;
     if (traffic > best) best = traffic;
     if (combined > best) best = combined;
+    if (islands > best) best = islands;
     return best;
   }
 };

@@ -581,6 +581,7 @@ PYBIND11_MODULE(_core, m) {
         d["graph_io"] = bound.graph_io;
         d["traffic"] = bound.traffic;
         d["combined"] = bound.combined;
+        d["islands"] = bound.islands;
         d["weight"] = bound.weight;
         return d;
       },

@@ -64,7 +64,7 @@ int FinishStdout(const std::string& text, int exit_code) {
 std::string BoundPartsText(const LowerBound& bound) {
   return Readable(bound.total()) + " (compute " + Readable(bound.compute) + ", graph I/O " +
          Readable(bound.graph_io) + ", traffic " + Readable(bound.traffic) + ", combined " +
-         Readable(bound.combined) + ")";
+         Readable(bound.combined) + ", islands " + Readable(bound.islands) + ")";
 }
 
 struct ParsedArgs {
@@ -195,6 +195,7 @@ std::string EvaluationJson(const ScheduleSummary& summary) {
   out += "  \"lower_bound_graph_io\": " + FormatNumber(bound.graph_io) + ",\n";
   out += "  \"lower_bound_traffic\": " + FormatNumber(bound.traffic) + ",\n";
   out += "  \"lower_bound_combined\": " + FormatNumber(bound.combined) + ",\n";
+  out += "  \"lower_bound_islands\": " + FormatNumber(bound.islands) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
@@ -243,6 +244,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"traffic\": " + FormatNumber(bound.traffic) + ",\n";
   out += "  \"combined\": " + FormatNumber(bound.combined) + ",\n";
   out += "  \"weight\": " + FormatNumber(bound.weight) + ",\n";
+  out += "  \"islands\": " + FormatNumber(bound.islands) + ",\n";
+  out += "  \"island_count\": " + std::to_string(bound.island_count) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -267,7 +270,9 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  graph I/O  " + Readable(bound.graph_io) + "  (graph inputs loaded, outputs written once)\n";
   out += "  traffic    " + Readable(bound.traffic) + "  (forced loads and writes / bandwidth)\n";
   out += "  combined   " + Readable(bound.combined) + "  (a x compute + (1-a) x traffic, a = " +
-         Readable(bound.weight) + ", each op in its cheapest mode)\n\n";
+         Readable(bound.weight) + ", each op in its cheapest mode)\n";
+  out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
+         " islands of ops that may share a subgraph of max(compute, forced traffic))\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
