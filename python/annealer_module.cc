@@ -627,11 +627,27 @@ PYBIND11_MODULE(_core, m) {
         d["graph_io"] = bound.graph_io;
         d["traffic"] = bound.traffic;
         d["combined"] = bound.combined;
+        d["islands"] = bound.islands;
         d["weight"] = bound.weight;
         return d;
       },
       py::arg("problem"), py::arg("parts") = false,
       "The lower bound no valid schedule beats (float); parts=True: a dict with its parts.");
+  m.def(
+      "baseline",
+      [](const Problem& p, bool resident, bool greedy) {
+        if (resident && greedy) throw py::value_error("resident and greedy exclude each other");
+        const BaselineKind kind = greedy     ? BaselineKind::kGreedy
+                                  : resident ? BaselineKind::kResident
+                                             : BaselineKind::kSpilling;
+        return BuildBaselineSchedule(p, kind, "problem").schedule;
+      },
+      py::arg("problem"), py::arg("resident") = false, py::arg("greedy") = false,
+      "The schedule without search `annealer baseline` writes (its latencies the oracle's): one op\n"
+      "per subgraph at its best tiling, every intermediate spilled; resident=True keeps an op's\n"
+      "output in fast memory for its only consumer when it fits (--resident); greedy=True the\n"
+      "search's greedy-fusion start (--greedy). Raises NoScheduleError when some op fits at no\n"
+      "granularity.");
   m.def("evaluate", &Evaluate, py::arg("problem"), py::arg("schedule"),
         "Prices `schedule` with the oracle: an Evaluation (rows, total, peak working set, violation).");
   m.def("_search", &Search, py::arg("problem"), py::arg("time"), py::arg("config_files"), py::arg("overrides"),

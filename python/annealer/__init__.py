@@ -29,6 +29,7 @@ from ._core import (
     Schedule,
     SearchResult,
     Violation,
+    baseline,
     default_config,
     evaluate,
     lower_bound,
@@ -36,8 +37,8 @@ from ._core import (
 
 __all__ = [
     "ConfigError", "Evaluation", "InputError", "LogEntry", "NoScheduleError", "Problem", "Schedule", "SearchResult",
-    "Violation", "default_config", "evaluate", "hardware_profile", "hardware_profiles", "lower_bound", "report",
-    "search", "sweep", "sweep_report",
+    "Violation", "baseline", "default_config", "evaluate", "hardware_profile", "hardware_profiles", "lower_bound",
+    "report", "search", "sweep", "sweep_report",
 ]
 __version__ = "0.1.0"
 

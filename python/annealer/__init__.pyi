@@ -122,6 +122,8 @@ ConfigItem = Union[dict[str, Union[bool, int, float, str]], str, os.PathLike[str
 
 def lower_bound(problem: Problem, parts: bool = False) -> Any:
     """A float; parts=True: a dict with total, compute, graph_io, traffic, combined, weight."""
+def baseline(problem: Problem, resident: bool = False, greedy: bool = False) -> Schedule:
+    """The schedule without search `annealer baseline [--resident | --greedy]` writes."""
 def evaluate(problem: Problem, schedule: Schedule) -> Evaluation: ...
 def search(problem: Problem, time: float = 10, threads: Optional[int] = None,
            seed: Optional[int] = None,
