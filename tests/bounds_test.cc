@@ -420,6 +420,7 @@ TEST_CASE("search with Layout ops: short searches return valid schedules above t
   MESSAGE("searched problems with Layout ops: " << checked << ", " << with_layout << " holding one");
   CHECK(checked >= 25);
   CHECK(with_layout >= 15);
+}
 
 // P12 by hand: X -> P (Pointwise, 2 native tiles of 100) -> Y (8 x 16) -> A = Y @ Wt (K = 16 > n
 // = 8, base 1) -> Z, a graph output. P cannot sit in A's subgraph (P1, V11) and A can only be a

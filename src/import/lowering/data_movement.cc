@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "src/import/lowering/folding.h"
 #include "src/import/lowering/registry.h"
 
 namespace annealer::lowering {
@@ -275,11 +276,8 @@ void SliceWith(Context& cx, const OnnxNode& node, const std::vector<int64_t>& st
     Const out;
     out.dims = out_dims;
     out.is_float = c->is_float;
-    if (c->values && r == 1) {
-      std::vector<double> vals;
-      for (int64_t k = ranges[0][0]; ranges[0][2] > 0 ? k < ranges[0][1] : k > ranges[0][1]; k += ranges[0][2]) vals.push_back((*c->values)[k]);
-      out.values = vals;
-    }
+    if (c->values && int64_t(c->values->size()) == Product(in_dims) && Product(out_dims) <= kMaxConstantElements)
+      out.values = SliceValues(in_dims, *c->values, ranges, out_dims);
     return cx.Set(node, 0, out);
   }
   const Act* xp = std::get_if<Act>(&v);

@@ -65,4 +65,52 @@ std::optional<std::vector<double>> FoldBinary(const std::string& op, const Const
   return v;
 }
 
+namespace {
+// Row-major strides of dims.
+std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> st(dims.size(), 1);
+  for (int i = int(dims.size()) - 2; i >= 0; --i) st[i] = st[i + 1] * dims[i + 1];
+  return st;
+}
+// Calls f(index) for every multi-index of dims in row-major order.
+template <typename F>
+void ForEachIndex(const std::vector<int64_t>& dims, F f) {
+  std::vector<int64_t> idx(dims.size(), 0);
+  const int64_t n = Product(dims);
+  for (int64_t i = 0; i < n; ++i) {
+    f(idx);
+    for (int a = int(dims.size()) - 1; a >= 0; --a) {
+      if (++idx[a] < dims[a]) break;
+      idx[a] = 0;
+    }
+  }
+}
+}  // namespace
+
+std::vector<double> SliceValues(const std::vector<int64_t>& dims, const std::vector<double>& values,
+                                const std::vector<std::array<int64_t, 3>>& ranges, const std::vector<int64_t>& out) {
+  const std::vector<int64_t> st = Strides(dims);
+  std::vector<double> v;
+  ForEachIndex(out, [&](const std::vector<int64_t>& idx) {
+    int64_t pos = 0;
+    for (size_t a = 0; a < idx.size(); ++a) pos += (ranges[a][0] + idx[a] * ranges[a][2]) * st[a];
+    v.push_back(values[size_t(pos)]);
+  });
+  return v;
+}
+
+std::vector<double> TransposeValues(const std::vector<int64_t>& dims, const std::vector<double>& values,
+                                    const std::vector<int64_t>& perm) {
+  const std::vector<int64_t> st = Strides(dims);
+  std::vector<int64_t> out;
+  for (int64_t p : perm) out.push_back(dims[size_t(p)]);
+  std::vector<double> v;
+  ForEachIndex(out, [&](const std::vector<int64_t>& idx) {
+    int64_t pos = 0;
+    for (size_t a = 0; a < idx.size(); ++a) pos += idx[a] * st[size_t(perm[a])];
+    v.push_back(values[size_t(pos)]);
+  });
+  return v;
+}
+
 }  // namespace annealer::lowering

@@ -2,6 +2,7 @@
 // elementwise converters and Expand.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,5 +20,13 @@ std::vector<int64_t> Broadcast(std::vector<int64_t> a, std::vector<int64_t> b, b
 // op is another.
 std::optional<std::vector<double>> FoldBinary(const std::string& op, const Const& a, const Const& b,
                                               const std::vector<int64_t>& out);
+
+// The values of x[ranges] (per axis {start, end, step} as a Slice normalises them), row-major;
+// `out` are the result's dims.
+std::vector<double> SliceValues(const std::vector<int64_t>& dims, const std::vector<double>& values,
+                                const std::vector<std::array<int64_t, 3>>& ranges, const std::vector<int64_t>& out);
+// The values of x transposed by `perm` (out axis i = in axis perm[i]), row-major.
+std::vector<double> TransposeValues(const std::vector<int64_t>& dims, const std::vector<double>& values,
+                                    const std::vector<int64_t>& perm);
 
 }  // namespace annealer::lowering

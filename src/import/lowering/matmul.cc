@@ -1,7 +1,12 @@
 // Gemm and MatMul: an activation times a weight (column blocks multiply their rows of the
 // weight), a weight times an activation, and two activations (attention: Q·Kᵀ with a transposed
 // copy, P·V), per head.
+#include <algorithm>
+#include <cctype>
+#include <string>
+
 #include "src/import/lowering/registry.h"
+#include "src/import/lowering/reshape.h"
 
 namespace annealer::lowering {
 namespace {
@@ -73,8 +78,6 @@ void LowerWeightTimesAct(Context& cx, const OnnxNode& node, const Const& w) {
   cx.Set(node, 0, out);
 }
 
-}  // namespace
-
 // activation @ activation (attention's Q·Kᵀ and P·V, windows, a batch): one MatMul per matrix
 // of the batch axes (heads, windows, batch items). Each operand is laid out with its own last
 // axis as the columns and a part per batch index; an operand laid out otherwise (Kᵀ from a
@@ -100,8 +103,6 @@ Act BatchedMatMul(Context& cx, const OnnxNode& node, const Act& x_in, const Act&
   return out;
 }
 
-namespace {
-
 void LowerMatMul(Context& cx, const OnnxNode& node) {
   const Value& av = cx.Get(node, 0);
   const Value& bv = cx.Get(node, 1);
@@ -116,6 +117,85 @@ void LowerMatMul(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, BatchedMatMul(cx, node, std::get<Act>(av), std::get<Act>(bv)));
 }
 
+// Einsum of two operands that is a (batched) matrix product: every letter is a batch axis (in
+// both operands and the output), contracted (in both, not in the output) or free (in one operand
+// and the output). Each operand is transposed to [batch, free, contracted] order and reshaped to
+// 3-D, multiplied per batch matrix (BatchedMatMul: exact MACs), and the product reshaped and
+// transposed to the output's order; the data a real kernel moves for it, Layout ops gather.
+// Traces, diagonals, ellipses and reductions of one operand's own axes are errors.
+void LowerEinsum(Context& cx, const OnnxNode& node) {
+  std::string eq;
+  for (char c : Attr{node}.Text("equation")) if (c != ' ') eq += c;
+  const size_t comma = eq.find(','), arrow = eq.find("->");
+  if (node.inputs.size() != 2 || comma == std::string::npos || arrow == std::string::npos || arrow < comma ||
+      eq.find(',', comma + 1) != std::string::npos)
+    cx.Fail(node, "only Einsum of two operands with an explicit output ('ab,bc->ac') is supported, got '" + eq + "'");
+  const std::string lx = eq.substr(0, comma), ly = eq.substr(comma + 1, arrow - comma - 1), lo = eq.substr(arrow + 2);
+  auto letters_ok = [](const std::string& l) {
+    for (size_t i = 0; i < l.size(); ++i)
+      if (!std::isalpha(static_cast<unsigned char>(l[i])) || l.find(l[i], i + 1) != std::string::npos) return false;
+    return true;
+  };
+  if (!letters_ok(lx) || !letters_ok(ly) || !letters_ok(lo))
+    cx.Fail(node, "Einsum '" + eq + "': ellipses, repeated letters in one operand (traces, diagonals) are not supported");
+  const Value& xv = cx.Get(node, 0);
+  const Value& yv = cx.Get(node, 1);
+  if (!std::holds_alternative<Act>(xv) || DimsOf(xv).size() != lx.size() || DimsOf(yv).size() != ly.size())
+    cx.Fail(node, "Einsum '" + eq + "': the first operand must be an activation and the ranks must match the equation");
+  const std::vector<int64_t> xd = DimsOf(xv), yd = DimsOf(yv);
+  std::string batch, contracted, free_x, free_y;
+  for (char c : lx) {
+    const bool in_y = ly.find(c) != std::string::npos, in_o = lo.find(c) != std::string::npos;
+    if (in_y && in_o) batch += c;
+    else if (in_y) contracted += c;
+    else if (in_o) free_x += c;
+    else cx.Fail(node, "Einsum '" + eq + "': letter '" + std::string(1, c) + "' is summed within one operand, which is not supported");
+  }
+  for (char c : ly)
+    if (lx.find(c) == std::string::npos) {
+      if (lo.find(c) == std::string::npos)
+        cx.Fail(node, "Einsum '" + eq + "': letter '" + std::string(1, c) + "' is summed within one operand, which is not supported");
+      free_y += c;
+    }
+  for (char c : lo)
+    if (lx.find(c) == std::string::npos && ly.find(c) == std::string::npos)
+      cx.Fail(node, "Einsum '" + eq + "': output letter '" + std::string(1, c) + "' is in no operand");
+  auto dim = [&](char c) { return lx.find(c) != std::string::npos ? xd[lx.find(c)] : yd[ly.find(c)]; };
+  for (char c : batch + contracted)
+    if (xd[lx.find(c)] != yd[ly.find(c)]) cx.Fail(node, "Einsum '" + eq + "': axis '" + std::string(1, c) + "' differs between the operands");
+  auto perm_of = [](const std::string& from, const std::string& to) {
+    std::vector<int64_t> p;
+    for (char c : to) p.push_back(int64_t(from.find(c)));
+    return p;
+  };
+  auto product = [&](const std::string& l) {
+    int64_t p = 1;
+    for (char c : l) p *= dim(c);
+    return p;
+  };
+  std::vector<int64_t> head;
+  for (char c : batch) head.push_back(dim(c));
+  const int64_t m = product(free_x), k = product(contracted), n = product(free_y);
+  auto with = [&](std::vector<int64_t> a, std::initializer_list<int64_t> b) { a.insert(a.end(), b); return a; };
+  Act x = ReshapeAct(cx, node, TransposeAct(cx, node, cx.Resolved(node, std::get<Act>(xv)), perm_of(lx, batch + free_x + contracted)),
+                     with(head, {m, k}));
+  Act z;
+  if (const Const* w = std::get_if<Const>(&yv)) {
+    if (!batch.empty()) cx.Fail(node, "Einsum '" + eq + "': a batched product with a constant operand is not supported");
+    Const w2 = *w;
+    w2.dims = {k, n};  // the weight in [contracted, free] order: a relabelling of its parameters
+    z = ActTimesWeight(cx, x, w2, false, node);
+  } else {
+    const Act y = ReshapeAct(cx, node, TransposeAct(cx, node, cx.Resolved(node, std::get<Act>(yv)), perm_of(ly, batch + contracted + free_y)),
+                             with(head, {k, n}));
+    z = BatchedMatMul(cx, node, x, y);
+  }
+  std::vector<int64_t> full = head;
+  for (char c : free_x + free_y) full.push_back(dim(c));
+  const Act r = ReshapeAct(cx, node, z, full);
+  cx.Set(node, 0, TransposeAct(cx, node, r, perm_of(batch + free_x + free_y, lo)));
+}
+
 // Gemm: B and C (the weight and the bias).
 bool GemmWeight(const OnnxNode&, size_t input) { return input >= 1; }
 // MatMul: the right operand, unless it is also the left one (x @ x is two activations).
@@ -127,6 +207,7 @@ ConverterTable MatMulConverters() {
   return {
       {.op_type = "Gemm", .lower = LowerGemm, .weight_input = GemmWeight},
       {.op_type = "MatMul", .lower = LowerMatMul, .weight_input = MatMulWeight},
+      {.op_type = "Einsum", .lower = LowerEinsum, .since = 12, .weight_input = MatMulWeight},
   };
 }
 

@@ -7,6 +7,7 @@
 
 #include "src/import/lowering/folding.h"
 #include "src/import/lowering/registry.h"
+#include "src/import/lowering/reshape.h"
 
 namespace annealer::lowering {
 namespace {
@@ -164,7 +165,7 @@ bool ReshapeUnitAxes(const Act& x, Act& out, const std::vector<int64_t>& out_dim
 // An activation with the same channels-last tensors seen under other dims, or a head split
 // (SplitColumns); a reshape that mixes rows and columns is a pending rearrangement (one Layout
 // op when a consumer reads it).
-Act ReshapeAct(Context& cx, Act x, const std::vector<int64_t>& out_dims, const OnnxNode& node) {
+Act ReshapeActImpl(Context& cx, Act x, const std::vector<int64_t>& out_dims, const OnnxNode& node) {
   if (x.pending() || !RowsInOnnxOrder(x)) return cx.Pending(node, x, out_dims, true);
   Act out = x;
   out.dims = out_dims;
@@ -188,7 +189,7 @@ void SetReshaped(Context& cx, const OnnxNode& node, const Value& v, const std::v
     return cx.Set(node, 0, out);
   }
   Act x = std::get<Act>(v);
-  cx.Set(node, 0, ReshapeAct(cx, x, out_dims, node));
+  cx.Set(node, 0, ReshapeActImpl(cx, x, out_dims, node));
 }
 
 void LowerReshape(Context& cx, const OnnxNode& node) {
@@ -223,7 +224,7 @@ void LowerExpand(Context& cx, const OnnxNode& node) {
   }
   Act x = cx.NeedAct(node, 0);
   if (Product(out_dims) != Elems(x)) cx.Fail(node, "expanding a computed activation is not supported");
-  cx.Set(node, 0, ReshapeAct(cx, x, out_dims, node));
+  cx.Set(node, 0, ReshapeActImpl(cx, x, out_dims, node));
 }
 
 void LowerTranspose(Context& cx, const OnnxNode& node) {
@@ -234,21 +235,44 @@ void LowerTranspose(Context& cx, const OnnxNode& node) {
   if (perm.empty()) for (int i = r - 1; i >= 0; --i) perm.push_back(i);
   if (int(perm.size()) != r) cx.Fail(node, "perm does not match the rank");
   std::vector<int64_t> out_dims;
-  std::vector<int> inv(r);
+  std::vector<char> seen(r, 0);
   for (int i = 0; i < r; ++i) {
-    if (perm[i] < 0 || perm[i] >= r) cx.Fail(node, "perm out of range");
+    if (perm[i] < 0 || perm[i] >= r || seen[perm[i]]) cx.Fail(node, "perm " + DimsText(perm) + " is not a permutation of the axes");
+    seen[perm[i]] = 1;
     out_dims.push_back(in_dims[perm[i]]);
-    inv[perm[i]] = i;
   }
   if (const Const* c = std::get_if<Const>(&v)) {
     Const out = *c;
     out.dims = out_dims;
-    if (out.values && Product(in_dims) > 1) out.values.reset();  // values not needed transposed
+    if (out.values && int64_t(out.values->size()) == Product(in_dims) && Product(in_dims) <= kMaxConstantElements)
+      out.values = TransposeValues(in_dims, *out.values, perm);  // shape arithmetic (F.pad's reversed pads)
+    else
+      out.values.reset();
     return cx.Set(node, 0, out);
   }
   if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "transposing a row statistic is not supported");
-  Act x = std::get<Act>(v);
-  if (x.pending()) return cx.Set(node, 0, cx.Pending(node, x, out_dims, false));
+  cx.Set(node, 0, TransposeAct(cx, node, std::get<Act>(v), perm));
+}
+
+}  // namespace
+
+Act ReshapeAct(Context& cx, const OnnxNode& node, const Act& x, const std::vector<int64_t>& dims) {
+  return ReshapeActImpl(cx, x, dims, node);
+}
+
+Act TransposeAct(Context& cx, const OnnxNode& node, const Act& x, const std::vector<int64_t>& perm) {
+  const int r = int(x.dims.size());
+  std::vector<int64_t> out_dims;
+  std::vector<int> inv(r);
+  for (int i = 0; i < r; ++i) {
+    out_dims.push_back(x.dims[perm[i]]);
+    inv[perm[i]] = i;
+  }
+  if (x.pending()) {
+    std::vector<int> parts;
+    for (int ax : x.part_axes) parts.push_back(inv[ax]);
+    return cx.Pending(node, x, out_dims, false, x.col_axis >= 0 ? inv[x.col_axis] : -1, parts);
+  }
   Act out = x;
   out.dims = out_dims;
   if (x.col_axis >= 0) out.col_axis = inv[x.col_axis];
@@ -256,10 +280,8 @@ void LowerTranspose(Context& cx, const OnnxNode& node) {
   for (int& ax : out.part_axes) ax = inv[ax];
   // Rows keep their storage order: a later reshape checks that it is still the ONNX order
   // (RowsInOnnxOrder), since a transpose that reorders sized row axes moves data.
-  cx.Set(node, 0, out);
+  return out;
 }
-
-}  // namespace
 
 ConverterTable ReshapeConverters() {
   return {
