@@ -321,7 +321,7 @@ void LowerConv(Context& cx, const OnnxNode& node) {
   }
   // Taps and channel blocks (groups, a concatenation) each multiply their own rows of the
   // weight; the partial products sum in the accumulator.
-  if (taps > 1 && out_size == in_size) {
+  if (taps > 1) {
     Elements padded = 1;
     for (size_t i = 0; i < in_size.size(); ++i) padded *= in_size[i] + kernel[i] - 1;
     pb.Note("conv-halo", kHaloWhat, -(n * cin * (padded - Product(in_size))));
