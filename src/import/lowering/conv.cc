@@ -152,11 +152,31 @@ bool BlocksAccepted(const OnnxGraph& g, const std::string& value) {
   return true;
 }
 
+// Whether `value` is computed by a one-tap convolution (or a Gemm or MatMul) through
+// elementwise ops: split by columns into G blocks, its MatMuls become G narrower ones. A
+// producer of k taps would become G·k MatMuls, each reading the whole input: its groups are
+// gathered instead.
+bool SplitsCheaply(const OnnxGraph& g, std::string value) {
+  static const std::set<std::string> kPassThrough = {"Relu", "LeakyRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish",
+                                                     "Tanh", "Elu", "Selu", "Gelu", "Mul", "Add", "BatchNormalization"};
+  for (auto node = g.nodes.rbegin(); node != g.nodes.rend(); ++node) {
+    if (std::find(node->outputs.begin(), node->outputs.end(), value) == node->outputs.end()) continue;
+    if (node->op_type == "Gemm" || node->op_type == "MatMul") return true;
+    if (node->op_type == "Conv") {
+      auto w = node->inputs.size() > 1 ? g.initializers.find(node->inputs[1]) : g.initializers.end();
+      return w != g.initializers.end() && w->second.dims.size() >= 3 && Product(w->second.dims, 2) == 1;
+    }
+    if (!kPassThrough.count(node->op_type) || node->inputs.empty()) return false;
+    value = node->inputs[0];
+  }
+  return false;
+}
+
 // The input tensors of each of `groups` channel groups of x (channels as columns), each group's
 // widths adding up to cin / groups: x's column blocks when they align with the groups; else
 // x's producer split by columns into the groups (exact: a 1x1 convolution, its bias and ReLU
-// split by their weight's columns) when nothing else reads x; else each group's channels
-// gathered by a Layout op.
+// split by their weight's columns) when nothing else reads x and the split is cheap
+// (SplitsCheaply); else each group's channels gathered by a Layout op.
 std::vector<std::vector<TensorId>> GroupInputs(Context& cx, const OnnxNode& node, const Act& x, int64_t groups) {
   ProblemBuilder& pb = cx.problem();
   const int64_t cin = x.dims[1], width = cin / groups;
@@ -175,7 +195,7 @@ std::vector<std::vector<TensorId>> GroupInputs(Context& cx, const OnnxNode& node
     offset += w;
   }
   if (aligned) return in;
-  if (x.parts.size() == 1 && !x.name.empty() && Readers(cx.graph(), x.name) <= 1 &&
+  if (x.parts.size() == 1 && !x.name.empty() && Readers(cx.graph(), x.name) <= 1 && SplitsCheaply(cx.graph(), x.name) &&
       pb.CanSplitColumns(x.parts[0], int(groups), 0)) {
     const std::vector<TensorId> split = pb.SplitColumns(x.parts[0], int(groups), node, 0);
     for (int64_t g = 0; g < groups; ++g) in[g] = {split[g]};
