@@ -133,8 +133,9 @@ std::string ImportError(const ModelBuilder& m, const std::string& name) {
   return "no error";
 }
 
-// x [1,8,6,6] -> conv1 1x1 (+bias) -> relu -> grouped 3x3 (group 4, pads 1) -> relu -> conv3 1x1.
-ModelBuilder Bottleneck() {
+// x [1,8,6,6] -> conv1 1x1 (+bias) -> relu -> grouped 3x3 (group 4, pads 1) -> relu -> conv3 1x1
+// (reading `conv3_input`, "r2" by default; added last by the caller when it is another value).
+ModelBuilder Bottleneck(const std::string& conv3_input = "r2") {
   ModelBuilder m;
   m.Input("x", {1, 8, 6, 6}).Output("y");
   m.Weight("w1", {8, 8, 1, 1}).Weight("b1", {8}).Weight("w2", {8, 2, 3, 3}).Weight("w3", {8, 8, 1, 1});
@@ -142,7 +143,7 @@ ModelBuilder Bottleneck() {
   m.Node("relu1", "Relu", {"c1"}, {"r1"});
   SetInt(SetInts(m.Node("conv2", "Conv", {"r1", "w2"}, {"c2"}), "pads", {1, 1, 1, 1}), "group", 4);
   m.Node("relu2", "Relu", {"c2"}, {"r2"});
-  m.Node("conv3", "Conv", {"r2", "w3"}, {"y"});
+  if (conv3_input == "r2") m.Node("conv3", "Conv", {"r2", "w3"}, {"y"});
   return m;
 }
 
@@ -232,6 +233,38 @@ TEST_CASE("import conv: a grouped conv's output stays blocks for convs and SiLUs
     // relu has two readers: not split; 4 gathers of its groups and 1 of the output.
     CHECK(l.summary.layout_ops == 4 + 1);
     CheckValid(l, "residual.onnx");
+  }
+}
+
+TEST_CASE("import conv: a grouped conv before pooling stays blocks; before a squeeze-excitation scale it is gathered") {
+  // RegNetY's block: 1x1 conv -> ReLU -> grouped 3x3 -> ReLU -> SE (global pool, 1x1 convs,
+  // sigmoid) -> the scale times the ReLU -> 1x1 conv. The product takes one tensor.
+  {
+    ModelBuilder m = Bottleneck("s");  // conv3 reads the scaled value
+    m.Weight("wse1", {2, 8, 1, 1}).Weight("wse2", {8, 2, 1, 1});
+    m.Node("gap", "GlobalAveragePool", {"r2"}, {"p"});
+    m.Node("se1", "Conv", {"p", "wse1"}, {"q"});
+    m.Node("se_relu", "Relu", {"q"}, {"q2"});
+    m.Node("se2", "Conv", {"q2", "wse2"}, {"e"});
+    m.Node("se_sigmoid", "Sigmoid", {"e"}, {"g"});
+    m.Node("scale", "Mul", {"g", "r2"}, {"s"});
+    m.Node("conv3", "Conv", {"s", "w3"}, {"y"});
+    const LoweredModel l = Lower(m, "se.onnx");
+    CHECK(l.summary.macs == 2304 + 5184 + 8 * 2 + 2 * 8 + 2304);
+    CHECK(ComputeMacs(l) == l.summary.macs);
+    CHECK(l.summary.layout_ops == 1);  // the grouped conv's 4 blocks gathered
+    CheckValid(l, "se.onnx");
+  }
+  // ... -> grouped 3x3 -> ReLU -> MaxPool 2x2 stride 2 -> 1x1 conv: blocks throughout.
+  {
+    ModelBuilder m = Bottleneck("mp");
+    SetInts(SetInts(m.Node("pool", "MaxPool", {"r2"}, {"mp"}), "kernel_shape", {2, 2}), "strides", {2, 2});
+    m.Node("conv3", "Conv", {"mp", "w3"}, {"y"});
+    const LoweredModel l = Lower(m, "pool.onnx");
+    CHECK(l.summary.macs == 2304 + 5184 + 9 * 8 * 8);
+    CHECK(ComputeMacs(l) == l.summary.macs);
+    CHECK(l.summary.layout_ops == 4);  // the pooling window's view of each block
+    CheckValid(l, "pool.onnx");
   }
 }
 

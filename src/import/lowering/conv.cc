@@ -117,14 +117,14 @@ int Readers(const OnnxGraph& g, const std::string& value) {
 // Whether every reader of `value` takes it as column blocks: convolutions do (a dense one
 // multiplies each block by its rows of the weight, a grouped one takes its groups' blocks, a
 // depthwise one keeps them), and so do elementwise ops (and batch norms) whose other operands
-// are constants or values computed elementwise from `value` (a ReLU, a SiLU), whose readers are
-// asked in turn. Anything else (a pooling, a broadcast of a computed scale, a residual Add of a
-// plain value, a reshape) is given one tensor.
+// are constants or values computed elementwise from `value` (a ReLU, a SiLU), and 2-D pooling,
+// whose readers are asked in turn. Anything else (a broadcast of a computed scale, a residual
+// Add of a plain value, a reshape) is given one tensor.
 bool BlocksAccepted(const OnnxGraph& g, const std::string& value) {
   static const std::set<std::string> kElementwise = {
       "Relu", "LeakyRelu", "PRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Celu",
       "Gelu", "Softplus", "Mish", "Neg", "Abs", "Exp", "Sqrt", "Add", "Sub", "Mul", "Div", "Max", "Min",
-      "BatchNormalization"};
+      "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool"};
   std::set<std::string> blocks = {value}, constants;
   for (const auto& [name, init] : g.initializers) constants.insert(name);
   for (const OnnxNode& node : g.nodes) {
