@@ -357,6 +357,19 @@ TEST_CASE("import conv: errors of grouped and N-D convolutions are one line nami
           "m.onnx: node 'conv' (Conv): grouped convolution of 2 groups and 2209 taps is 4418 MatMuls (more than 4096)");
   }
   {
+    ModelBuilder m;  // found by thinking like the fuzzer: weight channels x group overflowed
+    m.Input("x", {1, 4, 8, 8}).Output("y").Weight("w", {4, 4, 3, 3});
+    SetInt(m.Node("conv", "Conv", {"x", "w"}, {"y"}), "group", int64_t{1} << 62);
+    CHECK(ImportError(m, "m.onnx") == "m.onnx: node 'conv' (Conv): the sizes are too large (4 x 4611686018427387904 overflows)");
+  }
+  {
+    ModelBuilder m;
+    m.Input("x", {1, 4, 8, 8}).Output("y").Weight("w", {4, 2, 3, 3});
+    m.Node("relu", "Relu", {"x"}, {"r"});
+    SetInts(SetInt(m.Node("up", "ConvTranspose", {"r", "w"}, {"y"}), "group", 2), "output_padding", {int64_t{1} << 62, 0});
+    CHECK(ImportError(m, "m.onnx") == "m.onnx: node 'up' (ConvTranspose): attribute output_padding must be in 0..1048576");
+  }
+  {
     ModelBuilder m;
     m.Input("x", {1, 2, 3, 3, 3, 3}).Output("y").Weight("w", {2, 2, 1, 1, 1, 1});
     m.Node("conv", "Conv", {"x", "w"}, {"y"});

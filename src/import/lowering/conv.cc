@@ -93,6 +93,8 @@ std::vector<int64_t> ConvTransposeOutputSize(Context& cx, const OnnxNode& node, 
   std::vector<int64_t> out_pad = a.Ints("output_padding"), out_shape = a.Ints("output_shape");
   if (out_pad.empty()) out_pad.assign(r, 0);
   if (out_pad.size() != r) cx.Fail(node, "output_padding does not match a " + std::to_string(r) + "-D transposed convolution");
+  for (int64_t p : out_pad)
+    if (p < 0 || p > (1 << 20)) cx.Fail(node, "attribute output_padding must be in 0..1048576");
   std::vector<int64_t> out(r);
   for (size_t i = 0; i < r; ++i) {
     out[i] = out_shape.size() == r ? out_shape[i]
@@ -172,6 +174,16 @@ bool SplitsCheaply(const OnnxGraph& g, std::string value) {
   return false;
 }
 
+// A grouped convolution is one MatMul per group, tap and input block (x's column blocks or one
+// per group): at most kMaxGroupedMatMuls, checked before any is built.
+void CheckGroupedSize(Context& cx, const OnnxNode& node, const Act& x, int64_t groups, int64_t taps) {
+  if (groups <= 1) return;
+  const int64_t matmuls = cx.Mul(node, std::max(groups, int64_t(x.parts.size())), taps);
+  if (matmuls > kMaxGroupedMatMuls)
+    cx.Fail(node, "grouped convolution of " + std::to_string(groups) + " groups and " + std::to_string(taps) + " taps is " +
+                      std::to_string(matmuls) + " MatMuls (more than " + std::to_string(kMaxGroupedMatMuls) + ")");
+}
+
 // The input tensors of each of `groups` channel groups of x (channels as columns), each group's
 // widths adding up to cin / groups: x's column blocks when they align with the groups; else
 // x's producer split by columns into the groups (exact: a 1x1 convolution, its bias and ReLU
@@ -237,11 +249,6 @@ std::vector<TensorId> TapMatMuls(Context& cx, const OnnxNode& node, const std::v
                                  const std::string& weight, int64_t taps, int64_t cout_group, Elements view_rows, bool bias) {
   ProblemBuilder& pb = cx.problem();
   const int64_t groups = int64_t(in.size());
-  int64_t matmuls = 0;
-  for (const auto& blocks : in) matmuls += taps * int64_t(blocks.size());
-  if (groups > 1 && matmuls > kMaxGroupedMatMuls)
-    cx.Fail(node, "grouped convolution of " + std::to_string(groups) + " groups and " + std::to_string(taps) + " taps is " +
-                      std::to_string(matmuls) + " MatMuls (more than " + std::to_string(kMaxGroupedMatMuls) + ")");
   if (bias) pb.NoteBroadcast(cx.NeedConst(node, 2, "the bias"));
   std::vector<TensorId> out;
   Elements offset = 0;
@@ -312,7 +319,7 @@ void LowerConv(Context& cx, const OnnxNode& node) {
     cx.Fail(node, "the weight " + DimsText(w.dims) + " has an empty dim");
   const int64_t taps = CheckKernel(cx, node, kernel);
   const std::vector<int64_t> out_size = ConvOutputSize(cx, node, in_size, kernel);
-  if (group < 1 || w.dims[1] * group != cin)
+  if (group < 1 || cx.Mul(node, w.dims[1], group) != cin)
     cx.Fail(node, "weight " + DimsText(w.dims) + " does not match " + std::to_string(cin) + " input channels and group " + std::to_string(group));
   if (cout % group != 0)
     cx.Fail(node, "the " + std::to_string(cout) + " output channels are not a multiple of group " + std::to_string(group));
@@ -346,6 +353,7 @@ void LowerConv(Context& cx, const OnnxNode& node) {
     for (size_t i = 0; i < in_size.size(); ++i) padded *= in_size[i] + kernel[i] - 1;
     pb.Note("conv-halo", kHaloWhat, -(n * cin * (padded - Product(in_size))));
   }
+  CheckGroupedSize(cx, node, x, group, taps);
   const auto in = GroupInputs(cx, node, x, group);
   SetGroupedOutput(cx, node, out, TapMatMuls(cx, node, in, w.name, taps, cout / group, out_size != in_size ? rows_out : 0, bias));
 }
@@ -376,6 +384,7 @@ void LowerConvTranspose(Context& cx, const OnnxNode& node) {
   const std::vector<int64_t> in_size(x.dims.begin() + 2, x.dims.end()), kernel(w.dims.begin() + 2, w.dims.end());
   const int64_t taps = CheckKernel(cx, node, kernel);
   const std::vector<int64_t> out_size = ConvTransposeOutputSize(cx, node, in_size, kernel);
+  CheckGroupedSize(cx, node, x, group, taps);
   const auto in = GroupInputs(cx, node, x, group);
   std::vector<TensorId> y = TapMatMuls(cx, node, in, w.name, taps, cout_group, 0, cx.HasInput(node, 2));
   const Elements rows_in = n * Product(in_size), rows_out = n * Product(out_size);
