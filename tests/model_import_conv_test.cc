@@ -255,6 +255,18 @@ TEST_CASE("import conv: a grouped conv before pooling stays blocks; before a squ
     CHECK(l.summary.layout_ops == 1);  // the grouped conv's 4 blocks gathered
     CheckValid(l, "se.onnx");
   }
+  // ... -> grouped 3x3 -> ReLU -> its global mean times itself: the pooled value and the value
+  // do not mix as blocks (other rows): gathered.
+  {
+    ModelBuilder m = Bottleneck("s");
+    m.Node("gap", "GlobalAveragePool", {"r2"}, {"p"});
+    m.Node("scale", "Mul", {"p", "r2"}, {"s"});
+    m.Node("conv3", "Conv", {"s", "w3"}, {"y"});
+    const LoweredModel l = Lower(m, "mean_scale.onnx");
+    CHECK(l.summary.macs == 2304 + 5184 + 2304);
+    CHECK(l.summary.layout_ops == 1);
+    CheckValid(l, "mean_scale.onnx");
+  }
   // ... -> grouped 3x3 -> ReLU -> MaxPool 2x2 stride 2 -> 1x1 conv: blocks throughout.
   {
     ModelBuilder m = Bottleneck("mp");

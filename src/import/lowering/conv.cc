@@ -119,14 +119,16 @@ int Readers(const OnnxGraph& g, const std::string& value) {
 // Whether every reader of `value` takes it as column blocks: convolutions do (a dense one
 // multiplies each block by its rows of the weight, a grouped one takes its groups' blocks, a
 // depthwise one keeps them), and so do elementwise ops (and batch norms) whose other operands
-// are constants or values computed elementwise from `value` (a ReLU, a SiLU), and 2-D pooling,
-// whose readers are asked in turn. Anything else (a broadcast of a computed scale, a residual
-// Add of a plain value, a reshape) is given one tensor.
+// are constants or values computed elementwise from `value` (a ReLU, a SiLU), whose readers are
+// asked in turn, and 2-D pooling, whose output is asked the same as `value` (it has other rows:
+// it does not mix with `value`). Anything else (a broadcast of a computed scale, a residual Add
+// of a plain value, a reshape) is given one tensor.
 bool BlocksAccepted(const OnnxGraph& g, const std::string& value) {
   static const std::set<std::string> kElementwise = {
       "Relu", "LeakyRelu", "PRelu", "Clip", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "Elu", "Selu", "Celu",
       "Gelu", "Softplus", "Mish", "Neg", "Abs", "Exp", "Sqrt", "Add", "Sub", "Mul", "Div", "Max", "Min",
-      "BatchNormalization", "MaxPool", "AveragePool", "GlobalAveragePool"};
+      "BatchNormalization"};
+  static const std::set<std::string> kPooling = {"MaxPool", "AveragePool", "GlobalAveragePool"};
   std::set<std::string> blocks = {value}, constants;
   for (const auto& [name, init] : g.initializers) constants.insert(name);
   for (const OnnxNode& node : g.nodes) {
@@ -136,6 +138,10 @@ bool BlocksAccepted(const OnnxGraph& g, const std::string& value) {
     if (!reads) continue;
     if (node.op_type == "Conv" || node.op_type == "ConvTranspose") {
       if (blocks.count(node.inputs[0]) == 0) return false;  // a computed weight
+      continue;
+    }
+    if (kPooling.count(node.op_type)) {
+      if (node.outputs.empty() || !BlocksAccepted(g, node.outputs[0])) return false;
       continue;
     }
     if (!kElementwise.count(node.op_type)) return false;
