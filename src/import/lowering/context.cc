@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace annealer::lowering {
 
@@ -33,7 +34,11 @@ std::vector<int64_t> Context::NeedInts(const OnnxNode& node, size_t i, const std
   const Const& c = NeedConst(node, i, what);
   if (!c.values) Fail(node, what + " '" + c.name + "' has no inline data (stripped or external); it is needed to know shapes");
   std::vector<int64_t> out;
-  for (double v : *c.values) out.push_back(static_cast<int64_t>(std::llround(v)));
+  // Exporters write "to the end" as INT64_MAX (and INT64_MIN for reversed slices), which a
+  // double rounds past int64's range: saturate rather than overflow.
+  for (double v : *c.values)
+    out.push_back(v >= 9.2e18 ? std::numeric_limits<int64_t>::max()
+                              : v <= -9.2e18 ? std::numeric_limits<int64_t>::min() : static_cast<int64_t>(std::llround(v)));
   return out;
 }
 
