@@ -15,7 +15,12 @@ using Latency = double;    // time units of the cost model
 
 inline constexpr OpId kNoOp = -1;
 
-enum class OpKind { MatMul, Pointwise };
+// Layout (docs/cost-model.md, rules L1-L6): a data-movement op, one input X and one output Y of
+// any shapes, each element of Y a copy of an element of X or a constant (a transpose, a reshape
+// across rows and columns, a slice, a pad, a broadcast, a gather of rows). How Y maps to X does
+// not enter the cost model: Y's regions are gathered from X in slow memory by the DMA, so the
+// problem carries no mapping. No compute (base cost 0). Contest problems never hold one.
+enum class OpKind { MatMul, Pointwise, Layout };
 
 struct Tensor {
   Elements width = 0;   // columns
@@ -26,7 +31,7 @@ struct Tensor {
 
 struct Op {
   OpKind kind = OpKind::Pointwise;
-  std::vector<TensorId> inputs;  // MatMul: {LHS, RHS}
+  std::vector<TensorId> inputs;  // MatMul: {LHS, RHS}; Layout: {X}
   TensorId output = 0;
   double base_cost = 0;
   bool operator==(const Op&) const = default;
@@ -52,7 +57,8 @@ struct Problem {
 
   bool IsGraphInput(TensorId t) const { return producer[t] == kNoOp && !consumers[t].empty(); }
   bool IsGraphOutput(TensorId t) const { return producer[t] != kNoOp && consumers[t].empty(); }
-  // Reduction length of a MatMul: K = width of LHS = height of RHS.
+  bool IsLayout(OpId op) const { return ops[op].kind == OpKind::Layout; }
+  // Reduction length of a MatMul: K = width of LHS = height of RHS. Only MatMuls have one.
   Elements ReductionLength(OpId op) const { return tensors[ops[op].inputs[0]].width; }
   // Number of native tiles (ceil(H/n) * ceil(W/n)) of an op's output.
   int64_t NativeTiles(OpId op) const;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/io/json_fields.h"
+#include "src/import/lowering/registry.h"
 #include "src/import/model_lowering.h"
 #include "src/import/onnx_graph.h"
 #include "tests/annealer_binary.h"
@@ -185,12 +186,15 @@ std::vector<BadModel> BadModels() {
     bad.push_back({"no_shape.onnx", m.Bytes(), "graph input 'x' has no shape; give it with --input x=DIMS"});
   }
   bad.push_back({"dynamic.onnx", OneNode("relu", "Relu", {"x"}, {-1, 8}).Bytes(),
-                 "graph input 'x' has dynamic dims Nx8; give them with --input x=DIMS (e.g. 1x8)"});
-  bad.push_back({"unsupported.onnx", OneNode("hardmax", "Hardmax", {"x"}).Bytes(),
-                 "node 'hardmax' (Hardmax): operator not supported by the importer; supported: Conv, Gemm, "
-                 "MatMul, elementwise and activation ops, BatchNormalization, LayerNormalization, Softmax, "
-                 "pooling, Reduce*, Reshape/Flatten/Squeeze/Unsqueeze/Transpose, Concat/Gather/Slice/Split, "
-                 "shape arithmetic (see docs/model-import.md); replace the op or export the model without it"});
+                 "graph input 'x' has dynamic dims Nx8; give them with --input x=DIMS (e.g. x=1x8 with N = 1 as examples)"});
+  {
+    // The message lists the op types with a converter (src/import/lowering/registry.h).
+    std::string ops;
+    for (const std::string& op : lowering::RegisteredOpTypes()) ops += (ops.empty() ? "" : ", ") + op;
+    bad.push_back({"unsupported.onnx", OneNode("hardmax", "Hardmax", {"x"}).Bytes(),
+                   "node 'hardmax' (Hardmax): operator not supported by the importer, which lowers " + ops +
+                       " (see docs/model-import.md); replace the op or export the model without it"});
+  }
   bad.push_back({"grouped.onnx", ConvModel({4, 2, 3, 3}, 2).Bytes(),
                  "node 'conv' (Conv): grouped convolution (group 2 of 4 channels) is not supported; only "
                  "depthwise (group = channels = output channels) and group 1"});
@@ -248,6 +252,13 @@ std::vector<BadModel> BadModels() {
     ModelBuilder m = OneNode("split", "Split", {"x"}, {1, 4, 8, 8});
     m.graph().mutable_node(0)->clear_output();
     bad.push_back({"split_no_outputs.onnx", m.Bytes(), "node 'split' (Split): the node has no outputs"});
+  }
+  // ... an empty Range bound (std::out_of_range, a message without the file), ...
+  {
+    ModelBuilder m = OneNode("relu", "Relu", {"x"});
+    m.Initializer("start", {0}, {}).Initializer("limit", {}, {5}).Initializer("delta", {}, {1}).Output("r");
+    m.Node("range", "Range", {"start", "limit", "delta"}, {"r"});
+    bad.push_back({"range_empty.onnx", m.Bytes(), "node 'range' (Range): start (input 0) is empty; Range needs a scalar"});
   }
   // ... and a kernel of 65 x 65 taps, each a MatMul (a huge kernel ran out of time and memory).
   bad.push_back({"many_taps.onnx", ConvModel({4, 4, 65, 65}, 1).Bytes(),

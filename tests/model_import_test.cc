@@ -123,6 +123,20 @@ TEST_CASE("import: errors are one line naming the file and the node or input") {
   CHECK(message((dir / "missing.onnx").string()) == (dir / "missing.onnx").string() + ": cannot open the file");
 }
 
+// A value split into parts (attention heads) names each part's tensor by its index; the name
+// was once a pointer difference, different on every run.
+TEST_CASE("import: the parts of a value split into heads are named by their index") {
+  const LoweredModel m = Import("transformer_block.onnx");
+  std::vector<std::string> q;
+  for (const TensorOrigin& t : m.tensor_origins)
+    if (t.value.rfind("block.attn.q_transpose", 0) == 0) q.push_back(t.value);
+  CHECK(q == std::vector<std::string>{"block.attn.q_transpose[0]", "block.attn.q_transpose[1]",
+                                      "block.attn.q_transpose[2]", "block.attn.q_transpose[3]"});
+  const LoweredModel again = Import("transformer_block.onnx");
+  REQUIRE(again.tensor_origins.size() == m.tensor_origins.size());
+  for (size_t t = 0; t < m.tensor_origins.size(); ++t) CHECK(again.tensor_origins[t].value == m.tensor_origins[t].value);
+}
+
 TEST_CASE("import: --input parsing") {
   CHECK(ParseInputDims("x=1x3x224x224") == std::pair<std::string, std::vector<int64_t>>{"x", {1, 3, 224, 224}});
   CHECK_THROWS_WITH_AS(ParseInputDims("x=1x0"), "--input x=1x0: dimension \"0\" is not a positive integer", InputError);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "src/io/problem_reader.h"
+#include "src/io/problem_writer.h"
 
 namespace annealer {
 namespace {
@@ -208,12 +209,40 @@ TEST_CASE("problem reader: an op may not use a tensor twice or read its own outp
   CHECK(ErrorOf(text) == "p.json: outputs[1][0]: op 1 both reads and writes tensor 4");
 }
 
-TEST_CASE("problem reader: op types are MatMul or Pointwise") {
+TEST_CASE("problem reader: op types are MatMul, Pointwise or Layout") {
   ProblemText text;
   text.op_types = R"(["MatMul", "Conv2D"])";
   CHECK(ErrorOf(text) ==
-        "p.json: op_types[1]: unknown op type the string \"Conv2D\" (expected \"MatMul\" or "
-        "\"Pointwise\")");
+        "p.json: op_types[1]: unknown op type the string \"Conv2D\" (expected \"MatMul\", "
+        "\"Pointwise\" or \"Layout\")");
+}
+
+TEST_CASE("problem reader: a Layout op has inputs of any shape and costs nothing (spec L3)") {
+  // op 1 transposes-and-slices t2 (128x128) into t4 (64x256): any shapes are accepted.
+  ProblemText text;
+  text.widths = "[128, 128, 128, 128, 256]";
+  text.heights = "[128, 128, 128, 128, 64]";
+  text.inputs = "[[0, 1], [2]]";
+  text.base_costs = "[2000, 0]";
+  text.op_types = R"(["MatMul", "Layout"])";
+  const Problem problem = ParseProblem(text.Json(), "p.json");
+  CHECK(problem.ops[1] == Op{OpKind::Layout, {2}, 4, 0});
+  CHECK(problem.IsLayout(1));
+  CHECK_FALSE(problem.IsLayout(0));
+  // Written back as "Layout", read again to the same problem.
+  CHECK(ProblemToJson(problem).find(R"("op_types": ["MatMul", "Layout"])") != std::string::npos);
+  CHECK(ParseProblem(ProblemToJson(problem), "q.json") == problem);
+
+  ProblemText bad = text;
+  bad.base_costs = "[2000, 7]";
+  CHECK(ErrorOf(bad) == "p.json: base_costs[1]: a Layout op costs no compute; its base cost must be 0");
+  bad = text;
+  bad.inputs = "[[0, 1], []]";
+  CHECK(ErrorOf(bad) == "p.json: inputs[1]: a Layout op needs at least one input");
+  // Several inputs gathered into one output (a concatenation of rows, blocks merged).
+  ProblemText two = text;
+  two.inputs = "[[0, 1], [2, 3]]";
+  CHECK(ParseProblem(two.Json(), "p.json").ops[1] == Op{OpKind::Layout, {2, 3}, 4, 0});
 }
 
 TEST_CASE("problem reader: a string with line breaks or control bytes is quoted on one line") {
@@ -222,7 +251,7 @@ TEST_CASE("problem reader: a string with line breaks or control bytes is quoted 
   text.op_types = R"(["MatMul", "Mat\nMul\t\"x\"\u0001\\"])";
   CHECK(ErrorOf(text) ==
         "p.json: op_types[1]: unknown op type the string \"Mat\\nMul\\t\\\"x\\\"\\x01\\\\\" (expected "
-        "\"MatMul\" or \"Pointwise\")");
+        "\"MatMul\", \"Pointwise\" or \"Layout\")");
   text = {};
   text.widths = R"("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nb")";
   CHECK(ErrorOf(text) ==

@@ -1,5 +1,6 @@
 // ONNX graph (src/import/onnx_graph.h) -> the contest's Problem: MatMul and Pointwise ops on 2-D
-// tensors. The rules, one per ONNX op, are the table of docs/model-import.md; in short:
+// tensors. The rules, one converter per ONNX op in src/import/lowering/ (registry.h), are the
+// table of docs/model-import.md; in short:
 //  - an activation of N-D shape is one 2-D tensor: its channel axis gives the columns, every
 //    other axis (batch, space, sequence) the rows, in order (channels-last);
 //  - compute is exact: every Conv/Gemm/MatMul becomes MatMul ops whose M·K·N sum to its
@@ -57,7 +58,7 @@ struct Approximation {
 struct ImportSummary {
   std::map<std::string, int> onnx_ops;      // by op type
   std::map<std::string, int> problem_ops;   // by role
-  int matmul_ops = 0, pointwise_ops = 0;
+  int matmul_ops = 0, pointwise_ops = 0, layout_ops = 0;
   int64_t macs = 0;            // of Conv/ConvTranspose/Gemm/MatMul, = Σ M·K·N of compute MatMuls
   int64_t depthwise_macs = 0;  // depthwise convolutions, priced as vector work
   int64_t vector_element_passes = 0;  // Σ elements × passes of the Pointwise work

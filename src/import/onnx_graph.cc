@@ -87,6 +87,24 @@ std::optional<std::vector<double>> TensorValues(const onnx::TensorProto& t) {
   }
 }
 
+
+// An example for dynamic dims, marked as one: a batch (leading dim) of 1, a spatial dim of an
+// image (rank 4-5, axes 2+) of 224, any other (sequence, features) of 128; "[name]" says which
+// dims are the user's to choose.
+std::string ExampleDims(const OnnxValueInfo& info) {
+  std::string e, named;
+  const size_t r = info.dims.size();
+  for (size_t i = 0; i < r; ++i) {
+    int64_t d = info.dims[i];
+    if (d < 0) {
+      d = i == 0 ? 1 : ((r == 4 || r == 5) && i >= 2 ? 224 : 128);
+      const std::string param = i < info.dim_params.size() ? info.dim_params[i] : "";
+      named += (named.empty() ? "" : ", ") + (param.empty() ? "dim " + std::to_string(i) : param) + " = " + std::to_string(d);
+    }
+    e += (i ? "x" : "") + std::to_string(d);
+  }
+  return e + " with " + named + " as examples";
+}
 OnnxValueInfo ReadValueInfo(const onnx::ValueInfoProto& v) {
   OnnxValueInfo info;
   if (!v.type().has_tensor_type() || !v.type().tensor_type().has_shape()) return info;
@@ -216,11 +234,7 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
     for (int64_t d : info.dims) dynamic |= d < 0;
     if (dynamic)
       Fail(origin, "graph input '" + in.name() + "' has dynamic dims " + DimsText(info.dims, info.dim_params) +
-                       "; give them with --input " + in.name() + "=DIMS (e.g. " + [&] {
-                         std::string e;
-                         for (size_t i = 0; i < info.dims.size(); ++i) e += (i ? "x" : "") + std::to_string(info.dims[i] < 0 ? 1 : info.dims[i]);
-                         return e;
-                       }() + ")");
+                       "; give them with --input " + in.name() + "=DIMS (e.g. " + in.name() + "=" + ExampleDims(info) + ")");
     if (!DimsWithinLimit(info.dims))
       Fail(origin, "graph input '" + in.name() + "' of dims " + DimsText(info.dims, info.dim_params) + " is too large (more than " +
                        std::to_string(kMaxValueElements) + " elements)");

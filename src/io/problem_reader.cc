@@ -83,9 +83,11 @@ Problem ParseProblem(std::string_view json, const std::string& origin) {
       op.kind = OpKind::MatMul;
     } else if (type == "Pointwise") {
       op.kind = OpKind::Pointwise;
+    } else if (type == "Layout") {
+      op.kind = OpKind::Layout;
     } else {
       types[i].Fail("unknown op type " + types[i].Describe() +
-                    " (expected \"MatMul\" or \"Pointwise\")");
+                    " (expected \"MatMul\", \"Pointwise\" or \"Layout\")");
     }
 
     const std::vector<JsonField> op_inputs = inputs[i].Items();
@@ -119,6 +121,9 @@ Problem ParseProblem(std::string_view json, const std::string& origin) {
 
     op.base_cost = costs[i].FiniteNumber();
     if (op.base_cost < 0) costs[i].Fail("a base cost must not be negative, got " + costs[i].Describe());
+    if (op.kind == OpKind::Layout && op.base_cost != 0) {
+      costs[i].Fail("a Layout op costs no compute; its base cost must be 0");  // spec L3
+    }
 
     const Tensor& out = problem.tensors[op.output];
     if (op.kind == OpKind::MatMul) {
@@ -138,6 +143,10 @@ Problem ParseProblem(std::string_view json, const std::string& origin) {
                            Shape(out) + ", expected " + std::to_string(lhs.height) + "x" +
                            std::to_string(rhs.width) + " (LHS rows x RHS cols)");
       }
+    } else if (op.kind == OpKind::Layout) {
+      // Any shapes: how Y's elements map to its inputs' does not enter the cost model (spec L2);
+      // several inputs are gathered into one output (a concatenation, blocks merged).
+      if (op.inputs.empty()) inputs[i].Fail("a Layout op needs at least one input");
     } else {
       if (op.inputs.empty()) inputs[i].Fail("a Pointwise op needs at least one input");
       for (size_t j = 0; j < op.inputs.size(); ++j) {

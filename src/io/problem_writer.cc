@@ -35,7 +35,8 @@ std::string ProblemToJson(const Problem& problem) {
   out += "],\n  \"op_types\": [";
   for (size_t i = 0; i < problem.ops.size(); ++i) {
     if (i > 0) out += ", ";
-    out += problem.ops[i].kind == OpKind::MatMul ? "\"MatMul\"" : "\"Pointwise\"";
+    const OpKind kind = problem.ops[i].kind;
+    out += kind == OpKind::MatMul ? "\"MatMul\"" : kind == OpKind::Layout ? "\"Layout\"" : "\"Pointwise\"";
   }
   out += "],\n  \"fast_memory_capacity\": " + std::to_string(problem.fast_memory_capacity);
   out += ",\n  \"slow_memory_bandwidth\": " + FormatNumber(problem.slow_memory_bandwidth);

@@ -1,0 +1,158 @@
+#include "src/import/lowering/context.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace annealer::lowering {
+
+int64_t Context::Mul(const OnnxNode& node, int64_t a, int64_t b) const {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) Fail(node, "the sizes are too large (" + std::to_string(a) + " x " + std::to_string(b) + " overflows)");
+  return product;
+}
+
+void Context::CheckDims(const OnnxNode& node, const std::vector<int64_t>& dims) const {
+  if (!DimsWithinLimit(dims))
+    Fail(node, "the output shape " + DimsText(dims) + " has a negative dim or more than " + std::to_string(kMaxValueElements) + " elements");
+}
+
+const Value& Context::Get(const OnnxNode& node, size_t i) const {
+  if (i >= node.inputs.size() || node.inputs[i].empty()) Fail(node, "input " + std::to_string(i) + " is missing");
+  auto it = values_.find(node.inputs[i]);
+  if (it == values_.end()) Fail(node, "input '" + node.inputs[i] + "' has no value (an unsupported producer?)");
+  return it->second;
+}
+
+const Const& Context::NeedConst(const OnnxNode& node, size_t i, const std::string& what) const {
+  const Const* c = GetConst(node, i);
+  if (!c) Fail(node, what + " (input " + std::to_string(i) + ") must be known at import time, but it is computed by the model");
+  return *c;
+}
+
+std::vector<int64_t> Context::NeedInts(const OnnxNode& node, size_t i, const std::string& what) const {
+  const Const& c = NeedConst(node, i, what);
+  if (!c.values) Fail(node, what + " '" + c.name + "' has no inline data (stripped or external); it is needed to know shapes");
+  std::vector<int64_t> out;
+  for (double v : *c.values) out.push_back(static_cast<int64_t>(std::llround(v)));
+  return out;
+}
+
+Act& Context::Materialized(Act& a) {
+  if (a.model_input) {
+    const auto [rows, cols] = PartShape(a);
+    const bool graph_input = std::any_of(g_.inputs.begin(), g_.inputs.end(), [&](const auto& in) { return in.first == a.name; });
+    a.parts = {problem_.NewTensor(rows, cols, {a.name, graph_input ? "model-input" : "embedding-rows"})};
+    a.model_input = false;
+    values_[a.name] = a;
+  }
+  return a;
+}
+
+Act Context::NeedAct(const OnnxNode& node, size_t i) {
+  const Value& v = Get(node, i);
+  if (const Act* a = std::get_if<Act>(&v)) {
+    Act copy = Resolved(node, *a);
+    if (a->pending() && !a->name.empty()) values_[a->name] = copy;  // gathered once
+    return copy;
+  }
+  Fail(node, "input '" + node.inputs[i] + "' must be an activation computed by the model here");
+}
+
+Act Context::Resolved(const OnnxNode& node, const Act& x) {
+  Act copy = x;
+  if (copy.model_input) Materialized(copy);
+  if (!copy.pending()) return copy;
+  Act layout = copy;
+  SetChannelsLayout(layout);
+  return Relayout(node, copy, layout.col_axis);
+}
+
+Act Context::Relayout(const OnnxNode& node, const Act& x_in, int col_axis, const std::vector<int>& part_axes) {
+  Act x = x_in;
+  if (x.model_input) Materialized(x);
+  if (HasLayout(x, col_axis, part_axes)) return x;
+  if (x.pending() && x.reshape_only && x.dims == x.source->dims && HasLayout(*x.source, col_axis, part_axes)) return *x.source;
+  const std::vector<TensorId>& inputs = x.pending() ? x.source->parts : x.parts;
+  Act out;
+  out.dims = x.dims;
+  out.name = x.name;
+  SetChannelsLayout(out, col_axis);
+  int64_t count = 1;
+  for (int ax : part_axes) {
+    out.row_axes.erase(std::remove(out.row_axes.begin(), out.row_axes.end(), ax), out.row_axes.end());
+    if (x.dims[ax] > 1) out.part_axes.push_back(ax);
+    count = Mul(node, count, x.dims[ax]);
+  }
+  std::sort(out.part_axes.begin(), out.part_axes.end());
+  if (count > kMaxLayoutParts)
+    Fail(node, "rearranging " + DimsText(x.dims) + " into " + std::to_string(count) + " separate matrices (more than " +
+                   std::to_string(kMaxLayoutParts) + ") is not supported");
+  const auto [rows, cols] = PartShape(out);
+  const std::string value = x.name.empty() ? node.name : x.name;
+  // Parts of the same batch axes map one to one (a head gathers from its own head).
+  std::vector<int> x_sized;
+  for (int ax : x.part_axes) if (x.dims[ax] > 1) x_sized.push_back(ax);
+  const bool one_to_one = !x.pending() && !x.col_split && x_sized == out.part_axes && int64_t(x.parts.size()) == count;
+  for (int64_t i = 0; i < count; ++i)
+    out.parts.push_back(problem_.Layout(one_to_one ? std::vector<TensorId>{inputs[i]} : inputs, rows, cols, node,
+                                        value + (count > 1 ? "[" + std::to_string(i) + "]" : "")));
+  return out;
+}
+
+Act Context::Pending(const OnnxNode& node, const Act& x_in, std::vector<int64_t> dims, bool reshape_only) {
+  Act x = x_in;
+  if (x.model_input) Materialized(x);
+  Act p;
+  p.dims = std::move(dims);
+  p.name = x.name;
+  SetChannelsLayout(p);
+  if (x.pending()) {
+    p.source = x.source;
+    p.reshape_only = x.reshape_only && reshape_only;
+  } else {
+    if (x.parts.empty()) Fail(node, "internal: rearranging a value without tensors");
+    p.source = std::make_shared<const Act>(x);
+    p.reshape_only = reshape_only;
+  }
+  if (p.reshape_only && p.dims == p.source->dims) return *p.source;
+  return p;
+}
+
+void Context::Set(const OnnxNode& node, size_t out, Value v) {
+  if (out >= node.outputs.size() || node.outputs[out].empty()) return;
+  CheckDims(node, DimsOf(v));
+  if (auto* a = std::get_if<Act>(&v)) {
+    a->name = node.outputs[out];
+    Elements e = 0;
+    for (size_t i = 0; i < a->parts.size(); ++i) {
+      const TensorId t = a->parts[i];
+      std::string& value = problem_.tensor_origin(t).value;
+      value = node.outputs[out];
+      if (a->parts.size() > 1) value += '[' + std::to_string(i) + ']';
+      e += problem_.tensor(t).size();
+    }
+    ImportSummary& summary = problem_.summary();
+    if (e > summary.largest_activation) {
+      summary.largest_activation = e;
+      summary.largest_activation_name = node.outputs[out];
+    }
+  }
+  if (auto* c = std::get_if<Const>(&v)) c->name = node.outputs[out];
+  values_[node.outputs[out]] = std::move(v);
+}
+
+bool Context::SameShapes(const Act& a, const Act& b) const {
+  if (a.parts.size() != b.parts.size()) return false;
+  for (size_t i = 0; i < a.parts.size(); ++i)
+    if (!(tensor(a.parts[i]) == tensor(b.parts[i]))) return false;
+  return true;
+}
+
+bool Context::SameWidths(const Act& a, const Act& b) const {
+  if (a.parts.size() != b.parts.size()) return false;
+  for (size_t i = 0; i < a.parts.size(); ++i)
+    if (tensor(a.parts[i]).width != tensor(b.parts[i]).width) return false;
+  return true;
+}
+
+}  // namespace annealer::lowering

@@ -1,0 +1,76 @@
+// What every converter (src/import/lowering/registry.h) works with: the graph, the value bound
+// to each ONNX name so far (values.h), and the problem being built (problem_builder.h).
+//
+// Protocol: a converter reads its inputs with Get/NeedConst/NeedInts/NeedAct, adds tensors and
+// ops through problem(), and binds each output with Set. Nodes are lowered in graph order, so an
+// input is bound before it is read; an unbound input is an error naming the node.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/import/lowering/problem_builder.h"
+#include "src/import/lowering/values.h"
+#include "src/import/onnx_graph.h"
+
+namespace annealer::lowering {
+
+class Context {
+ public:
+  Context(const OnnxGraph& g, const LoweringHardware& hw) : g_(g), problem_(g.origin, hw) {}
+
+  const OnnxGraph& graph() const { return g_; }
+  int64_t opset() const { return g_.opset; }
+  ProblemBuilder& problem() { return problem_; }
+  const Tensor& tensor(TensorId t) const { return problem_.tensor(t); }
+
+  // Throws InputError "<file>: node '<name>' (<op>): <what>" (one line).
+  [[noreturn]] void Fail(const OnnxNode& node, const std::string& what) const { FailAt(g_.origin, node, what); }
+  // a * b of dims or attributes, failing (not overflowing) on absurd ones.
+  int64_t Mul(const OnnxNode& node, int64_t a, int64_t b) const;
+  // Every value a node makes is within kMaxValueElements (src/import/onnx_graph.h).
+  void CheckDims(const OnnxNode& node, const std::vector<int64_t>& dims) const;
+
+  // ---- reading inputs
+  const Value& Get(const OnnxNode& node, size_t i) const;
+  bool HasInput(const OnnxNode& node, size_t i) const { return i < node.inputs.size() && !node.inputs[i].empty(); }
+  const Const* GetConst(const OnnxNode& node, size_t i) const { return std::get_if<Const>(&Get(node, i)); }
+  const Const& NeedConst(const OnnxNode& node, size_t i, const std::string& what) const;
+  // The values of a constant input with inline data, rounded to integers.
+  std::vector<int64_t> NeedInts(const OnnxNode& node, size_t i, const std::string& what) const;
+  // A copy of an activation input, materialized (a graph input becomes its tensor on first use;
+  // a pending value is gathered in its default layout, once: the binding is updated too).
+  Act NeedAct(const OnnxNode& node, size_t i);
+  // x with parts: a graph input made its tensor, a pending value gathered in its default layout.
+  Act Resolved(const OnnxNode& node, const Act& x);
+
+  // ---- rearranging (Layout ops, docs/cost-model.md L1-L6)
+  // x laid out with `col_axis` as the columns and one part per index of `part_axes` (the other
+  // axes are the rows, in ONNX order): x itself when it already is (HasLayout), else one Layout
+  // op per part gathering it from x's tensors (or a pending value's source).
+  Act Relayout(const OnnxNode& node, const Act& x, int col_axis, const std::vector<int>& part_axes = {});
+  // The value `dims` rearranged from x (pending, see Act). `reshape_only`: ONNX's flat order is
+  // kept (a Reshape, Flatten, Squeeze, Unsqueeze); a chain of reshapes back to the source's dims
+  // is the source itself.
+  Act Pending(const OnnxNode& node, const Act& x, std::vector<int64_t> dims, bool reshape_only);
+  // Makes a graph input (or embedding rows) its tensor, once: the binding is updated too.
+  Act& Materialized(Act& a);
+
+  // ---- binding outputs
+  // Binds output `out` of the node (no-op for an absent output), naming its tensors.
+  void Set(const OnnxNode& node, size_t out, Value v);
+  // Binds a name as is (initializers, graph inputs, outputs no one reads).
+  void Bind(const std::string& name, Value v) { values_[name] = std::move(v); }
+
+  // Parts of the same count and 2-D shapes (or widths).
+  bool SameShapes(const Act& a, const Act& b) const;
+  bool SameWidths(const Act& a, const Act& b) const;
+
+ private:
+  const OnnxGraph& g_;
+  ProblemBuilder problem_;
+  std::map<std::string, Value> values_;
+};
+
+}  // namespace annealer::lowering

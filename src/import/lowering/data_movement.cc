@@ -1,0 +1,383 @@
+// Data movement: the ops that change the rows of an activation or split its columns: Concat,
+// Gather, Slice, Split, Resize, Upsample, Pad (views with other rows, or column blocks).
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <optional>
+
+#include "src/import/lowering/registry.h"
+
+namespace annealer::lowering {
+namespace {
+
+// ---- resampling: Resize, Upsample, Pad ----------------------------------------------------
+// They change the rows of an NCHW activation: a view per channel block, priced by the
+// interpolation's passes.
+Act NeedSpatialAct(Context& cx, const OnnxNode& node) {
+  Act x = cx.NeedAct(node, 0);
+  if (x.dims.size() != 4 || x.col_axis != 1 || !x.part_axes.empty())
+    cx.Fail(node, "only the spatial axes of an NCHW activation can be resized or padded");
+  return x;
+}
+
+void SetResampled(Context& cx, const OnnxNode& node, const Act& x, const std::vector<int64_t>& out_dims, double passes) {
+  Act out = x;
+  out.dims = out_dims;
+  out.parts.clear();
+  const Elements rows = out_dims[0] * out_dims[2] * out_dims[3];
+  for (TensorId part : x.parts)
+    out.parts.push_back(out_dims == x.dims ? part : cx.problem().View(part, rows, passes, node, "strided-view", kViewWhat));
+  cx.Set(node, 0, out);
+}
+
+// Pad: the pads attribute (before opset 11), else the pads input. Pure data movement: the
+// spatial axes of NCHW are a view per channel block; any other pad (channels-last, a sequence,
+// the channels) a pending rearrangement. Negative pads crop.
+void LowerPad(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  if (!std::holds_alternative<Act>(v)) cx.Fail(node, "padding a constant or a row statistic is not supported");
+  Act x = std::get<Act>(v);
+  std::vector<int64_t> out_dims = x.dims;
+  const size_t r = out_dims.size();
+  std::vector<int64_t> pads = Attr{node}.Ints("pads");
+  if (pads.empty() && cx.HasInput(node, 1)) pads = cx.NeedInts(node, 1, "the pads");
+  if (pads.size() != 2 * r) cx.Fail(node, "pads must have " + std::to_string(2 * r) + " entries for a " + std::to_string(r) + "-D input");
+  bool channels = false;
+  for (size_t i = 0; i < r; ++i) {
+    if (std::abs(pads[i]) > (1 << 20) || std::abs(pads[i + r]) > (1 << 20)) cx.Fail(node, "pads must be in -2^20..2^20");
+    out_dims[i] += pads[i] + pads[i + r];
+    if (out_dims[i] <= 0) cx.Fail(node, "the pads leave axis " + std::to_string(i) + " empty");
+    channels |= (int(i) == x.col_axis || i < 1) && (pads[i] != 0 || pads[i + r] != 0);
+  }
+  if (r == 4 && x.col_axis == 1 && x.part_axes.empty() && !x.pending() && !channels)
+    return SetResampled(cx, node, cx.NeedAct(node, 0), out_dims, 0);
+  cx.Set(node, 0, cx.Pending(node, x, out_dims, false));
+}
+
+// Resize and Upsample: the scales (attribute of Upsample before opset 9, else input
+// `scales_input`) or the sizes (input 3 of Resize from opset 11).
+void LowerScaled(Context& cx, const OnnxNode& node, size_t scales_input, bool scales_attribute) {
+  Attr a{node};
+  Act x = NeedSpatialAct(cx, node);
+  std::vector<int64_t> out_dims = x.dims;
+  const std::string mode = a.Text("mode");
+  const double passes = mode == "linear" || mode == "bilinear" ? 4 : mode == "cubic" ? 16 : 1;
+  std::vector<double> scales;
+  std::vector<int64_t> sizes;
+  if (scales_attribute && a.Has("scales")) scales = node.attributes.at("scales").floats;
+  if (scales.empty() && cx.HasInput(node, scales_input)) {
+    const Const& c = cx.NeedConst(node, scales_input, "the scales");
+    if (c.values && !c.values->empty()) scales = *c.values;
+  }
+  if (scales.empty() && cx.HasInput(node, 3)) sizes = cx.NeedInts(node, 3, "the sizes");
+  if (!sizes.empty()) {
+    if (sizes.size() != 4) cx.Fail(node, "sizes must have 4 entries");
+    out_dims = sizes;
+  } else {
+    if (scales.size() != 4) cx.Fail(node, "the scales (or sizes) must be known at import time, 4 entries");
+    for (int i = 0; i < 4; ++i) {
+      if (!(scales[i] > 0) || scales[i] > 1024) cx.Fail(node, "scales must be positive and at most 1024");
+      out_dims[i] = static_cast<int64_t>(std::floor(double(x.dims[i]) * scales[i]));
+    }
+  }
+  if (out_dims[0] != x.dims[0] || out_dims[1] != x.dims[1]) cx.Fail(node, "resizing the batch or channel axis is not supported");
+  for (int64_t d : out_dims) if (d <= 0 || d > (1 << 20)) cx.Fail(node, "the output dims " + DimsText(out_dims) + " are out of range");
+  SetResampled(cx, node, x, out_dims, passes);
+}
+
+// Resize opset 10: (X, scales). From 11: (X, roi, scales, sizes).
+void LowerResize10(Context& cx, const OnnxNode& node) { LowerScaled(cx, node, 1, false); }
+void LowerResize11(Context& cx, const OnnxNode& node) { LowerScaled(cx, node, 2, false); }
+void LowerUpsample(Context& cx, const OnnxNode& node) { LowerScaled(cx, node, 1, true); }
+
+// ---- concat, gather, slice, split ---------------------------------------------------------
+// Along the channels: the blocks stay separate tensors (col_split); their consumers work
+// blockwise (a MatMul or convolution multiplies each block by its rows of the weight). A block
+// laid out otherwise is gathered into the layout of the others first.
+void ConcatChannels(Context& cx, const OnnxNode& node, const std::vector<const Value*>& ins, const Act& act,
+                    const std::vector<int64_t>& out_dims, int64_t axis) {
+  Act out = cx.Relayout(node, act, int(axis));
+  out.dims = out_dims;
+  out.parts.clear();
+  for (const Value* v : ins) {
+    const Act* x = std::get_if<Act>(v);
+    if (!x) cx.Fail(node, "a constant among the channels of a concatenation is not supported");
+    Act block = cx.Resolved(node, *x);
+    if (block.col_axis != axis || !block.part_axes.empty() || block.row_axes != out.row_axes) block = cx.Relayout(node, block, int(axis));
+    for (TensorId t : block.parts) out.parts.push_back(t);
+  }
+  out.col_split = out.parts.size() > 1;
+  cx.Set(node, 0, out);
+}
+
+// Along rows (a class token and the patches, windows, sequences): one Layout op gathers the
+// activations (constants are folded, as a bias is).
+void ConcatRows(Context& cx, const OnnxNode& node, const std::vector<const Value*>& ins, const Act& act,
+                const std::vector<int64_t>& out_dims) {
+  Act out;
+  out.dims = out_dims;
+  SetChannelsLayout(out, act.col_axis);
+  std::vector<TensorId> sources;
+  ProblemBuilder& pb = cx.problem();
+  for (const Value* v : ins) {
+    if (const Const* c = std::get_if<Const>(v)) pb.NoteBroadcast(*c);
+    if (const Act* x = std::get_if<Act>(v))
+      for (TensorId t : cx.Resolved(node, *x).parts) sources.push_back(t);
+  }
+  const auto [rows, cols] = PartShape(out);
+  out.parts = {pb.Layout(sources, rows, cols, node, node.outputs.empty() ? node.name : node.outputs[0])};
+  cx.Set(node, 0, out);
+}
+
+void LowerConcat(Context& cx, const OnnxNode& node) {
+  Attr a{node};
+  std::vector<const Value*> ins;
+  for (size_t i = 0; i < node.inputs.size(); ++i) if (cx.HasInput(node, i)) ins.push_back(&cx.Get(node, i));
+  if (ins.empty()) cx.Fail(node, "no inputs");
+  const int r = int(DimsOf(*ins[0]).size());
+  int64_t axis = a.Int("axis", 0);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) cx.Fail(node, "axis " + std::to_string(a.Int("axis", 0)) + " is out of range for rank " + std::to_string(r));
+  std::vector<int64_t> out_dims = DimsOf(*ins[0]);
+  out_dims[axis] = 0;
+  const Act* act = nullptr;
+  int acts = 0;
+  bool all_const_values = true;
+  for (const Value* v : ins) {
+    std::vector<int64_t> d = DimsOf(*v);
+    if (int(d.size()) != r) cx.Fail(node, "inputs of different ranks");
+    for (int i = 0; i < r; ++i)
+      if (i != axis && d[i] != out_dims[i]) cx.Fail(node, "inputs " + DimsText(out_dims) + " and " + DimsText(d) + " differ outside axis " + std::to_string(axis));
+    out_dims[axis] += d[axis];
+    if (const Act* x = std::get_if<Act>(v)) { act = x; ++acts; }
+    if (std::holds_alternative<RowStat>(*v)) cx.Fail(node, "concatenating a row statistic is not supported");
+    if (const Const* c = std::get_if<Const>(v)) all_const_values &= c->values.has_value();
+  }
+  if (acts == 0) {
+    Const out;
+    out.dims = out_dims;
+    if (all_const_values && r == 1) {
+      std::vector<double> v;
+      for (const Value* x : ins) for (double d : *std::get<Const>(*x).values) v.push_back(d);
+      out.values = v;
+    }
+    out.is_float = std::get<Const>(*ins[0]).is_float;
+    return cx.Set(node, 0, out);
+  }
+  if (axis == act->col_axis && !act->pending()) return ConcatChannels(cx, node, ins, *act, out_dims, axis);
+  ConcatRows(cx, node, ins, *act, out_dims);
+}
+
+// An embedding lookup with the model's token ids: the rows are read from the table in slow
+// memory, like a model input (the table's parameters count).
+void LowerEmbedding(Context& cx, const OnnxNode& node, const Const& table, const Act& ids) {
+  if (Attr{node}.Int("axis", 0) != 0) cx.Fail(node, "an embedding lookup along axis 1 is not supported");
+  if (!ids.model_input) cx.Fail(node, "looking up rows with indices computed by the model is not supported");
+  Act out;
+  out.dims = ids.dims;
+  out.dims.push_back(table.dims[1]);
+  out.model_input = true;
+  out.name = node.outputs.empty() ? node.name : node.outputs[0];
+  SetChannelsLayout(out, int(out.dims.size()) - 1);
+  cx.Set(node, 0, out);
+}
+
+void LowerGather(Context& cx, const OnnxNode& node) {
+  Attr a{node};
+  const Value& v = cx.Get(node, 0);
+  if (const Const* table = std::get_if<Const>(&v); table && table->is_float && table->dims.size() == 2 &&
+                                                   std::holds_alternative<Act>(cx.Get(node, 1)))
+    return LowerEmbedding(cx, node, *table, std::get<Act>(cx.Get(node, 1)));
+  const Const& idx = cx.NeedConst(node, 1, "the indices");
+  std::vector<int64_t> in_dims = DimsOf(v);
+  const int r = int(in_dims.size());
+  int64_t axis = a.Int("axis", 0);
+  if (axis < 0) axis += r;
+  std::vector<int64_t> out_dims;
+  for (int i = 0; i < r; ++i) {
+    if (i == axis) for (int64_t d : idx.dims) out_dims.push_back(d);
+    else out_dims.push_back(in_dims[i]);
+  }
+  if (const Const* c = std::get_if<Const>(&v)) {
+    Const out;
+    out.dims = out_dims;
+    out.is_float = c->is_float;
+    if (c->values && idx.values && r == 1) {
+      std::vector<double> vals;
+      for (double i : *idx.values) {
+        int64_t k = int64_t(i);
+        if (k < 0) k += in_dims[0];
+        if (k < 0 || k >= in_dims[0]) cx.Fail(node, "index out of range");
+        vals.push_back((*c->values)[k]);
+      }
+      out.values = vals;
+    }
+    return cx.Set(node, 0, out);
+  }
+  // Rows or columns picked from an activation (the class token, a head): a rearrangement.
+  const Act* x = std::get_if<Act>(&v);
+  if (!x) cx.Fail(node, "gathering from a row statistic is not supported");
+  cx.Set(node, 0, cx.Pending(node, *x, out_dims, false));
+}
+
+// Columns [s, e) of x without moving data, when they are whole blocks of it: x's column
+// blocks (a concatenation, a split done before), or equal blocks its producer can be split into
+// (chunk(k) of a fused projection written as k Slices: the first splits the producer and
+// rebinds x as its blocks, the others take theirs). nullopt when neither applies.
+std::optional<Act> ColumnBlock(Context& cx, const OnnxNode& node, const Act& x_in, int64_t s, int64_t e) {
+  Act x = cx.Resolved(node, x_in);
+  const int64_t width = e - s, c = x.dims[x.col_axis];
+  if (!x.part_axes.empty() || width <= 0) return std::nullopt;
+  if (!x.col_split && x.parts.size() == 1 && c % width == 0 && s % width == 0 && c / width > 1) {
+    const int k = int(c / width);
+    if (!cx.problem().CanSplitColumns(x.parts[0], k, 0)) return std::nullopt;
+    x.parts = cx.problem().SplitColumns(x.parts[0], k, node, 0);
+    x.col_split = true;
+    cx.Bind(node.inputs[0], x);
+  }
+  if (!x.col_split) return std::nullopt;
+  Act out = x;
+  out.dims[x.col_axis] = width;
+  out.parts.clear();
+  int64_t offset = 0;
+  for (TensorId t : x.parts) {
+    const int64_t w = cx.tensor(t).width;
+    if (offset >= s && offset + w <= e) out.parts.push_back(t);
+    else if (offset < e && offset + w > s) return std::nullopt;  // a block cut by the range
+    offset += w;
+  }
+  out.col_split = out.parts.size() > 1;
+  return out;
+}
+
+// Slice with its starts, ends, axes and steps known.
+void SliceWith(Context& cx, const OnnxNode& node, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+               std::vector<int64_t> axes, std::vector<int64_t> steps) {
+  const Value& v = cx.Get(node, 0);
+  std::vector<int64_t> in_dims = DimsOf(v);
+  const int r = int(in_dims.size());
+  if (axes.empty()) for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  std::vector<int64_t> out_dims = in_dims;
+  std::vector<std::array<int64_t, 3>> ranges(r);
+  for (int i = 0; i < r; ++i) ranges[i] = {0, in_dims[i], 1};
+  for (size_t i = 0; i < starts.size(); ++i) {
+    int64_t ax = axes[i] < 0 ? axes[i] + r : axes[i];
+    if (ax < 0 || ax >= r || steps[i] == 0) cx.Fail(node, "bad axes or steps");
+    const int64_t d = in_dims[ax];
+    auto clampi = [&](int64_t x, int64_t lo, int64_t hi) { if (x < 0) x += d; return std::clamp(x, lo, hi); };
+    int64_t s, e;
+    if (steps[i] > 0) { s = clampi(starts[i], 0, d); e = clampi(ends[i], 0, d); out_dims[ax] = std::max<int64_t>(0, CeilDiv(e - s, steps[i])); }
+    else { s = clampi(starts[i], -1, d - 1); e = clampi(ends[i], -1, d - 1); out_dims[ax] = std::max<int64_t>(0, CeilDiv(s - e, -steps[i])); }
+    ranges[ax] = {s, e, steps[i]};
+  }
+  if (const Const* c = std::get_if<Const>(&v)) {
+    Const out;
+    out.dims = out_dims;
+    out.is_float = c->is_float;
+    if (c->values && r == 1) {
+      std::vector<double> vals;
+      for (int64_t k = ranges[0][0]; ranges[0][2] > 0 ? k < ranges[0][1] : k > ranges[0][1]; k += ranges[0][2]) vals.push_back((*c->values)[k]);
+      out.values = vals;
+    }
+    return cx.Set(node, 0, out);
+  }
+  const Act* xp = std::get_if<Act>(&v);
+  if (!xp) cx.Fail(node, "slicing a row statistic is not supported");
+  if (out_dims == in_dims) return cx.Set(node, 0, *xp);
+  int sliced = -1;
+  for (int i = 0; i < r; ++i)
+    if (out_dims[i] != in_dims[i]) sliced = sliced == -1 ? i : -2;
+  if (sliced >= 0 && sliced == xp->col_axis && !xp->pending() && ranges[sliced][2] == 1)
+    if (std::optional<Act> block = ColumnBlock(cx, node, *xp, ranges[sliced][0], ranges[sliced][1])) return cx.Set(node, 0, *block);
+  cx.Set(node, 0, cx.Pending(node, *xp, out_dims, false));
+}
+
+// Slice before opset 10: starts, ends, axes as attributes.
+void LowerSlice1(Context& cx, const OnnxNode& node) {
+  Attr a{node};
+  SliceWith(cx, node, a.Ints("starts"), a.Ints("ends"), a.Ints("axes"), {});
+}
+
+// From opset 10: starts, ends, axes, steps as inputs.
+void LowerSlice10(Context& cx, const OnnxNode& node) {
+  cx.Get(node, 0);  // the data input first, as its errors come first
+  std::vector<int64_t> starts = cx.NeedInts(node, 1, "starts"), ends = cx.NeedInts(node, 2, "ends"), axes, steps;
+  if (cx.HasInput(node, 3)) axes = cx.NeedInts(node, 3, "axes");
+  if (cx.HasInput(node, 4)) steps = cx.NeedInts(node, 4, "steps");
+  SliceWith(cx, node, starts, ends, axes, steps);
+}
+
+// Channel blocks split at block boundaries: each output takes its blocks.
+void SplitBlocks(Context& cx, const OnnxNode& node, const Act& x, int64_t axis, const std::vector<int64_t>& split) {
+  size_t b = 0;
+  for (size_t i = 0; i < split.size(); ++i) {
+    Act out = x;
+    out.dims[axis] = split[i];
+    out.parts.clear();
+    Elements width = 0;
+    while (width < split[i] && b < x.parts.size()) width += cx.tensor(x.parts[b]).width, out.parts.push_back(x.parts[b++]);
+    if (width != split[i]) cx.Fail(node, "a split of a concatenation must fall on the concatenated blocks");
+    out.col_split = out.parts.size() > 1;
+    cx.Set(node, i, out);
+  }
+}
+
+// Split: the split attribute, else the split input (the spelling from opset 13).
+void LowerSplit(Context& cx, const OnnxNode& node) {
+  Attr a{node};
+  Act x = cx.NeedAct(node, 0);
+  const int r = int(x.dims.size());
+  int64_t axis = a.Int("axis", 0);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) cx.Fail(node, "axis " + std::to_string(a.Int("axis", 0)) + " is out of range for rank " + std::to_string(r));
+  std::vector<int64_t> split = a.Ints("split");
+  if (split.empty() && cx.HasInput(node, 1)) split = cx.NeedInts(node, 1, "split");
+  const int parts = int(node.outputs.size());
+  if (split.empty()) split.assign(parts, x.dims[axis] / parts);
+  if (int(split.size()) != parts) cx.Fail(node, "split has " + std::to_string(split.size()) + " sizes for " + std::to_string(parts) + " outputs");
+  if (axis == x.col_axis && x.col_split) return SplitBlocks(cx, node, x, axis, split);
+  int64_t total = 0;
+  for (int64_t s : split) {
+    if (s <= 0) cx.Fail(node, "split sizes must be positive, got " + DimsText(split));
+    total += s;
+  }
+  if (total != x.dims[axis]) cx.Fail(node, "split sizes " + DimsText(split) + " do not add up to " + std::to_string(x.dims[axis]));
+  const bool equal = std::all_of(split.begin(), split.end(), [&](int64_t s) { return s == split[0]; });
+  // A fused projection split into Q, K, V (or a conv's output into halves): its producer split
+  // by columns, exact and free. Anything else: each output a rearrangement.
+  if (equal && axis == x.col_axis && x.part_axes.empty() && !x.model_input && x.parts.size() == 1 &&
+      cx.problem().CanSplitColumns(x.parts[0], parts, 0)) {
+    std::vector<TensorId> pieces = cx.problem().SplitColumns(x.parts[0], parts, node, 0);
+    for (int i = 0; i < parts; ++i) {
+      Act out = x;
+      out.dims[axis] = split[i];
+      out.parts = {pieces[i]};
+      cx.Set(node, size_t(i), out);
+    }
+    return;
+  }
+  for (int i = 0; i < parts; ++i) {
+    std::vector<int64_t> dims = x.dims;
+    dims[axis] = split[i];
+    cx.Set(node, size_t(i), cx.Pending(node, x, dims, false));
+  }
+}
+
+}  // namespace
+
+ConverterTable DataMovementConverters() {
+  return {
+      {"Pad", LowerPad},
+      {"Resize", LowerResize10, 0, 11},
+      {"Resize", LowerResize11, 11},
+      {"Upsample", LowerUpsample},
+      {"Concat", LowerConcat},
+      {"Gather", LowerGather},
+      {"Slice", LowerSlice1, 0, 10},
+      {"Slice", LowerSlice10, 10},
+      {"Split", LowerSplit},
+  };
+}
+
+}  // namespace annealer::lowering

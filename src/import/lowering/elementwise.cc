@@ -1,0 +1,190 @@
+// Elementwise ops and activations: folded when every data operand is known at import time,
+// combined into a row statistic when they are statistics and constants, else one Pointwise op
+// per part of the activation (with broadcast constants, full-size parameters, row vectors).
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "src/import/lowering/folding.h"
+#include "src/import/lowering/registry.h"
+
+namespace annealer::lowering {
+namespace {
+
+// Vector passes per element of the elementwise ops (one pass = one ALU op over an n×n tile).
+// Every op here has a converter (LowerElementwise).
+const std::map<std::string, double>& ElementwisePasses() {
+  static const std::map<std::string, double> kPasses = {
+      {"Relu", 1}, {"LeakyRelu", 1}, {"PRelu", 1}, {"Clip", 1}, {"Neg", 1}, {"Abs", 1},
+      {"Add", 1}, {"Sub", 1}, {"Mul", 1}, {"Div", 1}, {"Max", 1}, {"Min", 1}, {"Sum", 1},
+      {"Pow", 2}, {"Sqrt", 2}, {"Reciprocal", 2}, {"Exp", 2}, {"Log", 2}, {"Elu", 2},
+      {"Selu", 2}, {"HardSigmoid", 2}, {"HardSwish", 3}, {"Sigmoid", 4}, {"Tanh", 4},
+      {"Erf", 4}, {"Softplus", 4}, {"Mish", 6}, {"Gelu", 8}, {"Floor", 1}, {"Ceil", 1},
+      {"Round", 1}, {"Sign", 1}, {"Where", 1}, {"Mean", 1}, {"Celu", 2}, {"ThresholdedRelu", 1},
+      {"Sin", 4}, {"Cos", 4}, {"BitShift", 1}, {"Mod", 2},
+      // Comparisons and logic: one pass.
+      {"Equal", 1}, {"Less", 1}, {"Greater", 1}, {"Not", 1}, {"And", 1}, {"Or", 1}};
+  return kPasses;
+}
+
+// Where(c, x, y) on known values: c·x + (1 − c)·y.
+std::optional<std::vector<double>> FoldWhere(const Const& c, const Const& x, const Const& y, const std::vector<int64_t>& out) {
+  if (!c.values || !x.values || !y.values || Product(out) > kMaxConstantElements) return std::nullopt;
+  auto cx = FoldBinary("Mul", c, x, out);
+  Const nc = c;
+  for (double& d : *nc.values) d = d != 0 ? 0 : 1;
+  auto cy = FoldBinary("Mul", nc, y, out);
+  if (!cx || !cy) return std::nullopt;
+  std::vector<double> v(cx->size());
+  for (size_t i = 0; i < cx->size(); ++i) v[i] = (*cx)[i] + (*cy)[i];
+  return v;
+}
+
+std::optional<std::vector<double>> FoldUnary(const std::string& op, std::vector<double> v) {
+  for (double& d : v) {
+    if (op == "Neg") d = -d;
+    else if (op == "Abs") d = std::fabs(d);
+    else if (op == "Sqrt") d = std::sqrt(d);
+    else if (op == "Floor") d = std::floor(d);
+    else if (op == "Ceil") d = std::ceil(d);
+    else if (op == "Not") d = d == 0;
+    else if (op == "Reciprocal") d = 1 / d;
+    else if (op == "Relu") d = std::max(d, 0.0);
+    else return std::nullopt;
+  }
+  return v;
+}
+
+// Constant folding (shape arithmetic and scalars): the result's dims always, its values when
+// the op and the operands' data allow.
+void FoldConstants(Context& cx, const OnnxNode& node, const std::vector<const Value*>& ins,
+                   const std::vector<const Value*>& data) {
+  const std::string& op = node.op_type;
+  Const out;
+  bool ok = true;
+  out.dims = std::get<Const>(*data[0]).dims;
+  for (size_t i = 1; i < data.size(); ++i) out.dims = Broadcast(out.dims, std::get<Const>(*data[i]).dims, ok);
+  if (!ok) cx.Fail(node, "operand shapes do not broadcast");
+  out.is_float = std::any_of(data.begin(), data.end(), [](const Value* v) { return std::get<Const>(*v).is_float; });
+  if (op == "Where" && ins.size() == 3) {
+    out.values = FoldWhere(std::get<Const>(*ins[0]), std::get<Const>(*ins[1]), std::get<Const>(*ins[2]), out.dims);
+  } else if (data.size() == 2) {
+    out.values = FoldBinary(op, std::get<Const>(*data[0]), std::get<Const>(*data[1]), out.dims);
+  } else if (data.size() == 1 && std::get<Const>(*data[0]).values) {
+    out.values = FoldUnary(op, *std::get<Const>(*data[0]).values);
+  }
+  cx.Set(node, 0, out);
+}
+
+// Row statistics combined with constants (eps, sqrt): still a statistic, more passes.
+void CombineRowStats(Context& cx, const OnnxNode& node, const std::vector<const Value*>& data, double passes) {
+  RowStat s;
+  bool first = true;
+  for (const Value* v : data)
+    if (const RowStat* r = std::get_if<RowStat>(v)) {
+      if (first) s = *r;
+      else for (TensorId t : r->sources) if (std::find(s.sources.begin(), s.sources.end(), t) == s.sources.end()) s.sources.push_back(t);
+      if (!first) s.passes += r->passes;
+      first = false;
+    }
+  s.passes += passes;
+  cx.Set(node, 0, s);
+}
+
+// A computed row vector broadcast over the rows (squeeze-excitation scales, an attention mask):
+// written to the output's rows by a ones-MatMul (K = 1), shared by every part.
+TensorId BroadcastRows(Context& cx, const OnnxNode& node, TensorId row, Elements rows) {
+  ProblemBuilder& pb = cx.problem();
+  const TensorId ones = pb.NewTensor(rows, 1, {node.name + "~broadcast", "view-selector"});
+  const TensorId wide = pb.MatMul(ones, row, node, "view-write", pb.hw().pointwise_base);
+  pb.Note("row-broadcast", "a computed row vector broadcast over an activation's rows is written by a ones-MatMul (K = 1); traffic = the broadcast tensor, data-movement MACs = its size",
+          cx.tensor(wide).size(), cx.tensor(wide).size());
+  return wide;
+}
+
+// An activation operand's tensors, one per part of `out` (appended to part_inputs).
+void AddActOperand(Context& cx, const OnnxNode& node, Act act, const Act& out, std::vector<std::vector<TensorId>>& part_inputs) {
+  if (act.model_input) cx.Materialized(act);
+  if (act.dims != out.dims && Product(act.dims) == Elems(out) && act.parts.size() == out.parts.size() &&
+      cx.SameShapes(act, out)) {
+    // The same 2-D tensors; the N-D shapes differ only by size-1 axes.
+  } else if (act.dims != out.dims && act.parts.size() == 1 && cx.tensor(act.parts[0]).height == 1 &&
+             cx.tensor(out.parts[0]).height > 1 && !out.col_split &&
+             cx.tensor(act.parts[0]).width == cx.tensor(out.parts[0]).width && act.dims.size() <= out.dims.size()) {
+    const TensorId wide = BroadcastRows(cx, node, act.parts[0], cx.tensor(out.parts[0]).height);
+    for (size_t p = 0; p < out.parts.size(); ++p) part_inputs[p].push_back(wide);
+    return;
+  } else if (act.dims != out.dims || act.parts.size() != out.parts.size() || act.col_split != out.col_split ||
+             !cx.SameWidths(act, out)) {
+    cx.Fail(node, "operands of different shapes " + DimsText(act.dims) + " and " + DimsText(out.dims) +
+                      " (a broadcast of a computed value) are not supported");
+  }
+  for (size_t p = 0; p < out.parts.size(); ++p) part_inputs[p].push_back(act.parts[p]);
+}
+
+// An activation result: all activation operands share one shape and layout.
+void LowerOnActivations(Context& cx, const OnnxNode& node, const std::vector<const Value*>& data, double passes) {
+  const Act* lead = nullptr;
+  for (const Value* v : data)
+    if (const Act* a = std::get_if<Act>(v)) {
+      if (!lead || Elems(*a) > Elems(*lead)) lead = a;
+    }
+  Act out = *lead;
+  if (out.model_input) cx.Materialized(out);
+  double total_passes = passes;
+  std::vector<std::vector<TensorId>> part_inputs(out.parts.size());
+  for (const Value* v : data) {
+    if (const Act* a = std::get_if<Act>(v)) {
+      AddActOperand(cx, node, *a, out, part_inputs);
+    } else if (const RowStat* s = std::get_if<RowStat>(v)) {
+      if (out.parts.size() != 1) cx.Fail(node, "row statistics of split heads are not supported");
+      for (TensorId t : s->sources) part_inputs[0].push_back(t);
+      total_passes += s->passes;
+    } else {
+      const Const& c = std::get<Const>(*v);
+      if (c.initializer && c.is_float && Product(c.dims) == Elems(out) && out.parts.size() == 1 && Product(c.dims) > 1) {
+        // A full-size parameter (position embedding): a weight tensor of the activation's shape.
+        const auto [rows, cols] = PartShape(out);
+        part_inputs[0].push_back(cx.problem().Weight(c.name, rows, cols));
+      } else {
+        cx.problem().NoteBroadcast(c);
+      }
+    }
+  }
+  for (size_t p = 0; p < out.parts.size(); ++p) {
+    if (part_inputs[p].empty()) cx.Fail(node, "internal: no tensor operand");
+    out.parts[p] = cx.problem().Pointwise(part_inputs[p], total_passes, node, "elementwise");
+  }
+  cx.Set(node, 0, out);
+}
+
+void LowerElementwise(Context& cx, const OnnxNode& node) {
+  const std::string& op = node.op_type;
+  const double passes = std::max(ElementwisePasses().at(op), 1.0);
+  std::vector<const Value*> ins;
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    if (cx.HasInput(node, i)) ins.push_back(&cx.Get(node, i));
+  if (ins.empty()) cx.Fail(node, "no inputs");
+  // Where(cond, x, y): the data operands decide.
+  std::vector<const Value*> data = ins;
+  if (op == "Where" && ins.size() == 3) data = {ins[1], ins[2]};
+  if (op == "Clip" && ins.size() > 1) data = {ins[0]};  // min/max operands are constants
+  bool any_act = false, any_stat = false;
+  for (const Value* v : data) {
+    any_act |= std::holds_alternative<Act>(*v);
+    any_stat |= std::holds_alternative<RowStat>(*v);
+  }
+  if (!any_act && !any_stat) return FoldConstants(cx, node, ins, data);
+  if (!any_act) return CombineRowStats(cx, node, data, passes);
+  LowerOnActivations(cx, node, data, passes);
+}
+
+}  // namespace
+
+ConverterTable ElementwiseConverters() {
+  ConverterTable table;
+  for (const auto& [op, passes] : ElementwisePasses()) table.push_back({op, LowerElementwise});
+  return table;
+}
+
+}  // namespace annealer::lowering

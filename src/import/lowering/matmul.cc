@@ -1,0 +1,133 @@
+// Gemm and MatMul: an activation times a weight (column blocks multiply their rows of the
+// weight), a weight times an activation, and two activations (attention: Q·Kᵀ with a transposed
+// copy, P·V), per head.
+#include "src/import/lowering/registry.h"
+
+namespace annealer::lowering {
+namespace {
+
+Act ActTimesWeight(Context& cx, const Act& x_in, const Const& w, bool w_transposed, const OnnxNode& node) {
+  ProblemBuilder& pb = cx.problem();
+  if (w.dims.size() != 2) cx.Fail(node, "the weight must be 2-D, got " + DimsText(w.dims));
+  const int64_t k = w_transposed ? w.dims[1] : w.dims[0], nn = w_transposed ? w.dims[0] : w.dims[1];
+  const int last = int(x_in.dims.size()) - 1;
+  if (last < 0 || x_in.dims[last] != k)
+    cx.Fail(node, "the activation " + DimsText(x_in.dims) + " does not end in the weight's reduction axis (" + std::to_string(k) + ")");
+  // The reduction axis as the columns: column blocks multiply their rows of the weight; any
+  // other layout (a token-mixing transpose, a flatten of C·H·W) is gathered first.
+  const Act x = x_in.col_axis == last && !x_in.pending() && (x_in.col_split || RowsInOnnxOrder(x_in)) ? x_in : cx.Relayout(node, x_in, last, x_in.part_axes);
+  Act out = x;
+  out.dims[last] = nn;
+  out.col_split = false;
+  if (x.col_split) {
+    // Column blocks (heads merged back, a concatenation): Σ_b x_b · W[rows of b], summed in
+    // the accumulator.
+    std::vector<TensorId> partial;
+    Elements offset = 0;
+    for (TensorId part : x.parts) {
+      const Elements kp = cx.tensor(part).width;
+      partial.push_back(pb.MatMul(part, pb.Weight(w.name, kp, nn, "[rows " + std::to_string(offset) + ":" + std::to_string(offset + kp) + "]"), node, "matmul"));
+      offset += kp;
+    }
+    out.parts = {pb.Pointwise(partial, 0, node, "block-sum")};
+    out.part_axes.clear();
+    return out;
+  }
+  const TensorId wt = pb.Weight(w.name, k, nn);
+  out.parts.clear();
+  for (TensorId part : x.parts) out.parts.push_back(pb.MatMul(part, wt, node, "matmul"));
+  return out;
+}
+
+void AddBias(Context& cx, Act& y, const OnnxNode& node, size_t input) {
+  if (!cx.HasInput(node, input)) return;
+  const Value& b = cx.Get(node, input);
+  if (std::holds_alternative<Act>(b)) cx.Fail(node, "a bias computed by the model is not supported");
+  cx.problem().NoteBroadcast(std::get<Const>(b));
+  for (TensorId& t : y.parts) t = cx.problem().Pointwise({t}, 1, node, "bias");
+}
+
+void LowerGemm(Context& cx, const OnnxNode& node) {
+  Attr a{node};
+  if (a.Int("transA", 0)) cx.Fail(node, "transA = 1 on an activation is not supported");
+  const Value& av = cx.Get(node, 0);
+  if (!std::holds_alternative<Act>(av)) cx.Fail(node, "the first Gemm operand must be an activation");
+  Act x = std::get<Act>(av);
+  if (x.dims.size() != 2) cx.Fail(node, "Gemm input must be 2-D, got " + DimsText(x.dims));
+  x = cx.Resolved(node, x);
+  const Const* w = cx.GetConst(node, 1);
+  if (!w) cx.Fail(node, "a Gemm whose second operand is computed by the model is not supported");
+  Act y = ActTimesWeight(cx, x, *w, a.Int("transB", 0) != 0, node);
+  AddBias(cx, y, node, 2);
+  cx.Set(node, 0, y);
+}
+
+// weight @ activation (2-D only).
+void LowerWeightTimesAct(Context& cx, const OnnxNode& node, const Const& w) {
+  if (w.dims.size() != 2 || DimsOf(cx.Get(node, 1)).size() != 2) cx.Fail(node, "weight @ activation is supported for 2-D operands only");
+  Act x = cx.Relayout(node, std::get<Act>(cx.Get(node, 1)), 1);
+  Act out = x;
+  out.dims = {w.dims[0], x.dims[1]};
+  ProblemBuilder& pb = cx.problem();
+  out.parts = {pb.MatMul(pb.Weight(w.name, w.dims[0], w.dims[1]), x.parts[0], node, "matmul")};
+  cx.Set(node, 0, out);
+}
+
+}  // namespace
+
+// activation @ activation (attention's Q·Kᵀ and P·V, windows, a batch): one MatMul per matrix
+// of the batch axes (heads, windows, batch items). Each operand is laid out with its own last
+// axis as the columns and a part per batch index; an operand laid out otherwise (Kᵀ from a
+// transpose, heads from a reshape that could not split the projection) is gathered into that
+// layout by Layout ops. Batch dims must be equal (no broadcasting of a computed operand).
+Act BatchedMatMul(Context& cx, const OnnxNode& node, const Act& x_in, const Act& y_in) {
+  const int rx = int(x_in.dims.size()), ry = int(y_in.dims.size());
+  if (rx < 2 || ry < 2) cx.Fail(node, "MatMul operands of rank < 2 are not supported");
+  if (rx != ry || !std::equal(x_in.dims.begin(), x_in.dims.end() - 2, y_in.dims.begin()))
+    cx.Fail(node, "batched MatMul operands " + DimsText(x_in.dims) + " and " + DimsText(y_in.dims) +
+                      " must have the same batch dims (broadcasting a computed operand is not supported)");
+  if (x_in.dims[rx - 1] != y_in.dims[ry - 2])
+    cx.Fail(node, "operand shapes " + DimsText(x_in.dims) + " and " + DimsText(y_in.dims) + " do not chain");
+  std::vector<int> batch;
+  for (int i = 0; i < rx - 2; ++i)
+    if (x_in.dims[i] > 1) batch.push_back(i);
+  const Act x = cx.Relayout(node, x_in, rx - 1, batch);
+  const Act y = cx.Relayout(node, y_in, ry - 1, batch);
+  Act out = x;
+  out.dims[rx - 1] = y.dims[ry - 1];
+  out.parts.clear();
+  for (size_t i = 0; i < x.parts.size(); ++i) out.parts.push_back(cx.problem().MatMul(x.parts[i], y.parts[i], node, "matmul"));
+  return out;
+}
+
+namespace {
+
+void LowerMatMul(Context& cx, const OnnxNode& node) {
+  const Value& av = cx.Get(node, 0);
+  const Value& bv = cx.Get(node, 1);
+  if (std::holds_alternative<Act>(av) && std::holds_alternative<Const>(bv)) {
+    Act x = cx.NeedAct(node, 0);
+    return cx.Set(node, 0, ActTimesWeight(cx, x, std::get<Const>(bv), false, node));
+  }
+  if (std::holds_alternative<Const>(av) && std::holds_alternative<Act>(bv))
+    return LowerWeightTimesAct(cx, node, std::get<Const>(av));
+  if (!std::holds_alternative<Act>(av) || !std::holds_alternative<Act>(bv))
+    cx.Fail(node, "a MatMul of two constants is not supported");
+  cx.Set(node, 0, BatchedMatMul(cx, node, std::get<Act>(av), std::get<Act>(bv)));
+}
+
+// Gemm: B and C (the weight and the bias).
+bool GemmWeight(const OnnxNode&, size_t input) { return input >= 1; }
+// MatMul: the right operand, unless it is also the left one (x @ x is two activations).
+bool MatMulWeight(const OnnxNode& node, size_t input) { return input == 1 && node.inputs[0] != node.inputs[1]; }
+
+}  // namespace
+
+ConverterTable MatMulConverters() {
+  return {
+      {.op_type = "Gemm", .lower = LowerGemm, .weight_input = GemmWeight},
+      {.op_type = "MatMul", .lower = LowerMatMul, .weight_input = MatMulWeight},
+  };
+}
+
+}  // namespace annealer::lowering

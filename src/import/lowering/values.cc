@@ -1,0 +1,77 @@
+#include "src/import/lowering/values.h"
+
+#include <algorithm>
+
+namespace annealer::lowering {
+
+int64_t Product(const std::vector<int64_t>& v, size_t from, size_t to) {
+  int64_t p = 1;
+  for (size_t i = from; i < std::min(to, v.size()); ++i) p *= v[i];
+  return p;
+}
+
+std::string DimsText(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(d[i]);
+  }
+  return s + "]";
+}
+
+std::vector<int64_t> DimsOf(const Value& v) {
+  return std::visit([](const auto& x) { return x.dims; }, v);
+}
+
+int64_t Attr::Int(const std::string& k, int64_t def) const {
+  auto it = node.attributes.find(k);
+  return it == node.attributes.end() || it->second.ints.empty() ? def : it->second.ints[0];
+}
+std::vector<int64_t> Attr::Ints(const std::string& k) const {
+  auto it = node.attributes.find(k);
+  return it == node.attributes.end() ? std::vector<int64_t>{} : it->second.ints;
+}
+double Attr::Float(const std::string& k, double def) const {
+  auto it = node.attributes.find(k);
+  return it == node.attributes.end() || it->second.floats.empty() ? def : it->second.floats[0];
+}
+std::string Attr::Text(const std::string& k) const {
+  auto it = node.attributes.find(k);
+  return it == node.attributes.end() ? "" : it->second.text;
+}
+
+void SetChannelsLayout(Act& a, std::optional<int> col) {
+  const int r = static_cast<int>(a.dims.size());
+  a.col_axis = col ? *col : (r == 4 || r == 5 ? 1 : (r == 0 ? -1 : r - 1));
+  a.row_axes.clear();
+  for (int i = 0; i < r; ++i) if (i != a.col_axis) a.row_axes.push_back(i);
+  a.part_axes.clear();
+  a.col_split = false;
+}
+
+std::pair<Elements, Elements> PartShape(const Act& a) {
+  Elements rows = 1;
+  for (int ax : a.row_axes) rows *= a.dims[ax];
+  Elements cols = a.col_axis < 0 ? 1 : a.dims[a.col_axis];
+  if (a.col_split) cols /= static_cast<Elements>(a.parts.size());
+  return {rows, cols};
+}
+
+bool RowsInOnnxOrder(const Act& x) {
+  std::vector<int> sized;
+  for (int ax : x.row_axes) if (x.dims[ax] > 1) sized.push_back(ax);
+  return std::is_sorted(sized.begin(), sized.end());
+}
+
+bool HasLayout(const Act& x, int col_axis, const std::vector<int>& part_axes) {
+  if (x.pending() || x.model_input || x.col_split || x.col_axis != col_axis) return false;
+  auto sized = [&](const std::vector<int>& axes) {
+    std::vector<int> out;
+    for (int ax : axes) if (x.dims[ax] > 1) out.push_back(ax);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  return sized(x.part_axes) == sized(part_axes) && RowsInOnnxOrder(x);
+}
+
+}  // namespace annealer::lowering
