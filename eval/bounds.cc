@@ -236,6 +236,11 @@ struct TermInfo {
 struct Built {
   BoundModel model;
   std::vector<TermInfo> terms;  // for the explanation
+  // P12: per island (ids 0..islands-1), its least compute and forced traffic (elements).
+  int islands = 0;
+  std::vector<int> island_of;  // per op
+  std::vector<double> island_compute;
+  std::vector<Elements> island_traffic;
 };
 
 std::string Str(int64_t v) { return std::to_string(v); }
@@ -275,6 +280,96 @@ Elements StripLoads(const Problem& problem, OpId c) {
     }
   }
   return best == std::numeric_limits<Elements>::max() ? 0 : best;
+}
+
+// P12. Islands: the classes of ops joined by an edge that is feasible in some mode of its
+// consumer. Every internal edge of a valid subgraph is feasible in its consumer's mode (the
+// premise of P9), and a subgraph is connected through internal edges (V5), so every subgraph
+// lies within one island. Per island, the least compute of its ops (P7) and the traffic that
+// subgraphs of that island must move: a graph input one of its ops reads (P3, V8), a graph
+// output one of its ops produces (V9), and a tensor too large to retain (P4) that crosses
+// islands, written in its producer's island (P8) and loaded in each consumer's (P3). Each
+// amount is a load or write made in a subgraph of that island, so summing per island
+// max(compute, traffic / B) never exceeds the sum of the subgraphs' latencies (L1, L2).
+template <class LoadCost>
+void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cost, Built& built) {
+  const int num_ops = static_cast<int>(problem.ops.size());
+  std::vector<int> parent(num_ops);
+  for (int i = 0; i < num_ops; ++i) parent[i] = i;
+  const auto find = [&](int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  for (OpId c = 0; c < num_ops; ++c) {
+    const Op& op = problem.ops[c];
+    for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+      const OpId p = problem.producer[op.inputs[slot]];
+      if (p == kNoOp) continue;
+      bool feasible = false;
+      for (int m = 0; m < kModes && !feasible; ++m) feasible = a.HasMode(c, m) && a.EdgeFeasible(p, c, slot, m);
+      if (feasible) parent[find(p)] = find(c);
+    }
+  }
+  built.island_of.assign(num_ops, -1);
+  std::vector<int> id_of_root(num_ops, -1);
+  built.islands = 0;
+  for (OpId x = 0; x < num_ops; ++x) {
+    const int root = find(x);
+    if (id_of_root[root] < 0) id_of_root[root] = built.islands++;
+    built.island_of[x] = id_of_root[root];
+  }
+  built.island_compute.assign(built.islands, 0);
+  built.island_traffic.assign(built.islands, 0);
+  for (OpId x = 0; x < num_ops; ++x) {
+    built.island_compute[built.island_of[x]] +=
+        problem.ops[x].base_cost * static_cast<double>(problem.NativeTiles(x));
+  }
+  // The least a consumer c loads of its input `slot` when it reads it alone and can see it
+  // neither ephemeral nor retained: the cheapest of its modes (P3, P5, P6).
+  const auto least_load = [&](OpId c, int slot) {
+    Elements least = std::numeric_limits<Elements>::max();
+    for (int m = 0; m < kModes; ++m) {
+      if (a.HasMode(c, m)) least = std::min(least, load_cost(c, m, slot).first);
+    }
+    return least;
+  };
+  std::vector<int> seen(built.islands, -1);  // stamp: the tensor last counted in the island
+  for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
+    const auto& consumers = problem.consumers[t];
+    const OpId p = problem.producer[t];
+    const Elements size = problem.tensors[t].size();
+    if (p != kNoOp && consumers.empty()) {
+      built.island_traffic[built.island_of[p]] += size;  // a graph output (V9)
+      continue;
+    }
+    if (consumers.empty()) continue;
+    const int home = p == kNoOp ? -1 : built.island_of[p];
+    if (p != kNoOp && !a.TooLarge(t)) continue;  // may be retained into another island
+    bool crosses = false;
+    for (OpId c : consumers) {
+      const int island = built.island_of[c];
+      if (island == home || seen[island] == t) continue;
+      seen[island] = t;
+      crosses = true;
+      // Consumers of t in this island: one reading it once loads at least its least load,
+      // several at least |t| together (they may share a subgraph).
+      int readers = 0;
+      OpId only = kNoOp;
+      for (OpId o : consumers) {
+        if (built.island_of[o] != island) continue;
+        const auto& in = problem.ops[o].inputs;
+        readers += static_cast<int>(std::count(in.begin(), in.end(), t));
+        only = o;
+      }
+      Elements load = size;
+      if (readers == 1) {
+        const auto& in = problem.ops[only].inputs;
+        load = std::max(size, least_load(only, static_cast<int>(std::find(in.begin(), in.end(), t) - in.begin())));
+      }
+      built.island_traffic[island] += load;
+    }
+    if (crosses && home >= 0) built.island_traffic[home] += size;  // written for them (P8)
+  }
 }
 
 Built Build(const Problem& problem) {
@@ -593,6 +688,7 @@ Built Build(const Problem& problem) {
       model.options[c].push_back(std::move(option));
     }
   }
+  Islands(problem, a, load_cost, built);
   return built;
 }
 
@@ -654,16 +750,82 @@ double BestWeight(const BoundModel& model, const Live& live) {
   return best_a;
 }
 
-}  // namespace
+// The problem the facts are applied to when Layout ops are present (docs/lower-bound.md,
+// "Layout ops"): each Layout op X -> Y reads instead a fresh graph input Z of Y's shape. A
+// region of Y the op's consumers need is then a region of Z loaded through the op, the same
+// request the Layout op makes (L2); alone, the op loads Z and writes Y tile by tile (L4); Y
+// may be retained (L5) or, the op in another subgraph, loaded from slow memory — every
+// schedule of the problem is a schedule of the image at the same cost, with one rule fewer
+// (L1: X in slow memory). The facts treat the image's Layout ops as producers that serve any
+// demand (no V11, P1, nor P2 for them). X loses the Layout op as a consumer: never loaded by
+// it (a graph input read only by Layout ops is not a graph input of the image), and a graph
+// output of the image when no other op reads it (L1: it is written at least once). Z, a graph
+// input, is loaded at least once: the whole of Y is gathered once. Op ids are unchanged;
+// tensor ids past the problem's are the Zs, `layout_source` maps them back to their Y.
+struct Decoupled {
+  Problem problem;
+  std::vector<TensorId> layout_source;  // per extra tensor: the Y it stands for
+};
 
-BoundModel BuildBoundModel(const Problem& problem) {
+bool HasLayoutOps(const Problem& problem) {
+  return std::any_of(problem.ops.begin(), problem.ops.end(),
+                     [](const Op& op) { return op.kind == OpKind::Layout; });
+}
+
+Decoupled Decouple(const Problem& problem) {
+  Decoupled d;
+  d.problem.tensors = problem.tensors;
+  d.problem.ops = problem.ops;
+  d.problem.fast_memory_capacity = problem.fast_memory_capacity;
+  d.problem.slow_memory_bandwidth = problem.slow_memory_bandwidth;
+  d.problem.native = problem.native;
+  for (Op& op : d.problem.ops) {
+    if (op.kind != OpKind::Layout) continue;
+    d.problem.tensors.push_back(problem.tensors[op.output]);
+    d.layout_source.push_back(op.output);
+    op.inputs = {static_cast<TensorId>(d.problem.tensors.size() - 1)};
+  }
+  d.problem.Finalize();  // acyclic: only edges were removed, and the Zs have no producer
+  return d;
+}
+
+// The bound of a problem whose Layout ops, if any, read graph inputs of their own (the image of
+// Decouple, or a problem without Layout ops).
+BoundModel BuildDecoupledBoundModel(const Problem& problem) {
   Built built = Build(problem);
   auto all = [](OpId) { return true; };
   built.model.weight = BestWeight(built.model, all);
   return std::move(built.model);
 }
 
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out);
+
+}  // namespace
+
+BoundModel BuildBoundModel(const Problem& problem) {
+  if (HasLayoutOps(problem)) return BuildDecoupledBoundModel(Decouple(problem).problem);
+  return BuildDecoupledBoundModel(problem);
+}
+
 LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
+  if (HasLayoutOps(problem)) {
+    const Decoupled d = Decouple(problem);
+    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out);
+    const auto first_extra = static_cast<TensorId>(problem.tensors.size());
+    for (BoundTerm& term : bound.explanation) {
+      if (term.tensor >= first_extra) {
+        term.tensor = d.layout_source[term.tensor - first_extra];
+        term.why += " [gathered through Layout op " + std::to_string(problem.producer[term.tensor]) + "]";
+      }
+    }
+    return bound;
+  }
+  return ComputeDecoupledLowerBound(problem, model_out);
+}
+
+namespace {
+
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out) {
   LowerBound bound;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     bound.compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
@@ -681,6 +843,11 @@ LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
   bound.weight = BestWeight(model, all);
   const Evaluated at = Evaluate(model, bound.weight, all, true);
   bound.combined = at.value;
+  bound.island_count = built.islands;
+  for (int i = 0; i < built.islands; ++i) {
+    bound.islands += std::max(built.island_compute[i],
+                              static_cast<double>(built.island_traffic[i]) / problem.slow_memory_bandwidth);
+  }
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {
     if (info.option >= 0 && at.choice[info.owner] != info.option) continue;
@@ -694,6 +861,8 @@ LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
   }
   return bound;
 }
+
+}  // namespace
 
 Latency RemainingLowerBound(const BoundModel& model, const std::vector<char>& op_remaining) {
   auto live = [&](OpId op) { return op_remaining[op] != 0; };

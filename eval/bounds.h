@@ -1,7 +1,7 @@
 // Lower bounds on the total latency of any valid schedule of a problem (spec
 // docs/cost-model.md; rule ids cited below).
 //
-// Every step costs max(compute, memory) (L1) and the total is the sum of the steps (L2), so for
+// Every step costs max(compute, memory) (T1) and the total is the sum of the steps (T2), so for
 // every valid schedule and every a in [0, 1]:
 //     total >= a * C + (1 - a) * M,   C = sum of compute terms, M = sum of memory terms (M3).
 // a = 1 gives the compute bound, a = 0 the traffic bound; the "combined" bound maximises over a
@@ -67,6 +67,16 @@
 //     after one of the same column, so every tile loads >= K x min(|R|, |C|); the tile (0,0)
 //     step holds both strips and the output tile (h'K + Kw' + h'w' <= capacity). With k < K,
 //     P5's streaming. The least over every w, h of both regimes.
+//  P12 (V5, L1, L2) Islands. Join two ops when an edge between them is feasible (P1, P2) in some
+//     mode of its consumer. Every internal edge of a valid subgraph is, so every subgraph lies in
+//     one island, and the total is the sum over islands of their subgraphs' latencies, each at
+//     least max(that island's compute, its traffic / B). An island's compute is at least its
+//     ops' base x native tiles (P7). Its traffic includes a graph input one of its ops reads
+//     (P3, V8; the least over modes of P5/P6 when one op of the island reads it once), a graph
+//     output one of its ops produces (V9), and a tensor too large to retain (P4) produced in
+//     another island (loaded here, P3) or consumed in another (written here, P8). A step's max
+//     cannot hide one island's loads under another island's compute, which the global
+//     a * C + (1 - a) * M does.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -103,12 +113,17 @@ struct LowerBound {
   // max over a of a * compute + (1 - a) * traffic, with each op's mode chosen per a.
   Latency combined = 0;
   double weight = 1;  // the a that gives `combined`
+  // P12: the sum over islands (ops that may share a subgraph, transitively) of
+  // max(island compute, island forced traffic / bandwidth).
+  Latency islands = 0;
+  int island_count = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
     Latency best = compute > graph_io ? compute : graph_io;
     if (traffic > best) best = traffic;
     if (combined > best) best = combined;
+    if (islands > best) best = islands;
     return best;
   }
 };

@@ -165,8 +165,9 @@ struct ShapeScratch {
 // 2^32 (false otherwise). Ranks keep the order of ids, so pricing the context and pricing its
 // relabelled image run the same steps in the same order (sorts by op or tensor id included)
 // and give bit-identical reports. Layout after the header: the number of tensors; per op, its
-// rank | MatMul bit | input count, and its base cost; then, packed, every op's local input
-// and output ids; the tensors' sides (width | height << 32); the sorted local retained sets.
+// rank | MatMul bit | input count | Layout bit, and its base cost; then, packed, every op's
+// local input and output ids; the tensors' sides (width | height << 32); the sorted local
+// retained sets.
 bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
                    const std::vector<TensorId>& retained_in, ShapeScratch& scratch,
                    std::vector<uint64_t>& key) {
@@ -212,8 +213,11 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
   for (OpId op : subgraph.ops) {
     const Op& o = problem.ops[op];
     const uint64_t rank = scratch.op_rank[op];
+    // (The Layout bit sits at the top, so the words of MatMul and Pointwise ops are those
+    // they had before Layout ops existed.)
     key.push_back(rank | static_cast<uint64_t>(o.kind == OpKind::MatMul) << 32 |
-                  static_cast<uint64_t>(o.inputs.size()) << 33);
+                  static_cast<uint64_t>(o.inputs.size()) << 33 |
+                  static_cast<uint64_t>(o.kind == OpKind::Layout) << 63);
     uint64_t cost_bits;
     static_assert(sizeof(cost_bits) == sizeof(o.base_cost));
     std::memcpy(&cost_bits, &o.base_cost, sizeof(cost_bits));

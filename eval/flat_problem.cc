@@ -12,6 +12,7 @@ void FlatProblem::Build(const Problem& p) {
   input_tensor.clear();
   input_producer.clear();
   output.clear();
+  layout.clear();
   consumer_begin.assign(1, 0);
   consumer.clear();
   for (const Op& op : p.ops) {
@@ -21,6 +22,7 @@ void FlatProblem::Build(const Problem& p) {
     }
     input_begin.push_back(static_cast<int32_t>(input_tensor.size()));
     output.push_back(op.output);
+    layout.push_back(op.kind == OpKind::Layout);
     for (OpId c : p.consumers[op.output]) consumer.push_back(c);
     consumer_begin.push_back(static_cast<int32_t>(consumer.size()));
   }
@@ -47,6 +49,9 @@ void SmallSequenceFacts::Derive(const FlatProblem& flat, const Subgraph& subgrap
     }
     return false;
   };
+  for (OpId op : ops) {
+    if (flat.layout[op]) return;
+  }
   int n = 0;
   for (OpId op : ops) {
     for (int32_t x = flat.input_begin[op]; x < flat.input_begin[op + 1]; ++x) {

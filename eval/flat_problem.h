@@ -22,6 +22,7 @@ struct FlatProblem {
   std::vector<TensorId> input_tensor;
   std::vector<OpId> input_producer;
   std::vector<TensorId> output;  // per op
+  std::vector<char> layout;      // per op: a Layout op (its input must be in slow memory, L1)
   // Consumers of each op's OUTPUT in CSR form (the sequence rules only ask about outputs).
   std::vector<int32_t> consumer_begin;  // per op
   std::vector<OpId> consumer;
@@ -36,7 +37,8 @@ struct FlatProblem {
 // then input order: what V7 checks) and the outputs it writes to slow memory (consumed by no op
 // inside, not retained). They depend on the op list and the retained list alone, so a cache
 // entry keyed by those can carry them, and a full evaluation then checks V7 without walking
-// the DAG.
+// the DAG. A subgraph with a Layout op has no small facts (unknown): its input must be in slow
+// memory, not merely retained (spec L1), which the facts' one test does not tell apart.
 struct SmallSequenceFacts {
   static constexpr int kCapacity = 3;
   int8_t num_boundary = -1;  // -1: unknown, or more tensors than kCapacity

@@ -122,7 +122,17 @@ void IncrementalEvaluator::Facts(const Subgraph& subgraph, SequenceFacts& facts)
   }
 }
 
+bool IncrementalEvaluator::Available(OpId op, TensorId t, bool written,
+                                     const std::vector<TensorId>& retained_in) const {
+  return problem_.producer[t] == kNoOp || written || (!flat_.layout[op] && Contains(retained_in, t));
+}
+
 Violation IncrementalEvaluator::V7Violation(int position, OpId op, TensorId tensor) const {
+  if (flat_.layout[op]) {
+    return {"L1", position,
+            "Layout op " + std::to_string(op) + " reads tensor " + std::to_string(tensor) +
+                ", which is not in slow memory"};
+  }
   return {"V7", position,
           "input tensor " + std::to_string(tensor) + " of op " + std::to_string(op) +
               " is neither in slow memory nor retained by the previous subgraph"};
@@ -228,7 +238,9 @@ bool IncrementalEvaluator::SubgraphOk(int i) const {
   if (!results_[i].ok()) return false;
   const std::vector<TensorId>& retained_in = i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors;
   for (const auto& [op, t] : facts_[i].boundary_inputs) {
-    if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, i) || Contains(retained_in, t))) return false;
+    if (problem_.producer[t] != kNoOp && !Available(op, t, WrittenBefore(t, i), retained_in)) {
+      return false;
+    }
   }
   return true;
 }
@@ -279,7 +291,7 @@ Candidate IncrementalEvaluator::CommittedCandidate() const {
     }
     const std::vector<TensorId>& retained_in = i > 0 ? schedule_.subgraphs[i - 1].retain : kNoTensors;
     for (const auto& [op, t] : facts_[i].boundary_inputs) {
-      if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, i) || Contains(retained_in, t))) {
+      if (problem_.producer[t] != kNoOp && !Available(op, t, WrittenBefore(t, i), retained_in)) {
         return Invalid(V7Violation(i, op, t));
       }
     }
@@ -428,8 +440,8 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
     if (!pending_results_[k].ok()) return finish(local_failure(pending_results_[k], b + k));
     const std::vector<TensorId>& retained_in = k == 0 ? before_edit : repl[k - 1].retain;
     for (const auto& [op, t] : pending_facts_[k].boundary_inputs) {
-      if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, b) || running_writes_[t] > 0 ||
-            Contains(retained_in, t))) {
+      const bool written = WrittenBefore(t, b) || running_writes_[t] > 0;
+      if (problem_.producer[t] != kNoOp && !Available(op, t, written, retained_in)) {
         return finish(Invalid(V7Violation(b + k, op, t)));
       }
     }
@@ -443,8 +455,8 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
     const SubgraphResult& successor = pending_successor_repriced_ ? pending_results_[m] : results_[e];
     if (!successor.ok()) return finish(local_failure(successor, b + m));
     for (const auto& [op, t] : facts_[e].boundary_inputs) {
-      if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, b) || new_region_writes_[t] > 0 ||
-            Contains(successor_in, t))) {
+      const bool written = WrittenBefore(t, b) || new_region_writes_[t] > 0;
+      if (problem_.producer[t] != kNoOp && !Available(op, t, written, successor_in)) {
         return finish(Invalid(V7Violation(b + m, op, t)));
       }
     }
@@ -485,7 +497,7 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
         } else {
           written = WrittenBefore(t, i);
         }
-        if (!(problem_.producer[t] == kNoOp || written || Contains(retained_in, t))) {
+        if (problem_.producer[t] != kNoOp && !Available(op, t, written, retained_in)) {
           return finish(Invalid(V7Violation(i + shift, op, t)));
         }
       }
@@ -573,7 +585,7 @@ const Candidate& IncrementalEvaluator::ProposeSameFacts(int b, const Subgraph& r
     return keep(Invalid(std::move(v)));
   }
   for (const auto& [op, t] : facts_[b].boundary_inputs) {
-    if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, b) || Contains(retained_in, t))) {
+    if (problem_.producer[t] != kNoOp && !Available(op, t, WrittenBefore(t, b), retained_in)) {
       return keep(Invalid(V7Violation(b, op, t)));
     }
   }
@@ -588,7 +600,7 @@ const Candidate& IncrementalEvaluator::ProposeSameFacts(int b, const Subgraph& r
     }
     const std::vector<TensorId>& in = schedule_.subgraphs[i - 1].retain;
     for (const auto& [op, t] : facts_[i].boundary_inputs) {
-      if (!(problem_.producer[t] == kNoOp || WrittenBefore(t, i) || Contains(in, t))) {
+      if (problem_.producer[t] != kNoOp && !Available(op, t, WrittenBefore(t, i), in)) {
         return keep(Invalid(V7Violation(i, op, t)));
       }
     }

@@ -184,6 +184,10 @@ class IncrementalEvaluator {
   int64_t LabelAt(int position) const;
   int PositionOfLabel(int64_t label) const;
   Candidate CommittedCandidate() const;
+  // V7 for input t of op: a graph input, `written` to slow memory before, or retained by the
+  // previous subgraph; a Layout op gathers from slow memory, so retained is not enough (L1).
+  bool Available(OpId op, TensorId t, bool written, const std::vector<TensorId>& retained_in) const;
+  // The V7 violation, or L1's for a Layout op.
   Violation V7Violation(int position, OpId op, TensorId tensor) const;
 
   FlatProblem flat_;                         // the problem's DAG facts, laid out flat

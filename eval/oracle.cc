@@ -1,9 +1,9 @@
 // The oracle follows docs/cost-model.md section by section; the comments cite the
 // rule each block implements. Checks run in a fixed order so that fast paths can report the
 // same first violation: per subgraph, the structural rules of eval/subgraph_structure.h, then
-// W per step; then, for the sequence: V7 of that subgraph; after the last subgraph V1
-// (coverage), V9. The structural rules are shared with the fast path; the pricing (everything
-// from the slice derivation on) is this file's own, step by step.
+// W per step; then, for the sequence: V7 of that subgraph (L1 for a Layout op's input); after
+// the last subgraph V1 (coverage), V9. The structural rules are shared with the fast path; the
+// pricing (everything from the slice derivation on) is this file's own, step by step.
 #include "eval/oracle.h"
 
 #include "eval/subgraph_structure.h"
@@ -110,7 +110,7 @@ class SubgraphOracle {
     const Tensor& tensor = problem_.tensors[t];
     region.r1 = std::min(region.r1, tensor.height);
     region.c1 = std::min(region.c1, tensor.width);
-    if (!Produced(t)) {
+    if (structure_.Gathered(problem_, t)) {  // D4, L2
       requests_.push_back({t, region});
       return;
     }
@@ -203,6 +203,11 @@ class SubgraphOracle {
           }
         }
 
+        // L4: a Layout sink (alone) loads its tile of the output, which M2 then writes.
+        if (last && structure_.layout_sink) {
+          Feed(problem_.ops[structure_.sinks[0]].output, out, Demand::kEpilogue, 0);
+        }
+
         // C5: a region computed twice in one step is charged once.
         std::sort(charges_.begin(), charges_.end(), [](const auto& a, const auto& b) {
           return std::tie(a.op, a.region, a.amount) < std::tie(b.op, b.region, b.amount);
@@ -235,7 +240,9 @@ class SubgraphOracle {
         Elements loaded = 0;
         Elements slices = 0;
         for (const SliceRequest& q : requests_) {
-          if (RetainedIn(q.tensor)) continue;
+          // R2; a Layout op of this subgraph gathers its output again (L2), as any op run
+          // again ignores the retained copy of its output.
+          if (RetainedIn(q.tensor) && !Produced(q.tensor)) continue;
           slices += q.region.size();
           const bool reused = std::binary_search(previous.begin(), previous.end(), q) ||
                               std::binary_search(previous.begin(), previous.end(), whole(q.tensor));
@@ -258,7 +265,7 @@ class SubgraphOracle {
         const double memory = static_cast<double>(loaded + written) / bandwidth;
         report.compute_time += compute;
         report.memory_time += memory;
-        report.latency += std::max(compute, memory);  // L1
+        report.latency += std::max(compute, memory);  // T1
         if (on_step_) (*on_step_)({step, tile, j, compute, memory, working_set});
         previous.swap(requests_);
       }
@@ -377,6 +384,16 @@ Evaluation EvaluateOracle(const Problem& problem, const Schedule& schedule, int 
       for (TensorId in : problem.ops[op].inputs) {
         const OpId p = problem.producer[in];
         if (p != kNoOp && in_subgraph[p]) continue;
+        // L1: a Layout op gathers from slow memory; a retained copy does not serve it.
+        if (problem.ops[op].kind == OpKind::Layout) {
+          if (!in_slow_memory[in]) {
+            return fail(Verdict::kInvalid,
+                        {"L1", i,
+                         "Layout op " + std::to_string(op) + " reads tensor " + std::to_string(in) +
+                             ", which is not in slow memory"});
+          }
+          continue;
+        }
         const bool retained =
             std::find(retained_in.begin(), retained_in.end(), in) != retained_in.end();
         if (!in_slow_memory[in] && !retained) {

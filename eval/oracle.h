@@ -54,7 +54,7 @@ struct Evaluation {
 
 // Prices one subgraph in its context: `retained_in` is tensors_to_retain of the previous
 // subgraph (empty for the first). Checks every rule that depends on the subgraph alone and its
-// retained-in set: V1 (local part), V2, V3, V5, V6, V8, V10, V11, V12, G3, W.
+// retained-in set: V1 (local part), V2, V3, V5, V6, V8, V10, V11, V12, G3, L1 (local part), W.
 SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& subgraph,
                                       const std::vector<TensorId>& retained_in);
 
@@ -67,7 +67,7 @@ struct StepRecord {
   Latency compute = 0;
   Latency memory = 0;
   Elements working_set = 0;
-  Latency latency() const { return compute > memory ? compute : memory; }  // L1
+  Latency latency() const { return compute > memory ? compute : memory; }  // T1
 };
 using StepObserver = std::function<void(const StepRecord&)>;
 
@@ -84,7 +84,8 @@ std::vector<std::string> LatencyWarnings(const Schedule& schedule,
                                          const std::vector<SubgraphReport>& computed);
 
 // Evaluates a whole schedule: every subgraph via EvaluateSubgraphOracle, plus the rules about
-// the sequence (V1 coverage, V7 availability, V9 end state) and the V13 warnings.
+// the sequence (V1 coverage, V7 availability and L1 for Layout ops, V9 end state) and the V13
+// warnings.
 // With threads > 1, a schedule of at least 256 subgraphs has its subgraphs evaluated first, on
 // that many threads (a subgraph's own verdict and report depend only on it and the retain list
 // before it), and the scan in sequence order then reads them: the same result, the first

@@ -15,7 +15,7 @@ using Latency = double;    // time units of the cost model
 
 inline constexpr OpId kNoOp = -1;
 
-// Layout (docs/cost-model.md, rules L1-L6): a data-movement op, one input X and one output Y of
+// Layout (docs/cost-model.md, rules L1-L6): a data-movement op, inputs X... and one output Y of
 // any shapes, each element of Y a copy of an element of X or a constant (a transpose, a reshape
 // across rows and columns, a slice, a pad, a broadcast, a gather of rows). How Y maps to X does
 // not enter the cost model: Y's regions are gathered from X in slow memory by the DMA, so the
@@ -31,7 +31,7 @@ struct Tensor {
 
 struct Op {
   OpKind kind = OpKind::Pointwise;
-  std::vector<TensorId> inputs;  // MatMul: {LHS, RHS}; Layout: {X}
+  std::vector<TensorId> inputs;  // MatMul: {LHS, RHS}; Layout: {X, ...} (one or more)
   TensorId output = 0;
   double base_cost = 0;
   bool operator==(const Op&) const = default;

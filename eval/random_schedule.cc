@@ -56,6 +56,20 @@ class ProblemBuilder {
     return out;
   }
   double Cost() { return static_cast<double>(Uniform(rng_, 10, 2000)); }
+  // A Layout op on x: a transpose, a row slice, a column slice or any shape (spec L2).
+  TensorId Layout(TensorId x) {
+    const Tensor in = T(x);
+    TensorId out = 0;
+    switch (Uniform(rng_, 0, 3)) {
+      case 0: out = Input(in.width, in.height); break;
+      case 1: out = Input(Uniform(rng_, 1, in.height), in.width); break;
+      case 2: out = Input(in.height, Uniform(rng_, 1, in.width)); break;
+      default: out = Input(Side(), Side()); break;
+    }
+    problem_.ops.push_back({OpKind::Layout, {x}, out, 0});
+    produced_.push_back(out);
+    return out;
+  }
 
   // A tensor of the same shape as `t` other than t: an existing one when `reuse`, else new.
   TensorId SameShape(TensorId t, bool reuse) {
@@ -80,6 +94,7 @@ class ProblemBuilder {
     return Input(T(lhs).width, Side());
   }
   TensorId AnyOp(TensorId x, double matmul_probability, double reuse_probability) {
+    if (options_.layout_probability > 0 && Chance(rng_, options_.layout_probability)) return Layout(x);
     if (Chance(rng_, matmul_probability)) {
       if (Chance(rng_, 0.25)) {  // x as the RHS
         const TensorId lhs = Input(Side(), T(x).height);
@@ -105,6 +120,13 @@ class ProblemBuilder {
                                                 DagShape::kFanOut, DagShape::kMatMulChain,
                                                 DagShape::kSharedInput, DagShape::kMultiSink});
         if (Chance(rng_, 0.3)) x = AnyTensor();
+      }
+      // The shapes without AnyOp take their Layout ops before the block they build on x.
+      const bool block = step == DagShape::kDiamond || step == DagShape::kSharedInput ||
+                         step == DagShape::kMultiSink;
+      if (block && options_.layout_probability > 0 && Chance(rng_, options_.layout_probability)) {
+        x = Layout(x);
+        if (static_cast<int>(problem_.ops.size()) >= num_ops) break;
       }
       switch (step) {
         case DagShape::kChain: x = AnyOp(x, 0.4, 0.1); break;
@@ -329,13 +351,20 @@ Schedule RandomSchedule(const Problem& problem, std::mt19937_64& rng,
   std::vector<std::vector<OpId>> parts;
   for (OpId op : order) {
     bool connected = false;
+    bool blocked = false;  // joining would break L1 (no draw: the same draws without Layout ops)
     if (!parts.empty()) {
       for (TensorId in : problem.ops[op].inputs) {
         const OpId p = problem.producer[in];
-        connected = connected || (p != kNoOp && Has(parts.back(), p));
+        const bool inside = p != kNoOp && Has(parts.back(), p);
+        connected = connected || inside;
+        if (!inside) continue;
+        if (problem.ops[op].kind == OpKind::Layout) blocked = true;
+        for (OpId reader : problem.consumers[in]) {
+          blocked = blocked || problem.ops[reader].kind == OpKind::Layout;
+        }
       }
     }
-    if (connected && Chance(rng, options.fuse_probability)) {
+    if (connected && !blocked && Chance(rng, options.fuse_probability)) {
       parts.back().push_back(op);
     } else {
       parts.push_back({op});

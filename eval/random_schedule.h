@@ -32,6 +32,10 @@ struct RandomProblemOptions {
   Elements native = 32;  // small native keeps the oracle fast; dims are small multiples of it
   // Probability that a tensor side is not a multiple of native/2 (partial edge tiles).
   double odd_side_probability = 0.15;
+  // Probability that an op of a chain, fan-out or MatMul chain is a Layout op (a transpose, a
+  // row or column slice, or any other shape). 0 draws nothing more from the generator: the
+  // problems of a seed stay those they were before Layout ops existed.
+  double layout_probability = 0;
 };
 
 // A finalized problem of the given shape.
@@ -48,6 +52,8 @@ struct RandomScheduleOptions {
 // A random schedule: a random partition into connected subgraphs in topological order,
 // repaired for data availability (retention of ephemerals, recomputation), with random
 // granularities (powers of two), traversals and retention; a share of them invalid on purpose.
+// A tensor a Layout op reads is kept out of fusions that would make it ephemeral (spec L1), so
+// that most schedules with Layout ops stay valid.
 Schedule RandomSchedule(const Problem& problem, std::mt19937_64& rng,
                         const RandomScheduleOptions& options = {});
 

@@ -255,8 +255,9 @@ void SubgraphPricer::Feed(TensorId t, IntervalTemplate rows, IntervalTemplate co
   const FeedKey key{t, rows, cols, demand, presence};
   if (std::find(fed_.begin(), fed_.end(), key) != fed_.end()) return;
   fed_.push_back(key);
-  if (!Produced(t)) {
-    if (!RetainedIn(t)) requests_.push_back({t, rows, cols, presence});
+  if (structure_.Gathered(problem_, t)) {  // D4, L2
+    // R2; a Layout op of the subgraph gathers its output even when a copy is retained in.
+    if (!RetainedIn(t) || Produced(t)) requests_.push_back({t, rows, cols, presence});
     return;
   }
   if (demand == Demand::kEpilogue) return;
@@ -313,6 +314,11 @@ void SubgraphPricer::BuildTemplates() {
     const Op& op = problem_.ops[e];
     charges_.push_back({e, tile_rows, tile_cols, ChargeKind::kEpilogue, kLastStep, op.base_cost});
     for (TensorId in : op.inputs) Feed(in, tile_rows, tile_cols, Demand::kEpilogue, kLastStep);
+  }
+
+  // L4: a Layout sink (alone) loads its tile of the output, which M2 then writes.
+  if (structure_.layout_sink) {
+    Feed(problem_.ops[sinks_[0]].output, tile_rows, tile_cols, Demand::kEpilogue, kLastStep);
   }
 
   // Merge identical request templates (their presences add up) and group by tensor.
@@ -828,6 +834,13 @@ Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCa
           TensorStamps& state = tensor[in];
           if (state.produced_inside == stamp) {
             state.consumed_inside = stamp;
+          } else if (flat->layout[op]) {
+            if (!in_slow_memory[in]) {  // L1: a retained copy does not serve a Layout op
+              return fail(Verdict::kInvalid,
+                          {"L1", i,
+                           "Layout op " + std::to_string(op) + " reads tensor " + std::to_string(in) +
+                               ", which is not in slow memory"});
+            }
           } else if (!in_slow_memory[in] &&
                      std::find(retained_in->begin(), retained_in->end(), in) == retained_in->end()) {
             return fail(Verdict::kInvalid,

@@ -32,6 +32,7 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
   st.k_loop_matmuls.clear();
   st.epilogue_ops.clear();
   st.reduction = 0;
+  st.layout_sink = false;
 
   // V1 (local part): non-empty, ids in range, no op twice.
   if (ops.empty()) return Fail("V1", "the subgraph has no ops");
@@ -75,6 +76,18 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
         return Fail("V6",
                     "op " + Str(ops[i]) + " runs before op " + Str(p) +
                         ", which produces its input tensor " + Str(in));
+      }
+    }
+  }
+
+  // L1 (local part): a Layout op gathers its input from slow memory; it does not fuse with the
+  // op that produces it.
+  for (OpId op : ops) {
+    if (problem.ops[op].kind != OpKind::Layout) continue;
+    for (TensorId x : problem.ops[op].inputs) {
+      if (st.Produces(problem, x)) {
+        return Fail("L1", "Layout op " + Str(op) + " reads tensor " + Str(x) +
+                              ", which is produced in the same subgraph");
       }
     }
   }
@@ -134,8 +147,11 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
   }
   st.output_height = z.height;
   st.output_width = z.width;
+  // With L1, a Layout sink has no producer inside and no consumer inside: V5 left it alone.
+  st.layout_sink = problem.ops[st.sinks[0]].kind == OpKind::Layout;
 
-  // G3: F = MatMuls reached from the sinks through Pointwise ops only.
+  // G3: F = MatMuls reached from the sinks through Pointwise ops only. The walk stops at a
+  // Layout op (spec L2): its output is loaded, not derived.
   {
     std::vector<OpId>& seen = st.seen;
     seen.assign(st.sinks.begin(), st.sinks.end());
@@ -148,6 +164,7 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
         st.k_loop_matmuls.push_back(op);
         continue;
       }
+      if (problem.ops[op].kind == OpKind::Layout) continue;
       st.epilogue_ops.push_back(op);
       for (TensorId in : problem.ops[op].inputs) {
         const OpId p = problem.producer[in];

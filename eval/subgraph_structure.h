@@ -1,6 +1,6 @@
-// The rules a subgraph must obey on its own — spec V1 (local part), V2, V6, V5, V8, V12, G3,
-// V3, V11, V10, checked in that order — and the roles they reveal: sinks, the k-loop MatMuls F
-// with their reduction length K*, the epilogue ops, the tile grid. The oracle and the fast path
+// The rules a subgraph must obey on its own — spec V1 (local part), V2, V6, L1 (local part),
+// V5, V8, V12, G3, V3, V11, V10, checked in that order — and the roles they reveal: sinks, the
+// k-loop MatMuls F with their reduction length K*, the epilogue ops, the tile grid. The oracle and the fast path
 // both start here, so they report the same first violation with the same words.
 #pragma once
 
@@ -21,6 +21,9 @@ struct SubgraphStructure {
   std::vector<OpId> sinks;          // ops whose output is not consumed inside (spec A.4)
   std::vector<OpId> k_loop_matmuls; // F (spec G3), ascending ids
   std::vector<OpId> epilogue_ops;   // Pointwise ops reached from a sink through Pointwise ops
+  // The sink is a Layout op, alone in the subgraph (spec L4): each tile loads its region of the
+  // op's output and writes it.
+  bool layout_sink = false;
   Elements reduction = 0;           // K*, 0 when F is empty
   Elements output_height = 0;       // the sinks' common output shape (spec G2)
   Elements output_width = 0;
@@ -31,6 +34,12 @@ struct SubgraphStructure {
   bool Produces(const Problem& problem, TensorId t) const {
     const OpId p = problem.producer[t];
     return p != kNoOp && Contains(p);
+  }
+  // A region of t that a step needs is loaded (a slice request), not derived from its producer:
+  // t is a boundary input, or the output of a Layout op of the subgraph (spec D4, L2).
+  bool Gathered(const Problem& problem, TensorId t) const {
+    const OpId p = problem.producer[t];
+    return p == kNoOp || !Contains(p) || problem.ops[p].kind == OpKind::Layout;
   }
   bool ConsumesInside(const Problem& problem, TensorId t) const {
     for (OpId c : problem.consumers[t]) {

@@ -1,7 +1,7 @@
 // libFuzzer target: the schedule reader (src/io/schedule_io.h) on arbitrary bytes, then every
-// evaluator on what it accepts, against one fixed problem: the oracle (eval/oracle.h), the fast
-// path cold and through a cost cache (eval/subgraph_cost.h) and the incremental evaluator
-// (eval/incremental.h). The fast ones must give the oracle's verdict, rule, failing subgraph and
+// evaluator on what it accepts, against two fixed problems (the second with Layout ops): the
+// oracle (eval/oracle.h), the fast path cold and through a cost cache (eval/subgraph_cost.h)
+// and the incremental evaluator (eval/incremental.h). The fast ones must give the oracle's verdict, rule, failing subgraph and
 // latencies (the property tests' comparison, here on inputs nobody generated on purpose).
 #include <algorithm>
 #include <cmath>
@@ -60,12 +60,32 @@ void Compare(const char* path, const Evaluation& fast, const Evaluation& oracle)
   if (fast.warnings.size() != oracle.warnings.size()) fuzz::Finding(who + ": V13 warnings differ");
 }
 
+// Every evaluator on `schedule` against `problem`, with `cache` kept across inputs.
+void CheckAll(const Problem& problem, CostCache& cache, const Schedule& schedule) {
+  const Evaluation oracle = EvaluateOracle(problem, schedule);
+  Compare("EvaluateFast", EvaluateFast(problem, schedule), oracle);
+  // One cache for the whole run, like a search: entries of earlier inputs must never leak into
+  // the answer for this one.
+  Compare("EvaluateFast with a cache", EvaluateFast(problem, schedule, &cache), oracle);
+  IncrementalEvaluator incremental(problem, &cache);
+  const Candidate candidate = incremental.Reset(schedule);
+  if (candidate.valid != oracle.ok()) fuzz::Finding("IncrementalEvaluator: verdict differs from the oracle's");
+  if (oracle.ok() && !Close(candidate.total, oracle.total)) fuzz::Finding("IncrementalEvaluator: total differs");
+  if (!oracle.ok() && candidate.violation.rule != oracle.violation.rule) {
+    fuzz::Finding("IncrementalEvaluator: " + candidate.violation.Message() + " but the oracle: " +
+                  oracle.violation.Message());
+  }
+}
+
 }  // namespace
 }  // namespace annealer
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace annealer;
   static const Problem problem = ParseProblem(fuzz::kFixedProblem, "fixed problem");
+  // The same schedule against the graph with Layout ops (one cache per problem: a cache serves
+  // one problem).
+  static const Problem layout_problem = ParseProblem(fuzz::kFixedLayoutProblem, "fixed Layout problem");
   static const std::string origin = "fuzz-solution.json";
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   Schedule schedule;
@@ -76,19 +96,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   if (StepsAtMost(schedule) > kMaxSteps) return 0;
-  const Evaluation oracle = EvaluateOracle(problem, schedule);
-  Compare("EvaluateFast", EvaluateFast(problem, schedule), oracle);
-  // One cache for the whole run, like a search: entries of earlier inputs must never leak into
-  // the answer for this one.
   static CostCache cache(4096);
-  Compare("EvaluateFast with a cache", EvaluateFast(problem, schedule, &cache), oracle);
-  IncrementalEvaluator incremental(problem, &cache);
-  const Candidate candidate = incremental.Reset(schedule);
-  if (candidate.valid != oracle.ok()) fuzz::Finding("IncrementalEvaluator: verdict differs from the oracle's");
-  if (oracle.ok() && !Close(candidate.total, oracle.total)) fuzz::Finding("IncrementalEvaluator: total differs");
-  if (!oracle.ok() && candidate.violation.rule != oracle.violation.rule) {
-    fuzz::Finding("IncrementalEvaluator: " + candidate.violation.Message() + " but the oracle: " +
-                  oracle.violation.Message());
-  }
+  static CostCache layout_cache(4096);
+  CheckAll(problem, cache, schedule);
+  CheckAll(layout_problem, layout_cache, schedule);
   return 0;
 }

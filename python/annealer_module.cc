@@ -79,6 +79,32 @@ void SaveText(const std::string& path, const std::string& text) {
   }
 }
 
+HardwareOverrides OverridesOf(const std::optional<std::map<std::string, std::string>>& overrides) {
+  if (!overrides) return {};
+  return HardwareOverrides(overrides->begin(), overrides->end());
+}
+
+py::dict ProfileDict(const HardwareProfile& profile) {
+  const DerivedHardware d = Derive(profile);
+  py::dict row;
+  row["name"] = profile.name;
+  row["description"] = profile.description;
+  row["dtype"] = profile.dtype;
+  row["capacity"] = d.capacity;
+  row["bandwidth"] = d.bandwidth;
+  row["native"] = d.native;
+  row["matmul_base"] = d.matmul_base;
+  row["pointwise_base"] = d.pointwise_base;
+  row["balance"] = d.balance;
+  row["tiles_that_fit"] = d.tiles_that_fit;
+  row["sources"] = profile.sources;
+  row["fast_memory_bytes"] = profile.fast_memory_bytes;
+  row["bandwidth_bytes_per_cycle"] = profile.bandwidth_bytes_per_cycle;
+  row["clock_hz"] = profile.clock_hz;
+  row["element_bytes"] = profile.element_bytes;
+  return row;
+}
+
 std::string ProblemRepr(const Problem& p) {
   return "<annealer.Problem: " + std::to_string(p.ops.size()) + " ops, " + std::to_string(p.tensors.size()) +
          " tensors, capacity " + std::to_string(p.fast_memory_capacity) + ", bandwidth " +
@@ -401,41 +427,49 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "problem_from_onnx",
       [](const std::string& path, std::optional<std::string> hardware,
-         std::optional<std::map<std::string, std::vector<int64_t>>> inputs) {
+         std::optional<std::map<std::string, std::vector<int64_t>>> inputs,
+         std::optional<std::map<std::string, std::string>> hardware_overrides) {
         if (!IsOnnxPath(path)) throw InputError(path, "", "Problem.from_onnx reads an ONNX model (a .onnx file)");
-        return LoadProblem(ProblemSource{path, hardware, inputs.value_or(std::map<std::string, std::vector<int64_t>>{})})
+        return LoadProblem(ProblemSource{path, hardware, inputs.value_or(std::map<std::string, std::vector<int64_t>>{}),
+                                         OverridesOf(hardware_overrides)})
             .problem;
       },
       py::arg("path"), py::arg("hardware") = py::none(), py::arg("inputs") = py::none(),
+      py::arg("hardware_overrides") = py::none(),
       "Imports an ONNX model for a hardware profile (a built-in name such as 'tpu-v5e', or a YAML\n"
       "file) as `annealer import` does; inputs fixes dynamic input dims, e.g.\n"
-      "{'input': [1, 3, 224, 224]}. Raises InputError (the CLI's one-line message).");
+      "{'input': [1, 3, 224, 224]}; hardware_overrides replaces keys of the profile in its units,\n"
+      "e.g. {'fast_memory': '4 MiB'}. Raises InputError (the CLI's one-line message).");
   m.def(
       "hardware_profiles",
       [] {
         py::list out;
-        for (const std::string& name : BuiltinHardwareNames()) {
-          const HardwareProfile profile = LoadHardwareProfile(name);
-          const DerivedHardware d = Derive(profile);
-          py::dict row;
-          row["name"] = profile.name;
-          row["description"] = profile.description;
-          row["dtype"] = profile.dtype;
-          row["capacity"] = d.capacity;
-          row["bandwidth"] = d.bandwidth;
-          row["native"] = d.native;
-          row["matmul_base"] = d.matmul_base;
-          row["pointwise_base"] = d.pointwise_base;
-          row["balance"] = d.balance;
-          row["tiles_that_fit"] = d.tiles_that_fit;
-          row["sources"] = profile.sources;
-          out.append(row);
-        }
+        for (const std::string& name : BuiltinHardwareNames()) out.append(ProfileDict(LoadHardwareProfile(name)));
         return out;
       },
       "The built-in hardware profiles: one dict per profile with its derived problem numbers\n"
       "(capacity and bandwidth in elements, native side, MatMul and Pointwise base costs per\n"
       "native tile), as `annealer hardware --json` prints them.");
+  m.def(
+      "hardware_profile",
+      [](const std::string& name_or_path, std::optional<std::map<std::string, std::string>> overrides) {
+        return ProfileDict(LoadHardwareProfile(name_or_path, OverridesOf(overrides)));
+      },
+      py::arg("name_or_path"), py::arg("overrides") = py::none(),
+      "One profile (a built-in name or a YAML file) with `overrides` replacing keys in the file's\n"
+      "units ({'fast_memory': '4 MiB', 'bandwidth': '400 GB/s'}), as a dict like\n"
+      "hardware_profiles()'s plus fast_memory_bytes, bandwidth_bytes_per_cycle, clock_hz and\n"
+      "element_bytes. Raises InputError naming the file and line, or the override.");
+  m.def(
+      "_parse_duration", [](const std::string& text) { return ParseDuration(text).count() / 1000.0; },
+      py::arg("text"), "A duration as --time takes it ('500ms', '30s', '1.5m') in seconds; raises ConfigError.");
+  m.def(
+      "_check_config",
+      [](const std::vector<std::string>& config_files, const std::vector<std::pair<std::string, std::string>>& overrides) {
+        BuildSearchParams(config_files, overrides);
+      },
+      py::arg("config_files"), py::arg("overrides"),
+      "Applies the settings as annealer.search would and raises ConfigError if they are bad.");
 
   py::class_<Problem>(m, "Problem", "A scheduling problem: the graph (ops, tensors) and the hardware.")
       .def_static("load", &ReadProblemFile, py::arg("path"),
@@ -452,6 +486,18 @@ PYBIND11_MODULE(_core, m) {
                              "The native tile side (w = h = k).")
       .def("with_hardware", &WithHardware, py::arg("capacity") = py::none(), py::arg("bandwidth") = py::none(),
            "A copy with another fast-memory capacity and/or bandwidth (for sweeps), checked like a file's.")
+      .def(
+          "with_profile",
+          [](const Problem& problem, const std::string& hardware, std::optional<std::map<std::string, std::string>> overrides) {
+            const HardwareProfile profile = LoadHardwareProfile(hardware, OverridesOf(overrides));
+            Problem copy = problem;
+            ApplyHardware(Derive(profile), copy);
+            // Through the reader, as `annealer hardware NAME --apply` writes it and a search reads it.
+            return ParseProblem(ProblemToJson(copy), "with_profile(" + hardware + ")");
+          },
+          py::arg("hardware"), py::arg("overrides") = py::none(),
+          "A copy with the numbers of a hardware profile (`annealer hardware NAME --apply`): capacity,\n"
+          "bandwidth, native side and every op's base cost; overrides as in hardware_profile().")
       .def("to_json", &ProblemToJson, "The problem as contest JSON text.")
       .def("save", [](const Problem& p, const std::string& path) { SaveText(path, ProblemToJson(p)); },
            py::arg("path"), "Writes the problem JSON to `path` (atomically).")
@@ -581,11 +627,27 @@ PYBIND11_MODULE(_core, m) {
         d["graph_io"] = bound.graph_io;
         d["traffic"] = bound.traffic;
         d["combined"] = bound.combined;
+        d["islands"] = bound.islands;
         d["weight"] = bound.weight;
         return d;
       },
       py::arg("problem"), py::arg("parts") = false,
       "The lower bound no valid schedule beats (float); parts=True: a dict with its parts.");
+  m.def(
+      "baseline",
+      [](const Problem& p, bool resident, bool greedy) {
+        if (resident && greedy) throw py::value_error("resident and greedy exclude each other");
+        const BaselineKind kind = greedy     ? BaselineKind::kGreedy
+                                  : resident ? BaselineKind::kResident
+                                             : BaselineKind::kSpilling;
+        return BuildBaselineSchedule(p, kind, "problem").schedule;
+      },
+      py::arg("problem"), py::arg("resident") = false, py::arg("greedy") = false,
+      "The schedule without search `annealer baseline` writes (its latencies the oracle's): one op\n"
+      "per subgraph at its best tiling, every intermediate spilled; resident=True keeps an op's\n"
+      "output in fast memory for its only consumer when it fits (--resident); greedy=True the\n"
+      "search's greedy-fusion start (--greedy). Raises NoScheduleError when some op fits at no\n"
+      "granularity.");
   m.def("evaluate", &Evaluate, py::arg("problem"), py::arg("schedule"),
         "Prices `schedule` with the oracle: an Evaluation (rows, total, peak working set, violation).");
   m.def("_search", &Search, py::arg("problem"), py::arg("time"), py::arg("config_files"), py::arg("overrides"),

@@ -1,7 +1,11 @@
 #include "search/baseline.h"
 
+#include <algorithm>
+#include <array>
+#include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "eval/cost_cache.h"
 #include "eval/subgraph_cost.h"
@@ -25,63 +29,214 @@ std::vector<Elements> Sides(Elements native, Elements limit) {
   return sides;
 }
 
-}  // namespace
+struct SingleOp {
+  Subgraph subgraph;
+  Latency latency = -1;  // -1: fits at no granularity tried
+  bool fits() const { return latency >= 0; }
+};
 
-Schedule BuildBaseline(const Problem& problem, CostCache* cache) {
-  Schedule schedule;
+// The op alone in a subgraph after a subgraph that retained `retained_in`, retaining `retain`:
+// the candidate tiling and traversal of least latency (the first of equals in the order tried).
+SingleOp BestSingleOp(const Problem& problem, OpId op, const std::vector<TensorId>& retained_in,
+                      const std::vector<TensorId>& retain, CostCache* cache) {
   const Elements n = problem.native;
-  for (OpId op : problem.topological_order) {
-    const Op& spec = problem.ops[op];
-    const Tensor& out = problem.tensors[spec.output];
-    const bool matmul = spec.kind == OpKind::MatMul;
-    const std::vector<Elements> ks = matmul ? Sides(n, problem.ReductionLength(op))
-                                            : std::vector<Elements>{1};
-    Subgraph best;
-    double best_latency = -1;
-    for (Elements h : Sides(n, n)) {
-      for (Elements w : Sides(n, n)) {
-        // With the tile fixed, a smaller k splits the same loads and compute into more steps
-        // and hides less of the first load and the last write, so the largest k that fits wins.
-        bool fitted = false;
-        for (Elements k : ks) {
-          if (fitted) break;
-          // Every tile charges at least base_cost (spec C1, C2): prune what cannot win.
-          const int64_t tiles = CeilDiv(out.height, h) * CeilDiv(out.width, w);
-          if (best_latency >= 0 && static_cast<double>(tiles) * spec.base_cost >= best_latency) {
-            continue;
+  const Op& spec = problem.ops[op];
+  const Tensor& out = problem.tensors[spec.output];
+  const bool matmul = spec.kind == OpKind::MatMul;
+  const std::vector<Elements> ks = matmul ? Sides(n, problem.ReductionLength(op))
+                                          : std::vector<Elements>{1};
+  SingleOp best;
+  for (Elements h : Sides(n, n)) {
+    for (Elements w : Sides(n, n)) {
+      // With the tile fixed, a smaller k splits the same loads and compute into more steps
+      // and hides less of the first load and the last write, so the largest k that fits wins.
+      bool fitted = false;
+      for (Elements k : ks) {
+        if (fitted) break;
+        // Every tile charges at least base_cost (spec C1, C2): prune what cannot win.
+        const int64_t tiles = CeilDiv(out.height, h) * CeilDiv(out.width, w);
+        if (best.fits() && static_cast<double>(tiles) * spec.base_cost >= best.latency) continue;
+        for (TraversalPattern pattern : kAllTraversalPatterns) {
+          Subgraph candidate;
+          candidate.ops = {op};
+          candidate.granularity = {w, h, k};
+          candidate.traversal = MakeTraversal(pattern, CeilDiv(out.height, h), CeilDiv(out.width, w));
+          candidate.retain = retain;
+          SubgraphReport report;
+          bool ok = false;
+          if (cache != nullptr) {
+            ok = cache->LookupValid(problem, candidate, retained_in, report);
+          } else {
+            const SubgraphResult result = CostSubgraph(problem, candidate, retained_in);
+            ok = result.ok();
+            report = result.report;
           }
-          for (TraversalPattern pattern : kAllTraversalPatterns) {
-            Subgraph candidate;
-            candidate.ops = {op};
-            candidate.granularity = {w, h, k};
-            candidate.traversal =
-                MakeTraversal(pattern, CeilDiv(out.height, h), CeilDiv(out.width, w));
-            static const std::vector<TensorId> kNothing;
-            SubgraphReport report;
-            bool ok = false;
-            if (cache != nullptr) {
-              ok = cache->LookupValid(problem, candidate, kNothing, report);
-            } else {
-              const SubgraphResult result = CostSubgraph(problem, candidate, kNothing);
-              ok = result.ok();
-              report = result.report;
-            }
-            fitted = fitted || ok;
-            if (ok && (best_latency < 0 || report.latency < best_latency)) {
-              best_latency = report.latency;
-              best = std::move(candidate);
-            }
+          fitted = fitted || ok;
+          if (ok && (!best.fits() || report.latency < best.latency)) {
+            best.latency = report.latency;
+            best.subgraph = std::move(candidate);
           }
         }
       }
     }
-    if (best_latency < 0) {
-      throw std::runtime_error("op " + std::to_string(op) +
-                               " fits in fast memory at no granularity on its own");
+  }
+  return best;
+}
+
+[[noreturn]] void ThrowNoFit(OpId op) {
+  throw std::runtime_error("op " + std::to_string(op) + " fits in fast memory at no granularity on its own");
+}
+
+// Whether the output of order[i] may be retained for order[i+1]: every consumer is that op
+// (retention lasts one subgraph, R1, and a retained tensor is never written, R3, so no later
+// subgraph could load it) and it is a MatMul or Pointwise op.
+bool Retainable(const Problem& problem, const std::vector<OpId>& order, size_t i) {
+  if (i + 1 >= order.size()) return false;
+  const TensorId t = problem.ops[order[i]].output;
+  const OpId next = order[i + 1];
+  const std::vector<OpId>& users = problem.consumers[t];
+  if (users.empty()) return false;  // a graph output must be written (V9)
+  for (OpId user : users) {
+    if (user != next) return false;
+  }
+  const OpKind kind = problem.ops[next].kind;
+  return kind == OpKind::MatMul || kind == OpKind::Pointwise;
+}
+
+// The resident schedule of `order` (DP of BuildResidentBaseline) and its total.
+std::pair<Schedule, Latency> ResidentOver(const Problem& problem, const std::vector<OpId>& order,
+                                          CostCache* cache) {
+  constexpr Latency kInf = std::numeric_limits<Latency>::infinity();
+  const size_t count = order.size();
+  // choice[i][out][in]: op i's subgraph when it retains its output (out) after retained-in (in).
+  std::vector<std::array<std::array<SingleOp, 2>, 2>> choice(count);
+  // best[i][out]: least total of positions 0..i with op i retaining (out) or not; from[i][out]
+  // the retention into op i on that path.
+  std::vector<std::array<Latency, 2>> best(count, {kInf, kInf});
+  std::vector<std::array<int, 2>> from(count, {0, 0});
+  for (size_t i = 0; i < count; ++i) {
+    const OpId op = order[i];
+    const bool can_in = i > 0 && Retainable(problem, order, i - 1);
+    const bool can_out = Retainable(problem, order, i);
+    for (int out = 0; out <= (can_out ? 1 : 0); ++out) {
+      for (int in = 0; in <= (can_in ? 1 : 0); ++in) {
+        const Latency before = i == 0 ? 0 : best[i - 1][in];
+        if (before == kInf) continue;
+        std::vector<TensorId> retained_in;
+        if (in) retained_in.push_back(problem.ops[order[i - 1]].output);
+        std::vector<TensorId> retain;
+        if (out) retain.push_back(problem.ops[op].output);
+        SingleOp& single = choice[i][out][in];
+        // Both retained tensors count whole in every step beside at least one element of the
+        // sink tile or another slice (R5, W): what cannot fit is not priced (pricing a huge
+        // grid of small tiles only to fail is what would take the time).
+        Elements held = 0;
+        for (TensorId t : retained_in) held += problem.tensors[t].size();
+        for (TensorId t : retain) held += problem.tensors[t].size();
+        if (held + 1 > problem.fast_memory_capacity) continue;
+        single = BestSingleOp(problem, op, retained_in, retain, cache);
+        if (!single.fits()) {
+          if (in == 0 && out == 0) ThrowNoFit(op);
+          continue;
+        }
+        // Retention only where it strictly lowers the total: ties keep the spilling choice.
+        const Latency total = before + single.latency;
+        if (total < best[i][out]) {
+          best[i][out] = total;
+          from[i][out] = in;
+        }
+      }
     }
-    schedule.subgraphs.push_back(std::move(best));
+  }
+  Schedule schedule;
+  schedule.subgraphs.resize(count);
+  if (count == 0) return {schedule, 0};
+  int out = best[count - 1][1] < best[count - 1][0] ? 1 : 0;
+  const Latency total = best[count - 1][out];
+  for (size_t i = count; i-- > 0;) {
+    const int in = from[i][out];
+    schedule.subgraphs[i] = choice[i][out][in].subgraph;
+    out = in;
+  }
+  return {std::move(schedule), total};
+}
+
+}  // namespace
+
+Schedule BuildBaseline(const Problem& problem, CostCache* cache) {
+  Schedule schedule;
+  static const std::vector<TensorId> kNothing;
+  for (OpId op : problem.topological_order) {
+    SingleOp best = BestSingleOp(problem, op, kNothing, kNothing, cache);
+    if (!best.fits()) ThrowNoFit(op);
+    schedule.subgraphs.push_back(std::move(best.subgraph));
   }
   return schedule;
+}
+
+std::vector<OpId> ResidentOrder(const Problem& problem) {
+  const size_t count = problem.ops.size();
+  std::vector<char> visited(count, 0);
+  std::vector<OpId> order;
+  order.reserve(count);
+  // Producers of op's inputs in visiting order: the producer of the largest input op alone
+  // consumes goes last, so it is emitted immediately before op.
+  const auto producers_in_order = [&](OpId op) {
+    std::vector<OpId> firsts;
+    OpId last = kNoOp;
+    Elements last_size = -1;
+    for (TensorId t : problem.ops[op].inputs) {
+      const OpId p = problem.producer[t];
+      if (p == kNoOp) continue;
+      const std::vector<OpId>& users = problem.consumers[t];
+      const bool sole = std::all_of(users.begin(), users.end(), [&](OpId u) { return u == op; });
+      if (sole && problem.tensors[t].size() > last_size) {
+        if (last != kNoOp) firsts.push_back(last);
+        last = p;
+        last_size = problem.tensors[t].size();
+      } else {
+        firsts.push_back(p);
+      }
+    }
+    if (last != kNoOp) firsts.push_back(last);
+    return firsts;
+  };
+  // Iterative post-order (a deep graph would overflow the call stack).
+  struct Frame {
+    OpId op;
+    std::vector<OpId> next;
+    size_t index = 0;
+  };
+  std::vector<Frame> stack;
+  for (OpId root : problem.topological_order) {
+    if (!problem.consumers[problem.ops[root].output].empty() || visited[root]) continue;
+    visited[root] = 1;
+    stack.push_back({root, producers_in_order(root)});
+    while (!stack.empty()) {
+      Frame& frame = stack.back();
+      if (frame.index < frame.next.size()) {
+        const OpId p = frame.next[frame.index++];
+        if (!visited[p]) {
+          visited[p] = 1;
+          stack.push_back({p, producers_in_order(p)});
+        }
+        continue;
+      }
+      order.push_back(frame.op);
+      stack.pop_back();
+    }
+  }
+  // Every op reaches a graph output (an op's output is consumed or is one), so all are placed.
+  if (order.size() != count) return problem.topological_order;
+  return order;
+}
+
+Schedule BuildResidentBaseline(const Problem& problem, CostCache* cache) {
+  auto [chained, chained_total] = ResidentOver(problem, ResidentOrder(problem), cache);
+  // Also over the spilling baseline's order, where the DP can only improve on it: the
+  // result is never worse than BuildBaseline.
+  auto [plain, plain_total] = ResidentOver(problem, problem.topological_order, cache);
+  return plain_total < chained_total ? std::move(plain) : std::move(chained);
 }
 
 }  // namespace annealer

@@ -306,6 +306,12 @@ Schedule Polish(const Problem& problem, const SubgraphPricer& pricer, const Sche
     std::vector<TensorId> optional_set, mandatory;
     for (TensorId t : BoundaryInputs(problem, sub(i + 1).ops)) {
       if (!std::binary_search(produced.begin(), produced.end(), t) || problem.IsGraphOutput(t)) continue;
+      // A Layout op reading it needs it in slow memory (spec L1): retaining it would not serve.
+      bool layout_reader = false;
+      for (OpId op : sub(i + 1).ops) {
+        layout_reader = layout_reader || (problem.IsLayout(op) && std::find(problem.ops[op].inputs.begin(), problem.ops[op].inputs.end(), t) != problem.ops[op].inputs.end());
+      }
+      if (layout_reader) continue;
       const bool needed_later = last_use[t] >= begin + i + 2;
       const bool ephemeral = std::find(consumed_inside.begin(), consumed_inside.end(), t) != consumed_inside.end();
       const bool currently = std::find(sub(i).retain.begin(), sub(i).retain.end(), t) != sub(i).retain.end();

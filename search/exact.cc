@@ -41,9 +41,16 @@ Latency ComputeOpsBound(const Problem& problem, const std::vector<char>& ops) {
   Latency compute = 0;
   Elements io = 0;
   std::vector<char> counted(problem.tensors.size(), 0);
+  // A Layout op loads no input: it gathers its whole output at least once (spec L2, L4), even
+  // where a copy is retained in.
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     if (!ops[op]) continue;
     compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
+    if (problem.ops[op].kind == OpKind::Layout) {
+      io += problem.tensors[problem.ops[op].output].size();
+      if (problem.IsGraphOutput(problem.ops[op].output)) io += problem.tensors[problem.ops[op].output].size();
+      continue;
+    }
     for (TensorId t : problem.ops[op].inputs) {
       if (problem.producer[t] == kNoOp && !counted[t]) {
         counted[t] = 1;
@@ -469,15 +476,22 @@ class ComponentSolver {
     // Retain options: ephemerals read later are forced, sinks read later are free choices.
     std::vector<TensorId> forced, optional;
     for (int v : local_ops) {
-      bool read_inside = false, read_later = false;
+      bool read_inside = false, read_later = false, layout_later = false;
       for (int c : readers_[v]) {
         if (in_s_[c]) {
           read_inside = true;
         } else {
           read_later = true;  // not executed: it comes after v
+          layout_later = layout_later || problem_.ops[global_[c]].kind == OpKind::Layout;
         }
       }
       if (!read_later) continue;
+      if (layout_later) {
+        // A later Layout op gathers it from slow memory (spec L1): an ephemeral is never
+        // written, so no schedule continues from here; a sink must be written, not retained.
+        if (read_inside) return;
+        continue;
+      }
       (read_inside ? forced : optional).push_back(problem_.ops[global_[v]].output);
     }
     std::vector<OpId> ops;
@@ -570,6 +584,12 @@ class ComponentSolver {
         for (TensorId t : problem_.ops[op].inputs) ++readers[t];
       }
       for (OpId op : ops) {
+        if (problem_.ops[op].kind == OpKind::Layout) {
+          // Not its input: every element of its output is gathered at least once (L2, L4), a
+          // copy retained in notwithstanding.
+          moved += problem_.tensors[problem_.ops[op].output].size();
+          continue;
+        }
         for (TensorId t : problem_.ops[op].inputs) {
           if (read[t]) continue;
           read[t] = 1;

@@ -621,6 +621,12 @@ std::optional<ScheduleEdit> Duplicate(const MoveContext& ctx, const Schedule& s,
   for (TensorId t : BoundaryInputs(ctx.problem, sg.ops)) {
     const OpId p = ctx.problem.producer[t];
     if (p == kNoOp) continue;
+    // A Layout op does not fuse with the producer of its input (spec L1): never useful.
+    bool layout_reader = false;
+    for (OpId op : sg.ops) {
+      layout_reader = layout_reader || (ctx.problem.IsLayout(op) && std::find(ctx.problem.ops[op].inputs.begin(), ctx.problem.ops[op].inputs.end(), t) != ctx.problem.ops[op].inputs.end());
+    }
+    if (layout_reader) continue;
     // Recompute cheap producers most of the time; MatMuls occasionally.
     if (ctx.problem.ops[p].kind == OpKind::MatMul && !Coin(rng, 0.25)) continue;
     producers.push_back(p);

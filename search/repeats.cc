@@ -15,7 +15,8 @@ namespace {
 uint64_t Mix(uint64_t h, uint64_t v) { return HashCombine(h, v); }
 
 uint64_t HashOpLocal(const Op& op, const Tensor& out) {
-  uint64_t h = Mix(op.kind == OpKind::MatMul ? 1 : 2, std::bit_cast<uint64_t>(op.base_cost));
+  const uint64_t kind = op.kind == OpKind::MatMul ? 1 : op.kind == OpKind::Pointwise ? 2 : 3;
+  uint64_t h = Mix(kind, std::bit_cast<uint64_t>(op.base_cost));
   h = Mix(h, static_cast<uint64_t>(out.width));
   return Mix(h, static_cast<uint64_t>(out.height));
 }

@@ -16,6 +16,7 @@
 #include "eval/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
+#include "search/baseline.h"
 #include "search/driver.h"
 #include "search/params.h"
 #include "src/io/problem_reader.h"
@@ -127,6 +128,54 @@ TEST_CASE("bound: never above the oracle on random valid schedules, also at the 
   CHECK(teeth.streamed > 300);
   CHECK(teeth.strips > 100);
   CHECK(tight > 1500);
+}
+
+TEST_CASE("bound: never above the oracle on random valid schedules with Layout ops") {
+  int valid = 0, tight = 0, with_layout = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(8100 + static_cast<int>(shape));
+    for (int trial = 0; trial < 100; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.max_ops = 3 + trial % 9;
+      problem_options.native = trial % 3 == 0 ? 4 : (trial % 3 == 1 ? 8 : 32);
+      problem_options.layout_probability = 0.35;
+      // A problem with a Layout op (the shapes without chains draw fewer of them).
+      Problem problem;
+      bool layout = false;
+      for (int attempt = 0; attempt < 10 && !layout; ++attempt) {
+        problem = RandomProblem(rng, shape, problem_options);
+        for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) layout = layout || problem.IsLayout(op);
+      }
+      if (trial % 2 == 0) MemoryBound(problem);
+      for (int s = 0; s < 4; ++s) {
+        RandomScheduleOptions options;
+        options.fuse_probability = 0.2 + 0.25 * s;
+        options.recompute_probability = 0.2;
+        options.extra_retain_probability = 0.2;
+        options.invalid_probability = 0;
+        options.max_steps = 500;
+        const Schedule schedule = RandomSchedule(problem, rng, options);
+        const std::string where = "layout shape " + std::to_string(static_cast<int>(shape)) + " trial " +
+                                  std::to_string(trial) + " schedule " + std::to_string(s);
+        if (!CheckValidSchedule(problem, schedule, where)) continue;
+        ++valid;
+        with_layout += layout;
+        const Evaluation evaluation = EvaluateOracle(problem, schedule);
+        Elements peak = 0;
+        for (const SubgraphReport& r : evaluation.subgraphs) peak = std::max(peak, r.peak_working_set);
+        Problem squeezed = problem;
+        squeezed.fast_memory_capacity = peak;
+        if (CheckValidSchedule(squeezed, schedule, where + " (capacity " + std::to_string(peak) + ")")) {
+          ++tight;
+        }
+      }
+    }
+  }
+  MESSAGE("with Layout ops: valid schedules " << valid << " (" << with_layout
+          << " of problems with a Layout op), at the tightest capacity " << tight);
+  CHECK(valid > 1000);
+  CHECK(with_layout > 700);
+  CHECK(tight > 1000);
 }
 
 TEST_CASE("bound: the model ComputeLowerBound fills is BuildBoundModel's") {
@@ -338,6 +387,150 @@ TEST_CASE("bound: never above schedules found by a short search on random proble
   MESSAGE("searched problems " << checked << "; traffic or combined above compute and I/O in "
                                 << teeth.stronger << ", tightest bound/latency " << teeth.tightest);
   CHECK(checked >= 30);
+}
+
+// The whole search (baseline, constructive starts, exact solver, moves, repeats) on problems
+// with Layout ops: what it returns is oracle-valid, and the bound stays below it.
+TEST_CASE("search with Layout ops: short searches return valid schedules above the bound") {
+  std::mt19937_64 rng(5151);
+  int checked = 0, with_layout = 0;
+  for (int trial = 0; trial < 30; ++trial) {
+    const DagShape shape = kAllDagShapes[trial % std::size(kAllDagShapes)];
+    RandomProblemOptions options{.min_ops = 4, .max_ops = 10, .native = trial % 2 ? 8 : 32};
+    options.layout_probability = 0.35;
+    Problem problem = RandomProblem(rng, shape, options);
+    if (trial % 3 != 0) MemoryBound(problem);
+    SearchSummary summary;
+    try {
+      summary = ShortSearch(problem, 31 + trial, 2);
+    } catch (const std::runtime_error&) {
+      continue;  // no valid start exists for this random problem
+    }
+    const std::string where = "layout trial " + std::to_string(trial);
+    INFO(where << ": " << EvaluateOracle(problem, summary.best).violation.Message());
+    REQUIRE(CheckValidSchedule(problem, summary.best, where));
+    ++checked;
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
+      if (problem.IsLayout(op)) {
+        ++with_layout;
+        break;
+      }
+    }
+  }
+  MESSAGE("searched problems with Layout ops: " << checked << ", " << with_layout << " holding one");
+  CHECK(checked >= 25);
+  CHECK(with_layout >= 15);
+
+// P12 by hand: X -> P (Pointwise, 2 native tiles of 100) -> Y (8 x 16) -> A = Y @ Wt (K = 16 > n
+// = 8, base 1) -> Z, a graph output. P cannot sit in A's subgraph (P1, V11) and A can only be a
+// k-loop MatMul, so {P} and {A} are islands: P's island computes 200 and loads X (128); A's
+// loads Wt (128, P5: one row tile) and writes Z (64), 192 at bandwidth 1. Globally compute 201
+// and traffic 320 would hide A's loads under P's compute; no schedule can.
+TEST_CASE("bound: islands (P12) by hand, met by the resident baseline") {
+  Problem p;
+  p.native = 8;
+  p.tensors = {{16, 8}, {16, 8}, {8, 16}, {8, 8}};  // X, Y, Wt, Z as {width, height}
+  p.ops.push_back({OpKind::Pointwise, {0}, 1, 100});
+  p.ops.push_back({OpKind::MatMul, {1, 2}, 3, 1});
+  p.fast_memory_capacity = 4096;
+  p.slow_memory_bandwidth = 1;
+  REQUIRE(p.Finalize() == "");
+  const LowerBound bound = ComputeLowerBound(p);
+  CHECK(bound.island_count == 2);
+  CHECK(bound.islands == doctest::Approx(392));
+  CHECK(bound.compute == doctest::Approx(201));
+  CHECK(bound.total() == doctest::Approx(392));
+  CHECK(std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined}) < 330);
+  const Evaluation resident = EvaluateOracle(p, BuildResidentBaseline(p));
+  REQUIRE(resident.ok());
+  CHECK(resident.total == doctest::Approx(392));  // optimal: it meets the bound
+}
+
+// Layers as a network lowers them: per layer a Pointwise op (an activation) and a MatMul with a
+// weight, K above native (so the Pointwise op cannot feed it inside one subgraph, P1) and base
+// costs that make some layers compute-heavy and others weight-heavy: islands of every balance.
+Problem RandomLayers(std::mt19937_64& rng) {
+  auto pick = [&](std::vector<Elements> v) {
+    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  };
+  Problem problem;
+  problem.native = 4;
+  auto tensor = [&](Elements h, Elements w) {
+    problem.tensors.push_back({w, h});
+    return static_cast<TensorId>(problem.tensors.size() - 1);
+  };
+  const Elements rows = pick({4, 8, 12});
+  Elements cols = pick({8, 12});
+  TensorId x = tensor(rows, cols);
+  const int layers = static_cast<int>(pick({1, 2, 3, 4}));
+  for (int l = 0; l < layers; ++l) {
+    const TensorId y = tensor(rows, cols);
+    problem.ops.push_back({OpKind::Pointwise, {x}, y, static_cast<double>(pick({1, 10, 50, 200}))});
+    const Elements next = pick({4, 8, 12});
+    const TensorId w = tensor(cols, next);
+    const TensorId z = tensor(rows, next);
+    problem.ops.push_back({OpKind::MatMul, {y, w}, z, static_cast<double>(pick({1, 5, 40}))});
+    x = z;
+    cols = next;
+  }
+  problem.fast_memory_capacity = 16 * pick({64, 4096});
+  problem.slow_memory_bandwidth = static_cast<double>(pick({1, 2, 8}));
+  REQUIRE(problem.Finalize() == "");
+  return problem;
+}
+
+// P12 at real-chip ratios: a memory of thousands of native tiles (everything fits, nothing is
+// too large to retain) and memory time from a tenth of the compute to ten times it, so that
+// islands differ in balance; schedules are random ones, both baselines and short searches.
+TEST_CASE("bound: islands (P12) never above the oracle at real-chip ratios") {
+  int valid = 0, decided = 0;
+  double tightest = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(9100 + static_cast<int>(shape));
+    for (int trial = 0; trial < 200; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.max_ops = 3 + trial % 10;
+      problem_options.native = trial % 3 == 0 ? 8 : 4;  // reductions above native: P1 splits islands
+      Problem problem = trial % 2 == 0 ? RandomLayers(rng) : RandomProblem(rng, shape, problem_options);
+      const Elements tile = problem.native * problem.native;
+      problem.fast_memory_capacity = tile * (trial % 3 == 0 ? 4096 : 64);
+      const double ratio[] = {0.1, 0.5, 2, 10, 30};
+      for (Op& op : problem.ops) op.base_cost *= ratio[trial % 5];
+      std::vector<Schedule> schedules;
+      for (int s = 0; s < 3; ++s) {
+        RandomScheduleOptions options;
+        options.fuse_probability = 0.2 + 0.3 * s;
+        options.recompute_probability = 0.2;
+        options.extra_retain_probability = 0.3;
+        options.invalid_probability = 0;
+        options.max_steps = 400;
+        schedules.push_back(RandomSchedule(problem, rng, options));
+      }
+      try {
+        schedules.push_back(BuildBaseline(problem));
+        schedules.push_back(BuildResidentBaseline(problem));
+      } catch (const std::runtime_error&) {
+      }
+      if (trial % 10 == 0) schedules.push_back(ShortSearch(problem, 1 + trial, 2).best);
+      const LowerBound bound = ComputeLowerBound(problem);
+      const bool islands_decide =
+          bound.islands > std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined}) * (1 + 1e-9);
+      for (const Schedule& schedule : schedules) {
+        const Evaluation e = EvaluateOracle(problem, schedule);
+        if (!e.ok()) continue;
+        ++valid;
+        CAPTURE(trial);
+        CHECK(bound.islands <= e.total * (1 + kSlack));
+        CHECK(bound.total() <= e.total * (1 + kSlack));
+        decided += islands_decide ? 1 : 0;
+        if (islands_decide) tightest = std::max(tightest, bound.islands / e.total);
+      }
+    }
+  }
+  MESSAGE("valid schedules " << valid << ", islands above every other part in " << decided
+                              << ", tightest islands/latency " << tightest);
+  CHECK(valid > 2000);
+  CHECK(decided > 100);
 }
 
 TEST_CASE("bound: the bundled problems, real values and schedules found by a short search") {

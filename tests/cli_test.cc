@@ -72,6 +72,21 @@ TEST_CASE("cli: --help, --version and usage errors") {
   CHECK(Run("baseline " + Quote(Problem("example_problem.json")) + " -o").exit_code == 2);
 }
 
+TEST_CASE("cli: baseline --resident keeps a chain's activation and says how many it retains") {
+  const std::filesystem::path dir = testing::ScratchDir("cli-test", "resident");
+  const std::string out = (dir / "r.json").string();
+  // mlsys-2026-13: 63 ops, 31 outputs kept for their only consumer; 22,165,913.6 spilling.
+  const RunResult resident = Run("baseline --resident " + Quote(Problem("mlsys-2026-13.json")) + " -o " + Quote(out));
+  REQUIRE(resident.exit_code == 0);
+  CHECK(resident.err.find("resident baseline: 63 subgraphs, 31 retained, total latency 16619601.92, lower bound") == 0);
+  const RunResult check = Run("evaluate " + Quote(Problem("mlsys-2026-13.json")) + " " + Quote(out));
+  CHECK(check.exit_code == 0);
+  CHECK(check.err.empty());
+  const RunResult both = Run("baseline --resident --greedy " + Quote(Problem("mlsys-2026-13.json")));
+  CHECK(both.exit_code == 2);
+  CHECK(both.err.find("annealer: --greedy and --resident exclude each other") == 0);
+}
+
 TEST_CASE("cli: baseline then evaluate succeeds on every bundled problem") {
   const std::filesystem::path dir = testing::ScratchDir("cli-test", "baseline");
   for (const char* name : {"example_problem.json", "mlsys-2026-1.json", "mlsys-2026-5.json",

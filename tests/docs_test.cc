@@ -67,7 +67,7 @@ std::vector<std::string> StringLiterals(const std::string& source) {
 // on its own (`Fail("V5", ...)`, `{"V7", i, ...}`), a literal that starts with one
 // (`"V13: reported latency ..."`), and an id cited as "spec X" inside a message.
 std::set<std::string> RuleIdsInCode() {
-  static const std::regex whole(R"(^(V[0-9]+|W|G[0-9]+)$)");
+  static const std::regex whole(R"(^(V[0-9]+|W|G[0-9]+|L[0-9]+)$)");
   static const std::regex leading(R"(^(V[0-9]+): )");
   static const std::regex cited(R"(\bspec ([A-Z](\.?[0-9]+)+))");
   std::set<std::string> ids;

@@ -205,6 +205,51 @@ TEST_CASE("exact solver: equal to a brute-force enumeration of its family on ran
   CHECK(compared >= 200);
 }
 
+// Layout ops (spec L1-L6): a tensor a Layout op reads must be written, never ephemeral or only
+// retained; the solver's retention choices and floors must keep its optimum that of the family.
+TEST_CASE("exact solver: equal to the brute-force enumeration on random DAGs with Layout ops") {
+  std::mt19937_64 rng(20261125);
+  int compared = 0, with_layout = 0;
+  for (int round = 0; round < 200; ++round) {
+    RandomProblemOptions options;
+    options.min_ops = 2;
+    options.max_ops = round % 3 == 0 ? 6 : 5;
+    options.native = round % 4 == 0 ? 4 : 2;
+    options.odd_side_probability = 0.3;
+    options.layout_probability = 0.4;
+    const DagShape shape = kAllDagShapes[round % std::size(kAllDagShapes)];
+    const Problem problem = RandomProblem(rng, shape, options);
+    BruteForce brute(problem);
+    const Latency expected = brute.Optimum();
+    ExactOptions exact;
+    exact.max_subgraph_ops = 6;
+    const ExactResult result = SolveExact(problem, exact);
+    CAPTURE(round);
+    CAPTURE(expected);
+    if (expected == kNone) {
+      CHECK(result.status == ExactStatus::kNone);
+      continue;
+    }
+    REQUIRE(result.status == ExactStatus::kOptimal);
+    REQUIRE(result.best);
+    const Evaluation check = EvaluateOracle(problem, *result.best);
+    INFO(check.violation.Message());
+    REQUIRE(check.ok());
+    CHECK(Close(check.total, result.total));
+    CHECK(Close(result.total, expected));
+    CHECK(ComputeLowerBound(problem).total() <= expected * (1 + 1e-9));
+    ++compared;
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
+      if (problem.IsLayout(op)) {
+        ++with_layout;
+        break;
+      }
+    }
+  }
+  MESSAGE("with Layout ops: compared " << compared << " DAGs, " << with_layout << " of them with a Layout op");
+  CHECK(with_layout >= 100);
+}
+
 TEST_CASE("exact solver: an incumbent prunes but never changes the optimum; the family is stated") {
   std::mt19937_64 rng(7);
   for (int round = 0; round < 60; ++round) {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -170,6 +171,75 @@ TEST_CASE("EvaluateFast with a cache warmed by other schedules equals EvaluateOr
   MESSAGE("schedules over one cache: valid " << valid << ", V7 " << v7);
   CHECK(valid > 200);
   CHECK(v7 > 50);
+}
+
+bool HasLayoutOp(const Problem& problem, const Subgraph& subgraph) {
+  for (OpId op : subgraph.ops) {
+    if (op >= 0 && op < static_cast<OpId>(problem.ops.size()) && problem.IsLayout(op)) return true;
+  }
+  return false;
+}
+
+// Layout ops (spec L1-L6): random problems where about a third of the chain ops are Layout ops
+// (transposes, slices, any shape), subgraph by subgraph and whole schedules with and without
+// a cache.
+TEST_CASE("fast subgraph cost, EvaluateFast and the cache equal the oracle with Layout ops") {
+  Tally tally;
+  int layout_valid = 0, layout_invalid = 0, whole_valid = 0, whole_invalid = 0;
+  std::map<std::string, int> rules;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(5000 + static_cast<int>(shape));
+    for (int trial = 0; trial < 150; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.max_ops = 3 + trial % 8;
+      problem_options.layout_probability = 0.35;
+      const Problem problem = RandomProblem(rng, shape, problem_options);
+      CostCache cache(1 << 10);
+      for (int s = 0; s < 3; ++s) {
+        RandomScheduleOptions options;
+        options.fuse_probability = 0.3 + 0.3 * s;
+        options.invalid_probability = 0.1;
+        options.max_steps = 600;
+        const Schedule schedule = RandomSchedule(problem, rng, options);
+        const std::string what = "shape " + std::to_string(static_cast<int>(shape)) + " trial " +
+                                 std::to_string(trial) + " schedule " + std::to_string(s);
+        CheckSchedule(problem, schedule, what, tally);
+        std::vector<TensorId> retained_in;
+        for (const Subgraph& sg : schedule.subgraphs) {
+          if (HasLayoutOp(problem, sg)) {
+            (EvaluateSubgraphOracle(problem, sg, retained_in).ok() ? layout_valid : layout_invalid) += 1;
+          }
+          retained_in = sg.retain;
+        }
+        const Evaluation oracle = EvaluateOracle(problem, schedule);
+        for (CostCache* c : {static_cast<CostCache*>(nullptr), &cache, &cache}) {
+          const Evaluation fast = EvaluateFast(problem, schedule, c);
+          INFO(what << ": oracle " << oracle.violation.Message() << ", fast " << fast.violation.Message());
+          REQUIRE(fast.verdict == oracle.verdict);
+          CHECK(fast.violation.Message() == oracle.violation.Message());
+          CHECK(Close(fast.total, oracle.total));
+          REQUIRE(fast.subgraphs.size() == oracle.subgraphs.size());
+          for (size_t i = 0; i < fast.subgraphs.size(); ++i) {
+            CHECK(Close(fast.subgraphs[i].latency, oracle.subgraphs[i].latency));
+            CHECK(fast.subgraphs[i].peak_working_set == oracle.subgraphs[i].peak_working_set);
+          }
+        }
+        (oracle.ok() ? whole_valid : whole_invalid) += 1;
+        if (!oracle.ok()) ++rules[oracle.violation.rule];
+      }
+    }
+  }
+  std::string by_rule;
+  for (const auto& [rule, count] : rules) by_rule += " " + rule + ":" + std::to_string(count);
+  MESSAGE("with Layout ops: subgraphs valid " << tally.valid << " (step classes " << tally.classes
+          << ", step by step " << tally.stepwise << "), invalid " << tally.invalid
+          << "; holding a Layout op: valid " << layout_valid << ", invalid " << layout_invalid
+          << "; whole schedules valid " << whole_valid << ", invalid " << whole_invalid << " by rule" << by_rule);
+  CHECK(tally.valid > 3000);
+  CHECK(layout_valid > 1000);
+  CHECK(layout_invalid > 50);
+  CHECK(whole_valid > 500);
+  CHECK(rules["L1"] > 20);
 }
 
 TEST_CASE("fast subgraph cost equals the oracle on the bundled problems") {

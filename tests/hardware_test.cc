@@ -252,6 +252,38 @@ TEST_CASE("hardware: loading by name or path; unknown names and missing files") 
   std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("hardware: overrides replace a key's value, in the file's units, before the checks") {
+  const HardwareProfile base = LoadHardwareProfile("tpu-v5e");
+  const HardwareProfile small = LoadHardwareProfile("tpu-v5e", {{"fast_memory", "4 MiB"}, {"bandwidth", "400 GB/s"}});
+  CHECK(small.name == "tpu-v5e");
+  CHECK(small.fast_memory_bytes == 4 * 1048576.0);
+  CHECK(small.bandwidth_bytes_per_cycle == doctest::Approx(400e9 / base.clock_hz));
+  CHECK(small.macs_per_cycle == base.macs_per_cycle);
+  CHECK(Derive(small).capacity == 2 * 1048576);
+  // A key the file lacks is added: a per-cycle bandwidth needs no clock, a dtype changes the size.
+  const std::string no_clock = WithLine(6, "");
+  CHECK(ParseHardwareProfile(no_clock, "x", {{"bandwidth", "32 B/cycle"}}).bandwidth_bytes_per_cycle == 32);
+  CHECK(ParseHardwareProfile(no_clock, "x", {{"clock", "1 GHz"}}).bandwidth_bytes_per_cycle == doctest::Approx(819));
+  CHECK(Derive(ParseHardwareProfile(kGood, "x", {{"dtype", "fp32"}})).capacity == 32 * 1048576);
+  // Errors name the override instead of a line; the file's own errors keep their line.
+  const auto error_of = [](const std::string& text, const HardwareOverrides& overrides) -> std::string {
+    try {
+      ParseHardwareProfile(text, "hw/x.yaml", overrides);
+    } catch (const InputError& error) {
+      return error.what();
+    }
+    return "(no error)";
+  };
+  CHECK(error_of(kGood, {{"fast_memory", "4 Mib"}}) ==
+        "hw/x.yaml with fast_memory=4 Mib: fast_memory: unknown unit \"Mib\" (expected B, KB, MB, GB, KiB, MiB, GiB)");
+  CHECK(error_of(kGood, {{"matrix_unit", "12.5"}}) == "hw/x.yaml with matrix_unit=12.5: matrix_unit: expected a positive integer, got 12.5");
+  CHECK(error_of(kGood, {{"fast_memory", "1 B"}}) == "hw/x.yaml with fast_memory=1 B: fast_memory: holds no element of 2 bytes");
+  CHECK(error_of(kGood, {{"capacity", "1"}}).rfind("hw/x.yaml with capacity=1: unknown key \"capacity\" (known keys: name,", 0) == 0);
+  CHECK(error_of(no_clock, {{"fast_memory", "4 MiB"}}) ==
+        "hw/x.yaml:5: bandwidth: 819 GB/s needs a clock to become bytes per cycle (add e.g. \"clock: 1.5 GHz\", or give B/cycle)");
+  CHECK(error_of(WithLine(5, "bandwidth: 819 GBps"), {{"bandwidth", "819 GB/s"}}) == "(no error)");
+}
+
 TEST_CASE("hardware: applying a profile to a problem sets capacity, bandwidth, native and base costs") {
   Problem problem = testing::ReadBundledProblem("mlsys-2026-17.json");
   const DerivedHardware v5e = Derive(LoadHardwareProfile("tpu-v5e"));

@@ -172,6 +172,31 @@ TEST_CASE("incremental evaluation equals the oracle over random edit, commit and
   CHECK(hits > 0);
 }
 
+TEST_CASE("incremental evaluation equals the oracle with Layout ops (L1: retained is not enough)") {
+  RunTally tally;
+  CostCache cache(1 << 14);
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(6262 + static_cast<int>(shape));
+    for (int trial = 0; trial < 30; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.min_ops = 3;
+      problem_options.max_ops = 10;
+      problem_options.layout_probability = 0.35;
+      const Problem problem = RandomProblem(rng, shape, problem_options);
+      cache.Clear();
+      RandomRun(problem, rng, trial % 2 ? &cache : nullptr, 150,
+                "layout shape " + std::to_string(static_cast<int>(shape)) + " trial " + std::to_string(trial),
+                tally);
+    }
+  }
+  std::string rules;
+  for (const auto& [rule, count] : tally.rules) rules += " " + rule + ":" + std::to_string(count);
+  MESSAGE("with Layout ops: proposals " << tally.proposals << ", valid " << tally.valid << ", commits "
+                                        << tally.commits << ", invalid by rule" << rules);
+  CHECK(tally.valid > 2000);
+  CHECK(tally.rules["L1"] > 100);
+}
+
 TEST_CASE("incremental evaluation: the second proposal replaces the first, Commit without one is a no-op") {
   std::mt19937_64 rng(31);
   const Problem problem = RandomProblem(rng, DagShape::kChain, {.min_ops = 4, .max_ops = 6});

@@ -49,6 +49,9 @@ void CheckCase(const std::filesystem::path& path) {
       REQUIRE(error == "INVALID");
       CHECK(evaluation.verdict == Verdict::kInvalid);
     }
+    // Optional: the one-line message the program prints.
+    std::string_view message;
+    if (!expect["message"].get(message)) CHECK(evaluation.violation.Message() == message);
     return;
   }
   INFO("violation: ", evaluation.violation.Message());

@@ -29,6 +29,7 @@ from ._core import (
     Schedule,
     SearchResult,
     Violation,
+    baseline,
     default_config,
     evaluate,
     lower_bound,
@@ -36,7 +37,8 @@ from ._core import (
 
 __all__ = [
     "ConfigError", "Evaluation", "InputError", "LogEntry", "NoScheduleError", "Problem", "Schedule", "SearchResult",
-    "Violation", "default_config", "evaluate", "hardware_profiles", "lower_bound", "report", "search",
+    "Violation", "baseline", "default_config", "evaluate", "hardware_profile", "hardware_profiles", "lower_bound",
+    "report", "search", "sweep", "sweep_report",
 ]
 __version__ = "0.1.0"
 
@@ -66,6 +68,7 @@ Problem.to_dict = _to_dict
 Schedule.from_dict = staticmethod(_schedule_from_dict)
 Schedule.to_dict = _to_dict
 hardware_profiles = _core.hardware_profiles
+hardware_profile = _core.hardware_profile
 
 
 def _setting_text(key, value) -> str:
@@ -141,3 +144,33 @@ def report(problem: Problem, schedule: Schedule, path, log=None, problem_name: s
     if isinstance(log, tuple):
         log = list(log)
     _core._report(problem, schedule, _os.fspath(path), log, problem_name, schedule_name)
+
+
+def sweep(models=None, hardware=None, vary=None, points=None, search=None, *, spec=None, output=None,
+          executor=None, workers=None, quiet=False) -> list:
+    """Runs many searches (models x hardware x varied keys x seeds) and returns one row per point.
+
+        rows = annealer.sweep(models=["tests/models/resnet50.onnx"], hardware=["tpu-v5e"],
+                              vary={"fast_memory": ["4 MiB", "16 MiB"]},
+                              search={"time": "20s", "threads": 1, "seeds": [1, 2]},
+                              output="results.csv", executor=client.get_executor())
+
+    The fields are sweep.yaml's (docs/sweeps.md); spec="sweep.yaml" reads them from a file.
+    output: the results CSV, resumable (finished points are skipped; schedules go to
+    RESULTS.schedules/). executor: any concurrent.futures executor, e.g. a dask.distributed
+    Client's get_executor(); None runs a local process pool (`workers` processes, by default
+    every core / threads). Raises annealer.sweeps.SweepError (a ValueError: "file:line: key: why")
+    before any work for a bad description, SweepIncomplete when the executor gave up on points.
+    """
+    from . import sweeps
+
+    return sweeps.sweep(models, hardware, vary, points, search, spec=spec, output=output, executor=executor,
+                        workers=workers, quiet=quiet)
+
+
+def sweep_report(results, path) -> None:
+    """Writes the HTML page of a sweep's results (`annealer sweep-report`): `results` is the CSV's
+    path or the rows annealer.sweep returned."""
+    from . import sweeps_html as _report
+
+    _report.write_report(results, _os.fspath(path))

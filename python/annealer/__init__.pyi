@@ -29,9 +29,11 @@ class Problem:
     def from_dict(data: dict[str, Any], origin: str = "<dict>") -> Problem: ...
     @staticmethod
     def from_onnx(path: str, hardware: Optional[str] = None,
-                  inputs: Optional[dict[str, list[int]]] = None) -> Problem:
+                  inputs: Optional[dict[str, list[int]]] = None,
+                  hardware_overrides: Optional[dict[str, str]] = None) -> Problem:
         """Imports an ONNX model for a hardware profile (built-in name or YAML file), as
-        `annealer import` does; inputs fixes dynamic input dims. Raises InputError."""
+        `annealer import` does; inputs fixes dynamic input dims; hardware_overrides replaces
+        keys of the profile in its units ({'fast_memory': '4 MiB'}). Raises InputError."""
     @property
     def ops(self) -> int: ...
     @property
@@ -44,6 +46,8 @@ class Problem:
     def native(self) -> int: ...
     def with_hardware(self, capacity: Optional[int] = None,
                       bandwidth: Optional[float] = None) -> Problem: ...
+    def with_profile(self, hardware: str, overrides: Optional[dict[str, str]] = None) -> Problem:
+        """A copy with a hardware profile's numbers (`annealer hardware NAME --apply`)."""
     def to_json(self) -> str: ...
     def to_dict(self) -> dict[str, Any]: ...
     def save(self, path: str) -> None: ...
@@ -118,6 +122,8 @@ ConfigItem = Union[dict[str, Union[bool, int, float, str]], str, os.PathLike[str
 
 def lower_bound(problem: Problem, parts: bool = False) -> Any:
     """A float; parts=True: a dict with total, compute, graph_io, traffic, combined, weight."""
+def baseline(problem: Problem, resident: bool = False, greedy: bool = False) -> Schedule:
+    """The schedule without search `annealer baseline [--resident | --greedy]` writes."""
 def evaluate(problem: Problem, schedule: Schedule) -> Evaluation: ...
 def search(problem: Problem, time: float = 10, threads: Optional[int] = None,
            seed: Optional[int] = None,
@@ -128,6 +134,17 @@ def report(problem: Problem, schedule: Schedule, path: Union[str, os.PathLike[st
            log: Union[None, str, Sequence[LogEntry]] = None, problem_name: str = "problem",
            schedule_name: str = "schedule") -> None: ...
 def default_config() -> str: ...
+def hardware_profile(name_or_path: str, overrides: Optional[dict[str, str]] = None) -> dict[str, Any]:
+    """One profile with overrides in its units, as a dict of its derived numbers."""
+def sweep(models: Optional[list[str]] = None, hardware: Optional[list[str]] = None,
+          vary: Optional[dict[str, list[Any]]] = None, points: Optional[list[dict[str, Any]]] = None,
+          search: Optional[dict[str, Any]] = None, *, spec: Any = None,
+          output: Optional[Union[str, os.PathLike[str]]] = None, executor: Any = None,
+          workers: Optional[int] = None, quiet: bool = False) -> list[dict[str, Any]]:
+    """Many searches, one row per point (docs/sweeps.md)."""
+def sweep_report(results: Union[str, os.PathLike[str], list[dict[str, Any]]],
+                 path: Union[str, os.PathLike[str]]) -> None:
+    """The HTML page of a sweep's results."""
 def hardware_profiles() -> list[dict[str, Any]]:
     """The built-in hardware profiles with their derived problem numbers (capacity, bandwidth,
     native, matmul_base, pointwise_base, balance, tiles_that_fit, sources, ...)."""

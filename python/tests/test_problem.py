@@ -144,3 +144,30 @@ def test_hardware_profiles_lists_the_builtins_with_their_numbers():
     assert (v5e["capacity"], v5e["bandwidth"], v5e["native"], v5e["matmul_base"], v5e["pointwise_base"]) == (
         67108864, 273, 128, 32, 8)
     assert v5e["sources"]
+
+
+def test_hardware_profile_overrides_in_the_profiles_units(source_dir, cli):
+    v5e = annealer.hardware_profile("tpu-v5e")
+    small = annealer.hardware_profile("tpu-v5e", {"fast_memory": "4 MiB", "bandwidth": "400 GB/s"})
+    assert (small["capacity"], small["fast_memory_bytes"], small["element_bytes"]) == (2 * 1048576, 4 * 1048576, 2)
+    assert small["bandwidth"] == pytest.approx(400e9 / v5e["clock_hz"] / 2)
+    assert small["matmul_base"] == v5e["matmul_base"] and small["name"] == "tpu-v5e"
+    with pytest.raises(annealer.InputError, match=r'^hardware/tpu-v5e.yaml with fast_memory=4 Mib: fast_memory: unknown unit "Mib"'):
+        annealer.hardware_profile("tpu-v5e", {"fast_memory": "4 Mib"})
+    with pytest.raises(annealer.InputError, match=r'^hardware/tpu-v5e.yaml with capacity=1: unknown key "capacity"'):
+        annealer.hardware_profile("tpu-v5e", {"capacity": "1"})
+    model = os.path.join(MODELS, "mlp.onnx")
+    p = annealer.Problem.from_onnx(model, hardware="gemmini-default", hardware_overrides={"fast_memory": "64 KiB"})
+    assert p.capacity == 65536 and p.ops == annealer.Problem.from_onnx(model, hardware="gemmini-default").ops
+
+
+def test_with_profile_is_hardware_apply(source_dir, cli, tmp_path):
+    path = str(source_dir / "problems" / "mlsys-2026-5.json")
+    applied = annealer.Problem.load(path).with_profile("gemmini-default")
+    out = tmp_path / "applied.json"
+    subprocess.run([cli, "hardware", "gemmini-default", "--apply", path, "-o", str(out)], check=True,
+                   capture_output=True, timeout=60)
+    assert applied == annealer.Problem.load(str(out))
+    assert applied.to_json() == out.read_text()
+    smaller = annealer.Problem.load(path).with_profile("gemmini-default", {"fast_memory": "16 KiB"})
+    assert smaller.capacity == 16384 and smaller.native == 16

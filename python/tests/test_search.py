@@ -186,3 +186,23 @@ def test_a_problem_without_a_start_schedule_raises(problem_path, cli, tmp_path):
     run = subprocess.run([cli, "--quiet", "--time", "1s", str(tmp_path / "tiny.json")], capture_output=True, text=True)
     assert run.returncode == 1
     assert run.stderr == f"annealer: {error.value}\n".replace("problem:", f"{tmp_path / 'tiny.json'}:", 1)
+
+
+def test_baselines_match_the_cli(p13, problem_path, tmp_path, cli):
+    spilling = annealer.baseline(p13)
+    resident = annealer.baseline(p13, resident=True)
+    greedy = annealer.baseline(p13, greedy=True)
+    for s in (spilling, resident, greedy):
+        assert annealer.evaluate(p13, s).valid
+    assert all(not sg["retain"] for sg in spilling.subgraphs)
+    assert sum(resident.latencies) <= sum(spilling.latencies)
+    # The CLI writes the same schedules.
+    for flags, s in (([], spilling), (["--resident"], resident), (["--greedy"], greedy)):
+        out = tmp_path / "b.json"
+        subprocess.run([cli, "baseline", problem_path("mlsys-2026-13"), "-o", str(out)] + flags,
+                       check=True, capture_output=True)
+        assert annealer.Schedule.load(str(out)) == s
+    with pytest.raises(ValueError, match="exclude each other"):
+        annealer.baseline(p13, resident=True, greedy=True)
+    with pytest.raises(annealer.NoScheduleError, match="at no granularity"):
+        annealer.baseline(p13.with_hardware(capacity=10))

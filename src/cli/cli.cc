@@ -1,7 +1,9 @@
 #include "src/cli/cli.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -9,13 +11,13 @@
 #include <map>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
+
+#include <unistd.h>
 
 #include "eval/bounds.h"
-#include "eval/cost_cache.h"
 #include "eval/oracle.h"
 #include "eval/subgraph_structure.h"
-#include "search/baseline.h"
-#include "search/constructive.h"
 #include "search/subgraph_tools.h"
 #include "search/exact.h"
 #include "search/params.h"
@@ -34,6 +36,7 @@
 #include "src/report/schedule_summary.h"
 #include "src/report/trace_json.h"
 #include "src/cli/search_command.h"
+#include "src/jobs/search_job.h"
 #include "src/io/text_format.h"
 
 namespace annealer {
@@ -66,7 +69,7 @@ int FinishStdout(const std::string& text, int exit_code) {
 std::string BoundPartsText(const LowerBound& bound) {
   return Readable(bound.total()) + " (compute " + Readable(bound.compute) + ", graph I/O " +
          Readable(bound.graph_io) + ", traffic " + Readable(bound.traffic) + ", combined " +
-         Readable(bound.combined) + ")";
+         Readable(bound.combined) + ", islands " + Readable(bound.islands) + ")";
 }
 
 struct ParsedArgs {
@@ -84,6 +87,7 @@ struct ParsedArgs {
   std::map<std::string, std::vector<int64_t>> inputs;  // a .onnx problem: --input NAME=DIMS
   std::optional<std::string> map;          // import, report: --map MAP.json
   bool greedy = false;                     // baseline only: --greedy
+  bool resident = false;                   // baseline only: --resident
 };
 
 struct AcceptedOptions {
@@ -94,7 +98,7 @@ struct AcceptedOptions {
   bool apply = false;   // --apply FILE
   bool model = true;    // --hardware NAME|FILE, --input NAME=DIMS (a .onnx problem)
   bool map = false;     // --map FILE
-  bool greedy = false;  // --greedy
+  bool greedy = false;  // --greedy, --resident
 };
 
 // Options may appear anywhere; "--" ends them. File options take "--name FILE" or
@@ -131,6 +135,8 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, AcceptedOptions accep
       parsed.json = true;
     } else if (accepts.greedy && arg == "--greedy") {
       parsed.greedy = true;
+    } else if (accepts.greedy && arg == "--resident") {
+      parsed.resident = true;
     } else if (accepts.output && file_option("--output", "-o", parsed.output)) {
     } else if (accepts.report && file_option("--trace", nullptr, parsed.trace)) {
     } else if (accepts.report && file_option("--log", nullptr, parsed.log)) {
@@ -194,6 +200,7 @@ std::string EvaluationJson(const ScheduleSummary& summary) {
   out += "  \"lower_bound_graph_io\": " + FormatNumber(bound.graph_io) + ",\n";
   out += "  \"lower_bound_traffic\": " + FormatNumber(bound.traffic) + ",\n";
   out += "  \"lower_bound_combined\": " + FormatNumber(bound.combined) + ",\n";
+  out += "  \"lower_bound_islands\": " + FormatNumber(bound.islands) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
@@ -242,6 +249,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"traffic\": " + FormatNumber(bound.traffic) + ",\n";
   out += "  \"combined\": " + FormatNumber(bound.combined) + ",\n";
   out += "  \"weight\": " + FormatNumber(bound.weight) + ",\n";
+  out += "  \"islands\": " + FormatNumber(bound.islands) + ",\n";
+  out += "  \"island_count\": " + std::to_string(bound.island_count) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -266,7 +275,9 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  graph I/O  " + Readable(bound.graph_io) + "  (graph inputs loaded, outputs written once)\n";
   out += "  traffic    " + Readable(bound.traffic) + "  (forced loads and writes / bandwidth)\n";
   out += "  combined   " + Readable(bound.combined) + "  (a x compute + (1-a) x traffic, a = " +
-         Readable(bound.weight) + ", each op in its cheapest mode)\n\n";
+         Readable(bound.weight) + ", each op in its cheapest mode)\n";
+  out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
+         " islands of ops that may share a subgraph of max(compute, forced traffic))\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
@@ -302,11 +313,14 @@ void PrintUsage(std::FILE* out) {
       "      (compute, graph I/O, forced traffic, combined) and the traffic no schedule avoids,\n"
       "      per tensor and op, with the reason.\n"
       "      Docs: docs/lower-bound.md.\n"
-      "  annealer baseline PROBLEM.json [-o OUT.json] [--greedy]\n"
+      "  annealer baseline PROBLEM.json [-o OUT.json] [--resident | --greedy]\n"
       "      Write the baseline schedule (one op per subgraph, each at its best tiling: what a\n"
-      "      layer-by-layer compiler does) to stdout or, atomically, to OUT.json. --greedy\n"
-      "      writes the search's first start instead: the baseline with producer/consumer\n"
-      "      pairs merged while a merge lowers the latency.\n"
+      "      layer-by-layer compiler does) to stdout or, atomically, to OUT.json. Every\n"
+      "      intermediate tensor goes to slow memory and back. --resident keeps an op's output\n"
+      "      in fast memory for the next op when that op is its only consumer and it fits\n"
+      "      (ops ordered so that chains stay adjacent), as a compiler with a large on-chip\n"
+      "      buffer does. --greedy writes the search's first start instead: the baseline with\n"
+      "      producer/consumer pairs merged while a merge lowers the latency.\n"
       "      Docs: docs/cost-model.md.\n"
       "  annealer report PROBLEM.json SCHEDULE.json -o REPORT.html [--trace TRACE.json]\n"
       "                  [--log RUN.jsonl] [--map MAP.json]\n"
@@ -352,6 +366,16 @@ void PrintUsage(std::FILE* out) {
       "      PROBLEM.json with the profile's capacity, bandwidth, native side and base costs\n"
       "      (MatMul: base x ceil(K/n); Pointwise: base) to stdout or, atomically, OUT.json.\n"
       "      Docs: docs/hardware.md.\n"
+      "  annealer sweep SWEEP.yaml -o RESULTS.csv [--scheduler tcp://HOST:8786] [--workers N] [--quiet]\n"
+      "      Many searches: models x hardware x varied settings (fast_memory, bandwidth, ...,\n"
+      "      search settings) x seeds, one CSV row and one schedule per point, written as each\n"
+      "      finishes; run again to resume. On every core here, or on a Dask cluster. Runs the\n"
+      "      Python package (python3).\n"
+      "      Docs: docs/sweeps.md.\n"
+      "  annealer sweep-report RESULTS.csv -o REPORT.html\n"
+      "      A sweep's results as one HTML page: latency and bound against each varied key, the\n"
+      "      Pareto front against the fast-memory size, the speedup over layer-by-layer.\n"
+      "      Docs: docs/sweeps.md.\n"
       "  annealer --help | --version\n"
       "\n"
       "Exit codes: 0 success, 1 bad input or invalid schedule, 2 usage error.\n"
@@ -422,31 +446,29 @@ int RunBaselineCommand(const std::vector<std::string>& args) {
     return 0;
   }
   RequireFiles(parsed, 1, "baseline needs exactly one PROBLEM.json");
+  if (parsed.greedy && parsed.resident) throw UsageError("--greedy and --resident exclude each other");
   const std::string& problem_path = parsed.positional[0];
   const Problem problem = LoadProblemArg(parsed, problem_path).problem;
-  CostCache cache(1 << 16);  // a deep graph's repeated layers are priced once
-  Schedule schedule = BuildBaseline(problem, &cache);
-  if (parsed.greedy) {
-    // The search's first constructive start alone: merges of producer/consumer pairs while a
-    // merge lowers the latency (what a fusing compiler does without search).
-    const SubgraphPricer pricer(problem, &cache);
-    schedule = GreedyFusion(problem, pricer, schedule, [] { return false; });
-  }
-  const Evaluation evaluation = EvaluateOracle(problem, schedule);
-  if (!evaluation.ok()) {
+  const BaselineKind kind = parsed.greedy     ? BaselineKind::kGreedy
+                            : parsed.resident ? BaselineKind::kResident
+                                              : BaselineKind::kSpilling;
+  BaselineResult built;
+  try {
+    built = BuildBaselineSchedule(problem, kind, problem_path);
+  } catch (const std::logic_error& error) {
     // Never write an invalid schedule: this is a bug of ours, not of the input.
-    PrintError("internal error: the baseline schedule is invalid: " +
-               evaluation.violation.Message());
+    PrintError(error.what());
     return 1;
   }
-  const std::vector<Latency> latencies = SubgraphLatencies(evaluation);
-  schedule.reported_latencies = latencies;
+  Schedule& schedule = built.schedule;
+  const std::vector<Latency> latencies = *schedule.reported_latencies;
   const std::string json = ScheduleToJson(schedule, latencies);
 
   const LowerBound bound = ComputeLowerBound(problem);
-  const std::optional<double> gap = GapPercent(evaluation.total, bound.total());
-  const std::string summary = std::string(parsed.greedy ? "greedy fusion: " : "baseline: ") + std::to_string(schedule.subgraphs.size()) +
-                              " subgraphs, total latency " + Readable(evaluation.total) +
+  const std::optional<double> gap = GapPercent(built.total, bound.total());
+  const std::string summary = std::string(parsed.greedy ? "greedy fusion: " : parsed.resident ? "resident baseline: " : "baseline: ") + std::to_string(schedule.subgraphs.size()) +
+                              " subgraphs" + (parsed.resident ? ", " + std::to_string(built.retained) + " retained" : std::string()) +
+                              ", total latency " + Readable(built.total) +
                               ", lower bound " + Readable(bound.total()) +
                               (gap ? ", gap " + PercentText(*gap) : std::string());
   if (!parsed.output) {
@@ -651,6 +673,46 @@ int RunHardwareCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `sweep` and `sweep-report` live in the Python package (python/annealer/sweeps.py: the sweep
+// dispatches points to processes or a Dask cluster, which only Python has): this replaces the
+// process with `python3 -c BOOTSTRAP COMMAND ARGS...`. The package is the build tree's
+// (<dir of this binary>/python, where python/CMakeLists.txt assembles it) when there is one,
+// else the installed one; ANNEALER_PYTHON names another interpreter.
+int RunPythonCommand(const std::string& command, const std::vector<std::string>& args) {
+  const char* from_env = std::getenv("ANNEALER_PYTHON");
+  const std::string python = from_env != nullptr && *from_env != '\0' ? from_env : ANNEALER_PYTHON_EXECUTABLE;
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    const std::filesystem::path package = self.parent_path() / "python";
+    if (std::filesystem::exists(package / "annealer" / "__init__.py", error)) {
+      const char* old_path = std::getenv("PYTHONPATH");
+      std::string path = package.string();
+      if (old_path != nullptr && *old_path != '\0') path += std::string(":") + old_path;
+      setenv("PYTHONPATH", path.c_str(), 1);
+    }
+  }
+  static const char* const kBootstrap =
+      "import sys\n"
+      "try:\n"
+      "    from annealer import sweeps\n"
+      "except ImportError as e:\n"
+      "    sys.exit('annealer: ' + sys.argv[1] + ' needs the annealer Python package, which does not import (' +\n"
+      "             str(e) + '): build it (cmake --build build) or install it (cmake --install build --component python)')\n"
+      "sys.exit(sweeps.main(sys.argv[1:]))\n";
+  std::vector<std::string> words = {python, "-c", kBootstrap, command};
+  words.insert(words.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  execv(python.c_str(), argv.data());
+  PrintError(command + " needs Python 3: cannot run " + python + ": " + std::strerror(errno) +
+             " (install python3, or set ANNEALER_PYTHON to an interpreter)");
+  return 1;
+}
+
 int RunImportCommand(const std::vector<std::string>& args) {
   const ParsedArgs parsed = ParseArgs(args, {.json = true, .output = true, .map = true});
   if (parsed.help) {
@@ -700,6 +762,7 @@ int RunMain(int argc, char** argv) {
       if (command == "exact") return RunExactCommand(rest);
       if (command == "hardware") return RunHardwareCommand(rest);
       if (command == "import") return RunImportCommand(rest);
+      if (command == "sweep" || command == "sweep-report") return RunPythonCommand(command, rest);
     } catch (const UsageError& error) {
       PrintError(error.what());
       std::fputs("Run 'annealer --help' for usage.\n", stderr);

@@ -50,11 +50,21 @@ std::string KnownKeys() {
 
 class ProfileReader {
  public:
-  explicit ProfileReader(const std::string& source) : source_(source) {}
+  ProfileReader(const std::string& source, const HardwareOverrides& overrides)
+      : source_(source), overrides_(overrides) {}
 
   [[noreturn]] void Fail(const YAML::Mark& mark, const std::string& message) const {
     // An empty document has no mark; its line is the first.
     throw InputError(mark.is_null() ? source_ + ":1" : Located(source_, mark), "", message);
+  }
+
+  // A value's error: located at its line, or named by the override that set it.
+  [[noreturn]] void FailKey(const std::string& key, const std::string& message) const {
+    const auto overridden = overridden_.find(key);
+    if (overridden != overridden_.end()) {
+      throw InputError(source_ + " with " + key + "=" + overridden->second, "", message);
+    }
+    Fail(values_.at(key).Mark(), message);
   }
 
   HardwareProfile Read(std::string_view text) {
@@ -85,15 +95,20 @@ class ProfileReader {
       const YAML::Node value = it->second;
       if (!key.IsScalar()) Fail(key.Mark(), "expected a key name");
       const std::string& name = key.Scalar();
-      const bool known = std::find(std::begin(kRequiredKeys), std::end(kRequiredKeys), name) !=
-                             std::end(kRequiredKeys) ||
-                         std::find(std::begin(kOptionalKeys), std::end(kOptionalKeys), name) !=
-                             std::end(kOptionalKeys);
-      if (!known) {
+      if (!IsKnownKey(name)) {
         Fail(key.Mark(), "unknown key " + QuoteForMessage(name) + " (known keys: " + KnownKeys() + ")");
       }
       if (!values_.emplace(name, value).second) Fail(key.Mark(), "duplicate key " + QuoteForMessage(name));
       if (value.IsNull()) Fail(key.Mark(), name + " has no value");
+    }
+    // After the file's own keys: its unknown or duplicate keys stay errors; a value is replaced.
+    for (const auto& [name, value] : overrides_) {
+      if (!IsKnownKey(name)) {
+        throw InputError(source_ + " with " + name + "=" + value, "",
+                         "unknown key " + QuoteForMessage(name) + " (known keys: " + KnownKeys() + ")");
+      }
+      values_[name] = YAML::Node(value);
+      overridden_[name] = value;
     }
     for (std::string_view key : kRequiredKeys) {
       if (!values_.count(std::string(key))) {
@@ -114,9 +129,14 @@ class ProfileReader {
     if (values_.count("sources")) profile.sources = Sources();
     if (values_.count("notes")) profile.notes = Text("notes");
     const double capacity = std::floor(profile.fast_memory_bytes / profile.element_bytes);
-    if (capacity < 1) Fail(Mark("fast_memory"), "fast_memory: holds no element of " + std::to_string(profile.element_bytes) + " bytes");
-    if (capacity > 0x1p53) Fail(Mark("fast_memory"), "fast_memory: too large (more than 2^53 elements)");
+    if (capacity < 1) FailKey("fast_memory", "fast_memory: holds no element of " + std::to_string(profile.element_bytes) + " bytes");
+    if (capacity > 0x1p53) FailKey("fast_memory", "fast_memory: too large (more than 2^53 elements)");
     return profile;
+  }
+
+  static bool IsKnownKey(const std::string& name) {
+    return std::find(std::begin(kRequiredKeys), std::end(kRequiredKeys), name) != std::end(kRequiredKeys) ||
+           std::find(std::begin(kOptionalKeys), std::end(kOptionalKeys), name) != std::end(kOptionalKeys);
   }
 
   static std::string RequiredList() {
@@ -125,19 +145,17 @@ class ProfileReader {
     return list + ", and dtype or element_bytes";
   }
 
-  YAML::Mark Mark(const std::string& key) const { return values_.at(key).Mark(); }
-
   std::string Scalar(const std::string& key, const char* expected) const {
     const YAML::Node& value = values_.at(key);
     if (!value.IsScalar()) {
-      Fail(value.Mark(), key + ": expected " + expected + ", not a " + (value.IsMap() ? "map" : "list"));
+      FailKey(key, key + ": expected " + expected + ", not a " + (value.IsMap() ? "map" : "list"));
     }
     return value.Scalar();
   }
 
   std::string Text(const std::string& key) const {
     std::string text = Scalar(key, "a text");
-    if (text.find_first_not_of(" \t") == std::string::npos) Fail(Mark(key), key + ": is empty");
+    if (text.find_first_not_of(" \t") == std::string::npos) FailKey(key, key + ": is empty");
     // Folded scalars (>-) keep a final newline or two when written with '>'.
     while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
     return text;
@@ -147,7 +165,6 @@ class ProfileReader {
   // without a unit is taken with `bare_unit_factor`, or refused when that is 0.
   double Quantity(const std::string& key, std::span<const Unit> units, double bare_unit_factor) const {
     const std::string text = Scalar(key, "a number");
-    const YAML::Mark mark = Mark(key);
     const std::string expected =
         units.empty() ? std::string("a positive number")
                       : "a positive number and a unit, e.g. " + ExampleOf(key);
@@ -155,27 +172,27 @@ class ProfileReader {
     const char* begin = text.data();
     const char* end = text.data() + text.size();
     const auto parsed = std::from_chars(begin, end, value, std::chars_format::general);
-    if (parsed.ec == std::errc::result_out_of_range) Fail(mark, key + ": " + QuoteForMessage(text) + " is out of range");
+    if (parsed.ec == std::errc::result_out_of_range) FailKey(key, key + ": " + QuoteForMessage(text) + " is out of range");
     if (parsed.ec != std::errc() || !std::isfinite(value)) {
-      Fail(mark, key + ": expected " + expected + ", got " + QuoteForMessage(text));
+      FailKey(key, key + ": expected " + expected + ", got " + QuoteForMessage(text));
     }
     std::string_view unit(parsed.ptr, static_cast<std::size_t>(end - parsed.ptr));
     while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
     double factor = 0;
     if (unit.empty()) {
       factor = bare_unit_factor;
-      if (factor == 0) Fail(mark, key + ": " + text + " has no unit (expected " + UnitNames(units) + ")");
+      if (factor == 0) FailKey(key, key + ": " + text + " has no unit (expected " + UnitNames(units) + ")");
     } else if (units.empty()) {
-      Fail(mark, key + ": expected " + expected + ", got " + QuoteForMessage(text));
+      FailKey(key, key + ": expected " + expected + ", got " + QuoteForMessage(text));
     } else {
       for (const Unit& candidate : units) {
         if (candidate.name == unit) factor = candidate.factor;
       }
       if (factor == 0) {
-        Fail(mark, key + ": unknown unit " + QuoteForMessage(unit) + " (expected " + UnitNames(units) + ")");
+        FailKey(key, key + ": unknown unit " + QuoteForMessage(unit) + " (expected " + UnitNames(units) + ")");
       }
     }
-    if (value <= 0) Fail(mark, key + ": must be positive, got " + text);
+    if (value <= 0) FailKey(key, key + ": must be positive, got " + text);
     return value * factor;
   }
 
@@ -199,7 +216,7 @@ class ProfileReader {
     const bool per_second = text.size() >= 2 && text.compare(text.size() - 2, 2, "/s") == 0;
     if (!per_second) return value;
     if (clock_hz == 0) {
-      Fail(Mark("bandwidth"), "bandwidth: " + text +
+      FailKey("bandwidth", "bandwidth: " + text +
                                   " needs a clock to become bytes per cycle (add e.g. \"clock: 1.5 GHz\", or give B/cycle)");
     }
     return value / clock_hz;
@@ -208,10 +225,10 @@ class ProfileReader {
   int64_t Integer(const std::string& key, int64_t max) const {
     const double value = Quantity(key, {}, 1.0);
     if (value != std::floor(value)) {
-      Fail(Mark(key), key + ": expected a positive integer, got " + Scalar(key, "a number"));
+      FailKey(key, key + ": expected a positive integer, got " + Scalar(key, "a number"));
     }
     if (value > static_cast<double>(max)) {
-      Fail(Mark(key), key + ": " + Scalar(key, "a number") + " is too large (at most " + std::to_string(max) + ")");
+      FailKey(key, key + ": " + Scalar(key, "a number") + " is too large (at most " + std::to_string(max) + ")");
     }
     return static_cast<int64_t>(value);
   }
@@ -231,7 +248,7 @@ class ProfileReader {
       if (dtype_bytes == 0 && !has_bytes) {
         std::string known;
         for (const auto& [name, bytes] : kDtypes) known += (known.empty() ? "" : ", ") + std::string(name);
-        Fail(Mark("dtype"), "dtype: unknown dtype " + QuoteForMessage(profile.dtype) + " (known: " + known +
+        FailKey("dtype", "dtype: unknown dtype " + QuoteForMessage(profile.dtype) + " (known: " + known +
                                 "; or give element_bytes)");
       }
     }
@@ -239,7 +256,7 @@ class ProfileReader {
     if (has_bytes) {
       profile.element_bytes = static_cast<int>(Integer("element_bytes", 64));
       if (dtype_bytes != 0 && dtype_bytes != profile.element_bytes) {
-        Fail(Mark("element_bytes"), "element_bytes: " + std::to_string(profile.element_bytes) +
+        FailKey("element_bytes", "element_bytes: " + std::to_string(profile.element_bytes) +
                                         " disagrees with dtype " + profile.dtype + " (" +
                                         std::to_string(dtype_bytes) + " bytes)");
       }
@@ -259,7 +276,9 @@ class ProfileReader {
   }
 
   const std::string& source_;
+  const HardwareOverrides& overrides_;
   std::map<std::string, YAML::Node> values_;
+  std::map<std::string, std::string> overridden_;  // key -> the override's text
 };
 
 }  // namespace
@@ -273,22 +292,23 @@ std::vector<std::string> BuiltinHardwareNames() {
   return names;
 }
 
-HardwareProfile ParseHardwareProfile(std::string_view yaml_text, const std::string& source) {
-  return ProfileReader(source).Read(yaml_text);
+HardwareProfile ParseHardwareProfile(std::string_view yaml_text, const std::string& source,
+                                     const HardwareOverrides& overrides) {
+  return ProfileReader(source, overrides).Read(yaml_text);
 }
 
-HardwareProfile LoadHardwareProfile(const std::string& name_or_path) {
+HardwareProfile LoadHardwareProfile(const std::string& name_or_path, const HardwareOverrides& overrides) {
   const auto ends_with = [&](std::string_view suffix) {
     return name_or_path.size() >= suffix.size() &&
            name_or_path.compare(name_or_path.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   if (name_or_path.find('/') != std::string::npos || ends_with(".yaml") || ends_with(".yml")) {
-    return ParseHardwareProfile(ReadTextFile(name_or_path), name_or_path);
+    return ParseHardwareProfile(ReadTextFile(name_or_path), name_or_path, overrides);
   }
   for (std::size_t i = 0; i < builtin_hardware::kFileCount; ++i) {
     const builtin_hardware::File& file = builtin_hardware::kFiles[i];
     if (file.name != name_or_path) continue;
-    HardwareProfile profile = ParseHardwareProfile(file.text, "hardware/" + name_or_path + ".yaml");
+    HardwareProfile profile = ParseHardwareProfile(file.text, "hardware/" + name_or_path + ".yaml", overrides);
     profile.origin = "built-in";
     return profile;
   }
@@ -321,9 +341,10 @@ void ApplyHardware(const DerivedHardware& hardware, Problem& problem) {
   problem.slow_memory_bandwidth = hardware.bandwidth;
   problem.native = hardware.native;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
-    problem.ops[op].base_cost = problem.ops[op].kind == OpKind::MatMul
-                                    ? MatMulBaseCost(hardware, problem.ReductionLength(op))
-                                    : hardware.pointwise_base;
+    const OpKind kind = problem.ops[op].kind;
+    problem.ops[op].base_cost = kind == OpKind::MatMul   ? MatMulBaseCost(hardware, problem.ReductionLength(op))
+                                : kind == OpKind::Layout ? 0.0  // data movement costs no compute (spec L3)
+                                                         : hardware.pointwise_base;
   }
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "eval/problem.h"
@@ -43,15 +44,23 @@ struct DerivedHardware {
   double tiles_that_fit = 0;  // capacity / n^2
 };
 
+// Keys of the profile's YAML replaced by other values before it is read, in the file's units:
+// {"fast_memory", "4 MiB"}, {"bandwidth", "400 GB/s"} (sweeps over a chip's parameters). An
+// override's error names it in place of a line: "hardware/tpu-v5e.yaml with fast_memory=4 Mib:
+// fast_memory: unknown unit ...". A key may appear once.
+using HardwareOverrides = std::vector<std::pair<std::string, std::string>>;
+
 // The names of the built-in profiles (hardware/*.yaml), sorted.
 std::vector<std::string> BuiltinHardwareNames();
 
 // A built-in profile by name, or a YAML file when `name_or_path` contains '/' or ends with
-// .yaml or .yml. Throws InputError (unknown name, unreadable file, bad profile).
-HardwareProfile LoadHardwareProfile(const std::string& name_or_path);
+// .yaml or .yml, with `overrides` applied. Throws InputError (unknown name, unreadable file, bad
+// profile or override).
+HardwareProfile LoadHardwareProfile(const std::string& name_or_path, const HardwareOverrides& overrides = {});
 
 // Parses and checks a profile; `source` names the text in error messages and becomes origin.
-HardwareProfile ParseHardwareProfile(std::string_view yaml_text, const std::string& source);
+HardwareProfile ParseHardwareProfile(std::string_view yaml_text, const std::string& source,
+                                     const HardwareOverrides& overrides = {});
 
 DerivedHardware Derive(const HardwareProfile& profile);
 

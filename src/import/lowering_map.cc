@@ -10,7 +10,9 @@ namespace annealer {
 
 namespace {
 
-const char* KindName(OpKind kind) { return kind == OpKind::MatMul ? "MatMul" : "Pointwise"; }
+const char* KindName(OpKind kind) {
+  return kind == OpKind::MatMul ? "MatMul" : kind == OpKind::Layout ? "Layout" : "Pointwise";
+}
 
 void AppendStrings(std::ostringstream& out, const std::vector<std::string>& items) {
   out << "[";

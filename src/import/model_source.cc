@@ -16,8 +16,9 @@ LoweringHardware LoweringHardwareOf(const DerivedHardware& h) {
 }
 
 LoweredModel ImportModel(const std::string& path, const std::string& hardware,
-                         const std::map<std::string, std::vector<int64_t>>& inputs) {
-  const DerivedHardware derived = Derive(LoadHardwareProfile(hardware));
+                         const std::map<std::string, std::vector<int64_t>>& inputs,
+                         const HardwareOverrides& hardware_overrides) {
+  const DerivedHardware derived = Derive(LoadHardwareProfile(hardware, hardware_overrides));
   LoweredModel model = LowerOnnxGraph(ReadOnnxFile(path, inputs), LoweringHardwareOf(derived));
   // The problem as a file must read back to itself: the reader's checks (sizes, shapes) apply.
   const Problem back = ParseProblem(ProblemToJson(model.problem), path + " (imported)");
@@ -29,11 +30,12 @@ LoadedProblem LoadProblem(const ProblemSource& source) {
   if (!IsOnnxPath(source.path)) {
     if (source.hardware) throw InputError(source.path, "", "--hardware applies to .onnx models; a problem JSON has its hardware");
     if (!source.inputs.empty()) throw InputError(source.path, "", "--input applies to .onnx models");
+    if (!source.hardware_overrides.empty()) throw InputError(source.path, "", "hardware overrides apply to .onnx models");
     return LoadedProblem{ReadProblemFile(source.path), std::nullopt};
   }
   if (!source.hardware)
     throw InputError(source.path, "", "a model needs a hardware profile: --hardware NAME (see `annealer hardware`) or --hardware PROFILE.yaml");
-  LoweredModel model = ImportModel(source.path, *source.hardware, source.inputs);
+  LoweredModel model = ImportModel(source.path, *source.hardware, source.inputs, source.hardware_overrides);
   Problem problem = model.problem;
   return LoadedProblem{std::move(problem), std::move(model)};
 }

@@ -19,6 +19,7 @@ struct ProblemSource {
   std::string path;                       // .json (contest problem) or .onnx (model)
   std::optional<std::string> hardware;    // a built-in profile name or a YAML path; .onnx only
   std::map<std::string, std::vector<int64_t>> inputs;  // --input NAME=DIMS; .onnx only
+  HardwareOverrides hardware_overrides;   // keys of the profile replaced (sweeps); .onnx only
 };
 
 struct LoadedProblem {
@@ -34,7 +35,8 @@ LoweringHardware LoweringHardwareOf(const DerivedHardware& hardware);
 // problem as written (so `import`'s file and the in-memory problem are the same). Throws
 // InputError; a .onnx without a profile is an InputError naming --hardware.
 LoweredModel ImportModel(const std::string& path, const std::string& hardware,
-                         const std::map<std::string, std::vector<int64_t>>& inputs);
+                         const std::map<std::string, std::vector<int64_t>>& inputs,
+                         const HardwareOverrides& hardware_overrides = {});
 
 // A contest JSON, or a model imported in memory. --hardware/--input with a JSON problem are an
 // InputError (the problem already has its hardware).

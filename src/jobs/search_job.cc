@@ -17,6 +17,8 @@
 #include "eval/cost_cache.h"
 #include "eval/oracle.h"
 #include "search/baseline.h"
+#include "search/constructive.h"
+#include "search/subgraph_tools.h"
 #include "src/io/config.h"
 #include "src/io/schedule_io.h"
 #include "src/io/text_format.h"
@@ -354,6 +356,31 @@ SearchJobResult RunSearchJob(const Problem& problem, const SearchParams& params,
   result.writes = keeper.writes();
   result.write_failed = keeper.write_failed();
   result.elapsed_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return result;
+}
+
+BaselineResult BuildBaselineSchedule(const Problem& problem, BaselineKind kind, const std::string& name) {
+  CostCache cache(1 << 16);  // a deep graph's repeated layers are priced once
+  BaselineResult result;
+  try {
+    result.schedule = kind == BaselineKind::kResident ? BuildResidentBaseline(problem, &cache)
+                                                      : BuildBaseline(problem, &cache);
+  } catch (const std::runtime_error& error) {
+    throw SearchJobError(name + ": no valid baseline: " + error.what());
+  }
+  if (kind == BaselineKind::kGreedy) {
+    // The search's first constructive start alone: merges of producer/consumer pairs while a
+    // merge lowers the latency (what a fusing compiler does without search).
+    const SubgraphPricer pricer(problem, &cache);
+    result.schedule = GreedyFusion(problem, pricer, result.schedule, [] { return false; });
+  }
+  const Evaluation evaluation = EvaluateOracle(problem, result.schedule);
+  if (!evaluation.ok()) {
+    throw std::logic_error("internal error: the baseline schedule is invalid: " + evaluation.violation.Message());
+  }
+  result.schedule.reported_latencies = SubgraphLatencies(evaluation);
+  result.total = evaluation.total;
+  for (const Subgraph& subgraph : result.schedule.subgraphs) result.retained += subgraph.retain.size();
   return result;
 }
 

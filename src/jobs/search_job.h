@@ -94,6 +94,21 @@ SearchJobResult RunSearchJob(const Problem& problem, const SearchParams& params,
                              const SearchJobOptions& options, const std::atomic<bool>& stop,
                              const SearchJobHooks& hooks = {});
 
+// The schedules without search, as `annealer baseline` writes them: one op per subgraph at its
+// best tiling, spilling every intermediate (BuildBaseline) or keeping a sole consumer's input
+// resident (BuildResidentBaseline), or the search's greedy-fusion start from the spilling one.
+enum class BaselineKind { kSpilling, kResident, kGreedy };
+
+struct BaselineResult {
+  Schedule schedule;  // passed the oracle; reported_latencies are the oracle's
+  Latency total = 0;
+  size_t retained = 0;  // tensors retained over all subgraphs
+};
+
+// Throws SearchJobError (one line, prefixed with `name`) when some op fits at no granularity,
+// and std::logic_error if the schedule built fails the oracle (a bug of ours).
+BaselineResult BuildBaselineSchedule(const Problem& problem, BaselineKind kind, const std::string& name);
+
 // The best meets the lower bound (to the rounding of sums taken in another order): optimal,
 // with no family attached, since the bound holds for every valid schedule (eval/bounds.h).
 bool MeetsLowerBound(const SearchJobResult& result);

@@ -347,12 +347,16 @@ class Report {
   }
 
   std::string Header() const {
-    int matmuls = 0;
-    for (const Op& op : problem_.ops) matmuls += op.kind == OpKind::MatMul ? 1 : 0;
+    int matmuls = 0, layouts = 0;
+    for (const Op& op : problem_.ops) {
+      matmuls += op.kind == OpKind::MatMul ? 1 : 0;
+      layouts += op.kind == OpKind::Layout ? 1 : 0;
+    }
     std::string out = "<section id=\"summary\">\n<h1>annealer report</h1>\n<div class=\"meta\">";
     out += "problem <b>" + HtmlEscape(in_.problem_name) + "</b>: " +
            std::to_string(problem_.ops.size()) + " ops (" + std::to_string(matmuls) + " MatMul, " +
-           std::to_string(problem_.ops.size() - matmuls) + " Pointwise), " +
+           std::to_string(problem_.ops.size() - matmuls - layouts) + " Pointwise" +
+           (layouts > 0 ? ", " + std::to_string(layouts) + " Layout" : std::string()) + "), " +
            std::to_string(problem_.tensors.size()) + " tensors, fast memory capacity " +
            Grouped(static_cast<double>(problem_.fast_memory_capacity)) +
            ", slow memory bandwidth " + Readable(problem_.slow_memory_bandwidth) +
@@ -488,9 +492,10 @@ class Report {
       std::string sg_text = "in no subgraph";
       if (!sgs.empty()) sg_text = (sgs.size() == 1 ? "subgraph " : "subgraphs ") + JoinIds(sgs, ", ");
       DrawnNode& n = op_nodes[op];
-      n.label = (matmul ? "MM " : "PW ") + std::to_string(op);
+      const bool layout = o.kind == OpKind::Layout;
+      n.label = (matmul ? "MM " : layout ? "LY " : "PW ") + std::to_string(op);
       if (op_labels_) n.label = NodeText(op, (*op_labels_)[op]);
-      n.title = "op " + std::to_string(op) + " (" + (matmul ? "MatMul" : "Pointwise") + ")" +
+      n.title = "op " + std::to_string(op) + " (" + (matmul ? "MatMul" : layout ? "Layout" : "Pointwise") + ")" +
                 NameSuffix(op, op_labels_) + ", output tensor " + std::to_string(o.output) +
                 " (" + std::to_string(t.height) + "\u00d7" + std::to_string(t.width) + ")" +
                 NameSuffix(o.output, tensor_labels_) + ", base cost " + Readable(o.base_cost) +

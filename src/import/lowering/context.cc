@@ -62,9 +62,7 @@ Act Context::Resolved(const OnnxNode& node, const Act& x) {
   Act copy = x;
   if (copy.model_input) Materialized(copy);
   if (!copy.pending()) return copy;
-  Act layout = copy;
-  SetChannelsLayout(layout);
-  return Relayout(node, copy, layout.col_axis);
+  return Relayout(node, copy, copy.col_axis, copy.part_axes);
 }
 
 Act Context::Relayout(const OnnxNode& node, const Act& x_in, int col_axis, const std::vector<int>& part_axes) {
@@ -99,13 +97,24 @@ Act Context::Relayout(const OnnxNode& node, const Act& x_in, int col_axis, const
   return out;
 }
 
-Act Context::Pending(const OnnxNode& node, const Act& x_in, std::vector<int64_t> dims, bool reshape_only) {
+Act Context::Pending(const OnnxNode& node, const Act& x_in, std::vector<int64_t> dims, bool reshape_only, int col_axis,
+                     std::vector<int> part_axes) {
   Act x = x_in;
   if (x.model_input) Materialized(x);
   Act p;
   p.dims = std::move(dims);
   p.name = x.name;
-  SetChannelsLayout(p);
+  if (col_axis >= 0 && col_axis < int(p.dims.size())) {
+    SetChannelsLayout(p, col_axis);
+    for (int ax : part_axes) {
+      if (ax < 0 || ax >= int(p.dims.size()) || ax == col_axis) continue;
+      p.row_axes.erase(std::remove(p.row_axes.begin(), p.row_axes.end(), ax), p.row_axes.end());
+      if (p.dims[ax] > 1) p.part_axes.push_back(ax);
+    }
+    std::sort(p.part_axes.begin(), p.part_axes.end());
+  } else {
+    SetChannelsLayout(p);
+  }
   if (x.pending()) {
     p.source = x.source;
     p.reshape_only = x.reshape_only && reshape_only;

@@ -53,7 +53,14 @@ class Context {
   // The value `dims` rearranged from x (pending, see Act). `reshape_only`: ONNX's flat order is
   // kept (a Reshape, Flatten, Squeeze, Unsqueeze); a chain of reshapes back to the source's dims
   // is the source itself.
-  Act Pending(const OnnxNode& node, const Act& x, std::vector<int64_t> dims, bool reshape_only);
+  // Its layout when gathered without a consumer's wish: `col_axis` and `part_axes` when given
+  // (a slice or pad keeps its source's axes), else the default channels-last layout.
+  Act Pending(const OnnxNode& node, const Act& x, std::vector<int64_t> dims, bool reshape_only, int col_axis = -1,
+              std::vector<int> part_axes = {});
+  // Pending with x's own layout: for a value of x's rank whose axes mean what x's do.
+  Act PendingLike(const OnnxNode& node, const Act& x, std::vector<int64_t> dims) {
+    return Pending(node, x, std::move(dims), false, x.col_axis, x.part_axes);
+  }
   // Makes a graph input (or embedding rows) its tensor, once: the binding is updated too.
   Act& Materialized(Act& a);
 

@@ -51,7 +51,7 @@ void LowerPad(Context& cx, const OnnxNode& node) {
   }
   if (r == 4 && x.col_axis == 1 && x.part_axes.empty() && !x.pending() && !channels)
     return SetResampled(cx, node, cx.NeedAct(node, 0), out_dims, 0);
-  cx.Set(node, 0, cx.Pending(node, x, out_dims, false));
+  cx.Set(node, 0, cx.PendingLike(node, x, out_dims));
 }
 
 // Resize and Upsample: the scales (attribute of Upsample before opset 9, else input
@@ -290,7 +290,7 @@ void SliceWith(Context& cx, const OnnxNode& node, const std::vector<int64_t>& st
     if (out_dims[i] != in_dims[i]) sliced = sliced == -1 ? i : -2;
   if (sliced >= 0 && sliced == xp->col_axis && !xp->pending() && ranges[sliced][2] == 1)
     if (std::optional<Act> block = ColumnBlock(cx, node, *xp, ranges[sliced][0], ranges[sliced][1])) return cx.Set(node, 0, *block);
-  cx.Set(node, 0, cx.Pending(node, *xp, out_dims, false));
+  cx.Set(node, 0, cx.PendingLike(node, *xp, out_dims));
 }
 
 // Slice before opset 10: starts, ends, axes as attributes.
@@ -360,7 +360,7 @@ void LowerSplit(Context& cx, const OnnxNode& node) {
   for (int i = 0; i < parts; ++i) {
     std::vector<int64_t> dims = x.dims;
     dims[axis] = split[i];
-    cx.Set(node, size_t(i), cx.Pending(node, x, dims, false));
+    cx.Set(node, size_t(i), cx.PendingLike(node, x, dims));
   }
 }
 

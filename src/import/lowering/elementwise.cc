@@ -91,46 +91,57 @@ void CombineRowStats(Context& cx, const OnnxNode& node, const std::vector<const 
   cx.Set(node, 0, s);
 }
 
-// A computed row vector broadcast over the rows (squeeze-excitation scales, an attention mask):
-// written to the output's rows by a ones-MatMul (K = 1), shared by every part.
-TensorId BroadcastRows(Context& cx, const OnnxNode& node, TensorId row, Elements rows) {
-  ProblemBuilder& pb = cx.problem();
-  const TensorId ones = pb.NewTensor(rows, 1, {node.name + "~broadcast", "view-selector"});
-  const TensorId wide = pb.MatMul(ones, row, node, "view-write", pb.hw().pointwise_base);
-  pb.Note("row-broadcast", "a computed row vector broadcast over an activation's rows is written by a ones-MatMul (K = 1); traffic = the broadcast tensor, data-movement MACs = its size",
-          cx.tensor(wide).size(), cx.tensor(wide).size());
-  return wide;
+// Whether x's parts are the same 2-D tensors, laid out the same way, as the result's.
+bool SameLayout(Context& cx, const Act& x, const Act& out) {
+  return x.dims == out.dims && x.col_axis == out.col_axis && x.col_split == out.col_split &&
+         x.part_axes == out.part_axes && x.row_axes == out.row_axes && cx.SameWidths(x, out);
 }
 
-// An activation operand's tensors, one per part of `out` (appended to part_inputs).
-void AddActOperand(Context& cx, const OnnxNode& node, Act act, const Act& out, std::vector<std::vector<TensorId>>& part_inputs) {
-  if (act.model_input) cx.Materialized(act);
-  if (act.dims != out.dims && Product(act.dims) == Elems(out) && act.parts.size() == out.parts.size() &&
-      cx.SameShapes(act, out)) {
+// An activation operand's tensors, one per part of `out` (appended to part_inputs). An operand
+// laid out otherwise (a residual around a transpose) is gathered into out's layout; a smaller
+// operand broadcast over out (a squeeze-excitation scale, an attention mask, a row vector) is
+// gathered at out's size: one Layout op either way, no compute.
+void AddActOperand(Context& cx, const OnnxNode& node, const Act& act_in, const Act& out,
+                   std::vector<std::vector<TensorId>>& part_inputs) {
+  Act act = cx.Resolved(node, act_in);
+  if (act.dims != out.dims && Elems(act) == Elems(out) && act.parts.size() == out.parts.size() && cx.SameShapes(act, out)) {
     // The same 2-D tensors; the N-D shapes differ only by size-1 axes.
-  } else if (act.dims != out.dims && act.parts.size() == 1 && cx.tensor(act.parts[0]).height == 1 &&
-             cx.tensor(out.parts[0]).height > 1 && !out.col_split &&
-             cx.tensor(act.parts[0]).width == cx.tensor(out.parts[0]).width && act.dims.size() <= out.dims.size()) {
-    const TensorId wide = BroadcastRows(cx, node, act.parts[0], cx.tensor(out.parts[0]).height);
-    for (size_t p = 0; p < out.parts.size(); ++p) part_inputs[p].push_back(wide);
-    return;
-  } else if (act.dims != out.dims || act.parts.size() != out.parts.size() || act.col_split != out.col_split ||
-             !cx.SameWidths(act, out)) {
-    cx.Fail(node, "operands of different shapes " + DimsText(act.dims) + " and " + DimsText(out.dims) +
-                      " (a broadcast of a computed value) are not supported");
+  } else if (!SameLayout(cx, act, out)) {
+    bool ok = true;
+    const std::vector<int64_t> dims = Broadcast(act.dims, out.dims, ok);
+    if (!ok || dims != out.dims)
+      cx.Fail(node, "operands of shapes " + DimsText(act.dims) + " and " + DimsText(out.dims) + " do not broadcast to the result");
+    if (act.dims != out.dims) {
+      cx.problem().Note("broadcast-computed",
+                        "a computed operand broadcast over a larger one (a squeeze-excitation scale, an attention mask) is gathered at "
+                        "the result's size by a Layout op; elements = the gathered tensors",
+                        Elems(out));
+      act = cx.Pending(node, act, out.dims, false);
+    }
+    act = cx.Relayout(node, act, out.col_axis, out.part_axes);
+    if (act.parts.size() != out.parts.size() || !cx.SameShapes(act, out))
+      cx.Fail(node, "internal: operands of " + DimsText(out.dims) + " in different layouts");
   }
   for (size_t p = 0; p < out.parts.size(); ++p) part_inputs[p].push_back(act.parts[p]);
 }
 
-// An activation result: all activation operands share one shape and layout.
+// An activation result: all activation operands share one shape and layout, the largest's
+// (column blocks merged when another operand is not in the same blocks).
 void LowerOnActivations(Context& cx, const OnnxNode& node, const std::vector<const Value*>& data, double passes) {
   const Act* lead = nullptr;
   for (const Value* v : data)
     if (const Act* a = std::get_if<Act>(v)) {
       if (!lead || Elems(*a) > Elems(*lead)) lead = a;
     }
-  Act out = *lead;
-  if (out.model_input) cx.Materialized(out);
+  Act out = cx.Resolved(node, *lead);
+  for (const Value* v : data)
+    if (const Act* a = std::get_if<Act>(v); a && a != lead && out.col_split) {
+      const Act other = cx.Resolved(node, *a);
+      if (!SameLayout(cx, other, out)) {
+        out = cx.Relayout(node, out, out.col_axis, out.part_axes);
+        break;
+      }
+    }
   double total_passes = passes;
   std::vector<std::vector<TensorId>> part_inputs(out.parts.size());
   for (const Value* v : data) {
