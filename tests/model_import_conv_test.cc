@@ -252,7 +252,8 @@ TEST_CASE("import conv: a grouped conv before pooling stays blocks; before a squ
     const LoweredModel l = Lower(m, "se.onnx");
     CHECK(l.summary.macs == 2304 + 5184 + 8 * 2 + 2 * 8 + 2304);
     CHECK(ComputeMacs(l) == l.summary.macs);
-    CHECK(l.summary.layout_ops == 1);  // the grouped conv's 4 blocks gathered
+    // The grouped conv's 4 blocks gathered, and the computed scale broadcast over its rows.
+    CHECK(l.summary.layout_ops == 2);
     CheckValid(l, "se.onnx");
   }
   // ... -> grouped 3x3 -> ReLU -> its global mean times itself: the pooled value and the value
@@ -264,7 +265,7 @@ TEST_CASE("import conv: a grouped conv before pooling stays blocks; before a squ
     m.Node("conv3", "Conv", {"s", "w3"}, {"y"});
     const LoweredModel l = Lower(m, "mean_scale.onnx");
     CHECK(l.summary.macs == 2304 + 5184 + 2304);
-    CHECK(l.summary.layout_ops == 1);
+    CHECK(l.summary.layout_ops == 2);  // the blocks gathered, the mean broadcast
     CheckValid(l, "mean_scale.onnx");
   }
   // ... -> grouped 3x3 -> ReLU -> MaxPool 2x2 stride 2 -> 1x1 conv: blocks throughout.

@@ -63,6 +63,18 @@ Act Context::NeedAct(const OnnxNode& node, size_t i) {
   Fail(node, "input '" + node.inputs[i] + "' must be an activation computed by the model here");
 }
 
+void Context::ResolveOutput(const std::string& name) {
+  auto it = values_.find(name);
+  if (it == values_.end()) return;
+  const Act* a = std::get_if<Act>(&it->second);
+  if (!a || !a->pending()) return;
+  OnnxNode node;
+  node.name = name;
+  node.op_type = "graph output";
+  node.outputs = {name};
+  it->second = Resolved(node, *a);
+}
+
 Act Context::Resolved(const OnnxNode& node, const Act& x) {
   Act copy = x;
   if (copy.model_input) Materialized(copy);
