@@ -4,7 +4,6 @@ The MAC counts are by hand: a convolution is H*W*C_out*C_in*k*k per image, a Lin
 rows*in*out, attention 2 * heads * seq^2 * head_dim. The problem's compute is the sum of M*K*N
 over its MatMul ops (the importer keeps the model's MACs exact, docs/model-import.md).
 """
-import os
 import runpy
 import sys
 
