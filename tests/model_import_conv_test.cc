@@ -25,6 +25,7 @@
 #include "src/io/json_fields.h"
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
+#include "tests/import_counts.h"
 
 namespace annealer {
 namespace {
@@ -99,17 +100,7 @@ LoweredModel Lower(const ModelBuilder& m, const std::string& name) {
   return LowerOnnxGraph(ParseOnnx(m.Bytes(), name, {}), LoweringHardware{4 << 20, 64, 128, 32, 8});
 }
 
-// Σ M·K·N of the compute MatMuls (tests/model_import_test.cc counts the same way).
-int64_t ComputeMacs(const LoweredModel& m) {
-  int64_t macs = 0;
-  for (size_t o = 0; o < m.problem.ops.size(); ++o) {
-    const Op& op = m.problem.ops[o];
-    const std::string& role = m.op_origins[o].role;
-    if (op.kind != OpKind::MatMul || (role != "matmul" && role != "conv" && role != "conv-tap")) continue;
-    macs += m.problem.tensors[op.inputs[0]].size() * m.problem.tensors[op.inputs[1]].width;
-  }
-  return macs;
-}
+int64_t ComputeMacs(const LoweredModel& m) { return testing::ComputeMatMulMacs(m); }
 
 int Role(const LoweredModel& m, const std::string& role) {
   auto it = m.summary.problem_ops.find(role);

@@ -20,6 +20,7 @@
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
 #include "tests/test_files.h"
+#include "tests/import_counts.h"
 
 namespace annealer {
 namespace {
@@ -42,17 +43,7 @@ Expected ReadExpected(const std::string& model) {
   return Expected{int64_t(e["dense_macs"]), int64_t(e["depthwise_macs"]), int64_t(e["params"])};
 }
 
-int64_t ComputeMatMulMacs(const LoweredModel& m) {
-  int64_t macs = 0;
-  for (size_t o = 0; o < m.problem.ops.size(); ++o) {
-    const Op& op = m.problem.ops[o];
-    const std::string& role = m.op_origins[o].role;
-    if (op.kind != OpKind::MatMul || (role != "matmul" && role != "conv" && role != "conv-tap")) continue;
-    macs += m.problem.tensors[op.inputs[0]].height * m.problem.tensors[op.inputs[0]].width *
-            m.problem.tensors[op.inputs[1]].width;
-  }
-  return macs;
-}
+using testing::ComputeMatMulMacs;
 
 LoweredModel Import(const std::string& name, std::map<std::string, std::vector<int64_t>> dims = {}) {
   return LowerOnnxGraph(ReadOnnxFile(ModelPath(name), dims), TestHardware());
