@@ -15,6 +15,15 @@ bool SideAllowed(const ChipRules& rules, SideAxis axis, Elements side, Elements 
   return axis == SideAxis::kK ? side == dimension : side >= dimension;
 }
 
+Elements AlignSide(const ChipRules& rules, SideAxis axis, Elements side, Elements dimension, Elements top) {
+  if (SideAllowed(rules, axis, side, dimension)) return side;
+  const Elements base = axis == SideAxis::kW ? rules.base_w : axis == SideAxis::kH ? rules.base_h : rules.base_k;
+  const Elements multiple = side / base * base;
+  if (multiple >= base) return multiple;
+  if (base <= top) return base;
+  return std::min(top, dimension);
+}
+
 RoleFootprints Footprints(const ChipRules& rules, const RoleUse& use) {
   RoleFootprints f;
   f.staging = use.staging * (rules.double_staging ? 2 : 1);

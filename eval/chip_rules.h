@@ -72,6 +72,11 @@ struct RoleFootprints {
 // Whether a side is allowed under H3 on a dimension (the output width or height, or K*).
 bool SideAllowed(const ChipRules& rules, SideAxis axis, Elements side, Elements dimension);
 
+// An allowed side near `side` for the search (H3): `side` itself when allowed, else the largest
+// multiple of the base below it, else the base, else min(top, dimension) (the whole dimension
+// when it is within `top`, the largest side the caller may use). Without a base, `side`.
+Elements AlignSide(const ChipRules& rules, SideAxis axis, Elements side, Elements dimension, Elements top);
+
 // H2, H4: a role's footprint of `use`.
 RoleFootprints Footprints(const ChipRules& rules, const RoleUse& use);
 

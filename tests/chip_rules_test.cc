@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <random>
@@ -16,6 +18,12 @@
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "eval/subgraph_cost.h"
+#include "search/baseline.h"
+#include "search/driver.h"
+#include "search/exact.h"
+#include "search/params.h"
+#include "src/import/hardware_profile.h"
+#include "tests/test_files.h"
 #include "src/io/json_fields.h"
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
@@ -404,6 +412,176 @@ TEST_CASE("chip rules: bad or contradictory rules in a problem file are one line
   CHECK(Message("{\"prefetch\": 1}") == "p.json: chip_rules.prefetch: expected true or false, got 1");
   CHECK(Message("{\"stagin_capacity\": 5}").find("p.json: chip_rules: unknown key \"stagin_capacity\"") == 0);
   CHECK(Message("{}").empty());
+}
+
+// ---- The search with rules: valid starts, valid results, aligned sides.
+
+TEST_CASE("chip rules: the baseline and a short search give valid, aligned schedules under a chip's rules") {
+  const DerivedHardware ascend = Derive(LoadHardwareProfile("ascend910-core"));
+  const DerivedHardware gemmini = Derive(LoadHardwareProfile("gemmini-default"));
+  int searched = 0;
+  for (const char* name : {"example_problem.json", "mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-17.json"}) {
+    for (const DerivedHardware* hw : {&ascend, &gemmini}) {
+      Problem problem = testing::ReadBundledProblem(name);
+      ApplyHardware(*hw, problem);
+      INFO(name << " on native " << hw->native);
+      const Schedule baseline = BuildBaseline(problem);
+      REQUIRE(EvaluateOracle(problem, baseline).ok());
+      REQUIRE(EvaluateOracle(problem, BuildResidentBaseline(problem)).ok());
+      SearchParams params;
+      params.seed = 3;
+      params.threads = 2;
+      params.deterministic = true;
+      params.epoch_moves = 300;
+      params.max_epochs = 2;
+      std::atomic<bool> stop{false};
+      const SearchSummary summary =
+          RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
+      const Evaluation evaluation = EvaluateOracle(problem, summary.best);
+      REQUIRE(evaluation.ok());
+      CHECK(evaluation.total <= EvaluateOracle(problem, baseline).total * (1 + 1e-9));
+      CHECK(ComputeLowerBound(problem).total() <= evaluation.total * (1 + 1e-9));
+      for (const Subgraph& sg : summary.best.subgraphs) {
+        CHECK((sg.granularity.w % 16 == 0 || sg.granularity.w >= problem.tensors[problem.ops[sg.ops.back()].output].width));
+        CHECK((sg.granularity.h % 16 == 0 || sg.granularity.h >= problem.tensors[problem.ops[sg.ops.back()].output].height));
+      }
+      ++searched;
+    }
+  }
+  CHECK(searched == 8);
+}
+
+TEST_CASE("chip rules: random problems with random rules search to valid schedules above the bound") {
+  int searched = 0, no_start = 0;
+  std::mt19937_64 rng(2626);
+  for (int trial = 0; trial < 24; ++trial) {
+    Problem problem = RandomProblem(rng, kAllDagShapes[trial % std::size(kAllDagShapes)],
+                                    {.min_ops = 3, .max_ops = 9, .native = trial % 2 ? 8 : 32});
+    problem.chip = RandomChipRules(problem, rng);
+    SearchParams params;
+    params.seed = 40 + trial;
+    params.threads = 2;
+    params.deterministic = true;
+    params.epoch_moves = 200;
+    params.max_epochs = 2;
+    std::atomic<bool> stop{false};
+    SearchSummary summary;
+    try {
+      summary = RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
+    } catch (const std::runtime_error&) {
+      ++no_start;  // the rules leave this random problem no schedule the starts find
+      continue;
+    }
+    INFO("trial " << trial << ": " << DescribeChipRules(problem.chip));
+    const Evaluation evaluation = EvaluateOracle(problem, summary.best);
+    REQUIRE(evaluation.ok());
+    CHECK(ComputeLowerBound(problem).total() <= evaluation.total * (1 + 1e-9));
+    ++searched;
+  }
+  MESSAGE("random rules: searched " << searched << ", no start " << no_start);
+  CHECK(searched >= 16);
+}
+
+// ---- Hardware profiles with rules.
+
+const char* const kChip = R"(name: test-chip
+description: a test chip
+dtype: bf16
+fast_memory: 128 MiB
+bandwidth: 819 GB/s
+clock: 1.5 GHz
+matrix_unit: 128
+macs_per_cycle: 65536
+vector_elements_per_cycle: 2048
+sources: ["a paper"]
+notes: nothing
+)";
+
+std::string ProfileError(const std::string& rules) {
+  try {
+    ParseHardwareProfile(std::string(kChip) + rules, "hw/x.yaml");
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST_CASE("chip rules: a hardware profile's keys become the problem's rules") {
+  const HardwareProfile profile = ParseHardwareProfile(std::string(kChip) +
+                                                           "staging_buffer: 1 MiB\n"
+                                                           "accumulator_buffer: 256 KiB\n"
+                                                           "vector_buffer: 192 KiB\n"
+                                                           "double_buffer: [staging, vector]\n"
+                                                           "tile_base: [16, 8, 16]\n"
+                                                           "row_alignment: 64 B\n"
+                                                           "accumulator_dtype: fp32\n"
+                                                           "wide_writeback: true\n"
+                                                           "prefetch: true\n",
+                                                       "hw/x.yaml");
+  const ChipRules chip = Derive(profile).chip;
+  CHECK(chip.staging_capacity == 524288);
+  CHECK(chip.accumulator_capacity == 131072);
+  CHECK(chip.vector_capacity == 98304);
+  CHECK(chip.double_staging);
+  CHECK(!chip.double_accumulator);
+  CHECK(chip.double_vector);
+  CHECK(chip.base_w == 32);  // lcm(16, 64 B / 2 B)
+  CHECK(chip.base_h == 8);
+  CHECK(chip.base_k == 16);
+  CHECK(chip.accumulator_factor == 2);
+  CHECK(chip.wide_writeback);
+  CHECK(chip.prefetch);
+  // One number is every side; a profile without rules has none.
+  CHECK(Derive(ParseHardwareProfile(std::string(kChip) + "tile_base: 16\n", "x")).chip.base_k == 16);
+  CHECK(!Derive(ParseHardwareProfile(kChip, "x")).chip.any());
+  // The built-in profiles with rules, and the problem they give.
+  const DerivedHardware ascend = Derive(LoadHardwareProfile("ascend910-core"));
+  CHECK(ascend.chip.staging_capacity == 524288);
+  CHECK(ascend.chip.accumulator_capacity == 131072);
+  CHECK(ascend.chip.vector_capacity == 131072);
+  CHECK(ascend.chip.double_staging);
+  CHECK(ascend.chip.base_w == 16);
+  CHECK(ascend.chip.accumulator_factor == 2);
+  CHECK(ascend.chip.prefetch);
+  const DerivedHardware gemmini = Derive(LoadHardwareProfile("gemmini-default"));
+  CHECK(gemmini.chip.accumulator_capacity == 65536);
+  CHECK(gemmini.chip.accumulator_factor == 4);
+  CHECK(gemmini.chip.double_accumulator);
+  CHECK(!Derive(LoadHardwareProfile("tpu-v5e")).chip.any());
+  Problem p = OneMatMul();
+  ApplyHardware(ascend, p);
+  CHECK(p.chip == ascend.chip);
+  CHECK(ParseProblem(ProblemToJson(p), "p.json") == p);
+}
+
+TEST_CASE("chip rules: bad or contradictory rules in a profile are one line naming file, line and key") {
+  CHECK(ProfileError("staging_buffer: 256 MiB\n") ==
+        "hw/x.yaml:12: staging_buffer: 256 MiB is larger than fast_memory (128 MiB), which every step's whole "
+        "working set must also fit (a buffer is a part of it)");
+  CHECK(ProfileError("tile_base: [16, 0, 16]\n") == "hw/x.yaml:12: tile_base: expected a positive integer side, got \"0\"");
+  CHECK(ProfileError("tile_base: 0\n") == "hw/x.yaml:12: tile_base: expected a positive integer side, got \"0\"");
+  CHECK(ProfileError("tile_base: [16, 16]\n") == "hw/x.yaml:12: tile_base: expected one side or three [w, h, k], got 2");
+  CHECK(ProfileError("tile_base: 256\n") ==
+        "hw/x.yaml:12: tile_base: 256 is larger than matrix_unit 128 (no tile side could be a multiple of it)");
+  CHECK(ProfileError("double_buffer: [staging, operands]\n") ==
+        "hw/x.yaml:12: double_buffer: unknown role \"operands\" (expected staging, accumulator, vector)");
+  CHECK(ProfileError("double_buffer: [staging, staging]\n") == "hw/x.yaml:12: double_buffer: role \"staging\" listed twice");
+  CHECK(ProfileError("prefetch: true\n") ==
+        "hw/x.yaml:12: prefetch: true needs double_buffer to name staging or vector (the next step's loads need a "
+        "second buffer)");
+  CHECK(ProfileError("prefetch: yes\n") == "hw/x.yaml:12: prefetch: expected true or false, got \"yes\"");
+  CHECK(ProfileError("accumulator_dtype: int8\n") ==
+        "hw/x.yaml:12: accumulator_dtype: int8 (1 bytes) is not a whole multiple of the 2-byte element");
+  CHECK(ProfileError("row_alignment: 3 B\n") == "hw/x.yaml:12: row_alignment: 3 B is not a whole number of 2-byte elements");
+  CHECK(ProfileError("stagin_buffer: 1 MiB\n").rfind("hw/x.yaml:12: unknown key \"stagin_buffer\" (known keys:", 0) == 0);
+  CHECK(ProfileError("vector_buffer: 1 B\n") == "hw/x.yaml:12: vector_buffer: holds no element of 2 bytes");
+  // An override is named in place of the line.
+  try {
+    ParseHardwareProfile(std::string(kChip) + "vector_buffer: 1 MiB\n", "hw/x.yaml", {{"vector_buffer", "1 GiB"}});
+    FAIL("no error");
+  } catch (const InputError& error) {
+    CHECK(std::string(error.what()).rfind("hw/x.yaml with vector_buffer=1 GiB: vector_buffer: 1 GiB is larger", 0) == 0);
+  }
 }
 
 }  // namespace

@@ -20,6 +20,7 @@ LoweredModel ImportModel(const std::string& path, const std::string& hardware,
                          const HardwareOverrides& hardware_overrides) {
   const DerivedHardware derived = Derive(LoadHardwareProfile(hardware, hardware_overrides));
   LoweredModel model = LowerOnnxGraph(ReadOnnxFile(path, inputs), LoweringHardwareOf(derived));
+  model.problem.chip = derived.chip;  // the chip's rules (H1-H5) do not change the lowering
   // The problem as a file must read back to itself: the reader's checks (sizes, shapes) apply.
   const Problem back = ParseProblem(ProblemToJson(model.problem), path + " (imported)");
   if (!(back == model.problem)) throw InputError(path, "", "internal: the imported problem does not read back");
