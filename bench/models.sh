@@ -13,7 +13,8 @@
 # baseline --greedy`), `annealer` after TIME, the lower bound, the gap to it and the speedups
 # over both layer-by-layer schedules. Latencies are in cycles of the profile. Every schedule is re-checked by
 # `annealer evaluate` (the oracle); an invalid one fails the script.
-# Environment: TIME (search time, default 60s), MODELS (default "resnet50 mobilenetv2 vit_b16"),
+# Environment: TIME (search time, default 60s), MODELS (default "resnet50 mobilenetv2 vit_b16";
+# generated models by name or ONNX files by path),
 # PROFILES (default: every built-in profile), ANNEALER, BUILD_DIR, OUT_DIR (schedules, default a
 # fresh temp dir). Extra arguments go to every search, e.g. --threads 2.
 set -euo pipefail
@@ -41,12 +42,17 @@ echo "| model | profile | ops | MACs | layer-by-layer | layer-by-layer resident 
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 status=0
 for model in $models; do
-  onnx="$out_dir/models/$model.onnx"
+  # A generated test model by name, or any ONNX file by path (the torch exports of
+  # tests/models/torch/, e.g. MODELS="$(ls tests/models/torch/*_op17.onnx)").
+  case "$model" in
+    *.onnx) onnx="$model"; model="$(basename "$model" .onnx)" ;;
+    *) onnx="$out_dir/models/$model.onnx" ;;
+  esac
   for profile in $profiles; do
     base="$out_dir/$model.$profile"
     "$annealer" import "$onnx" --hardware "$profile" -o "$base.problem.json" --json > "$base.import.json"
-    ops=$(sed -n 's/.*"matmul_ops": \([0-9]*\), "pointwise_ops": \([0-9]*\).*/\1 \2/p' "$base.import.json" |
-          awk '{ print $1 + $2 }')
+    ops=$(sed -n 's/.*"matmul_ops": \([0-9]*\), "pointwise_ops": \([0-9]*\), "layout_ops": \([0-9]*\).*/\1 \2 \3/p' "$base.import.json" |
+          awk '{ print $1 + $2 + $3 }')
     macs=$(sed -n 's/.*"macs": \([0-9]*\),.*/\1/p' "$base.import.json")
     "$annealer" baseline "$base.problem.json" -o "$base.baseline.json" 2> "$base.baseline.txt"
     "$annealer" baseline --resident "$base.problem.json" -o "$base.resident.json" 2> "$base.resident.txt"

@@ -2,7 +2,9 @@
 # installed (.ci/setup installs it): the fuzz targets are built by clang in a sub-build of this
 # source tree (build/fuzz-smoke, configured like the fuzz preset) during the normal build, and
 # each runs for ANNEALER_FUZZ_SMOKE_SECONDS over its seed corpus as a ctest test. Without clang
-# nothing is added (a note says so).
+# nothing is added (a note says so). AUTO, the default, looks again at every configure, so a build
+# directory first configured after `.ci/setup build` (no clang) gets the smoke tests once
+# `.ci/setup` has installed clang (README's main command, then its test command).
 find_program(ANNEALER_CLANGXX NAMES clang++ clang++-14 clang++-15 clang++-16)
 set(ANNEALER_FUZZ_SMOKE_SECONDS 10 CACHE STRING "Seconds per fuzz target in the test suite's smoke run")
 set(fuzz_ok FALSE)
@@ -19,9 +21,21 @@ if(ANNEALER_CLANGXX)
     set(fuzz_ok TRUE)
   endif()
 endif()
-option(ANNEALER_FUZZ_SMOKE "Build the fuzz targets with clang and run each briefly in ctest" ${fuzz_ok})
+set(ANNEALER_FUZZ_SMOKE AUTO CACHE STRING
+    "Build the fuzz targets with clang and run each briefly in ctest: AUTO (when clang++ with libFuzzer is found), ON or OFF")
+set_property(CACHE ANNEALER_FUZZ_SMOKE PROPERTY STRINGS AUTO ON OFF)
+if(ANNEALER_FUZZ_SMOKE STREQUAL "AUTO")
+  set(fuzz_smoke ${fuzz_ok})
+elseif(ANNEALER_FUZZ_SMOKE)
+  if(NOT fuzz_ok)
+    message(FATAL_ERROR "ANNEALER_FUZZ_SMOKE=ON needs clang++ with libFuzzer (Debian: clang, which .ci/setup installs)")
+  endif()
+  set(fuzz_smoke TRUE)
+else()
+  set(fuzz_smoke FALSE)
+endif()
 
-if(ANNEALER_FUZZ_SMOKE)
+if(fuzz_smoke)
   include(ExternalProject)
   set(fuzz_build ${CMAKE_BINARY_DIR}/fuzz-smoke)
   ExternalProject_Add(fuzz_smoke

@@ -441,6 +441,20 @@ PYBIND11_MODULE(_core, m) {
       "{'input': [1, 3, 224, 224]}; hardware_overrides replaces keys of the profile in its units,\n"
       "e.g. {'fast_memory': '4 MiB'}. Raises InputError (the CLI's one-line message).");
   m.def(
+      "_problem_from_onnx_bytes",
+      [](const py::bytes& data, const std::string& hardware,
+         std::optional<std::map<std::string, std::vector<int64_t>>> inputs,
+         std::optional<std::map<std::string, std::string>> hardware_overrides, const std::string& origin) {
+        const std::string bytes = data;
+        return ImportModelBytes(bytes, origin, hardware, inputs.value_or(std::map<std::string, std::vector<int64_t>>{}),
+                                OverridesOf(hardware_overrides))
+            .problem;
+      },
+      py::arg("data"), py::arg("hardware"), py::arg("inputs") = py::none(), py::arg("hardware_overrides") = py::none(),
+      py::arg("origin") = "<bytes>",
+      "Problem.from_onnx on the bytes of a model in memory (Problem.from_torch's export); `origin`\n"
+      "names them in error messages. Raises InputError.");
+  m.def(
       "hardware_profiles",
       [] {
         py::list out;

@@ -16,39 +16,15 @@
 #include "eval/subgraph_cost.h"
 #include "search/baseline.h"
 #include "src/import/hardware_profile.h"
+#include "tests/graph_builder.h"
 
 namespace annealer {
 namespace {
 
 bool Close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
 
-struct GraphBuilder {
-  Problem problem;
-  GraphBuilder(Elements capacity, double bandwidth) {
-    problem.fast_memory_capacity = capacity;
-    problem.slow_memory_bandwidth = bandwidth;
-  }
-  TensorId Tensor(Elements height, Elements width) {
-    problem.tensors.push_back({width, height});
-    return static_cast<TensorId>(problem.tensors.size() - 1);
-  }
-  OpId Op(OpKind kind, std::vector<TensorId> inputs, TensorId output, double base) {
-    problem.ops.push_back({kind, std::move(inputs), output, base});
-    return static_cast<OpId>(problem.ops.size() - 1);
-  }
-  Problem Build() {
-    REQUIRE(problem.Finalize().empty());
-    return problem;
-  }
-};
-
-Subgraph Sg(std::vector<OpId> ops, Granularity g, std::vector<TensorId> retain = {}) {
-  Subgraph s;
-  s.ops = std::move(ops);
-  s.granularity = g;
-  s.retain = std::move(retain);
-  return s;
-}
+using testing::GraphBuilder;
+using testing::Sg;
 
 // The oracle's evaluation, after checking that EvaluateFast (cold and cached) and the
 // incremental evaluator give the same verdict, message and latencies.

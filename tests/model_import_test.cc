@@ -15,10 +15,12 @@
 #include "search/baseline.h"
 #include "src/io/json_fields.h"
 #include "src/import/model_lowering.h"
+#include "src/import/model_source.h"
 #include "src/import/onnx_graph.h"
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
 #include "tests/test_files.h"
+#include "tests/import_counts.h"
 
 namespace annealer {
 namespace {
@@ -41,17 +43,7 @@ Expected ReadExpected(const std::string& model) {
   return Expected{int64_t(e["dense_macs"]), int64_t(e["depthwise_macs"]), int64_t(e["params"])};
 }
 
-int64_t ComputeMatMulMacs(const LoweredModel& m) {
-  int64_t macs = 0;
-  for (size_t o = 0; o < m.problem.ops.size(); ++o) {
-    const Op& op = m.problem.ops[o];
-    const std::string& role = m.op_origins[o].role;
-    if (op.kind != OpKind::MatMul || (role != "matmul" && role != "conv" && role != "conv-tap")) continue;
-    macs += m.problem.tensors[op.inputs[0]].height * m.problem.tensors[op.inputs[0]].width *
-            m.problem.tensors[op.inputs[1]].width;
-  }
-  return macs;
-}
+using testing::ComputeMatMulMacs;
 
 LoweredModel Import(const std::string& name, std::map<std::string, std::vector<int64_t>> dims = {}) {
   return LowerOnnxGraph(ReadOnnxFile(ModelPath(name), dims), TestHardware());
@@ -121,6 +113,35 @@ TEST_CASE("import: errors are one line naming the file and the node or input") {
   std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() / 2);
   CHECK(message(cut).rfind(cut + ": ", 0) == 0);
   CHECK(message((dir / "missing.onnx").string()) == (dir / "missing.onnx").string() + ": cannot open the file");
+}
+
+// Python's Problem.from_torch imports the bytes of an in-memory export: the same problem, origins
+// and summary as the file, and messages naming the given origin.
+TEST_CASE("import: a model's bytes import as its file does") {
+  for (const char* name : {"mobilenetv2.onnx", "transformer_block.onnx"}) {
+    CAPTURE(name);
+    const std::string path = ModelPath(name);
+    const LoweredModel file = ImportModel(path, "tpu-v5e", {});
+    const LoweredModel bytes = ImportModelBytes(testing::ReadFile(path), "<memory>", "tpu-v5e", {});
+    CHECK(bytes.problem == file.problem);
+    CHECK(ProblemToJson(bytes.problem) == ProblemToJson(file.problem));
+    REQUIRE(bytes.op_origins.size() == file.op_origins.size());
+    for (size_t op = 0; op < file.op_origins.size(); ++op) CHECK(bytes.op_origins[op].nodes == file.op_origins[op].nodes);
+    CHECK(ImportSummaryJson(bytes.summary) == ImportSummaryJson(file.summary));
+  }
+  auto message = [](const std::string& bytes, const std::string& hardware) {
+    try {
+      ImportModelBytes(bytes, "<memory>", hardware, {});
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(message("junk", "tpu-v5e") == "<memory>: not an ONNX model (the protobuf does not parse: truncated or another format)");
+  CHECK(message("", "tpu-v5e") == "<memory>: the file is empty");
+  // The profile is read first: a bad one is reported whatever the bytes.
+  CHECK(message("junk", "tpu-v99").find("tpu-v99") != std::string::npos);
+  CHECK(message("junk", "tpu-v99").find("<memory>") == std::string::npos);
 }
 
 // A value split into parts (attention heads) names each part's tensor by its index; the name

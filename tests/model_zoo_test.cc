@@ -18,6 +18,7 @@
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
 #include "tests/test_files.h"
+#include "tests/import_counts.h"
 
 namespace annealer {
 namespace {
@@ -43,16 +44,7 @@ std::vector<ZooModel> ZooModels(int64_t opset) {
   return out;
 }
 
-int64_t ProblemComputeMacs(const LoweredModel& m) {
-  int64_t macs = 0;
-  for (size_t o = 0; o < m.problem.ops.size(); ++o) {
-    const Op& op = m.problem.ops[o];
-    const std::string& role = m.op_origins[o].role;
-    if (op.kind != OpKind::MatMul || (role != "matmul" && role != "conv" && role != "conv-tap")) continue;
-    macs += m.problem.tensors[op.inputs[0]].size() * m.problem.tensors[op.inputs[1]].width;
-  }
-  return macs;
-}
+using testing::ComputeMatMulMacs;
 
 void CheckZoo(int64_t opset) {
   const std::vector<ZooModel> models = ZooModels(opset);
@@ -60,8 +52,8 @@ void CheckZoo(int64_t opset) {
   for (const ZooModel& z : models) {
     CAPTURE(z.file);
     const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + z.file, {}), ZooHardware());
-    CHECK(ProblemComputeMacs(m) + m.summary.depthwise_macs == z.macs);
-    CHECK(m.summary.macs == ProblemComputeMacs(m));
+    CHECK(ComputeMatMulMacs(m) + m.summary.depthwise_macs == z.macs);
+    CHECK(m.summary.macs == ComputeMatMulMacs(m));
     CHECK(m.summary.params == z.params);
     const Problem back = ParseProblem(ProblemToJson(m.problem), z.file);
     CHECK(back.tensors == m.problem.tensors);

@@ -9,37 +9,13 @@
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/baseline.h"
+#include "tests/graph_builder.h"
 
 namespace annealer {
 namespace {
 
-struct GraphBuilder {
-  Problem problem;
-  GraphBuilder(Elements capacity, double bandwidth) {
-    problem.fast_memory_capacity = capacity;
-    problem.slow_memory_bandwidth = bandwidth;
-  }
-  TensorId Tensor(Elements height, Elements width) {
-    problem.tensors.push_back({width, height});
-    return static_cast<TensorId>(problem.tensors.size() - 1);
-  }
-  OpId Op(OpKind kind, std::vector<TensorId> inputs, TensorId output, double base) {
-    problem.ops.push_back({kind, std::move(inputs), output, base});
-    return static_cast<OpId>(problem.ops.size() - 1);
-  }
-  Problem Build() {
-    REQUIRE(problem.Finalize().empty());
-    return problem;
-  }
-};
-
-Subgraph Sg(std::vector<OpId> ops, Granularity g, std::vector<TensorId> retain = {}) {
-  Subgraph s;
-  s.ops = std::move(ops);
-  s.granularity = g;
-  s.retain = std::move(retain);
-  return s;
-}
+using testing::GraphBuilder;
+using testing::Sg;
 
 // EX3 of the spec: T0 -> Op0 -> T1 -> Op1 -> T2; Op2 (T1, T2) -> T3; all 128x128, base 1500.
 Problem Ex3() {

@@ -8,6 +8,8 @@
     r.schedule.save("s13.json"); print(r.total, r.gap, r.proof)
     e = annealer.evaluate(p, r.schedule)
     annealer.report(p, r.schedule, "s13.html", log=r.log)
+    m = annealer.Problem.from_torch(torchvision.models.resnet18(), torch.randn(1, 3, 224, 224),
+                                    hardware="tpu-v5e")
 
 Everything runs in the C++ engine (annealer._core), the code the command line runs; this
 module only adapts Python arguments. See docs/python.md.
@@ -15,6 +17,7 @@ module only adapts Python arguments. See docs/python.md.
 
 from __future__ import annotations
 
+import io as _io
 import json as _json
 import os as _os
 
@@ -36,7 +39,7 @@ from ._core import (
 )
 
 __all__ = [
-    "ConfigError", "Evaluation", "InputError", "LogEntry", "NoScheduleError", "Problem", "Schedule", "SearchResult",
+    "ConfigError", "Evaluation", "ExportError", "InputError", "LogEntry", "NoScheduleError", "Problem", "Schedule", "SearchResult",
     "Violation", "baseline", "default_config", "evaluate", "hardware_profile", "hardware_profiles", "lower_bound",
     "report", "search", "sweep", "sweep_report",
 ]
@@ -62,8 +65,98 @@ def _to_dict(self, *args):
     return _json.loads(self.to_json(*args))
 
 
+class ExportError(ValueError):
+    """Problem.from_torch: torch.onnx.export failed on the module (the message says why; the
+    torch exception is its __cause__)."""
+
+
+def _problem_from_torch(module, example_inputs, hardware=None, opset: int = 17, inputs=None,
+                        hardware_overrides=None, input_names=None, origin: str | None = None) -> Problem:
+    """Exports a torch.nn.Module to ONNX in memory and imports it for a hardware profile.
+
+    The export is torch.onnx.export(module.eval(), example_inputs, buffer, opset_version=opset,
+    do_constant_folding=True) under torch.enable_grad(), with the parameters requiring grad
+    (torch 1.13 cannot export the fused no-grad path of nn.MultiheadAttention); the module's
+    train/eval and requires_grad flags are restored after.
+    The bytes go through the importer Problem.from_onnx uses, so the problem is the one
+    from_onnx gives for the same export written to a file.
+
+    example_inputs: a tensor or a tuple of the forward's arguments (their shapes fix the
+    model's). hardware: a built-in profile name (hardware_profiles()) or a YAML path;
+    hardware_overrides, inputs: as Problem.from_onnx (inputs names graph inputs: torch calls
+    them input.1, ... unless input_names is given). origin names the model in error messages
+    (default "<Class> (torch.onnx.export)").
+
+    Raises ImportError without torch, TypeError/ValueError naming a bad argument, ExportError
+    when torch cannot export the module, InputError (the CLI's message) when the importer
+    rejects the model or the profile.
+    """
+    try:
+        import torch
+    except ImportError as error:
+        raise ImportError(f"Problem.from_torch needs PyTorch, which does not import ({error}); on Debian 12: "
+                          "apt-get install python3-torch") from error
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(f"Problem.from_torch: module must be a torch.nn.Module, got {type(module).__name__}")
+    if isinstance(example_inputs, torch.Tensor):
+        args = (example_inputs,)
+    elif isinstance(example_inputs, (tuple, list)) and len(example_inputs) > 0:
+        args = tuple(example_inputs)
+    else:
+        raise TypeError("Problem.from_torch: example_inputs must be a torch.Tensor or a non-empty tuple of the "
+                        f"forward's arguments, got {type(example_inputs).__name__}"
+                        + (" (empty)" if isinstance(example_inputs, (tuple, list)) else ""))
+    if hardware is None:
+        raise TypeError("Problem.from_torch: hardware is required: a built-in profile name "
+                        "(annealer.hardware_profiles()) or a profile YAML path")
+    if not isinstance(hardware, (str, _os.PathLike)):
+        raise TypeError(f"Problem.from_torch: hardware must be a profile name or a YAML path, got {type(hardware).__name__}")
+    hardware = _os.fspath(hardware)
+    if isinstance(opset, bool) or not isinstance(opset, int):
+        raise TypeError(f"Problem.from_torch: opset must be an int, got {type(opset).__name__}")
+    try:
+        from torch.onnx import _constants
+        lowest, highest = _constants.ONNX_MIN_OPSET, _constants.ONNX_MAX_OPSET
+    except (ImportError, AttributeError):  # another torch: its export says what it supports
+        lowest, highest = 1, opset
+    if not lowest <= opset <= highest:
+        raise ValueError(f"Problem.from_torch: opset={opset} is outside the {lowest}..{highest} torch {torch.__version__} exports")
+    if origin is None:
+        origin = f"{type(module).__name__} (torch.onnx.export)"
+    # A bad profile or override fails here, before the (possibly long) export.
+    _core.hardware_profile(hardware, hardware_overrides)
+
+    # torch 1.13's nn.MultiheadAttention and TransformerEncoderLayer take a fused fast path, which
+    # has no ONNX export, in eval mode when grad is off or no parameter requires grad: so the
+    # export runs with grad on and every floating-point parameter requiring grad, then the
+    # module's flags are put back.
+    modes = [(m, m.training) for m in module.modules()]
+    frozen = [p for p in module.parameters() if p.is_floating_point() and not p.requires_grad]
+    buffer = _io.BytesIO()
+    try:
+        module.eval()
+        for parameter in frozen:
+            parameter.requires_grad_(True)
+        with torch.enable_grad():
+            torch.onnx.export(module, args, buffer, opset_version=opset, do_constant_folding=True,
+                              input_names=input_names)
+    except Exception as error:
+        lines = [line for line in str(error).splitlines() if line.strip()]
+        why = f"{type(error).__name__}: {lines[0] if lines else ''}"
+        raise ExportError(f"Problem.from_torch: torch.onnx.export of module ({type(module).__name__}, "
+                          f"opset {opset}) failed: {why}") from error
+    finally:
+        for submodule, training in modes:
+            submodule.training = training
+        for parameter in frozen:
+            parameter.requires_grad_(False)
+    return _core._problem_from_onnx_bytes(buffer.getvalue(), hardware, inputs, hardware_overrides, origin)
+
+
 Problem.from_dict = staticmethod(_problem_from_dict)
 Problem.from_onnx = staticmethod(_core.problem_from_onnx)
+Problem.from_torch = staticmethod(_problem_from_torch)
+Problem._from_onnx_bytes = staticmethod(_core._problem_from_onnx_bytes)
 Problem.to_dict = _to_dict
 Schedule.from_dict = staticmethod(_schedule_from_dict)
 Schedule.to_dict = _to_dict

@@ -19,6 +19,9 @@ class ConfigError(ValueError):
 class NoScheduleError(ValueError):
     """search found no valid start schedule (e.g. the capacity is too small)."""
 
+class ExportError(ValueError):
+    """Problem.from_torch: torch.onnx.export failed on the module (the torch error is __cause__)."""
+
 class Problem:
     """A scheduling problem: the graph (ops, tensors) and the hardware."""
     @staticmethod
@@ -34,6 +37,17 @@ class Problem:
         """Imports an ONNX model for a hardware profile (built-in name or YAML file), as
         `annealer import` does; inputs fixes dynamic input dims; hardware_overrides replaces
         keys of the profile in its units ({'fast_memory': '4 MiB'}). Raises InputError."""
+    @staticmethod
+    def from_torch(module: Any, example_inputs: Any, hardware: Optional[Union[str, os.PathLike[str]]] = None,
+                   opset: int = 17, inputs: Optional[dict[str, list[int]]] = None,
+                   hardware_overrides: Optional[dict[str, str]] = None,
+                   input_names: Optional[Sequence[str]] = None, origin: Optional[str] = None) -> Problem:
+        """Exports a torch.nn.Module to ONNX in memory (eval mode, opset, constant folding) and
+        imports it as from_onnx would the same export in a file. Raises ImportError without
+        torch, TypeError/ValueError for a bad argument, ExportError, InputError."""
+    @staticmethod
+    def _from_onnx_bytes(data: bytes, hardware: str, inputs: Optional[dict[str, list[int]]] = None,
+                         hardware_overrides: Optional[dict[str, str]] = None, origin: str = "<bytes>") -> Problem: ...
     @property
     def ops(self) -> int: ...
     @property

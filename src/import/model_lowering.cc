@@ -76,6 +76,7 @@ LoweredModel LowerOnnxGraph(const OnnxGraph& graph, const LoweringHardware& hard
     ++cx.problem().summary().onnx_ops[node.op_type];
     lowering::LowerNode(cx, node);
   }
+  for (const std::string& output : graph.outputs) cx.ResolveOutput(output);
   return cx.problem().Finish();
 }
 

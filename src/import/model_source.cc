@@ -15,16 +15,32 @@ LoweringHardware LoweringHardwareOf(const DerivedHardware& h) {
   return LoweringHardware{h.capacity, h.bandwidth, h.native, h.matmul_base, h.pointwise_base};
 }
 
+namespace {
+
+// The hardware is read before the model, so a bad profile is reported without parsing anything.
+LoweredModel LowerChecked(const OnnxGraph& graph, const DerivedHardware& derived, const std::string& origin) {
+  LoweredModel model = LowerOnnxGraph(graph, LoweringHardwareOf(derived));
+  model.problem.chip = derived.chip;  // the chip's rules (H1-H5) do not change the lowering
+  // The problem as a file must read back to itself: the reader's checks (sizes, shapes) apply.
+  const Problem back = ParseProblem(ProblemToJson(model.problem), origin + " (imported)");
+  if (!(back == model.problem)) throw InputError(origin, "", "internal: the imported problem does not read back");
+  return model;
+}
+
+}  // namespace
+
 LoweredModel ImportModel(const std::string& path, const std::string& hardware,
                          const std::map<std::string, std::vector<int64_t>>& inputs,
                          const HardwareOverrides& hardware_overrides) {
   const DerivedHardware derived = Derive(LoadHardwareProfile(hardware, hardware_overrides));
-  LoweredModel model = LowerOnnxGraph(ReadOnnxFile(path, inputs), LoweringHardwareOf(derived));
-  model.problem.chip = derived.chip;  // the chip's rules (H1-H5) do not change the lowering
-  // The problem as a file must read back to itself: the reader's checks (sizes, shapes) apply.
-  const Problem back = ParseProblem(ProblemToJson(model.problem), path + " (imported)");
-  if (!(back == model.problem)) throw InputError(path, "", "internal: the imported problem does not read back");
-  return model;
+  return LowerChecked(ReadOnnxFile(path, inputs), derived, path);
+}
+
+LoweredModel ImportModelBytes(const std::string& bytes, const std::string& origin, const std::string& hardware,
+                              const std::map<std::string, std::vector<int64_t>>& inputs,
+                              const HardwareOverrides& hardware_overrides) {
+  const DerivedHardware derived = Derive(LoadHardwareProfile(hardware, hardware_overrides));
+  return LowerChecked(ParseOnnx(bytes, origin, inputs), derived, origin);
 }
 
 LoadedProblem LoadProblem(const ProblemSource& source) {

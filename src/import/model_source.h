@@ -37,6 +37,11 @@ LoweringHardware LoweringHardwareOf(const DerivedHardware& hardware);
 LoweredModel ImportModel(const std::string& path, const std::string& hardware,
                          const std::map<std::string, std::vector<int64_t>>& inputs,
                          const HardwareOverrides& hardware_overrides = {});
+// The same from a model's bytes in memory (Problem.from_torch exports into a buffer); `origin`
+// names them in messages. The problem is the one ImportModel gives for a file of these bytes.
+LoweredModel ImportModelBytes(const std::string& bytes, const std::string& origin, const std::string& hardware,
+                              const std::map<std::string, std::vector<int64_t>>& inputs,
+                              const HardwareOverrides& hardware_overrides = {});
 
 // A contest JSON, or a model imported in memory. --hardware/--input with a JSON problem are an
 // InputError (the problem already has its hardware).

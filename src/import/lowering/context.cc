@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace annealer::lowering {
 
@@ -33,7 +34,11 @@ std::vector<int64_t> Context::NeedInts(const OnnxNode& node, size_t i, const std
   const Const& c = NeedConst(node, i, what);
   if (!c.values) Fail(node, what + " '" + c.name + "' has no inline data (stripped or external); it is needed to know shapes");
   std::vector<int64_t> out;
-  for (double v : *c.values) out.push_back(static_cast<int64_t>(std::llround(v)));
+  // Exporters write "to the end" as INT64_MAX (and INT64_MIN for reversed slices), which a
+  // double rounds past int64's range: saturate rather than overflow.
+  for (double v : *c.values)
+    out.push_back(v >= 9.2e18 ? std::numeric_limits<int64_t>::max()
+                              : v <= -9.2e18 ? std::numeric_limits<int64_t>::min() : static_cast<int64_t>(std::llround(v)));
   return out;
 }
 
@@ -56,6 +61,18 @@ Act Context::NeedAct(const OnnxNode& node, size_t i) {
     return copy;
   }
   Fail(node, "input '" + node.inputs[i] + "' must be an activation computed by the model here");
+}
+
+void Context::ResolveOutput(const std::string& name) {
+  auto it = values_.find(name);
+  if (it == values_.end()) return;
+  const Act* a = std::get_if<Act>(&it->second);
+  if (!a || !a->pending()) return;
+  OnnxNode node;
+  node.name = name;
+  node.op_type = "graph output";
+  node.outputs = {name};
+  it->second = Resolved(node, *a);
 }
 
 Act Context::Resolved(const OnnxNode& node, const Act& x) {

@@ -67,6 +67,9 @@ class Context {
   // ---- binding outputs
   // Binds output `out` of the node (no-op for an absent output), naming its tensors.
   void Set(const OnnxNode& node, size_t out, Value v);
+  // A graph output that is still a pending rearrangement is gathered (its Layout op is the
+  // last word of the model: the output must exist in slow memory).
+  void ResolveOutput(const std::string& name);
   // Binds a name as is (initializers, graph inputs, outputs no one reads).
   void Bind(const std::string& name, Value v) { values_[name] = std::move(v); }
 

@@ -111,13 +111,7 @@ void AddActOperand(Context& cx, const OnnxNode& node, const Act& act_in, const A
     const std::vector<int64_t> dims = Broadcast(act.dims, out.dims, ok);
     if (!ok || dims != out.dims)
       cx.Fail(node, "operands of shapes " + DimsText(act.dims) + " and " + DimsText(out.dims) + " do not broadcast to the result");
-    if (act.dims != out.dims) {
-      cx.problem().Note("broadcast-computed",
-                        "a computed operand broadcast over a larger one (a squeeze-excitation scale, an attention mask) is gathered at "
-                        "the result's size by a Layout op; elements = the gathered tensors",
-                        Elems(out));
-      act = cx.Pending(node, act, out.dims, false);
-    }
+    if (act.dims != out.dims) act = cx.Pending(node, act, out.dims, false);  // gathered at the result's size
     act = cx.Relayout(node, act, out.col_axis, out.part_axes);
     if (act.parts.size() != out.parts.size() || !cx.SameShapes(act, out))
       cx.Fail(node, "internal: operands of " + DimsText(out.dims) + " in different layouts");

@@ -2,6 +2,7 @@
 // activation (Pointwise ops), windows that change the rows (views), reductions over rows (a
 // ones-row MatMul) and over columns (row statistics, RowStat).
 #include <algorithm>
+#include <memory>
 #include <set>
 
 #include "src/import/lowering/registry.h"
@@ -44,7 +45,24 @@ void LowerSoftmax1(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node,
 void LowerSoftmax13(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node, 5, -1, false); }
 void LowerLayerNorm(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node, 8, -1, false); }
 void LowerBatchNorm(Context& cx, const OnnxNode& node) { LowerPerElement(cx, node, cx.NeedAct(node, 0), 2); }
-void LowerInstanceNorm(Context& cx, const OnnxNode& node) { LowerPerElement(cx, node, cx.NeedAct(node, 0), 8); }
+// InstanceNormalization; on a value reshaped from an activation without moving data (GroupNorm
+// as exported: Reshape [N,C,H,W] -> [N,G,C/G·H·W], InstanceNormalization, Reshape back), the
+// normalisation runs on the source's tensors in place and the value stays a reshape of them, so
+// the reshape back is the activation itself: no Layout op.
+void LowerInstanceNorm(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  const Act* a = std::get_if<Act>(&v);
+  if (!a || !a->pending() || !a->reshape_only) return LowerPerElement(cx, node, cx.NeedAct(node, 0), 8);
+  Act source = *a->source;
+  for (TensorId& t : source.parts) t = cx.problem().Pointwise({t}, 8, node, "normalisation");
+  cx.problem().Note("group-norm",
+                    "a group normalisation runs on the activation in place (Pointwise): its statistics span the rows and a group "
+                    "of columns, which a tile does not wait for (no traffic change); elements = those ops' sizes",
+                    Elems(source));
+  Act out = *a;
+  out.source = std::make_shared<const Act>(std::move(source));
+  cx.Set(node, 0, out);
+}
 
 void LowerPool(Context& cx, const OnnxNode& node) {
   Attr a{node};

@@ -80,7 +80,7 @@ TensorId ProblemBuilder::Weight(const std::string& name, Elements rows, Elements
 }
 
 void ProblemBuilder::Note(const std::string& rule, const std::string& what, int64_t elements, int64_t extra_macs) {
-  const bool traffic = rule != "row-reduction";
+  const bool traffic = rule != "row-reduction" && rule != "group-norm";
   for (auto& a : approximations_)
     if (a.rule == rule) {
       ++a.count;
@@ -106,11 +106,12 @@ int ProblemBuilder::AliveConsumers(TensorId t) const {
 }
 
 TensorId ProblemBuilder::Layout(const std::vector<TensorId>& inputs, Elements rows, Elements cols, const OnnxNode& node,
-                                const std::string& value) {
+                                const std::string& value, bool note) {
   if (inputs.empty()) Fail(node, "internal: a Layout op without inputs");
   const TensorId out = NewTensor(rows, cols, {value, "activation"});
   AddOp(Op{OpKind::Layout, inputs, out, 0.0}, OpOrigin{{node.name}, {node.op_type}, "layout"});
-  Note("layout",
+  if (note)
+    Note("layout",
        "a rearrangement of an activation (a transpose or reshape across rows and columns, a slice, a pad, a broadcast) is a "
        "Layout op: its input goes to slow memory and the DMA gathers it; elements = the gathered tensors",
        rows * cols);
@@ -172,7 +173,7 @@ std::vector<TensorId> ProblemBuilder::SplitColumns(TensorId t, int parts, const 
 TensorId ProblemBuilder::View(TensorId src, Elements rows2, double passes, const OnnxNode& node, const std::string& rule,
                               const std::string& what) {
   const Tensor s = p_.tensors[src];
-  TensorId v = Layout({src}, rows2, s.width, node, node.name + "~view");
+  TensorId v = Layout({src}, rows2, s.width, node, node.name + "~view", false);
   if (passes > 0) v = Pointwise({v}, passes, node, "view-compute");
   Note(rule, what, rows2 * s.width);
   return v;

@@ -60,8 +60,9 @@ class ProblemBuilder {
   // columns, a slice, a pad, a broadcast, a gather of rows): one Layout op (docs/cost-model.md
   // L1-L6: its inputs go to slow memory, the DMA gathers its tiles), no compute. `value` names
   // the tensor. Counted in the summary's "layout" line with the elements it gathers.
+  // `note`: false when the caller states the op under a rule of its own (View).
   TensorId Layout(const std::vector<TensorId>& inputs, Elements rows, Elements cols, const OnnxNode& node,
-                  const std::string& value);
+                  const std::string& value, bool note = true);
   // Splits tensor t into `parts` equal column blocks by splitting the ops that make it (a
   // projection MatMul splits its weight by columns: exact MACs and parameters; a Pointwise op
   // splits every operand; a Layout op gathers each block). Fails if t has more than
