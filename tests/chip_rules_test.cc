@@ -575,6 +575,22 @@ TEST_CASE("chip rules: bad or contradictory rules in a profile are one line nami
   CHECK(ProfileError("row_alignment: 3 B\n") == "hw/x.yaml:12: row_alignment: 3 B is not a whole number of 2-byte elements");
   CHECK(ProfileError("stagin_buffer: 1 MiB\n").rfind("hw/x.yaml:12: unknown key \"stagin_buffer\" (known keys:", 0) == 0);
   CHECK(ProfileError("vector_buffer: 1 B\n") == "hw/x.yaml:12: vector_buffer: holds no element of 2 bytes");
+  // A sweep's smaller fast_memory shrinks the buffers the file sized larger (gemmini-default at
+  // 16 KiB: its 256 KiB staging and 64 KiB accumulator become 16 KiB); an overridden buffer
+  // larger than the memory is still an error.
+  const DerivedHardware small = Derive(LoadHardwareProfile("gemmini-default", {{"fast_memory", "16 KiB"}}));
+  CHECK(small.capacity == 16384);
+  CHECK(small.chip.staging_capacity == 16384);
+  CHECK(small.chip.accumulator_capacity == 16384);
+  CHECK(Derive(LoadHardwareProfile("gemmini-default", {{"fast_memory", "1 B"}})).chip.accumulator_capacity == 1);
+  try {
+    LoadHardwareProfile("gemmini-default", {{"fast_memory", "16 KiB"}, {"accumulator_buffer", "32 KiB"}});
+    FAIL("no error");
+  } catch (const InputError& error) {
+    CHECK(std::string(error.what()) ==
+          "hardware/gemmini-default.yaml with accumulator_buffer=32 KiB: accumulator_buffer: 32 KiB is larger than "
+          "fast_memory (16 KiB), which every step's whole working set must also fit (a buffer is a part of it)");
+  }
   // An override is named in place of the line.
   try {
     ParseHardwareProfile(std::string(kChip) + "vector_buffer: 1 MiB\n", "hw/x.yaml", {{"vector_buffer", "1 GiB"}});

@@ -148,6 +148,11 @@ class ProfileReader {
     for (const auto& [key, bytes] : buffers) {
       if (!values_.count(key)) continue;
       *bytes = Quantity(key, kMemoryUnits, 1.0);
+      // A sweep that overrides fast_memory asks for a smaller chip: a buffer the file sized
+      // larger shrinks with the memory it is part of. In the file itself it is a contradiction.
+      if (*bytes > profile.fast_memory_bytes && overridden_.count("fast_memory") && !overridden_.count(key)) {
+        *bytes = profile.fast_memory_bytes;
+      }
       if (*bytes > profile.fast_memory_bytes) {
         FailKey(key, std::string(key) + ": " + Scalar(key, "a number") + " is larger than fast_memory (" +
                          Scalar("fast_memory", "a number") +
