@@ -42,10 +42,11 @@ struct Region {
 // Identity is (tensor, region): the roles (H1) of identical requests are merged, not compared.
 struct SliceRequest {
   TensorId tensor;
+  uint8_t roles;  // SliceRole bits; beside the id, in what would be padding
   Region region;
-  uint8_t roles = 0;  // SliceRole bits
   auto operator<=>(const SliceRequest& other) const {
-    return std::tie(tensor, region) <=> std::tie(other.tensor, other.region);
+    if (const auto c = tensor <=> other.tensor; c != 0) return c;
+    return region <=> other.region;
   }
   bool operator==(const SliceRequest& other) const {
     return tensor == other.tensor && region == other.region;
@@ -119,7 +120,7 @@ class SubgraphOracle {
     region.r1 = std::min(region.r1, tensor.height);
     region.c1 = std::min(region.c1, tensor.width);
     if (structure_.Gathered(problem_, t)) {  // D4, L2
-      requests_.push_back({t, region, role});
+      requests_.push_back({t, role, region});
       return;
     }
     if (demand == Demand::kEpilogue) return;  // produced by an epilogue op or a k-loop MatMul
@@ -149,6 +150,28 @@ class SubgraphOracle {
       const Elements k_op = problem_.ReductionLength(p);
       Feed(op.inputs[0], {region.r0, region.r1, 0, k_op}, Demand::kFull, k_len, kStagingRole);
       Feed(op.inputs[1], {0, k_op, region.c0, region.c1}, Demand::kFull, k_len, kStagingRole);
+    }
+  }
+
+  SliceRequest Whole(TensorId t) const {
+    const Tensor& tensor = problem_.tensors[t];
+    return SliceRequest{t, 0, {0, tensor.height, 0, tensor.width}};
+  }
+
+  // H1: identical requests (sorted, adjacent) merge into the first of their run, which
+  // std::unique keeps, with the roles of all of them.
+  void MergeRoles() {
+    for (size_t i = requests_.size(); i-- > 1;) {
+      if (requests_[i] == requests_[i - 1]) requests_[i - 1].roles |= requests_[i].roles;
+    }
+  }
+
+  // H1: a whole-tensor request that covers partial ones (D5) plays their roles too.
+  void CoverRoles(const std::vector<TensorId>& wholly_requested) {
+    for (const SliceRequest& q : requests_) {
+      if (q == Whole(q.tensor)) continue;
+      if (std::find(wholly_requested.begin(), wholly_requested.end(), q.tensor) == wholly_requested.end()) continue;
+      std::lower_bound(requests_.begin(), requests_.end(), Whole(q.tensor))->roles |= q.roles;
     }
   }
 
@@ -240,31 +263,25 @@ class SubgraphOracle {
           if (!last_of_key) continue;
           compute += charges_[i].amount;  // the largest charge of that key
           // H1: every MatMul's output region produced in this step sits in the accumulator.
-          if (problem_.ops[charges_[i].op].kind == OpKind::MatMul) roles.accumulator += charges_[i].region.size();
+          if (rules_on && problem_.ops[charges_[i].op].kind == OpKind::MatMul) {
+            roles.accumulator += charges_[i].region.size();
+          }
         }
 
         // D5: identical requests count once; a whole-tensor request covers partial ones.
         // H1: the merged copy plays every role of the requests it stands for.
         std::sort(requests_.begin(), requests_.end());
-        for (size_t i = 1; i < requests_.size(); ++i) {
-          if (requests_[i] == requests_[i - 1]) requests_[i].roles |= requests_[i - 1].roles;
-        }
-        std::reverse(requests_.begin(), requests_.end());  // std::unique keeps the first: the merged one
+        if (rules_on) MergeRoles();
         requests_.erase(std::unique(requests_.begin(), requests_.end()), requests_.end());
-        std::reverse(requests_.begin(), requests_.end());
         auto whole = [&](TensorId t) {
           const Tensor& tensor = problem_.tensors[t];
-          return SliceRequest{t, {0, tensor.height, 0, tensor.width}};
+          return SliceRequest{t, 0, {0, tensor.height, 0, tensor.width}};
         };
         std::vector<TensorId> wholly_requested;
         for (const SliceRequest& q : requests_) {
           if (q == whole(q.tensor)) wholly_requested.push_back(q.tensor);
         }
-        for (SliceRequest& q : requests_) {
-          if (q == whole(q.tensor)) continue;
-          if (std::find(wholly_requested.begin(), wholly_requested.end(), q.tensor) == wholly_requested.end()) continue;
-          std::lower_bound(requests_.begin(), requests_.end(), whole(q.tensor))->roles |= q.roles;
-        }
+        if (rules_on && !wholly_requested.empty()) CoverRoles(wholly_requested);
         std::erase_if(requests_, [&](const SliceRequest& q) {
           return q != whole(q.tensor) &&
                  std::find(wholly_requested.begin(), wholly_requested.end(), q.tensor) !=
@@ -280,19 +297,23 @@ class SubgraphOracle {
           // again ignores the retained copy of its output.
           if (RetainedIn(q.tensor) && !Produced(q.tensor)) continue;
           slices += q.region.size();
-          if (q.roles & kStagingRole) roles.staging += q.region.size();
-          if (q.roles & kVectorRole) roles.vector += q.region.size();
           const bool reused = std::binary_search(previous.begin(), previous.end(), q) ||
                               std::binary_search(previous.begin(), previous.end(), whole(q.tensor));
-          if (reused) continue;
-          loaded += q.region.size();
-          if ((q.roles & double_buffered) == q.roles) prefetchable += q.region.size();
+          if (!reused) loaded += q.region.size();
+          if (rules_on) {  // H1, H5
+            if (q.roles & kStagingRole) roles.staging += q.region.size();
+            if (q.roles & kVectorRole) roles.vector += q.region.size();
+            if (!reused && (q.roles & double_buffered) == q.roles) prefetchable += q.region.size();
+          }
         }
         // M2: every sink that is not retained writes its tile at the tile's last k-step; H4
         // widens a k-loop MatMul sink's tile.
         const Elements sink_tiles = written_sinks * out.size();
-        const Elements written = last ? sink_tiles + wide_sinks * (chip.accumulator_factor - 1) * out.size() : 0;
-        roles.vector += vector_sinks * out.size();
+        Elements written = last ? sink_tiles : 0;
+        if (rules_on) {
+          if (last) written += wide_sinks * (chip.accumulator_factor - 1) * out.size();
+          roles.vector += vector_sinks * out.size();
+        }
 
         // Rule W.
         const Elements working_set = slices + resident + sink_tiles + accumulators * out.size();
