@@ -779,6 +779,7 @@ Decoupled Decouple(const Problem& problem) {
   d.problem.fast_memory_capacity = problem.fast_memory_capacity;
   d.problem.slow_memory_bandwidth = problem.slow_memory_bandwidth;
   d.problem.native = problem.native;
+  d.problem.chip = problem.chip;
   for (Op& op : d.problem.ops) {
     if (op.kind != OpKind::Layout) continue;
     d.problem.tensors.push_back(problem.tensors[op.output]);

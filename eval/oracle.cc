@@ -39,10 +39,18 @@ struct Region {
   auto operator<=>(const Region&) const = default;
 };
 
+// Identity is (tensor, region): the roles (H1) of identical requests are merged, not compared.
 struct SliceRequest {
   TensorId tensor;
+  uint8_t roles;  // SliceRole bits; beside the id, in what would be padding
   Region region;
-  auto operator<=>(const SliceRequest&) const = default;
+  auto operator<=>(const SliceRequest& other) const {
+    if (const auto c = tensor <=> other.tensor; c != 0) return c;
+    return region <=> other.region;
+  }
+  bool operator==(const SliceRequest& other) const {
+    return tensor == other.tensor && region == other.region;
+  }
 };
 
 struct ComputeCharge {
@@ -105,13 +113,14 @@ class SubgraphOracle {
 
   void Charge(OpId op, Region region, double amount) { charges_.push_back({op, region, amount}); }
 
-  // Walks upstream from a demanded output region (spec D3, D4, C3).
-  void Feed(TensorId t, Region region, Demand demand, Elements k_len) {
+  // Walks upstream from a demanded output region (spec D3, D4, C3). `role` is how the op that
+  // reads t uses it (H1): a MatMul operand is staged, a Pointwise operand is a vector slice.
+  void Feed(TensorId t, Region region, Demand demand, Elements k_len, uint8_t role) {
     const Tensor& tensor = problem_.tensors[t];
     region.r1 = std::min(region.r1, tensor.height);
     region.c1 = std::min(region.c1, tensor.width);
     if (structure_.Gathered(problem_, t)) {  // D4, L2
-      requests_.push_back({t, region});
+      requests_.push_back({t, role, region});
       return;
     }
     if (demand == Demand::kEpilogue) return;  // produced by an epilogue op or a k-loop MatMul
@@ -136,11 +145,33 @@ class SubgraphOracle {
         break;
     }
     if (op.kind == OpKind::Pointwise) {
-      for (TensorId in : op.inputs) Feed(in, region, demand, k_len);
+      for (TensorId in : op.inputs) Feed(in, region, demand, k_len, kVectorRole);
     } else {
       const Elements k_op = problem_.ReductionLength(p);
-      Feed(op.inputs[0], {region.r0, region.r1, 0, k_op}, Demand::kFull, k_len);
-      Feed(op.inputs[1], {0, k_op, region.c0, region.c1}, Demand::kFull, k_len);
+      Feed(op.inputs[0], {region.r0, region.r1, 0, k_op}, Demand::kFull, k_len, kStagingRole);
+      Feed(op.inputs[1], {0, k_op, region.c0, region.c1}, Demand::kFull, k_len, kStagingRole);
+    }
+  }
+
+  SliceRequest Whole(TensorId t) const {
+    const Tensor& tensor = problem_.tensors[t];
+    return SliceRequest{t, 0, {0, tensor.height, 0, tensor.width}};
+  }
+
+  // H1: identical requests (sorted, adjacent) merge into the first of their run, which
+  // std::unique keeps, with the roles of all of them.
+  void MergeRoles() {
+    for (size_t i = requests_.size(); i-- > 1;) {
+      if (requests_[i] == requests_[i - 1]) requests_[i - 1].roles |= requests_[i].roles;
+    }
+  }
+
+  // H1: a whole-tensor request that covers partial ones (D5) plays their roles too.
+  void CoverRoles(const std::vector<TensorId>& wholly_requested) {
+    for (const SliceRequest& q : requests_) {
+      if (q == Whole(q.tensor)) continue;
+      if (std::find(wholly_requested.begin(), wholly_requested.end(), q.tensor) == wholly_requested.end()) continue;
+      std::lower_bound(requests_.begin(), requests_.end(), Whole(q.tensor))->roles |= q.roles;
     }
   }
 
@@ -168,6 +199,18 @@ class SubgraphOracle {
         accumulators += ConsumedInside(problem_.ops[m].output) ? 1 : 0;
       }
     }
+    // The chip's rules (H1-H5).
+    const ChipRules& chip = problem_.chip;
+    const bool rules_on = chip.any();
+    int vector_sinks = 0;  // H1: Pointwise and Layout sinks hold their tile in the vector buffer
+    int wide_sinks = 0;    // H4: written k-loop MatMul sinks, with wide write-back
+    for (OpId s : structure_.sinks) {
+      vector_sinks += problem_.ops[s].kind != OpKind::MatMul ? 1 : 0;
+      wide_sinks += chip.wide_writeback && problem_.ops[s].kind == OpKind::MatMul &&
+                    !RetainedOut(problem_.ops[s].output);
+    }
+    const uint8_t double_buffered = (chip.double_staging ? kStagingRole : 0) | (chip.double_vector ? kVectorRole : 0);
+    double slack = 0;  // H5: what the previous step of this subgraph leaves for prefetch
 
     SubgraphResult result;
     SubgraphReport& report = result.report;
@@ -191,21 +234,21 @@ class SubgraphOracle {
           const Op& op = problem_.ops[m];
           Charge(m, out,
                  op.base_cost * static_cast<double>(k1 - k0) / static_cast<double>(reduction));
-          Feed(op.inputs[0], {out.r0, out.r1, k0, k1}, Demand::kStripLhs, k1 - k0);
-          Feed(op.inputs[1], {k0, k1, out.c0, out.c1}, Demand::kStripRhs, k1 - k0);
+          Feed(op.inputs[0], {out.r0, out.r1, k0, k1}, Demand::kStripLhs, k1 - k0, kStagingRole);
+          Feed(op.inputs[1], {k0, k1, out.c0, out.c1}, Demand::kStripRhs, k1 - k0, kStagingRole);
         }
         // D1, C1, C4: epilogue ops fire once per tile, at its last k-step.
         if (last) {
           for (OpId e : structure_.epilogue_ops) {
             const Op& op = problem_.ops[e];
             Charge(e, out, op.base_cost);
-            for (TensorId in : op.inputs) Feed(in, out, Demand::kEpilogue, 0);
+            for (TensorId in : op.inputs) Feed(in, out, Demand::kEpilogue, 0, kVectorRole);
           }
         }
 
         // L4: a Layout sink (alone) loads its tile of the output, which M2 then writes.
         if (last && structure_.layout_sink) {
-          Feed(problem_.ops[structure_.sinks[0]].output, out, Demand::kEpilogue, 0);
+          Feed(problem_.ops[structure_.sinks[0]].output, out, Demand::kEpilogue, 0, kVectorRole);
         }
 
         // C5: a region computed twice in one step is charged once.
@@ -213,23 +256,32 @@ class SubgraphOracle {
           return std::tie(a.op, a.region, a.amount) < std::tie(b.op, b.region, b.amount);
         });
         double compute = 0;
+        RoleUse roles;
         for (size_t i = 0; i < charges_.size(); ++i) {
           const bool last_of_key = i + 1 == charges_.size() || charges_[i + 1].op != charges_[i].op ||
                                    charges_[i + 1].region != charges_[i].region;
-          if (last_of_key) compute += charges_[i].amount;  // the largest charge of that key
+          if (!last_of_key) continue;
+          compute += charges_[i].amount;  // the largest charge of that key
+          // H1: every MatMul's output region produced in this step sits in the accumulator.
+          if (rules_on && problem_.ops[charges_[i].op].kind == OpKind::MatMul) {
+            roles.accumulator += charges_[i].region.size();
+          }
         }
 
         // D5: identical requests count once; a whole-tensor request covers partial ones.
+        // H1: the merged copy plays every role of the requests it stands for.
         std::sort(requests_.begin(), requests_.end());
+        if (rules_on) MergeRoles();
         requests_.erase(std::unique(requests_.begin(), requests_.end()), requests_.end());
         auto whole = [&](TensorId t) {
           const Tensor& tensor = problem_.tensors[t];
-          return SliceRequest{t, {0, tensor.height, 0, tensor.width}};
+          return SliceRequest{t, 0, {0, tensor.height, 0, tensor.width}};
         };
         std::vector<TensorId> wholly_requested;
         for (const SliceRequest& q : requests_) {
           if (q == whole(q.tensor)) wholly_requested.push_back(q.tensor);
         }
+        if (rules_on && !wholly_requested.empty()) CoverRoles(wholly_requested);
         std::erase_if(requests_, [&](const SliceRequest& q) {
           return q != whole(q.tensor) &&
                  std::find(wholly_requested.begin(), wholly_requested.end(), q.tensor) !=
@@ -238,6 +290,7 @@ class SubgraphOracle {
 
         // M1: loads, skipping retained tensors and slices held over from the previous step.
         Elements loaded = 0;
+        Elements prefetchable = 0;  // H5: loads of slices whose every role is double-buffered
         Elements slices = 0;
         for (const SliceRequest& q : requests_) {
           // R2; a Layout op of this subgraph gathers its output again (L2), as any op run
@@ -247,10 +300,20 @@ class SubgraphOracle {
           const bool reused = std::binary_search(previous.begin(), previous.end(), q) ||
                               std::binary_search(previous.begin(), previous.end(), whole(q.tensor));
           if (!reused) loaded += q.region.size();
+          if (rules_on) {  // H1, H5
+            if (q.roles & kStagingRole) roles.staging += q.region.size();
+            if (q.roles & kVectorRole) roles.vector += q.region.size();
+            if (!reused && (q.roles & double_buffered) == q.roles) prefetchable += q.region.size();
+          }
         }
-        // M2: every sink that is not retained writes its tile at the tile's last k-step.
+        // M2: every sink that is not retained writes its tile at the tile's last k-step; H4
+        // widens a k-loop MatMul sink's tile.
         const Elements sink_tiles = written_sinks * out.size();
-        const Elements written = last ? sink_tiles : 0;
+        Elements written = last ? sink_tiles : 0;
+        if (rules_on) {
+          if (last) written += wide_sinks * (chip.accumulator_factor - 1) * out.size();
+          roles.vector += vector_sinks * out.size();
+        }
 
         // Rule W.
         const Elements working_set = slices + resident + sink_tiles + accumulators * out.size();
@@ -261,12 +324,26 @@ class SubgraphOracle {
                           ") needs a working set of " + Str(working_set) + " > capacity " +
                           Str(problem_.fast_memory_capacity));
         }
+        if (rules_on) {  // H1, H2, H4
+          if (std::optional<std::string> overflow = RoleOverflow(chip, roles, step, tile, j)) {
+            return Fail(Verdict::kOutOfMemory, "H1", std::move(*overflow));
+          }
+        }
 
         const double memory = static_cast<double>(loaded + written) / bandwidth;
+        double exposed = memory;
+        if (chip.prefetch) {  // H5: within the subgraph, from the step just before
+          const PrefetchSplit split =
+              ApplyPrefetch(compute, memory, static_cast<double>(prefetchable) / bandwidth, slack);
+          exposed = split.exposed;
+          slack = split.slack;
+        }
         report.compute_time += compute;
         report.memory_time += memory;
-        report.latency += std::max(compute, memory);  // T1
-        if (on_step_) (*on_step_)({step, tile, j, compute, memory, working_set});
+        report.latency += std::max(compute, exposed);  // T1
+        if (on_step_) {
+          (*on_step_)({step, tile, j, compute, exposed, working_set, rules_on ? Footprints(chip, roles) : RoleFootprints{}});
+        }
         previous.swap(requests_);
       }
     }

@@ -54,7 +54,8 @@ struct Evaluation {
 
 // Prices one subgraph in its context: `retained_in` is tensors_to_retain of the previous
 // subgraph (empty for the first). Checks every rule that depends on the subgraph alone and its
-// retained-in set: V1 (local part), V2, V3, V5, V6, V8, V10, V11, V12, G3, L1 (local part), W.
+// retained-in set: V1 (local part), V2, V3, V5, V6, V8, V10, V11, V12, G3, L1 (local part), H3,
+// W, H1 (the chip's rules, eval/chip_rules.h, when the problem has them).
 SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& subgraph,
                                       const std::vector<TensorId>& retained_in);
 
@@ -65,8 +66,9 @@ struct StepRecord {
   int64_t tile = 0;    // tile index in raster numbering
   int64_t k_step = 0;  // 0 .. k_steps-1 within the tile
   Latency compute = 0;
-  Latency memory = 0;
+  Latency memory = 0;  // exposed: after H5's prefetch into the step before, when the chip has it
   Elements working_set = 0;
+  RoleFootprints roles;  // H1's footprints (after H2, H4); all 0 when the chip has no rules
   Latency latency() const { return compute > memory ? compute : memory; }  // T1
 };
 using StepObserver = std::function<void(const StepRecord&)>;

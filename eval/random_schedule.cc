@@ -184,6 +184,38 @@ class ProblemBuilder {
   std::vector<TensorId> produced_;
 };
 
+}  // namespace
+
+ChipRules RandomChipRules(const Problem& problem, std::mt19937_64& rng) {
+  ChipRules rules;
+  const Elements capacity = problem.fast_memory_capacity;
+  auto role_capacity = [&]() -> Elements {
+    if (Chance(rng, 0.35)) return 0;
+    return Uniform(rng, std::max<Elements>(1, capacity / 8), capacity);
+  };
+  rules.staging_capacity = role_capacity();
+  rules.accumulator_capacity = role_capacity();
+  rules.vector_capacity = role_capacity();
+  rules.double_staging = Chance(rng, 0.5);
+  rules.double_accumulator = Chance(rng, 0.5);
+  rules.double_vector = Chance(rng, 0.5);
+  auto base = [&]() -> Elements {
+    if (Chance(rng, 0.5)) return 1;
+    Elements b = Elements{1} << Uniform(rng, 1, 3);
+    while (b > problem.native) b /= 2;
+    return b;
+  };
+  rules.base_w = base();
+  rules.base_h = base();
+  rules.base_k = base();
+  rules.accumulator_factor = Elements{1} << Uniform(rng, 0, 2);
+  rules.wide_writeback = Chance(rng, 0.3);
+  rules.prefetch = (rules.double_staging || rules.double_vector) && Chance(rng, 0.6);
+  return rules;
+}
+
+namespace {
+
 std::vector<int> TopologicalRank(const Problem& problem) {
   std::vector<int> rank(problem.ops.size());
   for (size_t i = 0; i < problem.topological_order.size(); ++i) {

@@ -41,6 +41,13 @@ struct RandomProblemOptions {
 // A finalized problem of the given shape.
 Problem RandomProblem(std::mt19937_64& rng, DagShape shape, const RandomProblemOptions& options = {});
 
+// Random chip rules (H1-H5, eval/chip_rules.h) for `problem`, valid under CheckChipRules: role
+// capacities between an eighth of the fast memory and all of it (or unchecked), double buffering,
+// tile bases that are powers of two up to 8, an accumulator factor of 1, 2 or 4, wide write-back
+// and prefetch, each on or off at random. Opt-in: RandomProblem never calls it, so the problems
+// of a seed stay what they were.
+ChipRules RandomChipRules(const Problem& problem, std::mt19937_64& rng);
+
 struct RandomScheduleOptions {
   double fuse_probability = 0.5;         // an op joins the open subgraph it is connected to
   double recompute_probability = 0.1;    // per subgraph: also recompute a producer

@@ -57,6 +57,7 @@ struct RequestTemplate {
   TensorId tensor;
   IntervalTemplate rows, cols;
   uint8_t presence;
+  uint8_t roles;  // SliceRole bits (H1); 0 when the chip has no rules
 };
 
 struct ChargeTemplate {
@@ -79,6 +80,8 @@ struct StepPrice {
   double compute;
   double memory;
   Elements working_set;
+  RoleUse roles;              // H1; zero when the chip has no rules
+  double prefetchable;        // H5: the part of memory that may move into the step before
 };
 
 // Insertion sort: template lists are short, and std::stable_sort would allocate a buffer.
@@ -94,6 +97,7 @@ struct FeedKey {
   IntervalTemplate rows, cols;
   Demand demand;
   uint8_t presence;
+  uint8_t role;
   bool operator==(const FeedKey&) const = default;
 };
 
@@ -109,6 +113,7 @@ struct PricerScratch {
   std::vector<FeedKey> fed;
   std::vector<Region> cur_regions, prev_regions;
   std::vector<char> cur_alive, prev_alive;
+  std::vector<uint8_t> cur_roles, prev_roles;
   std::vector<Region> seen_regions;
   std::vector<double> seen_amounts;
 
@@ -165,7 +170,7 @@ class SubgraphPricer {
 
   void BuildTemplates();
   void Feed(TensorId t, IntervalTemplate rows, IntervalTemplate cols, Demand demand,
-            uint8_t presence);
+            uint8_t presence, uint8_t role);
   bool NeverEmpty(const IntervalTemplate& interval) const;
 
   // Interval i of a template axis, exactly as the oracle derives it.
@@ -186,14 +191,33 @@ class SubgraphPricer {
   }
 
   // The deduplicated requests of a step (spec D5): alive[i] says whether request template i
-  // survives, regions[i] its slice.
-  void Requests(const StepCoord& s, std::vector<Region>& regions, std::vector<char>& alive) const;
-  // Prices step `s` whose requests are (regions, alive), after a step with (prev_regions,
+  // survives, regions[i] its slice, roles[i] the roles of every request it stands for (H1;
+  // filled only when the chip has rules).
+  void Requests(const StepCoord& s, std::vector<Region>& regions, std::vector<char>& alive,
+                std::vector<uint8_t>& roles) const;
+  // Prices step `s` whose requests are (regions, alive, roles), after a step with (prev_regions,
   // prev_alive) or after no step (has_prev false).
   StepPrice Price(const StepCoord& s, const std::vector<Region>& regions,
-                  const std::vector<char>& alive, bool has_prev,
+                  const std::vector<char>& alive, const std::vector<uint8_t>& roles, bool has_prev,
                   const std::vector<Region>& prev_regions,
                   const std::vector<char>& prev_alive) const;
+  // The rule the step breaks (W, then H1), or nullopt.
+  std::optional<SubgraphResult> StepFailure(const StepPrice& price, int64_t step, int64_t tile, int64_t j) const {
+    if (price.working_set > problem_.fast_memory_capacity) {
+      return Fail(Verdict::kOutOfMemory, "W", OutOfMemoryDetail(step, tile, j, price.working_set));
+    }
+    if (rules_on_) {
+      if (std::optional<std::string> overflow = RoleOverflow(problem_.chip, price.roles, step, tile, j)) {
+        return Fail(Verdict::kOutOfMemory, "H1", std::move(*overflow));
+      }
+    }
+    return std::nullopt;
+  }
+  bool StepFails(const StepPrice& price) const {
+    return price.working_set > problem_.fast_memory_capacity ||
+           (rules_on_ && RoleOverflow(problem_.chip, price.roles, 0, 0, 0).has_value());
+  }
+
   // Prices step `s` after step `prev` (or after nothing).
   StepPrice PriceStep(const StepCoord& s, const StepCoord* prev);
 
@@ -222,6 +246,12 @@ class SubgraphPricer {
   Elements resident_ = 0;
   int written_sinks_ = 0;
   int accumulators_ = 0;
+  // The chip's rules (H1-H5): whether any is on, the sinks whose tile is in the vector buffer,
+  // the written k-loop MatMul sinks widened by H4, the roles H5 may prefetch.
+  bool rules_on_ = problem_.chip.any();
+  int vector_sinks_ = 0;
+  int wide_sinks_ = 0;
+  uint8_t double_buffered_ = 0;
 
   std::vector<RequestTemplate>& requests_ = scratch_.requests;  // sorted by tensor
   std::vector<int>& request_group_end_ = scratch_.request_group_end;  // end of the tensor's run
@@ -239,6 +269,8 @@ class SubgraphPricer {
   std::vector<Region>& prev_regions_ = scratch_.prev_regions;
   std::vector<char>& cur_alive_ = scratch_.cur_alive;
   std::vector<char>& prev_alive_ = scratch_.prev_alive;
+  std::vector<uint8_t>& cur_roles_ = scratch_.cur_roles;
+  std::vector<uint8_t>& prev_roles_ = scratch_.prev_roles;
   // Distinct charge regions of one op within a step (C5).
   std::vector<Region>& seen_regions_ = scratch_.seen_regions;
   std::vector<double>& seen_amounts_ = scratch_.seen_amounts;
@@ -246,18 +278,19 @@ class SubgraphPricer {
 
 // The oracle's Feed (spec D3, D4, C3) on symbolic intervals.
 void SubgraphPricer::Feed(TensorId t, IntervalTemplate rows, IntervalTemplate cols,
-                          Demand demand, uint8_t presence) {
+                          Demand demand, uint8_t presence, uint8_t role) {
+  if (!rules_on_) role = 0;  // without rules, templates merge exactly as they always did
   const Tensor& tensor = problem_.tensors[t];
   rows.bound = std::min(rows.bound, tensor.height);
   cols.bound = std::min(cols.bound, tensor.width);
   // A second identical walk adds only identical templates (merged anyway): skip it, which
   // also keeps diamond-heavy subgraphs linear.
-  const FeedKey key{t, rows, cols, demand, presence};
+  const FeedKey key{t, rows, cols, demand, presence, role};
   if (std::find(fed_.begin(), fed_.end(), key) != fed_.end()) return;
   fed_.push_back(key);
   if (structure_.Gathered(problem_, t)) {  // D4, L2
     // R2; a Layout op of the subgraph gathers its output even when a copy is retained in.
-    if (!RetainedIn(t) || Produced(t)) requests_.push_back({t, rows, cols, presence});
+    if (!RetainedIn(t) || Produced(t)) requests_.push_back({t, rows, cols, presence, role});
     return;
   }
   if (demand == Demand::kEpilogue) return;
@@ -268,11 +301,11 @@ void SubgraphPricer::Feed(TensorId t, IntervalTemplate rows, IntervalTemplate co
                                                         : ChargeKind::kFull;
   charges_.push_back({p, rows, cols, kind, presence, op.base_cost});
   if (op.kind == OpKind::Pointwise) {
-    for (TensorId in : op.inputs) Feed(in, rows, cols, demand, presence);
+    for (TensorId in : op.inputs) Feed(in, rows, cols, demand, presence, kVectorRole);
   } else {
     const Elements k_op = problem_.ReductionLength(p);
-    Feed(op.inputs[0], rows, {Axis::kFixed, k_op}, Demand::kFull, presence);
-    Feed(op.inputs[1], {Axis::kFixed, k_op}, cols, Demand::kFull, presence);
+    Feed(op.inputs[0], rows, {Axis::kFixed, k_op}, Demand::kFull, presence, kStagingRole);
+    Feed(op.inputs[1], {Axis::kFixed, k_op}, cols, Demand::kFull, presence, kStagingRole);
   }
 }
 
@@ -295,6 +328,15 @@ void SubgraphPricer::BuildTemplates() {
     if (!RetainedIn(t)) resident_ += problem_.tensors[t].size();
   }
   for (OpId s : sinks_) written_sinks_ += RetainedOut(problem_.ops[s].output) ? 0 : 1;
+  if (rules_on_) {  // the oracle's H1, H4, H5 terms
+    const ChipRules& chip = problem_.chip;
+    for (OpId s : sinks_) {
+      vector_sinks_ += problem_.ops[s].kind != OpKind::MatMul ? 1 : 0;
+      wide_sinks_ += chip.wide_writeback && problem_.ops[s].kind == OpKind::MatMul &&
+                     !RetainedOut(problem_.ops[s].output);
+    }
+    double_buffered_ = (chip.double_staging ? kStagingRole : 0) | (chip.double_vector ? kVectorRole : 0);
+  }
   if (k_steps_ > 1) {
     for (OpId m : k_loop_matmuls_) accumulators_ += ConsumedInside(problem_.ops[m].output) ? 1 : 0;
   }
@@ -306,30 +348,34 @@ void SubgraphPricer::BuildTemplates() {
   for (OpId m : k_loop_matmuls_) {
     const Op& op = problem_.ops[m];
     charges_.push_back({m, tile_rows, tile_cols, ChargeKind::kKLoop, kEveryStep, op.base_cost});
-    Feed(op.inputs[0], tile_rows, k_range, Demand::kStripLhs, kEveryStep);
-    Feed(op.inputs[1], k_range, tile_cols, Demand::kStripRhs, kEveryStep);
+    Feed(op.inputs[0], tile_rows, k_range, Demand::kStripLhs, kEveryStep, kStagingRole);
+    Feed(op.inputs[1], k_range, tile_cols, Demand::kStripRhs, kEveryStep, kStagingRole);
   }
   // D1, C1, C4: epilogue ops at the tile's last k-step.
   for (OpId e : epilogue_ops_) {
     const Op& op = problem_.ops[e];
     charges_.push_back({e, tile_rows, tile_cols, ChargeKind::kEpilogue, kLastStep, op.base_cost});
-    for (TensorId in : op.inputs) Feed(in, tile_rows, tile_cols, Demand::kEpilogue, kLastStep);
+    for (TensorId in : op.inputs) Feed(in, tile_rows, tile_cols, Demand::kEpilogue, kLastStep, kVectorRole);
   }
 
   // L4: a Layout sink (alone) loads its tile of the output, which M2 then writes.
   if (structure_.layout_sink) {
-    Feed(problem_.ops[sinks_[0]].output, tile_rows, tile_cols, Demand::kEpilogue, kLastStep);
+    Feed(problem_.ops[sinks_[0]].output, tile_rows, tile_cols, Demand::kEpilogue, kLastStep, kVectorRole);
   }
 
-  // Merge identical request templates (their presences add up) and group by tensor.
+  // Merge identical request templates (their presences add up; H1's roles too when the
+  // presences or the roles agree, else a template present only at the last step would lend its
+  // role to every step) and group by tensor.
   StableSortBy(requests_, [](const RequestTemplate& r) { return r.tensor; });
   std::vector<RequestTemplate>& merged = scratch_.merged_requests;
   merged.clear();
   for (const RequestTemplate& r : requests_) {
     bool found = false;
     for (size_t i = merged.size(); i-- > 0 && merged[i].tensor == r.tensor;) {
-      if (merged[i].rows == r.rows && merged[i].cols == r.cols) {
+      if (merged[i].rows == r.rows && merged[i].cols == r.cols &&
+          (merged[i].roles == r.roles || merged[i].presence == r.presence)) {
         merged[i].presence |= r.presence;
+        merged[i].roles |= r.roles;
         found = true;
         break;
       }
@@ -401,16 +447,19 @@ void SubgraphPricer::BuildTemplates() {
   prev_regions_.resize(num_requests);
   cur_alive_.resize(num_requests);
   prev_alive_.resize(num_requests);
+  cur_roles_.resize(num_requests);
+  prev_roles_.resize(num_requests);
 }
 
 void SubgraphPricer::Requests(const StepCoord& s, std::vector<Region>& regions,
-                              std::vector<char>& alive) const {
+                              std::vector<char>& alive, std::vector<uint8_t>& roles) const {
   const bool last = s.j == k_steps_ - 1;
   const int num_requests = static_cast<int>(requests_.size());
   for (int i = 0; i < num_requests; ++i) {
     const RequestTemplate& r = requests_[i];
     alive[i] = (r.presence & kEveryStep) || (last && (r.presence & kLastStep));
     if (alive[i]) regions[i] = RegionOf(r.rows, r.cols, s);
+    if (rules_on_) roles[i] = r.roles;
   }
   // D5 within each tensor: identical slices once, a whole-tensor slice covers the others.
   for (int b = 0; b < num_requests;) {
@@ -422,14 +471,20 @@ void SubgraphPricer::Requests(const StepCoord& s, std::vector<Region>& regions,
         for (int x = b; x < i; ++x) {
           if (alive[x] && regions[x] == regions[i]) {
             alive[i] = 0;
+            if (rules_on_) roles[x] |= roles[i];  // H1: the copy kept plays both roles
             break;
           }
         }
         if (alive[i] && regions[i] == whole_[i]) whole = true;
       }
       if (whole) {
+        int kept = b;  // the one whole copy left after the loop above
+        while (!(alive[kept] && regions[kept] == whole_[kept])) ++kept;
         for (int i = b; i < e; ++i) {
-          if (alive[i] && regions[i] != whole_[i]) alive[i] = 0;
+          if (alive[i] && regions[i] != whole_[i]) {
+            alive[i] = 0;
+            if (rules_on_) roles[kept] |= roles[i];
+          }
         }
       }
     }
@@ -438,7 +493,8 @@ void SubgraphPricer::Requests(const StepCoord& s, std::vector<Region>& regions,
 }
 
 StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& regions,
-                                const std::vector<char>& alive, bool has_prev,
+                                const std::vector<char>& alive, const std::vector<uint8_t>& roles,
+                                bool has_prev,
                                 const std::vector<Region>& prev_regions,
                                 const std::vector<char>& prev_alive) const {
   const bool last = s.j == k_steps_ - 1;
@@ -449,6 +505,8 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   // M1: loads, skipping slices held over from the previous step.
   Elements loaded = 0;
   Elements slices = 0;
+  RoleUse use;
+  Elements prefetchable = 0;
   const int num_requests = static_cast<int>(requests_.size());
   for (int i = 0; i < num_requests; ++i) {
     if (!alive[i]) continue;
@@ -461,6 +519,11 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
       }
     }
     if (!reused) loaded += size;
+    if (rules_on_) {  // H1, H5
+      if (roles[i] & kStagingRole) use.staging += size;
+      if (roles[i] & kVectorRole) use.vector += size;
+      if (!reused && (roles[i] & double_buffered_) == roles[i]) prefetchable += size;
+    }
   }
 
   // C2-C5: charges; one charge per (op, region), the largest when several coincide.
@@ -497,6 +560,8 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
       }
       if (e - b == 1) {
         compute += amount;
+        // H1: a MatMul's output region produced in the step sits in the accumulator.
+        if (rules_on_ && problem_.ops[c.op].kind == OpKind::MatMul) use.accumulator += region.size();
         continue;
       }
       int x = 0;
@@ -515,6 +580,9 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
       }
     }
     for (int y = 0; y < seen; ++y) compute += seen_amounts_[y];
+    if (rules_on_ && problem_.ops[charges_[b].op].kind == OpKind::MatMul) {
+      for (int y = 0; y < seen; ++y) use.accumulator += seen_regions_[y].size();
+    }
     b = e;
   }
 
@@ -522,19 +590,25 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   const Elements tile_cols = std::min((s.col + 1) * g_.w, z_width_) - s.col * g_.w;
   const Elements tile = tile_rows * tile_cols;
   const Elements sink_tiles = written_sinks_ * tile;
-  const Elements written = last ? sink_tiles : 0;
+  const Elements written =
+      last ? sink_tiles + (rules_on_ ? wide_sinks_ * (problem_.chip.accumulator_factor - 1) * tile : 0) : 0;
 
   StepPrice price{};
   price.compute = compute;
   price.memory = static_cast<double>(loaded + written) / problem_.slow_memory_bandwidth;
   price.working_set = slices + resident_ + sink_tiles + accumulators_ * tile;
+  if (rules_on_) {
+    use.vector += vector_sinks_ * tile;
+    price.roles = use;
+    price.prefetchable = static_cast<double>(prefetchable) / problem_.slow_memory_bandwidth;
+  }
   return price;
 }
 
 StepPrice SubgraphPricer::PriceStep(const StepCoord& s, const StepCoord* prev) {
-  if (prev) Requests(*prev, prev_regions_, prev_alive_);
-  Requests(s, cur_regions_, cur_alive_);
-  return Price(s, cur_regions_, cur_alive_, prev != nullptr, prev_regions_, prev_alive_);
+  if (prev) Requests(*prev, prev_regions_, prev_alive_, prev_roles_);
+  Requests(s, cur_regions_, cur_alive_, cur_roles_);
+  return Price(s, cur_regions_, cur_alive_, cur_roles_, prev != nullptr, prev_regions_, prev_alive_);
 }
 
 // A step costs about 0.1 µs in release builds (ten times more under sanitizers): a poll every
@@ -549,23 +623,30 @@ SubgraphResult SubgraphPricer::PriceStepByStep() {
   report.k_steps = k_steps_;
   bool has_prev = false;
   int64_t step = 0;
+  double slack = 0;  // H5
+  const bool prefetch = rules_on_ && problem_.chip.prefetch;
   for (int64_t position = 0; position < tiles; ++position) {
     const int64_t tile = subgraph_.traversal ? (*subgraph_.traversal)[position] : position;
     for (int64_t j = 0; j < k_steps_; ++j, ++step) {
       if ((step & (kStepsBetweenStopPolls - 1)) == kStepsBetweenStopPolls - 1) PollPricingStop();
       const StepCoord s{tile / cols_, tile % cols_, j};
-      Requests(s, cur_regions_, cur_alive_);
+      Requests(s, cur_regions_, cur_alive_, cur_roles_);
       const StepPrice price =
-          Price(s, cur_regions_, cur_alive_, has_prev, prev_regions_, prev_alive_);
+          Price(s, cur_regions_, cur_alive_, cur_roles_, has_prev, prev_regions_, prev_alive_);
       report.peak_working_set = std::max(report.peak_working_set, price.working_set);
-      if (price.working_set > problem_.fast_memory_capacity) {
-        return Fail(Verdict::kOutOfMemory, "W", OutOfMemoryDetail(step, tile, j, price.working_set));
+      if (std::optional<SubgraphResult> failure = StepFailure(price, step, tile, j)) return *failure;
+      double exposed = price.memory;
+      if (prefetch) {
+        const PrefetchSplit split = ApplyPrefetch(price.compute, price.memory, price.prefetchable, slack);
+        exposed = split.exposed;
+        slack = split.slack;
       }
       report.compute_time += price.compute;
       report.memory_time += price.memory;
-      report.latency += std::max(price.compute, price.memory);
+      report.latency += std::max(price.compute, exposed);
       cur_regions_.swap(prev_regions_);
       cur_alive_.swap(prev_alive_);
+      cur_roles_.swap(prev_roles_);
       has_prev = true;
     }
   }
@@ -652,7 +733,25 @@ SubgraphResult SubgraphPricer::PriceByClasses() {
   }
 
   const Elements capacity = problem_.fast_memory_capacity;
-  if (peak > capacity) {
+  bool any_fails = peak > capacity;
+  if (rules_on_) {
+    for (int re = 0; re < 2; ++re) {
+      for (int ce = 0; ce < 2; ++ce) {
+        if (!have_tile[re][ce]) continue;
+        for (int move = 0; move < 4; ++move) {
+          if (counts[re][ce][move] == 0) continue;
+          any_fails = any_fails || StepFails(first[re][ce][move]);
+        }
+        if (k_steps_ >= 3) {
+          any_fails = any_fails || StepFails(middle[re][ce]);
+        }
+        if (k_steps_ >= 2) {
+          any_fails = any_fails || StepFails(last[re][ce]);
+        }
+      }
+    }
+  }
+  if (any_fails) {
     // The first step, in execution order, whose class does not fit.
     int64_t pr = -1, pc = -1;
     for (int64_t p = 0; p < tiles; ++p) {
@@ -661,17 +760,12 @@ SubgraphResult SubgraphPricer::PriceByClasses() {
       const int move = p == 0 ? kNoPrev : (r != pr ? kRowChanged : 0) | (c != pc ? kColChanged : 0);
       const int re = edge_r(r), ce = edge_c(c);
       const int64_t step0 = p * k_steps_;
-      if (first[re][ce][move].working_set > capacity) {
-        return Fail(Verdict::kOutOfMemory, "W",
-                    OutOfMemoryDetail(step0, tile, 0, first[re][ce][move].working_set));
+      if (auto failure = StepFailure(first[re][ce][move], step0, tile, 0)) return *failure;
+      if (k_steps_ >= 3) {
+        if (auto failure = StepFailure(middle[re][ce], step0 + 1, tile, 1)) return *failure;
       }
-      if (k_steps_ >= 3 && middle[re][ce].working_set > capacity) {
-        return Fail(Verdict::kOutOfMemory, "W",
-                    OutOfMemoryDetail(step0 + 1, tile, 1, middle[re][ce].working_set));
-      }
-      if (k_steps_ >= 2 && last[re][ce].working_set > capacity) {
-        return Fail(Verdict::kOutOfMemory, "W",
-                    OutOfMemoryDetail(step0 + last_j, tile, last_j, last[re][ce].working_set));
+      if (k_steps_ >= 2) {
+        if (auto failure = StepFailure(last[re][ce], step0 + last_j, tile, last_j)) return *failure;
       }
       pr = r;
       pc = c;
@@ -711,7 +805,8 @@ SubgraphResult CostSubgraph(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in) {
   SubgraphPricer pricer(problem, subgraph, retained_in);
   if (auto failure = pricer.Analyse()) return *failure;
-  return pricer.step_classes_apply() ? pricer.PriceByClasses() : pricer.PriceStepByStep();
+  // H5 makes a step's latency depend on the step before it, which step classes do not see.
+  return pricer.step_classes_apply() && !problem.chip.prefetch ? pricer.PriceByClasses() : pricer.PriceStepByStep();
 }
 
 std::optional<SubgraphResult> StructuralFailure(const Problem& problem, const Subgraph& subgraph,
@@ -734,7 +829,7 @@ bool CostSubgraphUsesStepClasses(const Problem& problem, const Subgraph& subgrap
                                  const std::vector<TensorId>& retained_in) {
   SubgraphPricer pricer(problem, subgraph, retained_in);
   if (pricer.Analyse()) return false;
-  return pricer.step_classes_apply();
+  return pricer.step_classes_apply() && !problem.chip.prefetch;
 }
 
 Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCache* cache) {

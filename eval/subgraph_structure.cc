@@ -250,6 +250,25 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
       used[order[i]] = 1;
     }
   }
+
+  // H3: the chip's base tile sides (eval/chip_rules.h).
+  if (problem.chip.aligned()) {
+    const struct {
+      SideAxis axis;
+      const char* name;
+      Elements side, base, dimension;
+      const char* what;
+    } sides[] = {{SideAxis::kW, "w", g.w, problem.chip.base_w, z.width, "the output width"},
+                 {SideAxis::kH, "h", g.h, problem.chip.base_h, z.height, "the output height"},
+                 {SideAxis::kK, "k", g.k, problem.chip.base_k, st.reduction, "the reduction length K"}};
+    for (const auto& s : sides) {
+      if (s.axis == SideAxis::kK && st.reduction == 0) continue;  // no k-loop: k is not used
+      if (!SideAllowed(problem.chip, s.axis, s.side, s.dimension)) {
+        return Fail("H3", std::string(s.name) + " = " + Str(s.side) + " is not a multiple of the chip's base " +
+                              Str(s.base) + " and does not cover " + s.what + " " + Str(s.dimension));
+      }
+    }
+  }
   return std::nullopt;
 }
 

@@ -1,7 +1,8 @@
 // The rules a subgraph must obey on its own — spec V1 (local part), V2, V6, L1 (local part),
-// V5, V8, V12, G3, V3, V11, V10, checked in that order — and the roles they reveal: sinks, the
-// k-loop MatMuls F with their reduction length K*, the epilogue ops, the tile grid. The oracle and the fast path
-// both start here, so they report the same first violation with the same words.
+// V5, V8, V12, G3, V3, V11, V10, H3 (the chip's tile base, eval/chip_rules.h), checked in that
+// order — and the roles they reveal: sinks, the k-loop MatMuls F with their reduction length K*,
+// the epilogue ops, the tile grid. The oracle and the fast path both start here, so they report
+// the same first violation with the same words.
 #pragma once
 
 #include <cstdint>

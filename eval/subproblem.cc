@@ -10,6 +10,7 @@ Subproblem ExtractSubproblem(const Problem& problem, std::span<const OpId> ops) 
   sub.problem.fast_memory_capacity = problem.fast_memory_capacity;
   sub.problem.slow_memory_bandwidth = problem.slow_memory_bandwidth;
   sub.problem.native = problem.native;
+  sub.problem.chip = problem.chip;
   std::unordered_map<TensorId, TensorId> local;
   local.reserve(ops.size() * 3);
   auto map_tensor = [&](TensorId t) {

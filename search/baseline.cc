@@ -43,11 +43,21 @@ SingleOp BestSingleOp(const Problem& problem, OpId op, const std::vector<TensorI
   const Op& spec = problem.ops[op];
   const Tensor& out = problem.tensors[spec.output];
   const bool matmul = spec.kind == OpKind::MatMul;
-  const std::vector<Elements> ks = matmul ? Sides(n, problem.ReductionLength(op))
-                                          : std::vector<Elements>{1};
+  std::vector<Elements> ks = matmul ? Sides(n, problem.ReductionLength(op)) : std::vector<Elements>{1};
+  std::vector<Elements> hs = Sides(n, n), ws = Sides(n, n);
+  if (problem.chip.aligned()) {  // H3: the chip's base sides only
+    auto align = [&](std::vector<Elements>& values, SideAxis axis, Elements dimension, Elements top) {
+      for (Elements& v : values) v = AlignSide(problem.chip, axis, v, dimension, top);
+      std::sort(values.begin(), values.end(), std::greater<>());
+      values.erase(std::unique(values.begin(), values.end()), values.end());
+    };
+    align(hs, SideAxis::kH, out.height, n);
+    align(ws, SideAxis::kW, out.width, n);
+    if (matmul) align(ks, SideAxis::kK, problem.ReductionLength(op), std::min(n, problem.ReductionLength(op)));
+  }
   SingleOp best;
-  for (Elements h : Sides(n, n)) {
-    for (Elements w : Sides(n, n)) {
+  for (Elements h : hs) {
+    for (Elements w : ws) {
       // With the tile fixed, a smaller k splits the same loads and compute into more steps
       // and hides less of the first load and the last write, so the largest k that fits wins.
       bool fitted = false;

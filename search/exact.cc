@@ -101,7 +101,8 @@ std::vector<Elements> DivisorsUpTo(Elements dim, Elements top) {
 // G3). eval/subgraph_structure.h checks V1 (local), V2, V6, V5, V8, V12 and G3 before anything
 // that depends on the granularity, so one analysis at [1, 1, 1] in raster order tells both the
 // grid facts and whether the op set can be valid at all: only V11 (w or h against K for a
-// Pointwise prologue) can still fail there and pass at another granularity.
+// Pointwise prologue) and H3 (a chip's tile base) can still fail there and pass at another
+// granularity.
 struct GridFacts {
   bool valid = false;  // false: no configuration of this op list and retain set is valid
   Elements height = 0, width = 0;
@@ -117,7 +118,8 @@ GridFacts AnalyseGrid(const Problem& problem, const std::vector<OpId>& ops, cons
   probe.retain = retain;
   thread_local SubgraphStructure structure;
   const std::optional<Violation> violation = AnalyseSubgraph(problem, probe, structure);
-  if (violation && violation->rule != "V11") return facts;
+  // V11 and H3 (the chip's tile base) are the rules that depend on the granularity.
+  if (violation && violation->rule != "V11" && violation->rule != "H3") return facts;
   facts.valid = true;
   facts.height = structure.output_height;
   facts.width = structure.output_width;

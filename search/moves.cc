@@ -736,6 +736,13 @@ std::optional<ScheduleEdit> ChangeGranularity(const MoveContext& ctx, const Sche
   const bool up = Coin(rng, 0.5);
   const Elements next = up ? v * 2 : v / 2;
   if (next < 1 || next > n) return std::nullopt;
+  if (ctx.problem.chip.aligned() && axis < 2) {  // H3: a side off the chip's base is never valid
+    const Tensor& sink = ctx.problem.tensors[ctx.problem.ops[sg.ops.back()].output];
+    if (!SideAllowed(ctx.problem.chip, axis == 0 ? SideAxis::kW : SideAxis::kH, next,
+                     axis == 0 ? sink.width : sink.height)) {
+      return std::nullopt;
+    }
+  }
   v = next;
   if (axis < 2) {
     // The grid changed: rebuild the traversal with the same named pattern (raster if unknown).

@@ -344,6 +344,16 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   } else {
     CoarseValues(k_top, thorough ? 8 : 6, start ? start->granularity.k : 0, ks);
   }
+  if (problem.chip.aligned()) {  // H3: candidates moved onto the chip's base sides
+    auto align = [&](std::vector<Elements>& values, SideAxis axis, Elements dimension, Elements top) {
+      for (Elements& v : values) v = AlignSide(problem.chip, axis, v, dimension, top);
+      std::sort(values.begin(), values.end(), std::greater<>());
+      values.erase(std::unique(values.begin(), values.end()), values.end());
+    };
+    align(ws, SideAxis::kW, sink_shape.width, n);
+    align(hs, SideAxis::kH, sink_shape.height, n);
+    if (min_reduction > 0) align(ks, SideAxis::kK, min_reduction, k_top);
+  }
   const int num_traversals = static_cast<int>(std::size(kAllTraversalPatterns));
 
   // Explicit traversals are O(tiles) to build, hash, compare and copy; on large grids (tiny

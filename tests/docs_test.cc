@@ -67,7 +67,7 @@ std::vector<std::string> StringLiterals(const std::string& source) {
 // on its own (`Fail("V5", ...)`, `{"V7", i, ...}`), a literal that starts with one
 // (`"V13: reported latency ..."`), and an id cited as "spec X" inside a message.
 std::set<std::string> RuleIdsInCode() {
-  static const std::regex whole(R"(^(V[0-9]+|W|G[0-9]+|L[0-9]+)$)");
+  static const std::regex whole(R"(^(V[0-9]+|W|G[0-9]+|L[0-9]+|H[0-9]+)$)");
   static const std::regex leading(R"(^(V[0-9]+): )");
   static const std::regex cited(R"(\bspec ([A-Z](\.?[0-9]+)+))");
   std::set<std::string> ids;
@@ -233,7 +233,7 @@ std::string UsageText() {
 TEST_CASE("docs: every rule id the code can print has a heading in docs/cost-model.md") {
   const std::set<std::string> ids = RuleIdsInCode();
   // One id of each way the code prints them, so that a scanner that finds nothing fails.
-  for (const char* expected : {"V1", "V7", "W", "G3", "V13", "O9"}) {
+  for (const char* expected : {"V1", "V7", "W", "G3", "V13", "O9", "H1", "H3"}) {
     INFO(expected);
     CHECK(ids.count(expected) == 1);
   }

@@ -194,7 +194,7 @@ TEST_CASE("hardware: every bad profile is one line naming the file and the line"
       {6, "",
        "hw/x.yaml:5: bandwidth: 819 GB/s needs a clock to become bytes per cycle (add e.g. \"clock: 1.5 GHz\", or give B/cycle)"},
       {11, "note: typo",
-       "hw/x.yaml:11: unknown key \"note\" (known keys: name, description, fast_memory, bandwidth, matrix_unit, macs_per_cycle, vector_elements_per_cycle, dtype, element_bytes, clock, sources, notes)"},
+       "hw/x.yaml:11: unknown key \"note\" (known keys: name, description, fast_memory, bandwidth, matrix_unit, macs_per_cycle, vector_elements_per_cycle, dtype, element_bytes, clock, sources, notes, staging_buffer, accumulator_buffer, vector_buffer, double_buffer, tile_base, row_alignment, accumulator_dtype, wide_writeback, prefetch)"},
       {7, "",
        "hw/x.yaml:1: missing key \"matrix_unit\" (required: name, description, fast_memory, bandwidth, matrix_unit, macs_per_cycle, vector_elements_per_cycle, and dtype or element_bytes)"},
   };
@@ -214,7 +214,8 @@ TEST_CASE("hardware: every bad profile is one line naming the file and the line"
   CHECK(ErrorOf("- a list\n") ==
         "hw/x.yaml:1: expected a map of keys at the top level (known keys: name, description, fast_memory, "
         "bandwidth, matrix_unit, macs_per_cycle, vector_elements_per_cycle, dtype, element_bytes, clock, "
-        "sources, notes)");
+        "sources, notes, staging_buffer, accumulator_buffer, vector_buffer, double_buffer, tile_base, row_alignment, "
+        "accumulator_dtype, wide_writeback, prefetch)");
   CHECK(ErrorOf(WithLine(4, "fast_memory: 1 B")) == "hw/x.yaml:4: fast_memory: holds no element of 2 bytes");
   for (const std::string& message : {ErrorOf(WithLine(5, "bandwidth: 819 GBps")), ErrorOf("name: [")}) {
     CHECK(message.find('\n') == std::string::npos);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <span>
 #include <utility>
 
@@ -39,7 +40,11 @@ constexpr std::pair<std::string_view, int> kDtypes[] = {
 constexpr std::string_view kRequiredKeys[] = {"name",        "description",    "fast_memory",
                                               "bandwidth",   "matrix_unit",    "macs_per_cycle",
                                               "vector_elements_per_cycle"};
-constexpr std::string_view kOptionalKeys[] = {"dtype", "element_bytes", "clock", "sources", "notes"};
+constexpr std::string_view kOptionalKeys[] = {"dtype",          "element_bytes",     "clock",
+                                              "sources",        "notes",             "staging_buffer",
+                                              "accumulator_buffer", "vector_buffer", "double_buffer",
+                                              "tile_base",      "row_alignment",     "accumulator_dtype",
+                                              "wide_writeback", "prefetch"};
 
 std::string KnownKeys() {
   std::string list;
@@ -131,7 +136,132 @@ class ProfileReader {
     const double capacity = std::floor(profile.fast_memory_bytes / profile.element_bytes);
     if (capacity < 1) FailKey("fast_memory", "fast_memory: holds no element of " + std::to_string(profile.element_bytes) + " bytes");
     if (capacity > 0x1p53) FailKey("fast_memory", "fast_memory: too large (more than 2^53 elements)");
+    ReadChipRules(profile);
     return profile;
+  }
+
+  // The optional chip rules (H1-H5), each checked against the rest of the profile.
+  void ReadChipRules(HardwareProfile& profile) const {
+    const std::pair<const char*, double*> buffers[] = {{"staging_buffer", &profile.staging_bytes},
+                                                       {"accumulator_buffer", &profile.accumulator_bytes},
+                                                       {"vector_buffer", &profile.vector_bytes}};
+    for (const auto& [key, bytes] : buffers) {
+      if (!values_.count(key)) continue;
+      *bytes = Quantity(key, kMemoryUnits, 1.0);
+      // A sweep that overrides fast_memory asks for a smaller chip: a buffer the file sized
+      // larger shrinks with the memory it is part of. In the file itself it is a contradiction.
+      if (*bytes > profile.fast_memory_bytes && overridden_.count("fast_memory") && !overridden_.count(key)) {
+        *bytes = profile.fast_memory_bytes;
+      }
+      if (*bytes > profile.fast_memory_bytes) {
+        FailKey(key, std::string(key) + ": " + Scalar(key, "a number") + " is larger than fast_memory (" +
+                         Scalar("fast_memory", "a number") +
+                         "), which every step's whole working set must also fit (a buffer is a part of it)");
+      }
+      if (std::floor(*bytes / profile.element_bytes) < 1) {
+        FailKey(key, std::string(key) + ": holds no element of " + std::to_string(profile.element_bytes) + " bytes");
+      }
+    }
+    if (values_.count("double_buffer")) {
+      for (const auto& [role, at] : TextList("double_buffer")) {
+        bool* flag = role == "staging"       ? &profile.double_staging
+                     : role == "accumulator" ? &profile.double_accumulator
+                     : role == "vector"      ? &profile.double_vector
+                                             : nullptr;
+        if (flag == nullptr) {
+          Fail(at, "double_buffer: unknown role " + QuoteForMessage(role) + " (expected staging, accumulator, vector)");
+        }
+        if (*flag) Fail(at, "double_buffer: role " + QuoteForMessage(role) + " listed twice");
+        *flag = true;
+      }
+    }
+    if (values_.count("tile_base")) {
+      const YAML::Node& value = values_.at("tile_base");
+      std::vector<YAML::Node> items;
+      if (value.IsSequence()) {
+        for (const YAML::Node& item : value) items.push_back(item);
+      } else {
+        items.push_back(value);
+      }
+      if (items.size() != 1 && items.size() != 3) {
+        FailKey("tile_base", "tile_base: expected one side or three [w, h, k], got " + std::to_string(items.size()));
+      }
+      for (size_t i = 0; i < 3; ++i) {
+        const YAML::Node& item = items[items.size() == 1 ? 0 : i];
+        const std::string text = item.IsScalar() ? item.Scalar() : "";
+        int64_t side = 0;
+        const auto parsed = std::from_chars(text.data(), text.data() + text.size(), side);
+        if (parsed.ec != std::errc() || parsed.ptr != text.data() + text.size() || side < 1) {
+          Fail(item.Mark(), "tile_base: expected a positive integer side, got " + QuoteForMessage(text));
+        }
+        if (side > profile.native) {
+          Fail(item.Mark(), "tile_base: " + text + " is larger than matrix_unit " + std::to_string(profile.native) +
+                                " (no tile side could be a multiple of it)");
+        }
+        profile.tile_base[i] = side;
+      }
+    }
+    if (values_.count("row_alignment")) {
+      profile.row_alignment_bytes = Quantity("row_alignment", kMemoryUnits, 1.0);
+      const double elements = profile.row_alignment_bytes / profile.element_bytes;
+      if (elements != std::floor(elements) || elements < 1) {
+        FailKey("row_alignment", "row_alignment: " + Scalar("row_alignment", "a number") +
+                                     " is not a whole number of " + std::to_string(profile.element_bytes) +
+                                     "-byte elements");
+      }
+      const int64_t base_w = std::lcm(profile.tile_base[0], static_cast<int64_t>(elements));
+      if (base_w > profile.native) {
+        FailKey("row_alignment", "row_alignment: " + Scalar("row_alignment", "a number") + " (" +
+                                     std::to_string(static_cast<int64_t>(elements)) + " elements) with tile_base w " +
+                                     std::to_string(profile.tile_base[0]) + " needs w a multiple of " +
+                                     std::to_string(base_w) + ", larger than matrix_unit " +
+                                     std::to_string(profile.native));
+      }
+    }
+    if (values_.count("accumulator_dtype")) {
+      profile.accumulator_dtype = Text("accumulator_dtype");
+      for (const auto& [name, bytes] : kDtypes) {
+        if (name == profile.accumulator_dtype) profile.accumulator_element_bytes = bytes;
+      }
+      if (profile.accumulator_element_bytes == 0) {
+        FailKey("accumulator_dtype", "accumulator_dtype: unknown dtype " + QuoteForMessage(profile.accumulator_dtype));
+      }
+      if (profile.accumulator_element_bytes < profile.element_bytes ||
+          profile.accumulator_element_bytes % profile.element_bytes != 0) {
+        FailKey("accumulator_dtype", "accumulator_dtype: " + profile.accumulator_dtype + " (" +
+                                         std::to_string(profile.accumulator_element_bytes) +
+                                         " bytes) is not a whole multiple of the " +
+                                         std::to_string(profile.element_bytes) + "-byte element");
+      }
+    }
+    if (values_.count("wide_writeback")) profile.wide_writeback = Boolean("wide_writeback");
+    if (values_.count("prefetch")) {
+      profile.prefetch = Boolean("prefetch");
+      if (profile.prefetch && !profile.double_staging && !profile.double_vector) {
+        FailKey("prefetch", "prefetch: true needs double_buffer to name staging or vector (the next step's loads "
+                            "need a second buffer)");
+      }
+    }
+  }
+
+  bool Boolean(const std::string& key) const {
+    const std::string text = Scalar(key, "true or false");
+    if (text == "true") return true;
+    if (text == "false") return false;
+    FailKey(key, key + ": expected true or false, got " + QuoteForMessage(text));
+  }
+
+  // A list of texts (or one text), each with where it is.
+  std::vector<std::pair<std::string, YAML::Mark>> TextList(const std::string& key) const {
+    const YAML::Node& value = values_.at(key);
+    std::vector<std::pair<std::string, YAML::Mark>> items;
+    if (value.IsScalar()) return {{value.Scalar(), value.Mark()}};
+    if (!value.IsSequence()) Fail(value.Mark(), key + ": expected a list of names, not a map");
+    for (const YAML::Node& item : value) {
+      if (!item.IsScalar()) Fail(item.Mark(), key + ": expected a list of names");
+      items.emplace_back(item.Scalar(), item.Mark());
+    }
+    return items;
   }
 
   static bool IsKnownKey(const std::string& name) {
@@ -328,6 +458,25 @@ DerivedHardware Derive(const HardwareProfile& profile) {
   derived.pointwise_base = n * n / profile.vector_elements_per_cycle;
   derived.balance = (n * n / derived.bandwidth) / derived.matmul_base;
   derived.tiles_that_fit = static_cast<double>(derived.capacity) / (n * n);
+  ChipRules& chip = derived.chip;
+  const auto elements = [&](double bytes) { return static_cast<Elements>(std::floor(bytes / profile.element_bytes)); };
+  chip.staging_capacity = elements(profile.staging_bytes);
+  chip.accumulator_capacity = elements(profile.accumulator_bytes);
+  chip.vector_capacity = elements(profile.vector_bytes);
+  chip.double_staging = profile.double_staging;
+  chip.double_accumulator = profile.double_accumulator;
+  chip.double_vector = profile.double_vector;
+  chip.base_w = profile.tile_base[0];
+  chip.base_h = profile.tile_base[1];
+  chip.base_k = profile.tile_base[2];
+  if (profile.row_alignment_bytes > 0) {
+    chip.base_w = std::lcm(chip.base_w, static_cast<Elements>(profile.row_alignment_bytes / profile.element_bytes));
+  }
+  if (profile.accumulator_element_bytes > 0) {
+    chip.accumulator_factor = profile.accumulator_element_bytes / profile.element_bytes;
+  }
+  chip.wide_writeback = profile.wide_writeback;
+  chip.prefetch = profile.prefetch;
   return derived;
 }
 
@@ -340,6 +489,7 @@ void ApplyHardware(const DerivedHardware& hardware, Problem& problem) {
   problem.fast_memory_capacity = hardware.capacity;
   problem.slow_memory_bandwidth = hardware.bandwidth;
   problem.native = hardware.native;
+  problem.chip = hardware.chip;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     const OpKind kind = problem.ops[op].kind;
     problem.ops[op].base_cost = kind == OpKind::MatMul   ? MatMulBaseCost(hardware, problem.ReductionLength(op))

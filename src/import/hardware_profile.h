@@ -31,6 +31,18 @@ struct HardwareProfile {
   int64_t native = 0;  // the matrix unit's side n
   std::vector<std::string> sources;
   std::string notes;
+  // The chip's memory rules (docs/hardware.md "Chip rules", H1-H5 of docs/cost-model.md); every
+  // key optional, none given = the contest's model.
+  double staging_bytes = 0;      // staging_buffer: MatMul operand slices (H1)
+  double accumulator_bytes = 0;  // accumulator_buffer: MatMul output regions (H1)
+  double vector_bytes = 0;       // vector_buffer: Pointwise operands and outputs (H1)
+  bool double_staging = false, double_accumulator = false, double_vector = false;  // double_buffer (H2)
+  int64_t tile_base[3] = {1, 1, 1};  // tile_base: w, h, k (H3)
+  double row_alignment_bytes = 0;    // row_alignment: a row of a tile is a multiple of it (H3)
+  std::string accumulator_dtype;     // H4; "" = the element type
+  int accumulator_element_bytes = 0;
+  bool wide_writeback = false;       // H4
+  bool prefetch = false;             // H5
 };
 
 // The problem numbers of a profile. All times are in cycles.
@@ -42,6 +54,9 @@ struct DerivedHardware {
   double pointwise_base = 0;  // one n x n tile: n^2 / vector elements per cycle
   double balance = 0;         // (n^2 / bandwidth) / matmul_base: load time over multiply time
   double tiles_that_fit = 0;  // capacity / n^2
+  // The profile's rules in elements (capacities floor(bytes / element bytes); the w base is the
+  // least common multiple of tile_base's w and the row alignment in elements).
+  ChipRules chip;
 };
 
 // Keys of the profile's YAML replaced by other values before it is read, in the file's units:
@@ -68,8 +83,8 @@ DerivedHardware Derive(const HardwareProfile& profile);
 // tile over the whole reduction: matmul_base x ceil(K / n).
 double MatMulBaseCost(const DerivedHardware& hardware, Elements reduction);
 
-// Sets the problem's capacity, bandwidth and native side from `hardware` and every op's base
-// cost (MatMul: MatMulBaseCost of its K; Pointwise: pointwise_base, one pass). The problem
+// Sets the problem's capacity, bandwidth, native side and chip rules from `hardware` and every
+// op's base cost (MatMul: MatMulBaseCost of its K; Pointwise: pointwise_base, one pass). The problem
 // keeps its graph; it stays finalized.
 void ApplyHardware(const DerivedHardware& hardware, Problem& problem);
 

@@ -1,5 +1,6 @@
 #include "src/import/hardware_text.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "src/io/json_fields.h"
@@ -76,6 +77,16 @@ std::string HardwareProfileText(const HardwareProfile& profile) {
            ": time to load a native tile over time to multiply one"},
       {"  tiles that fit", Readable(d.tiles_that_fit), "= " + Grouped(static_cast<double>(d.capacity)) + " / " + n + "^2"},
   });
+  if (d.chip.any()) {
+    out += "\nchip rules (docs/cost-model.md H1-H5; capacities in elements of " + el + "):\n";
+    const std::string text = DescribeChipRules(d.chip);
+    size_t begin = 0;
+    while (begin < text.size()) {
+      const size_t end = std::min(text.find('\n', begin), text.size());
+      out += "  " + text.substr(begin, end - begin) + "\n";
+      begin = end + 1;
+    }
+  }
   if (!profile.sources.empty()) {
     out += "\nsources:\n";
     for (const std::string& source : profile.sources) out += "  - " + source + "\n";
@@ -106,6 +117,21 @@ std::string HardwareProfileJson(const HardwareProfile& profile, int indent) {
                        ", \"native\": " + std::to_string(d.native) + ", \"matmul_base\": " + FormatNumber(d.matmul_base) +
                        ", \"pointwise_base\": " + FormatNumber(d.pointwise_base) + ", \"balance\": " +
                        FormatNumber(d.balance) + ", \"tiles_that_fit\": " + FormatNumber(d.tiles_that_fit) + "}");
+  if (d.chip.any()) {  // only with rules: the JSON of a profile without them is unchanged
+    const ChipRules& c = d.chip;
+    std::string roles;
+    if (c.double_staging) roles += "\"staging\"";
+    if (c.double_accumulator) roles += std::string(roles.empty() ? "" : ", ") + "\"accumulator\"";
+    if (c.double_vector) roles += std::string(roles.empty() ? "" : ", ") + "\"vector\"";
+    field("chip_rules", "{\"staging_capacity\": " + std::to_string(c.staging_capacity) +
+                            ", \"accumulator_capacity\": " + std::to_string(c.accumulator_capacity) +
+                            ", \"vector_capacity\": " + std::to_string(c.vector_capacity) + ", \"double_buffer\": [" +
+                            roles + "], \"tile_base\": [" + std::to_string(c.base_w) + ", " + std::to_string(c.base_h) +
+                            ", " + std::to_string(c.base_k) + "], \"accumulator_factor\": " +
+                            std::to_string(c.accumulator_factor) + ", \"wide_writeback\": " +
+                            (c.wide_writeback ? "true" : "false") + ", \"prefetch\": " + (c.prefetch ? "true" : "false") +
+                            "}");
+  }
   std::string sources = "[";
   for (size_t i = 0; i < profile.sources.size(); ++i) {
     sources += (i > 0 ? ", " : "") + JsonString(profile.sources[i]);

@@ -1,5 +1,6 @@
 #include "src/io/problem_reader.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -27,6 +28,64 @@ TensorId ReadTensorId(const JsonField& field, size_t num_tensors) {
                std::to_string(num_tensors) + " tensors)");
   }
   return static_cast<TensorId>(id);
+}
+
+// The optional extension object of a chip's rules (eval/chip_rules.h): every key optional,
+// an unknown key or a bad value one line naming it.
+ChipRules ReadChipRules(const JsonField& object, Elements native, Elements capacity) {
+  object.RequireObject();
+  ChipRules rules;
+  const simdjson::dom::object members = object.element().get_object().value_unsafe();
+  for (const auto member : members) {
+    const std::string_view key = member.key;
+    static constexpr std::string_view kKnown[] = {"staging_capacity", "accumulator_capacity", "vector_capacity",
+                                                  "double_buffer",    "tile_base",            "accumulator_factor",
+                                                  "wide_writeback",   "prefetch"};
+    if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
+      object.Fail("unknown key \"" + std::string(key) +
+                  "\" (known: staging_capacity, accumulator_capacity, vector_capacity, double_buffer, "
+                  "tile_base, accumulator_factor, wide_writeback, prefetch)");
+    }
+  }
+  auto integer = [&](std::string_view key, int64_t& out) {
+    if (const std::optional<JsonField> f = object.OptionalMember(key)) out = f->Integer();
+  };
+  auto boolean = [&](std::string_view key, bool& out) {
+    if (const std::optional<JsonField> f = object.OptionalMember(key)) {
+      if (!f->element().is_bool()) f->Fail("expected true or false, got " + f->Describe());
+      out = bool(f->element());
+    }
+  };
+  integer("staging_capacity", rules.staging_capacity);
+  integer("accumulator_capacity", rules.accumulator_capacity);
+  integer("vector_capacity", rules.vector_capacity);
+  integer("accumulator_factor", rules.accumulator_factor);
+  boolean("wide_writeback", rules.wide_writeback);
+  boolean("prefetch", rules.prefetch);
+  if (const std::optional<JsonField> f = object.OptionalMember("double_buffer")) {
+    for (const JsonField& item : f->Items()) {
+      const std::string_view role = item.String();
+      if (role == "staging") {
+        rules.double_staging = true;
+      } else if (role == "accumulator") {
+        rules.double_accumulator = true;
+      } else if (role == "vector") {
+        rules.double_vector = true;
+      } else {
+        item.Fail("unknown role " + item.Describe() + " (expected staging, accumulator or vector)");
+      }
+    }
+  }
+  if (const std::optional<JsonField> f = object.OptionalMember("tile_base")) {
+    const std::vector<JsonField> sides = f->Items();
+    if (sides.size() != 3) f->Fail("expected 3 entries [w, h, k], got " + std::to_string(sides.size()));
+    rules.base_w = sides[0].Integer();
+    rules.base_h = sides[1].Integer();
+    rules.base_k = sides[2].Integer();
+  }
+  const std::string reason = CheckChipRules(rules, native, capacity);
+  if (!reason.empty()) object.Fail(reason);
+  return rules;
 }
 
 }  // namespace
@@ -189,6 +248,9 @@ Problem ParseProblem(std::string_view json, const std::string& origin) {
                       "(spec A.1.4)");
   }
   problem.native = native_w;
+  if (const std::optional<JsonField> chip = root.OptionalMember("chip_rules")) {
+    problem.chip = ReadChipRules(*chip, problem.native, problem.fast_memory_capacity);
+  }
 
   const std::string reason = problem.Finalize();
   if (!reason.empty()) throw InputError(origin, "inputs/outputs", reason);

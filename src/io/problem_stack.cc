@@ -69,6 +69,7 @@ Problem StackProblem(const Problem& problem, const StackPlan& plan, int copies) 
   stacked.fast_memory_capacity = problem.fast_memory_capacity;
   stacked.slow_memory_bandwidth = problem.slow_memory_bandwidth;
   stacked.native = problem.native;
+  stacked.chip = problem.chip;
   const int num_tensors = static_cast<int>(problem.tensors.size());
   std::vector<TensorId> id(num_tensors);   // this copy's id of each original tensor
   TensorId previous_output = kNoOp;

@@ -42,6 +42,22 @@ std::string ProblemToJson(const Problem& problem) {
   out += ",\n  \"slow_memory_bandwidth\": " + FormatNumber(problem.slow_memory_bandwidth);
   out += ",\n  \"native_granularity\": ";
   AppendIntegers(out, {problem.native, problem.native});
+  // The chip's rules only when some rule is on: a contest problem is written as the contest's.
+  const ChipRules& chip = problem.chip;
+  if (chip.any()) {
+    out += ",\n  \"chip_rules\": {\"staging_capacity\": " + std::to_string(chip.staging_capacity) +
+           ", \"accumulator_capacity\": " + std::to_string(chip.accumulator_capacity) +
+           ", \"vector_capacity\": " + std::to_string(chip.vector_capacity) + ", \"double_buffer\": [";
+    std::string roles;
+    if (chip.double_staging) roles += "\"staging\"";
+    if (chip.double_accumulator) roles += std::string(roles.empty() ? "" : ", ") + "\"accumulator\"";
+    if (chip.double_vector) roles += std::string(roles.empty() ? "" : ", ") + "\"vector\"";
+    out += roles + "], \"tile_base\": ";
+    AppendIntegers(out, {chip.base_w, chip.base_h, chip.base_k});
+    out += ", \"accumulator_factor\": " + std::to_string(chip.accumulator_factor) +
+           ", \"wide_writeback\": " + (chip.wide_writeback ? "true" : "false") +
+           ", \"prefetch\": " + (chip.prefetch ? "true" : "false") + "}";
+  }
   out += "\n}\n";
   return out;
 }
