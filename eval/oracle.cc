@@ -16,6 +16,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -119,6 +120,10 @@ class SubgraphOracle {
     const Tensor& tensor = problem_.tensors[t];
     region.r1 = std::min(region.r1, tensor.height);
     region.c1 = std::min(region.c1, tensor.width);
+    // The same demand twice in a step adds the same requests and charges again, which D5 and
+    // C5 count once: walk it once. (Without this, a chain of k x k taps, each fed by the nine
+    // taps before it, is walked once per path: exponential in the chain's depth.)
+    if (!fed_.insert({t, region, static_cast<int>(demand), k_len, role}).second) return;
     if (structure_.Gathered(problem_, t)) {  // D4, L2
       requests_.push_back({t, role, region});
       return;
@@ -228,6 +233,7 @@ class SubgraphOracle {
         const Elements k1 = std::min(k0 + k, reduction);
         requests_.clear();
         charges_.clear();
+        fed_.clear();
 
         // D2, C2: the k-loop MatMuls stream an LHS and an RHS slice every step.
         for (OpId m : structure_.k_loop_matmuls) {
@@ -357,6 +363,7 @@ class SubgraphOracle {
   SubgraphStructure structure_;
   std::vector<SliceRequest> requests_;
   std::vector<ComputeCharge> charges_;
+  std::set<std::tuple<TensorId, Region, int, Elements, uint8_t>> fed_;  // this step's Feed calls
 };
 
 }  // namespace

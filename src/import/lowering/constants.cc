@@ -132,6 +132,17 @@ void LowerScatterND(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, out);
 }
 
+// CumSum of a constant (DETR's sine position embedding sums a mask known at export time): a
+// constant of the same dims (its values are not needed for shapes).
+void LowerCumSum(Context& cx, const OnnxNode& node) {
+  const Const* c = cx.GetConst(node, 0);
+  if (!c) cx.Fail(node, "a cumulative sum of an activation computed by the model is not supported");
+  Const out = *c;
+  out.values.reset();
+  out.initializer = false;
+  cx.Set(node, 0, out);
+}
+
 ConverterTable ConstantConverters() {
   return {
       {"Constant", LowerConstant},
@@ -144,6 +155,7 @@ ConverterTable ConstantConverters() {
       {"ConstantOfShape", LowerConstantOfShape},
       {"Range", LowerRange},
       {"ScatterND", LowerScatterND},
+      {"CumSum", LowerCumSum},
   };
 }
 

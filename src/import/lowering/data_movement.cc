@@ -324,6 +324,26 @@ void SplitBlocks(Context& cx, const OnnxNode& node, const Act& x, int64_t axis, 
 // Split: the split attribute, else the split input (the spelling from opset 13).
 void LowerSplit(Context& cx, const OnnxNode& node) {
   Attr a{node};
+  if (const Const* c = cx.GetConst(node, 0)) {
+    // A constant split (shape arithmetic, a parameter cut in parts): constants of the parts' dims.
+    const int r = int(c->dims.size());
+    int64_t axis = a.Int("axis", 0);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) cx.Fail(node, "axis " + std::to_string(a.Int("axis", 0)) + " is out of range for rank " + std::to_string(r));
+    std::vector<int64_t> split = a.Ints("split");
+    if (split.empty() && cx.HasInput(node, 1)) split = cx.NeedInts(node, 1, "split");
+    const size_t parts = node.outputs.size();
+    if (split.empty()) split.assign(parts, c->dims[axis] / int64_t(parts));
+    if (split.size() != parts) cx.Fail(node, "split has " + std::to_string(split.size()) + " sizes for " + std::to_string(parts) + " outputs");
+    for (size_t i = 0; i < parts; ++i) {
+      Const out = *c;
+      out.dims[axis] = split[i];
+      out.values.reset();
+      out.initializer = false;
+      cx.Set(node, i, out);
+    }
+    return;
+  }
   Act x = cx.NeedAct(node, 0);
   const int r = int(x.dims.size());
   int64_t axis = a.Int("axis", 0);
@@ -362,6 +382,46 @@ void LowerSplit(Context& cx, const OnnxNode& node) {
   }
 }
 
+// DepthToSpace (PixelShuffle) and SpaceToDepth: blocks of channels moved to or from the spatial
+// axes of NCHW, pure data movement (a Layout op when read).
+void LowerDepthSpace(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  const Act* x = std::get_if<Act>(&v);
+  if (!x) cx.Fail(node, "the input must be an activation computed by the model");
+  const int64_t b = Attr{node}.Int("blocksize", 0);
+  if (x->dims.size() != 4 || b <= 0 || b > 1024) cx.Fail(node, "a 4-D input and a blocksize in 1..1024 are needed");
+  std::vector<int64_t> d = x->dims;
+  if (node.op_type == "DepthToSpace") {
+    if (d[1] % (b * b) != 0) cx.Fail(node, std::to_string(d[1]) + " channels do not split into blocks of " + std::to_string(b * b));
+    d = {d[0], d[1] / (b * b), d[2] * b, d[3] * b};
+  } else {
+    if (d[2] % b != 0 || d[3] % b != 0) cx.Fail(node, "the spatial dims " + DimsText(d) + " are not multiples of the blocksize");
+    d = {d[0], d[1] * b * b, d[2] / b, d[3] / b};
+  }
+  cx.Set(node, 0, cx.Pending(node, *x, d, false, 1));
+}
+
+// Tile: copies of an activation along its axes (a Layout op when read); of a constant, its dims.
+void LowerTile(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  const std::vector<int64_t> reps = cx.NeedInts(node, 1, "the repeats");
+  std::vector<int64_t> d = DimsOf(v);
+  if (reps.size() != d.size()) cx.Fail(node, "repeats " + DimsText(reps) + " do not match the rank of " + DimsText(d));
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (reps[i] < 0) cx.Fail(node, "a negative repeat");
+    d[i] = cx.Mul(node, d[i], reps[i]);
+  }
+  if (const Const* c = std::get_if<Const>(&v)) {
+    Const out = *c;
+    out.dims = d;
+    out.values.reset();
+    return cx.Set(node, 0, out);
+  }
+  const Act* x = std::get_if<Act>(&v);
+  if (!x) cx.Fail(node, "tiling a row statistic is not supported");
+  cx.Set(node, 0, cx.PendingLike(node, *x, d));
+}
+
 }  // namespace
 
 ConverterTable DataMovementConverters() {
@@ -375,6 +435,9 @@ ConverterTable DataMovementConverters() {
       {"Slice", LowerSlice1, 0, 10},
       {"Slice", LowerSlice10, 10},
       {"Split", LowerSplit},
+      {"DepthToSpace", LowerDepthSpace},
+      {"SpaceToDepth", LowerDepthSpace},
+      {"Tile", LowerTile},
   };
 }
 

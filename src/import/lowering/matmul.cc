@@ -112,8 +112,21 @@ void LowerMatMul(Context& cx, const OnnxNode& node) {
   }
   if (std::holds_alternative<Const>(av) && std::holds_alternative<Act>(bv))
     return LowerWeightTimesAct(cx, node, std::get<Const>(av));
+  if (std::holds_alternative<Const>(av) && std::holds_alternative<Const>(bv)) {
+    // Both known at export time (DETR's decoder queries, a parameter, times a projection): the
+    // model still multiplies them at run time. The left one is read as a tensor of its own.
+    const Const& c = std::get<Const>(av);
+    if (!c.is_float || c.dims.size() < 2) cx.Fail(node, "a MatMul of two integer or 1-D constants is not supported");
+    Act x;
+    x.dims = c.dims;
+    x.name = c.name;
+    SetChannelsLayout(x, int(c.dims.size()) - 1);
+    const auto [rows, cols] = PartShape(x);
+    x.parts = {cx.problem().Weight(c.name.empty() ? node.name + "~constant" : c.name, rows, cols, "~data")};
+    return cx.Set(node, 0, ActTimesWeight(cx, x, std::get<Const>(bv), false, node));
+  }
   if (!std::holds_alternative<Act>(av) || !std::holds_alternative<Act>(bv))
-    cx.Fail(node, "a MatMul of two constants is not supported");
+    cx.Fail(node, "a MatMul of a row statistic is not supported");
   cx.Set(node, 0, BatchedMatMul(cx, node, std::get<Act>(av), std::get<Act>(bv)));
 }
 

@@ -64,40 +64,46 @@ void LowerInstanceNorm(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, out);
 }
 
+// MaxPool and AveragePool over the spatial axes of (N, C, spatial...) of any rank (1-D audio,
+// 2-D images, 3-D video): Π k passes per output element; when the window or stride changes the
+// spatial size, a Layout op gathers the view first.
 void LowerPool(Context& cx, const OnnxNode& node) {
   Attr a{node};
   Act x = cx.NeedAct(node, 0);
-  if (x.dims.size() != 4 || x.col_axis != 1) cx.Fail(node, "only 2-D pooling on NCHW is supported");
+  const size_t r = x.dims.size();
+  if (r < 3) cx.Fail(node, "pooling needs an (N, C, spatial...) input, got " + DimsText(x.dims));
+  if (x.col_axis != 1 || !x.part_axes.empty()) x = cx.Relayout(node, x, 1);
+  const size_t sp = r - 2;
   std::vector<int64_t> k = a.Ints("kernel_shape"), s = a.Ints("strides"), p = a.Ints("pads"), d = a.Ints("dilations");
-  if (k.size() != 2) cx.Fail(node, "kernel_shape must have 2 entries");
-  if (s.empty()) s = {1, 1};
-  if (p.empty()) p = {0, 0, 0, 0};
-  if (d.empty()) d = {1, 1};
-  if (s.size() != 2 || d.size() != 2 || p.size() != 4) cx.Fail(node, "strides/dilations/pads do not match a 2-D pooling");
-  const int64_t h = x.dims[2], w = x.dims[3];
+  if (k.size() != sp) cx.Fail(node, "kernel_shape must have " + std::to_string(sp) + " entries for a " + std::to_string(r) + "-D input");
+  if (s.empty()) s.assign(sp, 1);
+  if (p.empty()) p.assign(2 * sp, 0);
+  if (d.empty()) d.assign(sp, 1);
+  if (s.size() != sp || d.size() != sp || p.size() != 2 * sp) cx.Fail(node, "strides/dilations/pads do not match the kernel's rank");
   const std::string auto_pad = a.Text("auto_pad");
-  int64_t ho, wo;
-  auto outdim = [&](int64_t in, int64_t pa, int64_t pb, int64_t kk, int64_t st, int64_t dl) {
-    const int64_t span = in + pa + pb - dl * (kk - 1) - 1;
-    return (a.Int("ceil_mode", 0) ? CeilDiv(span, st) : span / st) + 1;
-  };
-  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-    ho = CeilDiv(h, s[0]);
-    wo = CeilDiv(w, s[1]);
-  } else {
-    if (auto_pad == "VALID") p = {0, 0, 0, 0};
-    ho = outdim(h, p[0], p[2], k[0], s[0], d[0]);
-    wo = outdim(w, p[1], p[3], k[1], s[1], d[1]);
+  if (auto_pad == "VALID") p.assign(2 * sp, 0);
+  std::vector<int64_t> out_dims = x.dims;
+  double passes = 1;
+  for (size_t i = 0; i < sp; ++i) {
+    const int64_t in = x.dims[2 + i];
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out_dims[2 + i] = CeilDiv(in, s[i]);
+    } else {
+      const int64_t span = in + p[i] + p[i + sp] - d[i] * (k[i] - 1) - 1;
+      out_dims[2 + i] = (a.Int("ceil_mode", 0) ? CeilDiv(span, s[i]) : span / s[i]) + 1;
+    }
+    if (out_dims[2 + i] <= 0) cx.Fail(node, "the output would be empty");
+    passes *= double(k[i]);
   }
   Act out = x;
-  out.dims = {x.dims[0], x.dims[1], ho, wo};
-  SetChannelsLayout(out);
-  const double passes = double(k[0] * k[1]);
+  out.dims = out_dims;
+  SetChannelsLayout(out, 1);
   out.parts.clear();
   ProblemBuilder& pb = cx.problem();
+  const Elements rows = Product(out_dims) / out_dims[1];
   for (TensorId part : x.parts)
-    out.parts.push_back(ho == h && wo == w ? pb.Pointwise({part}, passes, node, "pooling")
-                                           : pb.View(part, x.dims[0] * ho * wo, passes, node, "strided-view", kViewWhat));
+    out.parts.push_back(out_dims == x.dims ? pb.Pointwise({part}, passes, node, "pooling")
+                                           : pb.View(part, rows, passes, node, "strided-view", kViewWhat));
   out.col_split = x.col_split;
   cx.Set(node, 0, out);
 }
@@ -125,7 +131,20 @@ void LowerGlobalPool(Context& cx, const OnnxNode& node, const std::set<int>& axe
   cx.Set(node, 0, out);
 }
 
-void LowerGlobalPoolNode(Context& cx, const OnnxNode& node) { LowerGlobalPool(cx, node, {2, 3}, true); }
+void LowerRowReduce(Context& cx, const OnnxNode& node, const Act& x_in, const std::set<int>& axes, bool keep);
+
+// Global pooling: over H, W of NCHW as always; over the spatial axes of any other rank (1-D
+// audio, 3-D video) as a reduction over rows.
+void LowerGlobalPoolNode(Context& cx, const OnnxNode& node) {
+  const std::vector<int64_t> dims = DimsOf(cx.Get(node, 0));
+  if (dims.size() == 4) return LowerGlobalPool(cx, node, {2, 3}, true);
+  if (dims.size() < 3) cx.Fail(node, "global pooling needs an (N, C, spatial...) input, got " + DimsText(dims));
+  std::set<int> axes;
+  for (int i = 2; i < int(dims.size()); ++i) axes.insert(i);
+  Act x = cx.NeedAct(node, 0);
+  if (x.col_axis != 1) x = cx.Relayout(node, x, 1);
+  LowerRowReduce(cx, node, x, axes, true);
+}
 
 // A reduction over axes that are rows (mean pooling over a sequence, over windows): the kept
 // axes become parts (Layout ops gather them when the layout differs), and each part is reduced

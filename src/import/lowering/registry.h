@@ -47,6 +47,7 @@ ConverterTable NormalizationConverters(); // normalization.cc
 ConverterTable ReshapeConverters();       // reshape.cc
 ConverterTable DataMovementConverters();  // data_movement.cc
 ConverterTable ElementwiseConverters();   // elementwise.cc
+ConverterTable RecurrentConverters();     // recurrent.cc
 
 // All converters, built from the family tables on first use. Building checks that no two
 // entries of one op type overlap in opsets (a std::logic_error: a programming error).
