@@ -51,5 +51,22 @@ TEST_CASE("fuzz regression: a retained id out of range is V8, also for the next 
   CHECK(cache.LookupOrCompute(problem, schedule.subgraphs[1], {-1}).violation.rule == "V8");
 }
 
+// problem_reader_fuzz: a chip_rules key of the file was echoed raw in the "unknown key" message,
+// control bytes and all; it is quoted now, as every other key of the readers.
+TEST_CASE("fuzz regression: an unknown chip_rules key is quoted in one line") {
+  const std::string json = R"({"base_costs": [4000], "chip_rules": {"double_buffr\u0001": ["staging"]},
+ "fast_memory_capacity": 100000, "heights": [128, 128, 128], "inputs": [[0, 1]],
+ "native_granularity": [128, 128], "op_types": ["MatMul"], "outputs": [[2]],
+ "slow_memory_bandwidth": 95, "widths": [128, 128, 128]})";
+  std::string message;
+  try {
+    ParseProblem(json, "crash-99fcf3fa");
+  } catch (const InputError& e) {
+    message = e.what();
+  }
+  CHECK(message.rfind("crash-99fcf3fa: chip_rules: unknown key \"double_buffr\\x01\" (known: ", 0) == 0);
+  CHECK(message.find('\x01') == std::string::npos);
+}
+
 }  // namespace
 }  // namespace annealer

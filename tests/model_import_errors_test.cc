@@ -233,7 +233,7 @@ std::vector<BadModel> BadModels() {
     ModelBuilder m = OneNode("pool", "MaxPool", {"x"}, {1, 4, 8, 8});
     SetInts(*m.graph().mutable_node(0), "kernel_shape", {2, 2});
     SetInts(*m.graph().mutable_node(0), "strides", {2});
-    bad.push_back({"pool_strides.onnx", m.Bytes(), "node 'pool' (MaxPool): strides/dilations/pads do not match a 2-D pooling"});
+    bad.push_back({"pool_strides.onnx", m.Bytes(), "node 'pool' (MaxPool): strides/dilations/pads do not match the kernel's rank"});
   }
   // ... Concat and Split axes and Unsqueeze axes out of range (read and written past the end), ...
   {

@@ -1,4 +1,5 @@
 #include "src/io/problem_reader.h"
+#include "src/io/message_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -42,8 +43,8 @@ ChipRules ReadChipRules(const JsonField& object, Elements native, Elements capac
                                                   "double_buffer",    "tile_base",            "accumulator_factor",
                                                   "wide_writeback",   "prefetch"};
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
-      object.Fail("unknown key \"" + std::string(key) +
-                  "\" (known: staging_capacity, accumulator_capacity, vector_capacity, double_buffer, "
+      object.Fail("unknown key " + QuoteForMessage(key, 40) +
+                  " (known: staging_capacity, accumulator_capacity, vector_capacity, double_buffer, "
                   "tile_base, accumulator_factor, wide_writeback, prefetch)");
     }
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "src/io/json_fields.h"
+#include "src/io/problem_reader.h"
 #include "src/io/message_text.h"
 
 namespace annealer::lowering {
@@ -18,6 +19,10 @@ void FailAt(const std::string& origin, const OnnxNode& node, const std::string& 
 
 TensorId ProblemBuilder::NewTensor(Elements rows, Elements cols, TensorOrigin origin) {
   if (rows <= 0 || cols <= 0) throw InputError(origin_, "", OneLineForMessage("internal: empty tensor for '" + origin.value + "'"));
+  if (rows > kMaxTensorSide || cols > kMaxTensorSide)
+    throw InputError(origin_, "", OneLineForMessage("'" + origin.value + "' would be a tensor of " + std::to_string(rows) + " x " +
+                                                    std::to_string(cols) + " (rows x columns): the problem format allows at most " +
+                                                    std::to_string(kMaxTensorSide) + " per side; import with a smaller input"));
   p_.tensors.push_back(Tensor{cols, rows});
   tensor_origins_.push_back(std::move(origin));
   producer_.push_back(kNoOp);
