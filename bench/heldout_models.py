@@ -1,0 +1,585 @@
+"""Hand-written architectures for bench/heldout_exports.py: the ones tests/models/export_torch.py
+does not have, each written the way its reference implementation writes it (HF BERT and T5, DETR,
+ConvNeXt-V2, timm's MobileViT, QuartzNet, milesial's U-Net, EDSR, ESPCN, SENet), at small
+widths so that an export takes seconds."""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torchvision
+
+
+# ---------------------------------------------------------------- BERT (HF BertModel layout)
+
+class BertLayer(nn.Module):
+    def __init__(self, d, heads, ff):
+        super().__init__()
+        self.h, self.hd = heads, d // heads
+        self.query, self.key, self.value = nn.Linear(d, d), nn.Linear(d, d), nn.Linear(d, d)
+        self.attn_out = nn.Linear(d, d)
+        self.attn_norm = nn.LayerNorm(d, eps=1e-12)
+        self.intermediate = nn.Linear(d, ff)
+        self.output = nn.Linear(ff, d)
+        self.out_norm = nn.LayerNorm(d, eps=1e-12)
+        self.dropout = nn.Dropout(0.1)
+
+    def heads(self, x):
+        b, t, _ = x.size()
+        return x.view(b, t, self.h, self.hd).permute(0, 2, 1, 3)
+
+    def forward(self, x, ext_mask):
+        q, k, v = self.heads(self.query(x)), self.heads(self.key(x)), self.heads(self.value(x))
+        s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.hd) + ext_mask
+        p = self.dropout(F.softmax(s, dim=-1))
+        c = torch.matmul(p, v).permute(0, 2, 1, 3).contiguous()
+        c = c.view(c.size()[:-2] + (self.h * self.hd,))
+        x = self.attn_norm(self.dropout(self.attn_out(c)) + x)
+        return self.out_norm(self.dropout(self.output(F.gelu(self.intermediate(x)))) + x)
+
+
+class Bert(nn.Module):
+    """BERT-mini widths (d 256, 4 heads, ff 1024, 2 layers): word + position + token-type
+    embeddings and LayerNorm; the int attention mask becomes (1 - mask) * finfo.min added to the
+    scores; pooler (Linear + Tanh on token 0) and a 2-way classifier. Without token_type_ids
+    the token types come from a zero buffer, as HF does."""
+
+    def __init__(self, vocab=8192, d=256, heads=4, ff=1024, layers=2, max_pos=512):
+        super().__init__()
+        self.word = nn.Embedding(vocab, d, padding_idx=0)
+        self.position = nn.Embedding(max_pos, d)
+        self.token_type = nn.Embedding(2, d)
+        self.norm = nn.LayerNorm(d, eps=1e-12)
+        self.register_buffer("position_ids", torch.arange(max_pos).expand((1, -1)))
+        self.register_buffer("token_type_ids", torch.zeros((1, max_pos), dtype=torch.long))
+        self.layers = nn.ModuleList(BertLayer(d, heads, ff) for _ in range(layers))
+        self.pooler = nn.Linear(d, d)
+        self.classifier = nn.Linear(d, 2)
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None):
+        b, t = input_ids.size()
+        if token_type_ids is None:
+            token_type_ids = self.token_type_ids[:, :t].expand(b, t)
+        x = self.word(input_ids) + self.token_type(token_type_ids) + self.position(self.position_ids[:, :t])
+        x = self.norm(x)
+        ext = attention_mask[:, None, None, :].to(x.dtype)
+        ext = (1.0 - ext) * torch.finfo(x.dtype).min
+        for layer in self.layers:
+            x = layer(x, ext)
+        return self.classifier(torch.tanh(self.pooler(x[:, 0])))
+
+
+# ---------------------------------------------------------------- T5 encoder (HF T5Stack layout)
+
+class T5LayerNorm(nn.Module):
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.eps = eps
+
+    def forward(self, x):
+        variance = x.to(torch.float32).pow(2).mean(-1, keepdim=True)
+        return self.weight * (x * torch.rsqrt(variance + self.eps))
+
+
+def relative_position_bucket(relative_position, num_buckets=32, max_distance=128):
+    """HF T5's bidirectional bucketing."""
+    num_buckets //= 2
+    buckets = (relative_position > 0).to(torch.long) * num_buckets
+    relative_position = torch.abs(relative_position)
+    max_exact = num_buckets // 2
+    is_small = relative_position < max_exact
+    large = max_exact + (torch.log(relative_position.float() / max_exact)
+                         / math.log(max_distance / max_exact) * (num_buckets - max_exact)).to(torch.long)
+    large = torch.min(large, torch.full_like(large, num_buckets - 1))
+    return buckets + torch.where(is_small, relative_position, large)
+
+
+class T5Attention(nn.Module):
+    def __init__(self, d, heads, bias):
+        super().__init__()
+        self.h, self.hd = heads, d // heads
+        self.q, self.k, self.v = (nn.Linear(d, d, bias=False) for _ in range(3))
+        self.o = nn.Linear(d, d, bias=False)
+        self.relative_attention_bias = nn.Embedding(32, heads) if bias else None
+
+    def compute_bias(self, q_len, k_len):
+        ctx = torch.arange(q_len, dtype=torch.long)[:, None]
+        mem = torch.arange(k_len, dtype=torch.long)[None, :]
+        bucket = relative_position_bucket(mem - ctx)
+        return self.relative_attention_bias(bucket).permute([2, 0, 1]).unsqueeze(0)
+
+    def forward(self, x, position_bias=None):
+        b, t, _ = x.shape
+
+        def shape(y):
+            return y.view(b, -1, self.h, self.hd).transpose(1, 2)
+        q, k, v = shape(self.q(x)), shape(self.k(x)), shape(self.v(x))
+        scores = torch.matmul(q, k.transpose(3, 2))   # T5 does not scale the scores
+        if position_bias is None:
+            position_bias = self.compute_bias(t, t)
+        w = F.softmax((scores + position_bias).float(), dim=-1).type_as(scores)
+        o = torch.matmul(w, v).transpose(1, 2).contiguous().view(b, -1, self.h * self.hd)
+        return self.o(o), position_bias
+
+
+def gelu_new(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+
+
+class T5Block(nn.Module):
+    def __init__(self, d, heads, ff, bias):
+        super().__init__()
+        self.ln1 = T5LayerNorm(d)
+        self.attn = T5Attention(d, heads, bias)
+        self.ln2 = T5LayerNorm(d)
+        self.wi_0, self.wi_1 = nn.Linear(d, ff, bias=False), nn.Linear(d, ff, bias=False)
+        self.wo = nn.Linear(ff, d, bias=False)
+
+    def forward(self, x, position_bias):
+        a, position_bias = self.attn(self.ln1(x), position_bias)
+        x = x + a
+        h = self.ln2(x)
+        return x + self.wo(gelu_new(self.wi_0(h)) * self.wi_1(h)), position_bias
+
+
+class T5Encoder(nn.Module):
+    """T5-v1.1-small-like encoder (d 512, 8 heads, gated-GELU ff 1024, 2 blocks); the first
+    block computes the relative position bias, the next reuse it."""
+
+    def __init__(self, vocab=8192, d=512, heads=8, ff=1024, layers=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.blocks = nn.ModuleList(T5Block(d, heads, ff, i == 0) for i in range(layers))
+        self.final_norm = T5LayerNorm(d)
+
+    def forward(self, input_ids):
+        x, bias = self.embed(input_ids), None
+        for block in self.blocks:
+            x, bias = block(x, bias)
+        return self.final_norm(x)
+
+
+# ---------------------------------------------------------------- DETR
+
+class Detr(nn.Module):
+    """DETR-like: resnet18 trunk to stride 32, 1x1 conv to 256, position embedding (DETR's
+    PositionEmbeddingSine from the cumsum of a mask of ones, or learned), nn.Transformer with
+    2 encoder and 2 decoder layers (batch_first), 100 learned queries as the decoder input,
+    class Linear and a 3-layer box MLP with sigmoid."""
+
+    def __init__(self, d=256, queries=100, classes=92, sine=True, size=256):
+        super().__init__()
+        r = torchvision.models.resnet18(weights=None)
+        self.backbone = nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, r.layer1, r.layer2,
+                                      r.layer3, r.layer4)
+        self.proj = nn.Conv2d(512, d, 1)
+        self.sine = sine
+        self.d = d
+        if not sine:
+            self.pos = nn.Parameter(torch.randn(1, (size // 32) ** 2, d) * 0.02)
+        self.transformer = nn.Transformer(d, 8, 2, 2, 1024, dropout=0.1, batch_first=True)
+        self.query = nn.Parameter(torch.randn(queries, d))
+        self.class_embed = nn.Linear(d, classes)
+        self.bbox = nn.Sequential(nn.Linear(d, d), nn.ReLU(), nn.Linear(d, d), nn.ReLU(),
+                                  nn.Linear(d, 4))
+
+    def sine_embedding(self, x):
+        b, _, h, w = x.shape
+        mask = torch.ones((b, h, w), dtype=torch.float32)
+        y = mask.cumsum(1)
+        xx = mask.cumsum(2)
+        eps, scale, npf = 1e-6, 2 * math.pi, self.d // 2
+        y = y / (y[:, -1:, :] + eps) * scale
+        xx = xx / (xx[:, :, -1:] + eps) * scale
+        dim_t = torch.arange(npf, dtype=torch.float32)
+        dim_t = 10000 ** (2 * torch.div(dim_t, 2, rounding_mode="floor") / npf)
+        px, py = xx[:, :, :, None] / dim_t, y[:, :, :, None] / dim_t
+        px = torch.stack((px[:, :, :, 0::2].sin(), px[:, :, :, 1::2].cos()), dim=4).flatten(3)
+        py = torch.stack((py[:, :, :, 0::2].sin(), py[:, :, :, 1::2].cos()), dim=4).flatten(3)
+        return torch.cat((py, px), dim=3).flatten(1, 2)      # (b, h*w, d)
+
+    def forward(self, x):
+        f = self.proj(self.backbone(x))
+        src = f.flatten(2).transpose(1, 2)
+        src = src + (self.sine_embedding(f) if self.sine else self.pos)
+        tgt = self.query.unsqueeze(0).repeat(x.shape[0], 1, 1)
+        hs = self.transformer(src, tgt)
+        return self.class_embed(hs), self.bbox(hs).sigmoid()
+
+
+# ---------------------------------------------------------------- ConvNeXt-V2
+
+class LayerNorm2d(nn.Module):
+    """ConvNeXt's channels_first LayerNorm, written out as the reference does."""
+
+    def __init__(self, d, eps=1e-6):
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.ones(d)), nn.Parameter(torch.zeros(d))
+        self.eps = eps
+
+    def forward(self, x):
+        u = x.mean(1, keepdim=True)
+        s = (x - u).pow(2).mean(1, keepdim=True)
+        x = (x - u) / torch.sqrt(s + self.eps)
+        return self.weight[:, None, None] * x + self.bias[:, None, None]
+
+
+class GRN(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.gamma = nn.Parameter(torch.zeros(1, 1, 1, d))
+        self.beta = nn.Parameter(torch.zeros(1, 1, 1, d))
+
+    def forward(self, x):
+        gx = torch.norm(x, p=2, dim=(1, 2), keepdim=True)
+        nx = gx / (gx.mean(dim=-1, keepdim=True) + 1e-6)
+        return self.gamma * (x * nx) + self.beta + x
+
+
+class ConvNeXtV2Block(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.dwconv = nn.Conv2d(d, d, 7, padding=3, groups=d)
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.pwconv1 = nn.Linear(d, 4 * d)
+        self.grn = GRN(4 * d)
+        self.pwconv2 = nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        y = self.dwconv(x).permute(0, 2, 3, 1)
+        y = self.pwconv2(self.grn(F.gelu(self.pwconv1(self.norm(y)))))
+        return x + y.permute(0, 3, 1, 2)
+
+
+class ConvNeXtV2(nn.Module):
+    """ConvNeXt-V2 atto (dims 40-80-160-320, depths 2-2-6-2)."""
+
+    def __init__(self, dims=(40, 80, 160, 320), depths=(2, 2, 6, 2), classes=1000):
+        super().__init__()
+        self.downsample = nn.ModuleList([nn.Sequential(nn.Conv2d(3, dims[0], 4, 4), LayerNorm2d(dims[0]))])
+        for i in range(3):
+            self.downsample.append(nn.Sequential(LayerNorm2d(dims[i]), nn.Conv2d(dims[i], dims[i + 1], 2, 2)))
+        self.stages = nn.ModuleList(nn.Sequential(*[ConvNeXtV2Block(dims[i]) for _ in range(depths[i])])
+                                    for i in range(4))
+        self.norm = nn.LayerNorm(dims[-1], eps=1e-6)
+        self.head = nn.Linear(dims[-1], classes)
+
+    def forward(self, x):
+        for down, stage in zip(self.downsample, self.stages):
+            x = stage(down(x))
+        return self.head(self.norm(x.mean([-2, -1])))
+
+
+# ---------------------------------------------------------------- MobileViT (timm layout)
+
+def conv_bn(cin, cout, k=3, s=1, groups=1, act=True):
+    layers = [nn.Conv2d(cin, cout, k, s, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
+    if act:
+        layers.append(nn.SiLU())
+    return nn.Sequential(*layers)
+
+
+class MV2(nn.Module):
+    def __init__(self, cin, cout, s, expand=4):
+        super().__init__()
+        h = cin * expand
+        self.block = nn.Sequential(conv_bn(cin, h, 1), conv_bn(h, h, 3, s, groups=h),
+                                   conv_bn(h, cout, 1, act=False))
+        self.res = s == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.block(x) if self.res else self.block(x)
+
+
+class Attention(nn.Module):
+    """timm's Attention: one qkv Linear, reshape + permute, unbind."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.h, self.hd = heads, d // heads
+        self.scale = self.hd ** -0.5
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+
+    def forward(self, x):
+        b, n, c = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.h, self.hd).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.unbind(0)
+        a = ((q * self.scale) @ k.transpose(-2, -1)).softmax(dim=-1)
+        return self.proj((a @ v).transpose(1, 2).reshape(b, n, c))
+
+
+class TBlock(nn.Module):
+    def __init__(self, d, heads, mlp):
+        super().__init__()
+        self.norm1, self.attn = nn.LayerNorm(d), Attention(d, heads)
+        self.norm2 = nn.LayerNorm(d)
+        self.fc1, self.fc2 = nn.Linear(d, mlp), nn.Linear(mlp, d)
+
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        return x + self.fc2(F.silu(self.fc1(self.norm2(x))))
+
+
+class MobileViTBlock(nn.Module):
+    def __init__(self, c, d, depth, heads=4, patch=2):
+        super().__init__()
+        self.conv_kxk = conv_bn(c, c, 3)
+        self.conv_1x1 = nn.Conv2d(c, d, 1, bias=False)
+        self.transformer = nn.Sequential(*[TBlock(d, heads, 2 * d) for _ in range(depth)])
+        self.norm = nn.LayerNorm(d)
+        self.conv_proj = conv_bn(d, c, 1)
+        self.conv_fusion = conv_bn(2 * c, c, 3)
+        self.ph = self.pw = patch
+
+    def forward(self, x):
+        shortcut = x
+        x = self.conv_1x1(self.conv_kxk(x))
+        b, c, h, w = x.shape
+        nh, nw = h // self.ph, w // self.pw
+        n, area = nh * nw, self.ph * self.pw
+        # timm's unfold: [B, C, H, W] -> [B * patch_area, num_patches, C]
+        x = x.reshape(b * c * nh, self.ph, nw, self.pw).transpose(1, 2)
+        x = x.reshape(b, c, n, area).transpose(1, 3).reshape(b * area, n, -1)
+        x = self.norm(self.transformer(x))
+        # fold back
+        x = x.contiguous().view(b, area, n, -1)
+        x = x.transpose(1, 3).reshape(b * c * nh, nw, self.ph, self.pw)
+        x = x.transpose(1, 2).reshape(b, c, nh * self.ph, nw * self.pw)
+        x = self.conv_proj(x)
+        return self.conv_fusion(torch.cat((shortcut, x), dim=1))
+
+
+class MobileViT(nn.Module):
+    """MobileViT-XXS layout at 256x256: stem, MV2 stages, MobileViT blocks at 32x32 (d 64,
+    2 layers), 16x16 (d 80, 4) and 8x8 (d 96, 3), 1x1 conv, pool, classifier."""
+
+    def __init__(self, classes=1000):
+        super().__init__()
+        self.stem = conv_bn(3, 16, 3, 2)
+        self.s1 = MV2(16, 16, 1, 2)
+        self.s2 = nn.Sequential(MV2(16, 24, 2, 2), MV2(24, 24, 1, 2), MV2(24, 24, 1, 2))
+        self.s3 = nn.Sequential(MV2(24, 48, 2, 2), MobileViTBlock(48, 64, 2))
+        self.s4 = nn.Sequential(MV2(48, 64, 2, 2), MobileViTBlock(64, 80, 4))
+        self.s5 = nn.Sequential(MV2(64, 80, 2, 2), MobileViTBlock(80, 96, 3))
+        self.final = conv_bn(80, 320, 1)
+        self.head = nn.Linear(320, classes)
+
+    def forward(self, x):
+        x = self.final(self.s5(self.s4(self.s3(self.s2(self.s1(self.stem(x)))))))
+        return self.head(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+# ---------------------------------------------------------------- recurrent (expected unsupported)
+
+class LSTMNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(80, 256, 2, batch_first=True)
+        self.head = nn.Linear(256, 29)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0])
+
+
+class GRUNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.GRU(80, 128, 1, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(256, 29)
+
+    def forward(self, x):
+        return self.head(self.rnn(x)[0])
+
+
+# ---------------------------------------------------------------- QuartzNet-like 1-D audio net
+
+class SepConv1d(nn.Module):
+    def __init__(self, cin, cout, k, stride=1):
+        super().__init__()
+        self.dw = nn.Conv1d(cin, cin, k, stride, k // 2, groups=cin, bias=False)
+        self.pw = nn.Conv1d(cin, cout, 1, bias=False)
+        self.bn = nn.BatchNorm1d(cout)
+
+    def forward(self, x):
+        return self.bn(self.pw(self.dw(x)))
+
+
+class QBlock(nn.Module):
+    def __init__(self, cin, cout, k, repeat=2):
+        super().__init__()
+        mods = []
+        for i in range(repeat):
+            mods.append(SepConv1d(cin if i == 0 else cout, cout, k))
+            if i < repeat - 1:
+                mods.append(nn.ReLU())
+        self.body = nn.Sequential(*mods)
+        self.res = nn.Sequential(nn.Conv1d(cin, cout, 1, bias=False), nn.BatchNorm1d(cout))
+
+    def forward(self, x):
+        return F.relu(self.body(x) + self.res(x))
+
+
+class AudioNet(nn.Module):
+    """QuartzNet 5x2-like at 128 channels over 64 mel bins x 256 frames: a strided separable
+    stem, separable blocks with residual 1x1 conv, a dilated separable conv, 1x1 convs to 29
+    characters, log_softmax over them."""
+
+    def __init__(self, mels=64, c=128, classes=29):
+        super().__init__()
+        self.stem = nn.Sequential(SepConv1d(mels, c, 33, 2), nn.ReLU())
+        self.blocks = nn.Sequential(QBlock(c, c, 33), QBlock(c, c, 39), QBlock(c, 2 * c, 51),
+                                    QBlock(2 * c, 2 * c, 63), QBlock(2 * c, 2 * c, 75))
+        self.dilated = nn.Sequential(nn.Conv1d(2 * c, 2 * c, 87, padding=86, dilation=2, groups=2 * c,
+                                               bias=False), nn.Conv1d(2 * c, 4 * c, 1), nn.ReLU())
+        self.out = nn.Conv1d(4 * c, classes, 1)
+
+    def forward(self, x):
+        return F.log_softmax(self.out(self.dilated(self.blocks(self.stem(x)))), dim=1)
+
+
+# ---------------------------------------------------------------- U-Net (milesial layout)
+
+class DoubleConv(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
+                                  nn.ReLU(inplace=True), nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+                                  nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class Up(nn.Module):
+    def __init__(self, cin, cout, k4=False):
+        super().__init__()
+        self.up = (nn.ConvTranspose2d(cin, cin // 2, 4, 2, 1) if k4 else
+                   nn.ConvTranspose2d(cin, cin // 2, 2, 2))
+        self.conv = DoubleConv(cin, cout)
+
+    def forward(self, x1, x2):
+        x1 = self.up(x1)
+        dy, dx = x2.size()[2] - x1.size()[2], x2.size()[3] - x1.size()[3]
+        x1 = F.pad(x1, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
+        return self.conv(torch.cat([x2, x1], dim=1))
+
+
+class UNetBN(nn.Module):
+    """milesial/Pytorch-UNet with bilinear=False at half width (32-64-128-256-512): BN + ReLU,
+    MaxPool down, ConvTranspose up (2x2 s2; the last one 4x4 s2 p1), F.pad to the skip's size,
+    concat skip first."""
+
+    def __init__(self, cin=3, classes=2, base=32):
+        super().__init__()
+        w = [base * 2 ** i for i in range(5)]
+        self.inc = DoubleConv(cin, w[0])
+        self.downs = nn.ModuleList(DoubleConv(w[i], w[i + 1]) for i in range(4))
+        self.ups = nn.ModuleList(Up(w[4 - i], w[3 - i], k4=(i == 3)) for i in range(4))
+        self.outc = nn.Conv2d(w[0], classes, 1)
+
+    def forward(self, x):
+        xs = [self.inc(x)]
+        for down in self.downs:
+            xs.append(down(F.max_pool2d(xs[-1], 2)))
+        x = xs.pop()
+        for up in self.ups:
+            x = up(x, xs.pop())
+        return self.outc(x)
+
+
+# ---------------------------------------------------------------- super-resolution (PixelShuffle)
+
+class ResBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(c, c, 3, padding=1), nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x):
+        return x + self.c2(F.relu(self.c1(x))) * 0.1
+
+
+class EDSR(nn.Module):
+    """EDSR-baseline-lite x4: mean shift (a 1x1 conv as in the reference), head conv, 8 residual
+    blocks, conv + PixelShuffle(2) twice, tail conv, mean shift back."""
+
+    def __init__(self, c=64, blocks=8):
+        super().__init__()
+        self.sub_mean = nn.Conv2d(3, 3, 1)
+        self.head = nn.Conv2d(3, c, 3, padding=1)
+        self.body = nn.Sequential(*[ResBlock(c) for _ in range(blocks)], nn.Conv2d(c, c, 3, padding=1))
+        self.up = nn.Sequential(nn.Conv2d(c, 4 * c, 3, padding=1), nn.PixelShuffle(2),
+                                nn.Conv2d(c, 4 * c, 3, padding=1), nn.PixelShuffle(2))
+        self.tail = nn.Conv2d(c, 3, 3, padding=1)
+        self.add_mean = nn.Conv2d(3, 3, 1)
+
+    def forward(self, x):
+        x = self.head(self.sub_mean(x))
+        x = x + self.body(x)
+        return self.add_mean(self.tail(self.up(x)))
+
+
+class ESPCN(nn.Module):
+    def __init__(self, r=3):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 64, 5, padding=2)
+        self.c2 = nn.Conv2d(64, 32, 3, padding=1)
+        self.c3 = nn.Conv2d(32, r * r, 3, padding=1)
+        self.ps = nn.PixelShuffle(r)
+
+    def forward(self, x):
+        return self.ps(self.c3(torch.tanh(self.c2(torch.tanh(self.c1(x))))))
+
+
+# ---------------------------------------------------------------- SE-ResNeXt
+
+class SEBottleneck(torchvision.models.resnet.Bottleneck):
+    """torchvision's Bottleneck with SENet's squeeze-excitation (Linear layers, view to
+    (b, c, 1, 1)) before the residual add."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        c = self.conv3.out_channels
+        self.fc1, self.fc2 = nn.Linear(c, c // 16), nn.Linear(c // 16, c)
+
+    def forward(self, x):
+        identity = x if self.downsample is None else self.downsample(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        b, c, _, _ = out.size()
+        y = F.adaptive_avg_pool2d(out, 1).view(b, c)
+        y = torch.sigmoid(self.fc2(F.relu(self.fc1(y)))).view(b, c, 1, 1)
+        return self.relu(out * y + identity)
+
+
+def se_resnext50():
+    return torchvision.models.resnet.ResNet(SEBottleneck, [3, 4, 6, 3], groups=32, width_per_group=4)
+
+
+# ---------------------------------------------------------------- wrappers of torchvision outputs
+
+class DetOut(nn.Module):
+    """torchvision detectors take a list of CHW images and return a list of dicts; the export
+    takes one NCHW tensor and returns the first image's boxes, scores and labels."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        out = self.model([x[0]])[0]
+        return out["boxes"], out["scores"], out["labels"]
+
+
+class FlowOut(nn.Module):
+    """RAFT returns the flow of every update; the export takes the last one."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, image1, image2):
+        return self.model(image1, image2, num_flow_updates=4)[-1]
