@@ -417,7 +417,7 @@ def table(results, order, search_time):
 
 def esc(s):
     # the importer's unsupported-op message lists every lowered op: the table keeps its head
-    s = re.sub(r"which lowers [A-Za-z, ]+ \(see", "which lowers [the list] (see", s)
+    s = re.sub(r"which lowers [A-Za-z0-9, ]+ \(see", "which lowers [the list] (see", s)
     return s.replace("|", "\\|")
 
 
