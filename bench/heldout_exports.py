@@ -21,6 +21,11 @@ Results accumulate in OUTDIR/results.json (a rerun skips the cases already there
 --redo); the table goes to stdout and OUTDIR/table.md. A dynamic-shape export is first imported
 without --input (the message is recorded) and then with the case's --input.
 
+    /usr/bin/python3 bench/heldout_exports.py OUTDIR --extra-searches 2
+runs 2 more searches on every imported case (nothing else): the table then shows the first
+run's wall seconds and the largest of all runs, and a case meets the time criterion only if
+every run does.
+
     /usr/bin/python3 bench/heldout_exports.py OUTDIR --node CASE NODE_NAME
 prints one node of OUTDIR/CASE.onnx: op type, attributes, its inputs' inferred shapes and its
 producers (for reading an import error).
@@ -338,6 +343,7 @@ def run_case(name, c, outdir, annealer, search_time):
     rc, out, err, secs = run([annealer, "--time", search_time, fname, *hw, *inp, "-o", sched],
                              outdir, 120)
     res["search_wall"] = round(secs, 2)
+    res["search_walls"] = [res["search_wall"]]
     res["search_exit"] = rc
     with open(os.path.join(outdir, f"{name}.search.log"), "w") as f:
         f.write(err)
@@ -356,6 +362,23 @@ def run_case(name, c, outdir, annealer, search_time):
         res["valid"] = False
         res["evaluate_error"] = first_line(err + out) or f"exit {rc}"
     return res
+
+
+def extra_searches(name, c, r, outdir, annealer, search_time, n):
+    """n more searches of an imported case, for the spread of the wall time (the oracle check
+    of a new best is not bounded by --time); only their wall seconds and whether each wrote a
+    valid schedule are kept."""
+    hw = ["--hardware", HARDWARE]
+    inp = [a for v in c["input_arg"] for a in ("--input", v)]
+    fname, sched = name + ".onnx", f"{name}.extra.schedule.json"
+    for _ in range(n):
+        if os.path.exists(os.path.join(outdir, sched)):
+            os.remove(os.path.join(outdir, sched))
+        rc, _, err, secs = run([annealer, "--time", search_time, fname, *hw, *inp, "-o", sched], outdir, 120)
+        m = re.search(r"after ([0-9.]+) s", err)
+        r.setdefault("search_walls", [r["search_wall"]]).append(round(secs, 2))
+        r.setdefault("search_reported", []).append(float(m.group(1)) if m else None)
+        r.setdefault("extra_exits", []).append(rc)
 
 
 # ---------------------------------------------------------------- the table
@@ -403,16 +426,23 @@ def table(results, order, search_time):
         # the issue's criterion: MACs within 2 %, a valid schedule, better than layer-by-layer,
         # within the time budget (the wall time includes the import)
         budget = float(search_time.rstrip("s"))
-        if within and r.get("valid") and better and r.get("search_wall", 1e9) <= budget:
+        walls = r.get("search_walls") or [r.get("search_wall", 1e9)]
+        if within and r.get("valid") and better and max(walls) <= budget:
             good += 1
         valid = "yes" if r.get("valid") else ("NO: " + esc(r.get("search_error") or r.get("evaluate_error") or ""))
         rows.append(f"| {name} | {r['opset']} | {imp} | {fmt(pm)} + {fmt(dw)} / {fmt(torch_macs)} = {rtext} | "
                     f"{fmt(lbl, 1)} | {fmt(lat, 1)}{'' if better or lat is None else ' (not better)'} | "
-                    f"{valid} | {r.get('search_wall', '')} |")
+                    f"{valid} | {wall_text(walls)} |")
     head = (f"{n} exports tried: {ok} import, {mac_ok} of them with MACs within 2 % of torch's; "
             f"{good} of {n} ({100 * good / max(n, 1):.0f} %) meet every criterion (MACs within 2 %, "
-            f"valid schedule, better than layer-by-layer, search wall <= {search_time}).")
+            f"valid schedule, better than layer-by-layer, search wall <= {search_time} in every run).")
     return head + "\n\n" + "\n".join(rows)
+
+
+def wall_text(walls):
+    if len(walls) == 1:
+        return f"{walls[0]}"
+    return f"{walls[0]} (max of {len(walls)}: {max(walls)})"
 
 
 def esc(s):
@@ -466,6 +496,9 @@ def main():
     ap.add_argument("--time", default="10s")
     ap.add_argument("--redo", action="store_true")
     ap.add_argument("--table", action="store_true", help="print the table of results.json only")
+    ap.add_argument("--extra-searches", type=int, default=0, metavar="N",
+                    help="run N more searches on every imported case of results.json (no export, "
+                         "no import), for the spread of the search's wall time")
     ap.add_argument("--export-one", metavar="CASE", help=argparse.SUPPRESS)
     ap.add_argument("--node", nargs=2, metavar=("CASE", "NODE"))
     args = ap.parse_args()
@@ -484,7 +517,18 @@ def main():
             results = json.load(f)
     cases = build_cases()
     order = list(cases)
-    if not args.table:
+    if args.extra_searches:
+        names = [n for n in args.only.split(",") if n] or order
+        for name in names:
+            r = results.get(name)
+            if not r or "problem_macs" not in r:
+                continue
+            extra_searches(name, cases[name], r, outdir, os.path.abspath(args.annealer), args.time,
+                           args.extra_searches)
+            with open(results_path, "w") as f:
+                json.dump(results, f, indent=1, sort_keys=True)
+            print(f"{name}: search walls {r['search_walls']}", flush=True)
+    elif not args.table:
         names = [n for n in args.only.split(",") if n] or order
         unknown = [n for n in names if n not in cases]
         if unknown:
