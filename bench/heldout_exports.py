@@ -62,7 +62,7 @@ def case(ctor, inputs, opset=17, note="", **opts):
     values for a dynamic export), timeout (export seconds)."""
     c = {"ctor": ctor, "inputs": inputs, "opset": opset, "note": note, "fold": True,
          "keep_init": False, "params": True, "strip": True, "dynamic": None, "outputs": None,
-         "input_arg": [], "timeout": 300}
+         "input_arg": [], "timeout": 300, "fp16": False}
     c.update(opts)
     return c
 
@@ -106,6 +106,20 @@ def build_cases():
     cases["unet_bn"] = case(hm.UNetBN, [("input", "float", (1, 3, 128, 128))], note="U-Net: BN+ReLU double convs, ConvTranspose 2x2 s2 and 4x4 s2 p1, pad to match, skip concat")
     cases["edsr_pixelshuffle"] = case(hm.EDSR, [("input", "float", (1, 3, 48, 48))], note="EDSR-lite x4: residual blocks with 0.1 scaling, conv + PixelShuffle(2) twice (DepthToSpace)")
     cases["espcn_pixelshuffle"] = case(hm.ESPCN, [("input", "float", (1, 1, 64, 64))], note="ESPCN x3: 5x5/3x3 convs, tanh, PixelShuffle(3)")
+    cases["sd_unet_mini"] = case(hm.SDUNetMini, [("sample", "float", (1, 4, 32, 32)), ("timestep", "step", (1,)),
+                                                 ("encoder_hidden_states", "float", (1, 77, 768))],
+                                 note="Stable-Diffusion-UNet slice: 3 inputs, sinusoidal timestep embedding computed from the timestep input, GroupNorm(32)+SiLU ResBlocks, self- and cross-attention to the text context, GEGLU, nearest upsample, skip concat")
+    cases["clip_text"] = case(hm.ClipText, [("input_ids", "ids", (1, 77))],
+                              note="CLIP text encoder: causal src_mask, QuickGELU, norm_first TransformerEncoderLayer, EOS pooling x[arange(b), ids.argmax(-1)], projection matrix")
+    cases["perceiver"] = case(hm.Perceiver, img(), note="Perceiver-style: a learned latent array (parameter) cross-attends to the patch tokens, then self-attention on the latents")
+    cases["gpt_kvcache"] = case(hm.GPTKVCache, [("input_ids", "ids", (1, 1))] + [(f"past_{kv}{i}", "float", (1, 6, 127, 64)) for i in range(2) for kv in "kv"],
+                                note="one GPT decoding step with the KV cache as graph inputs (past keys/values concatenated along the sequence), presents as outputs")
+    cases["yolov5_focus"] = case(hm.YoloV5Mini, img(256), note="YOLOv5-like: Focus (four strided slices concatenated), SPP (MaxPool 5/9/13 in parallel), nearest upsample, Detect's view(b,3,85,h,w).permute(0,1,3,4,2)")
+    cases["resnet_d"] = case(hm.ResNetD, img(225), note="ResNet-D: deep stem, avg-down shortcut AvgPool2d(2, ceil_mode=True, count_include_pad=False) at odd sizes (225 input)")
+    cases["resnet18_qat"] = case(hm.resnet18_qat, img(), opset=13,
+                                 note="resnet18 prepared for QAT (fbgemm fake-quant, per-channel weights): QuantizeLinear/DequantizeLinear pairs, as a TensorRT QAT export")
+    cases["resnet18_fp16"] = case(zoo["resnet18"][0], img(), fp16=True, note="converted to float16 after export (inputs, outputs, initializers, Constants; what onnxconverter-common's convert_float_to_float16 writes)")
+    cases["vit_b_16_fp16"] = case(zoo["vit_b_16"][0], img(), fp16=True, note="converted to float16 after export")
     cases["se_resnext50"] = case(hm.se_resnext50, img(), note="SE-ResNeXt50 32x4d: grouped 3x3, SE with Linear layers and view(b, c, 1, 1)")
     # -- other export options
     cases["resnet18_dynbatch"] = case(zoo["resnet18"][0], img(), dynamic={"input": {0: "batch"}, "output": {0: "batch"}},
@@ -191,6 +205,8 @@ def make_inputs(inputs):
             t = torch.zeros(shape, dtype=torch.long)
             t[..., shape[-1] // 2:] = 1
             out.append(t)
+        elif kind == "step":   # a diffusion timestep
+            out.append(torch.full(shape, 500.0))
         elif kind == "mask":   # the last eighth is padding
             t = torch.ones(shape, dtype=torch.long)
             t[..., shape[-1] - shape[-1] // 8:] = 0
@@ -257,6 +273,8 @@ def export_case(name, outdir):
     info["unstripped_bytes"] = len(buf.getvalue())
     if c["strip"]:
         et.strip(proto)
+    if c["fp16"]:
+        to_float16(proto)
     data = proto.SerializeToString()
     with open(os.path.join(outdir, f"{name}.onnx"), "wb") as f:
         f.write(data)
@@ -268,6 +286,37 @@ def export_case(name, outdir):
                  "op_types": " ".join(f"{k}:{v}" for k, v in sorted(ops.items()))})
     with open(os.path.join(outdir, f"{name}.export.json"), "w") as f:
         json.dump(info, f, indent=1, sort_keys=True)
+
+
+def to_float16(proto):
+    """Every float32 tensor type of the graph becomes float16 (inputs, outputs, value_info,
+    initializers, Constant values, Cast targets), as onnxconverter-common's
+    convert_float_to_float16(keep_io_types=False) does; stripped initializers stay without data."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    F32, F16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
+
+    def convert_tensor(t):
+        if t.data_type != F32:
+            return
+        has_data = bool(t.raw_data) or len(t.float_data) > 0
+        if has_data:
+            arr = numpy_helper.to_array(t).astype(np.float16)
+            t.CopyFrom(numpy_helper.from_array(arr, t.name))
+        else:
+            t.data_type = F16
+    for vi in list(proto.graph.input) + list(proto.graph.output) + list(proto.graph.value_info):
+        if vi.type.tensor_type.elem_type == F32:
+            vi.type.tensor_type.elem_type = F16
+    for t in proto.graph.initializer:
+        convert_tensor(t)
+    for n in proto.graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                convert_tensor(a.t)
+            if n.op_type == "Cast" and a.name == "to" and a.i == F32:
+                a.i = F16
 
 
 # ---------------------------------------------------------------- the annealer runs

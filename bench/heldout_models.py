@@ -583,3 +583,257 @@ class FlowOut(nn.Module):
 
     def forward(self, image1, image2):
         return self.model(image1, image2, num_flow_updates=4)[-1]
+
+
+# ---------------------------------------------------------------- more real-world patterns
+
+class SDResBlock(nn.Module):
+    def __init__(self, c, temb):
+        super().__init__()
+        self.norm1, self.conv1 = nn.GroupNorm(32, c), nn.Conv2d(c, c, 3, padding=1)
+        self.temb = nn.Linear(temb, c)
+        self.norm2, self.conv2 = nn.GroupNorm(32, c), nn.Conv2d(c, c, 3, padding=1)
+
+    def forward(self, x, t):
+        h = self.conv1(F.silu(self.norm1(x)))
+        h = h + self.temb(F.silu(t))[:, :, None, None]
+        return x + self.conv2(F.silu(self.norm2(h)))
+
+
+class SDCrossAttnBlock(nn.Module):
+    def __init__(self, c, ctx, heads=8):
+        super().__init__()
+        self.h = heads
+        self.norm = nn.GroupNorm(32, c)
+        self.proj_in = nn.Conv2d(c, c, 1)
+        self.ln1, self.ln2, self.ln3 = nn.LayerNorm(c), nn.LayerNorm(c), nn.LayerNorm(c)
+        self.q1, self.k1, self.v1, self.o1 = (nn.Linear(c, c, bias=(i == 3)) for i in range(4))
+        self.q2 = nn.Linear(c, c, bias=False)
+        self.k2, self.v2 = nn.Linear(ctx, c, bias=False), nn.Linear(ctx, c, bias=False)
+        self.o2 = nn.Linear(c, c)
+        self.ff1, self.ff2 = nn.Linear(c, 8 * c), nn.Linear(4 * c, c)
+        self.proj_out = nn.Conv2d(c, c, 1)
+
+    def attend(self, q, k, v):
+        b, n, c = q.shape
+        q, k, v = (y.reshape(b, -1, self.h, c // self.h).transpose(1, 2) for y in (q, k, v))
+        a = (q @ k.transpose(-1, -2) * (c // self.h) ** -0.5).softmax(-1)
+        return (a @ v).transpose(1, 2).reshape(b, n, c)
+
+    def forward(self, x, context):
+        b, c, h, w = x.shape
+        y = self.proj_in(self.norm(x)).permute(0, 2, 3, 1).reshape(b, h * w, c)
+        z = self.ln1(y)
+        y = y + self.o1(self.attend(self.q1(z), self.k1(z), self.v1(z)))
+        z = self.ln2(y)
+        y = y + self.o2(self.attend(self.q2(z), self.k2(context), self.v2(context)))
+        a, gate = self.ff1(self.ln3(y)).chunk(2, dim=-1)          # GEGLU
+        y = y + self.ff2(a * F.gelu(gate))
+        return x + self.proj_out(y.reshape(b, h, w, c).permute(0, 3, 1, 2))
+
+
+class SDUNetMini(nn.Module):
+    """Stable-Diffusion-UNet-like slice: three inputs (latent 1x4x32x32, timestep [1] float, text
+    context 1x77x768); sinusoidal timestep embedding computed in the graph (Exp, Sin, Cos of the
+    timestep input) and an MLP; ResBlocks with GroupNorm(32) + SiLU + the time embedding added
+    per channel; a spatial transformer (self-attention, cross-attention to the context, GEGLU);
+    a stride-2 conv down and a nearest x2 upsample with a skip concat."""
+
+    def __init__(self, c=320, ctx=768):
+        super().__init__()
+        self.c = c
+        self.time1, self.time2 = nn.Linear(c, 4 * c), nn.Linear(4 * c, 4 * c)
+        self.conv_in = nn.Conv2d(4, c, 3, padding=1)
+        self.res1 = SDResBlock(c, 4 * c)
+        self.attn1 = SDCrossAttnBlock(c, ctx)
+        self.down = nn.Conv2d(c, c, 3, 2, 1)
+        self.res2 = SDResBlock(c, 4 * c)
+        self.attn2 = SDCrossAttnBlock(c, ctx)
+        self.up = nn.Conv2d(c, c, 3, padding=1)
+        self.merge = nn.Conv2d(2 * c, c, 1)
+        self.res3 = SDResBlock(c, 4 * c)
+        self.norm_out, self.conv_out = nn.GroupNorm(32, c), nn.Conv2d(c, 4, 3, padding=1)
+
+    def forward(self, sample, timestep, context):
+        half = self.c // 2
+        freqs = torch.exp(-math.log(10000) * torch.arange(half, dtype=torch.float32) / half)
+        args = timestep[:, None].float() * freqs[None]
+        t = torch.cat([torch.cos(args), torch.sin(args)], dim=-1)
+        t = self.time2(F.silu(self.time1(t)))
+        x = self.attn1(self.res1(self.conv_in(sample), t), context)
+        skip = x
+        x = self.attn2(self.res2(self.down(x), t), context)
+        x = self.up(F.interpolate(x, scale_factor=2.0, mode="nearest"))
+        x = self.res3(self.merge(torch.cat([x, skip], dim=1)), t)
+        return self.conv_out(F.silu(self.norm_out(x)))
+
+
+class ClipText(nn.Module):
+    """CLIP text encoder (d 512, 8 heads, 2 layers, 77 tokens): token + learned position
+    embeddings, causal mask buffer, pre-LN blocks with QuickGELU (x * sigmoid(1.702 x)), final
+    LayerNorm, the EOS token picked by x[arange(b), ids.argmax(-1)] (ArgMax + a gather with
+    computed indices), projection."""
+
+    def __init__(self, vocab=49408, d=512, heads=8, layers=2, ctx=77):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(ctx, d) * 0.01)
+        self.blocks = nn.ModuleList(nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation=lambda x: x * torch.sigmoid(1.702 * x),
+                                                               batch_first=True, norm_first=True) for _ in range(layers))
+        self.register_buffer("mask", torch.full((ctx, ctx), float("-inf")).triu(1))
+        self.ln = nn.LayerNorm(d)
+        self.proj = nn.Parameter(torch.randn(d, d) * 0.02)
+
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos
+        for blk in self.blocks:
+            x = blk(x, src_mask=self.mask)
+        x = self.ln(x)
+        return x[torch.arange(x.shape[0]), ids.argmax(dim=-1)] @ self.proj
+
+
+class Perceiver(nn.Module):
+    """Perceiver-style encoder: a learned latent array (64 x 256, a parameter) cross-attends to
+    the input tokens (196 x 256, from a patch conv), then 2 self-attention layers on the latents
+    (nn.MultiheadAttention), mean and a classifier."""
+
+    def __init__(self, d=256, latents=64, classes=1000):
+        super().__init__()
+        self.stem = nn.Conv2d(3, d, 16, 16)
+        self.latents = nn.Parameter(torch.randn(latents, d) * 0.02)
+        self.ln_q, self.ln_kv = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.cross = nn.MultiheadAttention(d, 1, batch_first=True)
+        self.layers = nn.ModuleList(nn.TransformerEncoderLayer(d, 8, 4 * d, dropout=0.0, batch_first=True) for _ in range(2))
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        kv = self.ln_kv(self.stem(x).flatten(2).transpose(1, 2))
+        q = self.ln_q(self.latents).unsqueeze(0).expand(x.shape[0], -1, -1)
+        z = q + self.cross(q, kv, kv, need_weights=False)[0]
+        for layer in self.layers:
+            z = layer(z)
+        return self.head(z.mean(1))
+
+
+class GPTKVCache(nn.Module):
+    """One decoding step of a GPT-2-like decoder with its KV cache as graph inputs (HF's
+    use_cache export): ids 1x1, past keys/values 1x6x127x64 per layer (2 layers); the new key
+    and value are concatenated to the past along the sequence; outputs the logits and the
+    presents."""
+
+    def __init__(self, vocab=4096, d=384, heads=6, layers=2):
+        super().__init__()
+        self.h, self.hd = heads, d // heads
+        self.wte, self.wpe = nn.Embedding(vocab, d), nn.Embedding(1024, d)
+        self.ln1 = nn.ModuleList(nn.LayerNorm(d) for _ in range(layers))
+        self.qkv = nn.ModuleList(nn.Linear(d, 3 * d) for _ in range(layers))
+        self.proj = nn.ModuleList(nn.Linear(d, d) for _ in range(layers))
+        self.ln2 = nn.ModuleList(nn.LayerNorm(d) for _ in range(layers))
+        self.fc = nn.ModuleList(nn.Linear(d, 4 * d) for _ in range(layers))
+        self.fc2 = nn.ModuleList(nn.Linear(4 * d, d) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    def forward(self, ids, pk0, pv0, pk1, pv1):
+        past = [(pk0, pv0), (pk1, pv1)]
+        b, t = ids.shape
+        pos = torch.arange(pk0.shape[2], pk0.shape[2] + t).unsqueeze(0)
+        x = self.wte(ids) + self.wpe(pos)
+        presents = []
+        for i, (pk, pv) in enumerate(past):
+            q, k, v = self.qkv[i](self.ln1[i](x)).split(x.shape[-1], dim=2)
+            q, k, v = (y.view(b, t, self.h, self.hd).transpose(1, 2) for y in (q, k, v))
+            k, v = torch.cat([pk, k], dim=2), torch.cat([pv, v], dim=2)
+            presents += [k, v]
+            a = F.softmax(q @ k.transpose(-1, -2) / math.sqrt(self.hd), dim=-1)
+            x = x + self.proj[i]((a @ v).transpose(1, 2).reshape(b, t, -1))
+            x = x + self.fc2[i](F.gelu(self.fc[i](self.ln2[i](x))))
+        return (self.head(self.ln_f(x)), *presents)
+
+
+class Focus(nn.Module):
+    """YOLOv5's Focus: space-to-depth by four strided slices concatenated on the channels."""
+
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = conv_bn(4 * cin, cout, 3)
+
+    def forward(self, x):
+        return self.conv(torch.cat([x[..., ::2, ::2], x[..., 1::2, ::2], x[..., ::2, 1::2], x[..., 1::2, 1::2]], 1))
+
+
+class YoloV5Mini(nn.Module):
+    """YOLOv5s-v5.0-like front: Focus, stride-2 convs, C3-like blocks, SPP (parallel MaxPool
+    5/9/13 concatenated), nearest upsample + concat, a 1x1 detection conv per level reshaped to
+    (b, 3, 85, h, w) and permuted to (b, 3, h, w, 85) as YOLOv5's Detect does."""
+
+    def __init__(self):
+        super().__init__()
+        self.focus = Focus(3, 32)
+        self.c1, self.b1 = conv_bn(32, 64, 3, 2), MV2(64, 64, 1, 1)
+        self.c2, self.b2 = conv_bn(64, 128, 3, 2), MV2(128, 128, 1, 1)
+        self.c3 = conv_bn(128, 256, 3, 2)
+        self.spp_cv1, self.spp_cv2 = conv_bn(256, 128, 1), conv_bn(512, 256, 1)
+        self.pools = nn.ModuleList(nn.MaxPool2d(k, 1, k // 2) for k in (5, 9, 13))
+        self.lat = conv_bn(256, 128, 1)
+        self.n1 = conv_bn(256, 128, 3)
+        self.det = nn.ModuleList([nn.Conv2d(128, 255, 1), nn.Conv2d(256, 255, 1)])
+
+    def forward(self, x):
+        p3 = self.b2(self.c2(self.b1(self.c1(self.focus(x)))))
+        y = self.spp_cv1(self.c3(p3))
+        p4 = self.spp_cv2(torch.cat([y] + [p(y) for p in self.pools], 1))
+        n3 = self.n1(torch.cat([F.interpolate(self.lat(p4), scale_factor=2.0, mode="nearest"), p3], 1))
+        outs = []
+        for conv, f in zip(self.det, (n3, p4)):
+            o = conv(f)
+            b, _, h, w = o.shape
+            outs.append(o.view(b, 3, 85, h, w).permute(0, 1, 3, 4, 2).contiguous())
+        return tuple(outs)
+
+
+class AvgDownBlock(nn.Module):
+    """ResNet-D bottleneck (timm's avg_down): the shortcut is AvgPool2d(2, ceil_mode=True,
+    count_include_pad=False) then a 1x1 conv."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        mid = cout // 4
+        self.body = nn.Sequential(conv_bn(cin, mid, 1), conv_bn(mid, mid, 3, stride), conv_bn(mid, cout, 1, act=False))
+        self.short = nn.Sequential(nn.AvgPool2d(2, stride, ceil_mode=True, count_include_pad=False) if stride > 1 else nn.Identity(),
+                                   conv_bn(cin, cout, 1, act=False))
+
+    def forward(self, x):
+        return F.relu(self.body(x) + self.short(x))
+
+
+class ResNetD(nn.Module):
+    """ResNet-D-like: deep stem (three 3x3 convs), max-pool, avg-down bottlenecks at odd sizes
+    (input 225 x 225, so the ceil-mode pools have partial windows)."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(conv_bn(3, 32, 3, 2), conv_bn(32, 32, 3), conv_bn(32, 64, 3))
+        self.blocks = nn.Sequential(AvgDownBlock(64, 256, 1), AvgDownBlock(256, 512, 2), AvgDownBlock(512, 1024, 2),
+                                    AvgDownBlock(1024, 2048, 2))
+        self.fc = nn.Linear(2048, 1000)
+
+    def forward(self, x):
+        x = self.blocks(F.max_pool2d(self.stem(x), 3, 2, 1))
+        return self.fc(x.mean((2, 3)))
+
+
+def resnet18_qat():
+    """resnet18 prepared for quantization-aware training (fbgemm fake-quant observers, per-channel
+    weights): torch.onnx exports QuantizeLinear/DequantizeLinear pairs, as TensorRT's QAT flow
+    does."""
+    import torch.ao.quantization as q
+    m = torchvision.models.quantization.resnet18(weights=None, quantize=False)
+    m.fuse_model(is_qat=True)
+    m.qconfig = q.get_default_qat_qconfig("fbgemm", version=0)   # not the fused op: it has no export
+    m.train()
+    q.prepare_qat(m, inplace=True)
+    with torch.no_grad():   # one calibration pass sets the observers' ranges
+        m(torch.randn(2, 3, 224, 224, generator=torch.Generator().manual_seed(3)))
+    m.apply(q.disable_observer)
+    return m
