@@ -143,6 +143,18 @@ void LowerCumSum(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, out);
 }
 
+// QuantizeLinear and DequantizeLinear (quantization-aware exports): on a weight, the weight
+// itself (the cost model has no bytes); on an activation, a Pointwise op of the scaling (two
+// passes to quantize: scale and round-clip; one to dequantize).
+void LowerQuantize(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  if (const Const* c = std::get_if<Const>(&v)) return cx.Set(node, 0, *c);
+  Act x = cx.NeedAct(node, 0);
+  const double passes = node.op_type == "QuantizeLinear" ? 2 : 1;
+  for (TensorId& t : x.parts) t = cx.problem().Pointwise({t}, passes, node, "quantize");
+  cx.Set(node, 0, x);
+}
+
 ConverterTable ConstantConverters() {
   return {
       {"Constant", LowerConstant},
@@ -156,6 +168,8 @@ ConverterTable ConstantConverters() {
       {"Range", LowerRange},
       {"ScatterND", LowerScatterND},
       {"CumSum", LowerCumSum},
+      {"QuantizeLinear", LowerQuantize, 10},
+      {"DequantizeLinear", LowerQuantize, 10},
   };
 }
 

@@ -60,6 +60,17 @@ Act Context::NeedAct(const OnnxNode& node, size_t i) {
     if (a->pending() && !a->name.empty()) values_[a->name] = copy;  // gathered once
     return copy;
   }
+  if (const Const* c = std::get_if<Const>(&v); c && c->is_float && c->initializer && !c->dims.empty()) {
+    // A parameter used as data (learned queries or latents): read from slow memory as a tensor
+    // of its own, like a model input.
+    Act a;
+    a.dims = c->dims;
+    a.name = c->name;
+    SetChannelsLayout(a);
+    const auto [rows, cols] = PartShape(a);
+    a.parts = {problem_.Weight(c->name, rows, cols, "~data")};
+    return a;
+  }
   Fail(node, "input '" + node.inputs[i] + "' must be an activation computed by the model here");
 }
 

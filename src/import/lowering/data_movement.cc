@@ -16,8 +16,9 @@ namespace {
 // interpolation's passes.
 Act NeedSpatialAct(Context& cx, const OnnxNode& node) {
   Act x = cx.NeedAct(node, 0);
-  if (x.dims.size() != 4 || x.col_axis != 1 || !x.part_axes.empty())
-    cx.Fail(node, "only the spatial axes of an NCHW activation can be resized or padded");
+  if (x.dims.size() != 4) cx.Fail(node, "only the spatial axes of a 4-D (NCHW) activation can be resized, got " + DimsText(x.dims));
+  // The channels as the columns (a 3-D image unsqueezed to NCHW is laid out otherwise).
+  if (x.col_axis != 1 || !x.part_axes.empty()) x = cx.Relayout(node, x, 1);
   return x;
 }
 

@@ -128,6 +128,17 @@ void LowerOnActivations(Context& cx, const OnnxNode& node, const std::vector<con
       if (!lead || Elems(*a) > Elems(*lead)) lead = a;
     }
   Act out = cx.Resolved(node, *lead);
+  // The result has the broadcast of every operand's dims: a constant larger than the
+  // activations (a timestep times a frequency table) widens it, gathered at the result's size.
+  std::vector<int64_t> full = out.dims;
+  for (const Value* v : data) {
+    bool ok = true;
+    const std::vector<int64_t> next = Broadcast(full, DimsOf(*v), ok);
+    if (!ok)
+      cx.Fail(node, "operands of shapes " + DimsText(DimsOf(*v)) + " and " + DimsText(full) + " do not broadcast to the result");
+    full = next;
+  }
+  if (full != out.dims) out = cx.Resolved(node, cx.Pending(node, out, full, false));
   for (const Value* v : data)
     if (const Act* a = std::get_if<Act>(v); a && a != lead && out.col_split) {
       const Act other = cx.Resolved(node, *a);

@@ -188,8 +188,29 @@ void LowerReduce(Context& cx, const OnnxNode& node) {
   if (axes.empty() && cx.HasInput(node, 1)) axes = cx.NeedInts(node, 1, "the axes");
   const bool keep = a.Int("keepdims", 1) != 0;
   if (const Const* c = std::get_if<Const>(&v)) {
+    // Shape arithmetic (a detector's preprocessing reduces the image size): the reduced dims,
+    // and the values when every element is known.
+    const int r = int(c->dims.size());
+    std::set<int> ax;
+    for (int64_t i : axes) ax.insert(int(i < 0 ? i + r : i));
+    if (axes.empty() && !a.Int("noop_with_empty_axes", 0)) for (int i = 0; i < r; ++i) ax.insert(i);
     Const out = *c;
+    out.dims.clear();
+    for (int i = 0; i < r; ++i) {
+      if (!ax.count(i)) out.dims.push_back(c->dims[i]);
+      else if (keep) out.dims.push_back(1);
+    }
     out.values.reset();
+    out.initializer = false;
+    if (c->values && int64_t(c->values->size()) == Product(c->dims) && ax.size() == size_t(r) && !c->values->empty()) {
+      const std::vector<double>& vals = *c->values;
+      double y = node.op_type == "ReduceProd" ? 1 : 0;
+      if (node.op_type == "ReduceMax") y = *std::max_element(vals.begin(), vals.end());
+      else if (node.op_type == "ReduceMin") y = *std::min_element(vals.begin(), vals.end());
+      else for (double e : vals) y = node.op_type == "ReduceProd" ? y * e : y + (node.op_type == "ReduceSumSquare" ? e * e : e);
+      if (node.op_type == "ReduceMean") y /= double(vals.size());
+      if (node.op_type != "ReduceL2") out.values = std::vector<double>{y};
+    }
     return cx.Set(node, 0, out);
   }
   if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "a reduction of a row statistic is not supported");
@@ -237,6 +258,7 @@ ConverterTable NormalizationConverters() {
       {"ReduceMin", LowerReduce},
       {"ReduceL2", LowerReduce},
       {"ReduceSumSquare", LowerReduce},
+      {"ReduceProd", LowerReduce},
   };
 }
 
