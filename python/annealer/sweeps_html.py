@@ -15,7 +15,7 @@ import math
 import os
 import re
 
-from .sweeps import RESULT_COLUMNS, read_results, varied_columns
+from .sweep_results import RESULT_COLUMNS, _write_atomic, read_results, varied_columns
 
 # Varied keys whose values carry units: placed on the axis by the number the engine derived
 # for the row (bytes, elements, elements per cycle), labelled with the text as written.
@@ -288,7 +288,6 @@ def report_html(rows, title="sweep") -> str:
 
 def write_report(results, path) -> None:
     """results: a results CSV's path or the rows annealer.sweep returned."""
-    from .sweeps import _write_atomic
 
     if isinstance(results, (str, os.PathLike)):
         title = os.path.basename(os.fspath(results))
