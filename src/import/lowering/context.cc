@@ -60,17 +60,7 @@ Act Context::NeedAct(const OnnxNode& node, size_t i) {
     if (a->pending() && !a->name.empty()) values_[a->name] = copy;  // gathered once
     return copy;
   }
-  if (const Const* c = std::get_if<Const>(&v); c && c->is_float && c->initializer && !c->dims.empty()) {
-    // A parameter used as data (learned queries or latents): read from slow memory as a tensor
-    // of its own, like a model input.
-    Act a;
-    a.dims = c->dims;
-    a.name = c->name;
-    SetChannelsLayout(a);
-    const auto [rows, cols] = PartShape(a);
-    a.parts = {problem_.Weight(c->name, rows, cols, "~data")};
-    return a;
-  }
+  if (const Const* c = std::get_if<Const>(&v); c && IsConstantData(*c)) return ConstantData(*c);
   Fail(node, "input '" + node.inputs[i] + "' must be an activation computed by the model here");
 }
 
@@ -84,6 +74,20 @@ void Context::ResolveOutput(const std::string& name) {
   node.op_type = "graph output";
   node.outputs = {name};
   it->second = Resolved(node, *a);
+}
+
+bool Context::IsConstantData(const Const& c) {
+  return (c.is_float || c.dims.size() >= 2) && !c.dims.empty() && Product(c.dims) > 1;
+}
+
+Act Context::ConstantData(const Const& c) {
+  Act a;
+  a.dims = c.dims;
+  a.name = c.name;
+  SetChannelsLayout(a);
+  const auto [rows, cols] = PartShape(a);
+  a.parts = {problem_.Weight(c.name, rows, cols, "~data")};
+  return a;
 }
 
 Act Context::Resolved(const OnnxNode& node, const Act& x) {

@@ -42,6 +42,11 @@ class Context {
   // A copy of an activation input, materialized (a graph input becomes its tensor on first use;
   // a pending value is gathered in its default layout, once: the binding is updated too).
   Act NeedAct(const OnnxNode& node, size_t i);
+  // A constant used as data (a parameter read as an activation: learned queries or latents; a
+  // value the exporter folded: RAFT's initial flow) is a tensor of its own, read from slow
+  // memory like a model input. Constants of shape arithmetic (rank 1, scalars) are not data.
+  static bool IsConstantData(const Const& c);
+  Act ConstantData(const Const& c);
   // x with parts: a graph input made its tensor, a pending value gathered in its default layout.
   Act Resolved(const OnnxNode& node, const Act& x);
 

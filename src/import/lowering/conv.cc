@@ -307,9 +307,8 @@ void LowerConv(Context& cx, const OnnxNode& node) {
   ProblemBuilder& pb = cx.problem();
   Attr a{node};
   const Value& xv = cx.Get(node, 0);
-  const Act* xp = std::get_if<Act>(&xv);
-  if (!xp) cx.Fail(node, "the convolution input must be an activation");
-  Act x = *xp;
+  if (!std::holds_alternative<Act>(xv) && !std::holds_alternative<Const>(xv)) cx.Fail(node, "the convolution input must be an activation");
+  Act x = std::holds_alternative<Act>(xv) ? std::get<Act>(xv) : cx.NeedAct(node, 0);  // a constant: a tensor of its own
   const Const& w = cx.NeedConst(node, 1, "the weight");
   if (x.dims.size() < 3 || x.dims.size() > 5 || w.dims.size() != x.dims.size())
     cx.Fail(node, "only 1-D, 2-D and 3-D convolutions ((N, C, spatial...) input, weight of the same rank) are supported; input " +

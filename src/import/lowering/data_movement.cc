@@ -103,8 +103,9 @@ void ConcatChannels(Context& cx, const OnnxNode& node, const std::vector<const V
   out.parts.clear();
   for (const Value* v : ins) {
     const Act* x = std::get_if<Act>(v);
-    if (!x) cx.Fail(node, "a constant among the channels of a concatenation is not supported");
-    Act block = cx.Resolved(node, *x);
+    const Const* c = std::get_if<Const>(v);
+    if (!x && !(c && Context::IsConstantData(*c))) cx.Fail(node, "a constant among the channels of a concatenation is not supported");
+    Act block = x ? cx.Resolved(node, *x) : cx.ConstantData(*c);
     if (block.col_axis != axis || !block.part_axes.empty() || block.row_axes != out.row_axes) block = cx.Relayout(node, block, int(axis));
     for (TensorId t : block.parts) out.parts.push_back(t);
   }
@@ -423,6 +424,33 @@ void LowerTile(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, cx.PendingLike(node, *x, d));
 }
 
+// GridSample (optical flow's warping, spatial transformers): each output pixel interpolates the
+// input at a computed position. A gather whose addresses are data: a Layout op over the input and
+// the grid (the DMA moves the output's size), then the interpolation's passes (4: bilinear, 1:
+// nearest, 16: bicubic).
+void LowerGridSample(Context& cx, const OnnxNode& node) {
+  const Value& xv = cx.Get(node, 0);
+  const Value& gv = cx.Get(node, 1);
+  const Act* x = std::get_if<Act>(&xv);
+  if (!x) cx.Fail(node, "the sampled input must be an activation");
+  const std::vector<int64_t> gd = DimsOf(gv);
+  if (x->dims.size() != 4 || gd.size() != 4 || gd[3] != 2 || gd[0] != x->dims[0])
+    cx.Fail(node, "a 4-D input and an [N, H, W, 2] grid are needed, got " + DimsText(x->dims) + " and " + DimsText(gd));
+  std::vector<TensorId> sources = cx.Relayout(node, *x, 1).parts;
+  if (const Act* g = std::get_if<Act>(&gv))
+    for (TensorId t : cx.Resolved(node, *g).parts) sources.push_back(t);
+  Act out;
+  out.dims = {x->dims[0], x->dims[1], gd[1], gd[2]};
+  SetChannelsLayout(out, 1);
+  const auto [rows, cols] = PartShape(out);
+  ProblemBuilder& pb = cx.problem();
+  const std::string mode = Attr{node}.Text("mode");
+  const double passes = mode == "nearest" ? 1 : mode == "bicubic" || mode == "cubic" ? 16 : 4;
+  const TensorId gathered = pb.Layout(sources, rows, cols, node, (node.outputs.empty() ? node.name : node.outputs[0]) + "~gathered");
+  out.parts = {pb.Pointwise({gathered}, passes, node, "interpolation")};
+  cx.Set(node, 0, out);
+}
+
 }  // namespace
 
 ConverterTable DataMovementConverters() {
@@ -439,6 +467,7 @@ ConverterTable DataMovementConverters() {
       {"DepthToSpace", LowerDepthSpace},
       {"SpaceToDepth", LowerDepthSpace},
       {"Tile", LowerTile},
+      {"GridSample", LowerGridSample, 16},
   };
 }
 
