@@ -16,7 +16,6 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
-#include <set>
 #include <thread>
 #include <tuple>
 
@@ -123,7 +122,9 @@ class SubgraphOracle {
     // The same demand twice in a step adds the same requests and charges again, which D5 and
     // C5 count once: walk it once. (Without this, a chain of k x k taps, each fed by the nine
     // taps before it, is walked once per path: exponential in the chain's depth.)
-    if (!fed_.insert({t, region, static_cast<int>(demand), k_len, role}).second) return;
+    const FeedKey key{t, region, static_cast<int>(demand), k_len, role};
+    if (std::find(fed_.begin(), fed_.end(), key) != fed_.end()) return;
+    fed_.push_back(key);
     if (structure_.Gathered(problem_, t)) {  // D4, L2
       requests_.push_back({t, role, region});
       return;
@@ -363,7 +364,10 @@ class SubgraphOracle {
   SubgraphStructure structure_;
   std::vector<SliceRequest> requests_;
   std::vector<ComputeCharge> charges_;
-  std::set<std::tuple<TensorId, Region, int, Elements, uint8_t>> fed_;  // this step's Feed calls
+  // This step's Feed calls: a handful per op of the subgraph, so a flat list (cleared, not
+  // freed, each step) beats a tree.
+  using FeedKey = std::tuple<TensorId, Region, int, Elements, uint8_t>;
+  std::vector<FeedKey> fed_;
 };
 
 }  // namespace
