@@ -469,5 +469,25 @@ TEST_CASE("import conv: random grouped transposed convolutions of rank 1 to 3 ha
   }
 }
 
+// Not a convolution, but the same builder: a model that ends in a rearrangement (a transpose
+// of its output, as a channels-first head writes it) still writes that output: the pending
+// value is gathered by one Layout op at the end, and the problem stays schedulable.
+TEST_CASE("import: a model whose output is a pending rearrangement gathers it") {
+  ModelBuilder m;
+  m.Input("x", {1, 4, 8, 8}).Weight("w", {16, 4, 1, 1}).Output("y");
+  m.Node("conv", "Conv", {"x", "w"}, {"c"});
+  SetInts(m.Node("t", "Transpose", {"c"}, {"y"}), "perm", {0, 2, 3, 1});  // NCHW -> NHWC: relabelled
+  const LoweredModel relabelled = Lower(m, "nhwc.onnx");
+  CHECK(relabelled.summary.layout_ops == 0);
+  ModelBuilder f;
+  f.Input("x", {1, 4, 8, 8}).Weight("w", {16, 4, 1, 1}).Output("y");
+  f.Node("conv", "Conv", {"x", "w"}, {"c"});
+  SetInt(f.Node("flat", "Flatten", {"c"}, {"y"}), "axis", 1);  // [1, 16·8·8]: rows and columns mixed
+  const LoweredModel flat = Lower(f, "flat.onnx");
+  CHECK(flat.summary.layout_ops == 1);
+  CHECK(flat.problem.tensors[flat.problem.ops.back().output] == Tensor{1024, 1});  // width 16·64, one row
+  CheckValid(flat, "flat.onnx");
+}
+
 }  // namespace
 }  // namespace annealer
