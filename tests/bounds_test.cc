@@ -85,6 +85,35 @@ bool CheckValidSchedule(const Problem& problem, const Schedule& schedule, const 
   return true;
 }
 
+// Four random schedules of `problem` (fusion 0.2 to 0.95), each checked against the bound when
+// valid (CheckValidSchedule), then again with the capacity lowered to its own peak working set:
+// still valid, and the bound (which reads the capacity) must still hold.
+struct Checked {
+  int valid = 0, tight = 0;
+};
+Checked CheckRandomSchedules(const Problem& problem, std::mt19937_64& rng, const std::string& label) {
+  Checked checked;
+  for (int s = 0; s < 4; ++s) {
+    RandomScheduleOptions options;
+    options.fuse_probability = 0.2 + 0.25 * s;
+    options.recompute_probability = 0.2;
+    options.extra_retain_probability = 0.2;
+    options.invalid_probability = 0;
+    options.max_steps = 500;
+    const Schedule schedule = RandomSchedule(problem, rng, options);
+    const std::string where = label + " schedule " + std::to_string(s);
+    if (!CheckValidSchedule(problem, schedule, where)) continue;
+    ++checked.valid;
+    const Evaluation evaluation = EvaluateOracle(problem, schedule);
+    Elements peak = 0;
+    for (const SubgraphReport& r : evaluation.subgraphs) peak = std::max(peak, r.peak_working_set);
+    Problem squeezed = problem;
+    squeezed.fast_memory_capacity = peak;
+    if (CheckValidSchedule(squeezed, schedule, where + " (capacity " + std::to_string(peak) + ")")) ++checked.tight;
+  }
+  return checked;
+}
+
 TEST_CASE("bound: never above the oracle on random valid schedules, also at the tightest capacity") {
   int valid = 0, tight = 0;
   for (DagShape shape : kAllDagShapes) {
@@ -95,29 +124,10 @@ TEST_CASE("bound: never above the oracle on random valid schedules, also at the 
       problem_options.native = trial % 3 == 0 ? 4 : (trial % 3 == 1 ? 8 : 32);
       Problem problem = RandomProblem(rng, shape, problem_options);
       if (trial % 2 == 0) MemoryBound(problem);
-      for (int s = 0; s < 4; ++s) {
-        RandomScheduleOptions options;
-        options.fuse_probability = 0.2 + 0.25 * s;
-        options.recompute_probability = 0.2;
-        options.extra_retain_probability = 0.2;
-        options.invalid_probability = 0;
-        options.max_steps = 500;
-        const Schedule schedule = RandomSchedule(problem, rng, options);
-        const std::string where = "shape " + std::to_string(static_cast<int>(shape)) + " trial " +
-                                  std::to_string(trial) + " schedule " + std::to_string(s);
-        if (!CheckValidSchedule(problem, schedule, where)) continue;
-        ++valid;
-        // The same schedule with the capacity lowered to its own peak: still valid, and the
-        // bound (which reads the capacity) must still hold.
-        const Evaluation evaluation = EvaluateOracle(problem, schedule);
-        Elements peak = 0;
-        for (const SubgraphReport& r : evaluation.subgraphs) peak = std::max(peak, r.peak_working_set);
-        Problem squeezed = problem;
-        squeezed.fast_memory_capacity = peak;
-        if (CheckValidSchedule(squeezed, schedule, where + " (capacity " + std::to_string(peak) + ")")) {
-          ++tight;
-        }
-      }
+      const Checked checked = CheckRandomSchedules(
+          problem, rng, "shape " + std::to_string(static_cast<int>(shape)) + " trial " + std::to_string(trial));
+      valid += checked.valid;
+      tight += checked.tight;
     }
   }
   MESSAGE("valid schedules " << valid << ", at the tightest capacity " << tight
@@ -147,28 +157,11 @@ TEST_CASE("bound: never above the oracle on random valid schedules with Layout o
         for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) layout = layout || problem.IsLayout(op);
       }
       if (trial % 2 == 0) MemoryBound(problem);
-      for (int s = 0; s < 4; ++s) {
-        RandomScheduleOptions options;
-        options.fuse_probability = 0.2 + 0.25 * s;
-        options.recompute_probability = 0.2;
-        options.extra_retain_probability = 0.2;
-        options.invalid_probability = 0;
-        options.max_steps = 500;
-        const Schedule schedule = RandomSchedule(problem, rng, options);
-        const std::string where = "layout shape " + std::to_string(static_cast<int>(shape)) + " trial " +
-                                  std::to_string(trial) + " schedule " + std::to_string(s);
-        if (!CheckValidSchedule(problem, schedule, where)) continue;
-        ++valid;
-        with_layout += layout;
-        const Evaluation evaluation = EvaluateOracle(problem, schedule);
-        Elements peak = 0;
-        for (const SubgraphReport& r : evaluation.subgraphs) peak = std::max(peak, r.peak_working_set);
-        Problem squeezed = problem;
-        squeezed.fast_memory_capacity = peak;
-        if (CheckValidSchedule(squeezed, schedule, where + " (capacity " + std::to_string(peak) + ")")) {
-          ++tight;
-        }
-      }
+      const Checked checked = CheckRandomSchedules(
+          problem, rng, "layout shape " + std::to_string(static_cast<int>(shape)) + " trial " + std::to_string(trial));
+      valid += checked.valid;
+      tight += checked.tight;
+      if (layout) with_layout += checked.valid;
     }
   }
   MESSAGE("with Layout ops: valid schedules " << valid << " (" << with_layout
