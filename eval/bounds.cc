@@ -26,6 +26,7 @@ class Analysis {
     modes_.assign(num_ops, 0);
     factor_.assign(num_ops, {1, 1, 1, 1, 1});
     stream_tiles_.assign(num_ops, {0, 0, 0, 0, 0});
+    passes_.assign(num_ops, {1, 1, 1, 1, 1});
     ComputeModes();
   }
 
@@ -173,6 +174,17 @@ class Analysis {
   mutable std::vector<uint32_t> reach_op_seen_;  // per op
   mutable uint32_t reach_generation_ = 0;
 
+  // P13: a lower bound on how many times an op further upstream of the k-loop MatMul f makes
+  // its whole output over one subgraph (C3, C6): its region each step is full along one side and
+  // along the other a tile's rows (passes: columns x k-steps), a tile's columns (rows x
+  // k-steps), a k-range (tiles) or everything (every step).
+  int64_t TerminalPasses(OpId f) const {
+    const Tensor& out = p_.tensors[p_.ops[f].output];
+    const int64_t rows = CeilDiv(out.height, n_), cols = CeilDiv(out.width, n_);
+    const int64_t ks = CeilDiv(p_.ReductionLength(f), n_);
+    return std::min({rows * cols, rows * ks, cols * ks});
+  }
+
   // Reverse topological order: an op's possible modes follow from its consumers' (P1, P2),
   // with the recomputation factor (P7) and the streaming tile count (P6) of the strip modes.
   void ComputeModes() {
@@ -183,6 +195,8 @@ class Analysis {
       int64_t factor[kModes] = {1, 1, 1, 1, 1};
       int64_t stream[kModes] = {0, 0, 0, 0, 0};
       bool strip_seen[kModes] = {false, false, false, false, false};
+      bool full_seen[kModes] = {false, false, false, false, false};
+      int64_t passes[kModes] = {1, 1, 1, 1, 1};
       const TensorId out = p_.ops[x].output;
       for (OpId z : p_.consumers[out]) {
         const Op& zop = p_.ops[z];
@@ -193,17 +207,27 @@ class Analysis {
             const int d = Demand(z, slot, mz);
             if (d == kT) continue;
             mask |= 1 << d;
-            if (d != kSL && d != kSR) continue;
+            if (d == kFL || d == kFR) {
+              // P13: a full-mode op makes its region every step of the terminal k-loop.
+              const int64_t f = zop.kind == OpKind::MatMul ? passes_[z][mz] : passes_[z][d];
+              factor[d] = full_seen[d] ? std::min(factor[d], f) : f;
+              full_seen[d] = true;
+              passes[d] = factor[d];
+              continue;
+            }
             // Direct entry into a k-loop MatMul, or through a Pointwise op in the same mode.
             int64_t f = 0;
             int64_t tiles = 0;
             if (zop.kind == OpKind::MatMul) {
+              const int64_t p = TerminalPasses(z);
+              passes[d] = strip_seen[d] ? std::min(passes[d], p) : p;
               const Tensor& zo = p_.tensors[zop.output];
               f = CeilDiv(d == kSL ? zo.width : zo.height, n_);
               tiles = p_.ReductionLength(z) > n_ ? CeilDiv(zo.width, n_) * CeilDiv(zo.height, n_) : 0;
             } else {
               f = factor_[z][d];
               tiles = 0;  // a Pointwise op in a strip: K* <= n, no streaming claim
+              passes[d] = strip_seen[d] ? std::min(passes[d], passes_[z][d]) : passes_[z][d];
             }
             factor[d] = strip_seen[d] ? std::min(factor[d], f) : f;
             stream[d] = strip_seen[d] ? std::min(stream[d], tiles) : tiles;
@@ -215,6 +239,7 @@ class Analysis {
       for (int m = 0; m < kModes; ++m) {
         factor_[x][m] = std::max<int64_t>(1, factor[m]);
         stream_tiles_[x][m] = stream[m];
+        passes_[x][m] = std::max<int64_t>(1, passes[m]);
       }
     }
   }
@@ -225,6 +250,9 @@ class Analysis {
   std::vector<int> modes_;  // bit m set: the op can be demanded in mode m
   std::vector<std::array<int64_t, kModes>> factor_;
   std::vector<std::array<int64_t, kModes>> stream_tiles_;
+  // Per op and mode (SL, SR, FL, FR): the least TerminalPasses of the k-loop MatMuls the op
+  // can sit upstream of in that mode (P13); 1 for T.
+  std::vector<std::array<int64_t, kModes>> passes_;
 };
 
 struct TermInfo {
@@ -370,6 +398,153 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
     }
     if (crosses && home >= 0) built.island_traffic[home] += size;  // written for them (P8)
   }
+}
+
+// P13. Streamed weights that no compute of another op can hide. A heavy op x is a MatMul with
+// K > n whose graph-input operands, each read by x alone, stream W_x elements when x is in mode
+// T only (P5) and d_x = W_x / B - c_x > 0 (c_x: base x native tiles); in any other mode x
+// computes at least factor x c_x (P7, and P13's passes for FL/FR), sigma_x = (least such factor
+// - 1) x c_x. A subgraph holding x in mode T has F of reduction K_x (G3) and its sinks of x's
+// output shape (V12; Pointwise ops keep shapes), so its ops are: F (MatMuls with K = K_x and that
+// shape), E (Pointwise ops of that shape, fed by E, F or Layout ops) and U (ops upstream of a
+// MatMul feeding F: V11 forbids Pointwise ops there), connected through internal edges (V5).
+// The "world" of x joins the edges such a subgraph can hold; Co(x) is x's class. Every subgraph
+// with an activated heavy op in mode T only pays M_S >= the sum of those ops' W (distinct graph
+// inputs); every other subgraph pays C_S >= its ops' c plus sigma of its heavy ops in other modes.
+// So the total is at least sum over ops outside Hid of c_y + [y activated] min(sigma_y, d_y),
+// where Hid holds every op of an activated op's class except the heavy ops of that world that
+// can only be in F there (those pay their own way): an op is lost only if all its instances sit
+// beside an activated op in mode T. Activation is decided per class of ops joined through
+// worlds, by the sign of its gain. See docs/lower-bound.md, "Streamed weights (P13)".
+struct Streaming {
+  Latency value = 0;   // compute plus the gains
+  int activated = 0;   // heavy ops whose min(sigma, d) counts
+};
+
+Streaming StreamingBound(const Problem& problem, const Analysis& a) {
+  const int num_ops = static_cast<int>(problem.ops.size());
+  const Elements n = problem.native;
+  const double bandwidth = problem.slow_memory_bandwidth;
+  std::vector<double> compute(num_ops);
+  Streaming result;
+  for (OpId x = 0; x < num_ops; ++x) {
+    compute[x] = problem.ops[x].base_cost * static_cast<double>(problem.NativeTiles(x));
+    result.value += compute[x];
+  }
+  // Heavy ops and their gains min(sigma, d).
+  std::vector<double> gain(num_ops, 0);
+  std::vector<OpId> heavy;
+  for (OpId x = 0; x < num_ops; ++x) {
+    const Op& op = problem.ops[x];
+    if (op.kind != OpKind::MatMul || problem.ReductionLength(x) <= n || op.inputs[0] == op.inputs[1]) continue;
+    const Tensor& out = problem.tensors[op.output];
+    Elements streamed = 0;
+    for (int slot = 0; slot < 2; ++slot) {
+      const TensorId t = op.inputs[slot];
+      if (problem.producer[t] != kNoOp || problem.consumers[t].size() != 1) continue;
+      streamed += problem.tensors[t].size() * (slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n));
+    }
+    const double d = static_cast<double>(streamed) / bandwidth - compute[x];
+    double sigma = std::numeric_limits<double>::infinity();
+    for (int m = 0; m < kModes; ++m) {
+      if (m != kT && a.HasMode(x, m)) sigma = std::min(sigma, static_cast<double>(a.Factor(x, m) - 1) * compute[x]);
+    }
+    const double g = std::min(sigma, d);
+    if (g > 0) {
+      gain[x] = g;
+      heavy.push_back(x);
+    }
+  }
+  if (heavy.empty()) return result;
+
+  bool keeps_shape = true;  // every Pointwise op's inputs have its output's shape (the reader checks)
+  for (const Op& op : problem.ops) {
+    if (op.kind != OpKind::Pointwise) continue;
+    const Tensor& out = problem.tensors[op.output];
+    for (TensorId t : op.inputs) {
+      const Tensor& in = problem.tensors[t];
+      keeps_shape = keeps_shape && in.width == out.width && in.height == out.height;
+    }
+  }
+  std::vector<int> global(num_ops);
+  for (int i = 0; i < num_ops; ++i) global[i] = i;
+  const auto find = [](std::vector<int>& parent, int x) {
+    while (parent[x] != x) x = parent[x] = parent[parent[x]];
+    return x;
+  };
+  std::vector<char> hider(num_ops, 0), done(num_ops, 0), u(num_ops, 0), f(num_ops, 0), e(num_ops, 0);
+  std::vector<int> local(num_ops);
+  std::vector<char> heavy_root(num_ops, 0);
+  for (OpId w : heavy) {
+    if (done[w]) continue;  // its world was walked with an earlier op of the same world
+    const Elements k_star = problem.ReductionLength(w);
+    const Tensor& shape = problem.tensors[problem.ops[w].output];
+    auto same_shape = [&](OpId y) {
+      const Tensor& t = problem.tensors[problem.ops[y].output];
+      return !keeps_shape || (t.width == shape.width && t.height == shape.height);
+    };
+    for (OpId y = 0; y < num_ops; ++y) {
+      const Op& op = problem.ops[y];
+      f[y] = op.kind == OpKind::MatMul && problem.ReductionLength(y) == k_star && same_shape(y);
+      e[y] = op.kind == OpKind::Pointwise && same_shape(y);
+    }
+    // U: a MatMul feeding an F candidate, and every op feeding a U op (reverse topological).
+    const auto& order = problem.topological_order;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const OpId y = *it;
+      u[y] = 0;
+      for (OpId c : problem.consumers[problem.ops[y].output]) {
+        if ((f[c] && problem.ops[y].kind == OpKind::MatMul) || u[c]) u[y] = 1;
+      }
+    }
+    for (int i = 0; i < num_ops; ++i) local[i] = i;
+    for (OpId c = 0; c < num_ops; ++c) {
+      for (TensorId t : problem.ops[c].inputs) {
+        const OpId p = problem.producer[t];
+        if (p == kNoOp) continue;
+        const OpKind pk = problem.ops[p].kind;
+        const bool edge = (f[c] && (pk == OpKind::MatMul || pk == OpKind::Layout)) ||
+                          (e[c] && (f[p] || e[p] || pk == OpKind::Layout)) || u[c];
+        if (edge) local[find(local, p)] = find(local, c);
+      }
+    }
+    std::fill(heavy_root.begin(), heavy_root.end(), 0);
+    for (OpId x : heavy) {
+      if (problem.ReductionLength(x) != k_star || !f[x]) continue;
+      const Tensor& t = problem.tensors[problem.ops[x].output];
+      if (t.width != shape.width || t.height != shape.height) continue;
+      done[x] = 1;  // the same world
+      heavy_root[find(local, x)] = 1;
+    }
+    std::vector<int> representative(num_ops, -1);
+    for (OpId y = 0; y < num_ops; ++y) {
+      const int root = find(local, y);
+      if (!heavy_root[root]) continue;
+      if (representative[root] < 0) representative[root] = y;
+      global[find(global, y)] = find(global, representative[root]);
+      // A heavy op that can only be in F in this world pays its own way (P5); any other member
+      // may hide a heavy op's loads under its compute.
+      if (!(gain[y] > 0 && f[y] && !u[y])) hider[y] = 1;
+    }
+  }
+  std::vector<double> total_gain(num_ops, 0);
+  for (OpId y = 0; y < num_ops; ++y) {
+    const int root = find(global, y);
+    if (hider[y]) {
+      total_gain[root] -= compute[y];
+    } else {
+      total_gain[root] += gain[y];
+    }
+  }
+  std::vector<char> active(num_ops, 0);
+  for (int root = 0; root < num_ops; ++root) {
+    if (total_gain[root] > 0) {
+      result.value += total_gain[root];
+      active[root] = 1;
+    }
+  }
+  for (OpId x : heavy) result.activated += active[find(global, x)] && !hider[x] ? 1 : 0;
+  return result;
 }
 
 Built Build(const Problem& problem) {
@@ -845,6 +1020,11 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const Evaluated at = Evaluate(model, bound.weight, all, true);
   bound.combined = at.value;
   bound.island_count = built.islands;
+  {
+    const Streaming streaming = StreamingBound(problem, Analysis(problem));
+    bound.streaming = streaming.value;
+    bound.streaming_ops = streaming.activated;
+  }
   for (int i = 0; i < built.islands; ++i) {
     bound.islands += std::max(built.island_compute[i],
                               static_cast<double>(built.island_traffic[i]) / problem.slow_memory_bandwidth);

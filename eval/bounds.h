@@ -117,6 +117,10 @@ struct LowerBound {
   // max(island compute, island forced traffic / bandwidth).
   Latency islands = 0;
   int island_count = 0;
+  // P13: compute plus the streamed-weight time of heavy MatMuls that no other op's compute can
+  // hide, over the classes where that gain is positive; `streaming_ops` of them count.
+  Latency streaming = 0;
+  int streaming_ops = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -124,6 +128,7 @@ struct LowerBound {
     if (traffic > best) best = traffic;
     if (combined > best) best = combined;
     if (islands > best) best = islands;
+    if (streaming > best) best = streaming;
     return best;
   }
 };

@@ -642,6 +642,7 @@ PYBIND11_MODULE(_core, m) {
         d["traffic"] = bound.traffic;
         d["combined"] = bound.combined;
         d["islands"] = bound.islands;
+        d["streaming"] = bound.streaming;
         d["weight"] = bound.weight;
         return d;
       },

@@ -527,6 +527,127 @@ TEST_CASE("bound: islands (P12) never above the oracle at real-chip ratios") {
   CHECK(decided > 100);
 }
 
+// Transformer blocks at a small scale: LayerNorm-like Pointwise ops, Q/V projections and an MLP
+// whose weights are graph inputs with reductions above native (few row tiles: rows up to twice
+// native), attention MatMuls with short reductions, residual adds joining the blocks; base costs
+// and bandwidth mixed so that some MatMuls stream more weight than they compute (P13's heavy ops)
+// and others hide it. Optionally a Layout op (a transpose) on the way to K^T.
+Problem RandomBlocks(std::mt19937_64& rng) {
+  auto pick = [&](std::vector<Elements> v) {
+    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  };
+  auto pickd = [&](std::vector<double> v) {
+    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
+  };
+  Problem problem;
+  problem.native = 4;
+  auto tensor = [&](Elements h, Elements w) {
+    problem.tensors.push_back({w, h});
+    return static_cast<TensorId>(problem.tensors.size() - 1);
+  };
+  auto op = [&](OpKind kind, std::vector<TensorId> in, Elements h, Elements w, double cost) {
+    const TensorId out = tensor(h, w);
+    problem.ops.push_back({kind, std::move(in), out, cost});
+    return out;
+  };
+  const Elements rows = pick({3, 4, 6, 8});
+  const Elements d = pick({8, 12});
+  const Elements dh = pick({2, 4, 6});
+  const Elements hidden = d * pick({2, 3});
+  const double mm[] = {pickd({0.5, 2, 8}), pickd({1, 4, 16, 64})};
+  auto mm_cost = [&]() { return mm[std::uniform_int_distribution<int>(0, 1)(rng)]; };
+  auto pw_cost = [&]() { return pickd({0, 0.5, 2, 8}); };
+  TensorId x = tensor(rows, d);
+  const int blocks = static_cast<int>(pick({1, 2, 3}));
+  const bool layout = std::uniform_int_distribution<int>(0, 2)(rng) == 0;
+  for (int b = 0; b < blocks; ++b) {
+    const TensorId ln1 = op(OpKind::Pointwise, {x}, rows, d, pw_cost());
+    const TensorId q = op(OpKind::MatMul, {ln1, tensor(d, dh)}, rows, dh, mm_cost());
+    TensorId kt;
+    if (layout) {
+      const TensorId k = op(OpKind::MatMul, {ln1, tensor(d, dh)}, rows, dh, mm_cost());
+      kt = op(OpKind::Layout, {k}, dh, rows, 0);
+    } else {
+      kt = tensor(dh, rows);  // a graph input
+    }
+    const TensorId s = op(OpKind::MatMul, {q, kt}, rows, rows, mm_cost());
+    const TensorId p = op(OpKind::Pointwise, {s}, rows, rows, pw_cost());
+    const TensorId v = op(OpKind::MatMul, {ln1, tensor(d, dh)}, rows, dh, mm_cost());
+    const TensorId o = op(OpKind::MatMul, {p, v}, rows, dh, mm_cost());
+    const TensorId proj = op(OpKind::MatMul, {o, tensor(dh, d)}, rows, d, mm_cost());
+    const TensorId r1 = op(OpKind::Pointwise, {x, proj}, rows, d, pw_cost());
+    const TensorId ln2 = op(OpKind::Pointwise, {r1}, rows, d, pw_cost());
+    const TensorId h = op(OpKind::MatMul, {ln2, tensor(d, hidden)}, rows, hidden, mm_cost());
+    const TensorId g = op(OpKind::Pointwise, {h}, rows, hidden, pw_cost());
+    const TensorId y = op(OpKind::MatMul, {g, tensor(hidden, d)}, rows, d, mm_cost());
+    x = op(OpKind::Pointwise, {r1, y}, rows, d, pw_cost());
+  }
+  const Elements tile = problem.native * problem.native;
+  problem.fast_memory_capacity = tile * pick({16, 64, 4096});
+  problem.slow_memory_bandwidth = pickd({0.25, 1, 4});
+  REQUIRE(problem.Finalize() == "");
+  return problem;
+}
+
+// P13 at real-chip ratios: transformer blocks, random layered networks and random DAGs; random
+// schedules, both baselines, short searches; the streaming part and every suffix bound (through
+// CheckValidSchedule) against the oracle.
+TEST_CASE("bound: streamed weights (P13) never above the oracle at real-chip ratios") {
+  int valid = 0, decided = 0, gained = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(9300);
+  for (int trial = 0; trial < 600; ++trial) {
+    Problem problem;
+    if (trial % 3 != 2) {
+      problem = RandomBlocks(rng);
+    } else if (trial % 2 == 0) {
+      problem = RandomLayers(rng);
+    } else {
+      RandomProblemOptions problem_options;
+      problem_options.max_ops = 3 + trial % 10;
+      problem_options.native = 4;
+      problem_options.layout_probability = trial % 4 == 1 ? 0.2 : 0;
+      problem = RandomProblem(rng, kAllDagShapes[trial % 7], problem_options);
+      problem.fast_memory_capacity = 16 * 4096;
+    }
+    std::vector<Schedule> schedules;
+    for (int s = 0; s < 3; ++s) {
+      RandomScheduleOptions options;
+      options.fuse_probability = 0.2 + 0.35 * s;
+      options.recompute_probability = 0.2;
+      options.extra_retain_probability = 0.3;
+      options.invalid_probability = 0;
+      options.max_steps = 400;
+      schedules.push_back(RandomSchedule(problem, rng, options));
+    }
+    try {
+      schedules.push_back(BuildBaseline(problem));
+      schedules.push_back(BuildResidentBaseline(problem));
+    } catch (const std::runtime_error&) {
+    }
+    if (trial % 6 == 0) schedules.push_back(ShortSearch(problem, 1 + trial, 2).best);
+    const LowerBound bound = ComputeLowerBound(problem);
+    gained += bound.streaming > bound.compute * (1 + 1e-9) ? 1 : 0;
+    const bool streaming_decides =
+        bound.streaming > std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined, bound.islands}) *
+                              (1 + 1e-9);
+    for (const Schedule& schedule : schedules) {
+      CAPTURE(trial);
+      if (!CheckValidSchedule(problem, schedule, "P13 trial " + std::to_string(trial))) continue;
+      const Evaluation e = EvaluateOracle(problem, schedule);
+      ++valid;
+      CHECK(bound.streaming <= e.total * (1 + kSlack));
+      decided += streaming_decides ? 1 : 0;
+      if (streaming_decides) tightest = std::max(tightest, bound.streaming / e.total);
+    }
+  }
+  MESSAGE("valid schedules " << valid << ", problems with a streaming gain " << gained
+                              << ", schedules where it is above every other part " << decided
+                              << ", tightest streaming/latency " << tightest);
+  CHECK(valid > 1200);
+  CHECK(decided > 100);
+}
+
 TEST_CASE("bound: the bundled problems, real values and schedules found by a short search") {
   struct Expect {
     const char* name;

@@ -69,7 +69,8 @@ int FinishStdout(const std::string& text, int exit_code) {
 std::string BoundPartsText(const LowerBound& bound) {
   return Readable(bound.total()) + " (compute " + Readable(bound.compute) + ", graph I/O " +
          Readable(bound.graph_io) + ", traffic " + Readable(bound.traffic) + ", combined " +
-         Readable(bound.combined) + ", islands " + Readable(bound.islands) + ")";
+         Readable(bound.combined) + ", islands " + Readable(bound.islands) + ", streaming " +
+         Readable(bound.streaming) + ")";
 }
 
 struct ParsedArgs {
@@ -219,6 +220,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_traffic\": " + FormatNumber(bound.traffic) + ",\n";
   out += "  \"lower_bound_combined\": " + FormatNumber(bound.combined) + ",\n";
   out += "  \"lower_bound_islands\": " + FormatNumber(bound.islands) + ",\n";
+  out += "  \"lower_bound_streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
@@ -295,6 +297,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"weight\": " + FormatNumber(bound.weight) + ",\n";
   out += "  \"islands\": " + FormatNumber(bound.islands) + ",\n";
   out += "  \"island_count\": " + std::to_string(bound.island_count) + ",\n";
+  out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
+  out += "  \"streaming_ops\": " + std::to_string(bound.streaming_ops) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -321,7 +325,9 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  combined   " + Readable(bound.combined) + "  (a x compute + (1-a) x traffic, a = " +
          Readable(bound.weight) + ", each op in its cheapest mode)\n";
   out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
-         " islands of ops that may share a subgraph of max(compute, forced traffic))\n\n";
+         " islands of ops that may share a subgraph of max(compute, forced traffic))\n";
+  out += "  streaming  " + Readable(bound.streaming) + "  (compute + streamed weights of " +
+         std::to_string(bound.streaming_ops) + " MatMuls that no other op's compute can hide)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
