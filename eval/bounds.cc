@@ -8,6 +8,8 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <cstdio>
+#include <cstdlib>
 
 namespace annealer {
 
@@ -419,6 +421,7 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
 struct Streaming {
   Latency value = 0;   // compute plus the gains
   int activated = 0;   // heavy ops whose min(sigma, d) counts
+  std::vector<double> per_op;  // c_y + gain, or 0 for a hider of an activated class
 };
 
 Streaming StreamingBound(const Problem& problem, const Analysis& a) {
@@ -427,6 +430,7 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
   const double bandwidth = problem.slow_memory_bandwidth;
   std::vector<double> compute(num_ops);
   Streaming result;
+  result.per_op = std::vector<double>(num_ops);
   for (OpId x = 0; x < num_ops; ++x) {
     compute[x] = problem.ops[x].base_cost * static_cast<double>(problem.NativeTiles(x));
     result.value += compute[x];
@@ -444,6 +448,9 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       if (problem.producer[t] != kNoOp || problem.consumers[t].size() != 1) continue;
       streamed += problem.tensors[t].size() * (slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n));
     }
+    // The instance that writes a graph output (V9) writes it whole (M2; a retained one is never
+    // written, R3): P13 counts the op at that instance.
+    if (problem.IsGraphOutput(op.output)) streamed += out.size();
     const double d = static_cast<double>(streamed) / bandwidth - compute[x];
     double sigma = std::numeric_limits<double>::infinity();
     for (int m = 0; m < kModes; ++m) {
@@ -455,7 +462,10 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       heavy.push_back(x);
     }
   }
-  if (heavy.empty()) return result;
+  if (heavy.empty()) {
+    result.per_op = compute;
+    return result;
+  }
 
   bool keeps_shape = true;  // every Pointwise op's inputs have its output's shape (the reader checks)
   for (const Op& op : problem.ops) {
@@ -544,6 +554,12 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
     }
   }
   for (OpId x : heavy) result.activated += active[find(global, x)] && !hider[x] ? 1 : 0;
+  // Per op, what it adds to the sum over ops outside Hid (P12 takes it island by island).
+  result.per_op.assign(num_ops, 0);
+  for (OpId y = 0; y < num_ops; ++y) {
+    const bool on = active[find(global, y)];
+    result.per_op[y] = on && hider[y] ? 0 : compute[y] + (on ? gain[y] : 0);
+  }
   return result;
 }
 
@@ -1020,14 +1036,18 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const Evaluated at = Evaluate(model, bound.weight, all, true);
   bound.combined = at.value;
   bound.island_count = built.islands;
-  {
-    const Streaming streaming = StreamingBound(problem, Analysis(problem));
-    bound.streaming = streaming.value;
-    bound.streaming_ops = streaming.activated;
+  const Streaming streaming = StreamingBound(problem, Analysis(problem));
+  bound.streaming = streaming.value;
+  bound.streaming_ops = streaming.activated;
+  // P12 with P13 inside each island: every subgraph lies in one island, so P13's sum over the
+  // island's ops outside Hid bounds the island's subgraphs as well as its compute does.
+  std::vector<double> island_streaming(built.islands, 0);
+  for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
+    island_streaming[built.island_of[op]] += streaming.per_op[op];
   }
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max(built.island_compute[i],
-                              static_cast<double>(built.island_traffic[i]) / problem.slow_memory_bandwidth);
+    bound.islands += std::max({built.island_compute[i], island_streaming[i],
+                               static_cast<double>(built.island_traffic[i]) / problem.slow_memory_bandwidth});
   }
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {
