@@ -629,8 +629,7 @@ TEST_CASE("bound: streamed weights (P13) never above the oracle at real-chip rat
     const LowerBound bound = ComputeLowerBound(problem);
     gained += bound.streaming > bound.compute * (1 + 1e-9) ? 1 : 0;
     const bool streaming_decides =
-        bound.streaming > std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined, bound.islands}) *
-                              (1 + 1e-9);
+        bound.streaming > std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined}) * (1 + 1e-9);
     for (const Schedule& schedule : schedules) {
       CAPTURE(trial);
       if (!CheckValidSchedule(problem, schedule, "P13 trial " + std::to_string(trial))) continue;
@@ -642,7 +641,7 @@ TEST_CASE("bound: streamed weights (P13) never above the oracle at real-chip rat
     }
   }
   MESSAGE("valid schedules " << valid << ", problems with a streaming gain " << gained
-                              << ", schedules where it is above every other part " << decided
+                              << ", schedules where it is above the parts before P12 " << decided
                               << ", tightest streaming/latency " << tightest);
   CHECK(valid > 1200);
   CHECK(decided > 100);
