@@ -476,8 +476,11 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       keeps_shape = keeps_shape && in.width == out.width && in.height == out.height;
     }
   }
-  std::vector<int> global(num_ops);
-  for (int i = 0; i < num_ops; ++i) global[i] = i;
+  struct WorldClass {
+    std::vector<OpId> heavy, hiders;
+    double own = 0;
+  };
+  std::vector<WorldClass> classes;
   const auto find = [](std::vector<int>& parent, int x) {
     while (parent[x] != x) x = parent[x] = parent[parent[x]];
     return x;
@@ -526,39 +529,74 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       done[x] = 1;  // the same world
       heavy_root[find(local, x)] = 1;
     }
-    std::vector<int> representative(num_ops, -1);
+    // Each class of this world with a heavy op of it: its hiders and its own gain (its heavy
+    // ops outside its hiders, less its hiders' compute). A class is activated only when that
+    // is positive; Hid is then the union of the activated classes' hiders (any choice of
+    // activated ops gives a bound, P13).
+    std::vector<int> members_of(num_ops, -1);  // class root -> index in `classes`
     for (OpId y = 0; y < num_ops; ++y) {
       const int root = find(local, y);
       if (!heavy_root[root]) continue;
-      if (representative[root] < 0) representative[root] = y;
-      global[find(global, y)] = find(global, representative[root]);
-      // A heavy op that can only be in F in this world pays its own way (P5); any other member
-      // may hide a heavy op's loads under its compute.
-      if (!(gain[y] > 0 && f[y] && !u[y])) hider[y] = 1;
+      if (members_of[root] < 0) {
+        members_of[root] = static_cast<int>(classes.size());
+        classes.push_back({});
+      }
+      WorldClass& c = classes[members_of[root]];
+      // A heavy op of this world that can only be in F in it pays its own way (P5); any other
+      // member may hide a heavy op's loads under its compute.
+      if (gain[y] > 0 && f[y] && !u[y]) {
+        c.heavy.push_back(y);
+        c.own += gain[y];
+      } else {
+        c.hiders.push_back(y);
+        c.own -= compute[y];
+      }
     }
   }
-  std::vector<double> total_gain(num_ops, 0);
+  // Which classes to activate: start from those with a positive gain of their own, then toggle
+  // any class whose toggle raises the sum (its heavy ops join or leave H', its members Hid),
+  // a few passes. Every choice is a bound; this only picks a good one.
+  std::vector<int> active_count(num_ops, 0), hidden_count(num_ops, 0);
+  std::vector<char> on(classes.size(), 0);
+  const auto value_of = [&](OpId y) {
+    return hidden_count[y] > 0 ? 0.0 : compute[y] + (active_count[y] > 0 ? gain[y] : 0.0);
+  };
+  const auto toggle = [&](size_t i, int delta) {
+    for (OpId x : classes[i].heavy) active_count[x] += delta;
+    for (OpId y : classes[i].hiders) hidden_count[y] += delta;
+    on[i] = delta > 0;
+  };
+  for (size_t i = 0; i < classes.size(); ++i) {
+    if (classes[i].own > 0) toggle(i, 1);
+  }
+  for (int pass = 0; pass < 3; ++pass) {
+    bool changed = false;
+    for (size_t i = 0; i < classes.size(); ++i) {
+      double before = 0, after = 0;
+      for (OpId x : classes[i].heavy) before += value_of(x);
+      for (OpId y : classes[i].hiders) before += value_of(y);
+      toggle(i, on[i] ? -1 : 1);
+      for (OpId x : classes[i].heavy) after += value_of(x);
+      for (OpId y : classes[i].hiders) after += value_of(y);
+      if (after > before + 1e-9) {
+        changed = true;
+      } else {
+        toggle(i, on[i] ? -1 : 1);  // undo
+      }
+    }
+    if (!changed) break;
+  }
+  std::vector<char> activated(num_ops, 0);
   for (OpId y = 0; y < num_ops; ++y) {
-    const int root = find(global, y);
-    if (hider[y]) {
-      total_gain[root] -= compute[y];
-    } else {
-      total_gain[root] += gain[y];
-    }
+    activated[y] = active_count[y] > 0;
+    hider[y] = hidden_count[y] > 0;
   }
-  std::vector<char> active(num_ops, 0);
-  for (int root = 0; root < num_ops; ++root) {
-    if (total_gain[root] > 0) {
-      result.value += total_gain[root];
-      active[root] = 1;
-    }
-  }
-  for (OpId x : heavy) result.activated += active[find(global, x)] && !hider[x] ? 1 : 0;
-  // Per op, what it adds to the sum over ops outside Hid (P12 takes it island by island).
   result.per_op.assign(num_ops, 0);
+  result.value = 0;
   for (OpId y = 0; y < num_ops; ++y) {
-    const bool on = active[find(global, y)];
-    result.per_op[y] = on && hider[y] ? 0 : compute[y] + (on ? gain[y] : 0);
+    result.per_op[y] = hider[y] ? 0 : compute[y] + (activated[y] ? gain[y] : 0);
+    result.value += result.per_op[y];
+    result.activated += activated[y] && !hider[y] ? 1 : 0;
   }
   return result;
 }
