@@ -402,25 +402,30 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
   }
 }
 
-// P13. Streamed weights that no compute of another op can hide. A heavy op x is a MatMul with
-// K > n whose graph-input operands, each read by x alone, stream W_x elements when x is in mode
-// T only (P5) and d_x = W_x / B - c_x > 0 (c_x: base x native tiles); in any other mode x
-// computes at least factor x c_x (P7, and P13's passes for FL/FR), sigma_x = (least such factor
-// - 1) x c_x. A subgraph holding x in mode T has F of reduction K_x (G3) and its sinks of x's
-// output shape (V12; Pointwise ops keep shapes), so its ops are: F (MatMuls with K = K_x and that
-// shape), E (Pointwise ops of that shape, fed by E, F or Layout ops) and U (ops upstream of a
-// MatMul feeding F: V11 forbids Pointwise ops there), connected through internal edges (V5).
-// The "world" of x joins the edges such a subgraph can hold; Co(x) is x's class. Every subgraph
-// with an activated heavy op in mode T only pays M_S >= the sum of those ops' W (distinct graph
-// inputs); every other subgraph pays C_S >= its ops' c plus sigma of its heavy ops in other modes.
-// So the total is at least sum over ops outside Hid of c_y + [y activated] min(sigma_y, d_y),
-// where Hid holds every op of an activated op's class except the heavy ops of that world that
-// can only be in F there (those pay their own way): an op is lost only if all its instances sit
-// beside an activated op in mode T. Activation is decided per class of ops joined through
-// worlds, by the sign of its gain. See docs/lower-bound.md, "Streamed weights (P13)".
+// P13. Weights that no compute of another op can hide (docs/lower-bound.md, "Streamed weights
+// (P13)"; the header states the fact). Per MatMul x, c_x = base x native tiles and, for its two
+// kinds of instance:
+//   T-only (x in F, in no other mode): it loads its own graph inputs (read by x alone) in full,
+//     streamed once per column / row tile when K > n (P5), and writes its output when that is a
+//     graph output and this is the instance that writes it (V9, M2): W_T;
+//   other (some mode upstream of the k-loop): those inputs at least once (P3), W_N, and it
+//     computes at least f_N x c_x, f_N its least factor over those modes (P7, P13's passes).
+// x is heavy when g_x = min(W_T/B - c_x, max(W_N/B - c_x, (f_N - 1) c_x)) > 0 (a graph output
+// is counted at its writing instance, a sink: only W_T). An instance "pays on memory" when its
+// own traffic covers c_x + g_x (T-only always; the other kind when W_N/B - c_x >= g_x and the
+// compute side does not already cover it), else "on compute".
+// A subgraph with F of reduction K* and sinks of shape (H, W) (G3, V12; Pointwise ops keep
+// shapes) is a "world": its ops are F (MatMuls of that K* and shape), E (Pointwise ops of that
+// shape, fed by E, F or Layout ops) and U (ops upstream of a producer of an F input: a MatMul,
+// or any op when K* <= n; V11), joined by internal edges (V5). The classes of a world's edge
+// graph hold every subgraph of that world. A subgraph with an instance that pays on memory pays
+// M_S >= the sum of those instances' W; any other subgraph C_S >= its ops' c plus their g. So
+// the total is at least the sum over ops outside Hid of c_y + [y activated] g_y, where Hid holds
+// the members of every class in which an activated op may pay on memory, except the heavy ops
+// that pay on memory whenever they are in that class.
 struct Streaming {
   Latency value = 0;   // compute plus the gains
-  int activated = 0;   // heavy ops whose min(sigma, d) counts
+  int activated = 0;   // heavy ops whose gain counts
   std::vector<double> per_op;  // c_y + gain, or 0 for a hider of an activated class
 };
 
@@ -430,42 +435,52 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
   const double bandwidth = problem.slow_memory_bandwidth;
   std::vector<double> compute(num_ops);
   Streaming result;
-  result.per_op = std::vector<double>(num_ops);
   for (OpId x = 0; x < num_ops; ++x) {
     compute[x] = problem.ops[x].base_cost * static_cast<double>(problem.NativeTiles(x));
-    result.value += compute[x];
   }
-  // Heavy ops and their gains min(sigma, d).
+  // Heavy ops, their gains and the side the other kind of instance pays on.
   std::vector<double> gain(num_ops, 0);
-  std::vector<OpId> heavy;
+  std::vector<char> other_on_memory(num_ops, 0);
+  bool any_heavy = false;
   for (OpId x = 0; x < num_ops; ++x) {
     const Op& op = problem.ops[x];
-    if (op.kind != OpKind::MatMul || problem.ReductionLength(x) <= n || op.inputs[0] == op.inputs[1]) continue;
+    if (op.kind != OpKind::MatMul || op.inputs[0] == op.inputs[1]) continue;
     const Tensor& out = problem.tensors[op.output];
-    Elements streamed = 0;
+    const bool k_split = problem.ReductionLength(x) > n;
+    Elements streamed = 0, once = 0;
     for (int slot = 0; slot < 2; ++slot) {
       const TensorId t = op.inputs[slot];
       if (problem.producer[t] != kNoOp || problem.consumers[t].size() != 1) continue;
-      streamed += problem.tensors[t].size() * (slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n));
+      const Elements size = problem.tensors[t].size();
+      once += size;
+      streamed += k_split ? size * (slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n)) : size;
     }
-    // The instance that writes a graph output (V9) writes it whole (M2; a retained one is never
-    // written, R3): P13 counts the op at that instance.
-    if (problem.IsGraphOutput(op.output)) streamed += out.size();
-    const double d = static_cast<double>(streamed) / bandwidth - compute[x];
-    double sigma = std::numeric_limits<double>::infinity();
-    for (int m = 0; m < kModes; ++m) {
-      if (m != kT && a.HasMode(x, m)) sigma = std::min(sigma, static_cast<double>(a.Factor(x, m) - 1) * compute[x]);
+    const bool graph_output = problem.IsGraphOutput(op.output);
+    if (graph_output) streamed += out.size();
+    const double memory_t = static_cast<double>(streamed) / bandwidth - compute[x];
+    double g = memory_t;
+    bool memory_side = false;
+    if (!graph_output) {
+      double least_factor = std::numeric_limits<double>::infinity();
+      for (int m = 0; m < kModes; ++m) {
+        if (m != kT && a.HasMode(x, m)) least_factor = std::min(least_factor, static_cast<double>(a.Factor(x, m)));
+      }
+      if (least_factor < std::numeric_limits<double>::infinity()) {
+        const double memory_n = static_cast<double>(once) / bandwidth - compute[x];
+        const double compute_n = (least_factor - 1) * compute[x];
+        g = std::min(g, std::max(memory_n, compute_n));
+        memory_side = compute_n < g;
+      }
     }
-    const double g = std::min(sigma, d);
     if (g > 0) {
       gain[x] = g;
-      heavy.push_back(x);
+      other_on_memory[x] = memory_side;
+      any_heavy = true;
     }
   }
-  if (heavy.empty()) {
-    result.per_op = compute;
-    return result;
-  }
+  result.per_op = compute;
+  for (double c : compute) result.value += c;
+  if (!any_heavy) return result;
 
   bool keeps_shape = true;  // every Pointwise op's inputs have its output's shape (the reader checks)
   for (const Op& op : problem.ops) {
@@ -477,19 +492,32 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
     }
   }
   struct WorldClass {
-    std::vector<OpId> heavy, hiders;
-    double own = 0;
+    std::vector<OpId> requirers;  // heavy ops that may pay on memory in this class
+    std::vector<OpId> hiders;     // members that may sit beside them without paying on memory
   };
   std::vector<WorldClass> classes;
   const auto find = [](std::vector<int>& parent, int x) {
     while (parent[x] != x) x = parent[x] = parent[parent[x]];
     return x;
   };
-  std::vector<char> hider(num_ops, 0), done(num_ops, 0), u(num_ops, 0), f(num_ops, 0), e(num_ops, 0);
-  std::vector<int> local(num_ops);
-  std::vector<char> heavy_root(num_ops, 0);
-  for (OpId w : heavy) {
-    if (done[w]) continue;  // its world was walked with an earlier op of the same world
+  // The worlds: one per reduction length and output shape of a MatMul (one per reduction
+  // length when some Pointwise op changes shape).
+  std::vector<OpId> world_of;
+  {
+    std::vector<std::array<Elements, 3>> seen;
+    for (OpId x = 0; x < num_ops; ++x) {
+      if (problem.ops[x].kind != OpKind::MatMul) continue;
+      const Tensor& t = problem.tensors[problem.ops[x].output];
+      const std::array<Elements, 3> key{problem.ReductionLength(x), keeps_shape ? t.height : 0,
+                                        keeps_shape ? t.width : 0};
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+      seen.push_back(key);
+      world_of.push_back(x);
+    }
+  }
+  std::vector<char> u(num_ops, 0), f(num_ops, 0), e(num_ops, 0), relevant(num_ops, 0);
+  std::vector<int> local(num_ops), class_of_root(num_ops, -1);
+  for (OpId w : world_of) {
     const Elements k_star = problem.ReductionLength(w);
     const Tensor& shape = problem.tensors[problem.ops[w].output];
     auto same_shape = [&](OpId y) {
@@ -501,102 +529,119 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       f[y] = op.kind == OpKind::MatMul && problem.ReductionLength(y) == k_star && same_shape(y);
       e[y] = op.kind == OpKind::Pointwise && same_shape(y);
     }
-    // U: a MatMul feeding an F candidate, and every op feeding a U op (reverse topological).
+    // U: a producer of an F candidate's input (a MatMul; also a Pointwise op when K* <= n, V11),
+    // and every op feeding a U op (reverse topological order).
     const auto& order = problem.topological_order;
+    bool any_relevant = false;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const OpId y = *it;
+      const OpKind kind = problem.ops[y].kind;
+      const bool strip_kind = kind == OpKind::MatMul || (kind == OpKind::Pointwise && k_star <= n);
       u[y] = 0;
       for (OpId c : problem.consumers[problem.ops[y].output]) {
-        if ((f[c] && problem.ops[y].kind == OpKind::MatMul) || u[c]) u[y] = 1;
+        if ((f[c] && strip_kind) || u[c]) u[y] = 1;
       }
+      relevant[y] = gain[y] > 0 && (f[y] || (u[y] && other_on_memory[y]));
+      any_relevant = any_relevant || relevant[y];
     }
+    if (!any_relevant) continue;
     for (int i = 0; i < num_ops; ++i) local[i] = i;
     for (OpId c = 0; c < num_ops; ++c) {
       for (TensorId t : problem.ops[c].inputs) {
         const OpId p = problem.producer[t];
         if (p == kNoOp) continue;
         const OpKind pk = problem.ops[p].kind;
-        const bool edge = (f[c] && (pk == OpKind::MatMul || pk == OpKind::Layout)) ||
-                          (e[c] && (f[p] || e[p] || pk == OpKind::Layout)) || u[c];
+        const bool into_f = pk == OpKind::MatMul || pk == OpKind::Layout || (pk == OpKind::Pointwise && k_star <= n);
+        const bool edge = (f[c] && into_f) || (e[c] && (f[p] || e[p] || pk == OpKind::Layout)) || u[c];
         if (edge) local[find(local, p)] = find(local, c);
       }
     }
-    std::fill(heavy_root.begin(), heavy_root.end(), 0);
-    for (OpId x : heavy) {
-      if (problem.ReductionLength(x) != k_star || !f[x]) continue;
-      const Tensor& t = problem.tensors[problem.ops[x].output];
-      if (t.width != shape.width || t.height != shape.height) continue;
-      done[x] = 1;  // the same world
-      heavy_root[find(local, x)] = 1;
+    std::fill(class_of_root.begin(), class_of_root.end(), -1);
+    for (OpId y = 0; y < num_ops; ++y) {
+      if (relevant[y]) class_of_root[find(local, y)] = 0;
     }
-    // Each class of this world with a heavy op of it: its hiders and its own gain (its heavy
-    // ops outside its hiders, less its hiders' compute). A class is activated only when that
-    // is positive; Hid is then the union of the activated classes' hiders (any choice of
-    // activated ops gives a bound, P13).
-    std::vector<int> members_of(num_ops, -1);  // class root -> index in `classes`
     for (OpId y = 0; y < num_ops; ++y) {
       const int root = find(local, y);
-      if (!heavy_root[root]) continue;
-      if (members_of[root] < 0) {
-        members_of[root] = static_cast<int>(classes.size());
+      if (class_of_root[root] < 0) continue;  // no relevant op: no class
+      if (class_of_root[root] == 0) {         // 1-based index once assigned
+        class_of_root[root] = static_cast<int>(classes.size()) + 1;
         classes.push_back({});
       }
-      WorldClass& c = classes[members_of[root]];
-      // A heavy op of this world that can only be in F in it pays its own way (P5); any other
-      // member may hide a heavy op's loads under its compute.
-      if (gain[y] > 0 && f[y] && !u[y]) {
-        c.heavy.push_back(y);
-        c.own += gain[y];
-      } else {
-        c.hiders.push_back(y);
-        c.own -= compute[y];
+      WorldClass& c = classes[class_of_root[root] - 1];
+      if (relevant[y]) c.requirers.push_back(y);
+      // A heavy op pays on memory wherever it sits in this class: in F only (T-only), or
+      // upstream with its other kind paying on memory. Any other member may hide.
+      const bool pays = gain[y] > 0 && (f[y] || u[y]) && (!u[y] || other_on_memory[y]);
+      if (!pays) c.hiders.push_back(y);
+    }
+  }
+  // Activation units: the classes an activated op requires, joined through shared requirers.
+  const int num_classes = static_cast<int>(classes.size());
+  std::vector<int> unit(num_classes);
+  for (int i = 0; i < num_classes; ++i) unit[i] = i;
+  {
+    std::vector<int> first_class(num_ops, -1);
+    for (int i = 0; i < num_classes; ++i) {
+      for (OpId x : classes[i].requirers) {
+        if (first_class[x] < 0) {
+          first_class[x] = i;
+        } else {
+          unit[find(unit, i)] = find(unit, first_class[x]);
+        }
       }
     }
   }
-  // Which classes to activate: start from those with a positive gain of their own, then toggle
-  // any class whose toggle raises the sum (its heavy ops join or leave H', its members Hid),
-  // a few passes. Every choice is a bound; this only picks a good one.
+  std::vector<std::vector<int>> units(num_classes);
+  for (int i = 0; i < num_classes; ++i) units[find(unit, i)].push_back(i);
+  // Which units to activate: first those with a positive gain of their own, then toggles that
+  // raise the sum, a few passes. Every choice is a bound; this only picks a good one.
   std::vector<int> active_count(num_ops, 0), hidden_count(num_ops, 0);
-  std::vector<char> on(classes.size(), 0);
+  std::vector<char> on(num_classes, 0);
   const auto value_of = [&](OpId y) {
     return hidden_count[y] > 0 ? 0.0 : compute[y] + (active_count[y] > 0 ? gain[y] : 0.0);
   };
-  const auto toggle = [&](size_t i, int delta) {
-    for (OpId x : classes[i].heavy) active_count[x] += delta;
-    for (OpId y : classes[i].hiders) hidden_count[y] += delta;
-    on[i] = delta > 0;
+  const auto toggle = [&](int root, int delta) {
+    for (int i : units[root]) {
+      for (OpId x : classes[i].requirers) active_count[x] += delta;
+      for (OpId y : classes[i].hiders) hidden_count[y] += delta;
+    }
+    on[root] = delta > 0;
   };
-  for (size_t i = 0; i < classes.size(); ++i) {
-    if (classes[i].own > 0) toggle(i, 1);
-  }
-  for (int pass = 0; pass < 3; ++pass) {
+  std::vector<uint32_t> stamp(num_ops, 0);
+  uint32_t generation = 0;
+  const auto touched = [&](int root) {  // the sum over the unit's ops, each once
+    double sum = 0;
+    ++generation;
+    for (int i : units[root]) {
+      for (const auto* list : {&classes[i].requirers, &classes[i].hiders}) {
+        for (OpId y : *list) {
+          if (stamp[y] == generation) continue;
+          stamp[y] = generation;
+          sum += value_of(y);
+        }
+      }
+    }
+    return sum;
+  };
+  for (int pass = 0; pass < 4; ++pass) {
     bool changed = false;
-    for (size_t i = 0; i < classes.size(); ++i) {
-      double before = 0, after = 0;
-      for (OpId x : classes[i].heavy) before += value_of(x);
-      for (OpId y : classes[i].hiders) before += value_of(y);
-      toggle(i, on[i] ? -1 : 1);
-      for (OpId x : classes[i].heavy) after += value_of(x);
-      for (OpId y : classes[i].hiders) after += value_of(y);
-      if (after > before + 1e-9) {
+    for (int root = 0; root < num_classes; ++root) {
+      if (units[root].empty()) continue;
+      const double before = touched(root);
+      toggle(root, on[root] ? -1 : 1);
+      if (touched(root) > before + 1e-9) {
         changed = true;
       } else {
-        toggle(i, on[i] ? -1 : 1);  // undo
+        toggle(root, on[root] ? -1 : 1);  // undo
       }
     }
     if (!changed) break;
   }
-  std::vector<char> activated(num_ops, 0);
-  for (OpId y = 0; y < num_ops; ++y) {
-    activated[y] = active_count[y] > 0;
-    hider[y] = hidden_count[y] > 0;
-  }
-  result.per_op.assign(num_ops, 0);
   result.value = 0;
   for (OpId y = 0; y < num_ops; ++y) {
-    result.per_op[y] = hider[y] ? 0 : compute[y] + (activated[y] ? gain[y] : 0);
+    result.per_op[y] = value_of(y);
     result.value += result.per_op[y];
-    result.activated += activated[y] && !hider[y] ? 1 : 0;
+    result.activated += active_count[y] > 0 && hidden_count[y] == 0 ? 1 : 0;
   }
   return result;
 }
