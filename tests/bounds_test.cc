@@ -18,6 +18,7 @@
 #include "eval/random_schedule.h"
 #include "search/baseline.h"
 #include "search/driver.h"
+#include "search/exact.h"
 #include "search/params.h"
 #include "src/io/problem_reader.h"
 #include "tests/test_files.h"
@@ -626,6 +627,13 @@ TEST_CASE("bound: streamed weights (P13) never above the oracle at real-chip rat
     } catch (const std::runtime_error&) {
     }
     if (trial % 6 == 0) schedules.push_back(ShortSearch(problem, 1 + trial, 2).best);
+    if (trial % 3 == 0) {  // the exact solver's best within its family (no recomputation)
+      ExactOptions exact;
+      exact.max_states = 3000;
+      exact.max_subgraph_ops = 8;
+      const ExactResult result = SolveExact(problem, exact);
+      if (result.best) schedules.push_back(*result.best);
+    }
     const LowerBound bound = ComputeLowerBound(problem);
     gained += bound.streaming > bound.compute * (1 + 1e-9) ? 1 : 0;
     const bool streaming_decides =
