@@ -402,8 +402,8 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
   }
 }
 
-// P13. Weights that no compute of another op can hide (docs/lower-bound.md, "Streamed weights
-// (P13)"; the header states the fact). Per MatMul x, c_x = base x native tiles and, for its two
+// P14. Weights that no compute of another op can hide (docs/lower-bound.md, "Streamed weights
+// (P14)"; the header states the fact). Per MatMul x, c_x = base x native tiles and, for its two
 // kinds of instance:
 //   T-only (x in F, in no other mode): it loads its own graph inputs (read by x alone) in full,
 //     streamed once per column / row tile when K > n (P5), and writes its output when that is a
@@ -1122,7 +1122,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const Streaming streaming = StreamingBound(problem, Analysis(problem));
   bound.streaming = streaming.value;
   bound.streaming_ops = streaming.activated;
-  // P12 with P13 inside each island: every subgraph lies in one island, so P13's sum over the
+  // P12 with P14 inside each island: every subgraph lies in one island, so P14's sum over the
   // island's ops outside Hid bounds the island's subgraphs as well as its compute does.
   std::vector<double> island_streaming(built.islands, 0);
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {

@@ -77,14 +77,47 @@
 //     another island (loaded here, P3) or consumed in another (written here, P8). A step's max
 //     cannot hide one island's loads under another island's compute, which the global
 //     a * C + (1 - a) * M does.
+//  P13 (C3, C6, D3) Full modes. An op x demanded FL or FR makes a region full along one side
+//     every step (the oracle charges base x ceil(rows/n) x ceil(cols/n) per step, no k scaling):
+//     along the other side the region is the tile's rows (each row of tiles repeats it for
+//     columns x k-steps steps), the tile's columns (rows x k-steps), a k-range (the k-ranges of a
+//     tile partition it: once per tile) or everything (every step). With f the terminal k-loop
+//     MatMul (M x N, reduction K), x so computes at least
+//     passes(f) = min(ceil(M/n) ceil(N/n), ceil(M/n) ceil(K/n), ceil(N/n) ceil(K/n)) times its
+//     native tiles; FL / FR's factor is the least passes over the terminals it can reach.
+//  P14 (T1, T2, P3, P5, P7, P13, G3, V5, V11, V12) Weights no other op's compute can hide. Let
+//     c_y = base x native tiles. A MatMul x's instance is T-only (x in F, no other mode) or other.
+//     T-only, it loads W_T: its graph inputs read by x alone, streamed per column / row tile
+//     when K > n (P5), plus its output when that is a graph output and this instance writes it
+//     (V9; counted only at that instance, always a sink). Other, it loads W_N >= those inputs once
+//     and computes >= f_N c_x (f_N: least factor of its non-T modes, P7, P13). g_x =
+//     min(W_T/B - c_x, max(W_N/B - c_x, (f_N - 1) c_x)) (no second term for a graph output);
+//     x is heavy when g_x > 0; an instance pays on memory when its own loads cover c_x + g_x
+//     (T-only always; other when W_N/B - c_x >= g_x > (f_N - 1) c_x), else on compute.
+//     Worlds: a subgraph whose F has reduction K* and sinks of shape H x W (G3, V12; Pointwise ops
+//     keep shapes) holds only F (MatMuls of K*, H x W), E (Pointwise ops of H x W, whose internal
+//     producers are E, F or Layout ops), U (ops with an internal path to a producer of an F input,
+//     which is a MatMul when K* > n, V11) and Layout ops; its internal edges are among the world's
+//     edges (into F from a MatMul, Layout, or Pointwise when K* <= n; into E from E, F or Layout;
+//     into U from anything), so it lies in one class of them (V5). For activated heavy ops H'
+//     (any choice), let Hid = the members of every class in which an op of H' may pay on memory,
+//     except the heavy ops that pay on memory wherever they sit in that class. Then the total is
+//     at least sum over y not in Hid of c_y + [y in H'] g_y. Proof: pick one instance per op (a
+//     graph output's writing one). A subgraph holding an instance paying on memory costs
+//     M_S >= the sum of those instances' W (distinct graph inputs and outputs), which covers
+//     c_y + g_y of each such op whose picked instance it holds, and every other op picked there
+//     is in Hid. Any other subgraph costs C_S >= sum of its instances' compute (P7), which covers
+//     c_y, and c_y + g_y for activated ops (which pay on compute there). A subgraph's latency is at
+//     least max(C_S, M_S) (T1, T2; with prefetch H5 too). P12 applies it island by island.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
 // the write, c's modes that cannot see t ephemeral carry the rest.
 // What it does not count: reuse lost to traversal order when operands are shared or K > n
-// beyond P5, working sets that force small tiles (except P10, P11), recomputation beyond P7,
-// write-backs of sinks nobody reads, and the per-step max (only the two sums). It is a bound,
-// not an estimate.
+// beyond P5, working sets that force small tiles (except P10, P11), recomputation beyond P7 and
+// P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
+// subgraph, and the per-step max (only sums, per problem, island or P14's subgraph classes). It
+// is a bound, not an estimate.
 #pragma once
 
 #include <string>
@@ -117,7 +150,7 @@ struct LowerBound {
   // max(island compute, island forced traffic / bandwidth).
   Latency islands = 0;
   int island_count = 0;
-  // P13: compute plus the streamed-weight time of heavy MatMuls that no other op's compute can
+  // P14: compute plus the streamed-weight time of heavy MatMuls that no other op's compute can
   // hide, over the classes where that gain is positive; `streaming_ops` of them count.
   Latency streaming = 0;
   int streaming_ops = 0;

@@ -531,7 +531,7 @@ TEST_CASE("bound: islands (P12) never above the oracle at real-chip ratios") {
 // Transformer blocks at a small scale: LayerNorm-like Pointwise ops, Q/V projections and an MLP
 // whose weights are graph inputs with reductions above native (few row tiles: rows up to twice
 // native), attention MatMuls with short reductions, residual adds joining the blocks; base costs
-// and bandwidth mixed so that some MatMuls stream more weight than they compute (P13's heavy ops)
+// and bandwidth mixed so that some MatMuls stream more weight than they compute (P14's heavy ops)
 // and others hide it. Optionally a Layout op (a transpose) on the way to K^T.
 Problem RandomBlocks(std::mt19937_64& rng) {
   auto pick = [&](std::vector<Elements> v) {
@@ -590,10 +590,10 @@ Problem RandomBlocks(std::mt19937_64& rng) {
   return problem;
 }
 
-// P13 at real-chip ratios: transformer blocks, random layered networks and random DAGs; random
+// P14 at real-chip ratios: transformer blocks, random layered networks and random DAGs; random
 // schedules, both baselines, short searches; the streaming part and every suffix bound (through
 // CheckValidSchedule) against the oracle.
-TEST_CASE("bound: streamed weights (P13) never above the oracle at real-chip ratios") {
+TEST_CASE("bound: streamed weights (P14) never above the oracle at real-chip ratios") {
   int valid = 0, decided = 0, gained = 0;
   double tightest = 0;
   std::mt19937_64 rng(9300);
@@ -640,7 +640,7 @@ TEST_CASE("bound: streamed weights (P13) never above the oracle at real-chip rat
         bound.streaming > std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined}) * (1 + 1e-9);
     for (const Schedule& schedule : schedules) {
       CAPTURE(trial);
-      if (!CheckValidSchedule(problem, schedule, "P13 trial " + std::to_string(trial))) continue;
+      if (!CheckValidSchedule(problem, schedule, "P14 trial " + std::to_string(trial))) continue;
       const Evaluation e = EvaluateOracle(problem, schedule);
       ++valid;
       CHECK(bound.streaming <= e.total * (1 + kSlack));
