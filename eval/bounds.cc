@@ -8,8 +8,6 @@
 #include <limits>
 #include <optional>
 #include <string>
-#include <cstdio>
-#include <cstdlib>
 
 namespace annealer {
 
@@ -423,11 +421,40 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
 // the total is at least the sum over ops outside Hid of c_y + [y activated] g_y, where Hid holds
 // the members of every class in which an activated op may pay on memory, except the heavy ops
 // that pay on memory whenever they are in that class.
-struct Streaming {
-  Latency value = 0;   // compute plus the gains
-  int activated = 0;   // heavy ops whose gain counts
-  std::vector<double> per_op;  // c_y + gain, or 0 for a hider of an activated class
+struct Line {  // at0 + a (at1 - at0): a claim at the weight a
+  double at0 = 0, at1 = 0;
 };
+struct Streaming {
+  Latency value = 0;   // the best over a of the sum of the ops' least lines
+  int activated = 0;   // heavy ops whose gain counts
+  std::vector<std::vector<Line>> lines;  // per op, its claim is the least of these
+};
+
+// The maximum over a in [0, 1] of the sum over the selected ops of their least line (concave:
+// a ternary search, then the ends; any a gives a bound).
+template <class Selected>
+double BestOverWeight(const std::vector<std::vector<Line>>& lines, const Selected& selected) {
+  const auto sum = [&](double w) {
+    double total = 0;
+    for (size_t op = 0; op < lines.size(); ++op) {
+      if (!selected(static_cast<OpId>(op))) continue;
+      double least = std::numeric_limits<double>::infinity();
+      for (const Line& l : lines[op]) least = std::min(least, l.at0 + w * (l.at1 - l.at0));
+      total += least;
+    }
+    return total;
+  };
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 40; ++i) {
+    const double m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
+    if (sum(m1) < sum(m2)) {
+      lo = m1;
+    } else {
+      hi = m2;
+    }
+  }
+  return std::max({sum((lo + hi) / 2), sum(0), sum(1)});
+}
 
 Streaming StreamingBound(const Problem& problem, const Analysis& a) {
   const int num_ops = static_cast<int>(problem.ops.size());
@@ -438,17 +465,25 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
   for (OpId x = 0; x < num_ops; ++x) {
     compute[x] = problem.ops[x].base_cost * static_cast<double>(problem.NativeTiles(x));
   }
+  // Per op, the loads and writes an instance makes of tensors no other op touches: T-only, its
+  // graph inputs (streamed per column / row tile when a MatMul has K > n, P5) and its graph
+  // output (at the writing instance); other, those inputs once (P3); and the least factor of its
+  // non-T modes (P7, P13), infinite when it has none. Layout ops claim nothing.
+  std::vector<double> own_t(num_ops, 0), own_n(num_ops, 0),
+      factor_n(num_ops, std::numeric_limits<double>::infinity());
+  std::vector<char> claims(num_ops, 0);
   // Heavy ops, their gains and the side the other kind of instance pays on.
   std::vector<double> gain(num_ops, 0);
   std::vector<char> other_on_memory(num_ops, 0);
   bool any_heavy = false;
   for (OpId x = 0; x < num_ops; ++x) {
     const Op& op = problem.ops[x];
-    if (op.kind != OpKind::MatMul || op.inputs[0] == op.inputs[1]) continue;
+    if (op.kind == OpKind::Layout) continue;
+    claims[x] = 1;
     const Tensor& out = problem.tensors[op.output];
-    const bool k_split = problem.ReductionLength(x) > n;
+    const bool k_split = op.kind == OpKind::MatMul && problem.ReductionLength(x) > n;
     Elements streamed = 0, once = 0;
-    for (int slot = 0; slot < 2; ++slot) {
+    for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
       const TensorId t = op.inputs[slot];
       if (problem.producer[t] != kNoOp || problem.consumers[t].size() != 1) continue;
       const Elements size = problem.tensors[t].size();
@@ -457,20 +492,21 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
     }
     const bool graph_output = problem.IsGraphOutput(op.output);
     if (graph_output) streamed += out.size();
-    const double memory_t = static_cast<double>(streamed) / bandwidth - compute[x];
-    double g = memory_t;
+    own_t[x] = static_cast<double>(streamed) / bandwidth;
+    own_n[x] = static_cast<double>(once) / bandwidth;
+    double least_factor = std::numeric_limits<double>::infinity();
+    for (int m = 0; m < kModes && !graph_output; ++m) {
+      if (m != kT && a.HasMode(x, m)) least_factor = std::min(least_factor, static_cast<double>(a.Factor(x, m)));
+    }
+    factor_n[x] = least_factor;
+    if (op.kind != OpKind::MatMul || op.inputs[0] == op.inputs[1]) continue;
+    double g = own_t[x] - compute[x];
     bool memory_side = false;
-    if (!graph_output) {
-      double least_factor = std::numeric_limits<double>::infinity();
-      for (int m = 0; m < kModes; ++m) {
-        if (m != kT && a.HasMode(x, m)) least_factor = std::min(least_factor, static_cast<double>(a.Factor(x, m)));
-      }
-      if (least_factor < std::numeric_limits<double>::infinity()) {
-        const double memory_n = static_cast<double>(once) / bandwidth - compute[x];
-        const double compute_n = (least_factor - 1) * compute[x];
-        g = std::min(g, std::max(memory_n, compute_n));
-        memory_side = compute_n < g;
-      }
+    if (least_factor < std::numeric_limits<double>::infinity()) {
+      const double memory_n = own_n[x] - compute[x];
+      const double compute_n = (least_factor - 1) * compute[x];
+      g = std::min(g, std::max(memory_n, compute_n));
+      memory_side = compute_n < g;
     }
     if (g > 0) {
       gain[x] = g;
@@ -478,9 +514,44 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       any_heavy = true;
     }
   }
-  result.per_op = compute;
-  for (double c : compute) result.value += c;
-  if (!any_heavy) return result;
+  // What each op's picked instance claims, as lines in the weight a of the subgraphs that pay
+  // a C_S + (1 - a) M_S (those without an activated instance paying on memory; the others pay
+  // M_S): the least over where that instance can be.
+  const auto fill_lines = [&](const std::vector<char>& activated, const std::vector<char>& hidden) {
+    result.lines.assign(num_ops, {});
+    for (OpId y = 0; y < num_ops; ++y) {
+      auto& lines = result.lines[y];
+      if (!claims[y]) {
+        lines.push_back({0, 0});
+        continue;
+      }
+      const bool other = factor_n[y] < std::numeric_limits<double>::infinity();
+      const double c = compute[y];
+      const Line t_mixed{own_t[y], c};                        // a c + (1 - a) W_T
+      const Line n_mixed{own_n[y], other ? factor_n[y] * c : 0};  // a f c + (1 - a) W_N
+      if (hidden[y]) {  // beside an activated op paying on memory: its own loads; or elsewhere
+        lines.push_back({own_t[y], own_t[y]});
+        if (other) lines.push_back({own_n[y], own_n[y]});
+        if (!activated[y]) lines.push_back(t_mixed);
+        if (other && !(activated[y] && other_on_memory[y])) lines.push_back(n_mixed);
+      } else if (activated[y]) {  // pays on memory, or on compute away from them
+        lines.push_back({own_t[y], own_t[y]});
+        if (other) lines.push_back(other_on_memory[y] ? Line{own_n[y], own_n[y]} : n_mixed);
+      } else {  // away from them, unless it pays on memory beside one (then it is heavy)
+        lines.push_back(t_mixed);
+        if (other) lines.push_back(n_mixed);
+        if (gain[y] > 0) {
+          lines.push_back({own_t[y], own_t[y]});
+          if (other && other_on_memory[y]) lines.push_back({own_n[y], own_n[y]});
+        }
+      }
+    }
+  };
+  if (!any_heavy) {
+    fill_lines(std::vector<char>(num_ops, 0), std::vector<char>(num_ops, 0));
+    result.value = BestOverWeight(result.lines, [](OpId) { return true; });
+    return result;
+  }
 
   bool keeps_shape = true;  // every Pointwise op's inputs have its output's shape (the reader checks)
   for (const Op& op : problem.ops) {
@@ -538,8 +609,12 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       const OpKind kind = problem.ops[y].kind;
       const bool strip_kind = kind == OpKind::MatMul || (kind == OpKind::Pointwise && k_star <= n);
       u[y] = 0;
-      for (OpId c : problem.consumers[problem.ops[y].output]) {
-        if ((f[c] && strip_kind) || u[c]) u[y] = 1;
+      // Only an op with a mode upstream of the k-loop can be in U (P1, P2 already ruled the
+      // others out: a MatMul whose whole weight cannot fit, a Pointwise op into K > n).
+      if (factor_n[y] < std::numeric_limits<double>::infinity()) {
+        for (OpId c : problem.consumers[problem.ops[y].output]) {
+          if ((f[c] && strip_kind) || u[c]) u[y] = 1;
+        }
       }
       relevant[y] = gain[y] > 0 && (f[y] || (u[y] && other_on_memory[y]));
       any_relevant = any_relevant || relevant[y];
@@ -637,12 +712,14 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
     }
     if (!changed) break;
   }
-  result.value = 0;
+  std::vector<char> activated(num_ops, 0), hidden(num_ops, 0);
   for (OpId y = 0; y < num_ops; ++y) {
-    result.per_op[y] = value_of(y);
-    result.value += result.per_op[y];
-    result.activated += active_count[y] > 0 && hidden_count[y] == 0 ? 1 : 0;
+    activated[y] = active_count[y] > 0;
+    hidden[y] = hidden_count[y] > 0;
+    result.activated += activated[y] && !hidden[y] ? 1 : 0;
   }
+  fill_lines(activated, hidden);
+  result.value = BestOverWeight(result.lines, [](OpId) { return true; });
   return result;
 }
 
@@ -1125,8 +1202,16 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   // P12 with P14 inside each island: every subgraph lies in one island, so P14's sum over the
   // island's ops outside Hid bounds the island's subgraphs as well as its compute does.
   std::vector<double> island_streaming(built.islands, 0);
-  for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
-    island_streaming[built.island_of[op]] += streaming.per_op[op];
+  if (built.islands == 1) {
+    island_streaming[0] = streaming.value;
+  } else {
+    std::vector<std::vector<OpId>> members(built.islands);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
+    for (int i = 0; i < built.islands; ++i) {
+      std::vector<std::vector<Line>> lines;
+      for (OpId op : members[i]) lines.push_back(streaming.lines[op]);
+      island_streaming[i] = BestOverWeight(lines, [](OpId) { return true; });
+    }
   }
   for (int i = 0; i < built.islands; ++i) {
     bound.islands += std::max({built.island_compute[i], island_streaming[i],
