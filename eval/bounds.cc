@@ -414,13 +414,14 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
 // compute side does not already cover it), else "on compute".
 // A subgraph with F of reduction K* and sinks of shape (H, W) (G3, V12; Pointwise ops keep
 // shapes) is a "world": its ops are F (MatMuls of that K* and shape), E (Pointwise ops of that
-// shape, fed by E, F or Layout ops) and U (ops upstream of a producer of an F input: a MatMul,
-// or any op when K* <= n; V11), joined by internal edges (V5). The classes of a world's edge
-// graph hold every subgraph of that world. A subgraph with an instance that pays on memory pays
-// M_S >= the sum of those instances' W; any other subgraph C_S >= its ops' c plus their g. So
-// the total is at least the sum over ops outside Hid of c_y + [y activated] g_y, where Hid holds
-// the members of every class in which an activated op may pay on memory, except the heavy ops
-// that pay on memory whenever they are in that class.
+// shape, fed by E, F or Layout ops) and U (ops with an upstream mode, upstream of a producer of
+// an F input: a MatMul, or any op when K* <= n; V11), joined by internal edges (V5). The classes
+// of a world's edge graph hold every subgraph of that world. A subgraph with an activated
+// instance that pays on memory pays M_S >= its instances' own loads; any other subgraph
+// a C_S + (1 - a) M_S. So each op claims the least of the lines of where its picked instance
+// can be, and the total is at least their sum for every a (Hid: the members of every class in
+// which an activated op may pay on memory, except the heavy ops that pay on memory wherever
+// they sit in that class; they can be beside one).
 struct Line {  // at0 + a (at1 - at0): a claim at the weight a
   double at0 = 0, at1 = 0;
 };

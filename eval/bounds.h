@@ -96,19 +96,21 @@
 //     (T-only always; other when W_N/B - c_x >= g_x > (f_N - 1) c_x), else on compute.
 //     Worlds: a subgraph whose F has reduction K* and sinks of shape H x W (G3, V12; Pointwise ops
 //     keep shapes) holds only F (MatMuls of K*, H x W), E (Pointwise ops of H x W, whose internal
-//     producers are E, F or Layout ops), U (ops with an internal path to a producer of an F input,
-//     which is a MatMul when K* > n, V11) and Layout ops; its internal edges are among the world's
+//     producers are E, F or Layout ops), U (ops with a mode upstream of the k-loop and an internal
+//     path to a producer of an F input, which is a MatMul when K* > n, V11) and Layout ops; its internal edges are among the world's
 //     edges (into F from a MatMul, Layout, or Pointwise when K* <= n; into E from E, F or Layout;
 //     into U from anything), so it lies in one class of them (V5). For activated heavy ops H'
 //     (any choice), let Hid = the members of every class in which an op of H' may pay on memory,
-//     except the heavy ops that pay on memory wherever they sit in that class. Then the total is
-//     at least sum over y not in Hid of c_y + [y in H'] g_y. Proof: pick one instance per op (a
-//     graph output's writing one). A subgraph holding an instance paying on memory costs
-//     M_S >= the sum of those instances' W (distinct graph inputs and outputs), which covers
-//     c_y + g_y of each such op whose picked instance it holds, and every other op picked there
-//     is in Hid. Any other subgraph costs C_S >= sum of its instances' compute (P7), which covers
-//     c_y, and c_y + g_y for activated ops (which pay on compute there). A subgraph's latency is at
-//     least max(C_S, M_S) (T1, T2; with prefetch H5 too). P12 applies it island by island.
+//     except the heavy ops that pay on memory wherever they sit in that class. Each op claims
+//     the least, over where its picked instance (a graph output's writing one) can be, of: beside
+//     an activated op paying on memory (ops in Hid, or paying on memory themselves) its own loads
+//     W/B; elsewhere a c + (1 - a) W_T/B (T-only) or a f_N c + (1 - a) W_N/B (other; an activated
+//     op is only there paying on compute). For every a in [0, 1] the total is at least the sum
+//     of the claims: a subgraph with an activated instance paying on memory costs M_S >= its
+//     instances' own loads (distinct tensors), and every op picked there is in Hid or pays on
+//     memory; any other costs a C_S + (1 - a) M_S (P7 for C_S); each costs max(C_S, M_S) (T1,
+//     T2; prefetch H5 too). At a = 1 an op outside Hid claims c, or c + g when activated. P12
+//     applies it island by island, each with its own a.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -150,8 +152,8 @@ struct LowerBound {
   // max(island compute, island forced traffic / bandwidth).
   Latency islands = 0;
   int island_count = 0;
-  // P14: compute plus the streamed-weight time of heavy MatMuls that no other op's compute can
-  // hide, over the classes where that gain is positive; `streaming_ops` of them count.
+  // P14: per op, compute (or, at the weight a, its own loads) plus the weight time of heavy
+  // MatMuls that no other op's compute can hide; `streaming_ops` of them count.
   Latency streaming = 0;
   int streaming_ops = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
