@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -426,17 +427,22 @@ struct Line {  // at0 + a (at1 - at0): a claim at the weight a
   double at0 = 0, at1 = 0;
 };
 struct Streaming {
-  Latency value = 0;   // the best over a of the sum of the ops' least lines
+  Latency value = 0;   // the best over a of the sum of the ops' least lines, plus `retention`
   int activated = 0;   // heavy ops whose gain counts
   std::vector<std::vector<Line>> lines;  // per op, its claim is the least of these
+  // P15: the reloads of produced inputs by activated ops that always sit alone, at weight a
+  // (whole problem only: a host may lie in another island).
+  std::function<double(double)> retention;
+  int retained_alone = 0;
 };
 
 // The maximum over a in [0, 1] of the sum over the selected ops of their least line (concave:
 // a ternary search, then the ends; any a gives a bound).
 template <class Selected>
-double BestOverWeight(const std::vector<std::vector<Line>>& lines, const Selected& selected) {
+double BestOverWeight(const std::vector<std::vector<Line>>& lines, const Selected& selected,
+                      const std::function<double(double)>& extra = {}) {
   const auto sum = [&](double w) {
-    double total = 0;
+    double total = extra ? extra(w) : 0;
     for (size_t op = 0; op < lines.size(); ++op) {
       if (!selected(static_cast<OpId>(op))) continue;
       double least = std::numeric_limits<double>::infinity();
@@ -476,6 +482,8 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
   // Heavy ops, their gains and the side the other kind of instance pays on.
   std::vector<double> gain(num_ops, 0);
   std::vector<char> other_on_memory(num_ops, 0);
+  std::vector<double> retain_load(num_ops, 0);  // P15: produced inputs / B of a T-only MatMul
+  std::vector<char> retainer(num_ops, 0);        // heavy only with them
   bool any_heavy = false;
   for (OpId x = 0; x < num_ops; ++x) {
     const Op& op = problem.ops[x];
@@ -508,6 +516,23 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       const double compute_n = (least_factor - 1) * compute[x];
       g = std::min(g, std::max(memory_n, compute_n));
       memory_side = compute_n < g;
+    }
+    if (least_factor == std::numeric_limits<double>::infinity()) {
+      // P15: a T-only MatMul also loads its produced inputs in each subgraph unless the one
+      // before retains them; one that may gain only with them is a candidate ("retainer").
+      Elements produced = 0;
+      for (size_t slot = 0; slot < op.inputs.size(); ++slot) {
+        const TensorId t = op.inputs[slot];
+        const OpId p = problem.producer[t];
+        if (p == kNoOp || problem.ops[p].kind == OpKind::Layout) continue;
+        if (slot == 1 && op.inputs[0] == t) continue;
+        produced += problem.tensors[t].size();
+      }
+      retain_load[x] = static_cast<double>(produced) / bandwidth;
+      if (g <= 0 && g + retain_load[x] > 0) {
+        g += retain_load[x];
+        retainer[x] = 1;
+      }
     }
     if (g > 0) {
       gain[x] = g;
@@ -566,6 +591,7 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
   struct WorldClass {
     std::vector<OpId> requirers;  // heavy ops that may pay on memory in this class
     std::vector<OpId> hiders;     // members that may sit beside them without paying on memory
+    std::vector<OpId> members;    // every op of the class
   };
   std::vector<WorldClass> classes;
   const auto find = [](std::vector<int>& parent, int x) {
@@ -649,6 +675,35 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       // upstream with its other kind paying on memory. Any other member may hide.
       const bool pays = gain[y] > 0 && (f[y] || u[y]) && (!u[y] || other_on_memory[y]);
       if (!pays) c.hiders.push_back(y);
+      c.members.push_back(y);
+    }
+  }
+  // P15 needs a retainer alone among the requirers of its class, its produced inputs neither
+  // produced nor read by another member (then a subgraph holding it loads them for it alone);
+  // else it requires nothing (it stays heavy: beside an activated op it claims only its own
+  // loads).
+  std::vector<char> solitary(num_ops, 0);
+  for (WorldClass& c : classes) {
+    for (OpId y : c.requirers) {
+      if (factor_n[y] < std::numeric_limits<double>::infinity() || retain_load[y] <= 0) continue;
+      bool alone = c.requirers.size() == 1;
+      const auto& in = problem.ops[y].inputs;
+      for (OpId m : c.members) {
+        if (m == y || !alone) continue;
+        // A member that produces one of them could make it ephemeral; one that reads it could
+        // share its load.
+        const TensorId out = problem.ops[m].output;
+        if (std::find(in.begin(), in.end(), out) != in.end()) alone = false;
+        for (TensorId t : problem.ops[m].inputs) {
+          if (problem.producer[t] != kNoOp && std::find(in.begin(), in.end(), t) != in.end()) alone = false;
+        }
+      }
+      solitary[y] = alone;
+    }
+    if (std::any_of(c.requirers.begin(), c.requirers.end(), [&](OpId y) { return retainer[y] && !solitary[y]; })) {
+      c.requirers.erase(std::remove_if(c.requirers.begin(), c.requirers.end(),
+                                       [&](OpId y) { return retainer[y] && !solitary[y]; }),
+                        c.requirers.end());
     }
   }
   // Activation units: the classes an activated op requires, joined through shared requirers.
@@ -720,7 +775,60 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
     result.activated += activated[y] && !hidden[y] ? 1 : 0;
   }
   fill_lines(activated, hidden);
-  result.value = BestOverWeight(result.lines, [](OpId) { return true; });
+
+  // P15: an activated T-only MatMul y alone among its class's requirers, its produced inputs
+  // read by no other member, loads them in every subgraph that holds it (each pays M_S, and
+  // nothing else there claims them) unless the subgraph before holds their producer and retains
+  // them (R1, V8). The subgraphs before distinct such y are distinct "hosts". A host without
+  // slack is the subgraph of the picked instance of an activated op (paying on memory) whose
+  // class holds a producer, or of a producer's picked instance: at most F of them. Any other
+  // host has an unclaimed activated instance paying on memory (M_S >= its own loads) or an
+  // unclaimed producer instance (a c_p in a C_S + (1 - a) M_S subgraph).
+  std::vector<double> alone_load;
+  std::vector<char> is_producer(num_ops, 0);
+  for (OpId y = 0; y < num_ops; ++y) {
+    if (!solitary[y] || !activated[y] || hidden[y]) continue;
+    for (TensorId t : problem.ops[y].inputs) {
+      const OpId p = problem.producer[t];
+      if (p != kNoOp && problem.ops[p].kind != OpKind::Layout) is_producer[p] = 1;
+    }
+    alone_load.push_back(retain_load[y]);
+  }
+  if (!alone_load.empty()) {
+    double host_memory = std::numeric_limits<double>::infinity();
+    double host_compute = std::numeric_limits<double>::infinity();
+    int free_hosts = 0;
+    std::vector<char> counted(num_ops, 0);
+    for (OpId p = 0; p < num_ops; ++p) {
+      if (!is_producer[p]) continue;
+      ++free_hosts;
+      host_compute = std::min(host_compute, compute[p]);
+    }
+    for (int i = 0; i < num_classes; ++i) {
+      if (!on[find(unit, i)]) continue;
+      bool holds_producer = false;
+      for (OpId m : classes[i].members) holds_producer = holds_producer || is_producer[m];
+      if (!holds_producer) continue;
+      for (OpId x : classes[i].requirers) {
+        host_memory = std::min({host_memory, own_t[x], other_on_memory[x] ? own_n[x] : own_t[x]});
+        if (!counted[x]) {
+          counted[x] = 1;
+          ++free_hosts;
+        }
+      }
+    }
+    result.retained_alone = static_cast<int>(alone_load.size());
+    result.retention = [alone_load, host_memory, host_compute, free_hosts](double w) {
+      double sum = 0, most = 0;
+      for (double load : alone_load) {
+        const double lambda = std::min({load, host_memory, w * host_compute});
+        sum += lambda;
+        most = std::max(most, lambda);
+      }
+      return std::max(0.0, sum - static_cast<double>(free_hosts) * most);
+    };
+  }
+  result.value = BestOverWeight(result.lines, [](OpId) { return true; }, result.retention);
   return result;
 }
 

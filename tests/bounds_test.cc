@@ -655,6 +655,63 @@ TEST_CASE("bound: streamed weights (P14) never above the oracle at real-chip rat
   CHECK(decided > 100);
 }
 
+// P15 by hand: Z = X @ V (small operands, K = 2) and a Pointwise op Z -> A feed `heads`
+// MatMuls A @ W_j (K = 48 > n = 4), each read only by a transpose (a Layout op), so each sits
+// alone and loads A unless the subgraph before retains it. Recomputing Z and A before every head
+// loads 112 elements instead of A's 384: at low costs of the two producers it beats loading A.
+// The bound never exceeds either schedule, at any of those costs (a bound that ignored the
+// recomputing hosts, charging every head but one A's load, would exceed the first).
+TEST_CASE("bound: P15's reloads by hand, against recomputing and retaining the input") {
+  int active = 0;
+  for (double producer_cost : {0.0, 1.0, 20.0, 400.0}) {
+    for (int heads : {2, 3, 5}) {
+      Problem p;
+      p.native = 4;
+      p.tensors.push_back({2, 8});   // X (width 2, height 8)
+      p.tensors.push_back({48, 2});  // V
+      p.tensors.push_back({48, 8});  // Z
+      p.tensors.push_back({48, 8});  // A
+      p.ops.push_back({OpKind::MatMul, {0, 1}, 2, producer_cost});
+      p.ops.push_back({OpKind::Pointwise, {2}, 3, producer_cost});
+      std::vector<TensorId> products;
+      for (int j = 0; j < heads; ++j) {
+        p.tensors.push_back({4, 48});  // W_j
+        p.tensors.push_back({4, 8});   // K_j
+        const auto w = static_cast<TensorId>(p.tensors.size() - 2), k = w + 1;
+        p.ops.push_back({OpKind::MatMul, {3, w}, k, 2});
+        products.push_back(k);
+      }
+      for (int j = 0; j < heads; ++j) {
+        p.tensors.push_back({8, 4});  // K_j transposed
+        p.ops.push_back({OpKind::Layout, {products[j]}, static_cast<TensorId>(p.tensors.size() - 1), 0});
+      }
+      p.fast_memory_capacity = 4096;
+      p.slow_memory_bandwidth = 1;
+      REQUIRE(p.Finalize() == "");
+      const LowerBound bound = ComputeLowerBound(p);
+      CAPTURE(producer_cost);
+      CAPTURE(heads);
+      active += bound.streaming > std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined}) ? 1 : 0;
+      for (bool recompute : {true, false}) {
+        Schedule schedule;
+        const Granularity tile{4, 4, 1}, reduction{4, 4, 4}, small{4, 4, 2};
+        if (!recompute) schedule.subgraphs.push_back({{0, 1}, small, std::nullopt, {}});
+        for (int j = 0; j < heads; ++j) {
+          if (recompute) schedule.subgraphs.push_back({{0, 1}, small, std::nullopt, {3}});
+          schedule.subgraphs.push_back({{static_cast<OpId>(2 + j)}, reduction, std::nullopt, {}});
+        }
+        for (int j = 0; j < heads; ++j) {
+          schedule.subgraphs.push_back({{static_cast<OpId>(2 + heads + j)}, tile, std::nullopt, {}});
+        }
+        CAPTURE(recompute);
+        REQUIRE(EvaluateOracle(p, schedule).ok());
+        CHECK(CheckValidSchedule(p, schedule, "P15 by hand"));
+      }
+    }
+  }
+  CHECK(active > 0);  // the case has teeth: P15 decides some of these bounds
+}
+
 TEST_CASE("bound: the bundled problems, real values and schedules found by a short search") {
   struct Expect {
     const char* name;
