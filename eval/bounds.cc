@@ -1,4 +1,4 @@
-// The facts P1..P11 and the coupling are stated in the header; comments here say which one a
+// The facts P1..P15 and the coupling are stated in the header; comments here say which one a
 // block applies.
 #include "eval/bounds.h"
 
@@ -433,11 +433,11 @@ struct Streaming {
   // P15: the reloads of produced inputs by activated ops that always sit alone, at weight a
   // (whole problem only: a host may lie in another island).
   std::function<double(double)> retention;
-  int retained_alone = 0;
 };
 
-// The maximum over a in [0, 1] of the sum over the selected ops of their least line (concave:
-// a ternary search, then the ends; any a gives a bound).
+// The maximum over a in [0, 1] of the sum over the selected ops of their least line, plus
+// `extra` (the sum is concave, P15's term need not be: a ternary search, then the ends; any a
+// gives a bound, so an approximate maximum is still one).
 template <class Selected>
 double BestOverWeight(const std::vector<std::vector<Line>>& lines, const Selected& selected,
                       const std::function<double(double)>& extra = {}) {
@@ -817,7 +817,6 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
         }
       }
     }
-    result.retained_alone = static_cast<int>(alone_load.size());
     result.retention = [alone_load, host_memory, host_compute, free_hosts](double w) {
       double sum = 0, most = 0;
       for (double load : alone_load) {

@@ -111,6 +111,16 @@
 //     memory; any other costs a C_S + (1 - a) M_S (P7 for C_S); each costs max(C_S, M_S) (T1,
 //     T2; prefetch H5 too). At a = 1 an op outside Hid claims c, or c + g when activated. P12
 //     applies it island by island, each with its own a.
+//  P15 (R1, V8, P3, P14) Reloads of ops that sit alone. Let Y be the activated MatMuls y that
+//     are T-only in every instance and alone among their class's requirers, whose produced
+//     inputs (not from Layout ops) no other member produces or reads; l_y their size / B. Every
+//     subgraph holding y pays on memory and loads them, claimed by nobody, unless the subgraph
+//     before (y's host, distinct for distinct y) holds their producer and retains them. A host
+//     has slack (an unclaimed activated instance paying on memory beside the producer: its own
+//     loads; or an unclaimed producer instance: a c_p) unless it holds the picked instance of
+//     a producer or of an activated op whose class holds one: at most F hosts. So the total
+//     rises by sum_y lambda_y - F max lambda, lambda_y = min(l_y, least such slack). A T-only
+//     MatMul heavy only with its produced inputs may be activated (claiming its own loads).
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -118,7 +128,7 @@
 // What it does not count: reuse lost to traversal order when operands are shared or K > n
 // beyond P5, working sets that force small tiles (except P10, P11), recomputation beyond P7 and
 // P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
-// subgraph, and the per-step max (only sums, per problem, island or P14's subgraph classes). It
+// subgraph (except P15), and the per-step max (only sums, per problem, island or P14's subgraph classes). It
 // is a bound, not an estimate.
 #pragma once
 
@@ -134,7 +144,7 @@ namespace annealer {
 struct BoundTerm {
   TensorId tensor = -1;
   OpId op = kNoOp;       // the consumer that loads it, or the producer that writes it
-  std::string why;       // one line, citing the fact (P1..P11) and spec ids
+  std::string why;       // one line, citing the fact (P1..P15) and spec ids
   Elements elements = 0;
 };
 
@@ -152,8 +162,9 @@ struct LowerBound {
   // max(island compute, island forced traffic / bandwidth).
   Latency islands = 0;
   int island_count = 0;
-  // P14: per op, compute (or, at the weight a, its own loads) plus the weight time of heavy
-  // MatMuls that no other op's compute can hide; `streaming_ops` of them count.
+  // P14, P15: per op, compute (or, at the weight a, its own loads) plus the weight time of
+  // heavy MatMuls that no other op's compute can hide, plus the reloads of ops that sit alone;
+  // `streaming_ops` heavy ops count.
   Latency streaming = 0;
   int streaming_ops = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
