@@ -168,18 +168,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, AcceptedOptions accep
   return parsed;
 }
 
-// The peak footprint of each role (H1) over a subgraph's steps, from the oracle's steps.
-RoleFootprints PeakRoles(const Problem& problem, const Subgraph& subgraph, const std::vector<TensorId>& retained_in) {
-  RoleFootprints peak;
-  EvaluateSubgraphOracleSteps(problem, subgraph, retained_in, [&](const StepRecord& r) {
-    peak.staging = std::max(peak.staging, r.roles.staging);
-    peak.accumulator = std::max(peak.accumulator, r.roles.accumulator);
-    peak.vector = std::max(peak.vector, r.roles.vector);
-  });
-  return peak;
-}
-
-std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summary) {
+std::string EvaluationJson(const ScheduleSummary& summary) {
   const Evaluation& evaluation = summary.evaluation;
   const LowerBound& bound = summary.bound;
   if (!evaluation.ok()) {
@@ -202,9 +191,8 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
            ", \"compute_time\": " + FormatNumber(r.compute_time) +
            ", \"memory_time\": " + FormatNumber(r.memory_time) +
            ", \"peak_working_set\": " + std::to_string(r.peak_working_set);
-    if (problem.chip.any()) {  // H1's buffers, only for a problem with a chip's rules
-      static const std::vector<TensorId> kNothing;
-      const RoleFootprints peak = PeakRoles(problem, s, i > 0 ? summary.subgraphs[i - 1].subgraph->retain : kNothing);
+    if (const std::optional<RoleFootprints>& roles = summary.subgraphs[i].roles) {  // H1's buffers
+      const RoleFootprints& peak = *roles;
       out += ", \"peak_staging\": " + std::to_string(peak.staging) + ", \"peak_accumulator\": " +
              std::to_string(peak.accumulator) + ", \"peak_vector\": " + std::to_string(peak.vector);
     }
@@ -231,7 +219,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
 }
 
 // A chip's rules and each buffer's peak occupancy per subgraph against its capacity.
-std::string ChipRulesText(const Problem& problem, const Schedule& schedule, const ScheduleSummary& summary) {
+std::string ChipRulesText(const Problem& problem, const ScheduleSummary& summary) {
   std::string out = "chip rules (docs/cost-model.md H1-H5):\n";
   const std::string text = DescribeChipRules(problem.chip);
   for (size_t begin = 0; begin < text.size();) {
@@ -244,10 +232,9 @@ std::string ChipRulesText(const Problem& problem, const Schedule& schedule, cons
     return std::to_string(peak) + (capacity > 0 ? " / " + std::to_string(capacity) : std::string(" (unchecked)"));
   };
   std::vector<std::vector<std::string>> rows = {{"#", "staging peak", "accumulator peak", "vector peak"}};
-  if (summary.subgraphs.size() == schedule.subgraphs.size()) {
-    for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
-      static const std::vector<TensorId> kNothing;
-      const RoleFootprints peak = PeakRoles(problem, schedule.subgraphs[i], i > 0 ? schedule.subgraphs[i - 1].retain : kNothing);
+  for (size_t i = 0; i < summary.subgraphs.size(); ++i) {
+    if (const std::optional<RoleFootprints>& roles = summary.subgraphs[i].roles) {
+      const RoleFootprints& peak = *roles;
       rows.push_back({std::to_string(i), cell(peak.staging, c.staging_capacity),
                       cell(peak.accumulator, c.accumulator_capacity), cell(peak.vector, c.vector_capacity)});
     }
@@ -278,7 +265,7 @@ std::string EvaluationText(const std::string& problem_path, const Problem& probl
                     JoinIds(s.ops, ",")});
   }
   out += FormatTable(rows) + "\n";
-  if (problem.chip.any()) out += ChipRulesText(problem, schedule, summary) + "\n";
+  if (problem.chip.any()) out += ChipRulesText(problem, summary) + "\n";
   const std::optional<double>& gap = summary.gap_percent;
   out += "total latency  " + Readable(evaluation.total) + "\n";
   out += "lower bound    " + BoundPartsText(bound) + "\n";
@@ -457,14 +444,14 @@ int RunEvaluateCommand(const std::vector<std::string>& args) {
 
   if (!evaluation.ok()) {
     const std::string text =
-        parsed.json ? EvaluationJson(problem, summary) : evaluation.violation.Message() + "\n";
+        parsed.json ? EvaluationJson(summary) : evaluation.violation.Message() + "\n";
     return FinishStdout(text, 1);
   }
   for (const std::string& warning : evaluation.warnings) PrintError("warning: " + warning);
   if (!summary.partial_edge_tiles.empty()) {
     PrintError("note: " + PartialEdgeTilesNote(summary.partial_edge_tiles));
   }
-  return FinishStdout(parsed.json ? EvaluationJson(problem, summary)
+  return FinishStdout(parsed.json ? EvaluationJson(summary)
                                   : EvaluationText(problem_path, problem, schedule_path, schedule,
                                                    summary),
                       0);
