@@ -250,7 +250,7 @@ TEST_CASE("exact solver: equal to the brute-force enumeration on random DAGs wit
   CHECK(with_layout >= 100);
 }
 
-TEST_CASE("exact solver: an incumbent prunes but never changes the optimum; the family is stated") {
+TEST_CASE("exact solver: an incumbent prunes but never changes the optimum, the family is stated") {
   std::mt19937_64 rng(7);
   for (int round = 0; round < 60; ++round) {
     RandomProblemOptions options;

@@ -222,7 +222,7 @@ TEST_CASE("hardware: every bad profile is one line naming the file and the line"
   }
 }
 
-TEST_CASE("hardware: loading by name or path; unknown names and missing files") {
+TEST_CASE("hardware: loading by name or path, unknown names and missing files") {
   const std::filesystem::path dir = testing::ScratchDir("hardware", "load");
   const std::filesystem::path file = dir / "mine.yaml";
   std::ofstream(file) << WithLine(1, "name: mine");
@@ -241,7 +241,7 @@ TEST_CASE("hardware: loading by name or path; unknown names and missing files") 
     FAIL("no error");
   } catch (const InputError& error) {
     CHECK(std::string(error.what()) ==
-          "unknown hardware profile \"tpu-v9\" (built-in: ascend910-core, gemmini-default, mlsys-2026, "
+          "--hardware tpu-v9: unknown hardware profile \"tpu-v9\" (built-in: ascend910-core, gemmini-default, mlsys-2026, "
           "tpu-v1, tpu-v5e, tpu7x-tc, xdna-aie-ml-tile; or give the path of a .yaml file)");
   }
   try {

@@ -443,7 +443,7 @@ TEST_CASE("report: a graph of 1,200 ops gives a report and a trace of bounded si
   CHECK(steps <= TraceOptions{}.max_step_events);
 }
 
-TEST_CASE("run log: lines round-trip; bad lines name the file and the line") {
+TEST_CASE("run log: lines round-trip, bad lines name the file and the line") {
   const RunLogEntry entry{1.25, 367001.6000000001, "ga \"x\"", 112000};
   const std::string line = RunLogLine(entry);
   CHECK(line.back() == '\n');
