@@ -241,6 +241,7 @@ struct Built {
   std::vector<int> island_of;  // per op
   std::vector<double> island_compute;
   std::vector<Elements> island_traffic;
+  std::vector<Elements> island_weight_traffic;  // H6: the part on the weight path
 };
 
 std::string Str(int64_t v) { return std::to_string(v); }
@@ -320,6 +321,7 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
   }
   built.island_compute.assign(built.islands, 0);
   built.island_traffic.assign(built.islands, 0);
+  built.island_weight_traffic.assign(built.islands, 0);
   for (OpId x = 0; x < num_ops; ++x) {
     built.island_compute[built.island_of[x]] +=
         problem.ops[x].base_cost * static_cast<double>(problem.NativeTiles(x));
@@ -366,7 +368,7 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
         const auto& in = problem.ops[only].inputs;
         load = std::max(size, least_load(only, static_cast<int>(std::find(in.begin(), in.end(), t) - in.begin())));
       }
-      built.island_traffic[island] += load;
+      (problem.OnWeightPath(t) ? built.island_weight_traffic : built.island_traffic)[island] += load;  // H6
     }
     if (crosses && home >= 0) built.island_traffic[home] += size;  // written for them (P8)
   }
@@ -379,7 +381,8 @@ Built Build(const Problem& problem) {
   const int num_ops = static_cast<int>(problem.ops.size());
   const int num_tensors = static_cast<int>(problem.tensors.size());
   const Elements n = problem.native;
-  model.bandwidth = problem.slow_memory_bandwidth;
+  // H6: the two paths' sum (the traffic terms count both kinds of elements; see WeightPathRelaxed).
+  model.bandwidth = problem.slow_memory_bandwidth + problem.chip.weight_bandwidth;
 
   // Reach of the ops that read a tensor with several consumers (the only ones P9 asks about),
   // computed once each, on demand.
@@ -800,15 +803,48 @@ BoundModel BuildDecoupledBoundModel(const Problem& problem) {
 }
 
 LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out);
+LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out);
+
+// H6 (a weight path beside the slow memory). Every step of a valid schedule holds its weight
+// slices in the FIFO, not in the fast memory, so it fits a one-path chip whose fast memory is
+// the capacity plus the FIFO (plus every weight once per consumer when the FIFO is not
+// checked), and it moves the same elements there. Its memory time max(w / Bw, o / B) is at
+// least (w + o) / (Bw + B): the mode-based terms (traffic, combined) are those of that chip at
+// bandwidth B + Bw (BoundModel::bandwidth), while graph I/O and the islands keep the two paths
+// apart, max(weight elements / Bw, other elements / B), since each of their amounts is one
+// tensor's and so wholly on one path.
+Problem WeightPathRelaxed(const Problem& problem) {
+  Problem relaxed = problem;
+  Elements fifo = problem.chip.weight_fifo_capacity;
+  if (fifo <= 0) {
+    for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
+      if (problem.OnWeightPath(t)) fifo += problem.tensors[t].size() * static_cast<Elements>(problem.consumers[t].size());
+    }
+  }
+  relaxed.fast_memory_capacity += fifo;
+  return relaxed;
+}
 
 }  // namespace
 
 BoundModel BuildBoundModel(const Problem& problem) {
+  if (problem.chip.two_paths()) {
+    const Problem relaxed = WeightPathRelaxed(problem);
+    if (HasLayoutOps(relaxed)) return BuildDecoupledBoundModel(Decouple(relaxed).problem);
+    return BuildDecoupledBoundModel(relaxed);
+  }
   if (HasLayoutOps(problem)) return BuildDecoupledBoundModel(Decouple(problem).problem);
   return BuildDecoupledBoundModel(problem);
 }
 
 LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
+  if (problem.chip.two_paths()) return ComputeOneLowerBound(WeightPathRelaxed(problem), model_out);
+  return ComputeOneLowerBound(problem, model_out);
+}
+
+namespace {
+
+LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out) {
   if (HasLayoutOps(problem)) {
     const Decoupled d = Decouple(problem);
     LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out);
@@ -824,18 +860,28 @@ LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
   return ComputeDecoupledLowerBound(problem, model_out);
 }
 
-namespace {
-
 LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out) {
   LowerBound bound;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     bound.compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
   }
-  Elements io = 0;
+  // H6: the two paths apart where each amount is known to be one path's. Decouple gives a graph
+  // input read by a Layout op a new tensor, which can turn it into a weight here while it is not
+  // one on the chip: with Layout ops, both paths together (B + Bw) instead.
+  const bool split = problem.chip.two_paths() && !HasLayoutOps(problem);
+  const double both = problem.slow_memory_bandwidth + problem.chip.weight_bandwidth;
+  const auto paths_time = [&](Elements weight, Elements other) {
+    if (!split) return static_cast<double>(weight + other) / both;
+    return std::max(static_cast<double>(weight) / problem.chip.weight_bandwidth,
+                    static_cast<double>(other) / problem.slow_memory_bandwidth);
+  };
+  Elements io = 0, weight_io = 0;
   for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
-    if (problem.IsGraphInput(t) || problem.IsGraphOutput(t)) io += problem.tensors[t].size();
+    if (problem.IsGraphInput(t) || problem.IsGraphOutput(t)) {
+      (problem.OnWeightPath(t) ? weight_io : io) += problem.tensors[t].size();
+    }
   }
-  bound.graph_io = static_cast<double>(io) / problem.slow_memory_bandwidth;
+  bound.graph_io = paths_time(weight_io, io);
 
   Built built = Build(problem);
   const BoundModel& model = built.model;
@@ -846,8 +892,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.combined = at.value;
   bound.island_count = built.islands;
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max(built.island_compute[i],
-                              static_cast<double>(built.island_traffic[i]) / problem.slow_memory_bandwidth);
+    bound.islands += std::max(built.island_compute[i], paths_time(built.island_weight_traffic[i], built.island_traffic[i]));
   }
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {

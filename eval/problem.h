@@ -67,6 +67,10 @@ struct Problem {
   Elements ReductionLength(OpId op) const { return tensors[ops[op].inputs[0]].width; }
   // Number of native tiles (ceil(H/n) * ceil(W/n)) of an op's output.
   int64_t NativeTiles(OpId op) const;
+  // H6: whether t travels the weight path -- the chip has one, t is a graph input, and every
+  // consumer is a MatMul reading t as its RHS only. A property of the tensor, so every slice of
+  // it goes the same way whatever the schedule.
+  bool OnWeightPath(TensorId t) const;
 };
 
 }  // namespace annealer

@@ -43,6 +43,8 @@ struct HardwareProfile {
   int accumulator_element_bytes = 0;
   bool wide_writeback = false;       // H4
   bool prefetch = false;             // H5
+  double weight_bandwidth_bytes_per_cycle = 0;  // H6: the weight path; 0 = none
+  double weight_fifo_bytes = 0;                 // H6: 0 = not checked
 };
 
 // The problem numbers of a profile. All times are in cycles.
