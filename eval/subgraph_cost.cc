@@ -252,7 +252,7 @@ class SubgraphPricer {
   Elements resident_ = 0;
   int written_sinks_ = 0;
   int accumulators_ = 0;
-  // The chip's rules (H1-H5): whether any is on, the sinks whose tile is in the vector buffer,
+  // The chip's rules (H1-H6): whether any is on, the sinks whose tile is in the vector buffer,
   // the written k-loop MatMul sinks widened by H4, the roles H5 may prefetch.
   bool rules_on_ = problem_.chip.any();
   int vector_sinks_ = 0;

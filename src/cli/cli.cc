@@ -232,7 +232,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
 
 // A chip's rules and each buffer's peak occupancy per subgraph against its capacity.
 std::string ChipRulesText(const Problem& problem, const Schedule& schedule, const ScheduleSummary& summary) {
-  std::string out = "chip rules (docs/cost-model.md H1-H5):\n";
+  std::string out = "chip rules (docs/cost-model.md H1-H6):\n";
   const std::string text = DescribeChipRules(problem.chip);
   for (size_t begin = 0; begin < text.size();) {
     const size_t end = std::min(text.find('\n', begin), text.size());

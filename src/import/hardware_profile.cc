@@ -141,7 +141,7 @@ class ProfileReader {
     return profile;
   }
 
-  // The optional chip rules (H1-H5), each checked against the rest of the profile.
+  // The optional chip rules (H1-H6), each checked against the rest of the profile.
   void ReadChipRules(HardwareProfile& profile) const {
     const std::pair<const char*, double*> buffers[] = {{"staging_buffer", &profile.staging_bytes},
                                                        {"accumulator_buffer", &profile.accumulator_bytes},

@@ -31,7 +31,7 @@ struct HardwareProfile {
   int64_t native = 0;  // the matrix unit's side n
   std::vector<std::string> sources;
   std::string notes;
-  // The chip's memory rules (docs/hardware.md "Chip rules", H1-H5 of docs/cost-model.md); every
+  // The chip's memory rules (docs/hardware.md "Chip rules", H1-H6 of docs/cost-model.md); every
   // key optional, none given = the contest's model.
   double staging_bytes = 0;      // staging_buffer: MatMul operand slices (H1)
   double accumulator_bytes = 0;  // accumulator_buffer: MatMul output regions (H1)
