@@ -67,7 +67,7 @@ TEST_CASE("tpu-v1 calibration: the baselines' throughput against ISCA 2017's mea
     REQUIRE(resident.ok());
     REQUIRE(layer_by_layer.ok());
     const double tops = Tops(macs, resident.total);
-    MESSAGE(app.name << ": resident " << tops << " TOPS, layer-by-layer " << Tops(macs, layer_by_layer.total)
+    MESSAGE(name << ": resident " << tops << " TOPS, layer-by-layer " << Tops(macs, layer_by_layer.total)
                      << ", measured " << app.measured);
     // The figures of the table, to its rounding.
     CHECK(std::abs(tops - app.resident) <= 0.05 + 1e-9);
