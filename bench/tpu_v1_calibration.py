@@ -31,14 +31,15 @@ import subprocess
 import sys
 import tempfile
 
-# name: (layers, weights, ops per weight byte, measured TOPS, weight-stall %), Tables 1 and 3.
+# name: (layers, weights, ops per weight byte (Table 1); measured TOPS, array active %,
+# weight stall % (Table 3)).
 APPS = [
-    ("MLP0", 5, 20e6, 200, 12.3, 53.9),
-    ("MLP1", 4, 5e6, 168, 9.7, 44.2),
-    ("LSTM0", 58, 52e6, 64, 3.7, 58.1),
-    ("LSTM1", 56, 34e6, 96, 2.8, 62.1),
-    ("CNN0", 16, 8e6, 2888, 86.0, 0.0),
-    ("CNN1", 89, 100e6, 1750, 14.1, 28.1),
+    ("MLP0", 5, 20e6, 200, 12.3, 12.7, 53.9),
+    ("MLP1", 4, 5e6, 168, 9.7, 10.6, 44.2),
+    ("LSTM0", 58, 52e6, 64, 3.7, 8.2, 58.1),
+    ("LSTM1", 56, 34e6, 96, 2.8, 10.5, 62.1),
+    ("CNN0", 16, 8e6, 2888, 86.0, 78.2, 0.0),
+    ("CNN1", 89, 100e6, 1750, 14.1, 46.2, 28.1),
 ]
 CLOCK = 700e6
 DDR3 = 34e9 / CLOCK  # elements (bytes) per cycle: the one path of the profile before H6
@@ -78,12 +79,12 @@ def run(cmd):
 
 
 def evaluate(annealer, problem, schedule):
-    """Total cycles by the oracle; exits when the schedule is invalid."""
+    """(total cycles, total compute cycles) by the oracle; exits when the schedule is invalid."""
     out = subprocess.run([annealer, "evaluate", problem, schedule, "--json"], capture_output=True, text=True)
     result = json.loads(out.stdout) if out.stdout.strip() else {}
     if out.returncode != 0 or not result.get("valid", False):
         sys.exit(f"invalid schedule {schedule} for {problem}: {out.stdout[:300]} {out.stderr[:300]}")
-    return result["total_latency"]
+    return result["total_latency"], sum(s["compute_time"] for s in result["subgraphs"])
 
 
 def main():
@@ -97,7 +98,7 @@ def main():
     os.makedirs(out, exist_ok=True)
 
     rows = []
-    for name, layers, weights, intensity, measured, stall in APPS:
+    for name, layers, weights, intensity, measured, active, stall in APPS:
         problem, side, macs = chain(layers, weights, intensity)
         raw = os.path.join(out, f"{name}.raw.json")
         with open(raw, "w") as f:
@@ -112,16 +113,16 @@ def main():
         with open(plain, "w") as f:
             json.dump(one, f)
         result = {"name": name, "layers": layers, "side": side, "rows": intensity, "macs": macs,
-                  "measured": measured, "stall": stall}
+                  "measured": measured, "active": active, "stall": stall}
         for tag, path in (("rule", rule), ("plain", plain)):
             for kind, extra in (("lbl", []), ("resident", ["--resident"])):
                 schedule = os.path.join(out, f"{name}.{tag}.{kind}.schedule.json")
                 run([args.annealer, "baseline", path, "-o", schedule] + extra)
-                result[f"{tag}.{kind}"] = evaluate(args.annealer, path, schedule)
+                result[f"{tag}.{kind}"], result[f"{tag}.{kind}.compute"] = evaluate(args.annealer, path, schedule)
             if not args.no_search:
                 schedule = os.path.join(out, f"{name}.{tag}.search.schedule.json")
                 run([args.annealer, "--config", args.config, path, schedule])
-                result[f"{tag}.search"] = evaluate(args.annealer, path, schedule)
+                result[f"{tag}.search"], result[f"{tag}.search.compute"] = evaluate(args.annealer, path, schedule)
         rows.append(result)
         print(f"{name}: done", file=sys.stderr)
 
@@ -134,11 +135,13 @@ def main():
     columns += [("plain.lbl", "layer-by-layer, one path"), ("plain.resident", "resident, one path")]
     if not args.no_search:
         columns.append(("plain.search", "search, one path"))
-    header = "| app | stand-in | measured TOPS |" + "".join(f" {title} | error |" for _, title in columns)
+    header = ("| app | stand-in | measured TOPS | array active, weight stall |" +
+              "".join(f" {title} | error |" for _, title in columns))
     print(header)
-    print("|" + "---|" * (3 + 2 * len(columns)))
+    print("|" + "---|" * (4 + 2 * len(columns)))
     for r in rows:
-        line = f"| {r['name']} | {r['layers']} x ({r['rows']} x {r['side']}) @ ({r['side']} x {r['side']}) | {r['measured']} |"
+        line = (f"| {r['name']} | {r['layers']} x ({r['rows']} x {r['side']}) @ ({r['side']} x {r['side']}) |"
+                f" {r['measured']} | {r['active']} %, {r['stall']} % |")
         for key, _ in columns:
             t = tops(r, key)
             line += f" {t:.1f} | {100 * (t / r['measured'] - 1):+.0f} % |"
