@@ -70,11 +70,13 @@ struct RoleUse {
 // Side axes of H3, in the order of a granularity.
 enum class SideAxis { kW, kH, kK };
 
-// What H1 reports per subgraph: the peak footprint of each role (after H2 and H4).
+// What H1 reports per subgraph: the peak footprint of each role (after H2 and H4); and H6's
+// weight FIFO (the step's weight slices), which Footprints leaves at 0.
 struct RoleFootprints {
   Elements staging = 0;
   Elements accumulator = 0;
   Elements vector = 0;
+  Elements weight_fifo = 0;
   bool operator==(const RoleFootprints&) const = default;
 };
 

@@ -360,7 +360,9 @@ class SubgraphOracle {
         report.memory_time += memory;
         report.latency += std::max(compute, exposed);  // T1
         if (on_step_) {
-          (*on_step_)({step, tile, j, compute, exposed, working_set, rules_on ? Footprints(chip, roles) : RoleFootprints{}});
+          RoleFootprints footprints = rules_on ? Footprints(chip, roles) : RoleFootprints{};
+          footprints.weight_fifo = weight_slices;  // H6; 0 without a weight path
+          (*on_step_)({step, tile, j, compute, exposed, working_set, footprints});
         }
         previous.swap(requests_);
       }

@@ -175,6 +175,7 @@ RoleFootprints PeakRoles(const Problem& problem, const Subgraph& subgraph, const
     peak.staging = std::max(peak.staging, r.roles.staging);
     peak.accumulator = std::max(peak.accumulator, r.roles.accumulator);
     peak.vector = std::max(peak.vector, r.roles.vector);
+    peak.weight_fifo = std::max(peak.weight_fifo, r.roles.weight_fifo);
   });
   return peak;
 }
@@ -207,6 +208,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
       const RoleFootprints peak = PeakRoles(problem, s, i > 0 ? summary.subgraphs[i - 1].subgraph->retain : kNothing);
       out += ", \"peak_staging\": " + std::to_string(peak.staging) + ", \"peak_accumulator\": " +
              std::to_string(peak.accumulator) + ", \"peak_vector\": " + std::to_string(peak.vector);
+      if (problem.chip.two_paths()) out += ", \"peak_weight_fifo\": " + std::to_string(peak.weight_fifo);
     }
     out += "}";
   }
@@ -244,12 +246,14 @@ std::string ChipRulesText(const Problem& problem, const Schedule& schedule, cons
     return std::to_string(peak) + (capacity > 0 ? " / " + std::to_string(capacity) : std::string(" (unchecked)"));
   };
   std::vector<std::vector<std::string>> rows = {{"#", "staging peak", "accumulator peak", "vector peak"}};
+  if (c.two_paths()) rows[0].push_back("weight FIFO peak");  // H6
   if (summary.subgraphs.size() == schedule.subgraphs.size()) {
     for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
       static const std::vector<TensorId> kNothing;
       const RoleFootprints peak = PeakRoles(problem, schedule.subgraphs[i], i > 0 ? schedule.subgraphs[i - 1].retain : kNothing);
       rows.push_back({std::to_string(i), cell(peak.staging, c.staging_capacity),
                       cell(peak.accumulator, c.accumulator_capacity), cell(peak.vector, c.vector_capacity)});
+      if (c.two_paths()) rows.back().push_back(cell(peak.weight_fifo, c.weight_fifo_capacity));
     }
   }
   return out + "buffer occupancy (elements, after double buffering and accumulator precision):\n" + FormatTable(rows);
