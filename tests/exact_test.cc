@@ -357,7 +357,12 @@ TEST_CASE("exact solver: equal to the brute-force enumeration with a weight path
     RandomWeightPath(problem, rng, problem.chip);
     if (round % 2 == 0) {  // traffic-bound, the weights' own path deciding
       for (Op& op : problem.ops) op.base_cost *= 0.05;
+      problem.slow_memory_bandwidth = 1;
       problem.chip.weight_bandwidth = round % 4 == 0 ? 0.5 : 40;
+    }
+    if (round % 3 == 1) {  // a tight fast memory, which weights no longer fill
+      problem.fast_memory_capacity = std::max<Elements>(1, problem.fast_memory_capacity / 3);
+      problem.chip.weight_fifo_capacity = 0;
     }
     bool weights = false;
     for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) weights = weights || problem.OnWeightPath(t);
