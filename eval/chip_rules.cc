@@ -130,7 +130,9 @@ std::string CheckChipRules(const ChipRules& rules, int64_t native, int64_t fast_
     return "prefetch: needs a double-buffered staging or vector role to hold the next step's loads";
   }
   if (!(rules.weight_bandwidth >= 0) || !std::isfinite(rules.weight_bandwidth)) {
-    return "weight_bandwidth: must be a finite number >= 0 (0: no weight path), got " + std::to_string(rules.weight_bandwidth);
+    char got[32];
+    std::snprintf(got, sizeof got, "%.6g", rules.weight_bandwidth);
+    return std::string("weight_bandwidth: must be a finite number >= 0 (0: no weight path), got ") + got;
   }
   if (rules.weight_fifo_capacity < 0) {
     return "weight_fifo_capacity: must not be negative, got " + Str(rules.weight_fifo_capacity);

@@ -359,7 +359,7 @@ TEST_CASE("H6: a problem file carries the weight path and reads it back; bad val
   CHECK(error("{\"weight_fifo_capacity\": 100}") ==
         "p.json: chip_rules: weight_fifo_capacity: needs a weight path (weight_bandwidth > 0) for the FIFO to sit on");
   CHECK(error("{\"weight_bandwidth\": -1}") ==
-        "p.json: chip_rules: weight_bandwidth: must be a finite number >= 0 (0: no weight path), got -1.000000");
+        "p.json: chip_rules: weight_bandwidth: must be a finite number >= 0 (0: no weight path), got -1");
   CHECK(error("{\"weight_bandwidth\": 5, \"double_buffer\": [\"staging\"], \"prefetch\": true}") ==
         "p.json: chip_rules: weight_bandwidth: the weight path (H6) is not combined with prefetch (H5)");
 }
