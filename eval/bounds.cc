@@ -293,7 +293,8 @@ Elements StripLoads(const Problem& problem, OpId c) {
 // amount is a load or write made in a subgraph of that island, so summing per island
 // max(compute, traffic / B) never exceeds the sum of the subgraphs' latencies (L1, L2).
 template <class LoadCost>
-void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cost, Built& built) {
+void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cost, Built& built,
+             const std::vector<char>& weights) {
   const int num_ops = static_cast<int>(problem.ops.size());
   std::vector<int> parent(num_ops);
   for (int i = 0; i < num_ops; ++i) parent[i] = i;
@@ -368,13 +369,14 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
         const auto& in = problem.ops[only].inputs;
         load = std::max(size, least_load(only, static_cast<int>(std::find(in.begin(), in.end(), t) - in.begin())));
       }
-      (problem.OnWeightPath(t) ? built.island_weight_traffic : built.island_traffic)[island] += load;  // H6
+      (weights[t] ? built.island_weight_traffic : built.island_traffic)[island] += load;  // H6
     }
     if (crosses && home >= 0) built.island_traffic[home] += size;  // written for them (P8)
   }
 }
 
-Built Build(const Problem& problem) {
+// `weights`: per tensor, whether it travels H6's weight path (WeightTensors); empty: none does.
+Built Build(const Problem& problem, const std::vector<char>& weights = {}) {
   Built built;
   BoundModel& model = built.model;
   const Analysis a(problem);
@@ -691,7 +693,8 @@ Built Build(const Problem& problem) {
       model.options[c].push_back(std::move(option));
     }
   }
-  Islands(problem, a, load_cost, built);
+  const std::vector<char> none(weights.empty() ? problem.tensors.size() : 0, 0);
+  Islands(problem, a, load_cost, built, weights.empty() ? none : weights);
   return built;
 }
 
@@ -802,8 +805,16 @@ BoundModel BuildDecoupledBoundModel(const Problem& problem) {
   return std::move(built.model);
 }
 
-LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out);
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights);
 LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out);
+
+// H6: per tensor, whether it travels the weight path. Taken from the problem itself, before
+// Decouple, whose image could turn a graph input read by a Layout op into a weight.
+std::vector<char> WeightTensors(const Problem& problem) {
+  std::vector<char> weights(problem.tensors.size(), 0);
+  for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) weights[t] = problem.OnWeightPath(t);
+  return weights;
+}
 
 // H6 (a weight path beside the slow memory). Every step of a valid schedule holds its weight
 // slices in the FIFO, not in the fast memory, so it fits a one-path chip whose fast memory is
@@ -847,7 +858,9 @@ namespace {
 LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out) {
   if (HasLayoutOps(problem)) {
     const Decoupled d = Decouple(problem);
-    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out);
+    std::vector<char> weights = WeightTensors(problem);
+    weights.resize(d.problem.tensors.size(), 0);  // the Zs are read by Layout ops: never weights
+    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out, weights);
     const auto first_extra = static_cast<TensorId>(problem.tensors.size());
     for (BoundTerm& term : bound.explanation) {
       if (term.tensor >= first_extra) {
@@ -857,33 +870,28 @@ LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out) {
     }
     return bound;
   }
-  return ComputeDecoupledLowerBound(problem, model_out);
+  return ComputeDecoupledLowerBound(problem, model_out, WeightTensors(problem));
 }
 
-LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out) {
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights) {
   LowerBound bound;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     bound.compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
   }
-  // H6: the two paths apart where each amount is known to be one path's. Decouple gives a graph
-  // input read by a Layout op a new tensor, which can turn it into a weight here while it is not
-  // one on the chip: with Layout ops, both paths together (B + Bw) instead.
-  const bool split = problem.chip.two_paths() && !HasLayoutOps(problem);
-  const double both = problem.slow_memory_bandwidth + problem.chip.weight_bandwidth;
+  // H6: the two paths apart, each amount being one tensor's and a tensor travelling one path
+  // (`weights`, classified on the problem before Decouple).
   const auto paths_time = [&](Elements weight, Elements other) {
-    if (!split) return static_cast<double>(weight + other) / both;
+    if (!problem.chip.two_paths()) return static_cast<double>(weight + other) / problem.slow_memory_bandwidth;
     return std::max(static_cast<double>(weight) / problem.chip.weight_bandwidth,
                     static_cast<double>(other) / problem.slow_memory_bandwidth);
   };
   Elements io = 0, weight_io = 0;
   for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
-    if (problem.IsGraphInput(t) || problem.IsGraphOutput(t)) {
-      (problem.OnWeightPath(t) ? weight_io : io) += problem.tensors[t].size();
-    }
+    if (problem.IsGraphInput(t) || problem.IsGraphOutput(t)) (weights[t] ? weight_io : io) += problem.tensors[t].size();
   }
   bound.graph_io = paths_time(weight_io, io);
 
-  Built built = Build(problem);
+  Built built = Build(problem, weights);
   const BoundModel& model = built.model;
   auto all = [](OpId) { return true; };
   bound.traffic = Evaluate(model, 0, all, false).value;
