@@ -17,6 +17,7 @@
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "eval/subgraph_cost.h"
+#include "eval/subproblem.h"
 #include "search/baseline.h"
 #include "search/exact.h"
 #include "src/import/hardware_profile.h"
@@ -112,6 +113,26 @@ TEST_CASE("H6: weight slices leave the fast memory and load in parallel with the
   CHECK(EvaluateSubgraphOracle(fifo, s, {}).violation.Message() == message);
   CHECK(CostSubgraph(fifo, s, {}).violation.Message() == message);
   CHECK(CostSubgraph(fifo, s, {}).verdict == Verdict::kOutOfMemory);
+}
+
+TEST_CASE("H6: a sub-problem keeps every tensor on its path, or says it does not") {
+  // X0 @ W1 -> X1, then W2 @ X1 -> X2: X1 is the RHS of op 1 only, an activation produced by op 0.
+  Problem p;
+  p.tensors = {{64, 64}, {64, 64}, {64, 64}, {64, 64}, {64, 64}};
+  p.ops = {{OpKind::MatMul, {0, 1}, 2, 100}, {OpKind::MatMul, {3, 2}, 4, 100}};
+  p.fast_memory_capacity = 100000;
+  p.slow_memory_bandwidth = 10;
+  p.native = 64;
+  REQUIRE(p.Finalize().empty());
+  const std::vector<OpId> first = {0}, second = {1};
+  CHECK(SameWeightPaths(p, ExtractSubproblem(p, second)));  // no weight path: nothing to keep
+  p.chip.weight_bandwidth = 5;
+  CHECK(SameWeightPaths(p, ExtractSubproblem(p, first)));
+  // Alone, op 1 would read X1 as a graph input, only as its RHS: a weight there, not here.
+  const Subproblem sub = ExtractSubproblem(p, second);
+  CHECK(sub.problem.OnWeightPath(1));
+  CHECK_FALSE(p.OnWeightPath(2));
+  CHECK_FALSE(SameWeightPaths(p, sub));
 }
 
 // ---- Property tests.
