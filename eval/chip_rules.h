@@ -123,7 +123,8 @@ PrefetchSplit ApplyPrefetch(double compute, double memory, double prefetchable, 
 std::string DescribeChipRules(const ChipRules& rules);
 
 // A one-line reason when the rules contradict themselves (a base of 0, a factor of 0, prefetch
-// without a double-buffered role, a FIFO without a weight path, H6 with H5), else "". The readers of problems and profiles call it.
+// without a double-buffered role, a FIFO without a weight path, H6 with H5), else "". The
+// readers of problems and profiles call it.
 std::string CheckChipRules(const ChipRules& rules, int64_t native, int64_t fast_memory_capacity);
 
 }  // namespace annealer
