@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# What a chip's rules (docs/cost-model.md H1-H5) change, per model and profile with rules: the
+# What a chip's rules (docs/cost-model.md H1-H6) change, per model and profile with rules: the
 # layer-by-layer baseline and a search of TIME on the problem with the rules and on the same
 # problem without them (its chip_rules object removed: the contest's model at the chip's
-# numbers), and whether the schedule found without the rules is valid on the chip.
+# numbers; with a weight path, H6, every byte at the weight path's bandwidth, one path as the
+# profile had before it), and whether the schedule found without the rules is valid on the chip.
 #
 #   bench/chip_rules.sh [ANNEALER ARGS...]
 #
@@ -49,7 +50,7 @@ for model in $models; do
   for profile in $profiles; do
     base="$out_dir/$model.$profile"
     "$annealer" import "$onnx" --hardware "$profile" -o "$base.rules.json" > /dev/null
-    /usr/bin/python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); p.pop("chip_rules", None); json.dump(p, open(sys.argv[2], "w"))' \
+    /usr/bin/python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); r = p.pop("chip_rules", {}); p["slow_memory_bandwidth"] = r.get("weight_bandwidth") or p["slow_memory_bandwidth"]; json.dump(p, open(sys.argv[2], "w"))' \
       "$base.rules.json" "$base.plain.json"
     for variant in plain rules; do
       "$annealer" baseline "$base.$variant.json" -o "$base.$variant.baseline.json" 2> "$base.$variant.baseline.txt"

@@ -168,7 +168,7 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, AcceptedOptions accep
   return parsed;
 }
 
-std::string EvaluationJson(const ScheduleSummary& summary) {
+std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summary) {
   const Evaluation& evaluation = summary.evaluation;
   const LowerBound& bound = summary.bound;
   if (!evaluation.ok()) {
@@ -195,6 +195,7 @@ std::string EvaluationJson(const ScheduleSummary& summary) {
       const RoleFootprints& peak = *roles;
       out += ", \"peak_staging\": " + std::to_string(peak.staging) + ", \"peak_accumulator\": " +
              std::to_string(peak.accumulator) + ", \"peak_vector\": " + std::to_string(peak.vector);
+      if (problem.chip.two_paths()) out += ", \"peak_weight_fifo\": " + std::to_string(peak.weight_fifo);
     }
     out += "}";
   }
@@ -220,7 +221,7 @@ std::string EvaluationJson(const ScheduleSummary& summary) {
 
 // A chip's rules and each buffer's peak occupancy per subgraph against its capacity.
 std::string ChipRulesText(const Problem& problem, const ScheduleSummary& summary) {
-  std::string out = "chip rules (docs/cost-model.md H1-H5):\n";
+  std::string out = "chip rules (docs/cost-model.md H1-H6):\n";
   const std::string text = DescribeChipRules(problem.chip);
   for (size_t begin = 0; begin < text.size();) {
     const size_t end = std::min(text.find('\n', begin), text.size());
@@ -232,11 +233,13 @@ std::string ChipRulesText(const Problem& problem, const ScheduleSummary& summary
     return std::to_string(peak) + (capacity > 0 ? " / " + std::to_string(capacity) : std::string(" (unchecked)"));
   };
   std::vector<std::vector<std::string>> rows = {{"#", "staging peak", "accumulator peak", "vector peak"}};
+  if (c.two_paths()) rows[0].push_back("weight FIFO peak");  // H6
   for (size_t i = 0; i < summary.subgraphs.size(); ++i) {
     if (const std::optional<RoleFootprints>& roles = summary.subgraphs[i].roles) {
       const RoleFootprints& peak = *roles;
       rows.push_back({std::to_string(i), cell(peak.staging, c.staging_capacity),
                       cell(peak.accumulator, c.accumulator_capacity), cell(peak.vector, c.vector_capacity)});
+      if (c.two_paths()) rows.back().push_back(cell(peak.weight_fifo, c.weight_fifo_capacity));
     }
   }
   return out + "buffer occupancy (elements, after double buffering and accumulator precision):\n" + FormatTable(rows);
@@ -444,14 +447,14 @@ int RunEvaluateCommand(const std::vector<std::string>& args) {
 
   if (!evaluation.ok()) {
     const std::string text =
-        parsed.json ? EvaluationJson(summary) : evaluation.violation.Message() + "\n";
+        parsed.json ? EvaluationJson(problem, summary) : evaluation.violation.Message() + "\n";
     return FinishStdout(text, 1);
   }
   for (const std::string& warning : evaluation.warnings) PrintError("warning: " + warning);
   if (!summary.partial_edge_tiles.empty()) {
     PrintError("note: " + PartialEdgeTilesNote(summary.partial_edge_tiles));
   }
-  return FinishStdout(parsed.json ? EvaluationJson(summary)
+  return FinishStdout(parsed.json ? EvaluationJson(problem, summary)
                                   : EvaluationText(problem_path, problem, schedule_path, schedule,
                                                    summary),
                       0);

@@ -661,7 +661,8 @@ class Report {
                                      "the fast memory capacity", peaks,
                                      static_cast<double>(problem_.fast_memory_capacity), 170);
     if (!problem_.chip.any()) return out;
-    // H1's buffers: one chart per role the chip checks, beside the one fast memory (rule W).
+    // H1's buffers and H6's weight FIFO: one chart per buffer the chip checks, beside the one fast
+    // memory (rule W).
     const ChipRules& c = problem_.chip;
     struct Role {
       const char* id;
@@ -671,7 +672,9 @@ class Report {
     };
     const Role roles[] = {{"ws-staging", "matrix staging", c.staging_capacity, &RoleFootprints::staging},
                           {"ws-accumulator", "accumulator", c.accumulator_capacity, &RoleFootprints::accumulator},
-                          {"ws-vector", "vector buffer", c.vector_capacity, &RoleFootprints::vector}};
+                          {"ws-vector", "vector buffer", c.vector_capacity, &RoleFootprints::vector},
+                          {"ws-weight-fifo", "weight FIFO", c.two_paths() ? c.weight_fifo_capacity : 0,
+                           &RoleFootprints::weight_fifo}};
     for (const Role& role : roles) {
       if (role.capacity <= 0) continue;
       std::vector<std::optional<double>> role_peaks;
@@ -680,8 +683,10 @@ class Report {
                                      : std::nullopt);
       }
       out += OccupancyChart(role.id, std::string("Peak ") + role.name + " occupancy per subgraph",
-                            std::string("its capacity (chip rule H1, after double buffering and "
-                                        "accumulator precision)"),
+                            role.peak == &RoleFootprints::weight_fifo
+                                ? std::string("its capacity (chip rule H6)")
+                                : std::string("its capacity (chip rule H1, after double buffering and "
+                                              "accumulator precision)"),
                             role_peaks, static_cast<double>(role.capacity), 120);
     }
     return out;
@@ -846,11 +851,13 @@ class Report {
                       "class=\"l\">ops</th><th>granularity</th><th>tiles \u00d7 k</th><th>latency"
                       "</th><th>share</th><th>compute</th><th>memory</th><th>bound</th><th>peak "
                       "working set</th><th>of capacity</th>";
-    // H1's buffers, for a chip with rules: each checked role's peak and its share of the role.
+    // H1's buffers and H6's FIFO, for a chip with rules: each checked buffer's peak and its share.
     const ChipRules& c = problem_.chip;
-    const std::pair<const char*, Elements> roles[] = {{"staging", c.staging_capacity},
-                                                      {"accumulator", c.accumulator_capacity},
-                                                      {"vector", c.vector_capacity}};
+    const std::pair<const char*, Elements> roles[] = {
+        {"staging", c.staging_capacity},
+        {"accumulator", c.accumulator_capacity},
+        {"vector", c.vector_capacity},
+        {"weight FIFO", c.two_paths() ? c.weight_fifo_capacity : 0}};
     int role_columns = 0;
     for (const auto& [name, role_capacity] : roles) {
       if (!problem_.chip.any() || role_capacity <= 0) continue;
@@ -880,8 +887,8 @@ class Report {
                "</td>";
         if (role_columns > 0) {
           const RoleFootprints peak = s.roles.value_or(RoleFootprints{});
-          const Elements peaks[] = {peak.staging, peak.accumulator, peak.vector};
-          for (int k = 0; k < 3; ++k) {
+          const Elements peaks[] = {peak.staging, peak.accumulator, peak.vector, peak.weight_fifo};
+          for (int k = 0; k < 4; ++k) {
             if (roles[k].second <= 0) continue;
             const double share = static_cast<double>(peaks[k]) / static_cast<double>(roles[k].second) * 100;
             out += "<td" + std::string(share > 100 ? " class=\"bad\"" : "") + ">" +

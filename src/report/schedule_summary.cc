@@ -15,6 +15,7 @@ RoleFootprints PeakRoles(const Problem& problem, const Subgraph& subgraph,
     peak.staging = std::max(peak.staging, r.roles.staging);
     peak.accumulator = std::max(peak.accumulator, r.roles.accumulator);
     peak.vector = std::max(peak.vector, r.roles.vector);
+    peak.weight_fifo = std::max(peak.weight_fifo, r.roles.weight_fifo);
   });
   return peak;
 }
