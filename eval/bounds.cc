@@ -270,6 +270,7 @@ struct Built {
   std::vector<int> island_of;  // per op
   std::vector<double> island_compute;
   std::vector<Elements> island_traffic;
+  std::vector<Elements> island_weight_traffic;  // H6: the part on the weight path
 };
 
 std::string Str(int64_t v) { return std::to_string(v); }
@@ -321,7 +322,8 @@ Elements StripLoads(const Problem& problem, OpId c) {
 // amount is a load or write made in a subgraph of that island, so summing per island
 // max(compute, traffic / B) never exceeds the sum of the subgraphs' latencies (L1, L2).
 template <class LoadCost>
-void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cost, Built& built) {
+void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cost, Built& built,
+             const std::vector<char>& weights) {
   const int num_ops = static_cast<int>(problem.ops.size());
   std::vector<int> parent(num_ops);
   for (int i = 0; i < num_ops; ++i) parent[i] = i;
@@ -349,6 +351,7 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
   }
   built.island_compute.assign(built.islands, 0);
   built.island_traffic.assign(built.islands, 0);
+  built.island_weight_traffic.assign(built.islands, 0);
   for (OpId x = 0; x < num_ops; ++x) {
     built.island_compute[built.island_of[x]] +=
         problem.ops[x].base_cost * static_cast<double>(problem.NativeTiles(x));
@@ -395,7 +398,7 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
         const auto& in = problem.ops[only].inputs;
         load = std::max(size, least_load(only, static_cast<int>(std::find(in.begin(), in.end(), t) - in.begin())));
       }
-      built.island_traffic[island] += load;
+      (weights[t] ? built.island_weight_traffic : built.island_traffic)[island] += load;  // H6
     }
     if (crosses && home >= 0) built.island_traffic[home] += size;  // written for them (P8)
   }
@@ -466,7 +469,9 @@ double BestOverWeight(const std::vector<std::vector<Line>>& lines, const Selecte
 Streaming StreamingBound(const Problem& problem, const Analysis& a) {
   const int num_ops = static_cast<int>(problem.ops.size());
   const Elements n = problem.native;
-  const double bandwidth = problem.slow_memory_bandwidth;
+  // H6: on a chip with a weight path the problem here is WeightPathRelaxed's, and a subgraph's
+  // memory time max(w / Bw, o / B) is at least (w + o) / (B + Bw): the loads count at the sum.
+  const double bandwidth = problem.slow_memory_bandwidth + problem.chip.weight_bandwidth;
   std::vector<double> compute(num_ops);
   Streaming result;
   for (OpId x = 0; x < num_ops; ++x) {
@@ -831,14 +836,16 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
   return result;
 }
 
-Built Build(const Problem& problem) {
+// `weights`: per tensor, whether it travels H6's weight path (WeightTensors); empty: none does.
+Built Build(const Problem& problem, const std::vector<char>& weights = {}) {
   Built built;
   BoundModel& model = built.model;
   const Analysis a(problem);
   const int num_ops = static_cast<int>(problem.ops.size());
   const int num_tensors = static_cast<int>(problem.tensors.size());
   const Elements n = problem.native;
-  model.bandwidth = problem.slow_memory_bandwidth;
+  // H6: the two paths' sum (the traffic terms count both kinds of elements; see WeightPathRelaxed).
+  model.bandwidth = problem.slow_memory_bandwidth + problem.chip.weight_bandwidth;
 
   // Reach of the ops that read a tensor with several consumers (the only ones P9 asks about),
   // computed once each, on demand.
@@ -1147,7 +1154,8 @@ Built Build(const Problem& problem) {
       model.options[c].push_back(std::move(option));
     }
   }
-  Islands(problem, a, load_cost, built);
+  const std::vector<char> none(weights.empty() ? problem.tensors.size() : 0, 0);
+  Islands(problem, a, load_cost, built, weights.empty() ? none : weights);
   return built;
 }
 
@@ -1258,19 +1266,62 @@ BoundModel BuildDecoupledBoundModel(const Problem& problem) {
   return std::move(built.model);
 }
 
-LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out);
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights);
+LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out);
+
+// H6: per tensor, whether it travels the weight path. Taken from the problem itself, before
+// Decouple, whose image could turn a graph input read by a Layout op into a weight.
+std::vector<char> WeightTensors(const Problem& problem) {
+  std::vector<char> weights(problem.tensors.size(), 0);
+  for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) weights[t] = problem.OnWeightPath(t);
+  return weights;
+}
+
+// H6 (a weight path beside the slow memory). Every step of a valid schedule holds its weight
+// slices in the FIFO, not in the fast memory, so it fits a one-path chip whose fast memory is
+// the capacity plus the FIFO (plus every weight once per consumer when the FIFO is not
+// checked), and it moves the same elements there. Its memory time max(w / Bw, o / B) is at
+// least (w + o) / (Bw + B): the mode-based terms (traffic, combined) are those of that chip at
+// bandwidth B + Bw (BoundModel::bandwidth), while graph I/O and the islands keep the two paths
+// apart, max(weight elements / Bw, other elements / B), since each of their amounts is one
+// tensor's and so wholly on one path.
+Problem WeightPathRelaxed(const Problem& problem) {
+  Problem relaxed = problem;
+  Elements fifo = problem.chip.weight_fifo_capacity;
+  if (fifo <= 0) {
+    for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
+      if (problem.OnWeightPath(t)) fifo += problem.tensors[t].size() * static_cast<Elements>(problem.consumers[t].size());
+    }
+  }
+  relaxed.fast_memory_capacity += fifo;
+  return relaxed;
+}
 
 }  // namespace
 
 BoundModel BuildBoundModel(const Problem& problem) {
+  if (problem.chip.two_paths()) {
+    const Problem relaxed = WeightPathRelaxed(problem);
+    if (HasLayoutOps(relaxed)) return BuildDecoupledBoundModel(Decouple(relaxed).problem);
+    return BuildDecoupledBoundModel(relaxed);
+  }
   if (HasLayoutOps(problem)) return BuildDecoupledBoundModel(Decouple(problem).problem);
   return BuildDecoupledBoundModel(problem);
 }
 
 LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
+  if (problem.chip.two_paths()) return ComputeOneLowerBound(WeightPathRelaxed(problem), model_out);
+  return ComputeOneLowerBound(problem, model_out);
+}
+
+namespace {
+
+LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out) {
   if (HasLayoutOps(problem)) {
     const Decoupled d = Decouple(problem);
-    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out);
+    std::vector<char> weights = WeightTensors(problem);
+    weights.resize(d.problem.tensors.size(), 0);  // the Zs are read by Layout ops: never weights
+    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out, weights);
     const auto first_extra = static_cast<TensorId>(problem.tensors.size());
     for (BoundTerm& term : bound.explanation) {
       if (term.tensor >= first_extra) {
@@ -1280,23 +1331,28 @@ LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
     }
     return bound;
   }
-  return ComputeDecoupledLowerBound(problem, model_out);
+  return ComputeDecoupledLowerBound(problem, model_out, WeightTensors(problem));
 }
 
-namespace {
-
-LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out) {
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights) {
   LowerBound bound;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     bound.compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
   }
-  Elements io = 0;
+  // H6: the two paths apart, each amount being one tensor's and a tensor travelling one path
+  // (`weights`, classified on the problem before Decouple).
+  const auto paths_time = [&](Elements weight, Elements other) {
+    if (!problem.chip.two_paths()) return static_cast<double>(weight + other) / problem.slow_memory_bandwidth;
+    return std::max(static_cast<double>(weight) / problem.chip.weight_bandwidth,
+                    static_cast<double>(other) / problem.slow_memory_bandwidth);
+  };
+  Elements io = 0, weight_io = 0;
   for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
-    if (problem.IsGraphInput(t) || problem.IsGraphOutput(t)) io += problem.tensors[t].size();
+    if (problem.IsGraphInput(t) || problem.IsGraphOutput(t)) (weights[t] ? weight_io : io) += problem.tensors[t].size();
   }
-  bound.graph_io = static_cast<double>(io) / problem.slow_memory_bandwidth;
+  bound.graph_io = paths_time(weight_io, io);
 
-  Built built = Build(problem);
+  Built built = Build(problem, weights);
   const BoundModel& model = built.model;
   auto all = [](OpId) { return true; };
   bound.traffic = Evaluate(model, 0, all, false).value;
@@ -1323,7 +1379,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   }
   for (int i = 0; i < built.islands; ++i) {
     bound.islands += std::max({built.island_compute[i], island_streaming[i],
-                               static_cast<double>(built.island_traffic[i]) / problem.slow_memory_bandwidth});
+                               paths_time(built.island_weight_traffic[i], built.island_traffic[i])});
   }
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {

@@ -1,6 +1,8 @@
 #include "eval/chip_rules.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 namespace annealer {
 
@@ -57,6 +59,13 @@ std::optional<std::string> RoleOverflow(const ChipRules& rules, const RoleUse& u
   return std::nullopt;
 }
 
+std::optional<std::string> WeightFifoOverflow(const ChipRules& rules, Elements weight_slices, int64_t step,
+                                              int64_t tile, int64_t k_step) {
+  if (rules.weight_fifo_capacity <= 0 || weight_slices <= rules.weight_fifo_capacity) return std::nullopt;
+  return "step " + Str(step) + " (tile " + Str(tile) + ", k-step " + Str(k_step) + ") needs " + Str(weight_slices) +
+         " elements of weights in the weight FIFO > capacity " + Str(rules.weight_fifo_capacity);
+}
+
 PrefetchSplit ApplyPrefetch(double compute, double memory, double prefetchable, double slack_before) {
   PrefetchSplit split;
   const double hidden = std::min(prefetchable, slack_before);
@@ -85,6 +94,13 @@ std::string DescribeChipRules(const ChipRules& rules) {
          (rules.wide_writeback ? ", written back at that width" : ", written back narrowed"));
   }
   if (rules.prefetch) line("H5 prefetch of the next step's double-buffered loads");
+  if (rules.two_paths()) {
+    char bandwidth[32];
+    std::snprintf(bandwidth, sizeof bandwidth, "%.6g", rules.weight_bandwidth);
+    line(std::string("H6 weight path: ") + bandwidth + " elements per time unit, in parallel with the slow memory; " +
+         (rules.weight_fifo_capacity > 0 ? "weight FIFO " + Str(rules.weight_fifo_capacity) + " elements"
+                                         : "weight FIFO not checked"));
+  }
   return text;
 }
 
@@ -112,6 +128,20 @@ std::string CheckChipRules(const ChipRules& rules, int64_t native, int64_t fast_
   }
   if (rules.prefetch && !rules.double_staging && !rules.double_vector) {
     return "prefetch: needs a double-buffered staging or vector role to hold the next step's loads";
+  }
+  if (!(rules.weight_bandwidth >= 0) || !std::isfinite(rules.weight_bandwidth)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%.6g", rules.weight_bandwidth);
+    return std::string("weight_bandwidth: must be a finite number >= 0 (0: no weight path), got ") + got;
+  }
+  if (rules.weight_fifo_capacity < 0) {
+    return "weight_fifo_capacity: must not be negative, got " + Str(rules.weight_fifo_capacity);
+  }
+  if (rules.weight_fifo_capacity > 0 && !rules.two_paths()) {
+    return "weight_fifo_capacity: needs a weight path (weight_bandwidth > 0) for the FIFO to sit on";
+  }
+  if (rules.two_paths() && rules.prefetch) {
+    return "weight_bandwidth: the weight path (H6) is not combined with prefetch (H5)";
   }
   return "";
 }

@@ -1,4 +1,4 @@
-// A real chip's memory rules (docs/cost-model.md, rules H1-H5): optional, carried by the Problem,
+// A real chip's memory rules (docs/cost-model.md, rules H1-H6): optional, carried by the Problem,
 // all off by default. With every rule off the cost model is the contest's, exactly: every
 // evaluator skips this file's work, so contest problems price and search as before.
 //
@@ -18,6 +18,12 @@
 //     element; with `wide_writeback` a k-loop MatMul sink's tile is also written at that width.
 //  H5 prefetch: a step's loads whose slices are only of double-buffered roles may be issued
 //     during the previous step of the same subgraph, in its slack (compute - exposed memory).
+//  H6 two slow paths (TPU v1): a weight tensor -- a graph input (no producer) that every
+//     consumer reads only as a MatMul's RHS -- travels the weight path, the other traffic the
+//     slow memory's. A weight slice counts in no fast-memory term (not in W, not in H1's
+//     roles) but in the weight FIFO, checked per step like H1's roles; a step's memory time is
+//     max(weight loads / weight bandwidth, (other loads + writes) / slow-memory bandwidth).
+//     M1's reuse is unchanged. Not combined with H5 (CheckChipRules refuses it).
 #pragma once
 
 #include <cstdint>
@@ -41,9 +47,12 @@ struct ChipRules {
   int64_t accumulator_factor = 1;    // H4: accumulator bytes / element bytes
   bool wide_writeback = false;       // H4
   bool prefetch = false;             // H5
+  double weight_bandwidth = 0;       // H6: elements per time unit of the weight path; 0 = off
+  int64_t weight_fifo_capacity = 0;  // H6: elements; 0 means not checked
   bool operator==(const ChipRules&) const = default;
   bool any() const { return !(*this == ChipRules{}); }
   bool aligned() const { return base_w > 1 || base_h > 1 || base_k > 1; }
+  bool two_paths() const { return weight_bandwidth > 0; }
 };
 
 using Elements = int64_t;
@@ -61,11 +70,13 @@ struct RoleUse {
 // Side axes of H3, in the order of a granularity.
 enum class SideAxis { kW, kH, kK };
 
-// What H1 reports per subgraph: the peak footprint of each role (after H2 and H4).
+// What H1 reports per subgraph: the peak footprint of each role (after H2 and H4); and H6's
+// weight FIFO (the step's weight slices), which Footprints leaves at 0.
 struct RoleFootprints {
   Elements staging = 0;
   Elements accumulator = 0;
   Elements vector = 0;
+  Elements weight_fifo = 0;
   bool operator==(const RoleFootprints&) const = default;
 };
 
@@ -86,6 +97,20 @@ RoleFootprints Footprints(const ChipRules& rules, const RoleUse& use);
 std::optional<std::string> RoleOverflow(const ChipRules& rules, const RoleUse& use, int64_t step,
                                         int64_t tile, int64_t k_step);
 
+// H6: the memory time of a step whose loads are `weight` elements on the weight path and `other`
+// elements (loads and writes) on the slow memory's: the two paths run in parallel. Without H6,
+// other / bandwidth exactly (weight is then 0).
+inline double StepMemory(const ChipRules& rules, double bandwidth, Elements weight, Elements other) {
+  const double slow = static_cast<double>(other) / bandwidth;
+  if (!rules.two_paths()) return slow;
+  const double fast = static_cast<double>(weight) / rules.weight_bandwidth;
+  return fast > slow ? fast : slow;
+}
+
+// H6: the detail of a step whose weight slices overflow the FIFO, or nullopt.
+std::optional<std::string> WeightFifoOverflow(const ChipRules& rules, Elements weight_slices, int64_t step,
+                                              int64_t tile, int64_t k_step);
+
 // The exposed memory of a step under H5 and the slack it leaves: `memory` the step's memory
 // term, `prefetchable` the part of it that may move into the previous step's `slack`.
 struct PrefetchSplit {
@@ -98,7 +123,8 @@ PrefetchSplit ApplyPrefetch(double compute, double memory, double prefetchable, 
 std::string DescribeChipRules(const ChipRules& rules);
 
 // A one-line reason when the rules contradict themselves (a base of 0, a factor of 0, prefetch
-// without a double-buffered role), else "". The readers of problems and profiles call it.
+// without a double-buffered role, a FIFO without a weight path, H6 with H5), else "". The
+// readers of problems and profiles call it.
 std::string CheckChipRules(const ChipRules& rules, int64_t native, int64_t fast_memory_capacity);
 
 }  // namespace annealer

@@ -205,7 +205,7 @@ class SubgraphOracle {
         accumulators += ConsumedInside(problem_.ops[m].output) ? 1 : 0;
       }
     }
-    // The chip's rules (H1-H5).
+    // The chip's rules (H1-H6).
     const ChipRules& chip = problem_.chip;
     const bool rules_on = chip.any();
     int vector_sinks = 0;  // H1: Pointwise and Layout sinks hold their tile in the vector buffer
@@ -299,13 +299,20 @@ class SubgraphOracle {
         Elements loaded = 0;
         Elements prefetchable = 0;  // H5: loads of slices whose every role is double-buffered
         Elements slices = 0;
+        Elements weight_loaded = 0;  // H6: loads on the weight path
+        Elements weight_slices = 0;  // H6: what the weight FIFO holds in this step
         for (const SliceRequest& q : requests_) {
           // R2; a Layout op of this subgraph gathers its output again (L2), as any op run
           // again ignores the retained copy of its output.
           if (RetainedIn(q.tensor) && !Produced(q.tensor)) continue;
-          slices += q.region.size();
           const bool reused = std::binary_search(previous.begin(), previous.end(), q) ||
                               std::binary_search(previous.begin(), previous.end(), whole(q.tensor));
+          if (problem_.OnWeightPath(q.tensor)) {  // H6: not in the fast memory, nor in a role
+            weight_slices += q.region.size();
+            if (!reused) weight_loaded += q.region.size();
+            continue;
+          }
+          slices += q.region.size();
           if (!reused) loaded += q.region.size();
           if (rules_on) {  // H1, H5
             if (q.roles & kStagingRole) roles.staging += q.region.size();
@@ -335,9 +342,13 @@ class SubgraphOracle {
           if (std::optional<std::string> overflow = RoleOverflow(chip, roles, step, tile, j)) {
             return Fail(Verdict::kOutOfMemory, "H1", std::move(*overflow));
           }
+          if (std::optional<std::string> overflow = WeightFifoOverflow(chip, weight_slices, step, tile, j)) {
+            return Fail(Verdict::kOutOfMemory, "H6", std::move(*overflow));  // H6's FIFO
+          }
         }
 
-        const double memory = static_cast<double>(loaded + written) / bandwidth;
+        // M3; H6: the weight path runs beside the slow memory's.
+        const double memory = StepMemory(chip, bandwidth, weight_loaded, loaded + written);
         double exposed = memory;
         if (chip.prefetch) {  // H5: within the subgraph, from the step just before
           const PrefetchSplit split =
@@ -349,7 +360,9 @@ class SubgraphOracle {
         report.memory_time += memory;
         report.latency += std::max(compute, exposed);  // T1
         if (on_step_) {
-          (*on_step_)({step, tile, j, compute, exposed, working_set, rules_on ? Footprints(chip, roles) : RoleFootprints{}});
+          RoleFootprints footprints = rules_on ? Footprints(chip, roles) : RoleFootprints{};
+          footprints.weight_fifo = weight_slices;  // H6; 0 without a weight path
+          (*on_step_)({step, tile, j, compute, exposed, working_set, footprints});
         }
         previous.swap(requests_);
       }

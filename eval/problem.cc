@@ -59,4 +59,13 @@ int64_t Problem::NativeTiles(OpId op) const {
   return CeilDiv(out.height, native) * CeilDiv(out.width, native);
 }
 
+bool Problem::OnWeightPath(TensorId t) const {
+  if (!chip.two_paths() || producer[t] != kNoOp || consumers[t].empty()) return false;
+  for (OpId c : consumers[t]) {
+    const Op& op = ops[c];
+    if (op.kind != OpKind::MatMul || op.inputs[0] == t) return false;
+  }
+  return true;
+}
+
 }  // namespace annealer

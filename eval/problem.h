@@ -45,7 +45,7 @@ struct Problem {
   Elements fast_memory_capacity = 0;
   double slow_memory_bandwidth = 0;  // elements per time unit
   Elements native = 128;             // native w, h and k (spec A.1.4)
-  // A real chip's rules (H1-H5, eval/chip_rules.h); all off for the contest. Not part of the
+  // A real chip's rules (H1-H6, eval/chip_rules.h); all off for the contest. Not part of the
   // contest format: a problem file carries them in an optional "chip_rules" object.
   ChipRules chip;
 
@@ -67,6 +67,10 @@ struct Problem {
   Elements ReductionLength(OpId op) const { return tensors[ops[op].inputs[0]].width; }
   // Number of native tiles (ceil(H/n) * ceil(W/n)) of an op's output.
   int64_t NativeTiles(OpId op) const;
+  // H6: whether t travels the weight path -- the chip has one, t is a graph input, and every
+  // consumer is a MatMul reading t as its RHS only. A property of the tensor, so every slice of
+  // it goes the same way whatever the schedule.
+  bool OnWeightPath(TensorId t) const;
 };
 
 }  // namespace annealer

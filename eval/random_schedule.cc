@@ -214,6 +214,13 @@ ChipRules RandomChipRules(const Problem& problem, std::mt19937_64& rng) {
   return rules;
 }
 
+void RandomWeightPath(const Problem& problem, std::mt19937_64& rng, ChipRules& rules) {
+  rules.weight_bandwidth = static_cast<double>(Uniform(rng, 1, 100));
+  const Elements capacity = problem.fast_memory_capacity;
+  rules.weight_fifo_capacity = Chance(rng, 0.3) ? 0 : Uniform(rng, std::max<Elements>(1, capacity / 16), capacity);
+  rules.prefetch = false;
+}
+
 namespace {
 
 std::vector<int> TopologicalRank(const Problem& problem) {

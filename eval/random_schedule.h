@@ -47,6 +47,10 @@ Problem RandomProblem(std::mt19937_64& rng, DagShape shape, const RandomProblemO
 // and prefetch, each on or off at random. Opt-in: RandomProblem never calls it, so the problems
 // of a seed stay what they were.
 ChipRules RandomChipRules(const Problem& problem, std::mt19937_64& rng);
+// H6 on `rules`: a random weight path (bandwidth 1-100, a FIFO of 0 (unchecked) or between a
+// sixteenth of the fast memory and all of it), prefetch (H5) off. A separate draw so that
+// RandomChipRules's sequence, which other tests count on, is unchanged.
+void RandomWeightPath(const Problem& problem, std::mt19937_64& rng, ChipRules& rules);
 
 struct RandomScheduleOptions {
   double fuse_probability = 0.5;         // an op joins the open subgraph it is connected to

@@ -82,6 +82,7 @@ struct StepPrice {
   Elements working_set;
   RoleUse roles;              // H1; zero when the chip has no rules
   double prefetchable;        // H5: the part of memory that may move into the step before
+  Elements weight_slices;     // H6: the weight FIFO's content; zero without a weight path
 };
 
 // Insertion sort: template lists are short, and std::stable_sort would allocate a buffer.
@@ -110,6 +111,7 @@ struct PricerScratch {
   std::vector<ChargeTemplate> charges, merged_charges;
   std::vector<int> charge_group_begin, charge_group_end;
   std::vector<Region> whole;
+  std::vector<char> weight;
   std::vector<FeedKey> fed;
   std::vector<Region> cur_regions, prev_regions;
   std::vector<char> cur_alive, prev_alive;
@@ -210,12 +212,16 @@ class SubgraphPricer {
       if (std::optional<std::string> overflow = RoleOverflow(problem_.chip, price.roles, step, tile, j)) {
         return Fail(Verdict::kOutOfMemory, "H1", std::move(*overflow));
       }
+      if (std::optional<std::string> overflow = WeightFifoOverflow(problem_.chip, price.weight_slices, step, tile, j)) {
+        return Fail(Verdict::kOutOfMemory, "H6", std::move(*overflow));
+      }
     }
     return std::nullopt;
   }
   bool StepFails(const StepPrice& price) const {
     return price.working_set > problem_.fast_memory_capacity ||
-           (rules_on_ && RoleOverflow(problem_.chip, price.roles, 0, 0, 0).has_value());
+           (rules_on_ && (RoleOverflow(problem_.chip, price.roles, 0, 0, 0).has_value() ||
+                          WeightFifoOverflow(problem_.chip, price.weight_slices, 0, 0, 0).has_value()));
   }
 
   // Prices step `s` after step `prev` (or after nothing).
@@ -246,7 +252,7 @@ class SubgraphPricer {
   Elements resident_ = 0;
   int written_sinks_ = 0;
   int accumulators_ = 0;
-  // The chip's rules (H1-H5): whether any is on, the sinks whose tile is in the vector buffer,
+  // The chip's rules (H1-H6): whether any is on, the sinks whose tile is in the vector buffer,
   // the written k-loop MatMul sinks widened by H4, the roles H5 may prefetch.
   bool rules_on_ = problem_.chip.any();
   int vector_sinks_ = 0;
@@ -260,6 +266,7 @@ class SubgraphPricer {
   std::vector<int>& charge_group_begin_ = scratch_.charge_group_begin;
   std::vector<int>& charge_group_end_ = scratch_.charge_group_end;
   std::vector<Region>& whole_ = scratch_.whole;  // per request template: its whole tensor
+  std::vector<char>& weight_ = scratch_.weight;  // per request template: on the weight path (H6)
   bool step_classes_apply_ = false;
 
   std::vector<FeedKey>& fed_ = scratch_.fed;
@@ -387,14 +394,17 @@ void SubgraphPricer::BuildTemplates() {
   request_group_begin_.resize(num_requests);
   request_group_end_.resize(num_requests);
   whole_.resize(num_requests);
+  weight_.resize(num_requests);
   for (int i = 0; i < num_requests;) {
     int end = i;
     while (end < num_requests && requests_[end].tensor == requests_[i].tensor) ++end;
+    const char on_weight_path = problem_.OnWeightPath(requests_[i].tensor);
     for (int x = i; x < end; ++x) {
       request_group_begin_[x] = i;
       request_group_end_[x] = end;
       const Tensor& tensor = problem_.tensors[requests_[x].tensor];
       whole_[x] = {0, tensor.height, 0, tensor.width};
+      weight_[x] = on_weight_path;
     }
     i = end;
   }
@@ -507,17 +517,23 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   Elements slices = 0;
   RoleUse use;
   Elements prefetchable = 0;
+  Elements weight_loaded = 0, weight_slices = 0;  // H6
   const int num_requests = static_cast<int>(requests_.size());
   for (int i = 0; i < num_requests; ++i) {
     if (!alive[i]) continue;
     const Elements size = regions[i].size();
-    slices += size;
     bool reused = false;
     if (has_prev) {
       for (int x = request_group_begin_[i]; x < request_group_end_[i] && !reused; ++x) {
         reused = prev_alive[x] && (prev_regions[x] == regions[i] || prev_regions[x] == whole_[x]);
       }
     }
+    if (weight_[i]) {  // H6: the weight path, outside the fast memory and the roles
+      weight_slices += size;
+      if (!reused) weight_loaded += size;
+      continue;
+    }
+    slices += size;
     if (!reused) loaded += size;
     if (rules_on_) {  // H1, H5
       if (roles[i] & kStagingRole) use.staging += size;
@@ -595,8 +611,9 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
 
   StepPrice price{};
   price.compute = compute;
-  price.memory = static_cast<double>(loaded + written) / problem_.slow_memory_bandwidth;
+  price.memory = StepMemory(problem_.chip, problem_.slow_memory_bandwidth, weight_loaded, loaded + written);
   price.working_set = slices + resident_ + sink_tiles + accumulators_ * tile;
+  price.weight_slices = weight_slices;
   if (rules_on_) {
     use.vector += vector_sinks_ * tile;
     price.roles = use;

@@ -63,4 +63,12 @@ Schedule MapScheduleToFull(const Subproblem& sub, const Schedule& schedule) {
   return mapped;
 }
 
+bool SameWeightPaths(const Problem& problem, const Subproblem& sub) {
+  if (!problem.chip.two_paths()) return true;
+  for (size_t t = 0; t < sub.tensor_ids.size(); ++t) {
+    if (sub.problem.OnWeightPath(static_cast<TensorId>(t)) != problem.OnWeightPath(sub.tensor_ids[t])) return false;
+  }
+  return true;
+}
+
 }  // namespace annealer

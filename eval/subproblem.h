@@ -8,8 +8,11 @@
 // same, subgraph by subgraph, in the full problem, PROVIDED that (a) every tensor the set
 // produces and ops outside the set consume is consumed by no op of the set (else the
 // sub-problem may keep it ephemeral where the full problem needs it written; see
-// ExportsAreSinks), (b) the subgraph before the first one retains nothing and (c) every tensor
-// the set loads is in slow memory before it runs. Checking (b) and (c) is the caller's job.
+// ExportsAreSinks), (b) the subgraph before the first one retains nothing, (c) every tensor
+// the set loads is in slow memory before it runs and (d) with a weight path (H6), every tensor
+// travels the same path in both (SameWeightPaths: a tensor produced outside the set, or a graph
+// input that ops outside read otherwise, would become a weight of the sub-problem when the set
+// reads it only as a MatMul's RHS). Checking (b), (c) and (d) is the caller's job.
 #pragma once
 
 #include <span>
@@ -38,5 +41,9 @@ bool ExportsAreSinks(const Problem& problem, const Subproblem& sub);
 // The sub-problem's schedule in the full problem's ids (ops, retained tensors); granularity
 // and traversal unchanged.
 Schedule MapScheduleToFull(const Subproblem& sub, const Schedule& schedule);
+
+// Condition (d) above: every tensor of `sub` is on H6's weight path exactly when its full-problem
+// tensor is. True without a weight path.
+bool SameWeightPaths(const Problem& problem, const Subproblem& sub);
 
 }  // namespace annealer

@@ -60,7 +60,8 @@ Latency ComputeOpsBound(const Problem& problem, const std::vector<char>& ops) {
     const TensorId out = problem.ops[op].output;
     if (problem.IsGraphOutput(out)) io += problem.tensors[out].size();
   }
-  return std::max(compute, static_cast<double>(io) / problem.slow_memory_bandwidth);
+  // H6: with a weight path beside the slow memory, max(w / Bw, o / B) >= (w + o) / (B + Bw).
+  return std::max(compute, static_cast<double>(io) / (problem.slow_memory_bandwidth + problem.chip.weight_bandwidth));
 }
 
 std::string ExactFamilyText(int max_subgraph_ops_bound) {
@@ -623,7 +624,9 @@ class ComponentSolver {
       }
       if (!read_inside && std::find(q.begin(), q.end(), out) == q.end()) ++written_sinks;
     }
-    const Latency memory_floor = static_cast<double>(moved) / problem_.slow_memory_bandwidth * (1 - kRelativeSlack);
+    // H6: both paths together move at most B + Bw per time unit (max(w / Bw, o / B) >= (w + o) / (B + Bw)).
+    const double paths_bandwidth = problem_.slow_memory_bandwidth + problem_.chip.weight_bandwidth;
+    const Latency memory_floor = static_cast<double>(moved) / paths_bandwidth * (1 - kRelativeSlack);
     if (memory_floor >= limit) return entry;
     Subgraph scratch;
     scratch.ops = ops;
@@ -646,14 +649,16 @@ class ComponentSolver {
       for (int t = 1; t < patterns; ++t) orders[t] = MakeTraversal(kAllTraversalPatterns[t], rows, cols);
       for (Elements k : ks) {
         const Elements k_slice = grid.reduction == 0 ? 0 : k;
-        if (resident + written_sinks * s.w * s.h + k_slice * (streamed_lhs * s.h + streamed_rhs * s.w) >
-            problem_.fast_memory_capacity) {
+        // (H6: a streamed weight sits in the FIFO, not in the fast memory: no such shortcut.)
+        if (!problem_.chip.two_paths() &&
+            resident + written_sinks * s.w * s.h + k_slice * (streamed_lhs * s.h + streamed_rhs * s.w) >
+                problem_.fast_memory_capacity) {
           continue;  // out of memory in every step (rule W), whatever the traversal
         }
         if (grid.reduction / k > 1 && streamed_lhs + streamed_rhs > 0) {
           const Elements steps = s.tiles * (grid.reduction / k);
           const Elements loads = moved - streamed_whole + steps * k * (streamed_lhs * s.h + streamed_rhs * s.w);
-          const Latency floor_k = static_cast<double>(loads) / problem_.slow_memory_bandwidth * (1 - kRelativeSlack);
+          const Latency floor_k = static_cast<double>(loads) / paths_bandwidth * (1 - kRelativeSlack);
           if (floor_k >= std::min(entry.best, limit)) continue;
         }
         for (int t = 0; t < patterns; ++t) {

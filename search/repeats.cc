@@ -407,6 +407,11 @@ RepeatPlan FindRepeatedBlocks(const Problem& problem, const RepeatOptions& optio
   }
   // Solving apart pays only when most of the graph repeats.
   if (plan.repeated_ops() * 2 < n) return {};
+  // H6: a block must see each tensor on the path the whole graph sends it (condition (d) of
+  // eval/subproblem.h), else its schedule would be priced differently there.
+  for (const RepeatBlock& block : plan.blocks) {
+    if (!SameWeightPaths(problem, block.sub)) return {};
+  }
   return plan;
 }
 

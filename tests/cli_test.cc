@@ -344,7 +344,7 @@ TEST_CASE("cli: baseline -o is atomic and a failing run leaves no output file") 
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("cli: report writes the HTML and the trace; bad arguments and bad logs are clear errors") {
+TEST_CASE("cli: report writes the HTML and the trace, bad arguments and bad logs are clear errors") {
   const std::filesystem::path dir = testing::ScratchDir("cli-test", "report");
   const std::string problem = Problem("example_problem.json");
   const std::string schedule = (dir / "s.json").string();
@@ -480,7 +480,7 @@ TEST_CASE("cli: hardware lists the built-in profiles and shows one as text or JS
   CHECK(Run("hardware --help").exit_code == 0);
 }
 
-TEST_CASE("cli: hardware --apply rewrites a problem; bad profiles exit 1, usage errors 2") {
+TEST_CASE("cli: hardware --apply rewrites a problem, bad profiles exit 1, usage errors 2") {
   const std::filesystem::path dir = testing::ScratchDir("cli-test", "hardware");
   const std::string out = (dir / "v5e.json").string();
   const RunResult apply =
@@ -516,7 +516,7 @@ TEST_CASE("cli: hardware --apply rewrites a problem; bad profiles exit 1, usage 
 namespace annealer {
 namespace {
 
-TEST_CASE("cli: import writes the problem, the map and the summary; every command takes the model") {
+TEST_CASE("cli: import writes the problem, the map and the summary, every command takes the model") {
   const auto dir = testing::ScratchDir("cli", "import");
   const std::string model = std::string(ANNEALER_SOURCE_DIR) + "/tests/models/mlp.onnx";
   const std::string problem = (dir / "mlp.json").string();

@@ -263,7 +263,7 @@ TEST_CASE("e2e: bad arguments exit 2 with a message and a bad problem file exits
   CHECK(help.out.find("--threads N") != std::string::npos);
 }
 
-TEST_CASE("e2e: --log writes one line per improvement as it happens; a bad path exits 1") {
+TEST_CASE("e2e: --log writes one line per improvement as it happens, a bad path exits 1") {
   TempDir dir;
   const std::string out = dir / "out.json";
   const std::string log = dir / "run.jsonl";

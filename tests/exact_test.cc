@@ -250,7 +250,7 @@ TEST_CASE("exact solver: equal to the brute-force enumeration on random DAGs wit
   CHECK(with_layout >= 100);
 }
 
-TEST_CASE("exact solver: an incumbent prunes but never changes the optimum; the family is stated") {
+TEST_CASE("exact solver: an incumbent prunes but never changes the optimum, the family is stated") {
   std::mt19937_64 rng(7);
   for (int round = 0; round < 60; ++round) {
     RandomProblemOptions options;
@@ -339,6 +339,57 @@ TEST_CASE("exact solver in the search: a completed run enters the pool (determin
   params.exact.time_share = 0;  // off: no run, no report
   const SearchSummary without = RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
   CHECK(!without.exact);
+}
+
+// H6 (a weight path): the solver's floors and its working-set shortcut must not cut the optimum
+// of a chip whose weights leave the fast memory and load beside it.
+TEST_CASE("exact solver: equal to the brute-force enumeration with a weight path (H6)") {
+  std::mt19937_64 rng(20261126);
+  int compared = 0, with_weights = 0;
+  for (int round = 0; round < 150; ++round) {
+    RandomProblemOptions options;
+    options.min_ops = 1;
+    options.max_ops = round % 3 == 0 ? 5 : 4;
+    options.native = round % 4 == 0 ? 4 : 2;
+    options.odd_side_probability = 0.3;
+    const DagShape shape = kAllDagShapes[round % std::size(kAllDagShapes)];
+    Problem problem = RandomProblem(rng, shape, options);
+    RandomWeightPath(problem, rng, problem.chip);
+    if (round % 2 == 0) {  // traffic-bound, the weights' own path deciding
+      for (Op& op : problem.ops) op.base_cost *= 0.05;
+      problem.slow_memory_bandwidth = 1;
+      problem.chip.weight_bandwidth = round % 4 == 0 ? 0.5 : 40;
+    }
+    if (round % 3 == 1) {  // a tight fast memory, which weights no longer fill
+      problem.fast_memory_capacity = std::max<Elements>(1, problem.fast_memory_capacity / 3);
+      problem.chip.weight_fifo_capacity = 0;
+    }
+    bool weights = false;
+    for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) weights = weights || problem.OnWeightPath(t);
+    BruteForce brute(problem);
+    const Latency expected = brute.Optimum();
+    ExactOptions exact;
+    exact.max_subgraph_ops = 5;
+    const ExactResult result = SolveExact(problem, exact);
+    CAPTURE(round);
+    CAPTURE(expected);
+    if (expected == kNone) {
+      CHECK(result.status == ExactStatus::kNone);
+      continue;
+    }
+    REQUIRE(result.status == ExactStatus::kOptimal);
+    REQUIRE(result.best);
+    const Evaluation check = EvaluateOracle(problem, *result.best);
+    REQUIRE(check.ok());
+    CHECK(Close(check.total, result.total));
+    CHECK(Close(result.total, expected));
+    CHECK(ComputeLowerBound(problem).total() <= expected * (1 + 1e-9));
+    ++compared;
+    with_weights += weights;
+  }
+  MESSAGE("H6: compared " << compared << " DAGs (" << with_weights << " with weights)");
+  CHECK(compared >= 100);
+  CHECK(with_weights >= 50);
 }
 
 }  // namespace

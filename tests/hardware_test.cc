@@ -89,7 +89,7 @@ struct Expected {
 TEST_CASE("hardware: the built-ins derive the figures of the research table") {
   const Expected table[] = {
       {"tpu-v5e", 67108864, 273, 128, 32, 8, 1.875, 4096},
-      {"tpu-v1", 25165824, 48.571, 256, 256, 256, 5.27, 384},
+      {"tpu-v1", 25165824, 21.475, 256, 256, 256, 11.92, 384},  // bandwidth: the activation path (H6)
       {"tpu7x-tc", 33554432, 1677.27, 256, 32, 16, 1.221, 512},
       {"ascend910-core", 524288, 18.75, 128, 512, 128, 1.707, 32},
       {"gemmini-default", 262144, 16, 16, 16, 16, 1.0, 1024},
@@ -194,7 +194,7 @@ TEST_CASE("hardware: every bad profile is one line naming the file and the line"
       {6, "",
        "hw/x.yaml:5: bandwidth: 819 GB/s needs a clock to become bytes per cycle (add e.g. \"clock: 1.5 GHz\", or give B/cycle)"},
       {11, "note: typo",
-       "hw/x.yaml:11: unknown key \"note\" (known keys: name, description, fast_memory, bandwidth, matrix_unit, macs_per_cycle, vector_elements_per_cycle, dtype, element_bytes, clock, sources, notes, staging_buffer, accumulator_buffer, vector_buffer, double_buffer, tile_base, row_alignment, accumulator_dtype, wide_writeback, prefetch)"},
+       "hw/x.yaml:11: unknown key \"note\" (known keys: name, description, fast_memory, bandwidth, matrix_unit, macs_per_cycle, vector_elements_per_cycle, dtype, element_bytes, clock, sources, notes, staging_buffer, accumulator_buffer, vector_buffer, double_buffer, tile_base, row_alignment, accumulator_dtype, wide_writeback, prefetch, weight_bandwidth, weight_fifo)"},
       {7, "",
        "hw/x.yaml:1: missing key \"matrix_unit\" (required: name, description, fast_memory, bandwidth, matrix_unit, macs_per_cycle, vector_elements_per_cycle, and dtype or element_bytes)"},
   };
@@ -215,14 +215,14 @@ TEST_CASE("hardware: every bad profile is one line naming the file and the line"
         "hw/x.yaml:1: expected a map of keys at the top level (known keys: name, description, fast_memory, "
         "bandwidth, matrix_unit, macs_per_cycle, vector_elements_per_cycle, dtype, element_bytes, clock, "
         "sources, notes, staging_buffer, accumulator_buffer, vector_buffer, double_buffer, tile_base, row_alignment, "
-        "accumulator_dtype, wide_writeback, prefetch)");
+        "accumulator_dtype, wide_writeback, prefetch, weight_bandwidth, weight_fifo)");
   CHECK(ErrorOf(WithLine(4, "fast_memory: 1 B")) == "hw/x.yaml:4: fast_memory: holds no element of 2 bytes");
   for (const std::string& message : {ErrorOf(WithLine(5, "bandwidth: 819 GBps")), ErrorOf("name: [")}) {
     CHECK(message.find('\n') == std::string::npos);
   }
 }
 
-TEST_CASE("hardware: loading by name or path; unknown names and missing files") {
+TEST_CASE("hardware: loading by name or path, unknown names and missing files") {
   const std::filesystem::path dir = testing::ScratchDir("hardware", "load");
   const std::filesystem::path file = dir / "mine.yaml";
   std::ofstream(file) << WithLine(1, "name: mine");
@@ -241,7 +241,7 @@ TEST_CASE("hardware: loading by name or path; unknown names and missing files") 
     FAIL("no error");
   } catch (const InputError& error) {
     CHECK(std::string(error.what()) ==
-          "unknown hardware profile \"tpu-v9\" (built-in: ascend910-core, gemmini-default, mlsys-2026, "
+          "--hardware tpu-v9: unknown hardware profile \"tpu-v9\" (built-in: ascend910-core, gemmini-default, mlsys-2026, "
           "tpu-v1, tpu-v5e, tpu7x-tc, xdna-aie-ml-tile; or give the path of a .yaml file)");
   }
   try {

@@ -162,7 +162,7 @@ TEST_CASE("L1: a Layout op reads slow memory: not its producer's subgraph, not a
   CHECK(Evaluate(p, s).violation.rule == "V5");
 }
 
-TEST_CASE("L5: a Layout output consumed inside is gone afterwards unless retained; a recomputed Layout op gathers again") {
+TEST_CASE("L5: a Layout output consumed inside is gone afterwards unless retained, a recomputed Layout op gathers again") {
   // Layout T0 -> T1; Pointwise T1 -> T2 and T1 -> T3 (base 100 each); all 128x128, B = 10.
   GraphBuilder b(60000, 10);
   for (int i = 0; i < 4; ++i) b.Tensor(128, 128);
@@ -195,7 +195,7 @@ TEST_CASE("L5: a Layout output consumed inside is gone afterwards unless retaine
   CHECK(e.subgraphs[1].peak_working_set == 49152);
 }
 
-TEST_CASE("L2: no V11 for a Layout op feeding a k-split MatMul; the G3 walk stops at it") {
+TEST_CASE("L2: no V11 for a Layout op feeding a k-split MatMul, the G3 walk stops at it") {
   // A transpose X (256x128) -> Y (128x256), Y @ W (256x128) -> Z at [128, 128, 128]: K = 256 >
   // w, legal (a Pointwise op there would break V11). Steps: 2 strips 32768 -> 3276.8, then
   // 32768 + Z 16384 -> 4915.2. Total 8192 (tests/cases/t42). The same with a Pointwise op in

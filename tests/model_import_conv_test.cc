@@ -227,7 +227,7 @@ TEST_CASE("import conv: a grouped conv's output stays blocks for convs and SiLUs
   }
 }
 
-TEST_CASE("import conv: a grouped conv before pooling stays blocks; before a squeeze-excitation scale it is gathered") {
+TEST_CASE("import conv: a grouped conv before pooling stays blocks, before a squeeze-excitation scale it is gathered") {
   // RegNetY's block: 1x1 conv -> ReLU -> grouped 3x3 -> ReLU -> SE (global pool, 1x1 convs,
   // sigmoid) -> the scale times the ReLU -> 1x1 conv. The product takes one tensor.
   {

@@ -54,7 +54,7 @@ TEST_CASE("stack_problem: three copies of -17 chained through tensor 0") {
   CHECK(std::abs(stacked.total - 3 * single.total) <= 1e-9 * stacked.total);
 }
 
-TEST_CASE("stack_problem: one copy is the problem itself; -5 and -9 qualify without a choice") {
+TEST_CASE("stack_problem: one copy is the problem itself, -5 and -9 qualify without a choice") {
   const Problem five = Bundled(5);
   const StackPlan plan = PlanStack(five, std::nullopt);
   CHECK(plan.chained_input == 0);

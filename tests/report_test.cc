@@ -191,6 +191,48 @@ TEST_CASE("report: summary, trace and HTML of the baseline on every bundled prob
   }
 }
 
+TEST_CASE("report: a chip's buffers are drawn against their capacities, and only with rules") {
+  Problem problem = Bundled("mlsys-2026-5");
+  const Schedule schedule = BuildBaseline(problem);
+  const std::string plain = Html(problem, schedule, SummarizeSchedule(problem, schedule));
+  CHECK(plain.find("id=\"ws-staging\"") == std::string::npos);
+  CHECK(plain.find("staging peak") == std::string::npos);
+
+  const Elements capacity = problem.fast_memory_capacity;
+  problem.chip.staging_capacity = 2 * capacity;  // checked; a step's slices fit the memory
+  problem.chip.accumulator_capacity = capacity;  // checked
+  problem.chip.double_staging = true;         // counts twice (H2)
+  const ScheduleSummary summary = SummarizeSchedule(problem, schedule);
+  REQUIRE(summary.valid());
+  Elements staging_peak = 0;
+  for (size_t i = 0; i < summary.subgraphs.size(); ++i) {
+    REQUIRE(summary.subgraphs[i].roles.has_value());
+    const RoleFootprints& roles = *summary.subgraphs[i].roles;
+    // The peak of the oracle's steps, doubled for the double-buffered staging.
+    RoleFootprints expected;
+    EvaluateSubgraphOracleSteps(problem, schedule.subgraphs[i], summary.subgraphs[i].retained_in,
+                                [&](const StepRecord& r) {
+                                  expected.staging = std::max(expected.staging, r.roles.staging);
+                                  expected.accumulator = std::max(expected.accumulator, r.roles.accumulator);
+                                  expected.vector = std::max(expected.vector, r.roles.vector);
+                                });
+    CHECK(roles == expected);
+    CHECK(roles.staging % 2 == 0);
+    CHECK(roles.staging <= 2 * capacity);
+    staging_peak = std::max(staging_peak, roles.staging);
+  }
+  CHECK(staging_peak > 0);
+  const std::string html = Html(problem, schedule, summary);
+  CheckSelfContained(html);
+  CHECK(html.find("id=\"ws-staging\"") != std::string::npos);
+  CHECK(html.find("id=\"ws-accumulator\"") != std::string::npos);
+  CHECK(html.find("id=\"ws-vector\"") == std::string::npos);  // capacity 0: not checked
+  CHECK(html.find("<th>staging peak</th><th>accumulator peak</th>") != std::string::npos);
+  // timeline, working set, and one chart per checked role: a bar per subgraph each
+  CHECK(Count(html, "<g class=\"bar\"") == 4 * schedule.subgraphs.size());
+  CHECK(html.find("(" + Grouped(static_cast<double>(2 * capacity)) + "), one bar per subgraph") != std::string::npos);
+}
+
 TEST_CASE("report: per-step trace events add up to their subgraph and respect the cap") {
   const Problem problem = Bundled("mlsys-2026-17");
   const Schedule schedule = BuildBaseline(problem);
@@ -401,7 +443,7 @@ TEST_CASE("report: a graph of 1,200 ops gives a report and a trace of bounded si
   CHECK(steps <= TraceOptions{}.max_step_events);
 }
 
-TEST_CASE("run log: lines round-trip; bad lines name the file and the line") {
+TEST_CASE("run log: lines round-trip, bad lines name the file and the line") {
   const RunLogEntry entry{1.25, 367001.6000000001, "ga \"x\"", 112000};
   const std::string line = RunLogLine(entry);
   CHECK(line.back() == '\n');

@@ -169,17 +169,6 @@ ParsedArgs ParseArgs(const std::vector<std::string>& args, AcceptedOptions accep
   return parsed;
 }
 
-// The peak footprint of each role (H1) over a subgraph's steps, from the oracle's steps.
-RoleFootprints PeakRoles(const Problem& problem, const Subgraph& subgraph, const std::vector<TensorId>& retained_in) {
-  RoleFootprints peak;
-  EvaluateSubgraphOracleSteps(problem, subgraph, retained_in, [&](const StepRecord& r) {
-    peak.staging = std::max(peak.staging, r.roles.staging);
-    peak.accumulator = std::max(peak.accumulator, r.roles.accumulator);
-    peak.vector = std::max(peak.vector, r.roles.vector);
-  });
-  return peak;
-}
-
 std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summary) {
   const Evaluation& evaluation = summary.evaluation;
   const LowerBound& bound = summary.bound;
@@ -203,11 +192,11 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
            ", \"compute_time\": " + FormatNumber(r.compute_time) +
            ", \"memory_time\": " + FormatNumber(r.memory_time) +
            ", \"peak_working_set\": " + std::to_string(r.peak_working_set);
-    if (problem.chip.any()) {  // H1's buffers, only for a problem with a chip's rules
-      static const std::vector<TensorId> kNothing;
-      const RoleFootprints peak = PeakRoles(problem, s, i > 0 ? summary.subgraphs[i - 1].subgraph->retain : kNothing);
+    if (const std::optional<RoleFootprints>& roles = summary.subgraphs[i].roles) {  // H1's buffers
+      const RoleFootprints& peak = *roles;
       out += ", \"peak_staging\": " + std::to_string(peak.staging) + ", \"peak_accumulator\": " +
              std::to_string(peak.accumulator) + ", \"peak_vector\": " + std::to_string(peak.vector);
+      if (problem.chip.two_paths()) out += ", \"peak_weight_fifo\": " + std::to_string(peak.weight_fifo);
     }
     out += "}";
   }
@@ -233,8 +222,8 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
 }
 
 // A chip's rules and each buffer's peak occupancy per subgraph against its capacity.
-std::string ChipRulesText(const Problem& problem, const Schedule& schedule, const ScheduleSummary& summary) {
-  std::string out = "chip rules (docs/cost-model.md H1-H5):\n";
+std::string ChipRulesText(const Problem& problem, const ScheduleSummary& summary) {
+  std::string out = "chip rules (docs/cost-model.md H1-H6):\n";
   const std::string text = DescribeChipRules(problem.chip);
   for (size_t begin = 0; begin < text.size();) {
     const size_t end = std::min(text.find('\n', begin), text.size());
@@ -246,12 +235,13 @@ std::string ChipRulesText(const Problem& problem, const Schedule& schedule, cons
     return std::to_string(peak) + (capacity > 0 ? " / " + std::to_string(capacity) : std::string(" (unchecked)"));
   };
   std::vector<std::vector<std::string>> rows = {{"#", "staging peak", "accumulator peak", "vector peak"}};
-  if (summary.subgraphs.size() == schedule.subgraphs.size()) {
-    for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
-      static const std::vector<TensorId> kNothing;
-      const RoleFootprints peak = PeakRoles(problem, schedule.subgraphs[i], i > 0 ? schedule.subgraphs[i - 1].retain : kNothing);
+  if (c.two_paths()) rows[0].push_back("weight FIFO peak");  // H6
+  for (size_t i = 0; i < summary.subgraphs.size(); ++i) {
+    if (const std::optional<RoleFootprints>& roles = summary.subgraphs[i].roles) {
+      const RoleFootprints& peak = *roles;
       rows.push_back({std::to_string(i), cell(peak.staging, c.staging_capacity),
                       cell(peak.accumulator, c.accumulator_capacity), cell(peak.vector, c.vector_capacity)});
+      if (c.two_paths()) rows.back().push_back(cell(peak.weight_fifo, c.weight_fifo_capacity));
     }
   }
   return out + "buffer occupancy (elements, after double buffering and accumulator precision):\n" + FormatTable(rows);
@@ -280,7 +270,7 @@ std::string EvaluationText(const std::string& problem_path, const Problem& probl
                     JoinIds(s.ops, ",")});
   }
   out += FormatTable(rows) + "\n";
-  if (problem.chip.any()) out += ChipRulesText(problem, schedule, summary) + "\n";
+  if (problem.chip.any()) out += ChipRulesText(problem, summary) + "\n";
   const std::optional<double>& gap = summary.gap_percent;
   out += "total latency  " + Readable(evaluation.total) + "\n";
   out += "lower bound    " + BoundPartsText(bound) + "\n";

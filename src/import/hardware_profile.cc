@@ -44,7 +44,8 @@ constexpr std::string_view kOptionalKeys[] = {"dtype",          "element_bytes",
                                               "sources",        "notes",             "staging_buffer",
                                               "accumulator_buffer", "vector_buffer", "double_buffer",
                                               "tile_base",      "row_alignment",     "accumulator_dtype",
-                                              "wide_writeback", "prefetch"};
+                                              "wide_writeback", "prefetch",          "weight_bandwidth",
+                                              "weight_fifo"};
 
 std::string KnownKeys() {
   std::string list;
@@ -127,7 +128,7 @@ class ProfileReader {
     ReadElementSize(root, profile);
     profile.fast_memory_bytes = Quantity("fast_memory", kMemoryUnits, /*bare_unit_factor=*/1.0);
     if (values_.count("clock")) profile.clock_hz = Quantity("clock", kClockUnits, 0);
-    profile.bandwidth_bytes_per_cycle = Bandwidth(profile.clock_hz);
+    profile.bandwidth_bytes_per_cycle = Bandwidth("bandwidth", profile.clock_hz);
     profile.native = Integer("matrix_unit", kMaxTensorSide);
     profile.macs_per_cycle = Quantity("macs_per_cycle", {}, 1.0);
     profile.vector_elements_per_cycle = Quantity("vector_elements_per_cycle", {}, 1.0);
@@ -140,7 +141,7 @@ class ProfileReader {
     return profile;
   }
 
-  // The optional chip rules (H1-H5), each checked against the rest of the profile.
+  // The optional chip rules (H1-H6), each checked against the rest of the profile.
   void ReadChipRules(HardwareProfile& profile) const {
     const std::pair<const char*, double*> buffers[] = {{"staging_buffer", &profile.staging_bytes},
                                                        {"accumulator_buffer", &profile.accumulator_bytes},
@@ -242,6 +243,21 @@ class ProfileReader {
                             "need a second buffer)");
       }
     }
+    if (values_.count("weight_bandwidth")) {  // H6
+      profile.weight_bandwidth_bytes_per_cycle = Bandwidth("weight_bandwidth", profile.clock_hz);
+      if (profile.prefetch) {
+        FailKey("weight_bandwidth", "weight_bandwidth: the weight path (H6) is not combined with prefetch: true (H5)");
+      }
+    }
+    if (values_.count("weight_fifo")) {
+      profile.weight_fifo_bytes = Quantity("weight_fifo", kMemoryUnits, 1.0);
+      if (!values_.count("weight_bandwidth")) {
+        FailKey("weight_fifo", "weight_fifo: needs weight_bandwidth (the weight path the FIFO sits on)");
+      }
+      if (std::floor(profile.weight_fifo_bytes / profile.element_bytes) < 1) {
+        FailKey("weight_fifo", "weight_fifo: holds no element of " + std::to_string(profile.element_bytes) + " bytes");
+      }
+    }
   }
 
   bool Boolean(const std::string& key) const {
@@ -335,19 +351,20 @@ class ProfileReader {
   static std::string ExampleOf(const std::string& key) {
     if (key == "fast_memory") return "\"128 MiB\"";
     if (key == "clock") return "\"1.5 GHz\"";
+    if (key == "weight_fifo") return "\"256 KiB\"";
     return "\"16 B/cycle\" or \"819 GB/s\"";
   }
 
-  double Bandwidth(double clock_hz) const {
+  double Bandwidth(const std::string& key, double clock_hz) const {
     std::vector<Unit> units(std::begin(kPerCycleUnits), std::end(kPerCycleUnits));
     units.insert(units.end(), std::begin(kPerSecondUnits), std::end(kPerSecondUnits));
-    const double value = Quantity("bandwidth", units, 0);
-    const std::string text = Scalar("bandwidth", "a number");
+    const double value = Quantity(key, units, 0);
+    const std::string text = Scalar(key, "a number");
     const bool per_second = text.size() >= 2 && text.compare(text.size() - 2, 2, "/s") == 0;
     if (!per_second) return value;
     if (clock_hz == 0) {
-      FailKey("bandwidth", "bandwidth: " + text +
-                                  " needs a clock to become bytes per cycle (add e.g. \"clock: 1.5 GHz\", or give B/cycle)");
+      FailKey(key, key + ": " + text +
+                       " needs a clock to become bytes per cycle (add e.g. \"clock: 1.5 GHz\", or give B/cycle)");
     }
     return value / clock_hz;
   }
@@ -477,6 +494,8 @@ DerivedHardware Derive(const HardwareProfile& profile) {
   }
   chip.wide_writeback = profile.wide_writeback;
   chip.prefetch = profile.prefetch;
+  chip.weight_bandwidth = profile.weight_bandwidth_bytes_per_cycle / profile.element_bytes;
+  chip.weight_fifo_capacity = elements(profile.weight_fifo_bytes);
   return derived;
 }
 

@@ -31,7 +31,7 @@ struct HardwareProfile {
   int64_t native = 0;  // the matrix unit's side n
   std::vector<std::string> sources;
   std::string notes;
-  // The chip's memory rules (docs/hardware.md "Chip rules", H1-H5 of docs/cost-model.md); every
+  // The chip's memory rules (docs/hardware.md "Chip rules", H1-H6 of docs/cost-model.md); every
   // key optional, none given = the contest's model.
   double staging_bytes = 0;      // staging_buffer: MatMul operand slices (H1)
   double accumulator_bytes = 0;  // accumulator_buffer: MatMul output regions (H1)
@@ -43,6 +43,8 @@ struct HardwareProfile {
   int accumulator_element_bytes = 0;
   bool wide_writeback = false;       // H4
   bool prefetch = false;             // H5
+  double weight_bandwidth_bytes_per_cycle = 0;  // H6: the weight path; 0 = none
+  double weight_fifo_bytes = 0;                 // H6: 0 = not checked
 };
 
 // The problem numbers of a profile. All times are in cycles.

@@ -78,7 +78,7 @@ std::string HardwareProfileText(const HardwareProfile& profile) {
       {"  tiles that fit", Readable(d.tiles_that_fit), "= " + Grouped(static_cast<double>(d.capacity)) + " / " + n + "^2"},
   });
   if (d.chip.any()) {
-    out += "\nchip rules (docs/cost-model.md H1-H5; capacities in elements of " + el + "):\n";
+    out += "\nchip rules (docs/cost-model.md H1-H6; capacities in elements of " + el + "):\n";
     const std::string text = DescribeChipRules(d.chip);
     size_t begin = 0;
     while (begin < text.size()) {
@@ -130,6 +130,9 @@ std::string HardwareProfileJson(const HardwareProfile& profile, int indent) {
                             ", " + std::to_string(c.base_k) + "], \"accumulator_factor\": " +
                             std::to_string(c.accumulator_factor) + ", \"wide_writeback\": " +
                             (c.wide_writeback ? "true" : "false") + ", \"prefetch\": " + (c.prefetch ? "true" : "false") +
+                            (c.two_paths() ? ", \"weight_bandwidth\": " + FormatNumber(c.weight_bandwidth) +
+                                                 ", \"weight_fifo_capacity\": " + std::to_string(c.weight_fifo_capacity)
+                                           : std::string()) +
                             "}");
   }
   std::string sources = "[";

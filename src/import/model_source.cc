@@ -20,7 +20,7 @@ namespace {
 // The hardware is read before the model, so a bad profile is reported without parsing anything.
 LoweredModel LowerChecked(const OnnxGraph& graph, const DerivedHardware& derived, const std::string& origin) {
   LoweredModel model = LowerOnnxGraph(graph, LoweringHardwareOf(derived));
-  model.problem.chip = derived.chip;  // the chip's rules (H1-H5) do not change the lowering
+  model.problem.chip = derived.chip;  // the chip's rules (H1-H6) do not change the lowering
   // The problem as a file must read back to itself: the reader's checks (sizes, shapes) apply.
   const Problem back = ParseProblem(ProblemToJson(model.problem), origin + " (imported)");
   if (!(back == model.problem)) throw InputError(origin, "", "internal: the imported problem does not read back");

@@ -41,11 +41,12 @@ ChipRules ReadChipRules(const JsonField& object, Elements native, Elements capac
     const std::string_view key = member.key;
     static constexpr std::string_view kKnown[] = {"staging_capacity", "accumulator_capacity", "vector_capacity",
                                                   "double_buffer",    "tile_base",            "accumulator_factor",
-                                                  "wide_writeback",   "prefetch"};
+                                                  "wide_writeback",   "prefetch",             "weight_bandwidth",
+                                                  "weight_fifo_capacity"};
     if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
       object.Fail("unknown key " + QuoteForMessage(key, 40) +
                   " (known: staging_capacity, accumulator_capacity, vector_capacity, double_buffer, "
-                  "tile_base, accumulator_factor, wide_writeback, prefetch)");
+                  "tile_base, accumulator_factor, wide_writeback, prefetch, weight_bandwidth, weight_fifo_capacity)");
     }
   }
   auto integer = [&](std::string_view key, int64_t& out) {
@@ -63,6 +64,10 @@ ChipRules ReadChipRules(const JsonField& object, Elements native, Elements capac
   integer("accumulator_factor", rules.accumulator_factor);
   boolean("wide_writeback", rules.wide_writeback);
   boolean("prefetch", rules.prefetch);
+  integer("weight_fifo_capacity", rules.weight_fifo_capacity);
+  if (const std::optional<JsonField> f = object.OptionalMember("weight_bandwidth")) {
+    rules.weight_bandwidth = f->FiniteNumber();
+  }
   if (const std::optional<JsonField> f = object.OptionalMember("double_buffer")) {
     for (const JsonField& item : f->Items()) {
       const std::string_view role = item.String();

@@ -56,7 +56,12 @@ std::string ProblemToJson(const Problem& problem) {
     AppendIntegers(out, {chip.base_w, chip.base_h, chip.base_k});
     out += ", \"accumulator_factor\": " + std::to_string(chip.accumulator_factor) +
            ", \"wide_writeback\": " + (chip.wide_writeback ? "true" : "false") +
-           ", \"prefetch\": " + (chip.prefetch ? "true" : "false") + "}";
+           ", \"prefetch\": " + (chip.prefetch ? "true" : "false");
+    if (chip.two_paths()) {  // H6, only when on: files with H1-H5 alone are written as before
+      out += ", \"weight_bandwidth\": " + FormatNumber(chip.weight_bandwidth) +
+             ", \"weight_fifo_capacity\": " + std::to_string(chip.weight_fifo_capacity);
+    }
+    out += "}";
   }
   out += "\n}\n";
   return out;

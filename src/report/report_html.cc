@@ -652,55 +652,100 @@ class Report {
   }
 
   std::string WorkingSet() const {
-    const double capacity = static_cast<double>(problem_.fast_memory_capacity);
-    double top = capacity;
+    std::vector<std::optional<double>> peaks;
     for (const SubgraphSummary& s : summary_.subgraphs) {
-      if (s.report) top = std::max(top, static_cast<double>(s.report->peak_working_set));
+      peaks.push_back(s.report ? std::optional<double>(static_cast<double>(s.report->peak_working_set))
+                               : std::nullopt);
+    }
+    std::string out = OccupancyChart("ws", "Peak working set per subgraph",
+                                     "the fast memory capacity", peaks,
+                                     static_cast<double>(problem_.fast_memory_capacity), 170);
+    if (!problem_.chip.any()) return out;
+    // H1's buffers and H6's weight FIFO: one chart per buffer the chip checks, beside the one fast
+    // memory (rule W).
+    const ChipRules& c = problem_.chip;
+    struct Role {
+      const char* id;
+      const char* name;
+      Elements capacity;
+      Elements RoleFootprints::*peak;
+    };
+    const Role roles[] = {{"ws-staging", "matrix staging", c.staging_capacity, &RoleFootprints::staging},
+                          {"ws-accumulator", "accumulator", c.accumulator_capacity, &RoleFootprints::accumulator},
+                          {"ws-vector", "vector buffer", c.vector_capacity, &RoleFootprints::vector},
+                          {"ws-weight-fifo", "weight FIFO", c.two_paths() ? c.weight_fifo_capacity : 0,
+                           &RoleFootprints::weight_fifo}};
+    for (const Role& role : roles) {
+      if (role.capacity <= 0) continue;
+      std::vector<std::optional<double>> role_peaks;
+      for (const SubgraphSummary& s : summary_.subgraphs) {
+        role_peaks.push_back(s.roles ? std::optional<double>(static_cast<double>((*s.roles).*role.peak))
+                                     : std::nullopt);
+      }
+      out += OccupancyChart(role.id, std::string("Peak ") + role.name + " occupancy per subgraph",
+                            role.peak == &RoleFootprints::weight_fifo
+                                ? std::string("its capacity (chip rule H6)")
+                                : std::string("its capacity (chip rule H1, after double buffering and "
+                                              "accumulator precision)"),
+                            role_peaks, static_cast<double>(role.capacity), 120);
+    }
+    return out;
+  }
+
+  // One bar per subgraph (its peak, or a red stub when it has none) against a capacity line,
+  // zoomable along x.
+  std::string OccupancyChart(const std::string& id, const std::string& heading,
+                             const std::string& against,
+                             const std::vector<std::optional<double>>& peaks, double capacity,
+                             double height) const {
+    double top = capacity;
+    for (const std::optional<double>& p : peaks) {
+      if (p) top = std::max(top, *p);
     }
     top *= 1.08;
-    const double plot = 150, base = 160;
+    const double plot = height - 20, base = height - 10;
     const auto y = [&](double v) { return base - v / top * plot; };
-    const int n = std::max(1, NumSubgraphs());
+    const int n = std::max(1, static_cast<int>(peaks.size()));
     const double slot = kChartWidth / n;
-    std::string out = "<section id=\"ws-section\">\n<h2>Peak working set per subgraph "
-                      "<span class=\"hint\">against the fast memory capacity (" +
+    std::string out = "<section id=\"" + id + "-section\">\n<h2>" + HtmlEscape(heading) +
+                      " <span class=\"hint\">against " + HtmlEscape(against) + " (" +
                       Grouped(capacity) + "), one bar per subgraph in order; wheel: zoom, drag: "
-                      "pan</span><button data-reset=\"ws\">fit</button></h2>\n";
-    out += "<svg id=\"ws\" class=\"zoom focusable\" data-zoom=\"x\" viewBox=\"0 0 " +
-           Num(kChartWidth, 0) + " 170\" preserveAspectRatio=\"none\" style=\"height:170px\">\n";
+                      "pan</span><button data-reset=\"" + id + "\">fit</button></h2>\n";
+    out += "<svg id=\"" + id + "\" class=\"zoom focusable\" data-zoom=\"x\" viewBox=\"0 0 " +
+           Num(kChartWidth, 0) + " " + Num(height, 0) + "\" preserveAspectRatio=\"none\" style=\"height:" +
+           Num(height, 0) + "px\">\n";
     for (const double t : Ticks(0, top, 4)) {
       out += "<line x1=\"0\" x2=\"" + Num(kChartWidth, 0) + "\" y1=\"" + Num(y(t)) + "\" y2=\"" +
              Num(y(t)) + "\" stroke=\"#eef0f4\" vector-effect=\"non-scaling-stroke\"/>\n";
     }
-    for (int i = 0; i < NumSubgraphs(); ++i) {
-      const SubgraphSummary& s = summary_.subgraphs[i];
+    for (int i = 0; i < static_cast<int>(peaks.size()); ++i) {
       const double bx = i * slot + slot * 0.1, bw = slot * 0.8;
-      if (!s.report) {
+      if (!peaks[i]) {
         out += "<g class=\"bar\"" + SgAttr({i}) + "><rect class=\"ws\" x=\"" + Num(bx, 3) +
                "\" y=\"" + Num(base - 6) + "\" width=\"" + Num(bw, 3) +
                "\" height=\"6\" fill=\"#c62828\"/><title>subgraph " + std::to_string(i) +
                " not priced</title></g>\n";
         continue;
       }
-      const double peak = static_cast<double>(s.report->peak_working_set);
+      const double peak = *peaks[i];
       const double ratio = capacity > 0 ? peak / capacity : 0;
       const char* fill = ratio > 0.95 ? "#d9534f" : ratio > 0.75 ? "#e8b23a" : "#4aa88c";
       out += "<g class=\"bar\"" + SgAttr({i}) + "><rect class=\"ws\" x=\"" + Num(bx, 3) +
              "\" y=\"" + Num(y(peak), 2) + "\" width=\"" + Num(bw, 3) + "\" height=\"" +
              Num(base - y(peak), 2) + "\" fill=\"" + fill + "\"/><title>subgraph " +
-             std::to_string(i) + ": peak working set " + Grouped(peak) + " (" +
-             PercentText1(ratio * 100) + " of the capacity)</title></g>\n";
+             std::to_string(i) + ": peak " + Grouped(peak) + " (" + PercentText1(ratio * 100) +
+             " of the capacity)</title></g>\n";
     }
     out += "<line x1=\"0\" x2=\"" + Num(kChartWidth, 0) + "\" y1=\"" + Num(y(capacity)) +
            "\" y2=\"" + Num(y(capacity)) + "\" stroke=\"#c62828\" stroke-width=\"1.5\" "
            "stroke-dasharray=\"6 4\" vector-effect=\"non-scaling-stroke\"><title>capacity " +
            Grouped(capacity) + "</title></line>\n";
-    out += "</svg>\n<div class=\"axis\" id=\"ws-axis\" data-int data-full=\"" + std::to_string(n) +
-           "\" data-unit=\"\"></div>\n<div class=\"legend\"><span>x: subgraph index; y: 0 to " +
-           Grouped(top) + " elements</span><span><i style=\"background:#4aa88c\"></i>\u2264 75 % "
-           "of the capacity</span><span><i style=\"background:#e8b23a\"></i>\u2264 95 %</span>"
-           "<span><i style=\"background:#d9534f\"></i>&gt; 95 %</span><span><i style=\"background:"
-           "#c62828\"></i>dashed: capacity</span></div>\n</section>\n";
+    out += "</svg>\n<div class=\"axis\" id=\"" + id + "-axis\" data-int data-full=\"" +
+           std::to_string(n) + "\" data-unit=\"\"></div>\n<div class=\"legend\"><span>x: subgraph "
+           "index; y: 0 to " + Grouped(top) + " elements</span><span><i style=\"background:#4aa88c\">"
+           "</i>\u2264 75 % of the capacity</span><span><i style=\"background:#e8b23a\"></i>\u2264 "
+           "95 %</span><span><i style=\"background:#d9534f\"></i>&gt; 95 %</span><span><i style=\""
+           "background:#c62828\"></i>dashed: capacity</span></div>\n</section>\n";
     return out;
   }
 
@@ -805,8 +850,21 @@ class Report {
                       "class=\"tablewrap\">\n<table id=\"subgraphs\">\n<thead><tr><th>#</th><th "
                       "class=\"l\">ops</th><th>granularity</th><th>tiles \u00d7 k</th><th>latency"
                       "</th><th>share</th><th>compute</th><th>memory</th><th>bound</th><th>peak "
-                      "working set</th><th>of capacity</th><th class=\"l\">retained in</th><th "
-                      "class=\"l\">retains</th></tr></thead>\n<tbody>\n";
+                      "working set</th><th>of capacity</th>";
+    // H1's buffers and H6's FIFO, for a chip with rules: each checked buffer's peak and its share.
+    const ChipRules& c = problem_.chip;
+    const std::pair<const char*, Elements> roles[] = {
+        {"staging", c.staging_capacity},
+        {"accumulator", c.accumulator_capacity},
+        {"vector", c.vector_capacity},
+        {"weight FIFO", c.two_paths() ? c.weight_fifo_capacity : 0}};
+    int role_columns = 0;
+    for (const auto& [name, role_capacity] : roles) {
+      if (!problem_.chip.any() || role_capacity <= 0) continue;
+      out += std::string("<th>") + name + " peak</th>";
+      ++role_columns;
+    }
+    out += "<th class=\"l\">retained in</th><th class=\"l\">retains</th></tr></thead>\n<tbody>\n";
     for (int i = 0; i < NumSubgraphs(); ++i) {
       const SubgraphSummary& s = summary_.subgraphs[i];
       const Subgraph& g = *s.subgraph;
@@ -827,8 +885,18 @@ class Report {
                PercentText1(capacity > 0 ? static_cast<double>(r.peak_working_set) / capacity * 100
                                         : 0) +
                "</td>";
+        if (role_columns > 0) {
+          const RoleFootprints peak = s.roles.value_or(RoleFootprints{});
+          const Elements peaks[] = {peak.staging, peak.accumulator, peak.vector, peak.weight_fifo};
+          for (int k = 0; k < 4; ++k) {
+            if (roles[k].second <= 0) continue;
+            const double share = static_cast<double>(peaks[k]) / static_cast<double>(roles[k].second) * 100;
+            out += "<td" + std::string(share > 100 ? " class=\"bad\"" : "") + ">" +
+                   Grouped(static_cast<double>(peaks[k])) + " (" + PercentText1(share) + ")</td>";
+          }
+        }
       } else {
-        out += "<td colspan=\"8\" class=\"l bad\">" +
+        out += "<td colspan=\"" + std::to_string(8 + role_columns) + "\" class=\"l bad\">" +
                HtmlEscape(s.violation ? s.violation->Message() : "not priced") + "</td>";
       }
       out += "<td class=\"l\">" + JoinIds(s.retained_in, ", ") + "</td><td class=\"l\">" +

@@ -8,6 +8,18 @@
 
 namespace annealer {
 
+RoleFootprints PeakRoles(const Problem& problem, const Subgraph& subgraph,
+                         const std::vector<TensorId>& retained_in) {
+  RoleFootprints peak;
+  EvaluateSubgraphOracleSteps(problem, subgraph, retained_in, [&](const StepRecord& r) {
+    peak.staging = std::max(peak.staging, r.roles.staging);
+    peak.accumulator = std::max(peak.accumulator, r.roles.accumulator);
+    peak.vector = std::max(peak.vector, r.roles.vector);
+    peak.weight_fifo = std::max(peak.weight_fifo, r.roles.weight_fifo);
+  });
+  return peak;
+}
+
 ScheduleSummary SummarizeSchedule(const Problem& problem, const Schedule& schedule) {
   ScheduleSummary summary;
   summary.evaluation = EvaluateOracle(problem, schedule);
@@ -37,6 +49,7 @@ ScheduleSummary SummarizeSchedule(const Problem& problem, const Schedule& schedu
       }
     }
     if (s.report) start += s.report->latency;
+    if (s.report && problem.chip.any()) s.roles = PeakRoles(problem, subgraph, retained_in);
     // An invalid subgraph may retain ids that are not tensors (V8); its successor is priced as
     // if only the real ones were kept, which is the best the report can do.
     retained_in.clear();

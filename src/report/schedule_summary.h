@@ -23,6 +23,9 @@ struct SubgraphSummary {
   std::optional<Violation> violation;    // the rule it breaks on its own (index set)
   Latency start = 0;                     // sum of the priced latencies before it
   bool partial_edge_tiles = false;       // see SubgraphsWithPartialEdgeTiles
+  // H1's buffers for a problem with a chip's rules: each role's peak over the subgraph's steps
+  // (after H2 and H4), from the oracle's steps. nullopt without rules or without a report.
+  std::optional<RoleFootprints> roles;
   // A subgraph whose steps spend more time moving data than computing, summed over its steps.
   bool memory_bound() const { return report && report->memory_time > report->compute_time; }
 };
@@ -39,6 +42,10 @@ struct ScheduleSummary {
 
   bool valid() const { return evaluation.ok(); }
 };
+
+// The peak footprint of each role (H1) over a subgraph's steps, from the oracle's steps.
+RoleFootprints PeakRoles(const Problem& problem, const Subgraph& subgraph,
+                         const std::vector<TensorId>& retained_in);
 
 // "VALID", "OOM" or "INVALID": the verdict as `annealer evaluate --json` and the Python package
 // name it.
