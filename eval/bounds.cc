@@ -773,66 +773,91 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
     }
     if (!changed) break;
   }
-  std::vector<char> activated(num_ops, 0), hidden(num_ops, 0);
-  for (OpId y = 0; y < num_ops; ++y) {
-    activated[y] = active_count[y] > 0;
-    hidden[y] = hidden_count[y] > 0;
-    result.activated += activated[y] && !hidden[y] ? 1 : 0;
-  }
-  fill_lines(activated, hidden);
+  // The claims of the chosen units: lines, P15's term and the best weight.
+  const auto finish = [&]() {
+    std::vector<char> activated(num_ops, 0), hidden(num_ops, 0);
+    result.activated = 0;
+    result.retention = nullptr;
+    for (OpId y = 0; y < num_ops; ++y) {
+      activated[y] = active_count[y] > 0;
+      hidden[y] = hidden_count[y] > 0;
+      result.activated += activated[y] && !hidden[y] ? 1 : 0;
+    }
+    fill_lines(activated, hidden);
 
-  // P15: an activated T-only MatMul y alone among its class's requirers, its produced inputs
-  // read by no other member, loads them in every subgraph that holds it (each pays M_S, and
-  // nothing else there claims them) unless the subgraph before holds their producer and retains
-  // them (R1, V8). The subgraphs before distinct such y are distinct "hosts". A host without
-  // slack is the subgraph of the picked instance of an activated op (paying on memory) whose
-  // class holds a producer, or of a producer's picked instance: at most F of them. Any other
-  // host has an unclaimed activated instance paying on memory (M_S >= its own loads) or an
-  // unclaimed producer instance (a c_p in a C_S + (1 - a) M_S subgraph).
-  std::vector<double> alone_load;
-  std::vector<char> is_producer(num_ops, 0);
-  for (OpId y = 0; y < num_ops; ++y) {
-    if (!solitary[y] || !activated[y] || hidden[y]) continue;
-    for (TensorId t : problem.ops[y].inputs) {
-      const OpId p = problem.producer[t];
-      if (p != kNoOp && problem.ops[p].kind != OpKind::Layout) is_producer[p] = 1;
+    // P15: an activated T-only MatMul y alone among its class's requirers, its produced inputs
+    // read by no other member, loads them in every subgraph that holds it (each pays M_S, and
+    // nothing else there claims them) unless the subgraph before holds their producer and retains
+    // them (R1, V8). The subgraphs before distinct such y are distinct "hosts". A host without
+    // slack is the subgraph of the picked instance of an activated op (paying on memory) whose
+    // class holds a producer, or of a producer's picked instance: at most F of them. Any other
+    // host has an unclaimed activated instance paying on memory (M_S >= its own loads) or an
+    // unclaimed producer instance (a c_p in a C_S + (1 - a) M_S subgraph).
+    std::vector<double> alone_load;
+    std::vector<char> is_producer(num_ops, 0);
+    for (OpId y = 0; y < num_ops; ++y) {
+      if (!solitary[y] || !activated[y] || hidden[y]) continue;
+      for (TensorId t : problem.ops[y].inputs) {
+        const OpId p = problem.producer[t];
+        if (p != kNoOp && problem.ops[p].kind != OpKind::Layout) is_producer[p] = 1;
+      }
+      alone_load.push_back(retain_load[y]);
     }
-    alone_load.push_back(retain_load[y]);
-  }
-  if (!alone_load.empty()) {
-    double host_memory = std::numeric_limits<double>::infinity();
-    double host_compute = std::numeric_limits<double>::infinity();
-    int free_hosts = 0;
-    std::vector<char> counted(num_ops, 0);
-    for (OpId p = 0; p < num_ops; ++p) {
-      if (!is_producer[p]) continue;
-      ++free_hosts;
-      host_compute = std::min(host_compute, compute[p]);
-    }
-    for (int i = 0; i < num_classes; ++i) {
-      if (!on[find(unit, i)]) continue;
-      bool holds_producer = false;
-      for (OpId m : classes[i].members) holds_producer = holds_producer || is_producer[m];
-      if (!holds_producer) continue;
-      for (OpId x : classes[i].requirers) {
-        host_memory = std::min({host_memory, own_t[x], other_on_memory[x] ? own_n[x] : own_t[x]});
-        if (!counted[x]) {
-          counted[x] = 1;
-          ++free_hosts;
+    if (!alone_load.empty()) {
+      double host_memory = std::numeric_limits<double>::infinity();
+      double host_compute = std::numeric_limits<double>::infinity();
+      int free_hosts = 0;
+      std::vector<char> counted(num_ops, 0);
+      for (OpId p = 0; p < num_ops; ++p) {
+        if (!is_producer[p]) continue;
+        ++free_hosts;
+        host_compute = std::min(host_compute, compute[p]);
+      }
+      for (int i = 0; i < num_classes; ++i) {
+        if (!on[find(unit, i)]) continue;
+        bool holds_producer = false;
+        for (OpId m : classes[i].members) holds_producer = holds_producer || is_producer[m];
+        if (!holds_producer) continue;
+        for (OpId x : classes[i].requirers) {
+          host_memory = std::min({host_memory, own_t[x], other_on_memory[x] ? own_n[x] : own_t[x]});
+          if (!counted[x]) {
+            counted[x] = 1;
+            ++free_hosts;
+          }
         }
       }
+      result.retention = [alone_load, host_memory, host_compute, free_hosts](double w) {
+        double sum = 0, most = 0;
+        for (double load : alone_load) {
+          const double lambda = std::min({load, host_memory, w * host_compute});
+          sum += lambda;
+          most = std::max(most, lambda);
+        }
+        return std::max(0.0, sum - static_cast<double>(free_hosts) * most);
+      };
     }
-    result.retention = [alone_load, host_memory, host_compute, free_hosts](double w) {
-      double sum = 0, most = 0;
-      for (double load : alone_load) {
-        const double lambda = std::min({load, host_memory, w * host_compute});
-        sum += lambda;
-        most = std::max(most, lambda);
-      }
-      return std::max(0.0, sum - static_cast<double>(free_hosts) * most);
-    };
+    result.value = BestOverWeight(result.lines, [](OpId) { return true; }, result.retention);
+  };
+  finish();
+  // An activated retainer claims only its own loads: without P15's term it loses. Keep the
+  // better of the choice above and the same without units whose requirers are all retainers.
+  bool any_retainer_unit = false;
+  for (int root = 0; root < num_classes; ++root) {
+    if (!on[root] || units[root].empty()) continue;
+    bool all_retainers = true;
+    for (int i : units[root]) {
+      for (OpId x : classes[i].requirers) all_retainers = all_retainers && retainer[x];
+    }
+    if (!all_retainers) continue;
+    toggle(root, -1);
+    any_retainer_unit = true;
   }
-  result.value = BestOverWeight(result.lines, [](OpId) { return true; }, result.retention);
+  if (any_retainer_unit) {
+    Streaming with = std::move(result);
+    result = Streaming{};
+    finish();
+    if (with.value >= result.value) result = std::move(with);
+  }
   return result;
 }
 
