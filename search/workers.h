@@ -53,6 +53,9 @@ class Worker {
         context_{env.problem, env.rank, env.pricer, env.stop, &evaluator_} {}
   virtual ~Worker() = default;
   virtual void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) = 0;
+  // The pool has received a start much better than what the worker walks from (the overlapped
+  // repeated-block start): the next epoch begins from the pool.
+  virtual void Rebase() {}
   const std::string& kind() const { return kind_; }
   int64_t moves() const { return moves_; }
 
@@ -75,6 +78,7 @@ class SaWorker : public Worker {
  public:
   SaWorker(const WorkerEnvironment& env, uint64_t seed) : Worker(env, seed, "sa") {}
   void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) override;
+  void Rebase() override { started_ = false; }
 
  private:
   void Restart();
