@@ -11,6 +11,7 @@
 #include "eval/cost_cache.h"
 #include "eval/incremental.h"
 #include "eval/oracle.h"
+#include "eval/random_schedule.h"
 #include "eval/subgraph_structure.h"
 #include "search/baseline.h"
 #include "search/constructive.h"
@@ -121,6 +122,51 @@ TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under 
   }
   CHECK(applied > 10);
   CHECK(EvaluateOracle(problem, evaluator.schedule()).ok());
+}
+
+TEST_CASE("granularity fit: a remembered fit is the fit computed afresh, on random contexts of random problems") {
+  // FitSubgraph memoizes complete fits per thread and pricer (search/subgraph_tools.h). Each
+  // context is fitted twice by one pricer (the second answer comes from the memo) and once by a
+  // pricer of its own without a cache (a new serial: computed afresh): all three must agree.
+  std::mt19937_64 rng(2024);
+  const auto never = std::function<bool()>([] { return false; });
+  int compared = 0, valid = 0, with_start = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const Problem problem = RandomProblem(rng, kAllDagShapes[trial % std::size(kAllDagShapes)], {.min_ops = 3, .max_ops = 10});
+    const std::vector<int> rank = TopologicalRanks(problem);
+    CostCache cache(1 << 14);
+    const SubgraphPricer pricer(problem, &cache);
+    const Schedule schedule = RandomSchedule(problem, rng);
+    for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
+      const Subgraph& sg = schedule.subgraphs[i];
+      const std::vector<TensorId>& retained_in = i == 0 ? std::vector<TensorId>{} : schedule.subgraphs[i - 1].retain;
+      for (int variant = 0; variant < 4; ++variant) {
+        const Subgraph* start = variant % 2 == 1 ? &sg : nullptr;
+        const bool thorough = variant >= 2;
+        const bool partial = thorough && (trial % 3 == 0);
+        auto fit = [&](const SubgraphPricer& by) {
+          return FitSubgraph(by, sg.ops, retained_in, sg.retain, start, thorough, never, partial);
+        };
+        const auto first = fit(pricer);
+        const auto again = fit(pricer);
+        const SubgraphPricer fresh_pricer(problem, nullptr);
+        const auto fresh = fit(fresh_pricer);
+        REQUIRE(first.has_value() == fresh.has_value());
+        REQUIRE(again.has_value() == fresh.has_value());
+        ++compared;
+        if (start != nullptr) ++with_start;
+        if (!fresh) continue;
+        ++valid;
+        CHECK(first->subgraph == fresh->subgraph);
+        CHECK(again->subgraph == fresh->subgraph);
+        CHECK(first->latency == fresh->latency);
+        CHECK(again->latency == fresh->latency);
+      }
+    }
+  }
+  CHECK(compared > 1000);
+  CHECK(valid > compared / 2);
+  CHECK(with_start == compared / 2);
 }
 
 TEST_CASE("granularity fit: with partial edge tiles allowed, the thorough fit finds sides between powers of two when capacity is tight") {
