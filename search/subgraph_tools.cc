@@ -309,39 +309,42 @@ struct Key {
 };
 
 // FitSubgraph's per-thread memo of complete fits (see subgraph_tools.h): direct-mapped by the
-// hash of the input words, each slot holding its whole key, so a hit is exact.
+// hash of the key's words, each slot holding its whole key, so a hit is exact. A key is the
+// fit's flags and start, then the context: its ids (a context seen before) or its shape (the
+// same context in another copy of a repeated layer; eval/cost_cache.h).
+struct FitAnswer {
+  bool valid = false;  // false: no candidate tried was valid (FitSubgraph returns nullopt)
+  Key key{};
+  Latency latency = 0;
+};
+template <size_t kSlots>
 class FitMemo {
  public:
-  struct Answer {
-    bool valid = false;  // false: no candidate tried was valid (FitSubgraph returns nullopt)
-    Key key{};
-    Latency latency = 0;
-  };
-  // Builds the key of a fit by the pricer numbered `serial`. (A slot keeps its pricer's serial
+  using Answer = FitAnswer;
+  // Starts the key of a fit by the pricer numbered `serial`. (A slot keeps its pricer's serial
   // rather than the memo being emptied for each new pricer: a TBB thread may serve the arenas of
   // a search and of its nested searches by turns.)
-  void Begin(uint64_t serial, const std::vector<OpId>& ops, const std::vector<TensorId>& retained_in,
-             const std::vector<TensorId>& retain, bool thorough, bool partial_edge_tiles,
-             const Subgraph* start, int start_t) {
+  void Begin(uint64_t serial, bool thorough, bool partial_edge_tiles, const Subgraph* start, int start_t) {
     serial_ = serial;
     words_.clear();
     words_.push_back((thorough ? 1 : 0) | (partial_edge_tiles ? 2 : 0) | (start != nullptr ? 4 : 0) |
-                     (static_cast<int64_t>(start_t) << 3));
+                     (static_cast<uint64_t>(start_t) << 3));
     if (start != nullptr) {
-      words_.push_back(start->granularity.w);
-      words_.push_back(start->granularity.h);
-      words_.push_back(start->granularity.k);
+      words_.push_back(static_cast<uint64_t>(start->granularity.w));
+      words_.push_back(static_cast<uint64_t>(start->granularity.h));
+      words_.push_back(static_cast<uint64_t>(start->granularity.k));
     }
-    auto list = [&](const std::vector<int>& ids) {
-      words_.push_back(static_cast<int64_t>(ids.size()));
-      words_.insert(words_.end(), ids.begin(), ids.end());
-    };
-    list(ops);
-    list(retained_in);
-    list(retain);
-    uint64_t h = 0x9e3779b97f4a7c15ull ^ serial;
-    for (int64_t w : words_) {
-      h ^= static_cast<uint64_t>(w) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  }
+  void AddIds(const std::vector<int>& ids) {
+    words_.push_back(ids.size());
+    for (int id : ids) words_.push_back(static_cast<uint64_t>(id));
+  }
+  void AddWords(const std::vector<uint64_t>& words) { words_.insert(words_.end(), words.begin(), words.end()); }
+  // Ends the key: its hash.
+  void End() {
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ serial_;
+    for (uint64_t w : words_) {
+      h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
       h *= 0xff51afd7ed558ccdull;
     }
     hash_ = h ^ (h >> 29);
@@ -360,18 +363,15 @@ class FitMemo {
   }
 
  private:
-  // 64 Ki slots (~10 MB per thread with their keys): on ResNet-50, 8 Ki slots answered 79 % of
-  // the fits, 64 Ki 84 % (mlsys-2026-13: 92 % and 97 %).
-  static constexpr size_t kSlots = 1 << 16;
   struct Slot {
     uint64_t serial = 0;  // of the pricer (serials start at 1): 0 = empty
     uint64_t hash = 0;
-    std::vector<int64_t> words;
+    std::vector<uint64_t> words;
     Answer answer;
   };
   uint64_t serial_ = 0;
   std::vector<Slot> slots_ = std::vector<Slot>(kSlots);
-  std::vector<int64_t> words_;
+  std::vector<uint64_t> words_;
   uint64_t hash_ = 0;
 };
 
@@ -506,21 +506,42 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     }
   }
   if (!traversal_allowed(current)) current.t = 0;
-  // The start is now fixed: the rest of the fit depends on nothing but the memo's key.
-  thread_local FitMemo fit_memo;
-  fit_memo.Begin(pricer.serial(), ops, retained_in, retain, thorough, partial_edge_tiles, start, current.t);
-  if (const FitMemo::Answer* known = fit_memo.Find()) {
-    if (!known->valid) return std::nullopt;
-    FitResult fit{std::move(scratch), known->latency};
-    fit.subgraph.granularity = {known->key.w, known->key.h, known->key.k};
-    fit.subgraph.traversal = std::move(traversal_slot(known->key).order);
+  // The start is now fixed: the rest of the fit depends on nothing but the memo's key. By ids
+  // first; on a miss by shape. 64 Ki slots by ids (~10 MB per thread with their keys): on
+  // ResNet-50, 8 Ki answered 79 % of the fits, 64 Ki 84 % (mlsys-2026-13: 92 % and 97 %).
+  thread_local FitMemo<size_t{1} << 16> by_ids;
+  thread_local FitMemo<size_t{1} << 15> by_shape;
+  thread_local std::vector<uint64_t> shape_words;
+  auto answer = [&](const FitAnswer& known) -> std::optional<FitResult> {
+    if (!known.valid) return std::nullopt;
+    FitResult fit{std::move(scratch), known.latency};
+    fit.subgraph.granularity = {known.key.w, known.key.h, known.key.k};
+    fit.subgraph.traversal = std::move(traversal_slot(known.key).order);
     return fit;
+  };
+  by_ids.Begin(pricer.serial(), thorough, partial_edge_tiles, start, current.t);
+  by_ids.AddIds(ops);
+  by_ids.AddIds(retained_in);
+  by_ids.AddIds(retain);
+  by_ids.End();
+  if (const auto* known = by_ids.Find()) return answer(*known);
+  const bool has_shape = ContextShapeWords(problem, ops, retained_in, retain, shape_words);
+  if (has_shape) {
+    by_shape.Begin(pricer.serial(), thorough, partial_edge_tiles, start, current.t);
+    by_shape.AddWords(shape_words);
+    by_shape.End();
+    if (const auto* known = by_shape.Find()) {
+      by_ids.Store(*known);
+      return answer(*known);
+    }
   }
   // Only a fit that `stop` did not cut is the function of its inputs.
   std::optional<Latency> best;
   auto remember = [&](bool valid) {
     if (stop && stop()) return;
-    fit_memo.Store({valid, current, valid ? *best : 0});
+    const FitAnswer known{valid, current, valid ? *best : 0};
+    by_ids.Store(known);
+    if (has_shape) by_shape.Store(known);
   };
   best = price(current);
   if (!best) {

@@ -20,6 +20,7 @@
 #include "search/moves.h"
 #include "search/params.h"
 #include "src/io/problem_reader.h"
+#include "src/io/problem_stack.h"
 #include "tests/test_files.h"
 
 namespace annealer {
@@ -167,6 +168,46 @@ TEST_CASE("granularity fit: a remembered fit is the fit computed afresh, on rand
   CHECK(compared > 1000);
   CHECK(valid > compared / 2);
   CHECK(with_start == compared / 2);
+}
+
+TEST_CASE("granularity fit: a fit remembered by shape, in another copy of a stacked problem, is the fit computed afresh") {
+  // The copies of a stack have contexts of one shape under different ids: the first copy's fits
+  // answer the others' (by shape), and must equal what a pricer of their own computes.
+  const auto never = std::function<bool()>([] { return false; });
+  for (const char* name : {"mlsys-2026-5.json", "mlsys-2026-17.json"}) {
+    CAPTURE(name);
+    const Problem one = ReadBundledProblem(name);
+    const Problem stack = StackProblem(one, PlanStack(one, std::nullopt), 4);
+    const int n = static_cast<int>(one.ops.size());
+    CostCache cache(1 << 14);
+    const SubgraphPricer pricer(stack, &cache);
+    std::mt19937_64 rng(11);
+    int compared = 0;
+    for (int trial = 0; trial < 30; ++trial) {
+      // One run of topologically consecutive ops of copy 0, and the same ops in copies 1-3.
+      const int first = std::uniform_int_distribution<int>(0, n - 1)(rng);
+      const int length = std::uniform_int_distribution<int>(1, std::min(6, n - first))(rng);
+      for (int copy = 0; copy < 4; ++copy) {
+        std::vector<OpId> ops;
+        for (int i = first; i < first + length; ++i) ops.push_back(copy * n + one.topological_order[i]);
+        const std::vector<int> rank = TopologicalRanks(stack);
+        ops = SortTopologically(rank, ops);
+        if (!IsConnected(stack, ops)) break;
+        for (bool thorough : {false, true}) {
+          const std::vector<TensorId> none;
+          const auto remembered = FitSubgraph(pricer, ops, none, none, nullptr, thorough, never);
+          const SubgraphPricer fresh_pricer(stack, nullptr);
+          const auto fresh = FitSubgraph(fresh_pricer, ops, none, none, nullptr, thorough, never);
+          REQUIRE(remembered.has_value() == fresh.has_value());
+          ++compared;
+          if (!fresh) continue;
+          CHECK(remembered->subgraph == fresh->subgraph);
+          CHECK(remembered->latency == fresh->latency);
+        }
+      }
+    }
+    CHECK(compared >= 60);
+  }
 }
 
 TEST_CASE("granularity fit: with partial edge tiles allowed, the thorough fit finds sides between powers of two when capacity is tight") {
