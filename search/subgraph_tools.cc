@@ -377,6 +377,30 @@ class FitMemo {
 
 }  // namespace
 
+bool NoGranularityFits(const Problem& problem, const std::vector<OpId>& ops,
+                       const std::vector<TensorId>& retained_in, const std::vector<TensorId>& retain) {
+  const Elements n = problem.native;
+  Elements min_reduction = 0;
+  for (OpId op : ops) {
+    if (op >= 0 && op < static_cast<OpId>(problem.ops.size()) && problem.ops[op].kind == OpKind::MatMul) {
+      const Elements k = problem.ReductionLength(op);
+      min_reduction = min_reduction == 0 ? k : std::min(min_reduction, k);
+    }
+  }
+  thread_local Subgraph probe;  // its vectors keep their capacity from call to call
+  probe.ops.assign(ops.begin(), ops.end());
+  probe.retain.assign(retain.begin(), retain.end());
+  probe.granularity = {n, n, min_reduction == 0 ? 1 : std::min(n, min_reduction)};
+  probe.traversal.reset();
+  const std::optional<SubgraphResult> failure = StructuralFailure(problem, probe, retained_in);
+  if (!failure) return false;
+  const std::string& rule = failure->violation.rule;
+  for (const char* always : {"V1", "V5", "V6", "V8", "V12", "G3", "L1", "V11"}) {
+    if (rule == always) return true;
+  }
+  return false;
+}
+
 std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::vector<OpId>& ops,
                                      const std::vector<TensorId>& retained_in,
                                      const std::vector<TensorId>& retain,
@@ -544,6 +568,10 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     if (has_shape) by_shape.Store(known);
   };
   best = price(current);
+  if (!best && NoGranularityFits(problem, ops, retained_in, retain)) {
+    remember(false);
+    return std::nullopt;
+  }
   if (!best) {
     // Too big (or an illegal k): walk down the tile sizes, largest area first, then largest k,
     // then (the order in which they were once listed) largest w, until one fits. Only the

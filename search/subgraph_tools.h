@@ -128,6 +128,16 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
                                      const std::function<bool()>& stop,
                                      bool partial_edge_tiles = false);
 
+// True when no granularity or traversal gives the context a valid subgraph, by the structural
+// rules alone (eval/subgraph_structure.h, no pricing): a rule that does not depend on them
+// fails (V1, V5, V6, V8, V12, G3, L1), or V11 fails at the largest sides and k a fit tries
+// (w = h = native, k = min(native, the least reduction length)), below which it keeps failing
+// (it asks w >= K or h >= K of a MatMul split in k, k < K). FitSubgraph asks it when its first
+// candidate fails, instead of walking down every size (on a network most of those fits,
+// e.g. a Pointwise op moved in front of a MatMul with K > native, can never be valid).
+bool NoGranularityFits(const Problem& problem, const std::vector<OpId>& ops,
+                       const std::vector<TensorId>& retained_in, const std::vector<TensorId>& retain);
+
 // The retain set of a subgraph filtered to what is allowed and useful: produced by it (V8),
 // not a graph output (O5), and a boundary input of `next` (when there is a next subgraph).
 std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpId>& ops,

@@ -85,6 +85,22 @@ void SaWorker::Restart() {
   reheats_ = 0;
 }
 
+void SaWorker::Rebase(const Schedule& start) {
+  const Candidate c = evaluator_.Reset(start);
+  if (!c.valid) return;  // never: the driver passes a schedule the pool accepted
+  started_ = true;
+  run_best_ = c.total;
+  temperature_ = env_.params.sa.initial_temperature;
+  since_cooling_ = 0;
+  cooling_steps_without_gain_ = 0;
+  reheats_ = 0;
+  has_best_ = true;
+  best_total_ = c.total;
+  pending_polish_ = start;
+  polish_due_ = true;
+  polish_cursor_ = 0;
+}
+
 void SaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) {
   const SaParams& sa = env_.params.sa;
   if (!started_) {

@@ -53,9 +53,10 @@ class Worker {
         context_{env.problem, env.rank, env.pricer, env.stop, &evaluator_} {}
   virtual ~Worker() = default;
   virtual void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) = 0;
-  // The pool has received a start much better than what the worker walks from (the overlapped
-  // repeated-block start): the next epoch begins from the pool.
-  virtual void Rebase() {}
+  // A start from elsewhere (the overlapped repeated-block start, search/driver.h) that the
+  // worker should walk from, whatever its own best: the next epoch begins there (SA), and the
+  // worker's improvements on it count as its new bests (reported, polished).
+  virtual void Rebase(const Schedule& start) { (void)start; }
   const std::string& kind() const { return kind_; }
   int64_t moves() const { return moves_; }
 
@@ -78,7 +79,7 @@ class SaWorker : public Worker {
  public:
   SaWorker(const WorkerEnvironment& env, uint64_t seed) : Worker(env, seed, "sa") {}
   void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) override;
-  void Rebase() override { started_ = false; }
+  void Rebase(const Schedule& start) override;
 
  private:
   void Restart();

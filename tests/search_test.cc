@@ -12,6 +12,7 @@
 #include "eval/incremental.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
+#include "eval/subgraph_cost.h"
 #include "eval/subgraph_structure.h"
 #include "search/baseline.h"
 #include "search/constructive.h"
@@ -208,6 +209,75 @@ TEST_CASE("granularity fit: a fit remembered by shape, in another copy of a stac
     }
     CHECK(compared >= 60);
   }
+}
+
+TEST_CASE("granularity fit: when the structural rules say no granularity fits, none does") {
+  // NoGranularityFits lets FitSubgraph give up without walking down every size; it must only
+  // say so when every (w, h, k) a fit may try (sides up to native, k up to the least reduction
+  // length, raster: a traversal only adds V10) is invalid. Checked against every such
+  // granularity with powers of two and a few other values, on random op sets of random problems.
+  std::mt19937_64 rng(99);
+  int claimed = 0, v11 = 0, checked = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const Problem problem =
+        RandomProblem(rng, kAllDagShapes[trial % std::size(kAllDagShapes)], {.min_ops = 2, .max_ops = 7, .native = trial % 2 ? 16 : 32});
+    const std::vector<int> rank = TopologicalRanks(problem);
+    const int num_ops = static_cast<int>(problem.ops.size());
+    for (int draw = 0; draw < 6; ++draw) {
+      std::vector<OpId> ops;
+      for (OpId op = 0; op < num_ops; ++op) {
+        if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) ops.push_back(op);
+      }
+      if (ops.empty()) ops.push_back(std::uniform_int_distribution<int>(0, num_ops - 1)(rng));
+      if (draw % 2 == 0) ops = SortTopologically(rank, ops);  // else maybe out of order (V6)
+      std::vector<TensorId> retain;
+      if (draw == 5) retain.push_back(problem.ops[ops.back()].output);
+      const std::vector<TensorId> none;
+      ++checked;
+      if (!NoGranularityFits(problem, ops, none, retain)) continue;
+      ++claimed;
+      const Elements n = problem.native;
+      Elements k_top = n;
+      bool has_matmul = false;
+      for (OpId op : ops) {
+        if (problem.ops[op].kind == OpKind::MatMul) {
+          has_matmul = true;
+          k_top = std::min(k_top, problem.ReductionLength(op));
+        }
+      }
+      if (!has_matmul) k_top = 1;
+      std::vector<Elements> sides;
+      for (Elements v = 1; v <= n; v *= 2) sides.push_back(v);
+      sides.push_back(n - 1);
+      sides.push_back(3);
+      std::vector<Elements> ks;
+      for (Elements v = 1; v <= k_top; v *= 2) ks.push_back(v);
+      ks.push_back(k_top);
+      Subgraph sg{ops, {}, std::nullopt, retain};
+      bool any_valid = false;
+      std::string rule;
+      for (Elements w : sides) {
+        for (Elements h : sides) {
+          for (Elements k : ks) {
+            if (w < 1 || h < 1 || k < 1) continue;
+            sg.granularity = {w, h, k};
+            const SubgraphResult result = CostSubgraph(problem, sg, none);
+            if (result.ok()) any_valid = true;
+            if (rule.empty() && !result.ok()) rule = result.violation.rule;
+          }
+        }
+      }
+      CAPTURE(trial);
+      CAPTURE(rule);
+      CHECK_FALSE(any_valid);
+      sg.granularity = {n, n, k_top};  // where NoGranularityFits probes
+      if (CostSubgraph(problem, sg, none).violation.rule == "V11") ++v11;
+    }
+  }
+  CHECK(checked == 1800);
+  CHECK(claimed > 300);
+  CHECK(v11 > 10);  // the rule that is not structural everywhere is exercised too
+  MESSAGE("claimed " << claimed << " of " << checked << ", by V11 " << v11);
 }
 
 TEST_CASE("granularity fit: with partial edge tiles allowed, the thorough fit finds sides between powers of two when capacity is tight") {
