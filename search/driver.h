@@ -80,9 +80,12 @@ struct SearchSummary {
 // (status optimal) offers its schedule to the pool, as kind "exact".
 // Both run before the workers, except in free mode with 2+ threads on a graph of at least
 // repeats.min_ops ops (repeats.overlap): there they run on a thread of their own beside the
-// workers' first epochs, during which only the first worker runs; what they find joins the pool
-// at the next epoch boundary, the workers then restart from the pool (Worker::Rebase) and all
-// run. The first epoch then starts right after the constructive starts (setup_seconds).
+// workers' epochs, and the first epoch starts right after the constructive starts
+// (setup_seconds). Until the repeated-block start ends only the first worker runs; at the next
+// epoch boundary after it, the pool becomes the constructive starts and the composed schedule
+// (ElitePool::Restart; the lone worker's best stays the search's best), the workers rebase on
+// them (Worker::Rebase) and all run, beside the exact solver if it still runs. Its result joins
+// the pool at the epoch boundary after it ends.
 // Returns within ~50 ms after `deadline` or `stop`. The best schedule is always valid (its
 // committed Candidate was valid). Throws std::runtime_error when no valid start exists or a
 // worker failed (the worker's exception is rethrown after all workers joined).

@@ -308,6 +308,13 @@ struct Key {
   bool operator==(const Key&) const = default;
 };
 
+bool IsIndexOrder(const std::vector<int64_t>& order) {
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (order[i] != static_cast<int64_t>(i)) return false;
+  }
+  return true;
+}
+
 // FitSubgraph's per-thread memo of complete fits (see subgraph_tools.h): direct-mapped by the
 // hash of the key's words, each slot holding its whole key, so a hit is exact. A key is the
 // fit's flags and start, then the context: its ids (a context seen before) or its shape (the
@@ -490,22 +497,48 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   thread_local std::vector<Priced> memo;
   memo.clear();
   const ScopedPricingStop pricing_stop(stop);
-  auto price = [&](const Key& key) -> std::optional<Latency> {
-    for (const Priced& p : memo) {
-      if (p.key == key) return p.latency;
+  auto price_uncached = [&](const Key& key) -> std::optional<Latency> {
+    std::optional<Latency> latency;
+    TraversalSlot& slot = traversal_slot(key);
+    scratch.granularity = {key.w, key.h, key.k};
+    scratch.traversal.swap(slot.order);
+    try {
+      latency = pricer.PriceLatency(scratch, retained_in);
+    } catch (const PricingCancelled&) {
+      // Out of time inside a step-by-step pricing: the candidate counts as not priced, and
+      // the loops below see `stop` and return the best found so far.
     }
+    scratch.traversal.swap(slot.order);
+    return latency;
+  };
+  auto recalled = [&](const Key& key) -> const Priced* {
+    for (const Priced& p : memo) {
+      if (p.key == key) return &p;
+    }
+    return nullptr;
+  };
+  auto price = [&](const Key& key) -> std::optional<Latency> {
+    if (const Priced* p = recalled(key)) return p->latency;
     std::optional<Latency> latency;
     if (traversal_allowed(key) && !too_fine(key)) {
-      TraversalSlot& slot = traversal_slot(key);
-      scratch.granularity = {key.w, key.h, key.k};
-      scratch.traversal.swap(slot.order);
-      try {
-        latency = pricer.PriceLatency(scratch, retained_in);
-      } catch (const PricingCancelled&) {
-        // Out of time inside a step-by-step pricing: the candidate counts as not priced, and
-        // the loops below see `stop` and return the best found so far.
+      // A named traversal whose order is raster's on this grid (one row or one column, where
+      // every pattern walks the tiles in index order) prices as raster does: pricing reads
+      // nothing of a traversal but its order. Such grids are common on a network (a tensor no
+      // wider than native is one column); each would otherwise be priced anew as an explicit
+      // order.
+      Key as = key;
+      if (key.t != 0) {
+        const std::optional<std::vector<int64_t>>& order = traversal_slot(key).order;
+        if (order && IsIndexOrder(*order)) as.t = 0;
       }
-      scratch.traversal.swap(slot.order);
+      if (as == key) {
+        latency = price_uncached(key);
+      } else if (const Priced* p = recalled(as)) {
+        latency = p->latency;
+      } else {
+        latency = price_uncached(as);
+        memo.push_back({as, latency});
+      }
     }
     memo.push_back({key, latency});
     return latency;

@@ -96,6 +96,32 @@ TEST_CASE("elite pool: offers are invisible until Synchronize, duplicates merge,
   }
 }
 
+TEST_CASE("elite pool: Restart drops every entry and merges the given ones with the buffer") {
+  PoolParams params;
+  params.size = 3;
+  params.diversity = 0;
+  ElitePool pool(params);
+  const Schedule a = OneOpSchedule(0), b = OneOpSchedule(1), c = OneOpSchedule(2), d = OneOpSchedule(3);
+  pool.Offer(a, 10, "sa");
+  pool.Offer(b, 20, "sa");
+  pool.Synchronize();
+  REQUIRE(pool.size() == 2);
+  const std::vector<EliteEntry> kept = {pool.entries()[1]};  // b at 20
+  pool.Offer(d, 40, "ga");  // buffered: merged by the restart
+  ElitePool other(params);
+  other.Offer(c, 30, "repeat");
+  other.Synchronize();
+  std::vector<EliteEntry> entries = kept;
+  entries.push_back(other.entries()[0]);
+  pool.Restart(entries);
+  REQUIRE(pool.size() == 3);
+  CHECK(pool.entries()[0].schedule == b);  // a (10) is gone
+  CHECK(pool.entries()[0].total == 20);
+  CHECK(pool.entries()[1].schedule == c);
+  CHECK(pool.entries()[1].found_by == "repeat");
+  CHECK(pool.entries()[2].schedule == d);
+}
+
 TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under the oracle") {
   const Problem problem = ReadBundledProblem("mlsys-2026-5.json");
   CostCache cache(1 << 16);
@@ -209,6 +235,40 @@ TEST_CASE("granularity fit: a fit remembered by shape, in another copy of a stac
     }
     CHECK(compared >= 60);
   }
+}
+
+TEST_CASE("granularity fit: a traversal in index order prices exactly as raster") {
+  // FitSubgraph prices a named traversal whose order is the index order (a one-row or
+  // one-column grid) as raster; that is exact only if pricing reads nothing of a traversal but
+  // its order. Checked on the subgraphs of random schedules, bit for bit, valid or not, with and
+  // without the retained-in set, by the fast path and by the oracle.
+  std::mt19937_64 rng(5);
+  int compared = 0, valid = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const Problem problem = RandomProblem(rng, kAllDagShapes[trial % std::size(kAllDagShapes)], {.min_ops = 2, .max_ops = 8});
+    const Schedule schedule = RandomSchedule(problem, rng);
+    for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
+      Subgraph raster = schedule.subgraphs[i];
+      raster.traversal.reset();
+      const std::vector<TensorId> retained_in = i == 0 ? std::vector<TensorId>{} : schedule.subgraphs[i - 1].retain;
+      SubgraphStructure structure;
+      if (AnalyseSubgraph(problem, raster, structure)) continue;  // no grid to order
+      Subgraph ordered = raster;
+      ordered.traversal.emplace(structure.rows * structure.cols);
+      for (int64_t t = 0; t < structure.rows * structure.cols; ++t) (*ordered.traversal)[t] = t;
+      const SubgraphResult a = CostSubgraph(problem, raster, retained_in);
+      const SubgraphResult b = CostSubgraph(problem, ordered, retained_in);
+      CHECK(a.verdict == b.verdict);
+      CHECK(a.violation.rule == b.violation.rule);
+      CHECK(a.report == b.report);  // latency bit for bit
+      const SubgraphResult oracle = EvaluateSubgraphOracle(problem, ordered, retained_in);
+      CHECK(oracle.verdict == a.verdict);
+      ++compared;
+      if (a.ok()) ++valid;
+    }
+  }
+  CHECK(compared > 500);
+  CHECK(valid > 200);
 }
 
 TEST_CASE("granularity fit: when the structural rules say no granularity fits, none does") {
