@@ -239,6 +239,20 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
   return true;
 }
 
+}  // namespace
+
+bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
+                       const std::vector<TensorId>& retained_in, const std::vector<TensorId>& retain,
+                       std::vector<uint64_t>& words) {
+  thread_local ShapeScratch scratch;
+  thread_local Subgraph context;  // its vectors keep their capacity from call to call
+  context.ops.assign(ops.begin(), ops.end());
+  context.retain.assign(retain.begin(), retain.end());
+  return BuildShapeKey(problem, context, retained_in, scratch, words);
+}
+
+namespace {
+
 // The ids of a context as words, the key of a thread's id table (contexts the front table cannot
 // key: an explicit traversal, more than 12 ids): the counts, the granularity, the ops as listed,
 // then the sorted retained sets, 32-bit ids two to a word. The table keeps the traversal beside.

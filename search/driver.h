@@ -25,7 +25,7 @@ struct SearchProgress {
   double elapsed_seconds = 0;
   Latency best_total = 0;
   int64_t moves = 0;
-  double moves_per_second = 0;  // over the time the workers have run (after the starts)
+  double moves_per_second = 0;  // over the workers' time (SearchSummary::worker_seconds)
   double cache_hit_rate = 0;
   int epoch = 0;
 };
@@ -44,6 +44,12 @@ struct SearchSummary {
   Latency best_total = 0;
   int64_t moves = 0;
   double search_seconds = 0;  // time the workers ran (after the constructive starts)
+  // Time from the call to the first epoch of the workers (the starts that ran before them).
+  double setup_seconds = 0;
+  // The workers' thread-seconds over the thread count: search_seconds less the share of the
+  // threads the overlapped starts had. moves / worker_seconds = the moves per second of the
+  // search on the whole graph at all threads.
+  double worker_seconds = 0;
   double cache_hit_rate = 0;
   std::map<std::string, int> improvements_by_kind;
   std::map<std::string, Latency> gain_by_kind;
@@ -67,11 +73,19 @@ struct SearchSummary {
 // mode: within repeats.deterministic_epochs epochs per class, whatever the clock; a class ends
 // early when its schedule meets the block's lower bound or its exact solver completes), and
 // the composed schedule is offered to the pool as kind "repeat". Graphs where nothing repeats pay only the detection.
-// Then, before the workers, the exact solver (search/exact.h) runs
+// Then the exact solver (search/exact.h) runs
 // with the pool's best as its incumbent, within exact.time_share of the budget (skipped when
 // that is under 50 ms; deterministic
 // mode: within exact.deterministic_states states, whatever the clock); only a completed run
 // (status optimal) offers its schedule to the pool, as kind "exact".
+// Both run before the workers, except in free mode with 2+ threads on a graph of at least
+// repeats.min_ops ops (repeats.overlap): there they run on a thread of their own beside the
+// workers' epochs, and the first epoch starts right after the constructive starts
+// (setup_seconds). Until the repeated-block start ends only the first worker runs; at the next
+// epoch boundary after it, the pool becomes the constructive starts and the composed schedule
+// (ElitePool::Restart; the lone worker's best stays the search's best), the workers rebase on
+// them (Worker::Rebase) and all run, beside the exact solver if it still runs. Its result joins
+// the pool at the epoch boundary after it ends.
 // Returns within ~50 ms after `deadline` or `stop`. The best schedule is always valid (its
 // committed Candidate was valid). Throws std::runtime_error when no valid start exists or a
 // worker failed (the worker's exception is rethrown after all workers joined).

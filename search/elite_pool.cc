@@ -93,6 +93,15 @@ void ElitePool::Synchronize() {
   entries_ = std::move(kept);
 }
 
+void ElitePool::Restart(std::vector<EliteEntry> entries) {
+  entries_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (EliteEntry& e : entries) buffer_.push_back(std::move(e));
+  }
+  Synchronize();
+}
+
 const EliteEntry& ElitePool::Sample(std::mt19937_64& rng) const {
   // Geometric rank bias: rank r drawn with weight 0.7^r.
   std::vector<double> weights(entries_.size());

@@ -36,6 +36,9 @@ class ElitePool {
   void Offer(const Schedule& schedule, Latency total, const std::string& found_by);
   // Merges the buffer. Not concurrent with Offer-free readers (call between epochs).
   void Synchronize();
+  // Drops every entry (not the buffer), then merges `entries` and the buffer as Synchronize
+  // does. Between epochs, like Synchronize.
+  void Restart(std::vector<EliteEntry> entries);
 
   bool empty() const { return entries_.empty(); }
   int size() const { return static_cast<int>(entries_.size()); }

@@ -123,8 +123,12 @@ std::vector<ParamSpec> BuildTable() {
                             [](P& p) -> int64_t& { return p.exact.max_contexts; }));
   t.push_back(Make<double>("repeats.time_share", R, 0, 1,
                            "share of the time left after the constructive starts for solving repeated blocks (deep "
-                           "models' layers) once each, before the workers; 0 = off",
+                           "models' layers) once each, before the workers or beside them (repeats.overlap); 0 = off",
                            [](P& p) -> double& { return p.repeats.time_share; }));
+  t.push_back(Make<bool>("repeats.overlap", B, 0, 1,
+                         "free mode, 2+ threads: run the start and the exact solver beside the workers' first "
+                         "epochs (one worker meanwhile) instead of before them",
+                         [](P& p) -> bool& { return p.repeats.overlap; }));
   t.push_back(Make<int64_t>("repeats.min_ops", I, 2, 1e9,
                             "repeated-block start: graphs with fewer ops are not searched for repeated blocks",
                             [](P& p) -> int64_t& { return p.repeats.min_ops; }));

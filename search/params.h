@@ -101,6 +101,10 @@ struct RepeatParams {
   // start. On a deep graph the workers move slowly per copy (every move prices one place among
   // N copies), so time on one block is worth more than time on the whole graph.
   double time_share = 0.5;
+  // Free mode with 2+ threads: the start (and then the exact solver) runs on a thread of its own
+  // alongside the workers' first epochs, which begin at once with one worker, instead of before
+  // them; its schedule joins the pool when ready. Deterministic mode never overlaps.
+  bool overlap = true;
   // Graphs with fewer ops are searched whole (detection is skipped): the contest's own
   // problems stay as they were.
   int64_t min_ops = 200;

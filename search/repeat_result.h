@@ -2,6 +2,7 @@
 // driver, which fills it, and the search command, which prints it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "eval/problem.h"
@@ -15,6 +16,9 @@ struct RepeatResult {
   int largest_class = 0;    // occurrences of the most frequent class
   int block_ops = 0;        // ops of one block of the most frequent class
   double seconds = 0;       // detection, the sub-searches and the composition
+  int64_t moves = 0;        // moves of the sub-searches
+  // It ran alongside the workers' first epochs (SearchSummary::setup_seconds), not before them.
+  bool overlapped = false;
   // The composed schedule's total (the evaluator's, = the sum of the blocks' totals); 0 when no
   // schedule was composed (`note` then says why).
   Latency total = 0;

@@ -53,6 +53,11 @@ class Worker {
         context_{env.problem, env.rank, env.pricer, env.stop, &evaluator_} {}
   virtual ~Worker() = default;
   virtual void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) = 0;
+  // A start from elsewhere (the overlapped repeated-block start, search/driver.h) that the
+  // worker should work from, whatever its own best: SA walks on from it and its improvements
+  // on it count as its new bests (reported, polished); GA's population becomes it and `seeds`
+  // (the constructive starts), without the pool for one epoch.
+  virtual void Rebase(const Schedule& start, const std::vector<EliteEntry>& seeds) = 0;
   const std::string& kind() const { return kind_; }
   int64_t moves() const { return moves_; }
 
@@ -75,6 +80,7 @@ class SaWorker : public Worker {
  public:
   SaWorker(const WorkerEnvironment& env, uint64_t seed) : Worker(env, seed, "sa") {}
   void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) override;
+  void Rebase(const Schedule& start, const std::vector<EliteEntry>& seeds) override;
 
  private:
   void Restart();
@@ -93,6 +99,7 @@ class GaWorker : public Worker {
  public:
   GaWorker(const WorkerEnvironment& env, uint64_t seed) : Worker(env, seed, "ga") {}
   void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) override;
+  void Rebase(const Schedule& start, const std::vector<EliteEntry>& seeds) override;
 
  private:
   struct Member {
@@ -103,6 +110,7 @@ class GaWorker : public Worker {
   const Member& Tournament();
   void Insert(Schedule schedule, Latency total);
   std::vector<Member> population_;
+  bool skip_migration_ = false;  // set by Rebase for the next epoch
 };
 
 }  // namespace annealer

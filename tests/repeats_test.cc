@@ -335,5 +335,44 @@ TEST_CASE("repeats: the search's start on 12 copies of -5 is 12 optimal copies, 
   CHECK_FALSE(DeterministicSearch(Stack(Bundled(5), 10)).repeats.has_value());
 }
 
+TEST_CASE("repeats: in free mode the start runs beside the workers' first epochs and its schedule joins the pool") {
+  const Problem stack = Stack(Bundled(5), 12);
+  auto search = [&](int threads, bool overlap) {
+    SearchParams params;
+    params.seed = 3;
+    params.threads = threads;
+    params.epoch_moves = 200;
+    params.max_epochs = 3;
+    params.repeats.overlap = overlap;
+    // As many states as the deterministic preset gives: enough for -5's block (see above), and
+    // the solver on the whole stack ends by them, not by its share of the deadline.
+    params.exact.max_states = 1000;
+    std::atomic<bool> stop{false};
+    // A work budget ends the workers; the block class ends when its exact solver proves it, long
+    // before its share of this deadline.
+    return RunSearch(stack, params, std::chrono::steady_clock::now() + std::chrono::minutes(10), stop, {});
+  };
+  for (const auto& [threads, overlap] : {std::pair{2, true}, std::pair{2, false}, std::pair{1, true}}) {
+    CAPTURE(threads);
+    CAPTURE(overlap);
+    const SearchSummary summary = search(threads, overlap);
+    REQUIRE(summary.repeats.has_value());
+    const RepeatResult& r = *summary.repeats;
+    CHECK(r.overlapped == (overlap && threads >= 2));
+    CHECK(r.note == "");
+    // The exact solver proves the block before its workers move.
+    CHECK(r.moves == 0);
+    CHECK(r.total == doctest::Approx(12 * 777693.86666666).epsilon(1e-9));
+    // Published when the thread joined, whenever that was: the best is at least as good.
+    CHECK(summary.best_total <= r.total * (1 + 1e-12));
+    CHECK(EvaluateOracle(stack, summary.best).total == doctest::Approx(summary.best_total).epsilon(1e-12));
+    CHECK(summary.moves > 0);
+    CHECK(summary.worker_seconds > 0);
+    CHECK(summary.worker_seconds <= summary.search_seconds * (1 + 1e-9));
+    // The exact solver ran after the start (on the background thread when it overlapped).
+    CHECK(summary.exact.has_value());
+  }
+}
+
 }  // namespace
 }  // namespace annealer

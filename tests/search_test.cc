@@ -11,6 +11,8 @@
 #include "eval/cost_cache.h"
 #include "eval/incremental.h"
 #include "eval/oracle.h"
+#include "eval/random_schedule.h"
+#include "eval/subgraph_cost.h"
 #include "eval/subgraph_structure.h"
 #include "search/baseline.h"
 #include "search/constructive.h"
@@ -19,6 +21,7 @@
 #include "search/moves.h"
 #include "search/params.h"
 #include "src/io/problem_reader.h"
+#include "src/io/problem_stack.h"
 #include "tests/test_files.h"
 
 namespace annealer {
@@ -93,6 +96,32 @@ TEST_CASE("elite pool: offers are invisible until Synchronize, duplicates merge,
   }
 }
 
+TEST_CASE("elite pool: Restart drops every entry and merges the given ones with the buffer") {
+  PoolParams params;
+  params.size = 3;
+  params.diversity = 0;
+  ElitePool pool(params);
+  const Schedule a = OneOpSchedule(0), b = OneOpSchedule(1), c = OneOpSchedule(2), d = OneOpSchedule(3);
+  pool.Offer(a, 10, "sa");
+  pool.Offer(b, 20, "sa");
+  pool.Synchronize();
+  REQUIRE(pool.size() == 2);
+  const std::vector<EliteEntry> kept = {pool.entries()[1]};  // b at 20
+  pool.Offer(d, 40, "ga");  // buffered: merged by the restart
+  ElitePool other(params);
+  other.Offer(c, 30, "repeat");
+  other.Synchronize();
+  std::vector<EliteEntry> entries = kept;
+  entries.push_back(other.entries()[0]);
+  pool.Restart(entries);
+  REQUIRE(pool.size() == 3);
+  CHECK(pool.entries()[0].schedule == b);  // a (10) is gone
+  CHECK(pool.entries()[0].total == 20);
+  CHECK(pool.entries()[1].schedule == c);
+  CHECK(pool.entries()[1].found_by == "repeat");
+  CHECK(pool.entries()[2].schedule == d);
+}
+
 TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under the oracle") {
   const Problem problem = ReadBundledProblem("mlsys-2026-5.json");
   CostCache cache(1 << 16);
@@ -121,6 +150,194 @@ TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under 
   }
   CHECK(applied > 10);
   CHECK(EvaluateOracle(problem, evaluator.schedule()).ok());
+}
+
+TEST_CASE("granularity fit: a remembered fit is the fit computed afresh, on random contexts of random problems") {
+  // FitSubgraph memoizes complete fits per thread and pricer (search/subgraph_tools.h). Each
+  // context is fitted twice by one pricer (the second answer comes from the memo) and once by a
+  // pricer of its own without a cache (a new serial: computed afresh): all three must agree.
+  std::mt19937_64 rng(2024);
+  const auto never = std::function<bool()>([] { return false; });
+  int compared = 0, valid = 0, with_start = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const Problem problem = RandomProblem(rng, kAllDagShapes[trial % std::size(kAllDagShapes)], {.min_ops = 3, .max_ops = 10});
+    const std::vector<int> rank = TopologicalRanks(problem);
+    CostCache cache(1 << 14);
+    const SubgraphPricer pricer(problem, &cache);
+    const Schedule schedule = RandomSchedule(problem, rng);
+    for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
+      const Subgraph& sg = schedule.subgraphs[i];
+      const std::vector<TensorId>& retained_in = i == 0 ? std::vector<TensorId>{} : schedule.subgraphs[i - 1].retain;
+      for (int variant = 0; variant < 4; ++variant) {
+        const Subgraph* start = variant % 2 == 1 ? &sg : nullptr;
+        const bool thorough = variant >= 2;
+        const bool partial = thorough && (trial % 3 == 0);
+        auto fit = [&](const SubgraphPricer& by) {
+          return FitSubgraph(by, sg.ops, retained_in, sg.retain, start, thorough, never, partial);
+        };
+        const auto first = fit(pricer);
+        const auto again = fit(pricer);
+        const SubgraphPricer fresh_pricer(problem, nullptr);
+        const auto fresh = fit(fresh_pricer);
+        REQUIRE(first.has_value() == fresh.has_value());
+        REQUIRE(again.has_value() == fresh.has_value());
+        ++compared;
+        if (start != nullptr) ++with_start;
+        if (!fresh) continue;
+        ++valid;
+        CHECK(first->subgraph == fresh->subgraph);
+        CHECK(again->subgraph == fresh->subgraph);
+        CHECK(first->latency == fresh->latency);
+        CHECK(again->latency == fresh->latency);
+      }
+    }
+  }
+  CHECK(compared > 1000);
+  CHECK(valid > compared / 2);
+  CHECK(with_start == compared / 2);
+}
+
+TEST_CASE("granularity fit: a fit remembered by shape, in another copy of a stacked problem, is the fit computed afresh") {
+  // The copies of a stack have contexts of one shape under different ids: the first copy's fits
+  // answer the others' (by shape), and must equal what a pricer of their own computes.
+  const auto never = std::function<bool()>([] { return false; });
+  for (const char* name : {"mlsys-2026-5.json", "mlsys-2026-17.json"}) {
+    CAPTURE(name);
+    const Problem one = ReadBundledProblem(name);
+    const Problem stack = StackProblem(one, PlanStack(one, std::nullopt), 4);
+    const int n = static_cast<int>(one.ops.size());
+    CostCache cache(1 << 14);
+    const SubgraphPricer pricer(stack, &cache);
+    std::mt19937_64 rng(11);
+    int compared = 0;
+    for (int trial = 0; trial < 30; ++trial) {
+      // One run of topologically consecutive ops of copy 0, and the same ops in copies 1-3.
+      const int first = std::uniform_int_distribution<int>(0, n - 1)(rng);
+      const int length = std::uniform_int_distribution<int>(1, std::min(6, n - first))(rng);
+      for (int copy = 0; copy < 4; ++copy) {
+        std::vector<OpId> ops;
+        for (int i = first; i < first + length; ++i) ops.push_back(copy * n + one.topological_order[i]);
+        const std::vector<int> rank = TopologicalRanks(stack);
+        ops = SortTopologically(rank, ops);
+        if (!IsConnected(stack, ops)) break;
+        for (bool thorough : {false, true}) {
+          const std::vector<TensorId> none;
+          const auto remembered = FitSubgraph(pricer, ops, none, none, nullptr, thorough, never);
+          const SubgraphPricer fresh_pricer(stack, nullptr);
+          const auto fresh = FitSubgraph(fresh_pricer, ops, none, none, nullptr, thorough, never);
+          REQUIRE(remembered.has_value() == fresh.has_value());
+          ++compared;
+          if (!fresh) continue;
+          CHECK(remembered->subgraph == fresh->subgraph);
+          CHECK(remembered->latency == fresh->latency);
+        }
+      }
+    }
+    CHECK(compared >= 60);
+  }
+}
+
+TEST_CASE("granularity fit: a traversal in index order prices exactly as raster") {
+  // FitSubgraph prices a named traversal whose order is the index order (a one-row or
+  // one-column grid) as raster; that is exact only if pricing reads nothing of a traversal but
+  // its order. Checked on the subgraphs of random schedules, bit for bit, valid or not, with and
+  // without the retained-in set, by the fast path and by the oracle.
+  std::mt19937_64 rng(5);
+  int compared = 0, valid = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const Problem problem = RandomProblem(rng, kAllDagShapes[trial % std::size(kAllDagShapes)], {.min_ops = 2, .max_ops = 8});
+    const Schedule schedule = RandomSchedule(problem, rng);
+    for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
+      Subgraph raster = schedule.subgraphs[i];
+      raster.traversal.reset();
+      const std::vector<TensorId> retained_in = i == 0 ? std::vector<TensorId>{} : schedule.subgraphs[i - 1].retain;
+      SubgraphStructure structure;
+      if (AnalyseSubgraph(problem, raster, structure)) continue;  // no grid to order
+      Subgraph ordered = raster;
+      ordered.traversal.emplace(structure.rows * structure.cols);
+      for (int64_t t = 0; t < structure.rows * structure.cols; ++t) (*ordered.traversal)[t] = t;
+      const SubgraphResult a = CostSubgraph(problem, raster, retained_in);
+      const SubgraphResult b = CostSubgraph(problem, ordered, retained_in);
+      CHECK(a.verdict == b.verdict);
+      CHECK(a.violation.rule == b.violation.rule);
+      CHECK(a.report == b.report);  // latency bit for bit
+      const SubgraphResult oracle = EvaluateSubgraphOracle(problem, ordered, retained_in);
+      CHECK(oracle.verdict == a.verdict);
+      ++compared;
+      if (a.ok()) ++valid;
+    }
+  }
+  CHECK(compared > 500);
+  CHECK(valid > 200);
+}
+
+TEST_CASE("granularity fit: when the structural rules say no granularity fits, none does") {
+  // NoGranularityFits lets FitSubgraph give up without walking down every size; it must only
+  // say so when every (w, h, k) a fit may try (sides up to native, k up to the least reduction
+  // length, raster: a traversal only adds V10) is invalid. Checked against every such
+  // granularity with powers of two and a few other values, on random op sets of random problems.
+  std::mt19937_64 rng(99);
+  int claimed = 0, v11 = 0, checked = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const Problem problem =
+        RandomProblem(rng, kAllDagShapes[trial % std::size(kAllDagShapes)], {.min_ops = 2, .max_ops = 7, .native = trial % 2 ? 16 : 32});
+    const std::vector<int> rank = TopologicalRanks(problem);
+    const int num_ops = static_cast<int>(problem.ops.size());
+    for (int draw = 0; draw < 6; ++draw) {
+      std::vector<OpId> ops;
+      for (OpId op = 0; op < num_ops; ++op) {
+        if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) ops.push_back(op);
+      }
+      if (ops.empty()) ops.push_back(std::uniform_int_distribution<int>(0, num_ops - 1)(rng));
+      if (draw % 2 == 0) ops = SortTopologically(rank, ops);  // else maybe out of order (V6)
+      std::vector<TensorId> retain;
+      if (draw == 5) retain.push_back(problem.ops[ops.back()].output);
+      const std::vector<TensorId> none;
+      ++checked;
+      if (!NoGranularityFits(problem, ops, none, retain)) continue;
+      ++claimed;
+      const Elements n = problem.native;
+      Elements k_top = n;
+      bool has_matmul = false;
+      for (OpId op : ops) {
+        if (problem.ops[op].kind == OpKind::MatMul) {
+          has_matmul = true;
+          k_top = std::min(k_top, problem.ReductionLength(op));
+        }
+      }
+      if (!has_matmul) k_top = 1;
+      std::vector<Elements> sides;
+      for (Elements v = 1; v <= n; v *= 2) sides.push_back(v);
+      sides.push_back(n - 1);
+      sides.push_back(3);
+      std::vector<Elements> ks;
+      for (Elements v = 1; v <= k_top; v *= 2) ks.push_back(v);
+      ks.push_back(k_top);
+      Subgraph sg{ops, {}, std::nullopt, retain};
+      bool any_valid = false;
+      std::string rule;
+      for (Elements w : sides) {
+        for (Elements h : sides) {
+          for (Elements k : ks) {
+            if (w < 1 || h < 1 || k < 1) continue;
+            sg.granularity = {w, h, k};
+            const SubgraphResult result = CostSubgraph(problem, sg, none);
+            if (result.ok()) any_valid = true;
+            if (rule.empty() && !result.ok()) rule = result.violation.rule;
+          }
+        }
+      }
+      CAPTURE(trial);
+      CAPTURE(rule);
+      CHECK_FALSE(any_valid);
+      sg.granularity = {n, n, k_top};  // where NoGranularityFits probes
+      if (CostSubgraph(problem, sg, none).violation.rule == "V11") ++v11;
+    }
+  }
+  CHECK(checked == 1800);
+  CHECK(claimed > 300);
+  CHECK(v11 > 10);  // the rule that is not structural everywhere is exercised too
+  MESSAGE("claimed " << claimed << " of " << checked << ", by V11 " << v11);
 }
 
 TEST_CASE("granularity fit: with partial edge tiles allowed, the thorough fit finds sides between powers of two when capacity is tight") {

@@ -388,14 +388,16 @@ int RunSearchCommand(int argc, char** argv) {
                  true);
   } else {
     std::string moves_per_second;
-    // Per second of the workers' time: the constructive starts make no moves.
-    if (summary.search_seconds > 0) {
-      moves_per_second = ", " + Compact(static_cast<double>(summary.moves) / summary.search_seconds) + " moves/s";
+    // Per second of the workers' time (the starts before them and the share of the threads the
+    // overlapped starts had are not theirs: SearchSummary::worker_seconds).
+    if (summary.worker_seconds > 0) {
+      moves_per_second = ", " + Compact(static_cast<double>(summary.moves) / summary.worker_seconds) + " moves/s";
     }
     console.Line("annealer: best " + Grouped(result.total) + " (lower bound " + Grouped(lower_bound) +
                  ", gap " + GapText(result.total, lower_bound) + ") after " + Seconds(elapsed) + ": " +
                  std::to_string(summary.epochs) + " epochs, " + Compact(static_cast<double>(summary.moves)) +
                  " moves" + moves_per_second + ", cache hits " + Percent(summary.cache_hit_rate) +
+                 ", first epoch at " + Seconds(summary.setup_seconds) +
                  (g_stop_requested.load() ? "; stopped by a signal" : ""));
     std::string kinds;
     for (const auto& [kind, count] : summary.improvements_by_kind) {
@@ -418,7 +420,9 @@ int RunSearchCommand(int argc, char** argv) {
       const RepeatResult& r = *summary.repeats;
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%.2f s", r.seconds);
-      std::string line = "annealer: repeated-block start (" + std::string(seconds) + "): " + std::to_string(r.blocks) +
+      std::string line = "annealer: repeated-block start (" + std::string(seconds) +
+                         (r.overlapped ? ", beside the workers" : "") + ", " + Compact(static_cast<double>(r.moves)) +
+                         " moves): " + std::to_string(r.blocks) +
                          " blocks in " + std::to_string(r.classes) + (r.classes == 1 ? " class" : " classes") + ", " +
                          std::to_string(r.repeated_blocks) + " repeated (largest class " +
                          std::to_string(r.largest_class) + " x " + std::to_string(r.block_ops) + " ops)";

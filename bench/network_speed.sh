@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Search speed on real networks against a contest problem (issue 24, part 3), in one run:
+# mlsys-2026-13, ResNet-50 and ViT-B/16 (tests/models/torch/*_op17.onnx imported for tpu-v5e),
+# each searched for the same time on 2 threads. Prints per problem: ops, moves per second (the
+# run's closing summary: moves over the workers' share of the threads), the time to the first
+# search epoch (the starts that run before the workers), the time until the first valid
+# schedule is on disk (polled every 5 ms from the start of the process), the best latency, and
+# the CPU the run got (user + system over wall time; 200 % = both cores: below that the machine
+# was shared and every rate is low). Then the targets:
+#   moves/s of each network >= 1/3 of mlsys-2026-13's in this run; a network's first epoch
+#   < 0.5 s; first schedule on disk within ~0.05 s.
+# Timings depend on the machine and its load; the ratios within one run are the robust figures.
+#
+# Usage: bench/network_speed.sh [build dir (build)] [time (10s)] [extra annealer arguments...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build_dir=${1:-build}
+time_limit=${2:-10s}
+shift $(( $# < 2 ? $# : 2 ))
+extra=("$@")
+annealer="$build_dir/annealer"
+[[ -x $annealer ]] || { echo "network_speed.sh: $annealer is missing (cmake --build --preset release)" >&2; exit 2; }
+gnu_time=""
+if /usr/bin/time -f %U true >/dev/null 2>&1; then gnu_time=/usr/bin/time; fi
+# Scratch space next to the binaries (not /tmp, which other jobs on a shared machine clean).
+work=$(mktemp -d "$build_dir/network_speed.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+now_ms() { local t=${EPOCHREALTIME/./}; echo $(( t / 1000 )); }
+exec {never}<> <(:)
+nap() { read -r -t 0.005 -u "$never" || true; }
+plain() { awk -v v="$1" 'BEGIN { m = 1; if (v ~ /k$/) m = 1e3; if (v ~ /M$/) m = 1e6; sub(/[kM]$/, "", v); printf "%.0f", v * m }'; }
+
+names=(mlsys-2026-13 resnet50 vit_b_16)
+declare -A input
+input[mlsys-2026-13]=problems/mlsys-2026-13.json
+for model in resnet50 vit_b_16; do
+  "$annealer" import "tests/models/torch/${model}_op17.onnx" --hardware tpu-v5e -o "$work/$model.json" >/dev/null
+  input[$model]="$work/$model.json"
+done
+
+declare -A mps setup first best cpu ops
+printf '%s per problem, 2 threads, tpu-v5e for the networks\n' "$time_limit"
+printf '%-14s %5s %10s %12s %11s %14s %6s\n' problem ops moves/s first_epoch first_file best cpu
+for name in "${names[@]}"; do
+  out="$work/$name.out.json"
+  log="$work/$name.log"
+  start=$(now_ms)
+  if [[ -n $gnu_time ]]; then
+    $gnu_time -o "$work/$name.time" -f '%U %S %e' "$annealer" --time "$time_limit" --threads 2 "${extra[@]}" \
+      "${input[$name]}" -o "$out" 2>"$log" &
+  else
+    "$annealer" --time "$time_limit" --threads 2 "${extra[@]}" "${input[$name]}" -o "$out" 2>"$log" &
+  fi
+  pid=$!
+  first_ms=""
+  while kill -0 "$pid" 2>/dev/null; do
+    if [[ -z $first_ms && -e $out ]]; then first_ms=$(( $(now_ms) - start )); fi
+    nap
+  done
+  wait "$pid" || { echo "network_speed.sh: annealer failed on $name:" >&2; cat "$log" >&2; exit 1; }
+  [[ -n $first_ms ]] || first_ms=$(( $(now_ms) - start ))
+  summary=$(grep '^annealer: best' "$log")
+  rate=$(sed -nE 's/.* ([0-9.]+[kM]?) moves\/s.*/\1/p' <<<"$summary")
+  mps[$name]=$(plain "${rate:-0}")
+  setup[$name]=$(sed -nE 's/.*first epoch at ([0-9.]+) s.*/\1/p' <<<"$summary")
+  first[$name]=$first_ms
+  best[$name]=$(sed -E 's/^annealer: best ([0-9,.]+).*/\1/' <<<"$summary")
+  ops[$name]=$(sed -nE 's/.*: ([0-9]+) ops,.*/\1/p' "$log" | head -1)
+  cpu[$name]=$([[ -n $gnu_time ]] && awk '{ printf "%.0f%%", ($1 + $2) / $3 * 100 }' "$work/$name.time" || echo "-")
+  printf '%-14s %5s %10s %10s s %8s ms %14s %6s\n' "$name" "${ops[$name]}" "${mps[$name]}" "${setup[$name]}" \
+    "${first[$name]}" "${best[$name]}" "${cpu[$name]}"
+done
+
+echo
+echo "Targets (this run):"
+for name in resnet50 vit_b_16; do
+  awk -v a="${mps[$name]}" -v b="${mps[mlsys-2026-13]}" -v n="$name" 'BEGIN { r = a > 0 ? b / a : 0;
+    printf "  %-9s moves/s: mlsys-2026-13 / %-9s = %5.2fx (target <= 3x: %s)\n", n, n, r, (r > 0 && r <= 3 ? "met" : "MISSED") }'
+done
+# The first-epoch target is the networks'; a contest problem's exact solver runs before the
+# workers (exact.time_share of the time), which keeps its deterministic results as they were.
+for name in "${names[@]}"; do
+  awk -v s="${setup[$name]}" -v f="${first[$name]}" -v n="$name" 'BEGIN {
+    target = (n ~ /^mlsys/) ? "not a target" : (s < 0.5 ? "target < 0.5 s: met" : "target < 0.5 s: MISSED");
+    printf "  %-14s first epoch %5.2f s (%s), first schedule on disk %4d ms (target ~50 ms: %s)\n",
+      n, s, target, f, (f <= 60 ? "met" : "MISSED") }'
+done
