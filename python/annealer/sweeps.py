@@ -624,6 +624,14 @@ class ResultsFile:
         try:
             self._read()
             os.makedirs(self.schedule_dir, exist_ok=True)
+            # A sweep killed while writing a schedule leaves its temporary file (never a result:
+            # only a finished rename is one). Only the lock holder writes here, so any is stale.
+            for name in os.listdir(self.schedule_dir):
+                if name.startswith(".tmp-"):
+                    try:
+                        os.unlink(os.path.join(self.schedule_dir, name))
+                    except OSError:
+                        pass
         except BaseException:
             self.close()
             raise

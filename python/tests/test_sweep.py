@@ -21,13 +21,13 @@ DETERMINISTIC = {"time": "60s", "threads": 1, "seeds": [1, 2], "set": {"max_epoc
 VOLATILE = ("host", "seconds", "schedule")
 
 
-def write_spec(tmp_path, source_dir, capacities=(30000, 60000), name="sweep.yaml", extra=""):
+def write_spec(tmp_path, source_dir, capacities=(30000, 60000), name="sweep.yaml", extra="", epochs=8):
     spec = tmp_path / name
     spec.write_text(
         f"models: [{source_dir}/problems/mlsys-2026-1.json]\n"
         f"vary:\n  fast_memory_capacity: [{', '.join(str(c) for c in capacities)}]\n"
         f"search:\n  time: 60s\n  threads: 1\n  seeds: [1, 2]\n"
-        f"  config: {source_dir}/configs/deterministic.yaml\n  set: {{max_epochs: 8}}\n{extra}")
+        f"  config: {source_dir}/configs/deterministic.yaml\n  set: {{max_epochs: {epochs}}}\n{extra}")
     return spec
 
 
@@ -182,7 +182,8 @@ def test_hardware_profiles_and_their_overrides_in_a_sweep(tmp_path, source_dir):
 
 
 def test_a_killed_sweep_restarted_does_no_finished_point_twice(tmp_path, source_dir, cli):
-    spec = write_spec(tmp_path, source_dir, capacities=(30000, 45000, 60000))
+    # Points of about half a second (100 epochs): the kill lands after two rows, before six.
+    spec = write_spec(tmp_path, source_dir, capacities=(30000, 45000, 60000), epochs=100)
     out = tmp_path / "r.csv"
     command = [cli, "sweep", str(spec), "-o", str(out), "--workers", "2", "--quiet"]
     first = subprocess.Popen(command, start_new_session=True, stderr=subprocess.PIPE)
@@ -208,7 +209,8 @@ def test_a_killed_sweep_restarted_does_no_finished_point_twice(tmp_path, source_
 
 
 def test_a_local_worker_that_dies_mid_point_has_its_point_run_again(tmp_path, source_dir, cli):
-    spec = write_spec(tmp_path, source_dir)
+    # Points of about a second (200 epochs), so that the kill lands inside one.
+    spec = write_spec(tmp_path, source_dir, epochs=200)
     out = tmp_path / "r.csv"
     sweep = subprocess.Popen([cli, "sweep", str(spec), "-o", str(out), "--workers", "2"], stderr=subprocess.PIPE,
                              text=True)
@@ -226,8 +228,11 @@ def test_a_local_worker_that_dies_mid_point_has_its_point_run_again(tmp_path, so
                 pass
             if len(workers) == 2:
                 time.sleep(0.5)  # into the first points' searches
-                victim = workers[0]
-                os.kill(victim, signal.SIGKILL)
+                try:
+                    os.kill(workers[0], signal.SIGKILL)
+                    victim = workers[0]
+                except ProcessLookupError:  # it ended between the listing and the kill: look again
+                    pass
             time.sleep(0.05)
         _, stderr = sweep.communicate(timeout=120)
     finally:

@@ -428,7 +428,7 @@ void PrintUsage(std::FILE* out) {
 
 // The problem of a command: a contest JSON, or a .onnx model with --hardware (src/import/model_source).
 static LoadedProblem LoadProblemArg(const ParsedArgs& parsed, const std::string& path) {
-  return LoadProblem(ProblemSource{path, parsed.hardware, parsed.inputs});
+  return LoadProblem(ProblemSource{path, parsed.hardware, parsed.inputs, {}});
 }
 
 // Usage error "<what> (got N file names)" unless exactly `count` file names were given.

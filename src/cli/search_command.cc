@@ -301,7 +301,7 @@ int RunSearchCommand(int argc, char** argv) {
 
   Problem problem;
   try {
-    problem = LoadProblem(ProblemSource{options.problem_path, options.hardware, options.inputs}).problem;
+    problem = LoadProblem(ProblemSource{options.problem_path, options.hardware, options.inputs, {}}).problem;
   } catch (const InputError& error) {
     std::fprintf(stderr, "annealer: %s\n", error.what());
     return 1;
