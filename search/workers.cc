@@ -215,6 +215,12 @@ void GaWorker::Rebase(const Schedule& start, const std::vector<EliteEntry>& seed
   skip_migration_ = true;
 }
 
+void GaWorker::Reseed(const std::vector<EliteEntry>& seeds) {
+  population_.clear();
+  for (const EliteEntry& e : seeds) Insert(e.schedule, e.total);
+  skip_migration_ = true;
+}
+
 void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) {
   const GaParams& ga = env_.params.ga;
   // Migration: the pool's entries join the population (duplicates are ignored).

@@ -58,6 +58,10 @@ class Worker {
   // on it count as its new bests (reported, polished); GA's population becomes it and `seeds`
   // (the constructive starts), without the pool for one epoch.
   virtual void Rebase(const Schedule& start, const std::vector<EliteEntry>& seeds) = 0;
+  // The overlapped start ended without a schedule to work from (nothing repeats): walks go on
+  // as they are, and GA's population becomes `seeds` (the constructive starts and the best so
+  // far), without the pool for one epoch.
+  virtual void Reseed(const std::vector<EliteEntry>& seeds) { (void)seeds; }
   const std::string& kind() const { return kind_; }
   int64_t moves() const { return moves_; }
 
@@ -100,6 +104,7 @@ class GaWorker : public Worker {
   GaWorker(const WorkerEnvironment& env, uint64_t seed) : Worker(env, seed, "ga") {}
   void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) override;
   void Rebase(const Schedule& start, const std::vector<EliteEntry>& seeds) override;
+  void Reseed(const std::vector<EliteEntry>& seeds) override;
 
  private:
   struct Member {
