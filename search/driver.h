@@ -79,7 +79,8 @@ struct SearchSummary {
 // mode: within exact.deterministic_states states, whatever the clock); only a completed run
 // (status optimal) offers its schedule to the pool, as kind "exact".
 // Both run before the workers, except in free mode with 2+ threads on a graph of at least
-// repeats.min_ops ops (repeats.overlap): there they run on a thread of their own beside the
+// repeats.min_ops ops where some blocks repeat (repeats.overlap; the plan is found first, on the
+// calling thread): there they run on a thread of their own beside the
 // workers' epochs, and the first epoch starts right after the constructive starts
 // (setup_seconds). Until the repeated-block start ends only the first worker runs; at the next
 // epoch boundary after it, the pool becomes the constructive starts and the composed schedule
