@@ -16,6 +16,14 @@ struct RepeatResult {
   int largest_class = 0;    // occurrences of the most frequent class
   int block_ops = 0;        // ops of one block of the most frequent class
   double seconds = 0;       // detection, the sub-searches and the composition
+  // What is proven of the classes' schedules, each as a standalone block (its inputs in slow
+  // memory, its outputs written, nothing retained across its boundary): `bound_met` meet the
+  // block's own lower bound (optimal outright), `exact_optimal` more were proven optimal within
+  // the exact solver's family (docs/exact-solver.md). When every class is one or the other, the
+  // composed schedule is optimal among the schedules that keep block boundaries, within that
+  // family; nothing is claimed about schedules that fuse or retain across them.
+  int bound_met = 0;
+  int exact_optimal = 0;
   int64_t moves = 0;        // moves of the sub-searches
   // It ran alongside the workers' first epochs (SearchSummary::setup_seconds), not before them.
   bool overlapped = false;

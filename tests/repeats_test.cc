@@ -363,6 +363,10 @@ TEST_CASE("repeats: in free mode the start runs beside the workers' first epochs
     // The exact solver proves the block before its workers move.
     CHECK(r.moves == 0);
     CHECK(r.total == doctest::Approx(12 * 777693.86666666).epsilon(1e-9));
+    // The one class is proven within the exact solver's family (-5's bound is 440,183: not met).
+    CHECK(r.classes == 1);
+    CHECK(r.exact_optimal == 1);
+    CHECK(r.bound_met == 0);
     // Published when the thread joined, whenever that was: the best is at least as good.
     CHECK(summary.best_total <= r.total * (1 + 1e-12));
     CHECK(EvaluateOracle(stack, summary.best).total == doctest::Approx(summary.best_total).epsilon(1e-12));

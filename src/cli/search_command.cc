@@ -427,6 +427,17 @@ int RunSearchCommand(int argc, char** argv) {
                          std::to_string(r.repeated_blocks) + " repeated (largest class " +
                          std::to_string(r.largest_class) + " x " + std::to_string(r.block_ops) + " ops)";
       if (r.total > 0) line += "; composed schedule " + Grouped(r.total);
+      if (r.total > 0 && r.bound_met + r.exact_optimal > 0) {
+        // What is proven holds for each class as a standalone block (search/repeat_result.h).
+        line += "; as standalone blocks, " + std::to_string(r.bound_met + r.exact_optimal) + " of " +
+                std::to_string(r.classes) + (r.classes == 1 ? " class" : " classes") + " proven optimal (" +
+                std::to_string(r.bound_met) + " meet their bound, " + std::to_string(r.exact_optimal) +
+                " within the exact solver's family)";
+        if (r.bound_met + r.exact_optimal == r.classes) {
+          line += ": the composed schedule is optimal among schedules that keep the block boundaries";
+          if (r.exact_optimal > 0) line += ", within that family";
+        }
+      }
       if (!r.note.empty()) line += "; " + r.note;
       console.Line(line);
     }
