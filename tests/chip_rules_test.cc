@@ -27,6 +27,7 @@
 #include "src/io/json_fields.h"
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
+#include "tests/incremental_walk.h"
 
 namespace annealer {
 namespace {
@@ -271,46 +272,12 @@ TEST_CASE("chip rules: the fast path, EvaluateFast and the cache equal the oracl
 }
 
 TEST_CASE("chip rules: incremental evaluation equals the oracle over random edits") {
-  int proposals = 0, valid = 0;
-  std::map<std::string, int> rules;
-  CostCache cache(1 << 12);
-  for (DagShape shape : kAllDagShapes) {
-    std::mt19937_64 rng(26500 + static_cast<int>(shape));
-    for (int trial = 0; trial < 20; ++trial) {
-      Problem problem = RandomProblem(rng, shape, {.min_ops = 3, .max_ops = 9});
-      problem.chip = RandomChipRules(problem, rng);
-      cache.Clear();
-      RandomScheduleOptions options;
-      options.max_steps = 300;
-      options.invalid_probability = 0.05;
-      IncrementalEvaluator evaluator(problem, trial % 2 ? &cache : nullptr);
-      Schedule committed = RandomSchedule(problem, rng, options);
-      evaluator.Reset(committed);
-      for (int move = 0; move < 100 && !committed.subgraphs.empty(); ++move) {
-        const ScheduleEdit edit = RandomEdit(problem, committed, rng, options);
-        const Schedule proposed = ApplyEdit(committed, edit);
-        const Evaluation oracle = EvaluateOracle(problem, proposed);
-        const Candidate candidate = evaluator.Propose(edit);
-        INFO("shape " << static_cast<int>(shape) << " trial " << trial << " move " << move << ": oracle "
-                      << oracle.violation.Message() << ", incremental " << candidate.violation.Message());
-        REQUIRE(candidate.valid == oracle.ok());
-        if (oracle.ok()) {
-          CHECK(Close(candidate.total, oracle.total));
-        } else {
-          CHECK(candidate.violation.Message() == oracle.violation.Message());
-          ++rules[oracle.violation.rule];
-        }
-        ++proposals;
-        valid += oracle.ok();
-        if (oracle.ok() || move % 7 == 0) {
-          evaluator.Commit();
-          committed = proposed;
-        } else {
-          evaluator.Revert();
-        }
-      }
-    }
-  }
+  const testing::WalkTally walk = testing::IncrementalWalk(26500, [](Problem& problem, std::mt19937_64& rng, int trial) {
+    (void)trial;
+    problem.chip = RandomChipRules(problem, rng);
+  });
+  const int proposals = walk.proposals, valid = walk.valid;
+  std::map<std::string, int> rules = walk.rules;
   MESSAGE("chip rules, incremental: proposals " << proposals << ", valid " << valid << ", H1 " << rules["H1"]
                                                 << ", H3 " << rules["H3"]);
   CHECK(valid > 1000);
