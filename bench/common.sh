@@ -19,3 +19,35 @@ annealer_binary() {
   cmake --build "$2" --target annealer -j"$(nproc)" >/dev/null || return 1
   echo "$2/annealer"
 }
+# "12.3k" / "4.56M" / "950" -> a plain number
+plain() { awk -v v="$1" 'BEGIN { m = 1; if (v ~ /k$/) m = 1e3; if (v ~ /M$/) m = 1e6; sub(/[kM]$/, "", v); printf "%.0f", v * m }'; }
+# Milliseconds from bash's own clock, and a 5 ms sleep without starting a process (read on a
+# pipe nobody writes times out), so that polling for the first file costs the machine little.
+now_ms() { local t=${EPOCHREALTIME/./}; echo $(( t / 1000 )); }
+nap() {
+  [[ -n ${never_fd:-} ]] || exec {never_fd}<> <(:)
+  read -r -t 0.005 -u "$never_fd" || true
+}
+# Usage: run_polling OUT LOG TIMEFILE FORMAT -- COMMAND...
+# Runs COMMAND with stderr to LOG (under GNU time, writing FORMAT to TIMEFILE, when
+# /usr/bin/time takes -f), polls every 5 ms for OUT and sets first_ms: milliseconds from the
+# start until OUT existed (until the end when it never did). Returns COMMAND's status.
+run_polling() {
+  local out=$1 log=$2 timefile=$3 format=$4 start pid status=0
+  shift 5
+  start=$(now_ms)
+  if /usr/bin/time -f %e true >/dev/null 2>&1; then
+    /usr/bin/time -o "$timefile" -f "$format" "$@" 2>"$log" &
+  else
+    "$@" 2>"$log" &
+  fi
+  pid=$!
+  first_ms=""
+  while kill -0 "$pid" 2>/dev/null; do
+    if [[ -z $first_ms && -e $out ]]; then first_ms=$(( $(now_ms) - start )); fi
+    nap
+  done
+  wait "$pid" || status=$?
+  [[ -n $first_ms ]] || first_ms=$(( $(now_ms) - start ))
+  return $status
+}

@@ -13,6 +13,8 @@
 #
 # Usage: bench/network_speed.sh [build dir (build)] [time (10s)] [extra annealer arguments...]
 set -euo pipefail
+# shellcheck source=bench/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$(dirname "$0")/.."
 build_dir=${1:-build}
 time_limit=${2:-10s}
@@ -25,11 +27,6 @@ if /usr/bin/time -f %U true >/dev/null 2>&1; then gnu_time=/usr/bin/time; fi
 # Scratch space next to the binaries (not /tmp, which other jobs on a shared machine clean).
 work=$(mktemp -d "$build_dir/network_speed.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-
-now_ms() { local t=${EPOCHREALTIME/./}; echo $(( t / 1000 )); }
-exec {never}<> <(:)
-nap() { read -r -t 0.005 -u "$never" || true; }
-plain() { awk -v v="$1" 'BEGIN { m = 1; if (v ~ /k$/) m = 1e3; if (v ~ /M$/) m = 1e6; sub(/[kM]$/, "", v); printf "%.0f", v * m }'; }
 
 names=(mlsys-2026-13 resnet50 vit_b_16)
 declare -A input
@@ -45,21 +42,9 @@ printf '%-14s %5s %10s %12s %11s %14s %6s\n' problem ops moves/s first_epoch fir
 for name in "${names[@]}"; do
   out="$work/$name.out.json"
   log="$work/$name.log"
-  start=$(now_ms)
-  if [[ -n $gnu_time ]]; then
-    $gnu_time -o "$work/$name.time" -f '%U %S %e' "$annealer" --time "$time_limit" --threads 2 "${extra[@]}" \
-      "${input[$name]}" -o "$out" 2>"$log" &
-  else
-    "$annealer" --time "$time_limit" --threads 2 "${extra[@]}" "${input[$name]}" -o "$out" 2>"$log" &
-  fi
-  pid=$!
-  first_ms=""
-  while kill -0 "$pid" 2>/dev/null; do
-    if [[ -z $first_ms && -e $out ]]; then first_ms=$(( $(now_ms) - start )); fi
-    nap
-  done
-  wait "$pid" || { echo "network_speed.sh: annealer failed on $name:" >&2; cat "$log" >&2; exit 1; }
-  [[ -n $first_ms ]] || first_ms=$(( $(now_ms) - start ))
+  run_polling "$out" "$log" "$work/$name.time" '%U %S %e' -- "$annealer" --time "$time_limit" --threads 2 \
+    "${extra[@]}" "${input[$name]}" -o "$out" ||
+    { echo "network_speed.sh: annealer failed on $name:" >&2; cat "$log" >&2; exit 1; }
   summary=$(grep '^annealer: best' "$log")
   rate=$(sed -nE 's/.* ([0-9.]+[kM]?) moves\/s.*/\1/p' <<<"$summary")
   mps[$name]=$(plain "${rate:-0}")

@@ -12,6 +12,8 @@
 # Usage: bench/scale.sh [build dir (build)] [problem (problems/mlsys-2026-17.json)] [time (10s)]
 #                       [stack sizes ("1 4 16 32 64 96")]  [extra annealer arguments...]
 set -euo pipefail
+# shellcheck source=bench/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 build_dir=${1:-build}
 problem=${2:-problems/mlsys-2026-17.json}
 time_limit=${3:-10s}
@@ -27,14 +29,6 @@ if /usr/bin/time -f %M true >/dev/null 2>&1; then gnu_time=/usr/bin/time; fi
 work=$(mktemp -d "$build_dir/scale.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# Milliseconds from bash's own clock, and a 5 ms sleep without starting a process (read on a
-# pipe nobody writes times out), so that polling for the first file costs the machine little.
-now_ms() { local t=${EPOCHREALTIME/./}; echo $(( t / 1000 )); }
-exec {never}<> <(:)
-nap() { read -r -t 0.005 -u "$never" || true; }
-# "12.3k" / "4.56M" / "950" -> a plain number
-plain() { awk -v v="$1" 'BEGIN { m = 1; if (v ~ /k$/) m = 1e3; if (v ~ /M$/) m = 1e6; sub(/[kM]$/, "", v); printf "%.0f", v * m }'; }
-
 declare -A ops mps first per_copy rss
 printf '%s, %s per size, 2 threads\n' "$problem" "$time_limit"
 printf '%6s %7s %10s %12s %16s %10s\n' copies ops moves/s first_file latency/copy peak_MB
@@ -43,21 +37,9 @@ for n in $sizes; do
   "$build_dir/stack_problem" "$problem" "$n" -o "$stacked" 2>/dev/null
   out="$work/out$n.json"
   log="$work/log$n.txt"
-  start=$(now_ms)
-  if [[ -n $gnu_time ]]; then
-    $gnu_time -o "$work/rss$n" -f %M "$build_dir/annealer" --time "$time_limit" --threads 2 "${extra[@]}" \
-      "$stacked" -o "$out" 2>"$log" &
-  else
-    "$build_dir/annealer" --time "$time_limit" --threads 2 "${extra[@]}" "$stacked" -o "$out" 2>"$log" &
-  fi
-  pid=$!
-  first_ms=""
-  while kill -0 "$pid" 2>/dev/null; do
-    if [[ -z $first_ms && -e $out ]]; then first_ms=$(( $(now_ms) - start )); fi
-    nap
-  done
-  wait "$pid" || { echo "scale.sh: annealer failed on $n copies:" >&2; cat "$log" >&2; exit 1; }
-  [[ -n $first_ms ]] || first_ms=$(( $(now_ms) - start ))
+  run_polling "$out" "$log" "$work/rss$n" %M -- "$build_dir/annealer" --time "$time_limit" --threads 2 \
+    "${extra[@]}" "$stacked" -o "$out" ||
+    { echo "scale.sh: annealer failed on $n copies:" >&2; cat "$log" >&2; exit 1; }
   summary=$(grep '^annealer: best' "$log")
   best=$(sed -E 's/^annealer: best ([0-9,.]+).*/\1/' <<<"$summary" | tr -d ,)
   rate=$(sed -nE 's/.* ([0-9.]+[kM]?) moves\/s.*/\1/p' <<<"$summary")
