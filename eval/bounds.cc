@@ -11,6 +11,7 @@
 #include <string>
 
 #include "eval/bound/analysis.h"
+#include "eval/bound/crossing.h"
 #include "eval/bound/islands.h"
 #include "eval/bound/streaming.h"
 
@@ -602,6 +603,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     bound.islands += std::max({built.island_compute[i], island_streaming[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i])});
   }
+  bound.crossing = CrossingBound(problem, built, streaming.lines, streaming.beside_memory);
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {
     if (info.option >= 0 && at.choice[info.owner] != info.option) continue;

@@ -167,6 +167,10 @@ struct LowerBound {
   // `streaming_ops` heavy ops count.
   Latency streaming = 0;
   int streaming_ops = 0;
+  // P16: per island the larger of P12's a x compute + (1 - a) x traffic and its P14 lines at a,
+  // plus the activations that cross islands: loaded in each reading island that the subgraph
+  // before does not serve by retaining them, written once, or their producer recomputed to serve.
+  Latency crossing = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -175,6 +179,7 @@ struct LowerBound {
     if (combined > best) best = combined;
     if (islands > best) best = islands;
     if (streaming > best) best = streaming;
+    if (crossing > best) best = crossing;
     return best;
   }
 };
