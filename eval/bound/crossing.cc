@@ -1,7 +1,9 @@
 #include "eval/bound/crossing.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
+#include <limits>
 
 namespace annealer::bound_internal {
 
