@@ -861,8 +861,8 @@ TEST_CASE("bound: crossing activations (P16) never above the oracle at real-chip
 // subgraph before recomputes P and retains A; an instance that retains A does not write it (R3).
 // With heads = 3 the cheapest schedule runs P once, writes A, and every head loads it: P's
 // subgraph max(400, 64 + 64) = 400, each head loads A (64) and W_j streamed per row tile (2 x 32)
-// and writes K_j (32): 3 x 160. Total 880, which P16 meets; every part before it stays at
-// 400 + 3 x 96 (+ P15's retained loads at most): the crossing loads are what decides.
+// and writes K_j (32): 3 x 160. Total 880, which P16 meets; the islands give 400 + 3 x 96 = 688
+// and P14-P15 816 (P15 claims two of the three loads): the crossing loads are what decides.
 TEST_CASE("bound: P16's crossing activations by hand, met by loading the shared input") {
   for (int heads : {1, 2, 3, 5}) {
     Problem p;
