@@ -582,7 +582,13 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const Evaluated at = Evaluate(model, bound.weight, all, true);
   bound.combined = at.value;
   bound.island_count = built.islands;
-  const Streaming streaming = StreamingBound(problem, Analysis(problem));
+  // P14's choice of heavy ops is a heuristic that higher factors (P13's cases) can mislead: keep
+  // the better of the two pricings of full modes (each a bound; the lines kept are its own).
+  Streaming streaming = StreamingBound(problem, Analysis(problem));
+  {
+    Streaming plain = StreamingBound(problem, Analysis(problem, false));
+    if (plain.value > streaming.value) streaming = std::move(plain);
+  }
   bound.streaming = streaming.value;
   bound.streaming_ops = streaming.activated;
   // P12 with P14 inside each island: every subgraph lies in one island, so P14's sum over the

@@ -84,7 +84,11 @@
 //     tile partition it: once per tile) or everything (every step). With f the terminal k-loop
 //     MatMul (M x N, reduction K), x so computes at least
 //     passes(f) = min(ceil(M/n) ceil(N/n), ceil(M/n) ceil(K/n), ceil(N/n) ceil(K/n)) times its
-//     native tiles; FL / FR's factor is the least passes over the terminals it can reach.
+//     native tiles; FL / FR's factor is the least passes over the terminals it can reach, each
+//     with the case its path gives (an SL strip producer hands R to its LHS and the k-range to
+//     its RHS, SR the k-range and C; FL keeps its case on its LHS, FR on its RHS, the other
+//     operand full; Pointwise ops keep it): R ceil(N/n) ceil(K/n), C ceil(M/n) ceil(K/n), k-range
+//     ceil(M/n) ceil(N/n), full the product of the three.
 //  P14 (T1, T2, P3, P5, P7, P13, G3, V5, V11, V12) Weights no other op's compute can hide. Let
 //     c_y = base x native tiles. A MatMul x's instance is T-only (x in F, no other mode) or other.
 //     T-only, it loads W_T: its graph inputs read by x alone, streamed per column / row tile

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "eval/bound/analysis.h"
 #include "eval/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
@@ -853,6 +854,33 @@ TEST_CASE("bound: crossing activations (P16) never above the oracle at real-chip
                               << ", tightest crossing/latency " << tightest);
   CHECK(valid > 1500);
   CHECK(decided > 100);
+}
+
+// P13's cases by hand: out = P @ Wo (K = 4 = n), P = A @ V upstream of it (its strip, full
+// reduction), V = X @ Wv the RHS of P: V's region is every row by the k-range of out's tile, so
+// the whole of V is made once per tile of out (2 x 2 tiles): 4 passes, where the least over the
+// three cases of P13 (rows x columns 4, rows x k-steps 2, columns x k-steps 2) gave 2. The
+// oracle charges exactly that, and the bound's factor for V in FR says so.
+TEST_CASE("bound: P13's cases by hand, a k-range region is made once per tile") {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{8, 8}, {8, 8}, {4, 8}, {4, 8}, {4, 8}, {8, 4}, {8, 8}};  // A X Wv V P Wo out
+  p.ops.push_back({OpKind::MatMul, {1, 2}, 3, 10});  // V = X @ Wv
+  p.ops.push_back({OpKind::MatMul, {0, 3}, 4, 1});   // P = A @ V (K = 8)
+  p.ops.push_back({OpKind::MatMul, {4, 5}, 6, 1});   // out = P @ Wo (K = 4)
+  p.fast_memory_capacity = 4096;
+  p.slow_memory_bandwidth = 1000;
+  REQUIRE(p.Finalize() == "");
+  const bound_internal::Analysis a(p);
+  REQUIRE(a.HasMode(0, bound_internal::kFR));
+  CHECK(a.Factor(0, bound_internal::kFR) == 4);
+  Schedule schedule;
+  schedule.subgraphs.push_back({{0, 1, 2}, Granularity{4, 4, 4}, std::nullopt, {}});
+  const Evaluation e = EvaluateOracle(p, schedule);
+  REQUIRE(e.ok());
+  // V: 4 tiles x its 2 native tiles x 10; P: its strip once per tile (1); out: 1 per tile.
+  CHECK(e.subgraphs[0].compute_time == doctest::Approx(4 * 20 + 4 + 4));
+  CHECK(CheckValidSchedule(p, schedule, "P13 cases by hand"));
 }
 
 // P16 by hand: a Pointwise op P (X -> A, 8x8, base 100 per native tile) feeds `heads` MatMuls
