@@ -11,6 +11,7 @@
 #include <string>
 
 #include "eval/bound/analysis.h"
+#include "eval/bound/crossing.h"
 #include "eval/bound/islands.h"
 #include "eval/bound/streaming.h"
 
@@ -581,7 +582,13 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const Evaluated at = Evaluate(model, bound.weight, all, true);
   bound.combined = at.value;
   bound.island_count = built.islands;
-  const Streaming streaming = StreamingBound(problem, Analysis(problem));
+  // P14's choice of heavy ops is a heuristic that higher factors (P13's cases) can mislead: keep
+  // the better of the two pricings of full modes (each a bound; the lines kept are its own).
+  Streaming streaming = StreamingBound(problem, Analysis(problem));
+  {
+    Streaming plain = StreamingBound(problem, Analysis(problem, false));
+    if (plain.value > streaming.value) streaming = std::move(plain);
+  }
   bound.streaming = streaming.value;
   bound.streaming_ops = streaming.activated;
   // P12 with P14 inside each island: every subgraph lies in one island, so P14's sum over the
@@ -602,6 +609,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     bound.islands += std::max({built.island_compute[i], island_streaming[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i])});
   }
+  bound.crossing = CrossingBound(problem, built, streaming.lines, streaming.beside_memory);
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {
     if (info.option >= 0 && at.choice[info.owner] != info.option) continue;

@@ -84,7 +84,11 @@
 //     tile partition it: once per tile) or everything (every step). With f the terminal k-loop
 //     MatMul (M x N, reduction K), x so computes at least
 //     passes(f) = min(ceil(M/n) ceil(N/n), ceil(M/n) ceil(K/n), ceil(N/n) ceil(K/n)) times its
-//     native tiles; FL / FR's factor is the least passes over the terminals it can reach.
+//     native tiles; FL / FR's factor is the least passes over the terminals it can reach, each
+//     with the case its path gives (an SL strip producer hands R to its LHS and the k-range to
+//     its RHS, SR the k-range and C; FL keeps its case on its LHS, FR on its RHS, the other
+//     operand full; Pointwise ops keep it): R ceil(N/n) ceil(K/n), C ceil(M/n) ceil(K/n), k-range
+//     ceil(M/n) ceil(N/n), full the product of the three.
 //  P14 (T1, T2, P3, P5, P7, P13, G3, V5, V11, V12) Weights no other op's compute can hide. Let
 //     c_y = base x native tiles. A MatMul x's instance is T-only (x in F, no other mode) or other.
 //     T-only, it loads W_T: its graph inputs read by x alone, streamed per column / row tile
@@ -121,6 +125,19 @@
 //     a producer or of an activated op whose class holds one: at most F hosts. So the total
 //     rises by sum_y lambda_y - F max lambda, lambda_y = min(l_y, least such slack). A T-only
 //     MatMul heavy only with its produced inputs may be activated (claiming its own loads).
+//  P16 (R1-R3, V7, V8, P3, P7, P8, P12, P14) Activations that cross islands. Give each island I
+//     a weight a_I and a form: P12's V_I = a_I C_I + (1 - a_I) T_I / B or P14's (its ops' least
+//     lines at a_I). A produced tensor t (|t| + 1 <= capacity, producer p in I) read in islands
+//     J_1..J_r != I: a subgraph S_J of J running a reader finds t a boundary input, free only
+//     when the subgraph before runs p and retains t (J served, V8, R2); else S_J loads |t| (P3)
+//     and a subgraph of I wrote it as an unretained sink (V7, M2, R3). Served islands use
+//     distinct instances of p, none of which writes t (R3): s served and one not, >= s + 1
+//     instances; all served, >= r; each computes >= c_p (P7). With l_k = (1 - a_J) |t| / B
+//     (largest first), w = (1 - a_I) |t| / B, sigma = a_I c_p (0 in P14's form when p may sit
+//     beside an activated op paying on memory), claim_t = min(sum l + w, min_{1<=s<r} sigma s +
+//     sum_{k>s} l_k + w, sigma (r - 1)), and the total is >= sum_I V_I + sum_t claim_t: neither
+//     T_I nor P14's lines claim produced tensors' loads and writes or unpicked instances'
+//     compute. Not derived with a weight path (H6): 0 there.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -128,7 +145,7 @@
 // What it does not count: reuse lost to traversal order when operands are shared or K > n
 // beyond P5, working sets that force small tiles (except P10, P11), recomputation beyond P7 and
 // P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
-// subgraph (except P15), and the per-step max (only sums, per problem, island or P14's subgraph classes). It
+// subgraph (except P15, P16), and the per-step max (only sums, per problem, island or P14's subgraph classes). It
 // is a bound, not an estimate.
 #pragma once
 
@@ -167,6 +184,10 @@ struct LowerBound {
   // `streaming_ops` heavy ops count.
   Latency streaming = 0;
   int streaming_ops = 0;
+  // P16: per island the larger of P12's a x compute + (1 - a) x traffic and its P14 lines at a,
+  // plus the activations that cross islands: loaded in each reading island that the subgraph
+  // before does not serve by retaining them, written once, or their producer recomputed to serve.
+  Latency crossing = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -175,6 +196,7 @@ struct LowerBound {
     if (combined > best) best = combined;
     if (islands > best) best = islands;
     if (streaming > best) best = streaming;
+    if (crossing > best) best = crossing;
     return best;
   }
 };

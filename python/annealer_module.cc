@@ -643,6 +643,7 @@ PYBIND11_MODULE(_core, m) {
         d["combined"] = bound.combined;
         d["islands"] = bound.islands;
         d["streaming"] = bound.streaming;
+        d["crossing"] = bound.crossing;
         d["weight"] = bound.weight;
         return d;
       },

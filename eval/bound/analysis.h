@@ -23,13 +23,19 @@ inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 class Analysis {
  public:
-  explicit Analysis(const Problem& problem) : p_(problem), n_(problem.native) {
+  // `path_cases`: full modes priced by the case their path gives (P13's cases); false takes the
+  // least of the three cases for every terminal, as before them (a weaker bound, which P14's
+  // choice of heavy ops can nonetheless turn to its advantage, so the streaming part tries both).
+  explicit Analysis(const Problem& problem, bool path_cases = true)
+      : p_(problem), n_(problem.native), path_cases_(path_cases) {
     const int num_ops = static_cast<int>(p_.ops.size());
     for (const Op& op : p_.ops) max_inputs_ = std::max(max_inputs_, static_cast<int>(op.inputs.size()));
     modes_.assign(num_ops, 0);
     factor_.assign(num_ops, {1, 1, 1, 1, 1});
     stream_tiles_.assign(num_ops, {0, 0, 0, 0, 0});
-    passes_.assign(num_ops, {1, 1, 1, 1, 1});
+    std::array<int64_t, 5> none;
+    none.fill(std::numeric_limits<int64_t>::max());
+    cases_.assign(num_ops, {none, none, none, none, none});
     ComputeModes();
   }
 
@@ -177,19 +183,42 @@ class Analysis {
   mutable std::vector<uint32_t> reach_op_seen_;  // per op
   mutable uint32_t reach_generation_ = 0;
 
-  // P13: a lower bound on how many times an op further upstream of the k-loop MatMul f makes
-  // its whole output over one subgraph (C3, C6): its region each step is full along one side and
-  // along the other a tile's rows (passes: columns x k-steps), a tile's columns (rows x
-  // k-steps), a k-range (tiles) or everything (every step).
-  int64_t TerminalPasses(OpId f) const {
+  // P13: how many times an op further upstream of the k-loop MatMul f makes its whole output over
+  // one subgraph (C3, C6). Its region each step is full along one side; along the other it is,
+  // by the path from f (D2, D3): the tile's rows R (LHS links from an LHS strip: every step of a
+  // row of tiles remakes it, columns x k-steps passes), the tile's columns C (rows x k-steps), a
+  // k-range (the other operand of a strip producer: the k-steps of a tile partition it, so once
+  // per tile) or everything (every step). Cases, per (op, mode), as the least passes over the
+  // k-loops reachable with that case; kFull also bounds any case (every step's charge is at most
+  // the full one), so it is kept for every terminal reached; kAny, the least of the three cases
+  // of every terminal reached, whatever the path (P13 before its cases).
+  enum Case : int { kRows = 0, kCols = 1, kRange = 2, kFull = 3, kAny = 4, kCases = 5 };
+  using Cases = std::array<int64_t, kCases>;
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  // The cases a strip producer of the k-loop MatMul f hands on (SL: its LHS gets R, its RHS the
+  // k-range; SR: its LHS the k-range, its RHS C).
+  Cases StripCases(OpId f, int d) const {
     const Tensor& out = p_.tensors[p_.ops[f].output];
     const int64_t rows = CeilDiv(out.height, n_), cols = CeilDiv(out.width, n_);
     const int64_t ks = CeilDiv(p_.ReductionLength(f), n_);
-    return std::min({rows * cols, rows * ks, cols * ks});
+    Cases c{kNone, kNone, kNone, rows * cols * ks, std::min({rows * cols, rows * ks, cols * ks})};
+    c[kRange] = rows * cols;
+    c[d == kSL ? kRows : kCols] = d == kSL ? cols * ks : rows * ks;
+    return c;
+  }
+  // What a MatMul in mode m with cases v hands to the producer of its input `slot` (D3: a region
+  // r x c asks r x [0, K) of the LHS and [0, K) x c of the RHS).
+  static Cases Upstream(const Cases& v, int m, int slot) {
+    Cases out{kNone, kNone, kNone, v[kFull], v[kAny]};
+    const bool keep = (m == kFL && slot == 0) || (m == kFR && slot == 1);
+    if (keep) return v;
+    if (m == kSL) out[slot == 0 ? kRows : kRange] = v[slot == 0 ? kRows : kRange];
+    if (m == kSR) out[slot == 0 ? kRange : kCols] = v[slot == 0 ? kRange : kCols];
+    return out;
   }
 
   // Reverse topological order: an op's possible modes follow from its consumers' (P1, P2),
-  // with the recomputation factor (P7) and the streaming tile count (P6) of the strip modes.
+  // with the recomputation factor (P7, P13) and the streaming tile count (P6) of the strip modes.
   void ComputeModes() {
     const auto& order = p_.topological_order;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -198,8 +227,11 @@ class Analysis {
       int64_t factor[kModes] = {1, 1, 1, 1, 1};
       int64_t stream[kModes] = {0, 0, 0, 0, 0};
       bool strip_seen[kModes] = {false, false, false, false, false};
-      bool full_seen[kModes] = {false, false, false, false, false};
-      int64_t passes[kModes] = {1, 1, 1, 1, 1};
+      std::array<Cases, kModes> cases;
+      for (Cases& c : cases) c.fill(kNone);
+      const auto merge = [&](int d, const Cases& c) {
+        for (int i = 0; i < kCases; ++i) cases[d][i] = std::min(cases[d][i], c[i]);
+      };
       const TensorId out = p_.ops[x].output;
       for (OpId z : p_.consumers[out]) {
         const Op& zop = p_.ops[z];
@@ -212,25 +244,21 @@ class Analysis {
             mask |= 1 << d;
             if (d == kFL || d == kFR) {
               // P13: a full-mode op makes its region every step of the terminal k-loop.
-              const int64_t f = zop.kind == OpKind::MatMul ? passes_[z][mz] : passes_[z][d];
-              factor[d] = full_seen[d] ? std::min(factor[d], f) : f;
-              full_seen[d] = true;
-              passes[d] = factor[d];
+              merge(d, zop.kind == OpKind::MatMul ? Upstream(cases_[z][mz], mz, slot) : cases_[z][d]);
               continue;
             }
             // Direct entry into a k-loop MatMul, or through a Pointwise op in the same mode.
             int64_t f = 0;
             int64_t tiles = 0;
             if (zop.kind == OpKind::MatMul) {
-              const int64_t p = TerminalPasses(z);
-              passes[d] = strip_seen[d] ? std::min(passes[d], p) : p;
+              merge(d, StripCases(z, d));
               const Tensor& zo = p_.tensors[zop.output];
               f = CeilDiv(d == kSL ? zo.width : zo.height, n_);
               tiles = p_.ReductionLength(z) > n_ ? CeilDiv(zo.width, n_) * CeilDiv(zo.height, n_) : 0;
             } else {
               f = factor_[z][d];
               tiles = 0;  // a Pointwise op in a strip: K* <= n, no streaming claim
-              passes[d] = strip_seen[d] ? std::min(passes[d], passes_[z][d]) : passes_[z][d];
+              merge(d, cases_[z][d]);
             }
             factor[d] = strip_seen[d] ? std::min(factor[d], f) : f;
             stream[d] = strip_seen[d] ? std::min(stream[d], tiles) : tiles;
@@ -240,9 +268,14 @@ class Analysis {
       }
       modes_[x] = mask;
       for (int m = 0; m < kModes; ++m) {
+        cases_[x][m] = cases[m];
+        if (m == kFL || m == kFR) {
+          const int64_t least =
+              path_cases_ ? *std::min_element(cases[m].begin(), cases[m].begin() + kAny) : cases[m][kAny];
+          factor[m] = least == kNone ? 1 : least;
+        }
         factor_[x][m] = std::max<int64_t>(1, factor[m]);
         stream_tiles_[x][m] = stream[m];
-        passes_[x][m] = std::max<int64_t>(1, passes[m]);
       }
     }
   }
@@ -253,9 +286,10 @@ class Analysis {
   std::vector<int> modes_;  // bit m set: the op can be demanded in mode m
   std::vector<std::array<int64_t, kModes>> factor_;
   std::vector<std::array<int64_t, kModes>> stream_tiles_;
-  // Per op and mode (SL, SR, FL, FR): the least TerminalPasses of the k-loop MatMuls the op
-  // can sit upstream of in that mode (P13); 1 for T.
-  std::vector<std::array<int64_t, kModes>> passes_;
+  // Per op and mode (SL, SR, FL, FR): per case of its region, the least passes over the k-loop
+  // MatMuls the op can sit upstream of in that mode (P13); none for T.
+  std::vector<std::array<std::array<int64_t, 5>, kModes>> cases_;
+  bool path_cases_ = true;
 };
 
 struct TermInfo {

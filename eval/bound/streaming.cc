@@ -114,6 +114,7 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       }
     }
   };
+  result.beside_memory.assign(num_ops, 0);
   if (!any_heavy) {
     fill_lines(std::vector<char>(num_ops, 0), std::vector<char>(num_ops, 0));
     result.value = BestOverWeight(result.lines, [](OpId) { return true; });
@@ -314,10 +315,12 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
     std::vector<char> activated(num_ops, 0), hidden(num_ops, 0);
     result.activated = 0;
     result.retention = nullptr;
+    result.beside_memory.assign(num_ops, 0);
     for (OpId y = 0; y < num_ops; ++y) {
       activated[y] = active_count[y] > 0;
       hidden[y] = hidden_count[y] > 0;
       result.activated += activated[y] && !hidden[y] ? 1 : 0;
+      result.beside_memory[y] = activated[y] || hidden[y] || gain[y] > 0;
     }
     fill_lines(activated, hidden);
 

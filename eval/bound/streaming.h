@@ -42,6 +42,9 @@ struct Streaming {
   // P15: the reloads of produced inputs by activated ops that always sit alone, at weight a
   // (whole problem only: a host may lie in another island).
   std::function<double(double)> retention;
+  // P16: per op, whether its instance may sit in a subgraph beside an activated op paying on
+  // memory (activated, in Hid, or heavy): there its compute is not counted.
+  std::vector<char> beside_memory;
 };
 
 // The maximum over a in [0, 1] of the sum over the selected ops of their least line, plus

@@ -210,6 +210,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_combined\": " + FormatNumber(bound.combined) + ",\n";
   out += "  \"lower_bound_islands\": " + FormatNumber(bound.islands) + ",\n";
   out += "  \"lower_bound_streaming\": " + FormatNumber(bound.streaming) + ",\n";
+  out += "  \"lower_bound_crossing\": " + FormatNumber(bound.crossing) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
@@ -289,6 +290,7 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"island_count\": " + std::to_string(bound.island_count) + ",\n";
   out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"streaming_ops\": " + std::to_string(bound.streaming_ops) + ",\n";
+  out += "  \"crossing\": " + FormatNumber(bound.crossing) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -318,7 +320,9 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          " islands of ops that may share a subgraph of max(compute, forced traffic, P14))\n";
   out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
          std::to_string(bound.streaming_ops) +
-         " MatMuls that no other op's compute can hide + reloads of ops that sit alone, P14-P15)\n\n";
+         " MatMuls that no other op's compute can hide + reloads of ops that sit alone, P14-P15)\n";
+  out += "  crossing   " + Readable(bound.crossing) +
+         "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {

@@ -1,0 +1,30 @@
+// P16, activations that cross islands (eval/bounds.h states the fact, docs/lower-bound.md,
+// "Activations that cross islands (P16)", proves it).
+#pragma once
+
+#include <vector>
+
+#include "eval/bound/analysis.h"
+#include "eval/bound/streaming.h"
+
+namespace annealer::bound_internal {
+
+// P16. A produced tensor t (producer p in island I, not a graph output) read by ops of other
+// islands J: no subgraph holds p beside such a reader (P12), so a subgraph of J that runs a
+// reader finds t neither ephemeral nor, unless the subgraph just before holds an instance of p
+// and retains t (R1, V8), in fast memory: it loads |t| (P3), and t was written once, in I (V7,
+// P8). One instance of p retains into one subgraph, so serving s islands takes s instances of
+// p, each beyond the first computing c_p again (P7). With one weight a_I per island, every valid
+// schedule costs at least
+//     sum_I V_I(a_I) + sum_t min_s [sigma_t (s - 1) + (1 - a) loads of the unserved islands
+//                                   + (1 - a_I) |t| / B when one is unserved],
+// V_I(a) the larger of a C_I + (1 - a) T_I / B (P12's compute and traffic) and the island's P14
+// lines at a; sigma_t = a_I c_p, or 0 when the P14 form is used and p may sit beside an
+// activated op paying on memory (its compute there is not counted). Every amount is a load,
+// write or compute of one island's subgraphs that neither P12's traffic nor P14's lines claim.
+// `beside_memory`: per op, whether P14 lets it sit beside an activated op paying on memory.
+// Returns 0 on a chip with a weight path (H6; not derived there).
+double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
+                     const std::vector<char>& beside_memory);
+
+}  // namespace annealer::bound_internal
