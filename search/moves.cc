@@ -802,12 +802,13 @@ std::optional<ScheduleEdit> ToggleRetention(const MoveContext& ctx, const Schedu
 
 
 // Subgraphs that each load the same produced tensor t pay its load each time. This merges a
-// subgraph with other readers of t nearby (each absorbed only when the union can still have a
-// valid configuration by the structural rules, and when it can move to the subgraph's position
-// without passing a subgraph that reads its outputs or writes its inputs) and recomputes t's
-// producer inside, which connects them (V5): t is then made once, its producer's inputs loaded
-// once. One step from several separate heads to one subgraph, which pairwise merges reach only
-// through worse schedules (the producer's recompute pays off from the third reader on).
+// subgraph with other readers of t nearby and with subgraphs that make t themselves (an earlier
+// merge, which recomputes it), each absorbed only when the union can still have a valid
+// configuration by the structural rules and when it can move to the subgraph's position without
+// passing a subgraph that reads its outputs or writes its inputs; t's producer is recomputed
+// inside, which connects them (V5): t is then made once, its producer's inputs loaded once. One
+// step from several separate heads to one subgraph, which pairwise merges reach only through
+// worse schedules (the producer's recompute pays off from the third reader on).
 std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule& s, Rng& rng) {
   constexpr int kWindow = 64;     // readers searched within this many subgraphs of the chosen one
   constexpr int kMaxAbsorbed = 16;
@@ -844,7 +845,13 @@ std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule&
   for (int i = std::max(0, j - kWindow); i < std::min(n, j + kWindow + 1); ++i) {
     if (i == j) continue;
     const std::vector<OpId>& ops = s.subgraphs[i].ops;
-    if (Contains(ops, p) || retained_into(i, t) || layout_reads(ops, t)) continue;
+    // A subgraph that makes t itself (an earlier merge of readers, which recomputes it) takes
+    // the chosen one in as well: t is ephemeral there, so that reader's load goes too.
+    if (Contains(ops, p)) {
+      readers.push_back(i);
+      continue;
+    }
+    if (retained_into(i, t) || layout_reads(ops, t)) continue;
     bool reads = false;
     for (OpId op : ops) {
       const auto& ins = problem.ops[op].inputs;
