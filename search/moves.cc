@@ -800,7 +800,6 @@ std::optional<ScheduleEdit> ToggleRetention(const MoveContext& ctx, const Schedu
   return Finish(ctx, s, i, i + 2, {{a.ops, retain, &a, refit}, {b.ops, b.retain, &b, refit}});
 }
 
-
 // Subgraphs that each load the same produced tensor t pay its load each time. This merges a
 // subgraph with other readers of t nearby and with subgraphs that make t themselves (an earlier
 // merge, which recomputes it), each absorbed only when the union can still have a valid
@@ -832,7 +831,8 @@ std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule&
   std::vector<TensorId> shared;
   for (TensorId t : BoundaryInputs(problem, sg.ops)) {
     const OpId p = problem.producer[t];
-    if (p == kNoOp || problem.IsLayout(p) || problem.consumers[t].size() < 3) continue;  // < 3 ops either way
+    // consumers may list an op twice: fewer than three entries is fewer than three readers
+    if (p == kNoOp || problem.IsLayout(p) || problem.consumers[t].size() < 3) continue;
     if (retained_into(j, t) || layout_reads(sg.ops, t)) continue;
     if (problem.ops[p].kind == OpKind::MatMul && !Coin(rng, 0.25)) continue;
     shared.push_back(t);
