@@ -21,6 +21,7 @@ const char* MoveName(MoveKind kind) {
     case MoveKind::kGranularity: return "granularity";
     case MoveKind::kTraversal: return "traversal";
     case MoveKind::kRetention: return "retention";
+    case MoveKind::kMergeReaders: return "merge-readers";
   }
   return "?";
 }
@@ -799,7 +800,123 @@ std::optional<ScheduleEdit> ToggleRetention(const MoveContext& ctx, const Schedu
   return Finish(ctx, s, i, i + 2, {{a.ops, retain, &a, refit}, {b.ops, b.retain, &b, refit}});
 }
 
+// Subgraphs that each load the same produced tensor t pay its load each time. This merges a
+// subgraph with other readers of t nearby and with subgraphs that make t themselves (an earlier
+// merge, which recomputes it), each absorbed only when the union can still have a valid
+// configuration by the structural rules and when it can move to the subgraph's position without
+// passing a subgraph that reads its outputs or writes its inputs; t's producer is recomputed
+// inside, which connects them (V5): t is then made once, its producer's inputs loaded once. One
+// step from several separate heads to one subgraph, which pairwise merges reach only through
+// worse schedules (the producer's recompute pays off from the third reader on).
+std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  constexpr int kWindow = 64;     // readers searched within this many subgraphs of the chosen one
+  constexpr int kMaxAbsorbed = 16;
+  const Problem& problem = ctx.problem;
+  const int n = static_cast<int>(s.subgraphs.size());
+  if (n < 2) return std::nullopt;
+  const int j = Uniform(rng, n);
+  const Subgraph& sg = s.subgraphs[j];
+  auto retained_into = [&](int i, TensorId t) {
+    const std::vector<TensorId>& in = RetainedInto(s, i);
+    return std::find(in.begin(), in.end(), t) != in.end();
+  };
+  auto layout_reads = [&](const std::vector<OpId>& ops, TensorId t) {
+    for (OpId op : ops) {
+      if (!problem.IsLayout(op)) continue;
+      const auto& ins = problem.ops[op].inputs;
+      if (std::find(ins.begin(), ins.end(), t) != ins.end()) return true;
+    }
+    return false;
+  };
+  std::vector<TensorId> shared;
+  for (TensorId t : BoundaryInputs(problem, sg.ops)) {
+    const OpId p = problem.producer[t];
+    // consumers may list an op twice: fewer than three entries is fewer than three readers
+    if (p == kNoOp || problem.IsLayout(p) || problem.consumers[t].size() < 3) continue;
+    if (retained_into(j, t) || layout_reads(sg.ops, t)) continue;
+    if (problem.ops[p].kind == OpKind::MatMul && !Coin(rng, 0.25)) continue;
+    shared.push_back(t);
+  }
+  if (shared.empty()) return std::nullopt;
+  const TensorId t = shared[Uniform(rng, static_cast<int>(shared.size()))];
+  const OpId p = problem.producer[t];
+
+  std::vector<int> readers;
+  for (int i = std::max(0, j - kWindow); i < std::min(n, j + kWindow + 1); ++i) {
+    if (i == j) continue;
+    const std::vector<OpId>& ops = s.subgraphs[i].ops;
+    // A subgraph that makes t itself (an earlier merge of readers, which recomputes it) takes
+    // the chosen one in as well: t is ephemeral there, so that reader's load goes too.
+    if (Contains(ops, p)) {
+      readers.push_back(i);
+      continue;
+    }
+    if (retained_into(i, t) || layout_reads(ops, t)) continue;
+    bool reads = false;
+    for (OpId op : ops) {
+      const auto& ins = problem.ops[op].inputs;
+      reads = reads || std::find(ins.begin(), ins.end(), t) != ins.end();
+    }
+    if (reads) readers.push_back(i);
+  }
+  if (readers.empty()) return std::nullopt;
+  std::stable_sort(readers.begin(), readers.end(), [&](int a, int b) { return std::abs(a - j) < std::abs(b - j); });
+
+  std::vector<OpId> merged = sg.ops;
+  merged.push_back(p);
+  std::vector<char> absorbed(n, 0);
+  int count = 0;
+  for (int i : readers) {
+    if (count == kMaxAbsorbed) break;
+    // Moving i to j must not pass a subgraph (left in place) that reads what i makes (i < j) or
+    // makes what i reads (i > j).
+    bool blocked = false;
+    for (int m = std::min(i, j) + 1; m < std::max(i, j) && !blocked; ++m) {
+      if (absorbed[m]) continue;
+      blocked = i < j ? Feeds(problem, s.subgraphs[i], s.subgraphs[m]) : Feeds(problem, s.subgraphs[m], s.subgraphs[i]);
+    }
+    if (blocked) continue;
+    std::vector<OpId> candidate = merged;
+    for (OpId op : s.subgraphs[i].ops) {
+      if (!Contains(candidate, op)) candidate.push_back(op);
+    }
+    candidate = SortTopologically(ctx.rank, candidate);  // V6 is among the rules checked
+    if (NoGranularityFits(problem, candidate, kNothing, kNothing)) continue;
+    merged = std::move(candidate);
+    absorbed[i] = 1;
+    ++count;
+  }
+  if (count == 0) return std::nullopt;
+  int begin = j;
+  int end = j + 1;
+  for (int i = 0; i < n; ++i) {
+    if (!absorbed[i]) continue;
+    begin = std::min(begin, i);
+    end = std::max(end, i + 1);
+  }
+  std::vector<Piece> pieces;
+  for (int m = begin; m < end; ++m) {
+    if (m == j) {
+      pieces.push_back({SortTopologically(ctx.rank, merged), sg.retain, &sg, true});
+    } else if (!absorbed[m]) {
+      pieces.push_back({s.subgraphs[m].ops, s.subgraphs[m].retain, &s.subgraphs[m], false});
+    }
+  }
+  return Finish(ctx, s, begin, end, std::move(pieces));
+}
+
 }  // namespace
+
+bool MergeReadersApplies(const Problem& problem) {
+  for (TensorId t = 0; t < static_cast<TensorId>(problem.consumers.size()); ++t) {
+    if (problem.producer[t] == kNoOp) continue;
+    const std::vector<OpId>& readers = problem.consumers[t];  // ascending, maybe repeated
+    int distinct = 0;
+    for (size_t i = 0; i < readers.size(); ++i) distinct += i == 0 || readers[i] != readers[i - 1];
+    if (distinct >= 3) return true;
+  }
+  return false;
+}
 
 std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,
                                      const Schedule& schedule, std::mt19937_64& rng) {
@@ -816,6 +933,7 @@ std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,
     case MoveKind::kGranularity: return ChangeGranularity(context, schedule, rng);
     case MoveKind::kTraversal: return ChangeTraversal(context, schedule, rng);
     case MoveKind::kRetention: return ToggleRetention(context, schedule, rng);
+    case MoveKind::kMergeReaders: return MergeReaders(context, schedule, rng);
   }
   return std::nullopt;
 }
@@ -828,8 +946,13 @@ std::optional<ScheduleEdit> RandomMove(const MoveContext& context, const WorkerP
       weights.weight_partition * 0.25, weights.weight_partition * 0.15, weights.weight_partition * 0.2,
       weights.weight_partition * 0.2,  weights.weight_partition * 0.1,  weights.weight_partition * 0.1,
       weights.weight_order * 0.4,      weights.weight_order * 0.6,      weights.weight_granularity,
-      weights.weight_traversal,        weights.weight_retention};
-  std::discrete_distribution<int> pick(std::begin(w), std::end(w));
+      weights.weight_traversal,        weights.weight_retention,
+      weights.weight_partition * weights.merge_readers_share};
+  // Without the fan-out the draw is over the first eleven kinds exactly as before kMergeReaders
+  // existed (a zero weight at the end could still shift a draw: the last cumulative sum is
+  // rounded to one).
+  const bool readers = context.merge_readers && weights.merge_readers_share > 0;
+  std::discrete_distribution<int> pick(std::begin(w), std::end(w) - (readers ? 0 : 1));
   for (int attempt = 0; attempt < 8; ++attempt) {
     const MoveKind drawn = static_cast<MoveKind>(pick(rng));
     if (kind != nullptr) *kind = drawn;

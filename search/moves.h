@@ -6,7 +6,8 @@
 // Families (weights in WorkerParams):
 //   partition   merge adjacent subgraphs, merge a producer subgraph into a later consumer,
 //               split one (random topological cut or its components), move a boundary op
-//               across, duplicate a producer into a consumer (recompute), drop a duplicate
+//               across, duplicate a producer into a consumer (recompute), drop a duplicate,
+//               merge the readers of one tensor (recomputing its producer) so it loads once
 //   order       swap independent neighbours, move a consumer right after its producer
 //   granularity halve / double one of w, h, k, or refit all of them
 //   traversal   another named traversal order
@@ -39,8 +40,11 @@ enum class MoveKind {
   kGranularity,
   kTraversal,
   kRetention,
+  // Drawn only where some produced tensor has at least three reading ops (see
+  // MergeReadersApplies): elsewhere the draw over the other kinds is the same as before it existed.
+  kMergeReaders,
 };
-inline constexpr int kNumMoveKinds = 11;
+inline constexpr int kNumMoveKinds = 12;
 const char* MoveName(MoveKind kind);
 
 struct MoveContext {
@@ -56,7 +60,14 @@ struct MoveContext {
   // effects reach past the window (a tensor the window no longer writes is read later, a
   // retain set the window must drop belongs to an earlier subgraph).
   const IncrementalEvaluator* committed = nullptr;
+  // MergeReadersApplies(problem): RandomMove draws kMergeReaders only when true.
+  bool merge_readers = false;
 };
+
+// True when some tensor made by an op is read by at least three ops: the fan-out (a normalised
+// activation feeding many projections) where merging its readers can save loads. False on
+// every contest problem (at most two readers per tensor), whose move stream stays as it was.
+bool MergeReadersApplies(const Problem& problem);
 
 // One move of the given kind at a random place; nullopt when it does not apply.
 std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,

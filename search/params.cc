@@ -95,6 +95,10 @@ std::vector<ParamSpec> BuildTable() {
                            [](P& p) -> double& { return p.workers.weight_traversal; }));
   t.push_back(Make<double>("workers.weight_retention", R, 0, 1000, "weight of retention moves",
                            [](P& p) -> double& { return p.workers.weight_retention; }));
+  t.push_back(Make<double>("workers.merge_readers_share", R, 0, 1000,
+                           "weight of the merge-readers move as a share of weight_partition (drawn only where "
+                           "a produced tensor has 3+ reading ops)",
+                           [](P& p) -> double& { return p.workers.merge_readers_share; }));
   t.push_back(Make<bool>("workers.polish", B, 0, 1,
                          "exact granularity/traversal/retention polish of every new worker best",
                          [](P& p) -> bool& { return p.workers.polish; }));

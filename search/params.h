@@ -58,6 +58,9 @@ struct WorkerParams {
   double weight_granularity = 2.0;
   double weight_traversal = 1.0;
   double weight_retention = 1.0;
+  // Weight of the merge-readers move (search/moves.h) as a share of weight_partition; the move
+  // is drawn only on problems where some produced tensor has three or more reading ops.
+  double merge_readers_share = 0.1;
   // Run the exact polish (granularity per subgraph, traversal, retention by DP) on every new
   // best schedule of a worker.
   bool polish = true;

@@ -22,6 +22,7 @@
 #include "search/params.h"
 #include "src/io/problem_reader.h"
 #include "src/io/problem_stack.h"
+#include "tests/graph_builder.h"
 #include "tests/test_files.h"
 
 namespace annealer {
@@ -150,6 +151,71 @@ TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under 
   }
   CHECK(applied > 10);
   CHECK(EvaluateOracle(problem, evaluator.schedule()).ok());
+}
+
+// A normalisation N (X -> T, 128x512, Pointwise) read by four heads, each V_i = T @ W_i
+// (512x64) and O_i = A_i @ V_i (A_i 128x128, O_i a graph output): the shape of attention heads
+// whose value projections read one normalised activation. Bandwidth 273, a scratchpad that
+// holds everything.
+Problem FanOutHeads() {
+  testing::GraphBuilder b(Elements{1} << 26, 273);
+  const TensorId x = b.Tensor(128, 512);
+  const TensorId t = b.Tensor(128, 512);
+  b.Op(OpKind::Pointwise, {x}, t, 8);
+  for (int i = 0; i < 4; ++i) {
+    const TensorId w = b.Tensor(512, 64);
+    const TensorId v = b.Tensor(128, 64);
+    const TensorId a = b.Tensor(128, 128);
+    const TensorId o = b.Tensor(128, 64);
+    b.Op(OpKind::MatMul, {t, w}, v, 128);
+    b.Op(OpKind::MatMul, {a, v}, o, 32);
+  }
+  return b.Build();
+}
+
+TEST_CASE("moves: merge-readers merges the heads that each load one tensor, which no other move does in one step") {
+  const Problem problem = FanOutHeads();
+  CHECK(MergeReadersApplies(problem));
+  for (const char* name : {"mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-9.json", "mlsys-2026-13.json",
+                           "mlsys-2026-17.json"}) {
+    CHECK_MESSAGE(!MergeReadersApplies(ReadBundledProblem(name)), name);
+  }
+  CostCache cache(1 << 16);
+  SubgraphPricer pricer(problem, &cache);
+  const std::vector<int> rank = TopologicalRanks(problem);
+  const MoveContext context{problem, rank, pricer, [] { return false; }};
+  // N alone writes T (load X 65,536 + write T 65,536 elements: 480.117); each head loads T,
+  // its weight and A_i and writes O_i (65,536 + 32,768 + 16,384 + 8,192: 450.110).
+  Schedule start;
+  for (std::vector<OpId> ops : std::vector<std::vector<OpId>>{{0}, {1, 2}, {3, 4}, {5, 6}, {7, 8}}) {
+    start.subgraphs.push_back(FitSubgraph(pricer, ops, {}, {}, nullptr, true, [] { return false; })->subgraph);
+  }
+  IncrementalEvaluator evaluator(problem, &cache);
+  REQUIRE(evaluator.Reset(start).valid);
+  CHECK(evaluator.committed().total == doctest::Approx(131072.0 / 273 + 4 * 122880.0 / 273));  // 2,280.557
+  Latency best[kNumMoveKinds];
+  std::fill(std::begin(best), std::end(best), evaluator.committed().total);
+  for (int kind = 0; kind < kNumMoveKinds; ++kind) {
+    for (uint64_t seed = 0; seed < 200; ++seed) {
+      std::mt19937_64 rng(seed);
+      auto edit = MakeMove(context, static_cast<MoveKind>(kind), evaluator.schedule(), rng);
+      if (!edit) continue;
+      const Candidate c = evaluator.Propose(*edit);
+      if (c.valid) {
+        CHECK(EvaluateOracle(problem, ApplyEdit(evaluator.schedule(), *edit)).total == doctest::Approx(c.total));
+        best[kind] = std::min(best[kind], c.total);
+      }
+      evaluator.Revert();
+    }
+  }
+  // Merged: N (taken from its own subgraph, which makes T) and the four heads in one subgraph,
+  // X loaded once, T never: 65,536 + 4 x (32,768 + 16,384 + 8,192) = 294,912 elements,
+  // 1,080.264: every graph input loaded once and every output written once, nothing else.
+  CHECK(best[static_cast<int>(MoveKind::kMergeReaders)] == doctest::Approx(294912.0 / 273));
+  for (int kind = 0; kind < kNumMoveKinds; ++kind) {
+    if (kind == static_cast<int>(MoveKind::kMergeReaders)) continue;
+    CHECK_MESSAGE(best[kind] > 131072.0 / 273 + 294912.0 / 273 + 100, MoveName(static_cast<MoveKind>(kind)));  // > 1,660
+  }
 }
 
 TEST_CASE("granularity fit: a remembered fit is the fit computed afresh, on random contexts of random problems") {
