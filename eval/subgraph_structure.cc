@@ -22,12 +22,10 @@ Violation Fail(std::string rule, std::string detail) {
 
 }  // namespace
 
-std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph& subgraph,
-                                         SubgraphStructure& st) {
+std::optional<Violation> AnalyseContext(const Problem& problem, const Subgraph& subgraph,
+                                        SubgraphStructure& st) {
   const auto& ops = subgraph.ops;
   const int num_ops = static_cast<int>(problem.ops.size());
-  const Elements n = problem.native;
-  const Granularity g = subgraph.granularity;
   st.sinks.clear();
   st.k_loop_matmuls.clear();
   st.epilogue_ops.clear();
@@ -55,13 +53,6 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
     }
     st.in_subgraph[ops[i]] = 1;
     st.marked.push_back(ops[i]);
-  }
-
-  // V2: 1 <= w, h, k <= native.
-  if (g.w < 1 || g.w > n || g.h < 1 || g.h > n || g.k < 1 || g.k > n) {
-    return Fail("V2",
-                "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) +
-                    "] is outside [1, " + Str(n) + "] in some axis");
   }
 
   // V6: declared order is topological with respect to internal edges. Subgraphs are small, so
@@ -188,6 +179,25 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
     }
   }
 
+  return std::nullopt;
+}
+
+std::optional<Violation> CheckGranularityRange(const Problem& problem, const Granularity& g) {
+  const Elements n = problem.native;
+  // V2: 1 <= w, h, k <= native.
+  if (g.w < 1 || g.w > n || g.h < 1 || g.h > n || g.k < 1 || g.k > n) {
+    return Fail("V2",
+                "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) +
+                    "] is outside [1, " + Str(n) + "] in some axis");
+  }
+  return std::nullopt;
+}
+
+std::optional<Violation> AnalyseGranularity(const Problem& problem, const Subgraph& subgraph,
+                                            SubgraphStructure& st) {
+  const auto& ops = subgraph.ops;
+  const Granularity g = subgraph.granularity;
+  const Tensor z{st.output_width, st.output_height};
   // V3: k <= K for every MatMul of the subgraph.
   for (OpId op : ops) {
     if (problem.ops[op].kind == OpKind::MatMul && g.k > problem.ReductionLength(op)) {
@@ -270,6 +280,15 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
     }
   }
   return std::nullopt;
+}
+
+std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph& subgraph,
+                                         SubgraphStructure& st) {
+  std::optional<Violation> context = AnalyseContext(problem, subgraph, st);
+  if (context && context->rule == "V1") return context;
+  if (std::optional<Violation> range = CheckGranularityRange(problem, subgraph.granularity)) return range;
+  if (context) return context;
+  return AnalyseGranularity(problem, subgraph, st);
 }
 
 std::optional<Violation> CheckRetainedIn(const Problem& problem, const std::vector<TensorId>& retained_in) {
