@@ -1,6 +1,7 @@
 #include "search/moves.h"
 
 #include <algorithm>
+#include <array>
 #include <span>
 #include <tuple>
 
@@ -829,7 +830,13 @@ std::optional<ScheduleEdit> RandomMove(const MoveContext& context, const WorkerP
       weights.weight_partition * 0.2,  weights.weight_partition * 0.1,  weights.weight_partition * 0.1,
       weights.weight_order * 0.4,      weights.weight_order * 0.6,      weights.weight_granularity,
       weights.weight_traversal,        weights.weight_retention};
-  std::discrete_distribution<int> pick(std::begin(w), std::end(w));
+  // Built once per thread and set of weights (it allocates); drawing from it keeps no state.
+  thread_local std::array<double, kNumMoveKinds> built_for{};
+  thread_local std::discrete_distribution<int> pick;
+  if (!std::equal(std::begin(w), std::end(w), built_for.begin()) || pick.probabilities().size() != kNumMoveKinds) {
+    std::copy(std::begin(w), std::end(w), built_for.begin());
+    pick = std::discrete_distribution<int>(std::begin(w), std::end(w));
+  }
   for (int attempt = 0; attempt < 8; ++attempt) {
     const MoveKind drawn = static_cast<MoveKind>(pick(rng));
     if (kind != nullptr) *kind = drawn;

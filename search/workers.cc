@@ -189,7 +189,9 @@ const GaWorker::Member& GaWorker::Tournament() {
 }
 
 void GaWorker::Insert(Schedule schedule, Latency total) {
-  const uint64_t hash = HashSchedule(schedule);
+  // Equal schedules have equal partitions, so the partition's hash filters duplicates as the
+  // schedule's did, at a fraction of the cost on a network (no traversals).
+  const uint64_t hash = HashPartition(schedule);
   for (const Member& m : population_) {
     if (m.hash == hash && m.schedule == schedule) return;
   }

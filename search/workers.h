@@ -110,7 +110,7 @@ class GaWorker : public Worker {
   struct Member {
     Schedule schedule;
     Latency total;
-    uint64_t hash;
+    uint64_t hash;  // HashPartition of the schedule
   };
   const Member& Tournament();
   void Insert(Schedule schedule, Latency total);
