@@ -115,7 +115,7 @@ void SaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
     MoveKind kind;
     std::optional<ScheduleEdit> edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, &kind);
     if (edit) {
-      const Candidate& c = evaluator_.Propose(*edit);
+      const Candidate& c = evaluator_.Propose(std::move(*edit));
       bool accept = false;
       if (c.valid) {
         const double delta = c.total - current;
@@ -249,7 +249,7 @@ void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
       ++moves_;
       auto edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, nullptr);
       if (!edit) continue;
-      const Candidate& next = evaluator_.Propose(*edit);
+      const Candidate& next = evaluator_.Propose(std::move(*edit));
       if (next.valid) {
         evaluator_.Commit();
       } else {
@@ -266,7 +266,7 @@ void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
       ++moves_;
       auto edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, nullptr);
       if (!edit) continue;
-      const Candidate& next = evaluator_.Propose(*edit);
+      const Candidate& next = evaluator_.Propose(std::move(*edit));
       if (next.valid && next.total < evaluator_.committed().total) {
         evaluator_.Commit();
       } else {
