@@ -113,7 +113,8 @@ class GaWorker : public Worker {
     uint64_t hash;  // HashPartition of the schedule
   };
   const Member& Tournament();
-  void Insert(Schedule schedule, Latency total);
+  // Copies the schedule only when it joins the population.
+  void Insert(const Schedule& schedule, Latency total);
   std::vector<Member> population_;
   bool skip_migration_ = false;  // set by Rebase for the next epoch
 };
