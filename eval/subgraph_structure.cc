@@ -51,15 +51,13 @@ std::optional<Violation> AnalyseContext(const Problem& problem, const Subgraph& 
     if (st.in_subgraph[ops[i]]) {
       return Fail("V1", "op " + Str(ops[i]) + " is listed twice");
     }
-    st.in_subgraph[ops[i]] = 1;
+    st.in_subgraph[ops[i]] = static_cast<int32_t>(i) + 1;
     st.marked.push_back(ops[i]);
   }
 
-  // V6: declared order is topological with respect to internal edges. Subgraphs are small, so
-  // positions are looked up in the op list itself.
-  auto position = [&](OpId op) {
-    return static_cast<int>(std::find(ops.begin(), ops.end(), op) - ops.begin());
-  };
+  // V6: declared order is topological with respect to internal edges. A position is looked up
+  // in the marks (a search of the op list per input was quadratic in a large subgraph's ops).
+  auto position = [&](OpId op) { return static_cast<int>(st.in_subgraph[op]) - 1; };
   for (size_t i = 0; i < ops.size(); ++i) {
     for (TensorId in : problem.ops[ops[i]].inputs) {
       const OpId p = problem.producer[in];
@@ -144,8 +142,9 @@ std::optional<Violation> AnalyseContext(const Problem& problem, const Subgraph& 
   // G3: F = MatMuls reached from the sinks through Pointwise ops only. The walk stops at a
   // Layout op (spec L2): its output is loaded, not derived.
   {
-    std::vector<OpId>& seen = st.seen;
-    seen.assign(st.sinks.begin(), st.sinks.end());
+    std::vector<char>& seen = st.seen;
+    seen.assign(ops.size(), 0);
+    for (OpId s : st.sinks) seen[position(s)] = 1;
     std::vector<OpId>& stack = st.chain;
     stack.assign(st.sinks.begin(), st.sinks.end());
     while (!stack.empty()) {
@@ -159,8 +158,8 @@ std::optional<Violation> AnalyseContext(const Problem& problem, const Subgraph& 
       st.epilogue_ops.push_back(op);
       for (TensorId in : problem.ops[op].inputs) {
         const OpId p = problem.producer[in];
-        if (p != kNoOp && st.Contains(p) && std::find(seen.begin(), seen.end(), p) == seen.end()) {
-          seen.push_back(p);
+        if (p != kNoOp && st.Contains(p) && !seen[position(p)]) {
+          seen[position(p)] = 1;
           stack.push_back(p);
         }
       }

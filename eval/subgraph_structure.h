@@ -17,7 +17,7 @@
 namespace annealer {
 
 struct SubgraphStructure {
-  std::vector<char> in_subgraph;    // per op of the problem
+  std::vector<int32_t> in_subgraph; // per op of the problem: its position in the op list + 1, or 0
   std::vector<OpId> marked;         // the ops set in in_subgraph: a reuse clears only those
   std::vector<OpId> sinks;          // ops whose output is not consumed inside (spec A.4)
   std::vector<OpId> k_loop_matmuls; // F (spec G3), ascending ids
@@ -51,7 +51,8 @@ struct SubgraphStructure {
 
   // Buffers of Analyse, kept so that a reused structure allocates nothing.
   std::vector<int> component;
-  std::vector<OpId> seen, chain;
+  std::vector<char> seen;           // per position in the op list
+  std::vector<OpId> chain;
   std::vector<char> used_tiles;
 };
 
