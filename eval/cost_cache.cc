@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "eval/context_reuse.h"
 #include "eval/hash_mix.h"
 #include "eval/subgraph_cost.h"
 
@@ -239,6 +240,44 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
   return true;
 }
 
+// BuildShapeKey, remembering the last context's words within a ContextReuse scope
+// (eval/context_reuse.h): a key's words depend on the granularity and the traversal only through
+// its header, which is rebuilt for each call.
+bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
+                          const std::vector<TensorId>& retained_in, ShapeScratch& scratch,
+                          std::vector<uint64_t>& key) {
+  struct Memo {
+    uint64_t generation = 0;
+    const Problem* problem = nullptr;
+    std::vector<OpId> ops;
+    std::vector<TensorId> retain, retained_in;
+    std::vector<uint64_t> words;
+  };
+  thread_local Memo memo;
+  thread_local std::vector<uint64_t> header;
+  const uint64_t generation = ContextReuse::Current();
+  if (generation != 0 && memo.generation == generation && memo.problem == &problem && memo.ops == subgraph.ops &&
+      memo.retain == subgraph.retain && memo.retained_in == retained_in) {
+    if (!ShapeKeyFits(subgraph, retained_in)) return false;
+    header.clear();
+    AppendHeader(problem, subgraph, retained_in, header);
+    key.assign(memo.words.begin(), memo.words.end());
+    std::copy(header.begin(), header.end(), key.begin());
+    return true;
+  }
+  memo.generation = 0;
+  if (!BuildShapeKey(problem, subgraph, retained_in, scratch, key)) return false;
+  if (generation != 0) {
+    memo.generation = generation;
+    memo.problem = &problem;
+    memo.ops.assign(subgraph.ops.begin(), subgraph.ops.end());
+    memo.retain.assign(subgraph.retain.begin(), subgraph.retain.end());
+    memo.retained_in.assign(retained_in.begin(), retained_in.end());
+    memo.words.assign(key.begin(), key.end());
+  }
+  return true;
+}
+
 }  // namespace
 
 bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
@@ -248,7 +287,7 @@ bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
   thread_local Subgraph context;  // its vectors keep their capacity from call to call
   context.ops.assign(ops.begin(), ops.end());
   context.retain.assign(retain.begin(), retain.end());
-  return BuildShapeKey(problem, context, retained_in, scratch, words);
+  return BuildShapeKeyReusing(problem, context, retained_in, scratch, words);
 }
 
 namespace {
@@ -801,7 +840,7 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(FrontTable& local, const Problem
   priced = false;
   thread_local ShapeScratch scratch;
   thread_local std::vector<uint64_t> shape_key;
-  if (!BuildShapeKey(problem, subgraph, retained_in, scratch, shape_key)) return ShapeAnswer::kNoShape;
+  if (!BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, shape_key)) return ShapeAnswer::kNoShape;
   const uint64_t shape_hash = HashWords(shape_key, subgraph);
   WordTable& shapes = local.Shapes();
   if (const WordTable::Entry* e = shapes.Find(shape_hash, shape_key, subgraph)) {

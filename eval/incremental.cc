@@ -335,6 +335,14 @@ Candidate IncrementalEvaluator::Reset(const Schedule& schedule) {
 }
 
 const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
+  return ProposeFrom(edit, nullptr);
+}
+
+const Candidate& IncrementalEvaluator::Propose(ScheduleEdit&& edit) {
+  return ProposeFrom(edit, &edit);
+}
+
+const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, ScheduleEdit* take) {
   const int n = static_cast<int>(schedule_.subgraphs.size());
   const int b = edit.begin, e = edit.end;
   if (b < 0 || b > e || e > n) {
@@ -347,7 +355,11 @@ const Candidate& IncrementalEvaluator::Propose(const ScheduleEdit& edit) {
                         SameList(edit.replacement[0].retain, schedule_.subgraphs[b].retain) &&
                         uncovered_ops_ == 0 && unwritten_outputs_ == 0;
   if (pending_same_facts_) return ProposeSameFacts(b, edit.replacement[0]);
-  pending_edit_ = edit;
+  if (take != nullptr) {
+    pending_edit_ = std::move(*take);  // `edit` is not read below: pending_edit_ stands for it
+  } else {
+    pending_edit_ = edit;
+  }
   const auto& repl = pending_edit_.replacement;
   const int m = static_cast<int>(repl.size());
   const int shift = m - (e - b);

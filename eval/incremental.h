@@ -123,6 +123,8 @@ class IncrementalEvaluator {
   Candidate Reset(const Schedule& schedule);
   // The pending candidate: valid until the next Reset, Propose, Commit or Revert.
   const Candidate& Propose(const ScheduleEdit& edit);
+  // The same, taking the edit's replacement instead of copying it (a caller done with it).
+  const Candidate& Propose(ScheduleEdit&& edit);
   void Commit();
   void Revert();
 
@@ -215,6 +217,8 @@ class IncrementalEvaluator {
   Granularity pending_granularity_;
   std::optional<std::vector<int64_t>> pending_traversal_;
   const Candidate& ProposeSameFacts(int position, const Subgraph& replacement);
+  // Propose; `take` (null, or `edit` itself when it was passed as an rvalue) is moved from.
+  const Candidate& ProposeFrom(const ScheduleEdit& edit, ScheduleEdit* take);
   void SpliceCommitted(int begin, int end, int replacement_size);
   // With ANNEALER_HEAVY_CHECKS: aborts when the committed state differs from EvaluateOracle.
   void CheckAgainstOracle() const;

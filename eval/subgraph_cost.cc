@@ -2,6 +2,7 @@
 // (eval/subgraph_structure.h), so both report the same first violation.
 #include "eval/subgraph_cost.h"
 
+#include "eval/context_reuse.h"
 #include "eval/cost_cache.h"
 #include "eval/pricing_stop.h"
 #include "eval/subgraph_structure.h"
@@ -119,9 +120,18 @@ struct PricerScratch {
   std::vector<Region> seen_regions;
   std::vector<double> seen_amounts;
 
-  void Clear() {
-    requests.clear(); charges.clear(); fed.clear();
-  }
+  // The last context analysed within a ContextReuse scope (eval/context_reuse.h): `structure`
+  // holds its granularity-free part when `generation` is the scope's, and the templates above
+  // (with the step-independent terms below) are those of `retained_in` when `templates` is set.
+  uint64_t generation = 0;
+  const Problem* problem = nullptr;
+  std::vector<OpId> ops;
+  std::vector<TensorId> retain, retained_in;
+  std::optional<Violation> context_violation;
+  bool templates = false;
+  Elements resident = 0;
+  int written_sinks = 0, vector_sinks = 0, wide_sinks = 0;
+  uint8_t double_buffered = 0;
 };
 
 PricerScratch& ThreadScratch() {
@@ -133,17 +143,42 @@ class SubgraphPricer {
  public:
   SubgraphPricer(const Problem& problem, const Subgraph& subgraph,
                  const std::vector<TensorId>& retained_in)
-      : problem_(problem), subgraph_(subgraph), retained_in_(retained_in) {
-    scratch_.Clear();
-  }
+      : problem_(problem), subgraph_(subgraph), retained_in_(retained_in) {}
 
-  // Returns the failure, or nullopt when the subgraph is well formed and analysed.
+  // Returns the failure, or nullopt when the subgraph is well formed and analysed. The checks
+  // are AnalyseSubgraph's in its parts (eval/subgraph_structure.h), so that the granularity-free
+  // part of a context priced just before in the same ContextReuse scope is not derived again.
   std::optional<SubgraphResult> Analyse() {
-    std::optional<Violation> violation = AnalyseSubgraph(problem_, subgraph_, structure_);
+    PricerScratch& m = scratch_;
+    const uint64_t generation = ContextReuse::Current();
+    const bool same_context = generation != 0 && m.generation == generation && m.problem == &problem_ &&
+                              m.ops == subgraph_.ops && m.retain == subgraph_.retain;
+    if (!same_context) {
+      m.generation = 0;
+      m.templates = false;
+      m.context_violation = AnalyseContext(problem_, subgraph_, structure_);
+      if (generation != 0) {
+        m.generation = generation;
+        m.problem = &problem_;
+        m.ops.assign(subgraph_.ops.begin(), subgraph_.ops.end());
+        m.retain.assign(subgraph_.retain.begin(), subgraph_.retain.end());
+      }
+    }
+    const std::optional<Violation>& context = m.context_violation;
+    std::optional<Violation> violation;
+    if (context && context->rule == "V1") {
+      violation = context;
+    } else if ((violation = CheckGranularityRange(problem_, subgraph_.granularity))) {
+    } else if (context) {
+      violation = context;
+    } else {
+      violation = AnalyseGranularity(problem_, subgraph_, structure_);
+    }
     if (!violation) violation = CheckRetainedIn(problem_, retained_in_);
     if (violation) {
       return Fail(Verdict::kInvalid, std::move(violation->rule), std::move(violation->detail));
     }
+    reuse_templates_ = same_context && m.templates && m.retained_in == retained_in_;
     g_ = subgraph_.granularity;
     reduction_ = structure_.reduction;
     rows_ = structure_.rows;
@@ -171,9 +206,15 @@ class SubgraphPricer {
   }
 
   void BuildTemplates();
+  // The part of BuildTemplates that reads neither the granularity nor the traversal.
+  void BuildContextTemplates();
   void Feed(TensorId t, IntervalTemplate rows, IntervalTemplate cols, Demand demand,
             uint8_t presence, uint8_t role);
   bool NeverEmpty(const IntervalTemplate& interval) const;
+  // Whether the equality of interval a at one step and interval b at another (or the same)
+  // step is decided by the two steps' classes, for never-empty intervals of one side (rows or
+  // columns) of two templates of one tensor or one op.
+  bool Meets(const IntervalTemplate& a, const IntervalTemplate& b) const;
 
   // Interval i of a template axis, exactly as the oracle derives it.
   void Instantiate(const IntervalTemplate& t, const StepCoord& s, Elements& lo, Elements& hi) const {
@@ -268,6 +309,7 @@ class SubgraphPricer {
   std::vector<Region>& whole_ = scratch_.whole;  // per request template: its whole tensor
   std::vector<char>& weight_ = scratch_.weight;  // per request template: on the weight path (H6)
   bool step_classes_apply_ = false;
+  bool reuse_templates_ = false;  // the scratch holds this context's templates (see Analyse)
 
   std::vector<FeedKey>& fed_ = scratch_.fed;
 
@@ -329,7 +371,79 @@ bool SubgraphPricer::NeverEmpty(const IntervalTemplate& interval) const {
 void SubgraphPricer::BuildTemplates() {
   k_ = reduction_ > 0 ? g_.k : 1;
   k_steps_ = reduction_ > 0 ? CeilDiv(reduction_, k_) : 1;
+  PricerScratch& m = scratch_;
+  if (reuse_templates_) {
+    resident_ = m.resident;
+    written_sinks_ = m.written_sinks;
+    vector_sinks_ = m.vector_sinks;
+    wide_sinks_ = m.wide_sinks;
+    double_buffered_ = m.double_buffered;
+  } else {
+    m.templates = false;
+    BuildContextTemplates();
+    if (m.generation != 0) {  // within a scope, and m holds this context's structure
+      m.templates = true;
+      m.retained_in.assign(retained_in_.begin(), retained_in_.end());
+      m.resident = resident_;
+      m.written_sinks = written_sinks_;
+      m.vector_sinks = vector_sinks_;
+      m.wide_sinks = wide_sinks_;
+      m.double_buffered = double_buffered_;
+    }
+  }
+  if (k_steps_ > 1) {
+    for (OpId m : k_loop_matmuls_) accumulators_ += ConsumedInside(problem_.ops[m].output) ? 1 : 0;
+  }
+  const int num_requests = static_cast<int>(requests_.size());
+  const int num_charges = static_cast<int>(charges_.size());
 
+  // Step classes are exact when no interval is ever empty and, within a tensor's requests and
+  // within an op's charges, whether two slices of two steps are equal is decided by the steps'
+  // classes (see Meets).
+  bool classes = true;
+  for (int i = 0; i < num_requests && classes; ++i) {
+    classes = NeverEmpty(requests_[i].rows) && NeverEmpty(requests_[i].cols);
+    for (int x = request_group_begin_[i]; x < i && classes; ++x) {
+      classes = Meets(requests_[x].rows, requests_[i].rows) && Meets(requests_[x].cols, requests_[i].cols);
+    }
+  }
+  for (int i = 0; i < num_charges && classes; ++i) {
+    classes = NeverEmpty(charges_[i].rows) && NeverEmpty(charges_[i].cols);
+    for (int x = charge_group_begin_[i]; x < i && classes; ++x) {
+      classes = Meets(charges_[x].rows, charges_[i].rows) && Meets(charges_[x].cols, charges_[i].cols);
+    }
+  }
+  step_classes_apply_ = classes;
+}
+
+bool SubgraphPricer::Meets(const IntervalTemplate& a, const IntervalTemplate& b) const {
+  // Intervals that are never empty: index i of a moving axis is [i * step, min(i * step + step,
+  // bound)), clipped at the last index only ((count - 1) * step < bound), so distinct indices
+  // give distinct intervals. Two intervals of one axis are equal exactly when their indices are
+  // and, at the last index, their clipped ends are: both class facts (a changed index is a move
+  // class, the last index an edge or last-k-step class).
+  if (a.axis == b.axis) return true;
+  if (a.axis != Axis::kFixed && b.axis != Axis::kFixed) return false;  // e.g. rows vs k-range
+  // A fixed interval [0, f) and a moving one: only the moving axis's first interval, [0,
+  // min(step, bound)), can equal it; index 0 is no class, so they must never be equal, or the
+  // axis must have that one index.
+  const IntervalTemplate& moving = a.axis == Axis::kFixed ? b : a;
+  const Elements fixed_end = a.axis == Axis::kFixed ? a.bound : b.bound;
+  Elements step = 0;
+  int64_t count = 0;
+  switch (moving.axis) {
+    case Axis::kTileRows: step = g_.h; count = rows_; break;
+    case Axis::kTileCols: step = g_.w; count = cols_; break;
+    case Axis::kReduction: step = k_; count = k_steps_; break;
+    case Axis::kFixed: return true;
+  }
+  return std::min(step, moving.bound) != fixed_end || count == 1;
+}
+
+void SubgraphPricer::BuildContextTemplates() {
+  requests_.clear();
+  charges_.clear();
+  fed_.clear();
   for (TensorId t : retained_in_) resident_ += problem_.tensors[t].size();
   for (TensorId t : subgraph_.retain) {
     if (!RetainedIn(t)) resident_ += problem_.tensors[t].size();
@@ -343,9 +457,6 @@ void SubgraphPricer::BuildTemplates() {
                      !RetainedOut(problem_.ops[s].output);
     }
     double_buffered_ = (chip.double_staging ? kStagingRole : 0) | (chip.double_vector ? kVectorRole : 0);
-  }
-  if (k_steps_ > 1) {
-    for (OpId m : k_loop_matmuls_) accumulators_ += ConsumedInside(problem_.ops[m].output) ? 1 : 0;
   }
 
   const IntervalTemplate tile_rows{Axis::kTileRows, z_height_};
@@ -437,21 +548,6 @@ void SubgraphPricer::BuildTemplates() {
     }
     i = end;
   }
-
-  // Step classes are exact when equal slices of a template mean equal tile indices and no
-  // two templates of one tensor (or one op's charges) can meet: one template per tensor, one
-  // region per op, and no interval ever empty.
-  bool classes = true;
-  for (int i = 0; i < num_requests && classes; ++i) {
-    classes = request_group_end_[i] - request_group_begin_[i] == 1 &&
-              NeverEmpty(requests_[i].rows) && NeverEmpty(requests_[i].cols);
-  }
-  for (int i = 0; i < num_charges && classes; ++i) {
-    const ChargeTemplate& first = charges_[charge_group_begin_[i]];
-    classes = charges_[i].rows == first.rows && charges_[i].cols == first.cols &&
-              NeverEmpty(charges_[i].rows) && NeverEmpty(charges_[i].cols);
-  }
-  step_classes_apply_ = classes;
 
   cur_regions_.resize(num_requests);
   prev_regions_.resize(num_requests);

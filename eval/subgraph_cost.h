@@ -6,15 +6,17 @@
 // range [0, x)", each with the clip bound met on the way), giving slice-request and charge
 // templates. A step is then priced by instantiating the templates with plain arithmetic.
 //
-// When every tensor has a single request template, every op a single charge region and no
-// interval is ever empty, two slices of the same template are equal exactly when the tile
-// indices they depend on are equal. A step's cost then depends only on its class: whether its
-// tile is on the last row / last column, whether it is the first, a middle or the last k-step,
-// and (for a first k-step) which of row and column changed since the previous tile. Each class
-// is priced once on a representative step and multiplied by its count; counts come in closed
-// form for raster and from one pass over the tiles for an explicit traversal. Anything else
-// (a tensor read through two different templates, e.g. a residual input read both as an LHS
-// strip and by the epilogue) is priced step by step on the templates — still exact.
+// When no interval is ever empty, two slices of the same template are equal exactly when the
+// tile indices they depend on are equal. So are two templates of one tensor (or two charges of
+// one op) when they follow the same axis, or one is fixed and the other never meets it or has
+// a single index (a residual input read as whole rows by a MatMul and as the tile by the
+// epilogue). A step's cost then depends only on its class: whether its tile is on the last row
+// / last column, whether it is the first, a middle or the last k-step, and (for a first k-step)
+// which of row and column changed since the previous tile. Each class is priced once on a
+// representative step and multiplied by its count; counts come in closed form for raster and
+// from one pass over the tiles for an explicit traversal. Anything else (a tensor read through
+// templates of two moving axes, e.g. a residual input read both as an LHS strip over the k-range
+// and by the epilogue) is priced step by step on the templates — still exact.
 #pragma once
 
 #include <optional>

@@ -22,12 +22,10 @@ Violation Fail(std::string rule, std::string detail) {
 
 }  // namespace
 
-std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph& subgraph,
-                                         SubgraphStructure& st) {
+std::optional<Violation> AnalyseContext(const Problem& problem, const Subgraph& subgraph,
+                                        SubgraphStructure& st) {
   const auto& ops = subgraph.ops;
   const int num_ops = static_cast<int>(problem.ops.size());
-  const Elements n = problem.native;
-  const Granularity g = subgraph.granularity;
   st.sinks.clear();
   st.k_loop_matmuls.clear();
   st.epilogue_ops.clear();
@@ -53,22 +51,13 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
     if (st.in_subgraph[ops[i]]) {
       return Fail("V1", "op " + Str(ops[i]) + " is listed twice");
     }
-    st.in_subgraph[ops[i]] = 1;
+    st.in_subgraph[ops[i]] = static_cast<int32_t>(i) + 1;
     st.marked.push_back(ops[i]);
   }
 
-  // V2: 1 <= w, h, k <= native.
-  if (g.w < 1 || g.w > n || g.h < 1 || g.h > n || g.k < 1 || g.k > n) {
-    return Fail("V2",
-                "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) +
-                    "] is outside [1, " + Str(n) + "] in some axis");
-  }
-
-  // V6: declared order is topological with respect to internal edges. Subgraphs are small, so
-  // positions are looked up in the op list itself.
-  auto position = [&](OpId op) {
-    return static_cast<int>(std::find(ops.begin(), ops.end(), op) - ops.begin());
-  };
+  // V6: declared order is topological with respect to internal edges. A position is looked up
+  // in the marks (a search of the op list per input was quadratic in a large subgraph's ops).
+  auto position = [&](OpId op) { return static_cast<int>(st.in_subgraph[op]) - 1; };
   for (size_t i = 0; i < ops.size(); ++i) {
     for (TensorId in : problem.ops[ops[i]].inputs) {
       const OpId p = problem.producer[in];
@@ -153,8 +142,9 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
   // G3: F = MatMuls reached from the sinks through Pointwise ops only. The walk stops at a
   // Layout op (spec L2): its output is loaded, not derived.
   {
-    std::vector<OpId>& seen = st.seen;
-    seen.assign(st.sinks.begin(), st.sinks.end());
+    std::vector<char>& seen = st.seen;
+    seen.assign(ops.size(), 0);
+    for (OpId s : st.sinks) seen[position(s)] = 1;
     std::vector<OpId>& stack = st.chain;
     stack.assign(st.sinks.begin(), st.sinks.end());
     while (!stack.empty()) {
@@ -168,8 +158,8 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
       st.epilogue_ops.push_back(op);
       for (TensorId in : problem.ops[op].inputs) {
         const OpId p = problem.producer[in];
-        if (p != kNoOp && st.Contains(p) && std::find(seen.begin(), seen.end(), p) == seen.end()) {
-          seen.push_back(p);
+        if (p != kNoOp && st.Contains(p) && !seen[position(p)]) {
+          seen[position(p)] = 1;
           stack.push_back(p);
         }
       }
@@ -188,6 +178,25 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
     }
   }
 
+  return std::nullopt;
+}
+
+std::optional<Violation> CheckGranularityRange(const Problem& problem, const Granularity& g) {
+  const Elements n = problem.native;
+  // V2: 1 <= w, h, k <= native.
+  if (g.w < 1 || g.w > n || g.h < 1 || g.h > n || g.k < 1 || g.k > n) {
+    return Fail("V2",
+                "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) +
+                    "] is outside [1, " + Str(n) + "] in some axis");
+  }
+  return std::nullopt;
+}
+
+std::optional<Violation> AnalyseGranularity(const Problem& problem, const Subgraph& subgraph,
+                                            SubgraphStructure& st) {
+  const auto& ops = subgraph.ops;
+  const Granularity g = subgraph.granularity;
+  const Tensor z{st.output_width, st.output_height};
   // V3: k <= K for every MatMul of the subgraph.
   for (OpId op : ops) {
     if (problem.ops[op].kind == OpKind::MatMul && g.k > problem.ReductionLength(op)) {
@@ -270,6 +279,15 @@ std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph&
     }
   }
   return std::nullopt;
+}
+
+std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph& subgraph,
+                                         SubgraphStructure& st) {
+  std::optional<Violation> context = AnalyseContext(problem, subgraph, st);
+  if (context && context->rule == "V1") return context;
+  if (std::optional<Violation> range = CheckGranularityRange(problem, subgraph.granularity)) return range;
+  if (context) return context;
+  return AnalyseGranularity(problem, subgraph, st);
 }
 
 std::optional<Violation> CheckRetainedIn(const Problem& problem, const std::vector<TensorId>& retained_in) {

@@ -17,7 +17,7 @@
 namespace annealer {
 
 struct SubgraphStructure {
-  std::vector<char> in_subgraph;    // per op of the problem
+  std::vector<int32_t> in_subgraph; // per op of the problem: its position in the op list + 1, or 0
   std::vector<OpId> marked;         // the ops set in in_subgraph: a reuse clears only those
   std::vector<OpId> sinks;          // ops whose output is not consumed inside (spec A.4)
   std::vector<OpId> k_loop_matmuls; // F (spec G3), ascending ids
@@ -51,7 +51,8 @@ struct SubgraphStructure {
 
   // Buffers of Analyse, kept so that a reused structure allocates nothing.
   std::vector<int> component;
-  std::vector<OpId> seen, chain;
+  std::vector<char> seen;           // per position in the op list
+  std::vector<OpId> chain;
   std::vector<char> used_tiles;
 };
 
@@ -59,6 +60,19 @@ struct SubgraphStructure {
 // above, otherwise the first one it breaks (always Verdict::kInvalid; subgraph index unset).
 std::optional<Violation> AnalyseSubgraph(const Problem& problem, const Subgraph& subgraph,
                                          SubgraphStructure& structure);
+
+// AnalyseSubgraph in three parts, for a caller that prices one op list at many granularities:
+// AnalyseContext checks and derives what does not depend on the granularity or traversal (V1,
+// then V6, L1, V5, V8, V12, G3: sinks, F, K*, epilogue, output shape), CheckGranularityRange is
+// V2, AnalyseGranularity the rest (V3, V11, the grid and V10, H3) on a structure AnalyseContext
+// filled without a violation. AnalyseSubgraph is: a V1 failure of AnalyseContext, else V2, else
+// AnalyseContext's failure, else AnalyseGranularity. A structure AnalyseContext filled for an op
+// list and retain set stays valid for any granularity and traversal of them until it is reused.
+std::optional<Violation> AnalyseContext(const Problem& problem, const Subgraph& subgraph,
+                                        SubgraphStructure& structure);
+std::optional<Violation> CheckGranularityRange(const Problem& problem, const Granularity& granularity);
+std::optional<Violation> AnalyseGranularity(const Problem& problem, const Subgraph& subgraph,
+                                            SubgraphStructure& structure);
 
 // The context a subgraph is priced in: `retained_in` (tensors_to_retain of the previous
 // subgraph) must hold tensor ids, else V8 naming the bad entry. A whole-schedule evaluation

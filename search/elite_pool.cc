@@ -49,7 +49,7 @@ uint64_t HashSchedule(const Schedule& schedule) {
 }
 
 void ElitePool::Offer(const Schedule& schedule, Latency total, const std::string& found_by) {
-  EliteEntry entry{schedule, total, found_by, HashSchedule(schedule), HashPartition(schedule)};
+  EliteEntry entry{schedule, total, found_by, 0, false, HashPartition(schedule)};
   std::lock_guard<std::mutex> lock(mutex_);
   buffer_.push_back(std::move(entry));
 }
@@ -64,7 +64,20 @@ void ElitePool::Synchronize() {
   std::vector<EliteEntry> all = std::move(entries_);
   for (EliteEntry& e : incoming) all.push_back(std::move(e));
   // A total order that depends only on content: total, hash, then the kind name (a duplicate
-  // offered by two kinds keeps the alphabetically first, whatever the arrival order).
+  // offered by two kinds keeps the alphabetically first, whatever the arrival order). The hash
+  // decides only between equal totals, so only those entries need it.
+  std::sort(all.begin(), all.end(), [](const EliteEntry& a, const EliteEntry& b) { return a.total < b.total; });
+  for (size_t i = 0; i < all.size();) {
+    size_t end = i + 1;
+    while (end < all.size() && all[end].total == all[i].total) ++end;
+    for (size_t j = i; end - i > 1 && j < end; ++j) {
+      if (!all[j].hash_known) {
+        all[j].hash = HashSchedule(all[j].schedule);
+        all[j].hash_known = true;
+      }
+    }
+    i = end;
+  }
   std::sort(all.begin(), all.end(), [](const EliteEntry& a, const EliteEntry& b) {
     if (a.total != b.total) return a.total < b.total;
     if (a.hash != b.hash) return a.hash < b.hash;
@@ -74,7 +87,8 @@ void ElitePool::Synchronize() {
   for (EliteEntry& candidate : all) {
     bool duplicate = false;
     for (const EliteEntry& k : kept) {
-      if (k.hash == candidate.hash && k.schedule == candidate.schedule) {
+      // (Equal schedules have equal partitions: the partition hash filters as the hash did.)
+      if (k.partition_hash == candidate.partition_hash && k.schedule == candidate.schedule) {
         duplicate = true;
         break;
       }

@@ -21,7 +21,11 @@ struct EliteEntry {
   Schedule schedule;
   Latency total = 0;
   std::string found_by;  // worker kind that offered it
-  uint64_t hash = 0;     // of the schedule's content
+  // HashSchedule of the schedule, derived only when `hash_known` says so: the merge's order
+  // reads it only between entries of equal totals (on a network a schedule's content is
+  // hundreds of subgraphs with their traversals, and an SA worker offers every new best).
+  uint64_t hash = 0;
+  bool hash_known = false;
   uint64_t partition_hash = 0;  // of the ops of every subgraph, in order
 };
 

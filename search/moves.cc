@@ -1,6 +1,7 @@
 #include "search/moves.h"
 
 #include <algorithm>
+#include <array>
 #include <span>
 #include <tuple>
 
@@ -87,8 +88,16 @@ struct RepairScratch {
   StampSet last_use_set;
   StampSet written;           // written to slow memory by a scanned subgraph
   std::vector<char> changed;
+  std::vector<char> ops_grown;  // per position: the scan added ops to it (its facts above are stale)
   std::vector<TensorId> kept;
 };
+
+// The thread's buffers of Repair. After a repair, the facts in them are those of the positions
+// as they were before it, which LocalRepairedEdit reads back.
+RepairScratch& ThreadRepairScratch() {
+  thread_local RepairScratch scratch;
+  return scratch;
+}
 
 // What lies around the positions a repair scans, when they are a window of a longer schedule
 // (see LocalRepairedEdit). The default frame is a whole schedule.
@@ -110,10 +119,11 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   const Problem& problem = env.problem;
   const int n = schedule.size();
   const size_t num_tensors = problem.tensors.size();
-  thread_local RepairScratch scratch;
+  RepairScratch& scratch = ThreadRepairScratch();
   std::vector<char>& changed = scratch.changed;
   std::vector<int>& last_use = scratch.last_use;
   changed.assign(n, 0);
+  scratch.ops_grown.assign(n, 0);
   last_use.resize(num_tensors);
   scratch.last_use_set.Clear(num_tensors);
   scratch.written.Clear(num_tensors);
@@ -175,6 +185,7 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
       inputs = scratch.grown.inputs;
       sinks = scratch.grown.sinks;
       changed[i] = 1;
+      scratch.ops_grown[i] = 1;
     }
     const Subgraph& sg = schedule[i];
     // Keep only retains that are allowed and read by the next subgraph (UsefulRetain), and never
@@ -332,19 +343,40 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
   thread_local RepairScratch lost;  // only its sink lists and stamp sets
   const size_t num_tensors = problem.tensors.size();
   lost.written.Clear(num_tensors);
-  // Calls f(t) for every tensor `sg` writes to slow memory (its sinks not retained).
-  auto for_each_write = [&](const Subgraph& sg, auto&& f) {
-    lost.inputs.clear();
-    lost.sinks.clear();
-    AppendOpsFacts(problem, sg.ops, lost.inputs, lost.sinks);
-    for (TensorId t : lost.sinks) {
+  // The sinks of every window position before the repair, as Repair derived them: still those
+  // of a position whose ops it did not grow, and those of the committed subgraph a position
+  // borrowed at the start.
+  const RepairScratch& repaired = ThreadRepairScratch();
+  auto sinks_before = [&](int k) {
+    return std::span<const TensorId>(repaired.sinks.data() + repaired.sink_begin[k],
+                                     repaired.sinks.data() + repaired.sink_begin[k + 1]);
+  };
+  // Calls f(t) for every tensor `sg` writes to slow memory (its sinks not retained); `known`
+  // holds its sinks when not null.
+  auto for_each_write = [&](const Subgraph& sg, const std::span<const TensorId>* known, auto&& f) {
+    std::span<const TensorId> sinks;
+    if (known != nullptr) {
+      sinks = *known;
+    } else {
+      lost.inputs.clear();
+      lost.sinks.clear();
+      AppendOpsFacts(problem, sg.ops, lost.inputs, lost.sinks);
+      sinks = lost.sinks;
+    }
+    for (TensorId t : sinks) {
       if (std::find(sg.retain.begin(), sg.retain.end(), t) == sg.retain.end()) f(t);
     }
   };
-  for (int k = 0; k < window.size(); ++k) for_each_write(window[k], [&](TensorId t) { lost.written.Insert(t); });
+  for (int k = 0; k < window.size(); ++k) {
+    const std::span<const TensorId> known = sinks_before(k);
+    for_each_write(window[k], repaired.ops_grown[k] ? nullptr : &known, [&](TensorId t) { lost.written.Insert(t); });
+  }
   bool reaches_further = false;
   for (int c = lo; c < old_end && !reaches_further; ++c) {
-    for_each_write(s.subgraphs[c], [&](TensorId t) {
+    // Committed positions outside the edit are the window's borrowed ones.
+    const int k = c < edit.begin ? c - lo : c >= edit.end ? c + shift - lo : -1;
+    const std::span<const TensorId> known = k >= 0 ? sinks_before(k) : std::span<const TensorId>();
+    for_each_write(s.subgraphs[c], k >= 0 ? &known : nullptr, [&](TensorId t) {
       reaches_further = reaches_further || (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
                                             committed.ReadAfter(t, old_end - 1));
     });
@@ -952,7 +984,14 @@ std::optional<ScheduleEdit> RandomMove(const MoveContext& context, const WorkerP
   // existed (a zero weight at the end could still shift a draw: the last cumulative sum is
   // rounded to one).
   const bool readers = context.merge_readers && weights.merge_readers_share > 0;
-  std::discrete_distribution<int> pick(std::begin(w), std::end(w) - (readers ? 0 : 1));
+  const size_t kinds = kNumMoveKinds - (readers ? 0 : 1);
+  // Built once per thread and set of weights (it allocates); drawing from it keeps no state.
+  thread_local std::array<double, kNumMoveKinds> built_for{};
+  thread_local std::discrete_distribution<int> pick;
+  if (!std::equal(std::begin(w), std::end(w), built_for.begin()) || pick.probabilities().size() != kinds) {
+    std::copy(std::begin(w), std::end(w), built_for.begin());
+    pick = std::discrete_distribution<int>(std::begin(w), std::begin(w) + kinds);
+  }
   for (int attempt = 0; attempt < 8; ++attempt) {
     const MoveKind drawn = static_cast<MoveKind>(pick(rng));
     if (kind != nullptr) *kind = drawn;

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "eval/context_reuse.h"
 #include "eval/cost_cache.h"
 #include "eval/pricing_stop.h"
 #include "eval/subgraph_cost.h"
@@ -414,6 +415,9 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
                                      const Subgraph* start, bool thorough,
                                      const std::function<bool()>& stop, bool partial_edge_tiles) {
   const Problem& problem = pricer.problem();
+  // Every pricing below is of this one context (ops, retain, retained-in) at another
+  // granularity or traversal.
+  const ContextReuse reuse;
   const Elements n = problem.native;
   Elements min_reduction = 0;
   Elements max_reduction = 0;

@@ -34,9 +34,10 @@ std::optional<Schedule> Crossover(const WorkerEnvironment& env, const Schedule& 
   if (num_ops < 2) return std::nullopt;
   const int cut = 1 + static_cast<int>(std::uniform_int_distribution<int>(0, num_ops - 2)(rng));
   Schedule child;
+  std::vector<OpId> ops;  // one buffer for every subgraph's part
   auto take = [&](const Schedule& parent, bool before_cut) {
     for (const Subgraph& sg : parent.subgraphs) {
-      std::vector<OpId> ops;
+      ops.clear();
       for (OpId op : sg.ops) {
         if ((env.rank[op] < cut) == before_cut) ops.push_back(op);
       }
@@ -115,7 +116,7 @@ void SaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
     MoveKind kind;
     std::optional<ScheduleEdit> edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, &kind);
     if (edit) {
-      const Candidate& c = evaluator_.Propose(*edit);
+      const Candidate& c = evaluator_.Propose(std::move(*edit));
       bool accept = false;
       if (c.valid) {
         const double delta = c.total - current;
@@ -188,18 +189,24 @@ const GaWorker::Member& GaWorker::Tournament() {
   return population_[best];
 }
 
-void GaWorker::Insert(Schedule schedule, Latency total) {
-  const uint64_t hash = HashSchedule(schedule);
+void GaWorker::Insert(const Schedule& schedule, Latency total) {
+  // Equal schedules have equal partitions, so the partition's hash filters duplicates as the
+  // schedule's did, at a fraction of the cost on a network (no traversals).
+  const uint64_t hash = HashPartition(schedule);
   for (const Member& m : population_) {
     if (m.hash == hash && m.schedule == schedule) return;
   }
   if (static_cast<int64_t>(population_.size()) < env_.params.ga.population) {
-    population_.push_back({std::move(schedule), total, hash});
+    population_.push_back({schedule, total, hash});
     return;
   }
   auto worst = std::max_element(population_.begin(), population_.end(),
                                 [](const Member& a, const Member& b) { return a.total < b.total; });
-  if (total < worst->total) *worst = {std::move(schedule), total, hash};
+  if (total < worst->total) {
+    worst->schedule = schedule;  // into the storage of the one it replaces
+    worst->total = total;
+    worst->hash = hash;
+  }
 }
 
 void GaWorker::Rebase(const Schedule& start, const std::vector<EliteEntry>& seeds) {
@@ -232,14 +239,15 @@ void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
   int64_t done = 0;
   while (!EpochOver(done, budget, epoch_end)) {
     const Member& first = Tournament();
-    Schedule child = first.schedule;
+    std::optional<Schedule> crossed;
     if (Uniform01(rng_) < ga.crossover_rate && population_.size() >= 2) {
       const Member& second = Tournament();
-      if (auto crossed = Crossover(env_, first.schedule, second.schedule, rng_)) child = std::move(*crossed);
+      crossed = Crossover(env_, first.schedule, second.schedule, rng_);
     }
     ++done;
     ++moves_;
-    Candidate c = evaluator_.Reset(child);
+    // The child is the crossover's, else the first parent (copied into the evaluator's storage).
+    Candidate c = evaluator_.Reset(crossed ? *crossed : first.schedule);
     if (!c.valid) continue;
     // Mutation: random valid moves, accepted whatever their delta.
     for (int64_t m = 0; m < ga.mutation_moves && !EpochOver(done, budget, epoch_end); ++m) {
@@ -247,7 +255,7 @@ void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
       ++moves_;
       auto edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, nullptr);
       if (!edit) continue;
-      const Candidate& next = evaluator_.Propose(*edit);
+      const Candidate& next = evaluator_.Propose(std::move(*edit));
       if (next.valid) {
         evaluator_.Commit();
       } else {
@@ -264,7 +272,7 @@ void GaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
       ++moves_;
       auto edit = RandomMove(context_, env_.params.workers, evaluator_.schedule(), rng_, nullptr);
       if (!edit) continue;
-      const Candidate& next = evaluator_.Propose(*edit);
+      const Candidate& next = evaluator_.Propose(std::move(*edit));
       if (next.valid && next.total < evaluator_.committed().total) {
         evaluator_.Commit();
       } else {

@@ -110,10 +110,11 @@ class GaWorker : public Worker {
   struct Member {
     Schedule schedule;
     Latency total;
-    uint64_t hash;
+    uint64_t hash;  // HashPartition of the schedule
   };
   const Member& Tournament();
-  void Insert(Schedule schedule, Latency total);
+  // Copies the schedule only when it joins the population.
+  void Insert(const Schedule& schedule, Latency total);
   std::vector<Member> population_;
   bool skip_migration_ = false;  // set by Rebase for the next epoch
 };
