@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -222,6 +223,31 @@ SearchSummary ShortSearch(const Problem& problem, uint64_t seed, int epochs) {
   params.max_epochs = epochs;
   std::atomic<bool> stop{false};
   return RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
+}
+
+// The schedules a real-ratio property test checks a part against: `randoms` random valid
+// schedules (the s-th drawn with `options(s)`), both baselines where they exist, a short search
+// every `search_every` trials and the exact solver's best (no recomputation) every
+// `exact_every` (0: never). Only the random schedules draw from `rng`.
+std::vector<Schedule> RealRatioSchedules(const Problem& problem, std::mt19937_64& rng, int trial, int randoms,
+                                         const std::function<RandomScheduleOptions(int)>& options,
+                                         int search_every, int exact_every) {
+  std::vector<Schedule> schedules;
+  for (int s = 0; s < randoms; ++s) schedules.push_back(RandomSchedule(problem, rng, options(s)));
+  try {
+    schedules.push_back(BuildBaseline(problem));
+    schedules.push_back(BuildResidentBaseline(problem));
+  } catch (const std::runtime_error&) {
+  }
+  if (trial % search_every == 0) schedules.push_back(ShortSearch(problem, 1 + trial, 2).best);
+  if (exact_every > 0 && trial % exact_every == 0) {
+    ExactOptions exact;
+    exact.max_states = 3000;
+    exact.max_subgraph_ops = 8;
+    const ExactResult result = SolveExact(problem, exact);
+    if (result.best) schedules.push_back(*result.best);
+  }
+  return schedules;
 }
 
 // -13's pattern at a small scale: chains X_i @ W @ V_i (W a shared graph input, both
@@ -492,22 +518,18 @@ TEST_CASE("bound: islands (P12) never above the oracle at real-chip ratios") {
       problem.fast_memory_capacity = tile * (trial % 3 == 0 ? 4096 : 64);
       const double ratio[] = {0.1, 0.5, 2, 10, 30};
       for (Op& op : problem.ops) op.base_cost *= ratio[trial % 5];
-      std::vector<Schedule> schedules;
-      for (int s = 0; s < 3; ++s) {
-        RandomScheduleOptions options;
-        options.fuse_probability = 0.2 + 0.3 * s;
-        options.recompute_probability = 0.2;
-        options.extra_retain_probability = 0.3;
-        options.invalid_probability = 0;
-        options.max_steps = 400;
-        schedules.push_back(RandomSchedule(problem, rng, options));
-      }
-      try {
-        schedules.push_back(BuildBaseline(problem));
-        schedules.push_back(BuildResidentBaseline(problem));
-      } catch (const std::runtime_error&) {
-      }
-      if (trial % 10 == 0) schedules.push_back(ShortSearch(problem, 1 + trial, 2).best);
+      const std::vector<Schedule> schedules = RealRatioSchedules(
+          problem, rng, trial, 3,
+          [&](int s) {
+            RandomScheduleOptions options;
+            options.fuse_probability = 0.2 + 0.3 * s;
+            options.recompute_probability = 0.2;
+            options.extra_retain_probability = 0.3;
+            options.invalid_probability = 0;
+            options.max_steps = 400;
+            return options;
+          },
+          10, 0);
       const LowerBound bound = ComputeLowerBound(problem);
       const bool islands_decide =
           bound.islands > std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined}) * (1 + 1e-9);
@@ -616,29 +638,18 @@ TEST_CASE("bound: streamed weights (P14) never above the oracle at real-chip rat
     }
     // H6 on a fifth of them: the weights on a path of their own (P14 counts loads at B + Bw).
     if (trial % 5 == 3) problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * (trial % 2 == 0 ? 0.5 : 2);
-    std::vector<Schedule> schedules;
-    for (int s = 0; s < 3; ++s) {
-      RandomScheduleOptions options;
-      options.fuse_probability = 0.2 + 0.35 * s;
-      options.recompute_probability = 0.2;
-      options.extra_retain_probability = 0.3;
-      options.invalid_probability = 0;
-      options.max_steps = 400;
-      schedules.push_back(RandomSchedule(problem, rng, options));
-    }
-    try {
-      schedules.push_back(BuildBaseline(problem));
-      schedules.push_back(BuildResidentBaseline(problem));
-    } catch (const std::runtime_error&) {
-    }
-    if (trial % 6 == 0) schedules.push_back(ShortSearch(problem, 1 + trial, 2).best);
-    if (trial % 3 == 0) {  // the exact solver's best within its family (no recomputation)
-      ExactOptions exact;
-      exact.max_states = 3000;
-      exact.max_subgraph_ops = 8;
-      const ExactResult result = SolveExact(problem, exact);
-      if (result.best) schedules.push_back(*result.best);
-    }
+    const std::vector<Schedule> schedules = RealRatioSchedules(
+        problem, rng, trial, 3,
+        [&](int s) {
+          RandomScheduleOptions options;
+          options.fuse_probability = 0.2 + 0.35 * s;
+          options.recompute_probability = 0.2;
+          options.extra_retain_probability = 0.3;
+          options.invalid_probability = 0;
+          options.max_steps = 400;
+          return options;
+        },
+        6, 3);
     const LowerBound bound = ComputeLowerBound(problem);
     gained += bound.streaming > bound.compute * (1 + 1e-9) ? 1 : 0;
     const bool streaming_decides =
@@ -811,29 +822,18 @@ TEST_CASE("bound: crossing activations (P16) never above the oracle at real-chip
     }
     const double ratio[] = {0.1, 0.5, 2, 10};
     for (Op& op : problem.ops) op.base_cost *= ratio[(trial / 2) % 4];
-    std::vector<Schedule> schedules;
-    for (int s = 0; s < 4; ++s) {
-      RandomScheduleOptions options;
-      options.fuse_probability = 0.2 + 0.25 * s;
-      options.recompute_probability = s % 2 == 0 ? 0.2 : 0.5;
-      options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
-      options.invalid_probability = 0;
-      options.max_steps = 400;
-      schedules.push_back(RandomSchedule(problem, rng, options));
-    }
-    try {
-      schedules.push_back(BuildBaseline(problem));
-      schedules.push_back(BuildResidentBaseline(problem));
-    } catch (const std::runtime_error&) {
-    }
-    if (trial % 6 == 0) schedules.push_back(ShortSearch(problem, 1 + trial, 2).best);
-    if (trial % 4 == 0) {
-      ExactOptions exact;
-      exact.max_states = 3000;
-      exact.max_subgraph_ops = 8;
-      const ExactResult result = SolveExact(problem, exact);
-      if (result.best) schedules.push_back(*result.best);
-    }
+    const std::vector<Schedule> schedules = RealRatioSchedules(
+        problem, rng, trial, 4,
+        [&](int s) {
+          RandomScheduleOptions options;
+          options.fuse_probability = 0.2 + 0.25 * s;
+          options.recompute_probability = s % 2 == 0 ? 0.2 : 0.5;
+          options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
+          options.invalid_probability = 0;
+          options.max_steps = 400;
+          return options;
+        },
+        6, 4);
     const LowerBound bound = ComputeLowerBound(problem);
     gained += bound.crossing > bound.islands * (1 + 1e-9) ? 1 : 0;
     const bool crossing_decides =
