@@ -188,6 +188,10 @@ struct LowerBound {
   // plus the activations that cross islands: loaded in each reading island that the subgraph
   // before does not serve by retaining them, written once, or their producer recomputed to serve.
   Latency crossing = 0;
+  // P17: the time of the transfers every schedule makes, counted on the problem itself: graph
+  // inputs loaded and Layout outputs gathered once, graph outputs and Layout inputs written once,
+  // and the reloads of sinks that sit alone beside a Pointwise producer. Memory only.
+  Latency memory_floor = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -197,6 +201,7 @@ struct LowerBound {
     if (islands > best) best = islands;
     if (streaming > best) best = streaming;
     if (crossing > best) best = crossing;
+    if (memory_floor > best) best = memory_floor;
     return best;
   }
 };
