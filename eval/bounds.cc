@@ -1,4 +1,4 @@
-// The facts P1..P15 and the coupling are stated in the header; comments here say which one a
+// The facts P1..P17 and the coupling are stated in the header; comments here say which one a
 // block applies.
 #include "eval/bounds.h"
 
