@@ -18,13 +18,17 @@ namespace annealer::bound_internal {
 //  - reloads of sinks that sit alone: for a tensor t made by a Pointwise op p, let R_t be its
 //    readers c that are MatMuls with K > n (k always splits, so p is never beside c, V11, P1),
 //    whose other operand is a graph input, and whose output must be written (a graph output,
-//    V9, or read by a Layout op, L1). A subgraph writing c's output holds c as a sink with no
-//    internal edge, so c alone (V5). Pick one such subgraph S_c per c; it retains nothing (its
-//    one produced tensor is written, R3). S_c loads |t| unless the subgraph before retains t,
-//    which then runs p (V8): then the stretch of subgraphs between the previous picked S and
-//    S_c makes t from nothing retained and loads at least f(t), where f(graph input) = |t|,
-//    f(Layout output) = |Y|, f(t) = min(|t|, max over p's inputs of f) (each op instance
-//    computes its whole output and needs every element of its inputs, P7). The counted first
+//    V9, or read by a Layout op, L1) or is read only by a Pointwise e whose other inputs are
+//    graph inputs and whose output must be written and only Layout ops read. Some subgraph S_c
+//    runs c beside at most e, without p: (a) the one writing c's output (c a sink, no internal
+//    edge, V5); (b) the one writing e's output if it runs c, else the one before it if that
+//    retains c's output, else the one that wrote c's output (c alone). S_c retains at most c's
+//    and e's outputs (R3, V8); distinct c, distinct S_c. S_c loads |t| unless the subgraph
+//    before retains t, which then runs p (V8): then the stretch of subgraphs between the
+//    previous picked S and S_c makes t with nothing retained but such outputs, and loads at
+//    least f(t), where f(graph input) = |t|, f(Layout output) = |Y|, f = 0 for the outputs of
+//    the c and e, f(t) = min(|t|, max over p's inputs of f) (each op instance computes its
+//    whole output and needs every element of its inputs, P7). The counted first
 //    loads and gathers of t's ancestors all happen no later than t's first computation, so in
 //    at most one of those stretches; the others' loads are counted nowhere else. So at least
 //    (|R_t| - 1) f(t) more.
