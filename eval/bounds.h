@@ -147,10 +147,11 @@
 //     are MatMuls with K > n (p never beside them, V11), other operand a graph input, output to
 //     be written (graph output, or read by a Layout op) or read only by a Pointwise epilogue e
 //     of graph inputs whose output only Layout ops read: some subgraph S_c runs c beside at most
-//     e (no other internal edge, V5), and retains at most their outputs (R3). It loads |t| unless
-//     the subgraph before retains t (then runs p, V8): the stretch since the previous picked S then
-//     makes t from nothing else retained, loading >= f(t) (f = |t| for graph inputs and Layout
-//     outputs, 0 for c's and e's outputs, else min(|t|, max over p's inputs), P7). Counted first
+//     e (no other internal edge, V5), and retains at most their outputs (R3), which only e and
+//     Layout ops read (never from a retained copy, L1). It loads |t| unless the subgraph before
+//     retains t (then runs p, V8): the stretch since the previous picked S then makes t from
+//     nothing useful retained, loading >= f(t) (f = |t| for graph inputs and Layout outputs,
+//     else min(|t|, max over p's inputs), P7). Counted first
 //     loads and gathers of t's ancestors all
 //     precede t's first computation, so lie in at most one stretch: (|R_t| - 1) f(t) more. With
 //     a weight path (H6) weights travel apart and f counts them 0.

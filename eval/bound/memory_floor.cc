@@ -25,7 +25,7 @@ double MemoryFloor(const Problem& problem) {
     if (readers.empty() || read_by_layout) other += size;       // written at least once
   }
 
-  // The readers that must sit alone (R_t, below) and what their picked subgraphs may retain.
+  // The readers that must sit alone (R_t, below).
   const Elements n = problem.native;
   auto only_layout_readers = [&](TensorId out) {  // must be written, and no reader shares a subgraph
     const std::vector<OpId>& readers = problem.consumers[out];
@@ -37,43 +37,38 @@ double MemoryFloor(const Problem& problem) {
   };
   // c qualifies for t: a MatMul with K > n reading t and a graph input, whose output must be
   // written (a), or is read only by a Pointwise epilogue e whose other inputs are graph inputs
-  // and whose output only Layout ops read, or nobody (b). Returns e, kNoOp for (a), else kNot.
-  constexpr OpId kNot = -2;
-  auto qualifies = [&](TensorId t, OpId c) -> OpId {
+  // and whose output only Layout ops read, or nobody (b). A picked subgraph of (b) may retain
+  // c's and e's outputs, which serve nothing else (e reads c's, Layout ops e's: L1).
+  auto qualifies = [&](TensorId t, OpId c) {
     const Op& o = problem.ops[c];
-    if (o.kind != OpKind::MatMul || problem.ReductionLength(c) <= n) return kNot;
-    if (o.inputs[0] == o.inputs[1]) return kNot;
+    if (o.kind != OpKind::MatMul || problem.ReductionLength(c) <= n) return false;
+    if (o.inputs[0] == o.inputs[1]) return false;
     const TensorId other_operand = o.inputs[0] == t ? o.inputs[1] : o.inputs[0];
-    if (problem.producer[other_operand] != kNoOp) return kNot;
-    if (must_write(o.output)) return kNoOp;
+    if (problem.producer[other_operand] != kNoOp) return false;
+    if (must_write(o.output)) return true;
     const std::vector<OpId>& readers = problem.consumers[o.output];
     const OpId e = readers.front();
-    if (!std::all_of(readers.begin(), readers.end(), [&](OpId r) { return r == e; })) return kNot;
+    if (!std::all_of(readers.begin(), readers.end(), [&](OpId r) { return r == e; })) return false;
     const Op& eo = problem.ops[e];
-    if (eo.kind != OpKind::Pointwise || !only_layout_readers(eo.output)) return kNot;
+    if (eo.kind != OpKind::Pointwise || !only_layout_readers(eo.output)) return false;
     for (TensorId in : eo.inputs) {
-      if (in != o.output && problem.producer[in] != kNoOp) return kNot;
+      if (in != o.output && problem.producer[in] != kNoOp) return false;
     }
-    return e;
+    return true;
   };
   std::vector<Elements> alone(num_tensors, 0);
-  std::vector<char> maybe_retained(num_tensors, 0);  // at the start of a stretch: f counts them 0
   for (TensorId t = 0; t < num_tensors; ++t) {
     const OpId p = problem.producer[t];
     if (p == kNoOp || problem.ops[p].kind != OpKind::Pointwise) continue;
     const std::vector<OpId>& readers = problem.consumers[t];
     for (size_t i = 0; i < readers.size(); ++i) {
       if (i > 0 && readers[i] == readers[i - 1]) continue;
-      const OpId e = qualifies(t, readers[i]);
-      if (e == kNot) continue;
-      ++alone[t];
-      maybe_retained[problem.ops[readers[i]].output] = 1;
-      if (e != kNoOp) maybe_retained[problem.ops[e].output] = 1;
+      if (qualifies(t, readers[i])) ++alone[t];
     }
   }
 
-  // f in topological order: the least a stretch, starting with nothing retained but the picked
-  // subgraphs' products, loads to make t.
+  // f in topological order: the least a stretch, starting with nothing useful retained, loads
+  // to make t.
   std::vector<Elements> f(num_tensors, 0);
   for (TensorId t = 0; t < num_tensors; ++t) {
     if (problem.producer[t] == kNoOp) f[t] = two_paths && problem.OnWeightPath(t) ? 0 : problem.tensors[t].size();
@@ -81,9 +76,7 @@ double MemoryFloor(const Problem& problem) {
   for (OpId op : problem.topological_order) {
     const Op& o = problem.ops[op];
     const Elements size = problem.tensors[o.output].size();
-    if (maybe_retained[o.output]) {
-      f[o.output] = 0;
-    } else if (o.kind == OpKind::Layout) {
+    if (o.kind == OpKind::Layout) {
       f[o.output] = size;
     } else {
       Elements most = 0;

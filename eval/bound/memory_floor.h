@@ -23,12 +23,13 @@ namespace annealer::bound_internal {
 //    runs c beside at most e, without p: (a) the one writing c's output (c a sink, no internal
 //    edge, V5); (b) the one writing e's output if it runs c, else the one before it if that
 //    retains c's output, else the one that wrote c's output (c alone). S_c retains at most c's
-//    and e's outputs (R3, V8); distinct c, distinct S_c. S_c loads |t| unless the subgraph
-//    before retains t, which then runs p (V8): then the stretch of subgraphs between the
-//    previous picked S and S_c makes t with nothing retained but such outputs, and loads at
-//    least f(t), where f(graph input) = |t|, f(Layout output) = |Y|, f = 0 for the outputs of
-//    the c and e, f(t) = min(|t|, max over p's inputs of f) (each op instance computes its
-//    whole output and needs every element of its inputs, P7). The counted first
+//    and e's outputs (R3, V8), which serve nothing else (c's is read by e only, e's by Layout
+//    ops only, which never read a retained tensor, L1); distinct c, distinct S_c. S_c loads |t|
+//    unless the subgraph before retains t, which then runs p (V8): then the stretch of
+//    subgraphs between the previous picked S and S_c makes t from nothing useful retained and
+//    loads at least f(t), where f(graph input) = |t|, f(Layout output) = |Y|, f(t) = min(|t|,
+//    max over p's inputs of f) (each op instance computes its whole output and needs every
+//    element of its inputs, P7). The counted first
 //    loads and gathers of t's ancestors all happen no later than t's first computation, so in
 //    at most one of those stretches; the others' loads are counted nowhere else. So at least
 //    (|R_t| - 1) f(t) more.
