@@ -1,4 +1,4 @@
-// The facts P1..P15 and the coupling are stated in the header; comments here say which one a
+// The facts P1..P17 and the coupling are stated in the header; comments here say which one a
 // block applies.
 #include "eval/bounds.h"
 
@@ -13,6 +13,7 @@
 #include "eval/bound/analysis.h"
 #include "eval/bound/crossing.h"
 #include "eval/bound/islands.h"
+#include "eval/bound/memory_floor.h"
 #include "eval/bound/streaming.h"
 
 namespace annealer {
@@ -490,6 +491,7 @@ BoundModel BuildDecoupledBoundModel(const Problem& problem) {
 
 LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights);
 LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out);
+LowerBound ComputeImageLowerBound(const Problem& problem, BoundModel* model_out);
 
 // H6: per tensor, whether it travels the weight path. Taken from the problem itself, before
 // Decouple, whose image could turn a graph input read by a Layout op into a weight.
@@ -539,6 +541,12 @@ LowerBound ComputeLowerBound(const Problem& problem, BoundModel* model_out) {
 namespace {
 
 LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out) {
+  LowerBound bound = ComputeImageLowerBound(problem, model_out);
+  bound.memory_floor = MemoryFloor(problem);  // P17 reads L1 and L4 itself: on the problem, not the image
+  return bound;
+}
+
+LowerBound ComputeImageLowerBound(const Problem& problem, BoundModel* model_out) {
   if (HasLayoutOps(problem)) {
     const Decoupled d = Decouple(problem);
     std::vector<char> weights = WeightTensors(problem);

@@ -138,6 +138,23 @@
 //     sum_{k>s} l_k + w, sigma (r - 1)), and the total is >= sum_I V_I + sum_t claim_t: neither
 //     T_I nor P14's lines claim produced tensors' loads and writes or unpicked instances'
 //     compute. Not derived with a weight path (H6): 0 there.
+//  P17 (T1, H5, P3, P7, V5, V8, V9, V11, R3, M2, L1, L2, L4) The memory floor. Every step costs at
+//     least its memory time, so the total is at least the time of distinct transfers every
+//     schedule makes, counted on the problem itself (not the decoupled image): the first load of
+//     each graph input a non-Layout op reads, the first gather of each Layout output Y (|Y|), the
+//     write of each graph output and of each produced X a Layout op reads (L1; only unretained
+//     sinks are written, R3, M2), and reloads: for t made by a Pointwise op p, its readers c that
+//     are MatMuls with K > n (p never beside them, V11), other operand a graph input, output to
+//     be written (graph output, or read by a Layout op) or read only by a Pointwise epilogue e
+//     of graph inputs whose output only Layout ops read: some subgraph S_c runs c beside at most
+//     e (no other internal edge, V5), and retains at most their outputs (R3), which only e and
+//     Layout ops read (never from a retained copy, L1). It loads |t| unless the subgraph before
+//     retains t (then runs p, V8): the stretch since the previous picked S then makes t from
+//     nothing useful retained, loading >= f(t) (f = |t| for graph inputs and Layout outputs,
+//     else min(|t|, max over p's inputs), P7). Counted first
+//     loads and gathers of t's ancestors all
+//     precede t's first computation, so lie in at most one stretch: (|R_t| - 1) f(t) more. With
+//     a weight path (H6) weights travel apart and f counts them 0.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -188,6 +205,10 @@ struct LowerBound {
   // plus the activations that cross islands: loaded in each reading island that the subgraph
   // before does not serve by retaining them, written once, or their producer recomputed to serve.
   Latency crossing = 0;
+  // P17: the time of the transfers every schedule makes, counted on the problem itself: graph
+  // inputs loaded and Layout outputs gathered once, graph outputs and Layout inputs written once,
+  // and the reloads of sinks that sit alone beside a Pointwise producer. Memory only.
+  Latency memory_floor = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -197,6 +218,7 @@ struct LowerBound {
     if (islands > best) best = islands;
     if (streaming > best) best = streaming;
     if (crossing > best) best = crossing;
+    if (memory_floor > best) best = memory_floor;
     return best;
   }
 };

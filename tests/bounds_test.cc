@@ -46,6 +46,7 @@ struct Teeth {
   int stronger = 0;
   int streamed = 0;  // schedules whose problem has a streaming term (P5 or P6) in the bound
   int strips = 0;    // ... a strip reload term (P11)
+  int floor = 0;     // schedules whose bound is P17's memory floor, above every other part
   double tightest = 0;
 };
 Teeth teeth;
@@ -57,6 +58,10 @@ bool CheckValidSchedule(const Problem& problem, const Schedule& schedule, const 
   const LowerBound bound = ComputeLowerBound(problem);
   CHECK(bound.total() <= evaluation.total * (1 + kSlack));
   if (bound.total() > std::max(bound.compute, bound.graph_io) * (1 + 1e-9)) ++teeth.stronger;
+  if (bound.memory_floor > std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined, bound.islands,
+                                     bound.streaming, bound.crossing}) * (1 + 1e-9)) {
+    ++teeth.floor;
+  }
   for (const BoundTerm& term : bound.explanation) {
     if (term.why.find("(P5") != std::string::npos || term.why.find("(P6") != std::string::npos) {
       ++teeth.streamed;
@@ -145,6 +150,7 @@ TEST_CASE("bound: never above the oracle on random valid schedules, also at the 
 
 TEST_CASE("bound: never above the oracle on random valid schedules with Layout ops") {
   int valid = 0, tight = 0, with_layout = 0;
+  const int floor_before = teeth.floor;
   for (DagShape shape : kAllDagShapes) {
     std::mt19937_64 rng(8100 + static_cast<int>(shape));
     for (int trial = 0; trial < 100; ++trial) {
@@ -168,8 +174,10 @@ TEST_CASE("bound: never above the oracle on random valid schedules with Layout o
     }
   }
   MESSAGE("with Layout ops: valid schedules " << valid << " (" << with_layout
-          << " of problems with a Layout op), at the tightest capacity " << tight);
+          << " of problems with a Layout op), at the tightest capacity " << tight
+          << "; P17's memory floor above every other part in " << teeth.floor - floor_before);
   CHECK(valid > 1000);
+  CHECK(teeth.floor - floor_before > 10);
   CHECK(with_layout > 700);
   CHECK(tight > 1000);
 }
@@ -729,6 +737,67 @@ TEST_CASE("bound: P15's reloads by hand, against recomputing and retaining the i
   CHECK(active > 0);  // the case has teeth: P15 decides some of these bounds
 }
 
+// P17 by hand: a Pointwise op X -> Z (4 x 8) feeds `heads` MatMuls Z @ W_j (K = 8 > n = 4), each
+// read only by a transpose (a Layout op) whose output is a graph output. Each head writes its
+// output for the transpose (L1), so it sits alone (V11, V5) and loads Z unless the subgraph
+// before makes and retains it, which takes loading X (32) again. Every schedule moves at least
+// X 32 + W_j 32 + the head outputs written 16 + gathered 16 + the transposes written 16, plus 32
+// for each head but one: 112 per head. Recomputing Z before every head moves exactly that, and
+// at these costs compute never exceeds a step's memory: the bound is met (the schedule is
+// optimal), where every part before P17 stays at the image's graph I/O, 80 per head + 32.
+TEST_CASE("bound: P17's memory floor by hand, met by recomputing the shared input before each head") {
+  for (double producer_cost : {0.0, 1.0}) {
+    for (int heads : {2, 3, 5}) {
+      Problem p;
+      p.native = 4;
+      p.tensors.push_back({8, 4});  // X (width 8, height 4)
+      p.tensors.push_back({8, 4});  // Z
+      p.ops.push_back({OpKind::Pointwise, {0}, 1, producer_cost});
+      std::vector<TensorId> products;
+      for (int j = 0; j < heads; ++j) {
+        p.tensors.push_back({4, 8});  // W_j
+        p.tensors.push_back({4, 4});  // H_j
+        const auto w = static_cast<TensorId>(p.tensors.size() - 2), h = w + 1;
+        p.ops.push_back({OpKind::MatMul, {1, w}, h, 2});
+        products.push_back(h);
+      }
+      for (int j = 0; j < heads; ++j) {
+        p.tensors.push_back({4, 4});  // H_j transposed, a graph output
+        p.ops.push_back({OpKind::Layout, {products[j]}, static_cast<TensorId>(p.tensors.size() - 1), 0});
+      }
+      p.fast_memory_capacity = 4096;
+      p.slow_memory_bandwidth = 1;
+      REQUIRE(p.Finalize() == "");
+      const LowerBound bound = ComputeLowerBound(p);
+      CAPTURE(producer_cost);
+      CAPTURE(heads);
+      CHECK(bound.memory_floor == doctest::Approx(112.0 * heads));
+      CHECK(bound.total() == doctest::Approx(112.0 * heads));
+      CHECK(bound.graph_io == doctest::Approx(80.0 * heads + 32));
+      CHECK(std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined, bound.islands, bound.streaming,
+                      bound.crossing}) < 112.0 * heads - 1);
+      for (bool recompute : {true, false}) {
+        Schedule schedule;
+        const Granularity tile{4, 4, 1}, reduction{4, 4, 4};
+        if (!recompute) schedule.subgraphs.push_back({{0}, tile, std::nullopt, {}});
+        for (int j = 0; j < heads; ++j) {
+          if (recompute) schedule.subgraphs.push_back({{0}, tile, std::nullopt, {1}});
+          schedule.subgraphs.push_back({{static_cast<OpId>(1 + j)}, reduction, std::nullopt, {}});
+        }
+        for (int j = 0; j < heads; ++j) {
+          schedule.subgraphs.push_back({{static_cast<OpId>(1 + heads + j)}, tile, std::nullopt, {}});
+        }
+        CAPTURE(recompute);
+        const Evaluation e = EvaluateOracle(p, schedule);
+        REQUIRE(e.ok());
+        // Loading Z in every head instead: Z written once (32) and loaded by each head (32 each).
+        CHECK(e.total == doctest::Approx(recompute ? 112.0 * heads : 112.0 * heads + 32 + 32));
+        CHECK(CheckValidSchedule(p, schedule, "P17 by hand"));
+      }
+    }
+  }
+}
+
 // A tensor with many readers: a producer (a Pointwise op, or a MatMul then a Pointwise op, so
 // that recomputing it is cheap or dear) feeds 2 to 6 readers, most of them MatMuls with K above
 // native (P1: each in an island of its own), whose outputs are graph outputs, go through a
@@ -801,7 +870,7 @@ Problem RandomFanout(std::mt19937_64& rng) {
 // recomputation and extra retention), both baselines, short searches and the exact solver's best;
 // the crossing part and every suffix bound against the oracle.
 TEST_CASE("bound: crossing activations (P16) never above the oracle at real-chip ratios") {
-  int valid = 0, decided = 0, gained = 0;
+  int valid = 0, decided = 0, gained = 0, floor_decided = 0, floor_met = 0;
   double tightest = 0;
   std::mt19937_64 rng(9600);
   for (int trial = 0; trial < 600; ++trial) {
@@ -839,21 +908,29 @@ TEST_CASE("bound: crossing activations (P16) never above the oracle at real-chip
     const bool crossing_decides =
         bound.crossing > std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined, bound.islands,
                                    bound.streaming}) * (1 + 1e-9);
+    const bool floor_decides =
+        bound.memory_floor > std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined, bound.islands,
+                                       bound.streaming, bound.crossing}) * (1 + 1e-9);
     for (const Schedule& schedule : schedules) {
       CAPTURE(trial);
       if (!CheckValidSchedule(problem, schedule, "P16 trial " + std::to_string(trial))) continue;
       const Evaluation e = EvaluateOracle(problem, schedule);
       ++valid;
       CHECK(bound.crossing <= e.total * (1 + kSlack));
+      CHECK(bound.memory_floor <= e.total * (1 + kSlack));
       decided += crossing_decides ? 1 : 0;
+      floor_decided += floor_decides ? 1 : 0;
+      floor_met += floor_decides && bound.memory_floor >= e.total * (1 - 1e-9) ? 1 : 0;
       if (crossing_decides) tightest = std::max(tightest, bound.crossing / e.total);
     }
   }
   MESSAGE("valid schedules " << valid << ", problems where crossing exceeds islands " << gained
                               << ", schedules where it is above every other part " << decided
-                              << ", tightest crossing/latency " << tightest);
+                              << ", tightest crossing/latency " << tightest << "; P17's memory floor above every other part in "
+                              << floor_decided << " (met exactly by " << floor_met << ")");
   CHECK(valid > 1500);
   CHECK(decided > 100);
+  CHECK(floor_decided > 60);
 }
 
 // P13's cases by hand: out = P @ Wo (K = 4 = n), P = A @ V upstream of it (its strip, full

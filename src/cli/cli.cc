@@ -211,6 +211,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_islands\": " + FormatNumber(bound.islands) + ",\n";
   out += "  \"lower_bound_streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"lower_bound_crossing\": " + FormatNumber(bound.crossing) + ",\n";
+  out += "  \"lower_bound_memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
@@ -291,6 +292,7 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"streaming_ops\": " + std::to_string(bound.streaming_ops) + ",\n";
   out += "  \"crossing\": " + FormatNumber(bound.crossing) + ",\n";
+  out += "  \"memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -322,7 +324,9 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          std::to_string(bound.streaming_ops) +
          " MatMuls that no other op's compute can hide + reloads of ops that sit alone, P14-P15)\n";
   out += "  crossing   " + Readable(bound.crossing) +
-         "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16)\n\n";
+         "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16)\n";
+  out += "  memory     " + Readable(bound.memory_floor) +
+         "  (graph I/O + Layout inputs written + reloads of sinks that sit alone, P17)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
