@@ -233,6 +233,17 @@ SearchSummary ShortSearch(const Problem& problem, uint64_t seed, int epochs) {
   return RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
 }
 
+// Random valid schedules of at most 400 steps with these probabilities.
+RandomScheduleOptions ValidRandomOptions(double fuse, double recompute, double extra_retain) {
+  RandomScheduleOptions options;
+  options.fuse_probability = fuse;
+  options.recompute_probability = recompute;
+  options.extra_retain_probability = extra_retain;
+  options.invalid_probability = 0;
+  options.max_steps = 400;
+  return options;
+}
+
 // The schedules a real-ratio property test checks a part against: `randoms` random valid
 // schedules (the s-th drawn with `options(s)`), both baselines where they exist, a short search
 // every `search_every` trials and the exact solver's best (no recomputation) every
@@ -528,15 +539,7 @@ TEST_CASE("bound: islands (P12) never above the oracle at real-chip ratios") {
       for (Op& op : problem.ops) op.base_cost *= ratio[trial % 5];
       const std::vector<Schedule> schedules = RealRatioSchedules(
           problem, rng, trial, 3,
-          [&](int s) {
-            RandomScheduleOptions options;
-            options.fuse_probability = 0.2 + 0.3 * s;
-            options.recompute_probability = 0.2;
-            options.extra_retain_probability = 0.3;
-            options.invalid_probability = 0;
-            options.max_steps = 400;
-            return options;
-          },
+          [](int s) { return ValidRandomOptions(0.2 + 0.3 * s, 0.2, 0.3); },
           10, 0);
       const LowerBound bound = ComputeLowerBound(problem);
       const bool islands_decide =
@@ -648,15 +651,7 @@ TEST_CASE("bound: streamed weights (P14) never above the oracle at real-chip rat
     if (trial % 5 == 3) problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * (trial % 2 == 0 ? 0.5 : 2);
     const std::vector<Schedule> schedules = RealRatioSchedules(
         problem, rng, trial, 3,
-        [&](int s) {
-          RandomScheduleOptions options;
-          options.fuse_probability = 0.2 + 0.35 * s;
-          options.recompute_probability = 0.2;
-          options.extra_retain_probability = 0.3;
-          options.invalid_probability = 0;
-          options.max_steps = 400;
-          return options;
-        },
+        [](int s) { return ValidRandomOptions(0.2 + 0.35 * s, 0.2, 0.3); },
         6, 3);
     const LowerBound bound = ComputeLowerBound(problem);
     gained += bound.streaming > bound.compute * (1 + 1e-9) ? 1 : 0;
@@ -893,15 +888,7 @@ TEST_CASE("bound: crossing activations (P16) never above the oracle at real-chip
     for (Op& op : problem.ops) op.base_cost *= ratio[(trial / 2) % 4];
     const std::vector<Schedule> schedules = RealRatioSchedules(
         problem, rng, trial, 4,
-        [&](int s) {
-          RandomScheduleOptions options;
-          options.fuse_probability = 0.2 + 0.25 * s;
-          options.recompute_probability = s % 2 == 0 ? 0.2 : 0.5;
-          options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
-          options.invalid_probability = 0;
-          options.max_steps = 400;
-          return options;
-        },
+        [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, s % 2 == 0 ? 0.2 : 0.5, 0.3 + 0.2 * (s % 2)); },
         6, 4);
     const LowerBound bound = ComputeLowerBound(problem);
     gained += bound.crossing > bound.islands * (1 + 1e-9) ? 1 : 0;

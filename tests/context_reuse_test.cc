@@ -15,29 +15,13 @@
 #include "eval/random_schedule.h"
 #include "eval/subgraph_cost.h"
 #include "eval/traversal.h"
+#include "tests/subgraph_oracle_check.h"
 
 namespace annealer {
 namespace {
 
-bool Close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
-
-// Same verdict, words and report as the oracle; returns whether the oracle found it valid.
-bool SameAsOracle(const Problem& problem, const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
-                  const SubgraphResult& fast, const std::string& what) {
-  const SubgraphResult oracle = EvaluateSubgraphOracle(problem, subgraph, retained_in);
-  INFO(what << ": oracle " << oracle.violation.Message() << " latency " << oracle.report.latency << ", fast "
-            << fast.violation.Message() << " latency " << fast.report.latency);
-  CHECK(fast.verdict == oracle.verdict);
-  CHECK(fast.violation.rule == oracle.violation.rule);
-  CHECK(fast.violation.detail == oracle.violation.detail);
-  CHECK(Close(fast.report.latency, oracle.report.latency));
-  CHECK(Close(fast.report.compute_time, oracle.report.compute_time));
-  CHECK(Close(fast.report.memory_time, oracle.report.memory_time));
-  CHECK(fast.report.peak_working_set == oracle.report.peak_working_set);
-  CHECK(fast.report.tiles == oracle.report.tiles);
-  CHECK(fast.report.k_steps == oracle.report.k_steps);
-  return oracle.ok();
-}
+using testing::Close;
+using testing::ExpectSameAsOracle;
 
 Elements Draw(std::mt19937_64& rng, Elements lo, Elements hi) {
   return std::uniform_int_distribution<Elements>(lo, hi)(rng);
@@ -104,8 +88,8 @@ TEST_CASE("step classes price tensors read through two templates as the oracle d
       s.granularity = RandomGranularity(rng, problem);
       RandomTraversal(rng, problem, s);
       const std::string what = "trial " + std::to_string(trial) + " granularity " + std::to_string(g);
-      const bool ok = SameAsOracle(problem, s, {}, CostSubgraph(problem, s, {}), what);
-      SameAsOracle(problem, s, {}, CostSubgraphStepByStep(problem, s, {}), what + " (step by step)");
+      const bool ok = ExpectSameAsOracle(problem, s, {}, CostSubgraph(problem, s, {}), what);
+      ExpectSameAsOracle(problem, s, {}, CostSubgraphStepByStep(problem, s, {}), what + " (step by step)");
       valid += ok;
       classes += ok && CostSubgraphUsesStepClasses(problem, s, {});
     }
@@ -151,11 +135,11 @@ TEST_CASE("pricing within a ContextReuse scope equals the oracle") {
           RandomTraversal(rng, problem, s);
           const std::string what = "shape " + std::to_string(static_cast<int>(shape)) + " trial " +
                                    std::to_string(trial) + " run " + std::to_string(run) + " step " + std::to_string(g);
-          const bool ok = SameAsOracle(problem, s, retained_in, CostSubgraph(problem, s, retained_in), what);
+          const bool ok = ExpectSameAsOracle(problem, s, retained_in, CostSubgraph(problem, s, retained_in), what);
           if (which == 0) {  // the cache serves one problem
             SubgraphResult cached;
             cache.LookupOrCompute(problem, s, retained_in, cached);
-            SameAsOracle(problem, s, retained_in, cached, what + " (cache)");
+            ExpectSameAsOracle(problem, s, retained_in, cached, what + " (cache)");
             SubgraphReport report;
             CHECK(cache.LookupValid(problem, s, retained_in, report) == ok);
             if (ok) CHECK(Close(report.latency, EvaluateSubgraphOracle(problem, s, retained_in).report.latency));

@@ -15,31 +15,13 @@
 #include "eval/subgraph_cost.h"
 #include "search/baseline.h"
 #include "src/io/problem_reader.h"
+#include "tests/subgraph_oracle_check.h"
 
 namespace annealer {
 namespace {
 
-bool Close(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(b)); }
-
-// Checks one subgraph in one context; returns whether the oracle found it valid.
-bool ExpectSameAsOracle(const Problem& problem, const Subgraph& subgraph,
-                        const std::vector<TensorId>& retained_in, const SubgraphResult& fast,
-                        const std::string& what) {
-  const SubgraphResult oracle = EvaluateSubgraphOracle(problem, subgraph, retained_in);
-  INFO(what);
-  INFO("oracle: " << oracle.violation.Message() << " latency " << oracle.report.latency);
-  INFO("fast:   " << fast.violation.Message() << " latency " << fast.report.latency);
-  CHECK(fast.verdict == oracle.verdict);
-  CHECK(fast.violation.rule == oracle.violation.rule);
-  CHECK(fast.violation.detail == oracle.violation.detail);
-  CHECK(Close(fast.report.latency, oracle.report.latency));
-  CHECK(Close(fast.report.compute_time, oracle.report.compute_time));
-  CHECK(Close(fast.report.memory_time, oracle.report.memory_time));
-  CHECK(fast.report.peak_working_set == oracle.report.peak_working_set);
-  CHECK(fast.report.tiles == oracle.report.tiles);
-  CHECK(fast.report.k_steps == oracle.report.k_steps);
-  return oracle.ok();
-}
+using testing::Close;
+using testing::ExpectSameAsOracle;
 
 struct Tally {
   int valid = 0, invalid = 0, classes = 0, stepwise = 0;
