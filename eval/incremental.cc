@@ -369,9 +369,32 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   // Results are written in place (resize keeps the elements' string storage).
   pending_facts_.resize(m);
   pending_results_.resize(m + 1);
+  // A replacement subgraph equal to a committed one one position away or in place, after the
+  // same retained-in list, has that one's facts and (valid) result: both are functions of the
+  // subgraph and its retained-in list alone, and the cache is exact. A move that carries a
+  // subgraph across a long stretch (kMoveNextToProducer) replaces the whole stretch by itself
+  // shifted by one: this spares a cache lookup per shifted subgraph.
+  auto twin = [&](int k, const std::vector<TensorId>& retained_in) {
+    for (const int p : {b + k - 1, b + k + 1, b + k}) {
+      if (p < b || p >= e || !results_[p].ok()) continue;
+      const std::vector<TensorId>& committed_in = p > 0 ? schedule_.subgraphs[p - 1].retain : kNoTensors;
+      if (schedule_.subgraphs[p] == repl[k] && committed_in == retained_in) return p;
+    }
+    return -1;
+  };
   for (int k = 0; k < m; ++k) {
+    const std::vector<TensorId>& retained_in = k == 0 ? before_edit : repl[k - 1].retain;
+    if (const int p = twin(k, retained_in); p >= 0) {
+      SequenceFacts& facts = pending_facts_[k];
+      const SequenceFacts& known = facts_[p];
+      facts.boundary_inputs.assign(known.boundary_inputs.begin(), known.boundary_inputs.end());
+      facts.writes.assign(known.writes.begin(), known.writes.end());
+      facts.valid_ops.assign(known.valid_ops.begin(), known.valid_ops.end());
+      pending_results_[k] = results_[p];
+      continue;
+    }
     Facts(repl[k], pending_facts_[k]);
-    Price(repl[k], k == 0 ? before_edit : repl[k - 1].retain, pending_results_[k]);
+    Price(repl[k], retained_in, pending_results_[k]);
   }
   pending_has_successor_ = e < n;
   const std::vector<TensorId>& successor_in = m > 0 ? repl[m - 1].retain : before_edit;

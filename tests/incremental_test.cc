@@ -197,6 +197,83 @@ TEST_CASE("incremental evaluation equals the oracle with Layout ops (L1: retaine
   CHECK(tally.rules["L1"] > 100);
 }
 
+// Edits that carry one subgraph across a stretch (forwards or backwards), so that the stretch
+// comes back shifted by one position: the evaluator answers such subgraphs from the committed
+// ones when their retained-in lists are equal too. Sometimes one shifted subgraph is replaced by a
+// random one, or the carried one by a random edit's subgraph, so twins and strangers mix.
+TEST_CASE("incremental evaluation equals the oracle on edits that shift a stretch by one") {
+  CostCache cache(1 << 14);
+  int proposals = 0, valid = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(9191 + static_cast<int>(shape));
+    for (int trial = 0; trial < 30; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.min_ops = 4;
+      problem_options.max_ops = 12;
+      const Problem problem = RandomProblem(rng, shape, problem_options);
+      cache.Clear();
+      RandomScheduleOptions options;
+      options.max_steps = 300;
+      options.invalid_probability = 0.05;
+      RandomScheduleOptions start_options = options;
+      start_options.invalid_probability = 0;
+      start_options.extra_retain_probability = 0;
+      IncrementalEvaluator evaluator(problem, trial % 2 ? &cache : nullptr);
+      Schedule committed = RandomSchedule(problem, rng, start_options);
+      const std::string what = "shift shape " + std::to_string(static_cast<int>(shape)) + " trial " +
+                               std::to_string(trial);
+      ExpectSame(evaluator.Reset(committed), EvaluateOracle(problem, committed), what + " reset");
+      for (int move = 0; move < 120; ++move) {
+        const int n = static_cast<int>(committed.subgraphs.size());
+        if (n < 2) break;
+        auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+        const int i = draw(0, n - 2);
+        const int j = draw(i + 1, n - 1);
+        ScheduleEdit edit{i, j + 1, {}};
+        const auto& sgs = committed.subgraphs;
+        if (draw(0, 1) == 0) {  // s[j] carried before the stretch
+          edit.replacement.push_back(sgs[j]);
+          for (int k = i; k < j; ++k) edit.replacement.push_back(sgs[k]);
+        } else {  // s[i] carried after it
+          for (int k = i + 1; k <= j; ++k) edit.replacement.push_back(sgs[k]);
+          edit.replacement.push_back(sgs[i]);
+        }
+        if (draw(0, 3) == 0) {
+          const ScheduleEdit other = RandomEdit(problem, committed, rng, options);
+          if (!other.replacement.empty()) {
+            edit.replacement[draw(0, static_cast<int>(edit.replacement.size()) - 1)] = other.replacement[0];
+          }
+        }
+        const Schedule proposed = ApplyEdit(committed, edit);
+        const Evaluation oracle = EvaluateOracle(problem, proposed);
+        const std::string where = what + " move " + std::to_string(move);
+        ExpectSame(evaluator.Propose(edit), oracle, where);
+        ++proposals;
+        valid += oracle.ok();
+        if (oracle.ok() || draw(0, 9) == 0) {
+          evaluator.Commit();
+          committed = proposed;
+          ExpectSame(evaluator.committed(), oracle, where + " committed");
+          REQUIRE(evaluator.subgraph_results().size() == committed.subgraphs.size());
+        } else {
+          evaluator.Revert();
+        }
+        CHECK(evaluator.schedule() == committed);
+      }
+      std::vector<TensorId> retained_in;
+      for (size_t k = 0; k < committed.subgraphs.size(); ++k) {
+        const SubgraphResult expected = EvaluateSubgraphOracle(problem, committed.subgraphs[k], retained_in);
+        CHECK(evaluator.subgraph_results()[k].verdict == expected.verdict);
+        CHECK(Close(evaluator.subgraph_results()[k].report.latency, expected.report.latency));
+        retained_in = committed.subgraphs[k].retain;
+      }
+    }
+  }
+  MESSAGE("shifted stretches: proposals " << proposals << ", valid " << valid);
+  CHECK(valid > 1000);
+  CHECK(proposals - valid > 500);
+}
+
 TEST_CASE("incremental evaluation: the second proposal replaces the first, Commit without one is a no-op") {
   std::mt19937_64 rng(31);
   const Problem problem = RandomProblem(rng, DagShape::kChain, {.min_ops = 4, .max_ops = 6});
