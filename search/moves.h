@@ -43,8 +43,11 @@ enum class MoveKind {
   // Drawn only where some produced tensor has at least three reading ops (see
   // MergeReadersApplies): elsewhere the draw over the other kinds is the same as before it existed.
   kMergeReaders,
+  // Drawn only where a Pointwise op reads MatMuls of different reduction lengths (see
+  // GatherKLoopApplies).
+  kGatherKLoop,
 };
-inline constexpr int kNumMoveKinds = 12;
+inline constexpr int kNumMoveKinds = 13;
 const char* MoveName(MoveKind kind);
 
 struct MoveContext {
@@ -62,12 +65,19 @@ struct MoveContext {
   const IncrementalEvaluator* committed = nullptr;
   // MergeReadersApplies(problem): RandomMove draws kMergeReaders only when true.
   bool merge_readers = false;
+  // GatherKLoopApplies(problem): RandomMove draws kGatherKLoop only when true.
+  bool gather_kloop = false;
 };
 
 // True when some tensor made by an op is read by at least three ops: the fan-out (a normalised
 // activation feeding many projections) where merging its readers can save loads. False on
 // every contest problem (at most two readers per tensor), whose move stream stays as it was.
 bool MergeReadersApplies(const Problem& problem);
+// True when some Pointwise op reads the outputs of three or more MatMuls, not all of one
+// reduction length (a convolution over a channel concatenation, one MatMul per block): only one
+// K can be its subgraph's k-loop (G3). False on every contest problem (problems 5 and 17 sum two
+// MatMuls of different K, never three).
+bool GatherKLoopApplies(const Problem& problem);
 
 // One move of the given kind at a random place; nullopt when it does not apply.
 std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,
