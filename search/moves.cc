@@ -1073,14 +1073,19 @@ bool GatherKLoopApplies(const Problem& problem) {
   for (const Op& op : problem.ops) {
     if (op.kind != OpKind::Pointwise) continue;
     std::vector<OpId> matmuls;
-    bool mixed = false;
     for (TensorId t : op.inputs) {
       const OpId p = problem.producer[t];
-      if (p == kNoOp || problem.ops[p].kind != OpKind::MatMul || Contains(matmuls, p)) continue;
-      mixed = mixed || (!matmuls.empty() && problem.ReductionLength(p) != problem.ReductionLength(matmuls[0]));
-      matmuls.push_back(p);
+      if (p != kNoOp && problem.ops[p].kind == OpKind::MatMul && !Contains(matmuls, p)) matmuls.push_back(p);
     }
-    if (mixed && matmuls.size() >= 3) return true;
+    bool mixed = false;
+    int most = 0;  // the most MatMuls of one reduction length
+    for (OpId p : matmuls) {
+      mixed = mixed || problem.ReductionLength(p) != problem.ReductionLength(matmuls[0]);
+      most = std::max(most, static_cast<int>(std::count_if(matmuls.begin(), matmuls.end(), [&](OpId q) {
+                              return problem.ReductionLength(q) == problem.ReductionLength(p);
+                            })));
+    }
+    if (mixed && most >= 3) return true;
   }
   return false;
 }

@@ -73,10 +73,12 @@ struct MoveContext {
 // activation feeding many projections) where merging its readers can save loads. False on
 // every contest problem (at most two readers per tensor), whose move stream stays as it was.
 bool MergeReadersApplies(const Problem& problem);
-// True when some Pointwise op reads the outputs of three or more MatMuls, not all of one
-// reduction length (a convolution over a channel concatenation, one MatMul per block): only one
-// K can be its subgraph's k-loop (G3). False on every contest problem (problems 5 and 17 sum two
-// MatMuls of different K, never three).
+// True when some Pointwise op sums MatMuls of different reduction lengths, three or more of
+// them of one K (a convolution over a concatenation of many equal blocks, one MatMul per block,
+// as in DenseNet): only one K can be its subgraph's k-loop (G3), and the many blocks of one K are
+// what the move gains most on. False on every contest problem (problems 5 and 17 sum two
+// MatMuls of different K) and on GoogLeNet (its inception concatenations sum at most two blocks
+// of one width, and the move's reshuffles there cost more than they gained at equal work).
 bool GatherKLoopApplies(const Problem& problem);
 
 // One move of the given kind at a random place; nullopt when it does not apply.

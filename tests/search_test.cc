@@ -249,6 +249,18 @@ TEST_CASE("moves: gather-k-loop swaps which reduction length a sum of MatMuls ke
   const Problem problem = ConcatConv();
   CHECK(GatherKLoopApplies(problem));
   CHECK(!GatherKLoopApplies(FanOutHeads()));
+  {
+    // Two blocks of each width: no reduction length has three MatMuls, as in GoogLeNet.
+    testing::GraphBuilder b(Elements{1} << 26, 273);
+    std::vector<TensorId> parts;
+    for (Elements k : {64, 64, 32, 32}) {
+      const TensorId m = b.Tensor(128, 128);
+      b.Op(OpKind::MatMul, {b.Tensor(128, k), b.Tensor(k, 128)}, m, 16);
+      parts.push_back(m);
+    }
+    b.Op(OpKind::Pointwise, parts, b.Tensor(128, 128), 8);
+    CHECK(!GatherKLoopApplies(b.Build()));
+  }
   for (const char* name : {"mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-9.json", "mlsys-2026-13.json",
                            "mlsys-2026-17.json"}) {
     CHECK_MESSAGE(!GatherKLoopApplies(ReadBundledProblem(name)), name);
