@@ -7,7 +7,9 @@
 //   partition   merge adjacent subgraphs, merge a producer subgraph into a later consumer,
 //               split one (random topological cut or its components), move a boundary op
 //               across, duplicate a producer into a consumer (recompute), drop a duplicate,
-//               merge the readers of one tensor (recomputing its producer) so it loads once
+//               merge the readers of one tensor (recomputing its producer) so it loads once,
+//               gather the MatMuls of one K into the k-loop of a sum of MatMuls (evicting the
+//               other K's)
 //   order       swap independent neighbours, move a consumer right after its producer
 //   granularity halve / double one of w, h, k, or refit all of them
 //   traversal   another named traversal order
