@@ -23,6 +23,7 @@ const char* MoveName(MoveKind kind) {
     case MoveKind::kTraversal: return "traversal";
     case MoveKind::kRetention: return "retention";
     case MoveKind::kMergeReaders: return "merge-readers";
+    case MoveKind::kGatherKLoop: return "gather-k-loop";
   }
   return "?";
 }
@@ -942,7 +943,157 @@ std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule&
   return Finish(ctx, s, begin, end, std::move(pieces));
 }
 
+// A Pointwise op that sums MatMuls of different reduction lengths (a convolution over a channel
+// concatenation: one MatMul per concatenated block) can hold only the MatMuls of one K in its
+// subgraph's k-loop (G3); the others are made elsewhere and their outputs, as wide as the sum,
+// loaded. Which K should stay is a whole-group choice: moving one MatMul at a time breaks G3
+// until the last one has moved. This move makes it in one step: it picks a subgraph j and a
+// reduction length K among the MatMuls whose outputs j's Pointwise ops load, pulls every such
+// MatMul of that K into j (taken out of the subgraphs that made it when j now reads all it
+// makes), and moves the MatMuls of j that its Pointwise ops read with another K, with the ops
+// of j that only feed them, into a subgraph of their own just before j. The repair recomputes
+// what the moved MatMuls read that is not in slow memory, and the fit prices the result.
+std::optional<ScheduleEdit> GatherKLoop(const MoveContext& ctx, const Schedule& s, Rng& rng) {
+  const Problem& problem = ctx.problem;
+  const int n = static_cast<int>(s.subgraphs.size());
+  // Only subgraphs with a Pointwise op that reads two or more MatMul outputs, one of them made
+  // elsewhere: the others cannot give this move anything to do.
+  const int j = RandomPosition(rng, n, [&](int at) {
+    const std::vector<OpId>& ops = s.subgraphs[at].ops;
+    for (OpId op : ops) {
+      if (problem.ops[op].kind != OpKind::Pointwise || problem.ops[op].inputs.size() < 2) continue;
+      int matmuls = 0;
+      bool outside = false;
+      for (TensorId t : problem.ops[op].inputs) {
+        const OpId p = problem.producer[t];
+        if (p == kNoOp || problem.ops[p].kind != OpKind::MatMul) continue;
+        ++matmuls;
+        outside = outside || !Contains(ops, p);
+      }
+      if (matmuls >= 2 && outside) return true;
+    }
+    return false;
+  });
+  if (j < 0) return std::nullopt;
+  const Subgraph& sg = s.subgraphs[j];
+  const std::vector<TensorId>& retained = RetainedInto(s, j);
+  // MatMul-made tensors j's Pointwise ops read: loaded (outside) or made inside.
+  std::vector<OpId> loaded, inside;
+  std::vector<Elements> lengths;
+  const std::vector<TensorId> made = ProducedTensors(problem, sg.ops);
+  for (OpId op : sg.ops) {
+    if (problem.ops[op].kind != OpKind::Pointwise) continue;
+    for (TensorId t : problem.ops[op].inputs) {
+      const OpId p = problem.producer[t];
+      if (p == kNoOp || problem.ops[p].kind != OpKind::MatMul) continue;
+      if (std::binary_search(made.begin(), made.end(), t)) {
+        if (Contains(sg.ops, p) && !Contains(inside, p)) inside.push_back(p);
+        continue;
+      }
+      if (std::find(retained.begin(), retained.end(), t) != retained.end() || Contains(loaded, p)) continue;
+      loaded.push_back(p);
+      const Elements k = problem.ReductionLength(p);
+      if (std::find(lengths.begin(), lengths.end(), k) == lengths.end()) lengths.push_back(k);
+    }
+  }
+  if (loaded.empty()) return std::nullopt;
+  const Elements K = lengths[Uniform(rng, static_cast<int>(lengths.size()))];
+
+  std::vector<OpId> merged = sg.ops;
+  std::vector<OpId> pulled;
+  for (OpId p : loaded) {
+    if (problem.ReductionLength(p) != K) continue;
+    merged.push_back(p);
+    pulled.push_back(p);
+  }
+  // Evict the inside MatMuls of another K and the ops of j that feed only evicted ops.
+  std::vector<OpId> evicted;
+  for (OpId p : inside) {
+    if (problem.ReductionLength(p) != K) evicted.push_back(p);
+  }
+  if (!evicted.empty()) {
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (OpId op : merged) {
+        if (Contains(evicted, op)) continue;
+        bool feeds = false, only_evicted = true;
+        for (OpId c : problem.consumers[problem.ops[op].output]) {
+          if (!Contains(merged, c)) continue;
+          feeds = true;
+          only_evicted = only_evicted && Contains(evicted, c);
+        }
+        if (feeds && only_evicted) {
+          evicted.push_back(op);
+          grew = true;
+        }
+      }
+    }
+    std::erase_if(merged, [&](OpId op) { return Contains(evicted, op); });
+  }
+  if (merged.empty()) return std::nullopt;
+  merged = SortTopologically(ctx.rank, merged);
+  if (!IsConnected(problem, merged) || NoGranularityFits(problem, merged, kNothing, kNothing)) return std::nullopt;
+
+  // Take a pulled MatMul out of an earlier subgraph where nothing else reads it (it is a sink
+  // there) when j now makes every reader's input.
+  int begin = j;
+  std::vector<std::vector<OpId>> rest(n);
+  std::vector<char> changed(n, 0);
+  for (OpId p : pulled) {
+    const TensorId out = problem.ops[p].output;
+    if (!AllConsumersIn(problem, out, merged)) continue;
+    for (int i = std::max(0, j - 256); i < j; ++i) {
+      const std::vector<OpId>& ops = changed[i] ? rest[i] : s.subgraphs[i].ops;
+      if (!Contains(ops, p)) continue;
+      std::vector<OpId> left = ops;
+      std::erase(left, p);
+      rest[i] = std::move(left);
+      changed[i] = 1;
+      begin = std::min(begin, i);
+    }
+  }
+  std::vector<Piece> pieces;
+  for (int m = begin; m < j; ++m) {
+    const Subgraph& at = s.subgraphs[m];
+    if (!changed[m]) {
+      pieces.push_back({at.ops, at.retain, &at, false});
+      continue;
+    }
+    for (auto& component : Components(problem, rest[m])) {
+      pieces.push_back({SortTopologically(ctx.rank, component), at.retain, &at, true});
+    }
+  }
+  if (!evicted.empty()) {
+    for (auto& component : Components(problem, SortTopologically(ctx.rank, evicted))) {
+      pieces.push_back({SortTopologically(ctx.rank, component), {}, nullptr, true});
+    }
+  }
+  pieces.push_back({merged, sg.retain, &sg, true});
+  return Finish(ctx, s, begin, j + 1, std::move(pieces));
+}
+
 }  // namespace
+
+bool GatherKLoopApplies(const Problem& problem) {
+  for (const Op& op : problem.ops) {
+    if (op.kind != OpKind::Pointwise) continue;
+    std::vector<OpId> matmuls;
+    for (TensorId t : op.inputs) {
+      const OpId p = problem.producer[t];
+      if (p != kNoOp && problem.ops[p].kind == OpKind::MatMul && !Contains(matmuls, p)) matmuls.push_back(p);
+    }
+    bool mixed = false;
+    int most = 0;  // the most MatMuls of one reduction length
+    for (OpId p : matmuls) {
+      mixed = mixed || problem.ReductionLength(p) != problem.ReductionLength(matmuls[0]);
+      most = std::max(most, static_cast<int>(std::count_if(matmuls.begin(), matmuls.end(), [&](OpId q) {
+                              return problem.ReductionLength(q) == problem.ReductionLength(p);
+                            })));
+    }
+    if (mixed && most >= 3) return true;
+  }
+  return false;
+}
 
 bool MergeReadersApplies(const Problem& problem) {
   for (TensorId t = 0; t < static_cast<TensorId>(problem.consumers.size()); ++t) {
@@ -971,6 +1122,7 @@ std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,
     case MoveKind::kTraversal: return ChangeTraversal(context, schedule, rng);
     case MoveKind::kRetention: return ToggleRetention(context, schedule, rng);
     case MoveKind::kMergeReaders: return MergeReaders(context, schedule, rng);
+    case MoveKind::kGatherKLoop: return GatherKLoop(context, schedule, rng);
   }
   return std::nullopt;
 }
@@ -984,18 +1136,25 @@ std::optional<ScheduleEdit> RandomMove(const MoveContext& context, const WorkerP
       weights.weight_partition * 0.2,  weights.weight_partition * 0.1,  weights.weight_partition * 0.1,
       weights.weight_order * 0.4,      weights.weight_order * 0.6,      weights.weight_granularity,
       weights.weight_traversal,        weights.weight_retention,
-      weights.weight_partition * weights.merge_readers_share};
+      weights.weight_partition * weights.merge_readers_share,
+      weights.weight_partition * weights.gather_kloop_share};
   // Without the fan-out the draw is over the first eleven kinds exactly as before kMergeReaders
   // existed (a zero weight at the end could still shift a draw: the last cumulative sum is
   // rounded to one).
+  // kGatherKLoop likewise, only where a Pointwise op sums MatMuls of different K; with it, the
+  // merge-readers weight stays in the list (zero when that move does not apply).
   const bool readers = context.merge_readers && weights.merge_readers_share > 0;
-  const size_t kinds = kNumMoveKinds - (readers ? 0 : 1);
+  const bool gather = context.gather_kloop && weights.gather_kloop_share > 0;
+  double w_used[kNumMoveKinds];
+  std::copy(std::begin(w), std::end(w), w_used);
+  if (gather && !readers) w_used[kNumMoveKinds - 2] = 0;
+  const size_t kinds = gather ? kNumMoveKinds : kNumMoveKinds - (readers ? 1 : 2);
   // Built once per thread and set of weights (it allocates); drawing from it keeps no state.
   thread_local std::array<double, kNumMoveKinds> built_for{};
   thread_local std::discrete_distribution<int> pick;
-  if (!std::equal(std::begin(w), std::end(w), built_for.begin()) || pick.probabilities().size() != kinds) {
-    std::copy(std::begin(w), std::end(w), built_for.begin());
-    pick = std::discrete_distribution<int>(std::begin(w), std::begin(w) + kinds);
+  if (!std::equal(std::begin(w_used), std::end(w_used), built_for.begin()) || pick.probabilities().size() != kinds) {
+    std::copy(std::begin(w_used), std::end(w_used), built_for.begin());
+    pick = std::discrete_distribution<int>(std::begin(w_used), std::begin(w_used) + kinds);
   }
   for (int attempt = 0; attempt < 8; ++attempt) {
     const MoveKind drawn = static_cast<MoveKind>(pick(rng));

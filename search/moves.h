@@ -7,7 +7,9 @@
 //   partition   merge adjacent subgraphs, merge a producer subgraph into a later consumer,
 //               split one (random topological cut or its components), move a boundary op
 //               across, duplicate a producer into a consumer (recompute), drop a duplicate,
-//               merge the readers of one tensor (recomputing its producer) so it loads once
+//               merge the readers of one tensor (recomputing its producer) so it loads once,
+//               gather the MatMuls of one K into the k-loop of a sum of MatMuls (evicting the
+//               other K's)
 //   order       swap independent neighbours, move a consumer right after its producer
 //   granularity halve / double one of w, h, k, or refit all of them
 //   traversal   another named traversal order
@@ -43,8 +45,11 @@ enum class MoveKind {
   // Drawn only where some produced tensor has at least three reading ops (see
   // MergeReadersApplies): elsewhere the draw over the other kinds is the same as before it existed.
   kMergeReaders,
+  // Drawn only where a Pointwise op reads MatMuls of different reduction lengths (see
+  // GatherKLoopApplies).
+  kGatherKLoop,
 };
-inline constexpr int kNumMoveKinds = 12;
+inline constexpr int kNumMoveKinds = 13;
 const char* MoveName(MoveKind kind);
 
 struct MoveContext {
@@ -62,12 +67,21 @@ struct MoveContext {
   const IncrementalEvaluator* committed = nullptr;
   // MergeReadersApplies(problem): RandomMove draws kMergeReaders only when true.
   bool merge_readers = false;
+  // GatherKLoopApplies(problem): RandomMove draws kGatherKLoop only when true.
+  bool gather_kloop = false;
 };
 
 // True when some tensor made by an op is read by at least three ops: the fan-out (a normalised
 // activation feeding many projections) where merging its readers can save loads. False on
 // every contest problem (at most two readers per tensor), whose move stream stays as it was.
 bool MergeReadersApplies(const Problem& problem);
+// True when some Pointwise op sums MatMuls of different reduction lengths, three or more of
+// them of one K (a convolution over a concatenation of many equal blocks, one MatMul per block,
+// as in DenseNet): only one K can be its subgraph's k-loop (G3), and the many blocks of one K are
+// what the move gains most on. False on every contest problem (problems 5 and 17 sum two
+// MatMuls of different K) and on GoogLeNet (its inception concatenations sum at most two blocks
+// of one width, and the move's reshuffles there cost more than they gained at equal work).
+bool GatherKLoopApplies(const Problem& problem);
 
 // One move of the given kind at a random place; nullopt when it does not apply.
 std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,

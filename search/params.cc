@@ -99,6 +99,10 @@ std::vector<ParamSpec> BuildTable() {
                            "weight of the merge-readers move as a share of weight_partition (drawn only where "
                            "a produced tensor has 3+ reading ops)",
                            [](P& p) -> double& { return p.workers.merge_readers_share; }));
+  t.push_back(Make<double>("workers.gather_kloop_share", R, 0, 1000,
+                           "weight of the gather-k-loop move as a share of weight_partition (drawn only where "
+                           "a Pointwise op sums MatMuls of different reduction lengths, 3+ of one)",
+                           [](P& p) -> double& { return p.workers.gather_kloop_share; }));
   t.push_back(Make<bool>("workers.polish", B, 0, 1,
                          "exact granularity/traversal/retention polish of every new worker best",
                          [](P& p) -> bool& { return p.workers.polish; }));

@@ -61,6 +61,9 @@ struct WorkerParams {
   // Weight of the merge-readers move (search/moves.h) as a share of weight_partition; the move
   // is drawn only on problems where some produced tensor has three or more reading ops.
   double merge_readers_share = 0.1;
+  // Weight of the gather-k-loop move (search/moves.h) as a share of weight_partition; drawn only
+  // where a Pointwise op reads MatMuls of different reduction lengths.
+  double gather_kloop_share = 0.1;
   // Run the exact polish (granularity per subgraph, traversal, retention by DP) on every new
   // best schedule of a worker.
   bool polish = true;

@@ -50,7 +50,8 @@ class Worker {
  public:
   Worker(const WorkerEnvironment& env, uint64_t seed, std::string kind)
       : env_(env), rng_(seed), kind_(std::move(kind)), evaluator_(env.problem, env.pricer.cache()),
-        context_{env.problem, env.rank, env.pricer, env.stop, &evaluator_, MergeReadersApplies(env.problem)} {}
+        context_{env.problem, env.rank, env.pricer, env.stop, &evaluator_, MergeReadersApplies(env.problem),
+                 GatherKLoopApplies(env.problem)} {}
   virtual ~Worker() = default;
   virtual void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) = 0;
   // A start from elsewhere (the overlapped repeated-block start, search/driver.h) that the

@@ -221,6 +221,91 @@ TEST_CASE("moves: merge-readers merges the heads that each load one tensor, whic
   }
 }
 
+// A 1x1 convolution over a channel concatenation, as the importer lowers it: one MatMul per
+// concatenated block, summed by one Pointwise op. Block 0 is 128x256 (M0 = X0 @ W0, K = 256),
+// blocks 1-4 are 128x32, each made by a Pointwise op P_i from a graph input A_i (M_i = P_i @ W_i,
+// K = 32); every partial product is 128x128, the sum S writes Z (128x128). Bandwidth 273.
+Problem ConcatConv() {
+  testing::GraphBuilder b(Elements{1} << 26, 273);
+  const TensorId x0 = b.Tensor(128, 256);
+  const TensorId w0 = b.Tensor(256, 128);
+  const TensorId m0 = b.Tensor(128, 128);
+  b.Op(OpKind::MatMul, {x0, w0}, m0, 64);  // op 0
+  std::vector<TensorId> sum_inputs{m0};
+  for (int i = 0; i < 4; ++i) {
+    const TensorId a = b.Tensor(128, 32);
+    const TensorId x = b.Tensor(128, 32);
+    const TensorId w = b.Tensor(32, 128);
+    const TensorId m = b.Tensor(128, 128);
+    b.Op(OpKind::Pointwise, {a}, x, 8);   // ops 1, 3, 5, 7
+    b.Op(OpKind::MatMul, {x, w}, m, 16);  // ops 2, 4, 6, 8
+    sum_inputs.push_back(m);
+  }
+  b.Op(OpKind::Pointwise, sum_inputs, b.Tensor(128, 128), 8);  // op 9
+  return b.Build();
+}
+
+TEST_CASE("moves: gather-k-loop swaps which reduction length a sum of MatMuls keeps, which no other move does in one step") {
+  const Problem problem = ConcatConv();
+  CHECK(GatherKLoopApplies(problem));
+  CHECK(!GatherKLoopApplies(FanOutHeads()));
+  {
+    // Two blocks of each width: no reduction length has three MatMuls, as in GoogLeNet.
+    testing::GraphBuilder b(Elements{1} << 26, 273);
+    std::vector<TensorId> parts;
+    for (Elements k : {64, 64, 32, 32}) {
+      const TensorId m = b.Tensor(128, 128);
+      b.Op(OpKind::MatMul, {b.Tensor(128, k), b.Tensor(k, 128)}, m, 16);
+      parts.push_back(m);
+    }
+    b.Op(OpKind::Pointwise, parts, b.Tensor(128, 128), 8);
+    CHECK(!GatherKLoopApplies(b.Build()));
+  }
+  for (const char* name : {"mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-9.json", "mlsys-2026-13.json",
+                           "mlsys-2026-17.json"}) {
+    CHECK_MESSAGE(!GatherKLoopApplies(ReadBundledProblem(name)), name);
+  }
+  CostCache cache(1 << 16);
+  SubgraphPricer pricer(problem, &cache);
+  const std::vector<int> rank = TopologicalRanks(problem);
+  const MoveContext context{problem, rank, pricer, [] { return false; }};
+  // The K = 256 block in the sum's k-loop (G3 keeps the others out): each small block's
+  // subgraph loads A_i and W_i and writes its 128x128 partial product (24,576 elements); the
+  // sum's loads X0 and W0 (65,536), the four partial products (65,536) and writes Z (16,384).
+  Schedule start;
+  for (std::vector<OpId> ops : std::vector<std::vector<OpId>>{{1, 2}, {3, 4}, {5, 6}, {7, 8}, {0, 9}}) {
+    start.subgraphs.push_back(FitSubgraph(pricer, ops, {}, {}, nullptr, true, [] { return false; })->subgraph);
+  }
+  IncrementalEvaluator evaluator(problem, &cache);
+  REQUIRE(evaluator.Reset(start).valid);
+  CHECK(evaluator.committed().total == doctest::Approx(245760.0 / 273));  // 900.220
+  Latency best[kNumMoveKinds];
+  std::fill(std::begin(best), std::end(best), evaluator.committed().total);
+  for (int kind = 0; kind < kNumMoveKinds; ++kind) {
+    for (uint64_t seed = 0; seed < 200; ++seed) {
+      std::mt19937_64 rng(seed);
+      auto edit = MakeMove(context, static_cast<MoveKind>(kind), evaluator.schedule(), rng);
+      if (!edit) continue;
+      const Candidate c = evaluator.Propose(*edit);
+      if (c.valid) {
+        CHECK(EvaluateOracle(problem, ApplyEdit(evaluator.schedule(), *edit)).total == doctest::Approx(c.total));
+        best[kind] = std::min(best[kind], c.total);
+      }
+      evaluator.Revert();
+    }
+  }
+  // Gathered: the four K = 32 blocks in the sum's k-loop (one step per tile), M0 alone before it.
+  // P_i alone: A_i in, X_i out (8,192 each); M0: X0, W0 in, M0 out (81,920); the sum: X_i, W_i
+  // (32,768), M0 (16,384) in, Z out (16,384). 180,224 elements, 660.161: the partial products
+  // of the small blocks never cross slow memory, only the one of the large block does.
+  CHECK(best[static_cast<int>(MoveKind::kGatherKLoop)] == doctest::Approx(180224.0 / 273));
+  for (int kind = 0; kind < kNumMoveKinds; ++kind) {
+    if (kind == static_cast<int>(MoveKind::kGatherKLoop)) continue;
+    MESSAGE(MoveName(static_cast<MoveKind>(kind)) << " " << best[kind]);
+    CHECK_MESSAGE(best[kind] > 180224.0 / 273 + 100, MoveName(static_cast<MoveKind>(kind)));
+  }
+}
+
 TEST_CASE("granularity fit: a remembered fit is the fit computed afresh, on random contexts of random problems") {
   // FitSubgraph memoizes complete fits per thread and pricer (search/subgraph_tools.h). Each
   // context is fitted twice by one pricer (the second answer comes from the memo) and once by a
@@ -565,3 +650,4 @@ TEST_CASE("the stop flag ends a search promptly") {
 
 }  // namespace
 }  // namespace annealer
+
