@@ -1,0 +1,80 @@
+// What the move kinds share beyond search/moves.h: the random draws, the piece of an edit and
+// Finish (which fits the pieces, filters retain sets and repairs availability), and a few
+// schedule queries. Internal to search/: moves.cc holds the general kinds and the repair,
+// pattern_moves.cc the kinds drawn only where a graph pattern exists (MergeReadersApplies,
+// GatherKLoopApplies). Every draw goes through the worker's generator, so a seed fixes them.
+#pragma once
+
+#include <algorithm>
+#include <optional>
+#include <random>
+#include <vector>
+
+#include "search/moves.h"
+
+namespace annealer::move_kit {
+
+using Rng = std::mt19937_64;
+
+// No tensors: the retained-in or retain set of a context without any.
+inline const std::vector<TensorId> kNothing;
+
+inline int Uniform(Rng& rng, int n) { return static_cast<int>(std::uniform_int_distribution<int>(0, n - 1)(rng)); }
+inline bool Coin(Rng& rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
+
+inline bool Contains(const std::vector<OpId>& ops, OpId op) {
+  return std::find(ops.begin(), ops.end(), op) != ops.end();
+}
+
+// A subgraph-to-be of an edit: its ops, the retain set it wants, and a configuration hint.
+struct Piece {
+  std::vector<OpId> ops;
+  std::vector<TensorId> retain;
+  const Subgraph* hint = nullptr;  // start of the fit, or the configuration kept as is
+  bool refit = true;               // false: keep `hint` (same ops) and only set the retain set
+};
+
+// What subgraph `index` finds retained from the subgraph before it (nothing for the first).
+const std::vector<TensorId>& RetainedInto(const Schedule& s, int index);
+
+// Builds the edit replacing [begin, end) of `s` by the pieces: filters retain sets to what the
+// next subgraph actually reads, fits every piece in its new context, rewrites the retain set of
+// subgraph begin-1 when the subgraph it fed changed, and repairs availability. nullopt when a
+// piece is empty or does not fit.
+std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, int begin, int end,
+                                   std::vector<Piece> pieces);
+
+// Whether `from` writes a tensor `to` reads.
+bool Feeds(const Problem& problem, const Subgraph& from, const Subgraph& to);
+// Whether every consumer of t is among `ops`: retaining t into `ops` cannot starve a later
+// subgraph.
+bool AllConsumersIn(const Problem& problem, TensorId t, const std::vector<OpId>& ops);
+
+// A uniformly random position i of [0, n) for which accept(i) holds, or -1 when none does.
+// Short schedules list the positions that qualify and draw one; long ones (more than
+// kListUpTo) draw positions until one qualifies, which is the same distribution without a
+// walk over the whole schedule, and list them only after kDraws misses.
+template <typename Accept>
+inline int RandomPosition(Rng& rng, int n, const Accept& accept) {
+  constexpr int kListUpTo = 256;
+  constexpr int kDraws = 64;
+  if (n > kListUpTo) {
+    for (int draw = 0; draw < kDraws; ++draw) {
+      const int i = Uniform(rng, n);
+      if (accept(i)) return i;
+    }
+  }
+  thread_local std::vector<int> candidates;
+  candidates.clear();
+  for (int i = 0; i < n; ++i) {
+    if (accept(i)) candidates.push_back(i);
+  }
+  if (candidates.empty()) return -1;
+  return candidates[Uniform(rng, static_cast<int>(candidates.size()))];
+}
+
+// The kinds of pattern_moves.cc (see MoveKind).
+std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule& s, Rng& rng);
+std::optional<ScheduleEdit> GatherKLoop(const MoveContext& ctx, const Schedule& s, Rng& rng);
+
+}  // namespace annealer::move_kit
