@@ -1,5 +1,5 @@
 // Evaluator throughput on the bundled problems, with three schedules each: the baseline (one
-// op per subgraph, search/baseline.h), a fused one (producer->consumer neighbours merged
+// op per subgraph, search/starts/baseline.h), a fused one (producer->consumer neighbours merged
 // greedily while the schedule stays valid and gets faster) and "fine" (see Refine).
 //
 //   OracleFull/<problem>/<schedule>     EvaluateOracle, the step-by-step ground truth
@@ -37,7 +37,7 @@
 #include "eval/incremental.h"
 #include "eval/oracle.h"
 #include "eval/subgraph_cost.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/io/problem_reader.h"
 
 namespace annealer {

@@ -133,7 +133,7 @@ class IncrementalEvaluator {
   // Per-subgraph results of the committed schedule, parallel to schedule().subgraphs.
   const PointerVector<SubgraphResult>& subgraph_results() const { return results_; }
 
-  // Committed-schedule queries for callers that repair edits locally (search/moves.cc), all
+  // Committed-schedule queries for callers that repair edits locally (search/moves/moves.cc), all
   // O(number of writers / readers / retainers of t), which is small:
   // t is written to slow memory by a subgraph before `position` (position may be n);
   bool WrittenBefore(TensorId t, int position) const;

@@ -1,6 +1,6 @@
 // libFuzzer target: the problem reader (src/io/problem_reader.h) on arbitrary bytes. A problem it
 // accepts must be one the rest of the program can use without crashing: the baseline builder
-// (search/baseline.h) either builds a schedule or says which op fits nowhere, and on small
+// (search/starts/baseline.h) either builds a schedule or says which op fits nowhere, and on small
 // problems the oracle and the fast path agree on that schedule.
 #include <cmath>
 #include <cstddef>
@@ -11,7 +11,7 @@
 #include "eval/oracle.h"
 #include "eval/subgraph_cost.h"
 #include "fuzz/fuzz_checks.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/io/problem_reader.h"
 
 namespace {

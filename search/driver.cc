@@ -17,11 +17,11 @@
 #include "eval/incremental.h"
 #include "eval/pricing_stop.h"
 #include "eval/subgraph_cost.h"
-#include "search/baseline.h"
-#include "search/constructive.h"
+#include "search/starts/baseline.h"
+#include "search/starts/constructive.h"
 #include "search/elite_pool.h"
-#include "search/exact.h"
-#include "search/repeats.h"
+#include "search/exact/exact.h"
+#include "search/repeats/repeats.h"
 #include "search/subgraph_tools.h"
 #include "search/task_group.h"
 #include "search/workers.h"
@@ -171,7 +171,7 @@ std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchP
       result.note = "the composed schedule is invalid (" + composed.violation.Message() + ")";
     } else {
       result.total = composed.total;
-      // Equal by construction (search/repeats.h); a difference would be a bug to report.
+      // Equal by construction (search/repeats/repeats.h); a difference would be a bug to report.
       if (std::abs(composed.total - block_sum) > 1e-9 * std::max(1.0, block_sum)) {
         result.note = "its total differs from the blocks' sum " + std::to_string(block_sum);
       }

@@ -15,9 +15,9 @@
 #include "eval/bounds.h"
 #include "eval/problem.h"
 #include "eval/schedule.h"
-#include "search/exact_result.h"
+#include "search/exact/exact_result.h"
 #include "search/params.h"
-#include "search/repeat_result.h"
+#include "search/repeats/repeat_result.h"
 
 namespace annealer {
 
@@ -66,14 +66,14 @@ struct SearchSummary {
   std::optional<RepeatResult> repeats;
 };
 
-// After the constructive starts, the repeated-block start (search/repeats.h): when most of a
+// After the constructive starts, the repeated-block start (search/repeats/repeats.h): when most of a
 // graph of at least repeats.min_ops ops is made of repeated blocks, one block per class is
 // solved by a nested RunSearch on it as a standalone problem (within repeats.time_share of the
 // time the starts left, shared among the classes by ops x sqrt(occurrences); deterministic
 // mode: within repeats.deterministic_epochs epochs per class, whatever the clock; a class ends
 // early when its schedule meets the block's lower bound or its exact solver completes), and
 // the composed schedule is offered to the pool as kind "repeat". Graphs where nothing repeats pay only the detection.
-// Then the exact solver (search/exact.h) runs
+// Then the exact solver (search/exact/exact.h) runs
 // with the pool's best as its incumbent, within exact.time_share of the budget (skipped when
 // that is under 50 ms; deterministic
 // mode: within exact.deterministic_states states, whatever the clock); only a completed run

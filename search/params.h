@@ -58,10 +58,10 @@ struct WorkerParams {
   double weight_granularity = 2.0;
   double weight_traversal = 1.0;
   double weight_retention = 1.0;
-  // Weight of the merge-readers move (search/moves.h) as a share of weight_partition; the move
+  // Weight of the merge-readers move (search/moves/moves.h) as a share of weight_partition; the move
   // is drawn only on problems where some produced tensor has three or more reading ops.
   double merge_readers_share = 0.1;
-  // Weight of the gather-k-loop move (search/moves.h) as a share of weight_partition; drawn only
+  // Weight of the gather-k-loop move (search/moves/moves.h) as a share of weight_partition; drawn only
   // where a Pointwise op reads MatMuls of different reduction lengths.
   double gather_kloop_share = 0.1;
   // Run the exact polish (granularity per subgraph, traversal, retention by DP) on every new
@@ -79,7 +79,7 @@ struct ConstructiveParams {
   bool pattern_grouping = true;
 };
 
-// The exact solver (search/exact.h) in the search: it runs after the constructive starts, before
+// The exact solver (search/exact/exact.h) in the search: it runs after the constructive starts, before
 // the workers, within a share of the time budget; a completed run (status optimal) puts its
 // schedule into the elite pool. In deterministic mode it ignores the clock and only its state
 // budget ends it, so the result does not depend on timing.
@@ -99,7 +99,7 @@ struct ExactParams {
   int64_t max_contexts = 200'000;
 };
 
-// The repeated-block start (search/repeats.h): after the constructive starts, a graph made of
+// The repeated-block start (search/repeats/repeats.h): after the constructive starts, a graph made of
 // repeated blocks (a deep model's layers) has one block per class solved as a standalone problem
 // by a nested search, and the blocks' schedules composed into a start for the pool.
 struct RepeatParams {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "search/constructive.h"
+#include "search/starts/constructive.h"
 
 namespace annealer {
 

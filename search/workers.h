@@ -20,7 +20,7 @@
 #include "eval/problem.h"
 #include "eval/schedule.h"
 #include "search/elite_pool.h"
-#include "search/moves.h"
+#include "search/moves/moves.h"
 #include "search/params.h"
 #include "search/subgraph_tools.h"
 

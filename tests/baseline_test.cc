@@ -1,4 +1,4 @@
-// The baselines (search/baseline.h): the resident one on hand-priced chains, its order, and on
+// The baselines (search/starts/baseline.h): the resident one on hand-priced chains, its order, and on
 // random problems and the bundled ones valid for the oracle, never worse than the spilling one,
 // retaining only tensors whose every consumer is the next subgraph.
 #include <doctest/doctest.h>
@@ -11,7 +11,7 @@
 #include "eval/cost_cache.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "tests/test_files.h"
 
 namespace annealer {

@@ -15,9 +15,9 @@
 #include "eval/random_schedule.h"
 #include "eval/subgraph_structure.h"
 #include "eval/traversal.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "search/driver.h"
-#include "search/exact.h"
+#include "search/exact/exact.h"
 #include "src/io/problem_reader.h"
 
 namespace annealer {
@@ -33,7 +33,7 @@ std::vector<Elements> Divisors(Elements dim, Elements top) {
   return out;
 }
 
-// Enumerates, without any cleverness, every schedule of the family (search/exact.h): every
+// Enumerates, without any cleverness, every schedule of the family (search/exact/exact.h): every
 // sequence of disjoint op sets covering the ops, every retain set that V8 and O5 allow (also
 // the useless ones the solver skips), and per subgraph every family configuration, priced by
 // EvaluateSubgraphOracle. Configurations are independent across subgraphs, so each

@@ -13,7 +13,7 @@
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "eval/subgraph_cost.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/io/problem_reader.h"
 #include "tests/subgraph_oracle_check.h"
 

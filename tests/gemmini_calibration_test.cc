@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "eval/oracle.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/import/hardware_profile.h"
 #include "src/import/model_lowering.h"
 #include "src/import/model_source.h"

@@ -14,7 +14,7 @@
 #include "eval/incremental.h"
 #include "eval/oracle.h"
 #include "eval/subgraph_cost.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/import/hardware_profile.h"
 #include "tests/graph_builder.h"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "eval/oracle.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/import/model_lowering.h"
 #include "src/import/onnx_graph.h"
 #include "src/io/json_fields.h"

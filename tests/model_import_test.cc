@@ -12,7 +12,7 @@
 #include <simdjson.h>
 
 #include "eval/oracle.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/io/json_fields.h"
 #include "src/import/model_lowering.h"
 #include "src/import/model_source.h"

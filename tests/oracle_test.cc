@@ -8,7 +8,7 @@
 #include "eval/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "tests/graph_builder.h"
 
 namespace annealer {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "eval/oracle.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/io/problem_reader.h"
 #include "src/io/problem_stack.h"
 #include "src/io/problem_writer.h"

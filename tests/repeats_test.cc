@@ -1,4 +1,4 @@
-// The repeated-block start (search/repeats.h) and sub-problem extraction (eval/subproblem.h).
+// The repeated-block start (search/repeats/repeats.h) and sub-problem extraction (eval/subproblem.h).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,9 +10,9 @@
 #include "eval/random_schedule.h"
 #include "eval/subgraph_cost.h"
 #include "eval/subproblem.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "search/driver.h"
-#include "search/repeats.h"
+#include "search/repeats/repeats.h"
 #include "src/io/problem_stack.h"
 #include "tests/test_files.h"
 

@@ -7,7 +7,7 @@
 
 #include <simdjson.h>
 
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/io/json_fields.h"
 #include "src/import/lowering_map.h"
 #include "src/import/model_source.h"

@@ -12,7 +12,7 @@
 
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/report/dag_layout.h"
 #include "src/io/problem_reader.h"
 #include "src/report/report_html.h"

@@ -13,7 +13,7 @@
 
 #include "eval/bounds.h"
 #include "eval/oracle.h"
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 #include "src/import/hardware_profile.h"
 
 namespace annealer {

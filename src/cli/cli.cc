@@ -19,7 +19,7 @@
 #include "eval/oracle.h"
 #include "eval/subgraph_structure.h"
 #include "search/subgraph_tools.h"
-#include "search/exact.h"
+#include "search/exact/exact.h"
 #include "search/params.h"
 #include "src/io/config.h"
 #include "src/import/hardware_text.h"

@@ -18,8 +18,8 @@
 #include "eval/bounds.h"
 #include "eval/subgraph_structure.h"
 #include "search/driver.h"
-#include "search/exact_result.h"
-#include "search/repeat_result.h"
+#include "search/exact/exact_result.h"
+#include "search/repeats/repeat_result.h"
 #include "src/io/config.h"
 #include "src/io/json_fields.h"
 #include "src/import/model_source.h"
@@ -428,7 +428,7 @@ int RunSearchCommand(int argc, char** argv) {
                          std::to_string(r.largest_class) + " x " + std::to_string(r.block_ops) + " ops)";
       if (r.total > 0) line += "; composed schedule " + Grouped(r.total);
       if (r.total > 0 && r.bound_met + r.exact_optimal > 0) {
-        // What is proven holds for each class as a standalone block (search/repeat_result.h).
+        // What is proven holds for each class as a standalone block (search/repeats/repeat_result.h).
         line += "; as standalone blocks, " + std::to_string(r.bound_met + r.exact_optimal) + " of " +
                 std::to_string(r.classes) + (r.classes == 1 ? " class" : " classes") + " proven optimal (" +
                 std::to_string(r.bound_met) + " meet their bound, " + std::to_string(r.exact_optimal) +

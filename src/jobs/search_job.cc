@@ -16,8 +16,8 @@
 
 #include "eval/cost_cache.h"
 #include "eval/oracle.h"
-#include "search/baseline.h"
-#include "search/constructive.h"
+#include "search/starts/baseline.h"
+#include "search/starts/constructive.h"
 #include "search/subgraph_tools.h"
 #include "src/io/config.h"
 #include "src/io/schedule_io.h"

@@ -1,4 +1,4 @@
-// What the repeated-block start (search/repeats.h) reports to the driver's caller: shared by the
+// What the repeated-block start (search/repeats/repeats.h) reports to the driver's caller: shared by the
 // driver, which fills it, and the search command, which prints it.
 #pragma once
 

@@ -1,4 +1,4 @@
-#include "search/exact.h"
+#include "search/exact/exact.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,8 +18,8 @@
 #include "eval/subgraph_cost.h"
 #include "eval/subgraph_structure.h"
 #include "eval/traversal.h"
-#include "search/baseline.h"
-#include "search/constructive.h"
+#include "search/starts/baseline.h"
+#include "search/starts/constructive.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

@@ -1,4 +1,4 @@
-#include "search/baseline.h"
+#include "search/starts/baseline.h"
 
 #include <algorithm>
 #include <array>

@@ -2,12 +2,12 @@
 // tensor (a normalised activation feeding many projections) and gathering one reduction length
 // into a sum's k-loop (a convolution over a concatenation of many blocks). Each is drawn only
 // when its *Applies(problem) holds, so graphs without the pattern keep the move stream of the
-// general kinds (search/moves.cc) exactly; docs/search.md describes both.
+// general kinds (search/moves/moves.cc) exactly; docs/search.md describes both.
 #include <algorithm>
 #include <vector>
 
-#include "search/move_kit.h"
-#include "search/moves.h"
+#include "search/moves/move_kit.h"
+#include "search/moves/moves.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

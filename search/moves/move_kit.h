@@ -1,4 +1,4 @@
-// What the move kinds share beyond search/moves.h: the random draws, the piece of an edit and
+// What the move kinds share beyond search/moves/moves.h: the random draws, the piece of an edit and
 // Finish (which fits the pieces, filters retain sets and repairs availability), and a few
 // schedule queries. Internal to search/: moves.cc holds the general kinds and the repair,
 // pattern_moves.cc the kinds drawn only where a graph pattern exists (MergeReadersApplies,
@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "search/moves.h"
+#include "search/moves/moves.h"
 
 namespace annealer::move_kit {
 

@@ -56,7 +56,7 @@
 #include "eval/bounds.h"
 #include "eval/problem.h"
 #include "eval/schedule.h"
-#include "search/exact_result.h"
+#include "search/exact/exact_result.h"
 
 namespace annealer {
 

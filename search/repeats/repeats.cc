@@ -1,4 +1,4 @@
-#include "search/repeats.h"
+#include "search/repeats/repeats.h"
 
 #include <algorithm>
 #include <bit>

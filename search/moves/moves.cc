@@ -1,4 +1,4 @@
-#include "search/moves.h"
+#include "search/moves/moves.h"
 
 #include <algorithm>
 #include <array>
@@ -6,11 +6,11 @@
 #include <tuple>
 
 #include "eval/traversal.h"
-#include "search/move_kit.h"
+#include "search/moves/move_kit.h"
 
 namespace annealer {
 
-using namespace move_kit;  // the helpers the move kinds share with search/pattern_moves.cc
+using namespace move_kit;  // the helpers the move kinds share with search/moves/pattern_moves.cc
 
 const char* MoveName(MoveKind kind) {
   switch (kind) {

@@ -1,4 +1,4 @@
-// What the exact solver (search/exact.h) hands back, shared by its two users: the `annealer
+// What the exact solver (search/exact/exact.h) hands back, shared by its two users: the `annealer
 // exact` command and the search driver (which puts the schedule into the elite pool).
 #pragma once
 
@@ -33,7 +33,7 @@ struct ExactResult {
   Latency total = 0;             // the oracle's total of `best`
   // True when the solver's own dynamic program produced `best` (false: the incumbent stands).
   bool found_by_solver = false;
-  std::string family;            // the family, stated exactly (search/exact.h)
+  std::string family;            // the family, stated exactly (search/exact/exact.h)
   std::string stop_reason;       // why a kFeasible run ended: "time", "state budget", "stopped",
                                  // "traversal cap"
   int64_t states = 0;            // DP states created, over all components

@@ -1,4 +1,4 @@
-#include "search/constructive.h"
+#include "search/starts/constructive.h"
 
 #include <algorithm>
 #include <limits>
@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "eval/incremental.h"
-#include "search/moves.h"
+#include "search/moves/moves.h"
 
 namespace annealer {
 
