@@ -162,6 +162,15 @@ TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under 
 // (512x64) and O_i = A_i @ V_i (A_i 128x128, O_i a graph output): the shape of attention heads
 // whose value projections read one normalised activation. Bandwidth 273, a scratchpad that
 // holds everything.
+// The schedule of these op groups in order, each at its best granularity with nothing retained.
+Schedule FittedGroups(const SubgraphPricer& pricer, const std::vector<std::vector<OpId>>& groups) {
+  Schedule schedule;
+  for (const std::vector<OpId>& ops : groups) {
+    schedule.subgraphs.push_back(FitSubgraph(pricer, ops, {}, {}, nullptr, true, [] { return false; })->subgraph);
+  }
+  return schedule;
+}
+
 // The best total each move kind reaches in one move from the evaluator's committed schedule,
 // over 200 seeds (the committed total when none is better); every valid proposal is checked
 // against the oracle.
@@ -214,10 +223,7 @@ TEST_CASE("moves: merge-readers merges the heads that each load one tensor, whic
   const MoveContext context{problem, rank, pricer, [] { return false; }};
   // N alone writes T (load X 65,536 + write T 65,536 elements: 480.117); each head loads T,
   // its weight and A_i and writes O_i (65,536 + 32,768 + 16,384 + 8,192: 450.110).
-  Schedule start;
-  for (std::vector<OpId> ops : std::vector<std::vector<OpId>>{{0}, {1, 2}, {3, 4}, {5, 6}, {7, 8}}) {
-    start.subgraphs.push_back(FitSubgraph(pricer, ops, {}, {}, nullptr, true, [] { return false; })->subgraph);
-  }
+  const Schedule start = FittedGroups(pricer, {{0}, {1, 2}, {3, 4}, {5, 6}, {7, 8}});
   IncrementalEvaluator evaluator(problem, &cache);
   REQUIRE(evaluator.Reset(start).valid);
   CHECK(evaluator.committed().total == doctest::Approx(131072.0 / 273 + 4 * 122880.0 / 273));  // 2,280.557
@@ -283,10 +289,7 @@ TEST_CASE("moves: gather-k-loop swaps which reduction length a sum of MatMuls ke
   // The K = 256 block in the sum's k-loop (G3 keeps the others out): each small block's
   // subgraph loads A_i and W_i and writes its 128x128 partial product (24,576 elements); the
   // sum's loads X0 and W0 (65,536), the four partial products (65,536) and writes Z (16,384).
-  Schedule start;
-  for (std::vector<OpId> ops : std::vector<std::vector<OpId>>{{1, 2}, {3, 4}, {5, 6}, {7, 8}, {0, 9}}) {
-    start.subgraphs.push_back(FitSubgraph(pricer, ops, {}, {}, nullptr, true, [] { return false; })->subgraph);
-  }
+  const Schedule start = FittedGroups(pricer, {{1, 2}, {3, 4}, {5, 6}, {7, 8}, {0, 9}});
   IncrementalEvaluator evaluator(problem, &cache);
   REQUIRE(evaluator.Reset(start).valid);
   CHECK(evaluator.committed().total == doctest::Approx(245760.0 / 273));  // 900.220
