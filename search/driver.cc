@@ -68,13 +68,50 @@ RepeatPlan RepeatStartPlan(const Problem& problem, const SearchParams& params) {
   return FindRepeatedBlocks(problem, options);
 }
 
-std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchParams& params,
-                                           const RepeatPlan& plan, Clock::time_point begun,
-                                           int nested_threads, Clock::time_point deadline,
-                                           const std::atomic<bool>& stop,
-                                           const std::function<Candidate(const Schedule&)>& offer) {
-  if (plan.blocks.empty()) return std::nullopt;
+// What the repeated-block start leaves for its block proofs (ProveRepeatClasses): per class its
+// schedule (final retention dropped), total, block bound and what is proven of it.
+struct RepeatStart {
   RepeatResult result;
+  std::vector<Schedule> schedules;
+  std::vector<Latency> totals;
+  std::vector<Latency> bounds;
+  std::vector<int> proven;  // 0 unproven, 1 meets the block's bound, 2 optimal within the family
+  bool composed = false;    // every class solved and the blocks composed into a valid schedule
+
+  // Offers the composition of the classes' schedules and checks its total against their sum.
+  bool Compose(const RepeatPlan& plan, const std::function<Candidate(const Schedule&)>& offer) {
+    Latency block_sum = 0;
+    for (size_t c = 0; c < totals.size(); ++c) block_sum += totals[c] * plan.count[c];
+    const Candidate candidate = offer(ComposeBlockSchedules(plan, schedules));
+    if (!candidate.valid) {
+      result.note = "the composed schedule is invalid (" + candidate.violation.Message() + ")";
+      return false;
+    }
+    result.total = candidate.total;
+    // Equal by construction (search/repeats/repeats.h); a difference would be a bug to report.
+    if (std::abs(candidate.total - block_sum) > 1e-9 * std::max(1.0, block_sum)) {
+      result.note = "its total differs from the blocks' sum " + std::to_string(block_sum);
+      return false;
+    }
+    return true;
+  }
+  void Count() {
+    result.bound_met = static_cast<int>(std::count(proven.begin(), proven.end(), 1));
+    result.exact_optimal = static_cast<int>(std::count(proven.begin(), proven.end(), 2));
+  }
+};
+
+std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const RepeatPlan& plan, Clock::time_point begun,
+                                          int nested_threads, Clock::time_point deadline,
+                                          const std::atomic<bool>& stop,
+                                          const std::function<Candidate(const Schedule&)>& offer) {
+  if (plan.blocks.empty()) return std::nullopt;
+  RepeatStart start;
+  RepeatResult& result = start.result;
+  std::vector<Schedule>& schedules = start.schedules;
+  std::vector<Latency>& class_totals = start.totals;
+  std::vector<Latency>& class_bounds = start.bounds;
+  std::vector<int>& proven = start.proven;
   result.blocks = static_cast<int>(plan.blocks.size());
   result.classes = static_cast<int>(plan.representative.size());
   result.repeated_blocks = plan.repeated_blocks();
@@ -97,8 +134,6 @@ std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchP
   };
   double weight_left = 0;
   for (size_t c = 0; c < plan.count.size(); ++c) weight_left += weight_of(c);
-  std::vector<Schedule> schedules;
-  Latency block_sum = 0;
   for (size_t c = 0; c < plan.count.size(); ++c) {
     const Problem& sub = plan.blocks[plan.representative[c]].sub.problem;
     const double weight = weight_of(c);
@@ -156,30 +191,81 @@ std::optional<RepeatResult> RunRepeatStart(const Problem& problem, const SearchP
       result.note = "a block's schedule turned invalid without its final retention";
       break;
     }
-    block_sum += check.total * plan.count[c];
+    class_totals.push_back(check.total);
+    class_bounds.push_back(bound);
     // The final retention dropped never adds latency, so a proof of the searched schedule holds
     // for the stored one when their totals agree.
     if (check.total <= bound * (1 + 1e-9)) {
-      ++result.bound_met;
+      proven.push_back(1);
     } else if (exact_optimal && check.total <= solved.best_total * (1 + 1e-12)) {
-      ++result.exact_optimal;
-    }
-  }
-  if (result.note.empty()) {
-    const Candidate composed = offer(ComposeBlockSchedules(plan, schedules));
-    if (!composed.valid) {
-      result.note = "the composed schedule is invalid (" + composed.violation.Message() + ")";
+      proven.push_back(2);
     } else {
-      result.total = composed.total;
-      // Equal by construction (search/repeats/repeats.h); a difference would be a bug to report.
-      if (std::abs(composed.total - block_sum) > 1e-9 * std::max(1.0, block_sum)) {
-        result.note = "its total differs from the blocks' sum " + std::to_string(block_sum);
-      }
+      proven.push_back(0);
     }
   }
+  if (result.note.empty()) start.composed = start.Compose(plan, offer);
+  start.Count();
   result.seconds = std::chrono::duration<double>(Clock::now() - begun).count();
-  return result;
+  return start;
 }
+
+// The block proofs, after the repeated-block start composed its schedule: the exact solver on
+// each class not yet proven, with the class's schedule as its incumbent, smallest blocks first
+// (they finish soonest), each with all the proof time left (repeats.proof_share of the budget;
+// deterministic mode: repeats.proof_states states per class, whatever the clock). A class the
+// solver beats takes the solver's schedule and the blocks are composed and offered again. On such
+// a graph this replaces the exact solver on the whole graph, which cannot finish there.
+void ProveRepeatClasses(const SearchParams& params, const RepeatPlan& plan, RepeatStart& start,
+                        Clock::time_point begun, Clock::time_point deadline, const std::atomic<bool>& stop,
+                        const std::function<Candidate(const Schedule&)>& offer) {
+  if (!start.composed) return;
+  const Clock::time_point proofs_begun = Clock::now();
+  std::vector<size_t> order;
+  for (size_t c = 0; c < start.proven.size(); ++c) {
+    if (start.proven[c] == 0) order.push_back(c);
+  }
+  auto ops_of = [&](size_t c) { return plan.blocks[plan.representative[c]].sub.op_ids.size(); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ops_of(a) < ops_of(b); });
+  const Clock::time_point proofs_end =
+      std::min(deadline, proofs_begun + std::chrono::duration_cast<Clock::duration>(
+                                            (deadline - begun) * params.repeats.proof_share));
+  const bool proofs = params.deterministic ? params.repeats.proof_states > 0 : params.repeats.proof_share > 0;
+  bool improved = false;
+  for (const size_t c : order) {
+    if (!proofs || stop.load(std::memory_order_relaxed) || (!params.deterministic && Clock::now() >= proofs_end)) {
+      break;
+    }
+    const Problem& sub = plan.blocks[plan.representative[c]].sub.problem;
+    ExactOptions options;
+    options.max_subgraph_ops = static_cast<int>(params.exact.max_subgraph_ops);
+    options.max_contexts = params.exact.max_contexts;
+    options.incumbent = start.schedules[c];
+    options.stop = &stop;
+    // A proof cut by the deadline (which only guards the whole search in deterministic mode)
+    // counts for nothing.
+    options.max_states = params.deterministic ? params.repeats.proof_states : params.exact.max_states;
+    options.deadline = params.deterministic ? deadline : proofs_end;
+    const ExactResult exact = SolveExact(sub, options);
+    ++start.result.proof_runs;
+    start.result.proof_states += exact.states;
+    if (exact.status != ExactStatus::kOptimal || !exact.best) continue;
+    if (exact.found_by_solver && exact.total < start.totals[c] * (1 - 1e-12)) {
+      Schedule schedule = WithoutFinalRetention(*exact.best);
+      const Evaluation check = EvaluateFast(sub, schedule);
+      // Dropping a final retention never makes a schedule invalid or dearer; if it did, the
+      // class keeps its schedule and nothing is claimed for it.
+      if (!check.ok() || check.total > exact.total * (1 + 1e-12)) continue;
+      start.schedules[c] = std::move(schedule);
+      start.totals[c] = check.total;
+      improved = true;
+    }
+    start.proven[c] = start.totals[c] <= start.bounds[c] * (1 + 1e-9) ? 1 : 2;
+  }
+  if (improved) start.composed = start.Compose(plan, offer);
+  start.Count();
+  start.result.proof_seconds = std::chrono::duration<double>(Clock::now() - proofs_begun).count();
+}
+
 
 }  // namespace
 
@@ -350,12 +436,15 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   std::optional<ExactResult> background_exact;
   std::optional<Schedule> background_composed;  // the repeated-block start's valid schedule
   if (!overlap) {
-    summary.repeats = RunRepeatStart(problem, params, repeat_plan, repeats_begun, threads, deadline, stop,
-                                     [&](const Schedule& schedule) {
-      return offer_checked(schedule, "repeat");
-    });
-    if (summary.repeats) publish();
-    if (std::optional<ExactResult> result = run_exact(summary.best, stop)) {
+    const auto offer_repeat = [&](const Schedule& schedule) { return offer_checked(schedule, "repeat"); };
+    std::optional<RepeatStart> start =
+        RunRepeatStart(params, repeat_plan, repeats_begun, threads, deadline, stop, offer_repeat);
+    if (start) publish();
+    // A composed graph proves its block classes instead (ProveRepeatClasses).
+    if (start && start->composed) {
+      ProveRepeatClasses(params, repeat_plan, *start, repeats_begun, deadline, stop, offer_repeat);
+      publish();
+    } else if (std::optional<ExactResult> result = run_exact(summary.best, stop)) {
       if (offers_exact(*result)) {
         pool.Offer(*result->best, result->total, "exact");
         publish();
@@ -363,26 +452,36 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
       summary.exact = std::move(result);
       if (callbacks.on_exact) callbacks.on_exact(*summary.exact);
     }
+    if (start) summary.repeats = std::move(start->result);
   } else {
     // The incumbent of the exact solver: the best published before the thread starts or the
     // composed schedule, whichever is better (the driver's best changes meanwhile).
     background = std::thread([&, incumbent = summary.best, incumbent_total = summary.best_total]() mutable {
       background_errors.Run([&] {
-        background_repeats = RunRepeatStart(problem, params, repeat_plan, repeats_begun, threads, deadline,
-                                            background_stop, [&](const Schedule& schedule) {
+        const auto offer_repeat = [&](const Schedule& schedule) {
           const Candidate c = offer_checked(schedule, "repeat");
-          if (c.valid) background_composed = schedule;
+          if (c.valid && !repeats_done.load(std::memory_order_acquire)) background_composed = schedule;
           if (c.valid && c.total < incumbent_total) {
             incumbent = schedule;
             incumbent_total = c.total;
           }
           return c;
-        });
-        if (background_repeats) background_repeats->overlapped = true;
+        };
+        std::optional<RepeatStart> start = RunRepeatStart(params, repeat_plan, repeats_begun, threads,
+                                                          deadline, background_stop, offer_repeat);
+        if (start) start->result.overlapped = true;
+        if (start) background_repeats = start->result;
         repeats_done.store(true, std::memory_order_release);
-        background_exact = run_exact(incumbent, background_stop);
-        if (background_exact && offers_exact(*background_exact)) {
-          pool.Offer(*background_exact->best, background_exact->total, "exact");
+        // The workers rebase on the composed schedule now; a proof that beats a class offers
+        // the new composition through the pool.
+        if (start && start->composed) {
+          ProveRepeatClasses(params, repeat_plan, *start, repeats_begun, deadline, background_stop, offer_repeat);
+          background_repeats = start->result;
+        } else {
+          background_exact = run_exact(incumbent, background_stop);
+          if (background_exact && offers_exact(*background_exact)) {
+            pool.Offer(*background_exact->best, background_exact->total, "exact");
+          }
         }
       });
       background_done = true;

@@ -149,6 +149,15 @@ std::vector<ParamSpec> BuildTable() {
   t.push_back(Make<int64_t>("repeats.min_block_ops", I, 1, 100000,
                             "repeated-block start: shorter periods are merged with the next ones into one block",
                             [](P& p) -> int64_t& { return p.repeats.min_block_ops; }));
+  t.push_back(Make<double>("repeats.proof_share", R, 0, 1,
+                           "block proofs after the repeated-block start: the exact solver on each block class not yet "
+                           "proven, within this share of the time budget (instead of the solver on the whole graph); "
+                           "0 = off",
+                           [](P& p) -> double& { return p.repeats.proof_share; }));
+  t.push_back(Make<int64_t>("repeats.proof_states", I, 0, 1e9,
+                            "block proofs in deterministic mode: exact-solver states per block class instead of the "
+                            "clock; 0 = off",
+                            [](P& p) -> int64_t& { return p.repeats.proof_states; }));
   return t;
 }
 

@@ -373,9 +373,65 @@ TEST_CASE("repeats: in free mode the start runs beside the workers' first epochs
     CHECK(summary.moves > 0);
     CHECK(summary.worker_seconds > 0);
     CHECK(summary.worker_seconds <= summary.search_seconds * (1 + 1e-9));
-    // The exact solver ran after the start (on the background thread when it overlapped).
-    CHECK(summary.exact.has_value());
+    // The nested exact solver proved the class, so no block proof ran; and on a composed graph
+    // the block proofs replace the exact solver's run on the whole graph.
+    CHECK(r.proof_runs == 0);
+    CHECK_FALSE(summary.exact.has_value());
   }
+}
+
+TEST_CASE("repeats: the block proofs prove a class the nested search left unproven, and take its optimum") {
+  const Problem stack = Stack(Bundled(5), 12);
+  auto search = [&](bool deterministic, int threads, int64_t proof_states) {
+    SearchParams params;
+    params.seed = 3;
+    params.threads = threads;
+    params.deterministic = deterministic;
+    params.epoch_moves = 200;
+    params.max_epochs = 2;
+    params.repeats.deterministic_epochs = 2;
+    params.repeats.proof_states = proof_states;
+    // No exact solver inside the nested search (nor on the whole graph): only the proofs prove.
+    params.exact.time_share = 0;
+    std::atomic<bool> stop{false};
+    return RunSearch(stack, params, std::chrono::steady_clock::now() + std::chrono::minutes(10), stop, {});
+  };
+  // Without proofs the nested search's 2 epochs leave -5's block above its optimum, unproven.
+  const SearchSummary unproven = search(true, 2, 0);
+  REQUIRE(unproven.repeats.has_value());
+  CHECK(unproven.repeats->proof_runs == 0);
+  CHECK(unproven.repeats->exact_optimal == 0);
+  CHECK(unproven.repeats->bound_met == 0);
+  CHECK(unproven.repeats->total > 12 * 777693.86666666 * (1 + 1e-6));
+  // With them (-5 needs 740 states, docs/exact-solver.md): one run, the class proven, the
+  // composition redone at 12 x -5's optimum, deterministically; in free mode beside the workers
+  // (2 threads) or before them (1 thread) alike.
+  for (const auto& [deterministic, threads] : {std::pair{true, 2}, std::pair{false, 2}, std::pair{false, 1}}) {
+    CAPTURE(deterministic);
+    CAPTURE(threads);
+    const SearchSummary proven = search(deterministic, threads, 20000);
+    REQUIRE(proven.repeats.has_value());
+    const RepeatResult& r = *proven.repeats;
+    CHECK(r.note == "");
+    CHECK(r.overlapped == (!deterministic && threads >= 2));
+    CHECK(r.proof_runs == 1);
+    CHECK(r.proof_states >= 740);
+    CHECK(r.exact_optimal == 1);
+    CHECK(r.total == doctest::Approx(12 * 777693.86666666).epsilon(1e-9));
+    CHECK(proven.best_total <= r.total * (1 + 1e-12));
+    CHECK(EvaluateOracle(stack, proven.best).total == doctest::Approx(proven.best_total).epsilon(1e-12));
+    CHECK_FALSE(proven.exact.has_value());
+    if (deterministic) {
+      const SearchSummary again = search(true, 2, 20000);
+      CHECK(again.best == proven.best);
+      CHECK(again.repeats->proof_states == r.proof_states);
+    }
+  }
+  // Too few states: the run ends unproven and the class keeps its schedule.
+  const SearchSummary short_of_states = search(true, 2, 10);
+  CHECK(short_of_states.repeats->proof_runs == 1);
+  CHECK(short_of_states.repeats->exact_optimal == 0);
+  CHECK(short_of_states.repeats->total == unproven.repeats->total);
 }
 
 }  // namespace

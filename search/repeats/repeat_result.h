@@ -24,6 +24,11 @@ struct RepeatResult {
   // family; nothing is claimed about schedules that fuse or retain across them.
   int bound_met = 0;
   int exact_optimal = 0;
+  // The block proofs after the composition (the exact solver on each class still unproven, in
+  // place of the solver on the whole graph): runs, their states, their time.
+  int proof_runs = 0;
+  int64_t proof_states = 0;
+  double proof_seconds = 0;
   int64_t moves = 0;        // moves of the sub-searches
   // It ran alongside the workers' first epochs (SearchSummary::setup_seconds), not before them.
   bool overlapped = false;

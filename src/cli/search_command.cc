@@ -436,6 +436,21 @@ int RunSearchCommand(int argc, char** argv) {
         if (r.bound_met + r.exact_optimal == r.classes) {
           line += ": the composed schedule is optimal among schedules that keep the block boundaries";
           if (r.exact_optimal > 0) line += ", within that family";
+          if (result.total < r.total * (1 - 1e-9)) {
+            char below[32];
+            std::snprintf(below, sizeof below, "%.1f %%", 100 * (r.total - result.total) / r.total);
+            line += "; the best, " + std::string(below) + " below it, fuses or retains across them";
+          }
+        }
+      }
+      if (r.proof_runs > 0) {
+        std::snprintf(seconds, sizeof seconds, "%.2f s", r.proof_seconds);
+        line += "; block proofs: " + std::to_string(r.proof_runs) + " exact-solver run" +
+                (r.proof_runs == 1 ? "" : "s") + " (" + seconds + ", " + std::to_string(r.proof_states) + " states)";
+        const int open = r.classes - r.bound_met - r.exact_optimal;
+        if (open > 0) {
+          line += ", " + std::to_string(open) + (open == 1 ? " class" : " classes") +
+                  " left unproven (more time or repeats.proof_share / repeats.proof_states)";
         }
       }
       if (!r.note.empty()) line += "; " + r.note;
