@@ -73,7 +73,12 @@ struct SearchSummary {
 // mode: within repeats.deterministic_epochs epochs per class, whatever the clock; a class ends
 // early when its schedule meets the block's lower bound or its exact solver completes), and
 // the composed schedule is offered to the pool as kind "repeat". Graphs where nothing repeats pay only the detection.
-// Then the exact solver (search/exact/exact.h) runs
+// Once composed, the block proofs run in place of the exact solver on the whole graph: the exact
+// solver on each class not yet proven, smallest first, its schedule as the incumbent (within
+// repeats.proof_share of the budget; deterministic mode: repeats.proof_states states per
+// class); a class it beats takes the solver's schedule and the blocks are composed and offered
+// again. RepeatResult counts what is proven.
+// Otherwise the exact solver (search/exact/exact.h) runs
 // with the pool's best as its incumbent, within exact.time_share of the budget (skipped when
 // that is under 50 ms; deterministic
 // mode: within exact.deterministic_states states, whatever the clock); only a completed run
@@ -85,7 +90,7 @@ struct SearchSummary {
 // (setup_seconds). Until the repeated-block start ends only the first worker runs; at the next
 // epoch boundary after it, the pool becomes the constructive starts and the composed schedule
 // (ElitePool::Restart; the lone worker's best stays the search's best), the workers rebase on
-// them (Worker::Rebase) and all run, beside the exact solver if it still runs. Its result joins
+// them (Worker::Rebase) and all run, beside the block proofs or the exact solver if they still run. Its result joins
 // the pool at the epoch boundary after it ends.
 // Returns within ~50 ms after `deadline` or `stop`. The best schedule is always valid (its
 // committed Candidate was valid). Throws std::runtime_error when no valid start exists or a

@@ -382,8 +382,9 @@ TEST_CASE("repeats: in free mode the start runs beside the workers' first epochs
 
 TEST_CASE("repeats: the block proofs prove a class the nested search left unproven, and take its optimum") {
   const Problem stack = Stack(Bundled(5), 12);
-  auto search = [&](bool deterministic, int threads, int64_t proof_states) {
+  auto search = [&](bool deterministic, int threads, int64_t proof_states, int64_t max_subgraph_ops = 64) {
     SearchParams params;
+    params.exact.max_subgraph_ops = max_subgraph_ops;
     params.seed = 3;
     params.threads = threads;
     params.deterministic = deterministic;
@@ -432,6 +433,13 @@ TEST_CASE("repeats: the block proofs prove a class the nested search left unprov
   CHECK(short_of_states.repeats->proof_runs == 1);
   CHECK(short_of_states.repeats->exact_optimal == 0);
   CHECK(short_of_states.repeats->total == unproven.repeats->total);
+  CHECK(short_of_states.repeats->proof_too_large == 0);
+  // A block of more ops (19) than a subgraph of the family may hold is not tried.
+  const SearchSummary too_large = search(true, 2, 20000, 18);
+  CHECK(too_large.repeats->proof_runs == 0);
+  CHECK(too_large.repeats->proof_too_large == 1);
+  CHECK(too_large.repeats->exact_optimal == 0);
+  CHECK(search(true, 2, 20000, 19).repeats->exact_optimal == 1);
 }
 
 }  // namespace

@@ -27,6 +27,7 @@ struct RepeatResult {
   // The block proofs after the composition (the exact solver on each class still unproven, in
   // place of the solver on the whole graph): runs, their states, their time.
   int proof_runs = 0;
+  int proof_too_large = 0;  // unproven classes of more ops than exact.max_subgraph_ops: not tried
   int64_t proof_states = 0;
   double proof_seconds = 0;
   int64_t moves = 0;        // moves of the sub-searches

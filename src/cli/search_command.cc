@@ -443,14 +443,18 @@ int RunSearchCommand(int argc, char** argv) {
           }
         }
       }
-      if (r.proof_runs > 0) {
+      if (r.proof_runs > 0 || r.proof_too_large > 0) {
         std::snprintf(seconds, sizeof seconds, "%.2f s", r.proof_seconds);
         line += "; block proofs: " + std::to_string(r.proof_runs) + " exact-solver run" +
                 (r.proof_runs == 1 ? "" : "s") + " (" + seconds + ", " + std::to_string(r.proof_states) + " states)";
-        const int open = r.classes - r.bound_met - r.exact_optimal;
+        const int open = r.classes - r.bound_met - r.exact_optimal - r.proof_too_large;
         if (open > 0) {
           line += ", " + std::to_string(open) + (open == 1 ? " class" : " classes") +
                   " left unproven (more time or repeats.proof_share / repeats.proof_states)";
+        }
+        if (r.proof_too_large > 0) {
+          line += ", " + std::to_string(r.proof_too_large) + (r.proof_too_large == 1 ? " class" : " classes") +
+                  " too large to try (more ops than exact.max_subgraph_ops)";
         }
       }
       if (!r.note.empty()) line += "; " + r.note;
