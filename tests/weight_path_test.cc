@@ -318,6 +318,130 @@ TEST_CASE("H6: the baseline and the exact solver stay valid and above the bound"
   CHECK(checked == 30);
 }
 
+// P16 under H6: a shared activation made in an island that loads a large weight (a trunk MatMul
+// with its Pointwise epilogue p), read by MatMul heads with K > n that sit in islands of their own
+// (P1), each with a weight: the readers' loads of p's output travel the activation path only.
+// Schedules: random ones with recomputation and extra retention (the served case), both baselines
+// and, every fourth problem, the exact solver's best.
+Problem WeightedFanout(std::mt19937_64& rng) {
+  auto pick = [&](std::vector<Elements> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  auto pickd = [&](std::vector<double> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  auto coin = [&](int in) { return std::uniform_int_distribution<int>(0, in - 1)(rng) == 0; };
+  Problem problem;
+  problem.native = 4;
+  auto tensor = [&](Elements h, Elements w) {
+    problem.tensors.push_back({w, h});
+    return static_cast<TensorId>(problem.tensors.size() - 1);
+  };
+  auto op = [&](OpKind kind, std::vector<TensorId> in, Elements h, Elements w, double cost) {
+    const TensorId out = tensor(h, w);
+    problem.ops.push_back({kind, std::move(in), out, cost});
+    return out;
+  };
+  const Elements rows = pick({4, 8, 12}), d = pick({8, 12});
+  TensorId shared = tensor(rows, d);
+  const int levels = coin(3) ? 2 : 1;
+  for (int level = 0; level < levels; ++level) {
+    if (!coin(4)) shared = op(OpKind::MatMul, {shared, tensor(d, d)}, rows, d, pickd({0.5, 4, 40}));  // the trunk
+    shared = op(OpKind::Pointwise, {shared}, rows, d, pickd({0, 1, 8, 50}));                           // p
+    const int readers = static_cast<int>(pick({2, 3, 4, 6}));
+    std::vector<TensorId> outs;
+    for (int r = 0; r < readers; ++r) {
+      if (coin(6)) {  // a Pointwise reader: may share p's subgraph
+        outs.push_back(op(OpKind::Pointwise, {shared}, rows, d, pickd({0, 2})));
+        continue;
+      }
+      const Elements width = pick({4, 8});
+      TensorId z = op(OpKind::MatMul, {shared, tensor(d, width)}, rows, width, pickd({0, 0.5, 4, 16}));
+      const int what = std::uniform_int_distribution<int>(0, 3)(rng);
+      if (what == 1) z = op(OpKind::Layout, {z}, width, rows, 0);
+      if (what == 2) z = op(OpKind::Pointwise, {z}, rows, width, pickd({0, 2}));
+      outs.push_back(z);
+    }
+    for (size_t i = 0; i + 1 < outs.size(); i += 2) {  // pairwise sums join some readers
+      const Tensor& x = problem.tensors[outs[i]];
+      const Tensor& y = problem.tensors[outs[i + 1]];
+      if (x.width != y.width || x.height != y.height || coin(2)) continue;
+      op(OpKind::Pointwise, {outs[i], outs[i + 1]}, x.height, x.width, pickd({0, 1}));
+    }
+    if (level + 1 < levels) {
+      const Tensor& first = problem.tensors[outs[0]];
+      shared = first.height == rows && first.width == d ? outs[0] : tensor(rows, d);
+    }
+  }
+  const Elements tile = problem.native * problem.native;
+  problem.fast_memory_capacity = tile * pick({16, 64, 4096});
+  problem.slow_memory_bandwidth = pickd({0.25, 1, 4});
+  problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * pickd({0.5, 2.3, 10});
+  problem.chip.weight_fifo_capacity = coin(2) ? 0 : problem.fast_memory_capacity / pick({1, 4});
+  REQUIRE(problem.Finalize() == "");
+  REQUIRE(CheckChipRules(problem.chip, problem.native, problem.fast_memory_capacity).empty());
+  return problem;
+}
+
+TEST_CASE("H6: crossing activations (P16) on the activation path never above the oracle") {
+  std::mt19937_64 rng(37700);
+  int valid = 0, decided = 0, gained = 0, problems_decided = 0;
+  double tightest = 0;
+  for (int trial = 0; trial < 700; ++trial) {
+    Problem problem = WeightedFanout(rng);
+    const double ratio[] = {0.1, 0.5, 2, 10};
+    for (Op& op : problem.ops) op.base_cost *= ratio[trial % 4];
+    const LowerBound bound = ComputeLowerBound(problem);
+    const BoundModel model = BuildBoundModel(problem);
+    const double others = std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined, bound.islands,
+                                    bound.streaming, bound.memory_floor});
+    const bool decides = bound.crossing > others * (1 + 1e-9);
+    gained += bound.crossing > bound.islands * (1 + 1e-9) ? 1 : 0;
+    problems_decided += decides ? 1 : 0;
+    std::vector<Schedule> schedules;
+    for (int s = 0; s < 6; ++s) {
+      RandomScheduleOptions options;
+      options.fuse_probability = 0.2 + 0.15 * s;
+      options.recompute_probability = s % 2 == 0 ? 0.2 : 0.5;
+      options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
+      options.invalid_probability = 0;
+      options.max_steps = 400;
+      schedules.push_back(RandomSchedule(problem, rng, options));
+    }
+    try {
+      schedules.push_back(BuildBaseline(problem));
+      schedules.push_back(BuildResidentBaseline(problem));
+    } catch (const std::runtime_error&) {
+    }
+    if (trial % 4 == 0) {
+      ExactOptions exact;
+      exact.max_states = 3000;
+      exact.max_subgraph_ops = 8;
+      const ExactResult result = SolveExact(problem, exact);
+      if (result.best) schedules.push_back(*result.best);
+    }
+    for (const Schedule& schedule : schedules) {
+      const Evaluation evaluation = EvaluateOracle(problem, schedule);
+      if (!evaluation.ok()) continue;
+      ++valid;
+      decided += decides ? 1 : 0;
+      INFO("trial " << trial << ": crossing " << bound.crossing << " islands " << bound.islands << " streaming "
+                    << bound.streaming << ", oracle " << evaluation.total);
+      CHECK(bound.crossing <= evaluation.total * (1 + 1e-9));
+      CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
+      if (decides) tightest = std::max(tightest, bound.crossing / evaluation.total);
+      std::vector<char> remaining(problem.ops.size(), 1);
+      double suffix = evaluation.total;
+      for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
+        CHECK(RemainingLowerBound(model, remaining) <= suffix * (1 + 1e-9));
+        for (OpId op : schedule.subgraphs[i].ops) remaining[op] = 0;
+        suffix -= evaluation.subgraphs[i].latency;
+      }
+    }
+  }
+  MESSAGE("H6, P16: valid schedules " << valid << ", problems where crossing exceeds islands " << gained
+                                      << ", where it is above every other part " << problems_decided
+                                      << " (" << decided << " schedules), tightest crossing/latency " << tightest);
+  CHECK(valid > 1500);
+  CHECK(decided > 100);
+}
+
 // ---- Files.
 
 TEST_CASE("H6: a problem file carries the weight path and reads it back, bad values are one line") {
