@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import subprocess
+import sys
 import tempfile
 
 HUGE = 1e15
@@ -36,6 +37,8 @@ def evaluate(annealer, problem, schedule_path):
 
 def parts(annealer, problem_path, schedule_path):
     p = json.load(open(problem_path))
+    if not p.get("chip_rules", {}).get("weight_bandwidth"):
+        sys.exit(f"gap_paths.py: {problem_path}: chip_rules.weight_bandwidth: no weight path (H6), nothing to split")
     e = run_json([annealer, "evaluate", problem_path, schedule_path, "--json"])
     only_weight = json.loads(json.dumps(p))
     only_weight["slow_memory_bandwidth"] = HUGE
