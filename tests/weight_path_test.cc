@@ -318,6 +318,57 @@ TEST_CASE("H6: the baseline and the exact solver stay valid and above the bound"
   CHECK(checked == 30);
 }
 
+// P16 under H6 by hand: a Pointwise op P (X -> A, 8x8, base 100 per native tile) feeds `heads`
+// MatMuls A @ W_j (K = 8 > n = 4: P1 keeps P out of their subgraphs, so each head is an island),
+// W_j a weight (Bw = 4), K_j a graph output, base 0; B = 1. The cheapest schedule runs P once and
+// writes A (400: compute-bound), and each head loads A and writes K_j on the activation path while
+// W_j streams beside them: per tile max(16 / B, 16 / Bw) + max((16 + 16) / B, 16 / Bw) = 48, two
+// row tiles, 96. With one path the head would pay its weight loads at B too (160, the one-path
+// test in bounds_test.cc). P16 under H6: P's island at a = 1 (400, serving a head costs 400), each
+// head's island at (0, 0): its write 32 plus A's load 64, so 400 + 96 x heads, met. The islands
+// part gives 400 + 32 x heads; with Bw = 1/2 the weights bind (128 a head) and the islands part
+// (max(W / Bw, O / B) per island) is the bound, met too.
+TEST_CASE("H6: P16's crossing activations by hand, on the activation path") {
+  for (double bw : {4.0, 0.5}) {
+    for (int heads : {2, 3, 5}) {
+      Problem p;
+      p.native = 4;
+      p.tensors.push_back({8, 8});  // X
+      p.tensors.push_back({8, 8});  // A
+      p.ops.push_back({OpKind::Pointwise, {0}, 1, 100});
+      for (int j = 0; j < heads; ++j) {
+        p.tensors.push_back({4, 8});  // W_j (width 4, height 8)
+        p.tensors.push_back({4, 8});  // K_j
+        const auto w = static_cast<TensorId>(p.tensors.size() - 2);
+        p.ops.push_back({OpKind::MatMul, {1, w}, w + 1, 0});
+      }
+      p.fast_memory_capacity = 4096;
+      p.slow_memory_bandwidth = 1;
+      p.chip.weight_bandwidth = bw;
+      REQUIRE(p.Finalize() == "");
+      REQUIRE(p.OnWeightPath(2));
+      const LowerBound bound = ComputeLowerBound(p);
+      CAPTURE(bw);
+      CAPTURE(heads);
+      CHECK(bound.island_count == 1 + heads);
+      const double head = bw == 4.0 ? 96 : 128;
+      const double expected = 400 + head * heads;
+      CHECK(bound.islands == doctest::Approx(400 + (bw == 4.0 ? 32 : 128) * heads));
+      CHECK(bound.crossing == doctest::Approx(expected));
+      CHECK(bound.total() == doctest::Approx(expected));
+      Schedule schedule;  // P once, A written; every head loads it
+      schedule.subgraphs.push_back({{0}, Granularity{4, 4, 1}, std::nullopt, {}});
+      for (int j = 0; j < heads; ++j) {
+        schedule.subgraphs.push_back({{static_cast<OpId>(1 + j)}, Granularity{4, 4, 4}, std::nullopt, {}});
+      }
+      const Evaluation e = EvaluateOracle(p, schedule);
+      REQUIRE(e.ok());
+      CHECK(e.subgraphs[1].latency == doctest::Approx(head));
+      CHECK(e.total == doctest::Approx(expected));  // optimal: it meets the bound
+    }
+  }
+}
+
 // P16 under H6: a shared activation made in an island that loads a large weight (a trunk MatMul
 // with its Pointwise epilogue p), read by MatMul heads with K > n that sit in islands of their own
 // (P1), each with a weight: the readers' loads of p's output travel the activation path only.
