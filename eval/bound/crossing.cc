@@ -1,9 +1,9 @@
 #include "eval/bound/crossing.h"
 
 #include <algorithm>
-#include <array>
 #include <functional>
 #include <limits>
+#include <vector>
 
 namespace annealer::bound_internal {
 
