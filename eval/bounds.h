@@ -137,7 +137,10 @@
 //     beside an activated op paying on memory), claim_t = min(sum l + w, min_{1<=s<r} sigma s +
 //     sum_{k>s} l_k + w, sigma (r - 1)), and the total is >= sum_I V_I + sum_t claim_t: neither
 //     T_I nor P14's lines claim produced tensors' loads and writes or unpicked instances'
-//     compute. Not derived with a weight path (H6): 0 there.
+//     compute. With a weight path (H6) a step costs max(c, w / Bw, o / B) >= a c + b w / Bw +
+//     (1 - a - b) o / B: each island also takes b_I, P12's form adds b_I W_I / Bw and counts its
+//     other traffic at 1 - a_I - b_I, and t (produced: never a weight) travels the activation
+//     path, l_k = (1 - a_J - b_J) |t| / B; P14's form (b = 0) counts t at B + Bw, its lines'.
 //  P17 (T1, H5, P3, P7, V5, V8, V9, V11, R3, M2, L1, L2, L4) The memory floor. Every step costs at
 //     least its memory time, so the total is at least the time of distinct transfers every
 //     schedule makes, counted on the problem itself (not the decoupled image): the first load of

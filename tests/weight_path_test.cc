@@ -318,6 +318,181 @@ TEST_CASE("H6: the baseline and the exact solver stay valid and above the bound"
   CHECK(checked == 30);
 }
 
+// P16 under H6 by hand: a Pointwise op P (X -> A, 8x8, base 100 per native tile) feeds `heads`
+// MatMuls A @ W_j (K = 8 > n = 4: P1 keeps P out of their subgraphs, so each head is an island),
+// W_j a weight (Bw = 4), K_j a graph output, base 0; B = 1. The cheapest schedule runs P once and
+// writes A (400: compute-bound), and each head loads A and writes K_j on the activation path while
+// W_j streams beside them: per tile max(16 / B, 16 / Bw) + max((16 + 16) / B, 16 / Bw) = 48, two
+// row tiles, 96. With one path the head would pay its weight loads at B too (160, the one-path
+// test in bounds_test.cc). P16 under H6: P's island at a = 1 (400, serving a head costs 400), each
+// head's island at (0, 0): its write 32 plus A's load 64, so 400 + 96 x heads, met. The islands
+// part gives 400 + 32 x heads; with Bw = 1/2 the weights bind (128 a head) and the islands part
+// (max(W / Bw, O / B) per island) is the bound, met too.
+TEST_CASE("H6: P16's crossing activations by hand, on the activation path") {
+  for (double bw : {4.0, 0.5}) {
+    for (int heads : {2, 3, 5}) {
+      Problem p;
+      p.native = 4;
+      p.tensors.push_back({8, 8});  // X
+      p.tensors.push_back({8, 8});  // A
+      p.ops.push_back({OpKind::Pointwise, {0}, 1, 100});
+      for (int j = 0; j < heads; ++j) {
+        p.tensors.push_back({4, 8});  // W_j (width 4, height 8)
+        p.tensors.push_back({4, 8});  // K_j
+        const auto w = static_cast<TensorId>(p.tensors.size() - 2);
+        p.ops.push_back({OpKind::MatMul, {1, w}, w + 1, 0});
+      }
+      p.fast_memory_capacity = 4096;
+      p.slow_memory_bandwidth = 1;
+      p.chip.weight_bandwidth = bw;
+      REQUIRE(p.Finalize() == "");
+      REQUIRE(p.OnWeightPath(2));
+      const LowerBound bound = ComputeLowerBound(p);
+      CAPTURE(bw);
+      CAPTURE(heads);
+      CHECK(bound.island_count == 1 + heads);
+      const double head = bw == 4.0 ? 96 : 128;
+      const double expected = 400 + head * heads;
+      CHECK(bound.islands == doctest::Approx(400 + (bw == 4.0 ? 32 : 128) * heads));
+      CHECK(bound.crossing == doctest::Approx(expected));
+      CHECK(bound.total() == doctest::Approx(expected));
+      Schedule schedule;  // P once, A written; every head loads it
+      schedule.subgraphs.push_back({{0}, Granularity{4, 4, 1}, std::nullopt, {}});
+      for (int j = 0; j < heads; ++j) {
+        schedule.subgraphs.push_back({{static_cast<OpId>(1 + j)}, Granularity{4, 4, 4}, std::nullopt, {}});
+      }
+      const Evaluation e = EvaluateOracle(p, schedule);
+      REQUIRE(e.ok());
+      CHECK(e.subgraphs[1].latency == doctest::Approx(head));
+      CHECK(e.total == doctest::Approx(expected));  // optimal: it meets the bound
+    }
+  }
+}
+
+// P16 under H6: a shared activation made in an island that loads a large weight (a trunk MatMul
+// with its Pointwise epilogue p), read by MatMul heads with K > n that sit in islands of their own
+// (P1), each with a weight: the readers' loads of p's output travel the activation path only.
+// Schedules: random ones with recomputation and extra retention (the served case), both baselines
+// and, every fourth problem, the exact solver's best.
+Problem WeightedFanout(std::mt19937_64& rng) {
+  auto pick = [&](std::vector<Elements> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  auto pickd = [&](std::vector<double> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  auto coin = [&](int in) { return std::uniform_int_distribution<int>(0, in - 1)(rng) == 0; };
+  Problem problem;
+  problem.native = 4;
+  auto tensor = [&](Elements h, Elements w) {
+    problem.tensors.push_back({w, h});
+    return static_cast<TensorId>(problem.tensors.size() - 1);
+  };
+  auto op = [&](OpKind kind, std::vector<TensorId> in, Elements h, Elements w, double cost) {
+    const TensorId out = tensor(h, w);
+    problem.ops.push_back({kind, std::move(in), out, cost});
+    return out;
+  };
+  const Elements rows = pick({4, 8, 12}), d = pick({8, 12});
+  TensorId shared = tensor(rows, d);
+  const int levels = coin(3) ? 2 : 1;
+  for (int level = 0; level < levels; ++level) {
+    if (!coin(4)) shared = op(OpKind::MatMul, {shared, tensor(d, d)}, rows, d, pickd({0.5, 4, 40}));  // the trunk
+    shared = op(OpKind::Pointwise, {shared}, rows, d, pickd({0, 1, 8, 50}));                           // p
+    const int readers = static_cast<int>(pick({2, 3, 4, 6}));
+    std::vector<TensorId> outs;
+    for (int r = 0; r < readers; ++r) {
+      if (coin(6)) {  // a Pointwise reader: may share p's subgraph
+        outs.push_back(op(OpKind::Pointwise, {shared}, rows, d, pickd({0, 2})));
+        continue;
+      }
+      const Elements width = pick({4, 8});
+      TensorId z = op(OpKind::MatMul, {shared, tensor(d, width)}, rows, width, pickd({0, 0.5, 4, 16}));
+      const int what = std::uniform_int_distribution<int>(0, 3)(rng);
+      if (what == 1) z = op(OpKind::Layout, {z}, width, rows, 0);
+      if (what == 2) z = op(OpKind::Pointwise, {z}, rows, width, pickd({0, 2}));
+      outs.push_back(z);
+    }
+    for (size_t i = 0; i + 1 < outs.size(); i += 2) {  // pairwise sums join some readers
+      const Tensor& x = problem.tensors[outs[i]];
+      const Tensor& y = problem.tensors[outs[i + 1]];
+      if (x.width != y.width || x.height != y.height || coin(2)) continue;
+      op(OpKind::Pointwise, {outs[i], outs[i + 1]}, x.height, x.width, pickd({0, 1}));
+    }
+    if (level + 1 < levels) {
+      const Tensor& first = problem.tensors[outs[0]];
+      shared = first.height == rows && first.width == d ? outs[0] : tensor(rows, d);
+    }
+  }
+  const Elements tile = problem.native * problem.native;
+  problem.fast_memory_capacity = tile * pick({16, 64, 4096});
+  problem.slow_memory_bandwidth = pickd({0.25, 1, 4});
+  problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * pickd({0.5, 2.3, 10});
+  problem.chip.weight_fifo_capacity = coin(2) ? 0 : problem.fast_memory_capacity / pick({1, 4});
+  REQUIRE(problem.Finalize() == "");
+  REQUIRE(CheckChipRules(problem.chip, problem.native, problem.fast_memory_capacity).empty());
+  return problem;
+}
+
+TEST_CASE("H6: crossing activations (P16) on the activation path never above the oracle") {
+  std::mt19937_64 rng(37700);
+  int valid = 0, decided = 0, gained = 0, problems_decided = 0;
+  double tightest = 0;
+  for (int trial = 0; trial < 700; ++trial) {
+    Problem problem = WeightedFanout(rng);
+    const double ratio[] = {0.1, 0.5, 2, 10};
+    for (Op& op : problem.ops) op.base_cost *= ratio[trial % 4];
+    const LowerBound bound = ComputeLowerBound(problem);
+    const BoundModel model = BuildBoundModel(problem);
+    const double others = std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined, bound.islands,
+                                    bound.streaming, bound.memory_floor});
+    const bool decides = bound.crossing > others * (1 + 1e-9);
+    gained += bound.crossing > bound.islands * (1 + 1e-9) ? 1 : 0;
+    problems_decided += decides ? 1 : 0;
+    std::vector<Schedule> schedules;
+    for (int s = 0; s < 6; ++s) {
+      RandomScheduleOptions options;
+      options.fuse_probability = 0.2 + 0.15 * s;
+      options.recompute_probability = s % 2 == 0 ? 0.2 : 0.5;
+      options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
+      options.invalid_probability = 0;
+      options.max_steps = 400;
+      schedules.push_back(RandomSchedule(problem, rng, options));
+    }
+    try {
+      schedules.push_back(BuildBaseline(problem));
+      schedules.push_back(BuildResidentBaseline(problem));
+    } catch (const std::runtime_error&) {
+    }
+    if (trial % 4 == 0) {
+      ExactOptions exact;
+      exact.max_states = 3000;
+      exact.max_subgraph_ops = 8;
+      const ExactResult result = SolveExact(problem, exact);
+      if (result.best) schedules.push_back(*result.best);
+    }
+    for (const Schedule& schedule : schedules) {
+      const Evaluation evaluation = EvaluateOracle(problem, schedule);
+      if (!evaluation.ok()) continue;
+      ++valid;
+      decided += decides ? 1 : 0;
+      INFO("trial " << trial << ": crossing " << bound.crossing << " islands " << bound.islands << " streaming "
+                    << bound.streaming << ", oracle " << evaluation.total);
+      CHECK(bound.crossing <= evaluation.total * (1 + 1e-9));
+      CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
+      if (decides) tightest = std::max(tightest, bound.crossing / evaluation.total);
+      std::vector<char> remaining(problem.ops.size(), 1);
+      double suffix = evaluation.total;
+      for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
+        CHECK(RemainingLowerBound(model, remaining) <= suffix * (1 + 1e-9));
+        for (OpId op : schedule.subgraphs[i].ops) remaining[op] = 0;
+        suffix -= evaluation.subgraphs[i].latency;
+      }
+    }
+  }
+  MESSAGE("H6, P16: valid schedules " << valid << ", problems where crossing exceeds islands " << gained
+                                      << ", where it is above every other part " << problems_decided
+                                      << " (" << decided << " schedules), tightest crossing/latency " << tightest);
+  CHECK(valid > 1500);
+  CHECK(decided > 100);
+}
+
 // ---- Files.
 
 TEST_CASE("H6: a problem file carries the weight path and reads it back, bad values are one line") {

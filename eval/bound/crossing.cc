@@ -1,39 +1,75 @@
 #include "eval/bound/crossing.h"
 
 #include <algorithm>
-#include <array>
 #include <functional>
 #include <limits>
+#include <vector>
 
 namespace annealer::bound_internal {
 
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
                      const std::vector<char>& beside_memory) {
-  if (problem.chip.two_paths() || built.islands < 2) return 0;
+  if (built.islands < 2) return 0;
   const int num_ops = static_cast<int>(problem.ops.size());
   const int islands = built.islands;
   const double bandwidth = problem.slow_memory_bandwidth;
+  const bool two_paths = problem.chip.two_paths();
   // The weights tried per island: any fixed choice gives a bound, the grid only picks a good one.
+  // A point is (a, b): compute at a, the weight path at b (H6 only; b = 0 with one path), the
+  // activation path at 1 - a - b.
   constexpr int kGrid = 20;
   const auto weight = [](int k) { return static_cast<double>(k) / kGrid; };
+  // With H6 P12's form is also tried alone at b = 0 (`linear_only`): where P14's lines are larger
+  // they may give sigma = 0, and P12's form may gain more through sigma than it loses.
+  struct Point {
+    double a = 0, b = 0;
+    bool linear_only = false;
+  };
+  std::vector<Point> points;
+  for (int k = 0; k <= kGrid; ++k) points.push_back({weight(k), 0.0, false});
+  if (two_paths) {
+    for (int k = 0; k <= kGrid; ++k) {
+      for (int j = 0; k + j <= kGrid; ++j) points.push_back({weight(k), weight(j), true});
+    }
+  }
+  const int num_points = static_cast<int>(points.size());
   std::vector<std::vector<OpId>> members(islands);
   for (OpId op = 0; op < num_ops; ++op) members[built.island_of[op]].push_back(op);
-  // V_I at each grid weight, and whether P14's form gives it (then sigma may be 0).
-  std::vector<std::array<double, kGrid + 1>> value(islands);
-  std::vector<std::array<char, kGrid + 1>> p14_form(islands);
+  // Per island and point: V_I, and how a produced tensor's load or write counts there: `share`
+  // x (|t| / `path`). P12's form: 1 - a (one path), 1 - a - b at B (H6: produced tensors take
+  // the activation path). P14's form (b = 0 only): 1 - a at P14's bandwidth, B + Bw under H6
+  // (its lines are the relaxed chip's); then sigma may be 0.
+  struct Value {
+    double value = 0;
+    char p14_form = 0;
+    double share = 0, path = 1;
+  };
+  std::vector<std::vector<Value>> value(islands, std::vector<Value>(num_points));
+  const double p14_path = bandwidth + problem.chip.weight_bandwidth;
   for (int i = 0; i < islands; ++i) {
-    for (int k = 0; k <= kGrid; ++k) {
-      const double a = weight(k);
-      double lines_sum = 0;
-      for (OpId op : members[i]) {
-        double least = std::numeric_limits<double>::infinity();
-        for (const Line& l : lines[op]) least = std::min(least, l.at0 + a * (l.at1 - l.at0));
-        lines_sum += least;
+    for (int k = 0; k < num_points; ++k) {
+      const double a = points[k].a, b = points[k].b;
+      double lines_sum = -std::numeric_limits<double>::infinity();
+      if (!points[k].linear_only) {
+        lines_sum = 0;
+        for (OpId op : members[i]) {
+          double least = std::numeric_limits<double>::infinity();
+          for (const Line& l : lines[op]) least = std::min(least, l.at0 + a * (l.at1 - l.at0));
+          lines_sum += least;
+        }
       }
-      const double linear = a * built.island_compute[i] +
-                            (1 - a) * static_cast<double>(built.island_traffic[i]) / bandwidth;
-      value[i][k] = std::max(lines_sum, linear);
-      p14_form[i][k] = lines_sum > linear;
+      double linear = a * built.island_compute[i] +
+                      (1 - a) * static_cast<double>(built.island_traffic[i]) / bandwidth;
+      if (two_paths) {
+        linear = a * built.island_compute[i] +
+                 b * static_cast<double>(built.island_weight_traffic[i]) / problem.chip.weight_bandwidth +
+                 (1 - a - b) * static_cast<double>(built.island_traffic[i]) / bandwidth;
+      }
+      Value& v = value[i][k];
+      v.value = std::max(lines_sum, linear);
+      v.p14_form = lines_sum > linear;
+      v.share = v.p14_form ? 1 - a : std::max(0.0, 1 - a - b);
+      v.path = v.p14_form ? p14_path : bandwidth;
     }
   }
   // The crossing tensors: produced, read in another island, small enough to retain (a tensor
@@ -67,20 +103,29 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
     crossings.push_back(std::move(c));
   }
   if (crossings.empty()) return 0;
-  std::vector<int> choice(islands, 0);
+  // Each island starts at its own best point. With H6 a second start puts the islands that only
+  // read crossing tensors at (0, 0): from the first, a producer's island paying on the weight
+  // path gives sigma = 0, so no reader gains by counting its loads and the producer's island
+  // gains nothing by moving alone (the ascent stops there).
+  std::vector<int> own_best(islands, 0);
   for (int i = 0; i < islands; ++i) {
-    for (int k = 1; k <= kGrid; ++k) {
-      if (value[i][k] > value[i][choice[i]]) choice[i] = k;
+    for (int k = 1; k < num_points; ++k) {
+      if (value[i][k].value > value[i][own_best[i]].value) own_best[i] = k;
     }
   }
+  std::vector<int> choice = own_best;
   std::vector<double> loads;
   const auto claim = [&](const Crossing& c) {
-    const double size = static_cast<double>(problem.tensors[c.tensor].size()) / bandwidth;
-    const double a_home = weight(choice[c.home]);
-    const double sigma = c.beside_memory && p14_form[c.home][choice[c.home]] ? 0.0 : a_home * c.compute;
-    const double write = (1 - a_home) * size;
+    const auto elements = static_cast<double>(problem.tensors[c.tensor].size());
+    const auto moved = [&](int island) {  // a load or write of t in a subgraph of `island`
+      const Value& v = value[island][choice[island]];
+      return v.share * (elements / v.path);
+    };
+    const Value& home = value[c.home][choice[c.home]];
+    const double sigma = c.beside_memory && home.p14_form ? 0.0 : points[choice[c.home]].a * c.compute;
+    const double write = moved(c.home);
     loads.clear();
-    for (int j : c.readers) loads.push_back((1 - weight(choice[j])) * size);
+    for (int j : c.readers) loads.push_back(moved(j));
     std::sort(loads.begin(), loads.end(), std::greater<double>());
     // Serve the s islands with the largest loads. An instance of p whose subgraph retains t does
     // not write it (R3), so with an island unserved the instances number s + 1 (one writes),
@@ -97,34 +142,48 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
     return best;
   };
   const auto island_part = [&](int i) {
-    double sum = value[i][choice[i]];
+    double sum = value[i][choice[i]].value;
     for (int index : touching[i]) sum += claim(crossings[index]);
     return sum;
   };
-  for (int pass = 0; pass < 3; ++pass) {
-    bool changed = false;
-    for (int i = 0; i < islands; ++i) {
-      if (touching[i].empty()) continue;
-      const int current = choice[i];
-      double best = island_part(i);
-      int best_k = current;
-      for (int k = 0; k <= kGrid; ++k) {
-        if (k == current) continue;
-        choice[i] = k;
-        const double v = island_part(i);
-        if (v > best + 1e-9) {
-          best = v;
-          best_k = k;
+  const auto ascend = [&] {
+    for (int pass = 0; pass < 3; ++pass) {
+      bool changed = false;
+      for (int i = 0; i < islands; ++i) {
+        if (touching[i].empty()) continue;
+        const int current = choice[i];
+        double best = island_part(i);
+        int best_k = current;
+        for (int k = 0; k < num_points; ++k) {
+          if (k == current) continue;
+          choice[i] = k;
+          const double v = island_part(i);
+          if (v > best + 1e-9) {
+            best = v;
+            best_k = k;
+          }
         }
+        choice[i] = best_k;
+        changed = changed || best_k != current;
       }
-      choice[i] = best_k;
-      changed = changed || best_k != current;
+      if (!changed) break;
     }
-    if (!changed) break;
+    double total = 0;
+    for (int i = 0; i < islands; ++i) total += value[i][choice[i]].value;
+    for (const Crossing& c : crossings) total += claim(c);
+    return total;
+  };
+  double total = ascend();
+  if (two_paths) {
+    std::vector<char> home(islands, 0);
+    for (const Crossing& c : crossings) home[c.home] = 1;
+    const int memory_only = kGrid + 1;  // the point (0, 0), P12's form alone
+    choice = own_best;
+    for (int i = 0; i < islands; ++i) {
+      if (!home[i] && !touching[i].empty()) choice[i] = memory_only;
+    }
+    total = std::max(total, ascend());
   }
-  double total = 0;
-  for (int i = 0; i < islands; ++i) total += value[i][choice[i]];
-  for (const Crossing& c : crossings) total += claim(c);
   return total;
 }
 

@@ -23,7 +23,11 @@ namespace annealer::bound_internal {
 // activated op paying on memory (its compute there is not counted). Every amount is a load,
 // write or compute of one island's subgraphs that neither P12's traffic nor P14's lines claim.
 // `beside_memory`: per op, whether P14 lets it sit beside an activated op paying on memory.
-// Returns 0 on a chip with a weight path (H6; not derived there).
+// With a weight path (H6, `problem` is then WeightPathRelaxed's) a step costs max(c, w / Bw,
+// o / B) >= a c + b w / Bw + (1 - a - b) o / B: each island also takes a weight b_I on the weight
+// path, P12's form is a C_I + b W_I / Bw + (1 - a - b) O_I / B, and t, produced and so never a
+// weight, is loaded and written on the activation path at (1 - a - b) / B; P14's form (b = 0)
+// bounds M_S by (w + o) / (B + Bw), so there t counts (1 - a) / (B + Bw).
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
                      const std::vector<char>& beside_memory);
 
