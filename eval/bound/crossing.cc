@@ -19,18 +19,16 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
   // activation path at 1 - a - b.
   constexpr int kGrid = 20;
   const auto weight = [](int k) { return static_cast<double>(k) / kGrid; };
-  // With H6 P12's form is also tried alone at b = 0 (`linear_only`): where P14's lines are larger
-  // they may give sigma = 0, and P12's form may gain more through sigma than it loses.
+  // P12's form is also tried alone (`linear_only`; with H6 at every b): where P14's lines are
+  // larger they may give sigma = 0, and P12's form may gain more through sigma than it loses.
   struct Point {
     double a = 0, b = 0;
     bool linear_only = false;
   };
   std::vector<Point> points;
   for (int k = 0; k <= kGrid; ++k) points.push_back({weight(k), 0.0, false});
-  if (two_paths) {
-    for (int k = 0; k <= kGrid; ++k) {
-      for (int j = 0; k + j <= kGrid; ++j) points.push_back({weight(k), weight(j), true});
-    }
+  for (int k = 0; k <= kGrid; ++k) {
+    for (int j = 0; k + j <= (two_paths ? kGrid : k); ++j) points.push_back({weight(k), weight(j), true});
   }
   const int num_points = static_cast<int>(points.size());
   std::vector<std::vector<OpId>> members(islands);
@@ -103,10 +101,10 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
     crossings.push_back(std::move(c));
   }
   if (crossings.empty()) return 0;
-  // Each island starts at its own best point. With H6 a second start puts the islands that only
-  // read crossing tensors at (0, 0): from the first, a producer's island paying on the weight
-  // path gives sigma = 0, so no reader gains by counting its loads and the producer's island
-  // gains nothing by moving alone (the ascent stops there).
+  // Each island starts at its own best point. A second start puts the islands that only read
+  // crossing tensors at (0, 0) in P12's form: from the first, a producer's island in P14's form
+  // (or, with H6, paying on the weight path) gives sigma = 0, so no reader gains by counting its
+  // loads and the producer's island gains nothing by moving alone (the ascent stops there).
   std::vector<int> own_best(islands, 0);
   for (int i = 0; i < islands; ++i) {
     for (int k = 1; k < num_points; ++k) {
@@ -174,17 +172,14 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
     return total;
   };
   double total = ascend();
-  if (two_paths) {
-    std::vector<char> home(islands, 0);
-    for (const Crossing& c : crossings) home[c.home] = 1;
-    const int memory_only = kGrid + 1;  // the point (0, 0), P12's form alone
-    choice = own_best;
-    for (int i = 0; i < islands; ++i) {
-      if (!home[i] && !touching[i].empty()) choice[i] = memory_only;
-    }
-    total = std::max(total, ascend());
+  std::vector<char> home(islands, 0);
+  for (const Crossing& c : crossings) home[c.home] = 1;
+  const int memory_only = kGrid + 1;  // the point (0, 0), P12's form alone
+  choice = own_best;
+  for (int i = 0; i < islands; ++i) {
+    if (!home[i] && !touching[i].empty()) choice[i] = memory_only;
   }
-  return total;
+  return std::max(total, ascend());
 }
 
 }  // namespace annealer::bound_internal
