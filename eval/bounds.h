@@ -209,6 +209,9 @@ struct LowerBound {
   // inputs loaded and Layout outputs gathered once, graph outputs and Layout inputs written once,
   // and the reloads of sinks that sit alone beside a Pointwise producer. Memory only.
   Latency memory_floor = 0;
+  // P18: per op, a x compute + (1 - a) x its own loads at the tiles the fast memory allows a
+  // k-loop MatMul (each tile pays the base, C2; k < K reloads operands per tile, M1), best a.
+  Latency tiles = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -219,6 +222,7 @@ struct LowerBound {
     if (streaming > best) best = streaming;
     if (crossing > best) best = crossing;
     if (memory_floor > best) best = memory_floor;
+    if (tiles > best) best = tiles;
     return best;
   }
 };
