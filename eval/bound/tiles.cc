@@ -38,7 +38,7 @@ std::vector<Line> Hull(std::vector<std::pair<double, double>> points) {
 
 }  // namespace
 
-TileLines TileFloor(const Problem& p, const Analysis& analysis) {
+TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vector<int>* island_of) {
   TileLines result;
   const auto num_ops = static_cast<OpId>(p.ops.size());
   result.lines.assign(num_ops, {});
@@ -63,7 +63,42 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis) {
     if (p.IsGraphOutput(op.output)) e += p.tensors[op.output].size();
     return e;
   };
-  // Same output shape and reduction: the MatMuls that can share a k-loop with x (G3, V12).
+  // An output o too large to retain (R5) with a reader e that is no Layout op: a subgraph S_e
+  // runs e (V1), and there either the op runs too (o is an internal edge, legal for some mode of
+  // e, P9) or S_e loads all of o (P3), which an earlier instance of the op wrote as a sink (V7,
+  // M2, R3). `beside`: the op can run in S_e; `load`: S_e's load of o is claimed by this op
+  // (only when e is Pointwise: a MatMul reader may claim its loads of o itself). A reader the
+  // op cannot run beside is preferred (the write is then forced), a Pointwise one next.
+  struct Reader {
+    bool exists = false;
+    bool beside = true;
+    bool load = false;
+  };
+  const auto reader_of = [&](OpId y) {
+    Reader best;
+    const TensorId o = p.ops[y].output;
+    if (!too_large(o) || p.IsGraphOutput(o)) return best;
+    int best_rank = -1;
+    for (OpId e : p.consumers[o]) {
+      if (p.IsLayout(e)) continue;
+      if (island_of != nullptr && (*island_of)[e] != (*island_of)[y]) continue;  // S_e is another island's
+      bool can = false;
+      const Op& eop = p.ops[e];
+      for (int slot = 0; slot < static_cast<int>(eop.inputs.size()); ++slot) {
+        if (eop.inputs[slot] != o) continue;
+        for (int mode = 0; mode < kModes; ++mode) {
+          can = can || (analysis.HasMode(e, mode) && analysis.EdgeFeasible(y, e, slot, mode));
+        }
+      }
+      const bool pointwise = eop.kind == OpKind::Pointwise;
+      const int rank = (can ? 0 : 2) + (pointwise ? 1 : 0);
+      if (rank > best_rank) {
+        best_rank = rank;
+        best = Reader{true, can, pointwise};
+      }
+    }
+    return best;
+  };
   for (OpId x = 0; x < num_ops; ++x) {
     const Op& op = p.ops[x];
     const double native_compute = op.base_cost * static_cast<double>(p.NativeTiles(x));
@@ -71,8 +106,12 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis) {
       result.lines[x].push_back({0, 0});
       continue;
     }
+    const Reader reader = reader_of(x);
     if (op.kind != OpKind::MatMul) {
-      result.lines[x].push_back({own(x) / bandwidth, native_compute});
+      // Beside e it computes at least its native tiles (P7); else it wrote o (and S_e loads it).
+      const double o_size = static_cast<double>(p.tensors[op.output].size());
+      const double alone = (static_cast<double>(own(x)) + (reader.exists ? o_size : 0.0) + (reader.load ? o_size : 0.0)) / bandwidth;
+      result.lines[x].push_back({reader.beside ? own(x) / bandwidth : alone, native_compute});
       continue;
     }
     const TensorId out = op.output;
@@ -83,7 +122,7 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis) {
     // Upstream of a k-loop (some mode other than T): its native compute and own loads once.
     bool upstream = false;
     for (int mode = kSL; mode < kModes; ++mode) upstream = upstream || analysis.HasMode(x, mode);
-    if (upstream && !graph_output) points.emplace_back(native_compute, own(x) / bandwidth);
+    if (upstream && !graph_output && reader.beside) points.emplace_back(native_compute, own(x) / bandwidth);
 
     const bool same = op.inputs[0] == op.inputs[1];
     // side 0: LHS (reloaded per column tile), 1: RHS (per row tile).
@@ -118,19 +157,54 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis) {
     }
     const Elements out_size = p.tensors[out].size();
     const bool write = graph_output || too_large(out);
-    bool epilogue = false;  // x can be in F without being a sink: a Pointwise op reads it
-    for (OpId z : p.consumers[out]) epilogue = epilogue || p.ops[z].kind == OpKind::Pointwise;
-    if (graph_output) epilogue = false;  // its picked instance is the writing one, a sink
+    // x in F without being a sink: a Pointwise op e reads its output in S, an epilogue (G3) whose
+    // region is the tile and whose boundary inputs are requested at the tile's last k-step (D1).
+    // Each other input u of e adds to that step (distinct tensors): when k < K, r c if u is
+    // loaded, retained (whole) or a MatMul's output (then that MatMul is in F: its accumulator,
+    // W4); when k = K, r c if u has no producer or a Layout one, min(r c, K c) if a MatMul makes
+    // it from an RHS that it alone reads and that cannot be ephemeral (its slice [0, K) x C).
+    // Pointwise-made inputs may be ephemeral at no cost: 0. Per epilogue (the least is taken).
+    struct Epilogue {
+      Elements split = 0;        // inputs adding r c when k < K
+      Elements full_tiles = 0;   // inputs adding r c when k = K
+      Elements full_strips = 0;  // inputs adding min(r, K) c when k = K
+    };
+    std::vector<Epilogue> epilogues;
+    for (OpId e : p.consumers[out]) {
+      if (graph_output || p.ops[e].kind != OpKind::Pointwise) continue;
+      if (reader.exists && !reader.beside) break;  // its picked instance is a sink (below)
+      Epilogue ep;
+      const auto& in = p.ops[e].inputs;
+      for (size_t i = 0; i < in.size(); ++i) {
+        const TensorId u = in[i];
+        if (u == out || u == op.inputs[0] || u == op.inputs[1]) continue;
+        if (std::find(in.begin(), in.begin() + i, u) != in.begin() + i) continue;
+        const OpId pu = p.producer[u];
+        const bool loaded = pu == kNoOp || p.IsLayout(pu);
+        if (loaded || p.ops[pu].kind == OpKind::MatMul) ++ep.split;
+        if (loaded) {
+          ++ep.full_tiles;
+        } else if (p.ops[pu].kind == OpKind::MatMul) {
+          const TensorId rhs = p.ops[pu].inputs[1];
+          if (p.ops[pu].inputs[0] != rhs && p.IsGraphInput(rhs) && p.consumers[rhs].size() == 1) ++ep.full_strips;
+        }
+      }
+      epilogues.push_back(ep);
+    }
     const Elements rows_max = std::min(m, n), cols_max = std::min(cols, n);
     const Elements g_max = std::max<Elements>(1, std::max(side[0].share, side[1].share));
 
-    for (int sink = 1; sink >= 0; --sink) {
-      if (!sink && !epilogue) continue;
-      const double written = sink && write ? static_cast<double>(out_size) : 0.0;
+    // Sink configurations (the picked instance writes o; with `reload`, S_e loads it), then one
+    // set per epilogue (the picked instance runs beside e, in S_e when `reload`).
+    const double reloaded = reader.load ? static_cast<double>(out_size) : 0.0;
+    for (int which = -1; which < static_cast<int>(epilogues.size()); ++which) {
+      const bool sink = which < 0;
+      const Epilogue ep = sink ? Epilogue{} : epilogues[which];
+      const double written = sink ? (write ? static_cast<double>(out_size) : 0.0) + reloaded : 0.0;
       // k < K: n_k >= 2, every F MatMul holds a tile, operands streamed.
       if (k_full >= 2) {
         for (Elements g = 1; g <= g_max; ++g) {
-          const Elements tiles_held = g + (sink ? 0 : 1);
+          const Elements tiles_held = 1 + (sink ? 0 : 1) + std::max(g - 1, ep.split);
           for (Elements h = 1; h <= rows_max; ++h) {
             const Elements r = h;
             const Elements room = cap - (side[0].ws_split ? r : 0);
@@ -155,7 +229,9 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis) {
           const Elements r = h;
           const Elements room = cap - (side[0].ws_full ? r * k_full : 0);
           if (room <= 0) break;
-          const Elements c = std::min(cols_max, room / (r + (side[1].ws_full ? k_full : 0)));
+          const Elements per_column =
+              r * (1 + ep.full_tiles) + std::min(r, k_full) * ep.full_strips + (side[1].ws_full ? k_full : 0);
+          const Elements c = std::min(cols_max, room / per_column);
           if (c < 1) break;
           points.emplace_back(op.base_cost * static_cast<double>(CeilDiv(m, h) * CeilDiv(cols, c)), loads / bandwidth);
         }

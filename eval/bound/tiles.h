@@ -43,7 +43,9 @@ struct TileLines {
   double value = 0;                      // the best over a of the sum
 };
 // `modes`: the analysis of the problem or of its decoupled image (same op ids), asked only
-// whether an op can sit upstream of a k-loop.
-TileLines TileFloor(const Problem& problem, const Analysis& modes);
+// whether an op can sit upstream of a k-loop. With `island_of` (P12's islands), an op claims
+// only transfers made in subgraphs of its own island, so the lines may be summed island by
+// island.
+TileLines TileFloor(const Problem& problem, const Analysis& modes, const std::vector<int>* island_of = nullptr);
 
 }  // namespace annealer::bound_internal
