@@ -616,15 +616,14 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   }
   // P18 (0 with a weight path), whole and island by island: its claims are per subgraph too.
   const Analysis tile_modes(problem);
-  const TileLines tiles = TileFloor(problem, tile_modes);
+  const TileLines tiles = TileFloor(problem, tile_modes, built.islands > 1 ? &built.island_of : nullptr);
   bound.tiles = tiles.value;
   std::vector<double> island_tiles(built.islands, 0);
   if (built.islands == 1) {
     island_tiles[0] = tiles.value;
   } else {
-    const TileLines own_island = TileFloor(problem, tile_modes, &built.island_of);
     std::vector<std::vector<std::vector<Line>>> lines(built.islands);
-    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) lines[built.island_of[op]].push_back(own_island.lines[op]);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) lines[built.island_of[op]].push_back(tiles.island_lines[op]);
     for (int i = 0; i < built.islands; ++i) island_tiles[i] = BestOverWeight(lines[i], [](OpId) { return true; });
   }
   for (int i = 0; i < built.islands; ++i) {

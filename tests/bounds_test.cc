@@ -1040,6 +1040,9 @@ Problem RandomConvs(std::mt19937_64& rng) {
     for (int j = 0; j < g; ++j) parts.push_back(op(OpKind::MatMul, {x, tensor(k, cols)}, rows, cols, mm));
     if (g == 1 && l + 1 == layers) break;  // the MatMul's output is a graph output
     if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) parts.push_back(tensor(rows, cols));  // a residual
+    // Sometimes an activation of one part read by the sum as well: made in the subgraph from a
+    // tensor already there, it may cost the working set nothing.
+    if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) parts.push_back(op(OpKind::Pointwise, {parts[0]}, rows, cols, pw));
     const TensorId sum = op(OpKind::Pointwise, parts, rows, cols, pw);
     x = l + 1 == layers ? sum : op(OpKind::Pointwise, {sum}, rows, cols, pw);
     k = cols;

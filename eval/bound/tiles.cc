@@ -44,6 +44,7 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
   result.lines.assign(num_ops, {});
   if (p.chip.two_paths()) {
     for (auto& l : result.lines) l.push_back({0, 0});
+    if (island_of != nullptr) result.island_lines = result.lines;
     return result;
   }
   const Elements n = p.native;
@@ -74,14 +75,14 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
     bool beside = true;
     bool load = false;
   };
-  const auto reader_of = [&](OpId y) {
+  const auto reader_of = [&](OpId y, const std::vector<int>* islands) {
     Reader best;
     const TensorId o = p.ops[y].output;
     if (!too_large(o) || p.IsGraphOutput(o)) return best;
     int best_rank = -1;
     for (OpId e : p.consumers[o]) {
       if (p.IsLayout(e)) continue;
-      if (island_of != nullptr && (*island_of)[e] != (*island_of)[y]) continue;  // S_e is another island's
+      if (islands != nullptr && (*islands)[e] != (*islands)[y]) continue;  // S_e is another island's
       bool can = false;
       const Op& eop = p.ops[e];
       for (int slot = 0; slot < static_cast<int>(eop.inputs.size()); ++slot) {
@@ -99,20 +100,17 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
     }
     return best;
   };
-  for (OpId x = 0; x < num_ops; ++x) {
+  const auto lines_of = [&](OpId x, const Reader& reader) -> std::vector<Line> {
     const Op& op = p.ops[x];
     const double native_compute = op.base_cost * static_cast<double>(p.NativeTiles(x));
     if (op.kind == OpKind::Layout) {
-      result.lines[x].push_back({0, 0});
-      continue;
+      return {{0, 0}};
     }
-    const Reader reader = reader_of(x);
     if (op.kind != OpKind::MatMul) {
       // Beside e it computes at least its native tiles (P7); else it wrote o (and S_e loads it).
       const double o_size = static_cast<double>(p.tensors[op.output].size());
       const double alone = (static_cast<double>(own(x)) + (reader.exists ? o_size : 0.0) + (reader.load ? o_size : 0.0)) / bandwidth;
-      result.lines[x].push_back({reader.beside ? own(x) / bandwidth : alone, native_compute});
-      continue;
+      return {{reader.beside ? own(x) / bandwidth : alone, native_compute}};
     }
     const TensorId out = op.output;
     const Elements m = p.tensors[out].height, cols = p.tensors[out].width;
@@ -192,7 +190,9 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       epilogues.push_back(ep);
     }
     const Elements rows_max = std::min(m, n), cols_max = std::min(cols, n);
-    const Elements g_max = std::max<Elements>(1, std::max(side[0].share, side[1].share));
+    // Beyond the streamed operands' readers a larger g only tightens the working set.
+    const Elements g_max = std::max<Elements>(
+        1, std::max(side[0].streamed ? side[0].share : 1, side[1].streamed ? side[1].share : 1));
 
     // Sink configurations (the picked instance writes o; with `reload`, S_e loads it), then one
     // set per epilogue (the picked instance runs beside e, in S_e when `reload`).
@@ -238,7 +238,17 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       }
     }
     if (points.empty()) points.emplace_back(native_compute, 0.0);  // no legal tile: any claim holds
-    result.lines[x] = Hull(std::move(points));
+    return Hull(std::move(points));
+  };
+  // The island-aware lines differ only where a reader in another island was chosen.
+  if (island_of != nullptr) result.island_lines.assign(num_ops, {});
+  for (OpId x = 0; x < num_ops; ++x) {
+    const Reader whole = reader_of(x, nullptr);
+    result.lines[x] = lines_of(x, whole);
+    if (island_of == nullptr) continue;
+    const Reader own_island = reader_of(x, island_of);
+    const bool same = own_island.exists == whole.exists && own_island.beside == whole.beside && own_island.load == whole.load;
+    result.island_lines[x] = same ? result.lines[x] : lines_of(x, own_island);
   }
   result.value = BestOverWeight(result.lines, [](OpId) { return true; });
   return result;

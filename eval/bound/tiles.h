@@ -48,13 +48,14 @@ namespace annealer::bound_internal {
 // too). The part is the best a of the sum of each op's least claim. Not derived with a weight
 // path (H6): 0 there.
 struct TileLines {
-  std::vector<std::vector<Line>> lines;  // per op, its claim is the least of these at a
-  double value = 0;                      // the best over a of the sum
+  std::vector<std::vector<Line>> lines;         // per op, its claim is the least of these at a
+  std::vector<std::vector<Line>> island_lines;  // the same, claiming only its own island's transfers
+  double value = 0;                             // the best over a of the sum of `lines`
 };
 // `modes`: the analysis of the problem or of its decoupled image (same op ids), asked only
-// whether an op can sit upstream of a k-loop. With `island_of` (P12's islands), an op claims
-// only transfers made in subgraphs of its own island, so the lines may be summed island by
-// island.
+// whether an op can sit upstream of a k-loop. With `island_of` (P12's islands) it also fills
+// `island_lines`, where an op claims only transfers made in subgraphs of its own island, so
+// that they may be summed island by island.
 TileLines TileFloor(const Problem& problem, const Analysis& modes, const std::vector<int>* island_of = nullptr);
 
 }  // namespace annealer::bound_internal
