@@ -25,9 +25,6 @@
 #include "src/io/problem_reader.h"
 #include "tests/test_files.h"
 #include "src/io/schedule_io.h"
-#include "src/io/problem_writer.h"
-#include <cstdio>
-#include <cstdlib>
 
 namespace annealer {
 namespace {
@@ -1107,11 +1104,6 @@ TEST_CASE("bound: P18's tile floor never above the oracle at tight capacities") 
       const Evaluation e = EvaluateOracle(problem, schedule);
       ++valid;
       CHECK(bound.tiles <= e.total * (1 + kSlack));
-      if (bound.tiles > e.total * (1 + kSlack) && std::getenv("P18_DUMP")) {
-        std::FILE* f = std::fopen(("/tmp/p18_" + std::to_string(trial) + ".json").c_str(), "w");
-        std::fputs((ProblemToJson(problem) + "\n" + ScheduleToJson(schedule, SubgraphLatencies(e))).c_str(), f);
-        std::fclose(f);
-      }
       decided += tiles_decide ? 1 : 0;
       if (tiles_decide) tightest = std::max(tightest, bound.tiles / e.total);
       Elements peak = 0;
