@@ -211,7 +211,7 @@ struct LowerBound {
   Latency combined = 0;
   double weight = 1;  // the a that gives `combined`
   // P12: the sum over islands (ops that may share a subgraph, transitively) of
-  // max(island compute, island forced traffic / bandwidth).
+  // max(island compute, island forced traffic / bandwidth, its P14 sum, its P18 sum).
   Latency islands = 0;
   int island_count = 0;
   // P14, P15: per op, compute (or, at the weight a, its own loads) plus the weight time of
