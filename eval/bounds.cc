@@ -15,6 +15,7 @@
 #include "eval/bound/islands.h"
 #include "eval/bound/memory_floor.h"
 #include "eval/bound/streaming.h"
+#include "eval/bound/tiles.h"
 
 namespace annealer {
 
@@ -613,8 +614,20 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
       island_streaming[i] = BestOverWeight(lines, [](OpId) { return true; });
     }
   }
+  // P18 (0 with a weight path), whole and island by island: its claims are per subgraph too.
+  const Analysis tile_modes(problem);
+  const TileLines tiles = TileFloor(problem, tile_modes, built.islands > 1 ? &built.island_of : nullptr);
+  bound.tiles = tiles.value;
+  std::vector<double> island_tiles(built.islands, 0);
+  if (built.islands == 1) {
+    island_tiles[0] = tiles.value;
+  } else {
+    std::vector<std::vector<std::vector<Line>>> lines(built.islands);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) lines[built.island_of[op]].push_back(tiles.island_lines[op]);
+    for (int i = 0; i < built.islands; ++i) island_tiles[i] = BestOverWeight(lines[i], [](OpId) { return true; });
+  }
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max({built.island_compute[i], island_streaming[i],
+    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i])});
   }
   bound.crossing = CrossingBound(problem, built, streaming.lines, streaming.beside_memory);

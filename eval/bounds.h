@@ -158,12 +158,30 @@
 //     loads and gathers of t's ancestors all
 //     precede t's first computation, so lie in at most one stretch: (|R_t| - 1) f(t) more. With
 //     a weight path (H6) weights travel apart and f counts them 0.
+//  P18 (W, W1, W4, G2, G3, C2, M1, M2, D1-D5, V2, V3, V7, V11, R3, R5, P3, P7, P9, T1) The tile
+//     floor. In a subgraph where a MatMul x (M x N, reduction K) is in F, the step of the
+//     top-left tile (r = min(h, M) rows, c = min(w, N) columns) holds, as distinct entries: an
+//     r x c tile per F MatMul when k < K (n_k >= 2: sink tile, W4 accumulator or retained whole),
+//     the sink's tile (W1; a Pointwise one when x is not a sink), x's operand slices when they
+//     cannot be ephemeral (>= r and >= c; with k = K, r K and K c), and, at the last k-step, each
+//     other input of x's epilogue e (D1: r c when loaded, retained or a k-loop MatMul's output;
+//     min(r, K) c when k = K and a MatMul makes it from an RHS only it reads). W caps r c, so the
+//     tiles number ceil(M/h) ceil(N/w), each paying base (C2); an operand never ephemeral,
+//     retained nor requested whole is loaded per column (LHS) or row (RHS) tile when k < K (M1:
+//     consecutive steps differ in k-range), shared by at most min(g, readers) F MatMuls. An
+//     output o too large to retain, read by a non-Layout e: S_e (a subgraph running e) runs x
+//     (o internal, legal for some mode of e, P9) or loads o (P3), written before by x as a sink
+//     (V7, M2, R3); the load is x's when e is Pointwise. Each op's picked instance claims
+//     a C + (1 - a) L of its case (other ops: a c_native + (1 - a) own loads); claims are
+//     disjoint amounts of C_S and M_S, a subgraph costs >= a C_S + (1 - a) M_S (T1). Also per
+//     island (P12), with only the transfers of the op's own island. 0 with a weight path (H6).
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
 // the write, c's modes that cannot see t ephemeral carry the rest.
 // What it does not count: reuse lost to traversal order when operands are shared or K > n
-// beyond P5, working sets that force small tiles (except P10, P11), recomputation beyond P7 and
+// beyond P5, working sets that force small tiles (except P10, P11, and P18 for k-loop MatMuls:
+// not for ops upstream of a k-loop nor for Pointwise ops' own tile counts), recomputation beyond P7 and
 // P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
 // subgraph (except P15, P16), and the per-step max (only sums, per problem, island or P14's subgraph classes). It
 // is a bound, not an estimate.
@@ -196,7 +214,7 @@ struct LowerBound {
   Latency combined = 0;
   double weight = 1;  // the a that gives `combined`
   // P12: the sum over islands (ops that may share a subgraph, transitively) of
-  // max(island compute, island forced traffic / bandwidth).
+  // max(island compute, island forced traffic / bandwidth, its P14 sum, its P18 sum).
   Latency islands = 0;
   int island_count = 0;
   // P14, P15: per op, compute (or, at the weight a, its own loads) plus the weight time of
@@ -212,6 +230,9 @@ struct LowerBound {
   // inputs loaded and Layout outputs gathered once, graph outputs and Layout inputs written once,
   // and the reloads of sinks that sit alone beside a Pointwise producer. Memory only.
   Latency memory_floor = 0;
+  // P18: per op, a x compute + (1 - a) x its own loads at the tiles the fast memory allows a
+  // k-loop MatMul (each tile pays the base, C2; k < K reloads operands per tile, M1), best a.
+  Latency tiles = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -222,6 +243,7 @@ struct LowerBound {
     if (streaming > best) best = streaming;
     if (crossing > best) best = crossing;
     if (memory_floor > best) best = memory_floor;
+    if (tiles > best) best = tiles;
     return best;
   }
 };

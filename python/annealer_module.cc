@@ -645,6 +645,7 @@ PYBIND11_MODULE(_core, m) {
         d["streaming"] = bound.streaming;
         d["crossing"] = bound.crossing;
         d["memory_floor"] = bound.memory_floor;
+        d["tiles"] = bound.tiles;
         d["weight"] = bound.weight;
         return d;
       },

@@ -212,6 +212,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"lower_bound_crossing\": " + FormatNumber(bound.crossing) + ",\n";
   out += "  \"lower_bound_memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
+  out += "  \"lower_bound_tiles\": " + FormatNumber(bound.tiles) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
@@ -293,6 +294,7 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"streaming_ops\": " + std::to_string(bound.streaming_ops) + ",\n";
   out += "  \"crossing\": " + FormatNumber(bound.crossing) + ",\n";
   out += "  \"memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
+  out += "  \"tiles\": " + FormatNumber(bound.tiles) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -319,14 +321,16 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  combined   " + Readable(bound.combined) + "  (a x compute + (1-a) x traffic, a = " +
          Readable(bound.weight) + ", each op in its cheapest mode)\n";
   out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
-         " islands of ops that may share a subgraph of max(compute, forced traffic, P14))\n";
+         " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18))\n";
   out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
          std::to_string(bound.streaming_ops) +
          " MatMuls that no other op's compute can hide + reloads of ops that sit alone, P14-P15)\n";
   out += "  crossing   " + Readable(bound.crossing) +
          "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16)\n";
   out += "  memory     " + Readable(bound.memory_floor) +
-         "  (graph I/O + Layout inputs written + reloads of sinks that sit alone, P17)\n\n";
+         "  (graph I/O + Layout inputs written + reloads of sinks that sit alone, P17)\n";
+  out += "  tiles      " + Readable(bound.tiles) +
+         "  (per op at the tiles the fast memory allows: MatMul base per tile, operands reloaded, P18)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {

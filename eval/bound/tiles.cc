@@ -1,0 +1,257 @@
+// P18 (eval/bound/tiles.h).
+#include "eval/bound/tiles.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace annealer::bound_internal {
+
+namespace {
+
+// The lines worth keeping among points (compute C, loads L): a C + (1 - a) L is least, for some
+// a in [0, 1], at a point of the lower-left convex hull.
+std::vector<Line> Hull(std::vector<std::pair<double, double>> points) {
+  std::sort(points.begin(), points.end());
+  std::vector<std::pair<double, double>> front;  // C ascending, L strictly descending
+  for (const auto& p : points) {
+    if (front.empty() || p.second < front.back().second) front.push_back(p);
+  }
+  std::vector<std::pair<double, double>> hull;
+  for (const auto& p : front) {
+    while (hull.size() >= 2) {
+      const auto& o = hull[hull.size() - 2];
+      const auto& q = hull.back();
+      // Drop q when it lies on or above the segment o-p.
+      const double cross = (q.first - o.first) * (p.second - o.second) - (q.second - o.second) * (p.first - o.first);
+      if (cross <= 0) {
+        hull.pop_back();
+      } else {
+        break;
+      }
+    }
+    hull.push_back(p);
+  }
+  std::vector<Line> lines;
+  for (const auto& [c, l] : hull) lines.push_back({l, c});
+  return lines;
+}
+
+}  // namespace
+
+TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vector<int>* island_of) {
+  TileLines result;
+  const auto num_ops = static_cast<OpId>(p.ops.size());
+  result.lines.assign(num_ops, {});
+  if (p.chip.two_paths()) {
+    for (auto& l : result.lines) l.push_back({0, 0});
+    if (island_of != nullptr) result.island_lines = result.lines;
+    return result;
+  }
+  const Elements n = p.native;
+  const Elements cap = p.fast_memory_capacity;
+  const double bandwidth = p.slow_memory_bandwidth;
+  const auto too_large = [&](TensorId t) { return p.tensors[t].size() + 1 > cap; };
+  const auto kind_of = [&](TensorId t) { return p.producer[t] == kNoOp ? OpKind::Layout : p.ops[p.producer[t]].kind; };
+  // Graph inputs read by y alone (once, P3) and y's graph output (written, V9).
+  const auto own = [&](OpId y) {
+    Elements e = 0;
+    const Op& op = p.ops[y];
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const TensorId t = op.inputs[i];
+      if (std::find(op.inputs.begin(), op.inputs.begin() + i, t) != op.inputs.begin() + i) continue;
+      if (p.IsGraphInput(t) && p.consumers[t].size() == 1) e += p.tensors[t].size();
+    }
+    if (p.IsGraphOutput(op.output)) e += p.tensors[op.output].size();
+    return e;
+  };
+  // An output o too large to retain (R5) with a reader e that is no Layout op: a subgraph S_e
+  // runs e (V1), and there either the op runs too (o is an internal edge, legal for some mode of
+  // e, P9) or S_e loads all of o (P3), which an earlier instance of the op wrote as a sink (V7,
+  // M2, R3). `beside`: the op can run in S_e; `load`: S_e's load of o is claimed by this op
+  // (only when e is Pointwise: a MatMul reader may claim its loads of o itself). A reader the
+  // op cannot run beside is preferred (the write is then forced), a Pointwise one next.
+  struct Reader {
+    bool exists = false;
+    bool beside = true;
+    bool load = false;
+  };
+  const auto reader_of = [&](OpId y, const std::vector<int>* islands) {
+    Reader best;
+    const TensorId o = p.ops[y].output;
+    if (!too_large(o) || p.IsGraphOutput(o)) return best;
+    int best_rank = -1;
+    for (OpId e : p.consumers[o]) {
+      if (p.IsLayout(e)) continue;
+      if (islands != nullptr && (*islands)[e] != (*islands)[y]) continue;  // S_e is another island's
+      bool can = false;
+      const Op& eop = p.ops[e];
+      for (int slot = 0; slot < static_cast<int>(eop.inputs.size()); ++slot) {
+        if (eop.inputs[slot] != o) continue;
+        for (int mode = 0; mode < kModes; ++mode) {
+          can = can || (analysis.HasMode(e, mode) && analysis.EdgeFeasible(y, e, slot, mode));
+        }
+      }
+      const bool pointwise = eop.kind == OpKind::Pointwise;
+      const int rank = (can ? 0 : 2) + (pointwise ? 1 : 0);
+      if (rank > best_rank) {
+        best_rank = rank;
+        best = Reader{true, can, pointwise};
+      }
+    }
+    return best;
+  };
+  const auto lines_of = [&](OpId x, const Reader& reader) -> std::vector<Line> {
+    const Op& op = p.ops[x];
+    const double native_compute = op.base_cost * static_cast<double>(p.NativeTiles(x));
+    if (op.kind == OpKind::Layout) {
+      return {{0, 0}};
+    }
+    if (op.kind != OpKind::MatMul) {
+      // Beside e it computes at least its native tiles (P7); else it wrote o (and S_e loads it).
+      const double o_size = static_cast<double>(p.tensors[op.output].size());
+      const double alone = (static_cast<double>(own(x)) + (reader.exists ? o_size : 0.0) + (reader.load ? o_size : 0.0)) / bandwidth;
+      return {{reader.beside ? own(x) / bandwidth : alone, native_compute}};
+    }
+    const TensorId out = op.output;
+    const Elements m = p.tensors[out].height, cols = p.tensors[out].width;
+    const Elements k_full = p.ReductionLength(x);
+    const bool graph_output = p.IsGraphOutput(out);
+    std::vector<std::pair<double, double>> points;
+    // Upstream of a k-loop (some mode other than T): its native compute and own loads once.
+    bool upstream = false;
+    for (int mode = kSL; mode < kModes; ++mode) upstream = upstream || analysis.HasMode(x, mode);
+    if (upstream && !graph_output && reader.beside) points.emplace_back(native_compute, own(x) / bandwidth);
+
+    const bool same = op.inputs[0] == op.inputs[1];
+    // side 0: LHS (reloaded per column tile), 1: RHS (per row tile).
+    struct Side {
+      Elements size = 0;
+      bool ws_split = false;   // its slice is in every step's working set when k < K
+      bool ws_full = false;    // ... when k = K
+      bool streamed = false;   // every F request of it is loaded when k < K
+      bool once = false;       // loaded at least once when k = K
+      Elements share = 1;      // readers that may split its loads
+    } side[2];
+    for (int s = 0; s < 2; ++s) {
+      if (same && s == 1) break;
+      const TensorId t = op.inputs[s];
+      Side& d = side[s];
+      d.size = p.tensors[t].size();
+      const OpKind producer = kind_of(t);  // graph inputs read as Layout: neither ephemeral
+      const bool input = p.producer[t] == kNoOp;
+      d.ws_split = producer != OpKind::MatMul && (producer != OpKind::Pointwise || k_full > n);
+      d.ws_full = producer != OpKind::MatMul && producer != OpKind::Pointwise;
+      const bool never_retained = input || too_large(t);
+      const auto& readers = p.consumers[t];
+      bool only_this_side = !same;
+      for (OpId c : readers) {
+        const Op& cop = p.ops[c];
+        only_this_side = only_this_side && cop.kind == OpKind::MatMul && cop.inputs[s] == t && cop.inputs[1 - s] != t;
+      }
+      const bool never_whole = readers.size() == 1 || too_large(t);
+      d.streamed = d.ws_split && never_retained && never_whole && only_this_side;
+      d.once = d.ws_full && never_retained && only_this_side;
+      d.share = static_cast<Elements>(readers.size());
+    }
+    const Elements out_size = p.tensors[out].size();
+    const bool write = graph_output || too_large(out);
+    // x in F without being a sink: a Pointwise op e reads its output in S, an epilogue (G3) whose
+    // region is the tile and whose boundary inputs are requested at the tile's last k-step (D1).
+    // Each other input u of e adds to that step (distinct tensors): when k < K, r c if u is
+    // loaded, retained (whole) or a MatMul's output (then that MatMul is in F: its accumulator,
+    // W4); when k = K, r c if u has no producer or a Layout one, min(r c, K c) if a MatMul makes
+    // it from an RHS that it alone reads and that cannot be ephemeral (its slice [0, K) x C).
+    // Pointwise-made inputs may be ephemeral at no cost: 0. Per epilogue (the least is taken).
+    struct Epilogue {
+      Elements split = 0;        // inputs adding r c when k < K
+      Elements full_tiles = 0;   // inputs adding r c when k = K
+      Elements full_strips = 0;  // inputs adding min(r, K) c when k = K
+    };
+    std::vector<Epilogue> epilogues;
+    for (OpId e : p.consumers[out]) {
+      if (graph_output || p.ops[e].kind != OpKind::Pointwise) continue;
+      if (reader.exists && !reader.beside) break;  // its picked instance is a sink (below)
+      Epilogue ep;
+      const auto& in = p.ops[e].inputs;
+      for (size_t i = 0; i < in.size(); ++i) {
+        const TensorId u = in[i];
+        if (u == out || u == op.inputs[0] || u == op.inputs[1]) continue;
+        if (std::find(in.begin(), in.begin() + i, u) != in.begin() + i) continue;
+        const OpId pu = p.producer[u];
+        const bool loaded = pu == kNoOp || p.IsLayout(pu);
+        if (loaded || p.ops[pu].kind == OpKind::MatMul) ++ep.split;
+        if (loaded) {
+          ++ep.full_tiles;
+        } else if (p.ops[pu].kind == OpKind::MatMul) {
+          const TensorId rhs = p.ops[pu].inputs[1];
+          if (p.ops[pu].inputs[0] != rhs && p.IsGraphInput(rhs) && p.consumers[rhs].size() == 1) ++ep.full_strips;
+        }
+      }
+      epilogues.push_back(ep);
+    }
+    const Elements rows_max = std::min(m, n), cols_max = std::min(cols, n);
+    // Beyond the streamed operands' readers a larger g only tightens the working set.
+    const Elements g_max = std::max<Elements>(
+        1, std::max(side[0].streamed ? side[0].share : 1, side[1].streamed ? side[1].share : 1));
+
+    // Sink configurations (the picked instance writes o; with `reload`, S_e loads it), then one
+    // set per epilogue (the picked instance runs beside e, in S_e when `reload`).
+    const double reloaded = reader.load ? static_cast<double>(out_size) : 0.0;
+    for (int which = -1; which < static_cast<int>(epilogues.size()); ++which) {
+      const bool sink = which < 0;
+      const Epilogue ep = sink ? Epilogue{} : epilogues[which];
+      const double written = sink ? (write ? static_cast<double>(out_size) : 0.0) + reloaded : 0.0;
+      // k < K: n_k >= 2, every F MatMul holds a tile, operands streamed.
+      if (k_full >= 2) {
+        for (Elements g = 1; g <= g_max; ++g) {
+          const Elements tiles_held = 1 + (sink ? 0 : 1) + std::max(g - 1, ep.split);
+          for (Elements h = 1; h <= rows_max; ++h) {
+            const Elements r = h;
+            const Elements room = cap - (side[0].ws_split ? r : 0);
+            if (room <= 0) break;
+            const Elements c = std::min(cols_max, room / (tiles_held * r + (side[1].ws_split ? 1 : 0)));
+            if (c < 1) break;
+            const Elements col_tiles = CeilDiv(cols, c), row_tiles = CeilDiv(m, h);
+            double loads = written;
+            if (side[0].streamed) loads += static_cast<double>(side[0].size * col_tiles) / std::min(g, side[0].share);
+            if (side[1].streamed) loads += static_cast<double>(side[1].size * row_tiles) / std::min(g, side[1].share);
+            points.emplace_back(op.base_cost * static_cast<double>(row_tiles * col_tiles), loads / bandwidth);
+          }
+        }
+      }
+      // k = K (only when K <= n): one step per tile, the sink's tile and the full strips.
+      if (k_full <= n) {
+        double loads = written;
+        for (int s = 0; s < 2; ++s) {
+          if (side[s].once) loads += static_cast<double>(side[s].size) / side[s].share;
+        }
+        for (Elements h = 1; h <= rows_max; ++h) {
+          const Elements r = h;
+          const Elements room = cap - (side[0].ws_full ? r * k_full : 0);
+          if (room <= 0) break;
+          const Elements per_column =
+              r * (1 + ep.full_tiles) + std::min(r, k_full) * ep.full_strips + (side[1].ws_full ? k_full : 0);
+          const Elements c = std::min(cols_max, room / per_column);
+          if (c < 1) break;
+          points.emplace_back(op.base_cost * static_cast<double>(CeilDiv(m, h) * CeilDiv(cols, c)), loads / bandwidth);
+        }
+      }
+    }
+    if (points.empty()) points.emplace_back(native_compute, 0.0);  // no legal tile: any claim holds
+    return Hull(std::move(points));
+  };
+  // The island-aware lines differ only where a reader in another island was chosen.
+  if (island_of != nullptr) result.island_lines.assign(num_ops, {});
+  for (OpId x = 0; x < num_ops; ++x) {
+    const Reader whole = reader_of(x, nullptr);
+    result.lines[x] = lines_of(x, whole);
+    if (island_of == nullptr) continue;
+    const Reader own_island = reader_of(x, island_of);
+    const bool same = own_island.exists == whole.exists && own_island.beside == whole.beside && own_island.load == whole.load;
+    result.island_lines[x] = same ? result.lines[x] : lines_of(x, own_island);
+  }
+  result.value = BestOverWeight(result.lines, [](OpId) { return true; });
+  return result;
+}
+
+}  // namespace annealer::bound_internal

@@ -1,0 +1,61 @@
+// P18, the tile floor of the lower bound (eval/bounds.h states the fact, docs/lower-bound.md,
+// "Tiles that the memory forces (P18)", proves it).
+#pragma once
+
+#include <vector>
+
+#include "eval/bound/streaming.h"
+#include "eval/problem.h"
+
+namespace annealer::bound_internal {
+
+// P18. A small fast memory forces a k-loop MatMul's tiles below native, and a MatMul pays its
+// base per output tile whatever the tile's size (C2), while an operand that can be neither
+// ephemeral nor retained is reloaded per column (LHS) or row (RHS) tile when k < K (M1).
+//
+// In a subgraph S where a MatMul x (M x N, reduction K) is in F (G3), take the steps of the
+// top-left tile (every traversal visits it; r = min(h, M) rows, c = min(w, N) columns):
+//  - with k < K (n_k >= 2) every F MatMul of S holds an r x c tile in every step (its sink tile,
+//    its W4 accumulator, or its retained output whole), each a tensor of its own; when x is not
+//    a sink, the Pointwise sink its output reaches (G3) holds one more (W1);
+//  - an operand that cannot be ephemeral (no MatMul producer when K > n, V11 and P1; a graph
+//    input or a Layout output when K <= n, L2) adds its slice, at least r (LHS) or c (RHS);
+//    with k = K (only when K <= n) the strips r K and K c, beside the sink's tile;
+//  - when x is not a sink, a Pointwise e reads its output in S: an epilogue with the tile as
+//    region, whose boundary inputs are requested at the tile's last k-step (D1). Each other
+//    input u of e adds, when k < K, r c if it is loaded, retained or a MatMul's output (that
+//    MatMul is in F: its accumulator, counted once with the F tiles); when k = K, r c if it
+//    has no producer or a Layout one, min(r, K) c if a MatMul makes it from an RHS graph input
+//    only that MatMul reads ([0, K) x C of it, or u's slice). Pointwise-made inputs count 0.
+// W caps the sum by the capacity. Loads: an operand t never ephemeral as above, never retained
+// (a graph input, V8, or |t| + 1 > capacity, R5), never requested whole (read by x alone, or
+// too large), every reader of which reads it as a MatMul's LHS only (all share K; every request
+// of t in S is R x kappa_j in F or R' x [0, K) upstream, D2-D3): with k < K each F request
+// differs from every request of the step before (n_k >= 2, also across tiles), so it is
+// loaded: |t| ceil(N / w) in S, shared by at most min(g, readers) picked instances. RHS
+// symmetric, |t| ceil(M / h). With k = K such an operand is loaded at least once (P3).
+// Writes and reloads: x as an unretained sink writes |o| (M2), claimed when o is a graph output
+// (V9; its writing instance is picked) or |o| + 1 > capacity. Such an o read by a non-Layout op
+// e: a subgraph S_e runs e (V1); either x runs there too (o is an internal edge, legal for some
+// mode of e, P9: x is then no sink) or S_e loads all of o (P3), which an earlier instance of x
+// wrote as a sink (V7, M2, R3): pick that one. The load is claimed by x only when e is
+// Pointwise (a MatMul reader's own lines may claim its loads of o). Pointwise producers too.
+// Each op's picked instance claims a C + (1 - a) L of its case: compute base per tile (C2) or
+// native tiles (P7, other ops and x upstream of a k-loop), loads as above plus its graph inputs
+// read by it alone (P3) and its graph output (V9). The claims of one subgraph are disjoint
+// amounts of its compute and memory (distinct ops, C5; distinct tensors or shares of one), and
+// a subgraph costs at least max(C_S, M_S) >= a C_S + (1 - a) M_S (T1, T2; with prefetch H5
+// too). The part is the best a of the sum of each op's least claim. Not derived with a weight
+// path (H6): 0 there.
+struct TileLines {
+  std::vector<std::vector<Line>> lines;         // per op, its claim is the least of these at a
+  std::vector<std::vector<Line>> island_lines;  // the same, claiming only its own island's transfers
+  double value = 0;                             // the best over a of the sum of `lines`
+};
+// `modes`: the analysis of the problem or of its decoupled image (same op ids), asked only
+// whether an op can sit upstream of a k-loop. With `island_of` (P12's islands) it also fills
+// `island_lines`, where an op claims only transfers made in subgraphs of its own island, so
+// that they may be summed island by island.
+TileLines TileFloor(const Problem& problem, const Analysis& modes, const std::vector<int>* island_of = nullptr);
+
+}  // namespace annealer::bound_internal
