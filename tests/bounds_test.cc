@@ -1174,6 +1174,121 @@ TEST_CASE("bound: P18's tile floor never above the oracle at tight capacities") 
   CHECK(decided > 100);
 }
 
+// The peak footprints of H1's roles (after H2 and H4) over a valid schedule's steps.
+RoleFootprints PeakRoles(const Problem& problem, const Schedule& schedule) {
+  RoleFootprints peak;
+  std::vector<TensorId> retained;
+  for (const Subgraph& sg : schedule.subgraphs) {
+    EvaluateSubgraphOracleSteps(problem, sg, retained, [&](const StepRecord& r) {
+      peak.staging = std::max(peak.staging, r.roles.staging);
+      peak.accumulator = std::max(peak.accumulator, r.roles.accumulator);
+      peak.vector = std::max(peak.vector, r.roles.vector);
+    });
+    retained = sg.retain;
+  }
+  return peak;
+}
+
+// P18 with a chip's rules (H1's accumulator and staging with H2 and H4, H3's sides): the layers
+// of RandomConvs with random rules, every valid schedule of RealRatioSchedules and every valid
+// tile shape of the first layer's MatMuls alone or fused with their sum, each also with its
+// accumulator and staging capacities squeezed to its own peaks (where H1 binds exactly).
+TEST_CASE("bound: P18 with a chip's rules never above the oracle") {
+  int valid = 0, squeezed_valid = 0, raised = 0, decided = 0;
+  std::mt19937_64 rng(9900);
+  auto check = [&](const Problem& problem, const Schedule& schedule, const std::string& where) {
+    const Evaluation e = EvaluateOracle(problem, schedule);
+    if (!e.ok()) return;
+    INFO(where);
+    ++valid;
+    const LowerBound bound = ComputeLowerBound(problem);
+    CHECK(bound.total() <= e.total * (1 + kSlack));
+    Problem rules_off = problem;
+    rules_off.chip = {};
+    const LowerBound before = ComputeLowerBound(rules_off);
+    if (bound.tiles > before.tiles * (1 + 1e-9)) ++raised;
+    if (bound.total() > before.total() * (1 + 1e-9)) ++decided;
+    // The same schedule with the accumulator and the staging at exactly its peaks.
+    const RoleFootprints peak = PeakRoles(problem, schedule);
+    Problem squeezed = problem;
+    if (peak.accumulator > 0) squeezed.chip.accumulator_capacity = peak.accumulator;
+    if (peak.staging > 0) squeezed.chip.staging_capacity = peak.staging;
+    const Evaluation s = EvaluateOracle(squeezed, schedule);
+    REQUIRE(s.ok());
+    ++squeezed_valid;
+    const LowerBound tight = ComputeLowerBound(squeezed);
+    CHECK(tight.total() <= s.total * (1 + kSlack));
+    if (tight.tiles > before.tiles * (1 + 1e-9)) ++raised;
+    if (tight.total() > before.total() * (1 + 1e-9)) ++decided;
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    Problem problem = RandomConvs(rng);
+    problem.chip = RandomChipRules(problem, rng);
+    problem.chip.weight_bandwidth = 0;
+    CAPTURE(trial);
+    const std::string where = "rules trial " + std::to_string(trial);
+    std::vector<Schedule> schedules;
+    try {  // a role capacity may leave an op no granularity at all: the problem has no schedule
+      schedules = RealRatioSchedules(
+          problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.2, 0.2); }, 8, 0);
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    for (const Schedule& schedule : schedules) check(problem, schedule, where);
+    std::vector<OpId> layer;
+    for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+      if (problem.ops[o].kind == OpKind::MatMul && problem.ops[o].inputs[0] == problem.ops[0].inputs[0]) layer.push_back(o);
+    }
+    Schedule base;
+    try {
+      base = BuildBaseline(problem);
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    const Elements n = problem.native;
+    const Elements k_full = problem.ReductionLength(0);
+    for (int fused = 0; fused < 2; ++fused) {
+      const auto& readers = problem.consumers[problem.ops[layer.back()].output];
+      if (fused && (readers.size() != 1 || problem.ops[readers[0]].kind != OpKind::Pointwise)) continue;
+      for (Elements h = 1; h <= n; ++h) {
+        for (Elements w = 1; w <= n; ++w) {
+          for (Elements kk : {Elements{1}, std::max<Elements>(1, std::min(k_full, n) / 2), std::min(k_full, n)}) {
+            Schedule schedule;
+            std::vector<OpId> covered;
+            std::vector<std::vector<OpId>> groups;
+            if (fused) {
+              groups.push_back(layer);
+              groups.back().push_back(readers[0]);
+            } else {
+              for (OpId o : layer) groups.push_back({o});
+            }
+            for (const auto& ops : groups) {
+              Subgraph sg;
+              sg.ops = ops;
+              sg.granularity = {w, h, kk};
+              schedule.subgraphs.push_back(sg);
+              covered.insert(covered.end(), ops.begin(), ops.end());
+            }
+            for (const Subgraph& sg : base.subgraphs) {
+              bool done = true;
+              for (OpId o : sg.ops) done = done && std::find(covered.begin(), covered.end(), o) != covered.end();
+              if (!done) schedule.subgraphs.push_back(sg);
+            }
+            check(problem, schedule, where + " granularity " + std::to_string(w) + "x" + std::to_string(h) + "x" +
+                                         std::to_string(kk) + (fused ? " fused" : ""));
+          }
+        }
+      }
+    }
+  }
+  MESSAGE("P18 with rules: valid schedules " << valid << " (and as many squeezed, " << squeezed_valid
+                                             << "), the rules raise P18 in " << raised << " and the bound in "
+                                             << decided);
+  CHECK(valid > 1000);
+  CHECK(raised > 100);
+  CHECK(decided > 50);
+}
+
 TEST_CASE("bound: the bundled problems, real values and schedules found by a short search") {
   struct Expect {
     const char* name;
