@@ -1082,6 +1082,48 @@ TEST_CASE("bound: P18's tile floor by hand, met by the best tile that fits") {
   CHECK(ComputeLowerBound(problem).tiles == doctest::Approx(320));
 }
 
+// P18 with a chip's rules by hand: the MatMul above (8x8 @ 8x8, K = 8 > n = 4, base 1) at a
+// capacity of 1000, where every part counts the native tiles (64 x 2 + 64 x 2 + 64 = 320). An
+// accumulator of 8 at factor 2 (H1, H4) holds a tile of 4 elements: 2x2 is the best (16 tiles,
+// X and W each loaded 4 times: 64 x 4 + 64 x 4 + 64 = 576), met by [w = 2, h = 2, k = 4]
+// (memory-bound; consecutive steps never share a strip). With a base w of 4 (H3) only 4x1 fits:
+// 64 x 2 + 64 x 8 + 64 = 704, met by [4, 1, 4].
+TEST_CASE("bound: P18 with a chip's accumulator and tile base by hand, met by a schedule") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors = {{8, 8}, {8, 8}, {8, 8}};
+  problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 1});
+  problem.fast_memory_capacity = 1000;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize().empty());
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(320));
+  problem.chip.accumulator_capacity = 8;
+  problem.chip.accumulator_factor = 2;
+  const auto met = [&](Granularity g) {
+    Schedule schedule;
+    schedule.subgraphs.push_back({});
+    schedule.subgraphs[0].ops = {0};
+    schedule.subgraphs[0].granularity = g;
+    const Evaluation e = EvaluateOracle(problem, schedule);
+    REQUIRE(e.ok());
+    return e.total;
+  };
+  LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.tiles == doctest::Approx(576));
+  CHECK(bound.total() == doctest::Approx(576));
+  CHECK(met({2, 2, 4}) == doctest::Approx(576));
+  problem.chip.base_w = 4;
+  bound = ComputeLowerBound(problem);
+  CHECK(bound.tiles == doctest::Approx(704));
+  CHECK(bound.total() == doctest::Approx(704));
+  CHECK(met({4, 1, 4}) == doctest::Approx(704));
+  // The accumulator double-buffered (H2) holds 2 elements: 2x1 or 1x2, 64 x 4 + 64 x 8 + 64.
+  problem.chip.base_w = 1;
+  problem.chip.double_accumulator = true;
+  CHECK(ComputeLowerBound(problem).tiles == doctest::Approx(832));
+  CHECK(met({1, 2, 4}) == doctest::Approx(832));
+}
+
 // P18 against the oracle: the layers above, every schedule of RealRatioSchedules, each also at
 // the capacity of its own peak working set; and, per problem, the layer's MatMuls alone or fused
 // with their sum at every tile shape (w, h up to n, three k), where the memory binds exactly.
