@@ -1233,8 +1233,9 @@ RoleFootprints PeakRoles(const Problem& problem, const Schedule& schedule) {
 
 // P18 with a chip's rules (H1's accumulator and staging with H2 and H4, H3's sides): the layers
 // of RandomConvs with random rules, every valid schedule of RealRatioSchedules and every valid
-// tile shape of the first layer's MatMuls alone or fused with their sum, each also with its
-// accumulator and staging capacities squeezed to its own peaks (where H1 binds exactly).
+// tile shape of the first layer's MatMuls alone, fused with their sum, or the first with the sum
+// and the others alone before it, each also with its accumulator and staging capacities
+// squeezed to its own peaks (where H1 binds exactly).
 TEST_CASE("bound: P18 with a chip's rules never above the oracle") {
   int valid = 0, squeezed_valid = 0, raised = 0, decided = 0;
   std::mt19937_64 rng(9900);
@@ -1289,20 +1290,24 @@ TEST_CASE("bound: P18 with a chip's rules never above the oracle") {
     }
     const Elements n = problem.native;
     const Elements k_full = problem.ReductionLength(0);
-    for (int fused = 0; fused < 2; ++fused) {
+    // fused: 0 every MatMul alone, 1 all with their sum, 2 the first with the sum and the others
+    // alone before it (the sum's other MatMul-made inputs then loaded or retained).
+    for (int fused = 0; fused < 3; ++fused) {
       const auto& readers = problem.consumers[problem.ops[layer.back()].output];
       if (fused && (readers.size() != 1 || problem.ops[readers[0]].kind != OpKind::Pointwise)) continue;
+      if (fused == 2 && layer.size() < 2) continue;
       for (Elements h = 1; h <= n; ++h) {
         for (Elements w = 1; w <= n; ++w) {
           for (Elements kk : {Elements{1}, std::max<Elements>(1, std::min(k_full, n) / 2), std::min(k_full, n)}) {
             Schedule schedule;
             std::vector<OpId> covered;
             std::vector<std::vector<OpId>> groups;
-            if (fused) {
+            if (fused == 1) {
               groups.push_back(layer);
               groups.back().push_back(readers[0]);
             } else {
-              for (OpId o : layer) groups.push_back({o});
+              for (size_t j = fused == 2 ? 1 : 0; j < layer.size(); ++j) groups.push_back({layer[j]});
+              if (fused == 2) groups.push_back({layer[0], readers[0]});
             }
             for (const auto& ops : groups) {
               Subgraph sg;
@@ -1317,7 +1322,7 @@ TEST_CASE("bound: P18 with a chip's rules never above the oracle") {
               if (!done) schedule.subgraphs.push_back(sg);
             }
             check(problem, schedule, where + " granularity " + std::to_string(w) + "x" + std::to_string(h) + "x" +
-                                         std::to_string(kk) + (fused ? " fused" : ""));
+                                         std::to_string(kk) + " fused " + std::to_string(fused));
           }
         }
       }
