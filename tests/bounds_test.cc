@@ -1082,6 +1082,48 @@ TEST_CASE("bound: P18's tile floor by hand, met by the best tile that fits") {
   CHECK(ComputeLowerBound(problem).tiles == doctest::Approx(320));
 }
 
+// P18 with a chip's rules by hand: the MatMul above (8x8 @ 8x8, K = 8 > n = 4, base 1) at a
+// capacity of 1000, where every part counts the native tiles (64 x 2 + 64 x 2 + 64 = 320). An
+// accumulator of 8 at factor 2 (H1, H4) holds a tile of 4 elements: 2x2 is the best (16 tiles,
+// X and W each loaded 4 times: 64 x 4 + 64 x 4 + 64 = 576), met by [w = 2, h = 2, k = 4]
+// (memory-bound; consecutive steps never share a strip). With a base w of 4 (H3) only 4x1 fits:
+// 64 x 2 + 64 x 8 + 64 = 704, met by [4, 1, 4].
+TEST_CASE("bound: P18 with a chip's accumulator and tile base by hand, met by a schedule") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors = {{8, 8}, {8, 8}, {8, 8}};
+  problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 1});
+  problem.fast_memory_capacity = 1000;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize().empty());
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(320));
+  problem.chip.accumulator_capacity = 8;
+  problem.chip.accumulator_factor = 2;
+  const auto met = [&](Granularity g) {
+    Schedule schedule;
+    schedule.subgraphs.push_back({});
+    schedule.subgraphs[0].ops = {0};
+    schedule.subgraphs[0].granularity = g;
+    const Evaluation e = EvaluateOracle(problem, schedule);
+    REQUIRE(e.ok());
+    return e.total;
+  };
+  LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.tiles == doctest::Approx(576));
+  CHECK(bound.total() == doctest::Approx(576));
+  CHECK(met({2, 2, 4}) == doctest::Approx(576));
+  problem.chip.base_w = 4;
+  bound = ComputeLowerBound(problem);
+  CHECK(bound.tiles == doctest::Approx(704));
+  CHECK(bound.total() == doctest::Approx(704));
+  CHECK(met({4, 1, 4}) == doctest::Approx(704));
+  // The accumulator double-buffered (H2) holds 2 elements: 2x1 or 1x2, 64 x 4 + 64 x 8 + 64.
+  problem.chip.base_w = 1;
+  problem.chip.double_accumulator = true;
+  CHECK(ComputeLowerBound(problem).tiles == doctest::Approx(832));
+  CHECK(met({1, 2, 4}) == doctest::Approx(832));
+}
+
 // P18 against the oracle: the layers above, every schedule of RealRatioSchedules, each also at
 // the capacity of its own peak working set; and, per problem, the layer's MatMuls alone or fused
 // with their sum at every tile shape (w, h up to n, three k), where the memory binds exactly.
@@ -1172,6 +1214,126 @@ TEST_CASE("bound: P18's tile floor never above the oracle at tight capacities") 
   CHECK(tight > 1000);
   CHECK(enumerated > 2000);
   CHECK(decided > 100);
+}
+
+// The peak footprints of H1's roles (after H2 and H4) over a valid schedule's steps.
+RoleFootprints PeakRoles(const Problem& problem, const Schedule& schedule) {
+  RoleFootprints peak;
+  std::vector<TensorId> retained;
+  for (const Subgraph& sg : schedule.subgraphs) {
+    EvaluateSubgraphOracleSteps(problem, sg, retained, [&](const StepRecord& r) {
+      peak.staging = std::max(peak.staging, r.roles.staging);
+      peak.accumulator = std::max(peak.accumulator, r.roles.accumulator);
+      peak.vector = std::max(peak.vector, r.roles.vector);
+    });
+    retained = sg.retain;
+  }
+  return peak;
+}
+
+// P18 with a chip's rules (H1's accumulator and staging with H2 and H4, H3's sides): the layers
+// of RandomConvs with random rules, every valid schedule of RealRatioSchedules and every valid
+// tile shape of the first layer's MatMuls alone, fused with their sum, or the first with the sum
+// and the others alone before it, each also with its accumulator and staging capacities
+// squeezed to its own peaks (where H1 binds exactly).
+TEST_CASE("bound: P18 with a chip's rules never above the oracle") {
+  int valid = 0, squeezed_valid = 0, raised = 0, decided = 0;
+  std::mt19937_64 rng(9900);
+  auto check = [&](const Problem& problem, const Schedule& schedule, const std::string& where) {
+    const Evaluation e = EvaluateOracle(problem, schedule);
+    if (!e.ok()) return;
+    INFO(where);
+    ++valid;
+    const LowerBound bound = ComputeLowerBound(problem);
+    CHECK(bound.total() <= e.total * (1 + kSlack));
+    Problem rules_off = problem;
+    rules_off.chip = {};
+    const LowerBound before = ComputeLowerBound(rules_off);
+    if (bound.tiles > before.tiles * (1 + 1e-9)) ++raised;
+    if (bound.total() > before.total() * (1 + 1e-9)) ++decided;
+    // The same schedule with the accumulator and the staging at exactly its peaks.
+    const RoleFootprints peak = PeakRoles(problem, schedule);
+    Problem squeezed = problem;
+    if (peak.accumulator > 0) squeezed.chip.accumulator_capacity = peak.accumulator;
+    if (peak.staging > 0) squeezed.chip.staging_capacity = peak.staging;
+    const Evaluation s = EvaluateOracle(squeezed, schedule);
+    REQUIRE(s.ok());
+    ++squeezed_valid;
+    const LowerBound tight = ComputeLowerBound(squeezed);
+    CHECK(tight.total() <= s.total * (1 + kSlack));
+    if (tight.tiles > before.tiles * (1 + 1e-9)) ++raised;
+    if (tight.total() > before.total() * (1 + 1e-9)) ++decided;
+  };
+  for (int trial = 0; trial < 300; ++trial) {
+    Problem problem = RandomConvs(rng);
+    problem.chip = RandomChipRules(problem, rng);
+    problem.chip.weight_bandwidth = 0;
+    CAPTURE(trial);
+    const std::string where = "rules trial " + std::to_string(trial);
+    std::vector<Schedule> schedules;
+    try {  // a role capacity may leave an op no granularity at all: the problem has no schedule
+      schedules = RealRatioSchedules(
+          problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.2, 0.2); }, 8, 0);
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    for (const Schedule& schedule : schedules) check(problem, schedule, where);
+    std::vector<OpId> layer;
+    for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+      if (problem.ops[o].kind == OpKind::MatMul && problem.ops[o].inputs[0] == problem.ops[0].inputs[0]) layer.push_back(o);
+    }
+    Schedule base;
+    try {
+      base = BuildBaseline(problem);
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    const Elements n = problem.native;
+    const Elements k_full = problem.ReductionLength(0);
+    // fused: 0 every MatMul alone, 1 all with their sum, 2 the first with the sum and the others
+    // alone before it (the sum's other MatMul-made inputs then loaded or retained).
+    for (int fused = 0; fused < 3; ++fused) {
+      const auto& readers = problem.consumers[problem.ops[layer.back()].output];
+      if (fused && (readers.size() != 1 || problem.ops[readers[0]].kind != OpKind::Pointwise)) continue;
+      if (fused == 2 && layer.size() < 2) continue;
+      for (Elements h = 1; h <= n; ++h) {
+        for (Elements w = 1; w <= n; ++w) {
+          for (Elements kk : {Elements{1}, std::max<Elements>(1, std::min(k_full, n) / 2), std::min(k_full, n)}) {
+            Schedule schedule;
+            std::vector<OpId> covered;
+            std::vector<std::vector<OpId>> groups;
+            if (fused == 1) {
+              groups.push_back(layer);
+              groups.back().push_back(readers[0]);
+            } else {
+              for (size_t j = fused == 2 ? 1 : 0; j < layer.size(); ++j) groups.push_back({layer[j]});
+              if (fused == 2) groups.push_back({layer[0], readers[0]});
+            }
+            for (const auto& ops : groups) {
+              Subgraph sg;
+              sg.ops = ops;
+              sg.granularity = {w, h, kk};
+              schedule.subgraphs.push_back(sg);
+              covered.insert(covered.end(), ops.begin(), ops.end());
+            }
+            for (const Subgraph& sg : base.subgraphs) {
+              bool done = true;
+              for (OpId o : sg.ops) done = done && std::find(covered.begin(), covered.end(), o) != covered.end();
+              if (!done) schedule.subgraphs.push_back(sg);
+            }
+            check(problem, schedule, where + " granularity " + std::to_string(w) + "x" + std::to_string(h) + "x" +
+                                         std::to_string(kk) + " fused " + std::to_string(fused));
+          }
+        }
+      }
+    }
+  }
+  MESSAGE("P18 with rules: valid schedules " << valid << " (and as many squeezed, " << squeezed_valid
+                                             << "), the rules raise P18 in " << raised << " and the bound in "
+                                             << decided);
+  CHECK(valid > 1000);
+  CHECK(raised > 100);
+  CHECK(decided > 50);
 }
 
 TEST_CASE("bound: the bundled problems, real values and schedules found by a short search") {

@@ -131,6 +131,8 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       bool streamed = false;   // every F request of it is loaded when k < K
       bool once = false;       // loaded at least once when k = K
       Elements share = 1;      // readers that may split its loads
+      bool staged_split = false;  // H1: its slice is in every step's matrix staging when k < K
+      bool staged_full = false;   // ... when k = K
     } side[2];
     for (int s = 0; s < 2; ++s) {
       if (same && s == 1) break;
@@ -152,6 +154,9 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       d.streamed = d.ws_split && never_retained && never_whole && only_this_side;
       d.once = d.ws_full && never_retained && only_this_side;
       d.share = static_cast<Elements>(readers.size());
+      // Staging counts loaded slices only: retained tensors count in W alone, ephemerals nowhere.
+      d.staged_split = d.ws_split && never_retained;
+      d.staged_full = d.ws_full && never_retained;
     }
     const Elements out_size = p.tensors[out].size();
     const bool write = graph_output || too_large(out);
@@ -166,6 +171,7 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       Elements split = 0;        // inputs adding r c when k < K
       Elements full_tiles = 0;   // inputs adding r c when k = K
       Elements full_strips = 0;  // inputs adding min(r, K) c when k = K
+      Elements made = 0;         // inputs a MatMul makes (H1: r c of accumulator when made in S)
     };
     std::vector<Epilogue> epilogues;
     for (OpId e : p.consumers[out]) {
@@ -180,6 +186,7 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
         const OpId pu = p.producer[u];
         const bool loaded = pu == kNoOp || p.IsLayout(pu);
         if (loaded || p.ops[pu].kind == OpKind::MatMul) ++ep.split;
+        if (!loaded && p.ops[pu].kind == OpKind::MatMul) ++ep.made;
         if (loaded) {
           ++ep.full_tiles;
         } else if (p.ops[pu].kind == OpKind::MatMul) {
@@ -190,6 +197,22 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       epilogues.push_back(ep);
     }
     const Elements rows_max = std::min(m, n), cols_max = std::min(cols, n);
+    // The chip's rules (H1-H4; all off for the contest, where nothing below changes a line).
+    // H3: h a multiple of the base or covering the height (the sink's output is o's shape, the
+    // epilogue being Pointwise); the widest c that fits rounded down to the base unless it
+    // covers; every k at least min(base, K).
+    const ChipRules& rules = p.chip;
+    const auto row_allowed = [&](Elements h) { return h % rules.base_h == 0 || h >= m; };
+    const auto align_cols = [&](Elements c) { return c >= cols ? c : c / rules.base_w * rules.base_w; };
+    const Elements k_min = std::min(rules.base_k, k_full);
+    // H1 with H2's doubling and H4's factor: one accumulator element of an F MatMul's tile
+    // takes acc_unit elements of the capacity, a staged slice's element staging_unit.
+    const bool acc_on = rules.accumulator_capacity > 0;
+    const Elements acc_cap = rules.accumulator_capacity;
+    const Elements acc_unit = rules.accumulator_factor * (rules.double_accumulator ? 2 : 1);
+    const bool staging_on = rules.staging_capacity > 0;
+    const Elements staging_cap = rules.staging_capacity;
+    const Elements staging_unit = rules.double_staging ? 2 : 1;
     // Beyond the streamed operands' readers a larger g only tightens the working set.
     const Elements g_max = std::max<Elements>(
         1, std::max(side[0].streamed ? side[0].share : 1, side[1].streamed ? side[1].share : 1));
@@ -201,15 +224,25 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       const bool sink = which < 0;
       const Epilogue ep = sink ? Epilogue{} : epilogues[which];
       const double written = sink ? (write ? static_cast<double>(out_size) : 0.0) + reloaded : 0.0;
-      // k < K: n_k >= 2, every F MatMul holds a tile, operands streamed.
-      if (k_full >= 2) {
+      // k < K: n_k >= 2, every F MatMul holds a tile, operands streamed. Under H3 a k < K is a
+      // multiple of the base, so none exists when K <= base_k.
+      if (k_full >= 2 && (rules.base_k <= 1 || rules.base_k < k_full)) {
         for (Elements g = 1; g <= g_max; ++g) {
           const Elements tiles_held = 1 + (sink ? 0 : 1) + std::max(g - 1, ep.split);
           for (Elements h = 1; h <= rows_max; ++h) {
+            if (!row_allowed(h)) continue;
             const Elements r = h;
             const Elements room = cap - (side[0].ws_split ? r : 0);
             if (room <= 0) break;
-            const Elements c = std::min(cols_max, room / (tiles_held * r + (side[1].ws_split ? 1 : 0)));
+            Elements c = std::min(cols_max, room / (tiles_held * r + (side[1].ws_split ? 1 : 0)));
+            // H1: the g F MatMuls' tiles in the accumulator; x's loaded k-slices in staging.
+            if (acc_on) c = std::min(c, acc_cap / (acc_unit * g * r));
+            if (staging_on) {
+              const Elements staged_room = staging_cap / staging_unit - (side[0].staged_split ? r * k_min : 0);
+              if (side[1].staged_split) c = std::min(c, staged_room < 0 ? Elements{0} : staged_room / k_min);
+              if (staged_room < 0) c = 0;
+            }
+            c = align_cols(c);
             if (c < 1) break;
             const Elements col_tiles = CeilDiv(cols, c), row_tiles = CeilDiv(m, h);
             double loads = written;
@@ -225,15 +258,31 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
         for (int s = 0; s < 2; ++s) {
           if (side[s].once) loads += static_cast<double>(side[s].size) / side[s].share;
         }
-        for (Elements h = 1; h <= rows_max; ++h) {
-          const Elements r = h;
-          const Elements room = cap - (side[0].ws_full ? r * k_full : 0);
-          if (room <= 0) break;
-          const Elements per_column =
-              r * (1 + ep.full_tiles) + std::min(r, k_full) * ep.full_strips + (side[1].ws_full ? k_full : 0);
-          const Elements c = std::min(cols_max, room / per_column);
-          if (c < 1) break;
-          points.emplace_back(op.base_cost * static_cast<double>(CeilDiv(m, h) * CeilDiv(cols, c)), loads / bandwidth);
+        // H1: of the epilogue's MatMul-made inputs, `inside` are made in S (their tiles in the
+        // accumulator beside x's), the others loaded or retained (r c in W each; a strip input
+        // already counted min(r, K) c there). Without an accumulator capacity: all inside.
+        for (Elements inside = acc_on ? 0 : ep.made; inside <= ep.made; ++inside) {
+          const Elements outside = ep.made - inside;
+          const Elements upgraded = std::min(outside, ep.full_strips);  // strips now whole tiles
+          for (Elements h = 1; h <= rows_max; ++h) {
+            if (!row_allowed(h)) continue;
+            const Elements r = h;
+            const Elements room = cap - (side[0].ws_full ? r * k_full : 0);
+            if (room <= 0) break;
+            const Elements per_column = r * (1 + ep.full_tiles) + std::min(r, k_full) * ep.full_strips +
+                                        (side[1].ws_full ? k_full : 0) +
+                                        upgraded * (r - std::min(r, k_full)) + (outside - upgraded) * r;
+            Elements c = std::min(cols_max, room / per_column);
+            if (acc_on) c = std::min(c, acc_cap / (acc_unit * (1 + inside) * r));
+            if (staging_on) {
+              const Elements staged_room = staging_cap / staging_unit - (side[0].staged_full ? r * k_full : 0);
+              if (side[1].staged_full) c = std::min(c, staged_room < 0 ? Elements{0} : staged_room / k_full);
+              if (staged_room < 0) c = 0;
+            }
+            c = align_cols(c);
+            if (c < 1) break;
+            points.emplace_back(op.base_cost * static_cast<double>(CeilDiv(m, h) * CeilDiv(cols, c)), loads / bandwidth);
+          }
         }
       }
     }
