@@ -94,6 +94,8 @@ void IncrementalEvaluator::Facts(const Subgraph& subgraph, SequenceFacts& facts)
   facts.boundary_inputs.clear();
   facts.writes.clear();
   facts.valid_ops.clear();
+  facts.inputs.clear();
+  facts.sinks.clear();
   const int num_ops = static_cast<int>(problem_.ops.size());
   if (++stamp_ == 0) {  // wrapped: stale stamps could collide
     std::fill(op_stamp_.begin(), op_stamp_.end(), 0);
@@ -110,15 +112,20 @@ void IncrementalEvaluator::Facts(const Subgraph& subgraph, SequenceFacts& facts)
       const OpId p = flat_.input_producer[x];
       if (p != kNoOp && op_stamp_[p] == stamp_) continue;
       facts.boundary_inputs.emplace_back(op, flat_.input_tensor[x]);
+      facts.inputs.push_back(flat_.input_tensor[x]);
     }
   }
+  std::sort(facts.inputs.begin(), facts.inputs.end());
+  facts.inputs.erase(std::unique(facts.inputs.begin(), facts.inputs.end()), facts.inputs.end());
   for (OpId op : facts.valid_ops) {
     bool consumed_inside = false;
     for (int32_t x = flat_.consumer_begin[op]; x < flat_.consumer_begin[op + 1] && !consumed_inside; ++x) {
       consumed_inside = op_stamp_[flat_.consumer[x]] == stamp_;
     }
     const TensorId out = flat_.output[op];
-    if (!consumed_inside && !Contains(subgraph.retain, out)) facts.writes.push_back(out);
+    if (consumed_inside) continue;
+    facts.sinks.push_back(out);
+    if (!Contains(subgraph.retain, out)) facts.writes.push_back(out);
   }
 }
 
@@ -390,6 +397,8 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       facts.boundary_inputs.assign(known.boundary_inputs.begin(), known.boundary_inputs.end());
       facts.writes.assign(known.writes.begin(), known.writes.end());
       facts.valid_ops.assign(known.valid_ops.begin(), known.valid_ops.end());
+      facts.inputs.assign(known.inputs.begin(), known.inputs.end());
+      facts.sinks.assign(known.sinks.begin(), known.sinks.end());
       pending_results_[k] = results_[p];
       continue;
     }

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -151,6 +152,15 @@ class IncrementalEvaluator {
   int CoverCount(OpId op) const {
     return op >= 0 && op < static_cast<OpId>(cover_count_.size()) ? cover_count_[op] : 0;
   }
+  // Of committed subgraph i, over its ops with ids in range: the tensors its ops read and none
+  // of them produces, sorted and distinct; its sinks (outputs no op of it reads) in op order;
+  // and those of its sinks it writes to slow memory (not retained), in op order. The first two
+  // are search/subgraph_tools.h's OpsFacts of its op list, kept here (derived with the sequence
+  // facts at no extra walk) so that a repair need not derive them again for every committed
+  // subgraph it scans.
+  std::span<const TensorId> CommittedInputs(int i) const { return facts_[i].inputs; }
+  std::span<const TensorId> CommittedSinks(int i) const { return facts_[i].sinks; }
+  std::span<const TensorId> CommittedWrites(int i) const { return facts_[i].writes; }
 
  private:
   const Problem& problem_;
@@ -172,6 +182,8 @@ class IncrementalEvaluator {
     std::vector<std::pair<OpId, TensorId>> boundary_inputs;  // in the oracle's check order
     std::vector<TensorId> writes;                            // outputs written to slow memory
     std::vector<OpId> valid_ops;                             // ops with ids in range
+    std::vector<TensorId> inputs;                            // boundary input tensors, sorted, distinct
+    std::vector<TensorId> sinks;                             // outputs no op of it reads, in op order
   };
   void Facts(const Subgraph& subgraph, SequenceFacts& facts);  // refills, keeping capacity
   void Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,

@@ -36,7 +36,7 @@ void ExpectSame(const Candidate& candidate, const Evaluation& oracle, const std:
 }
 
 // The committed-schedule queries of IncrementalEvaluator (WrittenBefore, ReadAfter,
-// RetainedBefore) against a plain reading of the schedule, at every position and tensor.
+// RetainedBefore, the committed subgraphs' facts) against a plain reading of the schedule, at every position and tensor.
 void ExpectSameQueries(const Problem& problem, const Schedule& schedule, const IncrementalEvaluator& evaluator,
                        const std::string& what) {
   const int n = static_cast<int>(schedule.subgraphs.size());
@@ -73,6 +73,30 @@ void ExpectSameQueries(const Problem& problem, const Schedule& schedule, const I
       CHECK(evaluator.RetainedBefore(t, p) == retained);
       CHECK(evaluator.ReadAfter(t, p) == read);
     }
+  }
+  // Per subgraph, its ops' facts (ids in range): the tensors read and produced by none of its
+  // ops (sorted, distinct), its sinks in op order, and the sinks it does not retain.
+  for (int i = 0; i < n; ++i) {
+    const Subgraph& sg = schedule.subgraphs[i];
+    std::vector<TensorId> inputs, sinks, written;
+    for (OpId op : sg.ops) {
+      if (!in_range(op)) continue;
+      for (TensorId t : problem.ops[op].inputs) {
+        if (reads(sg, t)) inputs.push_back(t);
+      }
+      const TensorId out = problem.ops[op].output;
+      bool consumed_inside = false;
+      for (OpId c : sg.ops) consumed_inside |= in_range(c) && contains(problem.ops[c].inputs, out);
+      if (consumed_inside) continue;
+      sinks.push_back(out);
+      if (!contains(sg.retain, out)) written.push_back(out);
+    }
+    std::sort(inputs.begin(), inputs.end());
+    inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
+    INFO(what << ": subgraph " << i);
+    CHECK(std::ranges::equal(evaluator.CommittedInputs(i), inputs));
+    CHECK(std::ranges::equal(evaluator.CommittedSinks(i), sinks));
+    CHECK(std::ranges::equal(evaluator.CommittedWrites(i), written));
   }
   // Op coverage: per op, the subgraphs listing it (ids in range); the recomputed ops and their
   // places.

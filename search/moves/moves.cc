@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <span>
 #include <tuple>
 
@@ -76,10 +77,14 @@ class RepairTarget {
 
 // Buffers of Repair, kept per thread so a move allocates nothing for them.
 struct RepairScratch {
-  // The facts of every subgraph back to back (one allocation each, read in order): subgraph m's
-  // boundary inputs are inputs[input_begin[m], input_begin[m + 1]), its sinks likewise.
+  // The facts of every subgraph: subgraph m's boundary inputs are input_of[m], its sinks
+  // sink_of[m]. A subgraph of the committed schedule (borrowed, or an equal op list in the
+  // edit at or next to its committed place) has them from the evaluator; the others' are
+  // derived into `inputs` and `sinks`, back to back (one allocation each).
   std::vector<TensorId> inputs, sinks;
   std::vector<int> input_begin, sink_begin;
+  std::vector<int> committed_index;  // per position: the committed subgraph whose facts it has, or -1
+  std::vector<std::span<const TensorId>> input_of, sink_of;
   OpsFacts grown;  // of the subgraph being scanned, once the scan added ops to it
   std::vector<int> last_use;  // last subgraph loading each tensor, where last_use_set holds it
   StampSet last_use_set;
@@ -108,7 +113,34 @@ struct RepairFrame {
   std::function<bool(TensorId, int from)> loaded_beyond;
   // Whether the window may recompute the producer of unavailable tensor t; null: always.
   std::function<bool(TensorId)> may_pull;
+  // The committed subgraph that position m may be a copy of (the same op list is checked), or
+  // -1; null: none. Positions that borrow a committed subgraph are found without it.
+  std::function<int(int m)> committed_guess;
 };
+
+// The committed subgraph whose op list position m of `schedule` has (so its facts are the
+// evaluator's), or -1.
+int CommittedTwin(const MoveContext& env, const RepairTarget& schedule, const RepairFrame& frame, int m) {
+  if (env.committed == nullptr || !env.committed_facts) return -1;
+  const std::vector<Subgraph>& committed = env.committed->schedule().subgraphs;
+  const int n = static_cast<int>(committed.size());
+  const Subgraph* at = schedule.at(m);
+  const auto address = reinterpret_cast<uintptr_t>(at);
+  const auto base = reinterpret_cast<uintptr_t>(committed.data());
+  if (address >= base && address < base + n * sizeof(Subgraph)) {
+    return static_cast<int>((address - base) / sizeof(Subgraph));
+  }
+  if (!frame.committed_guess) return -1;
+  // A move that carries a subgraph back to its producer shifts the stretch between them by
+  // one, a merge into a later consumer the other way, and most edits keep their neighbours in
+  // place.
+  const int g = frame.committed_guess(m);
+  if (g < 0) return -1;
+  for (const int c : {g - 1, g + 1, g}) {
+    if (c >= 0 && c < n && committed[c].ops == at->ops) return c;
+  }
+  return -1;
+}
 
 enum class RepairStatus { kDone, kGaveUp, kBeyondWindow };
 
@@ -135,28 +167,39 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   scratch.sinks.clear();
   scratch.input_begin.assign(1, 0);
   scratch.sink_begin.assign(1, 0);
+  scratch.committed_index.clear();
   const int with_next = frame.next_ops != nullptr ? n + 1 : n;
   for (int m = 0; m < with_next; ++m) {
-    AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
-    for (size_t k = scratch.input_begin.back(); k < scratch.inputs.size(); ++k) {
-      scratch.last_use_set.Insert(scratch.inputs[k]);
-      last_use[scratch.inputs[k]] = m;
-    }
+    const int c = m < n ? CommittedTwin(env, schedule, frame, m) : -1;
+    scratch.committed_index.push_back(c);
+    if (c < 0) AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
     scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
     scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
+  }
+  // Spans once the derived lists stopped growing.
+  scratch.input_of.clear();
+  scratch.sink_of.clear();
+  for (int m = 0; m < with_next; ++m) {
+    if (const int c = scratch.committed_index[m]; c >= 0) {
+      scratch.input_of.push_back(env.committed->CommittedInputs(c));
+      scratch.sink_of.push_back(env.committed->CommittedSinks(c));
+    } else {
+      scratch.input_of.emplace_back(scratch.inputs.data() + scratch.input_begin[m],
+                                    scratch.inputs.data() + scratch.input_begin[m + 1]);
+      scratch.sink_of.emplace_back(scratch.sinks.data() + scratch.sink_begin[m],
+                                   scratch.sinks.data() + scratch.sink_begin[m + 1]);
+    }
+    for (TensorId t : scratch.input_of[m]) {
+      scratch.last_use_set.Insert(t);
+      last_use[t] = m;
+    }
   }
   auto loaded_from = [&](TensorId t, int from) {
     if (scratch.last_use_set.Contains(t) && last_use[t] >= from) return true;
     return frame.loaded_beyond && frame.loaded_beyond(t, std::max(from, with_next));
   };
-  auto inputs_of = [&](int m) {
-    return std::span<const TensorId>(scratch.inputs.data() + scratch.input_begin[m],
-                                     scratch.inputs.data() + scratch.input_begin[m + 1]);
-  };
-  auto sinks_of = [&](int m) {
-    return std::span<const TensorId>(scratch.sinks.data() + scratch.sink_begin[m],
-                                     scratch.sinks.data() + scratch.sink_begin[m + 1]);
-  };
+  auto inputs_of = [&](int m) { return scratch.input_of[m]; };
+  auto sinks_of = [&](int m) { return scratch.sink_of[m]; };
   const std::vector<TensorId>* retained_in = frame.retained_in != nullptr ? frame.retained_in : &kNothing;
   for (int i = 0; i < n; ++i) {
     // Subgraph i's facts; they move to scratch.grown once the scan adds ops to it.
@@ -327,6 +370,12 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
   frame.next_ops = old_end < old_n ? &s.subgraphs[old_end].ops : nullptr;
   // Window position `from` is committed position lo + from - shift.
   frame.loaded_beyond = [&](TensorId t, int from) { return committed.ReadAfter(t, lo + from - shift - 1); };
+  // Window position k of the replacement is edited position lo + k, at or next to the
+  // committed subgraph it may copy.
+  frame.committed_guess = [&](int k) {
+    const int at = lo + k;
+    return at >= edit.begin && at < edit.begin + m ? at : -1;
+  };
   const RepairStatus status = Repair(ctx, window, frame);
   if (status == RepairStatus::kBeyondWindow) return std::nullopt;
   if (status == RepairStatus::kGaveUp) return std::move(edit);
@@ -338,10 +387,7 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
   // of a position whose ops it did not grow, and those of the committed subgraph a position
   // borrowed at the start.
   const RepairScratch& repaired = ThreadRepairScratch();
-  auto sinks_before = [&](int k) {
-    return std::span<const TensorId>(repaired.sinks.data() + repaired.sink_begin[k],
-                                     repaired.sinks.data() + repaired.sink_begin[k + 1]);
-  };
+  auto sinks_before = [&](int k) { return repaired.sink_of[k]; };
   // Calls f(t) for every tensor `sg` writes to slow memory (its sinks not retained); `known`
   // holds its sinks when not null.
   auto for_each_write = [&](const Subgraph& sg, const std::span<const TensorId>* known, auto&& f) {
@@ -363,14 +409,19 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
     for_each_write(window[k], repaired.ops_grown[k] ? nullptr : &known, [&](TensorId t) { lost.written.Insert(t); });
   }
   bool reaches_further = false;
+  auto lost_write = [&](TensorId t) {
+    reaches_further = reaches_further || (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
+                                          committed.ReadAfter(t, old_end - 1));
+  };
   for (int c = lo; c < old_end && !reaches_further; ++c) {
+    if (ctx.committed_facts) {
+      for (TensorId t : committed.CommittedWrites(c)) lost_write(t);
+      continue;
+    }
     // Committed positions outside the edit are the window's borrowed ones.
     const int k = c < edit.begin ? c - lo : c >= edit.end ? c + shift - lo : -1;
     const std::span<const TensorId> known = k >= 0 ? sinks_before(k) : std::span<const TensorId>();
-    for_each_write(s.subgraphs[c], k >= 0 ? &known : nullptr, [&](TensorId t) {
-      reaches_further = reaches_further || (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
-                                            committed.ReadAfter(t, old_end - 1));
-    });
+    for_each_write(s.subgraphs[c], k >= 0 ? &known : nullptr, lost_write);
   }
   if (reaches_further) return std::nullopt;
   return DiffEdit(s, lo, old_end, window, edit);
@@ -398,7 +449,13 @@ ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdi
   for (const Subgraph& sg : edit.replacement) edited.push_back(&sg);
   for (int k = edit.end; k < old_n; ++k) edited.push_back(&s.subgraphs[k]);
   RepairTarget repaired(std::move(edited));
-  if (!Repair(ctx, repaired)) return edit;
+  RepairFrame whole;
+  if (ctx.committed != nullptr && &ctx.committed->schedule() == &s) {
+    whole.committed_guess = [&](int k) {
+      return k >= edit.begin && k < edit.begin + static_cast<int>(edit.replacement.size()) ? k : -1;
+    };
+  }
+  if (Repair(ctx, repaired, whole) != RepairStatus::kDone) return edit;
   return DiffEdit(s, 0, old_n, repaired, edit);
 }
 

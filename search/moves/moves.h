@@ -69,6 +69,10 @@ struct MoveContext {
   bool merge_readers = false;
   // GatherKLoopApplies(problem): RandomMove draws kGatherKLoop only when true.
   bool gather_kloop = false;
+  // Whether a repair reads the boundary inputs and sinks of the committed subgraphs it scans
+  // from `committed` (IncrementalEvaluator::CommittedInputs, ...) instead of deriving them: the
+  // same lists, so the same edits (tests compare both ways).
+  bool committed_facts = true;
 };
 
 // True when some tensor made by an op is read by at least three ops: the fan-out (a normalised
