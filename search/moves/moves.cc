@@ -469,7 +469,7 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
                                    std::vector<Piece> pieces) {
   const Problem& problem = ctx.problem;
   for (Piece& piece : pieces) {
-    if (piece.ops.empty()) return std::nullopt;
+    if (piece.Ops().empty()) return std::nullopt;
   }
   const std::vector<OpId>* after =
       end < static_cast<int>(s.subgraphs.size()) ? &s.subgraphs[end].ops : nullptr;
@@ -482,7 +482,7 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
   const std::vector<TensorId>* retained_in = &RetainedInto(s, begin);
   if (begin > 0) {
     const Subgraph& before = s.subgraphs[begin - 1];
-    const std::vector<OpId>* first = pieces.empty() ? after : &pieces[0].ops;
+    const std::vector<OpId>* first = pieces.empty() ? after : &pieces[0].Ops();
     std::vector<TensorId> filtered = UsefulRetain(problem, before.ops, before.retain, first);
     if (filtered != before.retain) {
       Subgraph changed = before;
@@ -494,14 +494,18 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
   }
   for (size_t j = 0; j < pieces.size(); ++j) {
     const Piece& piece = pieces[j];
-    const std::vector<OpId>* next = j + 1 < pieces.size() ? &pieces[j + 1].ops : after;
-    std::vector<TensorId> retain = UsefulRetain(problem, piece.ops, piece.retain, next);
+    const std::vector<OpId>* next = j + 1 < pieces.size() ? &pieces[j + 1].Ops() : after;
+    std::vector<TensorId> retain = UsefulRetain(problem, piece.Ops(), piece.Retain(), next);
     if (!piece.refit && piece.hint != nullptr) {
-      edit.replacement.push_back(*piece.hint);
-      edit.replacement.back().retain = std::move(retain);
+      // The hint's configuration with the filtered retain set (its own is not copied first).
+      Subgraph& same = edit.replacement.emplace_back();
+      same.ops = piece.hint->ops;
+      same.granularity = piece.hint->granularity;
+      same.traversal = piece.hint->traversal;
+      same.retain = std::move(retain);
     } else {
       std::optional<FitResult> fit =
-          FitSubgraph(ctx.pricer, piece.ops, *retained_in, retain, piece.hint, false, ctx.stop);
+          FitSubgraph(ctx.pricer, piece.Ops(), *retained_in, retain, piece.hint, false, ctx.stop);
       if (!fit) return std::nullopt;
       edit.replacement.push_back(std::move(fit->subgraph));
     }
@@ -570,7 +574,8 @@ std::optional<ScheduleEdit> MergeIntoConsumer(const MoveContext& ctx, const Sche
   std::vector<OpId> ops = s.subgraphs[i].ops;
   ops.insert(ops.end(), s.subgraphs[j].ops.begin(), s.subgraphs[j].ops.end());
   std::vector<Piece> pieces;
-  for (int m = i + 1; m < j; ++m) pieces.push_back({s.subgraphs[m].ops, s.subgraphs[m].retain, &s.subgraphs[m], false});
+  pieces.reserve(j - i);
+  for (int m = i + 1; m < j; ++m) pieces.push_back(Kept(s.subgraphs[m]));
   pieces.push_back({SortTopologically(ctx.rank, ops), s.subgraphs[j].retain, &s.subgraphs[j], true});
   return Finish(ctx, s, i, j + 1, std::move(pieces));
 }
@@ -762,7 +767,7 @@ std::optional<ScheduleEdit> Swap(const MoveContext& ctx, const Schedule& s, Rng&
   if (Feeds(ctx.problem, s.subgraphs[i], s.subgraphs[i + 1])) return std::nullopt;
   const Subgraph& a = s.subgraphs[i];
   const Subgraph& b = s.subgraphs[i + 1];
-  return Finish(ctx, s, i, i + 2, {{b.ops, b.retain, &b, false}, {a.ops, a.retain, &a, false}});
+  return Finish(ctx, s, i, i + 2, {Kept(b), Kept(a)});
 }
 
 std::optional<ScheduleEdit> MoveNextToProducer(const MoveContext& ctx, const Schedule& s, Rng& rng) {
@@ -788,6 +793,7 @@ std::optional<ScheduleEdit> MoveNextToProducer(const MoveContext& ctx, const Sch
   }
   const Subgraph& producer = s.subgraphs[i];
   std::vector<Piece> pieces;
+  pieces.reserve(j - i + 1);
   Piece head{producer.ops, {}, &producer, false};
   const bool retain = AllConsumersIn(ctx.problem, t, sg.ops) && Coin(rng, 0.7);
   if (retain) {
@@ -796,7 +802,7 @@ std::optional<ScheduleEdit> MoveNextToProducer(const MoveContext& ctx, const Sch
   }
   pieces.push_back(head);
   pieces.push_back({sg.ops, sg.retain, &sg, retain});
-  for (int m = i + 1; m < j; ++m) pieces.push_back({s.subgraphs[m].ops, s.subgraphs[m].retain, &s.subgraphs[m], false});
+  for (int m = i + 1; m < j; ++m) pieces.push_back(Kept(s.subgraphs[m]));
   return Finish(ctx, s, i, j + 1, std::move(pieces));
 }
 

@@ -113,7 +113,7 @@ std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule&
     if (m == j) {
       pieces.push_back({SortTopologically(ctx.rank, merged), sg.retain, &sg, true});
     } else if (!absorbed[m]) {
-      pieces.push_back({s.subgraphs[m].ops, s.subgraphs[m].retain, &s.subgraphs[m], false});
+      pieces.push_back(Kept(s.subgraphs[m]));
     }
   }
   return Finish(ctx, s, begin, end, std::move(pieces));
@@ -232,7 +232,7 @@ std::optional<ScheduleEdit> GatherKLoop(const MoveContext& ctx, const Schedule& 
   for (int m = begin; m < j; ++m) {
     const Subgraph& at = s.subgraphs[m];
     if (!changed[m]) {
-      pieces.push_back({at.ops, at.retain, &at, false});
+      pieces.push_back(Kept(at));
       continue;
     }
     for (auto& component : Components(problem, rest[m])) {
