@@ -86,6 +86,8 @@ class PointerVector {
     items_.resize(n, nullptr);
     for (size_t i = old; i < n; ++i) items_[i] = Take();
   }
+  // Exchanges element i with element j of `other` (their storage).
+  void SwapItem(size_t i, PointerVector& other, size_t j) { std::swap(items_[i], other.items_[j]); }
   // Replaces [b, e) by the first m elements of `pending`, which receives the replaced ones
   // (fresh ones where the range grew): no element is copied, and the shift of the tail moves
   // raw pointers (a memmove).
@@ -221,6 +223,10 @@ class IncrementalEvaluator {
   Latency latency_sum_ = 0;                  // sum of committed subgraph latencies
 
   PointerVector<SequenceFacts> pending_facts_;  // for the replacement
+  // Per replacement subgraph: the committed subgraph of the replaced range it equals after the
+  // same retained-in list, whose facts stand for its own (pending_facts_ then unused), or -1.
+  std::vector<int> pending_twin_;
+  std::vector<char> twin_lent_;  // per replaced subgraph: its facts stand for a twin's
   bool pending_has_successor_ = false;
   // The proposal replaced one subgraph by one with the same op list and retained set (a new
   // granularity or traversal): the sequence facts are the committed ones.
@@ -244,6 +250,9 @@ class IncrementalEvaluator {
   std::vector<int> cover_delta_;                                           // per op
   std::vector<int> candidates_;  // positions whose V7 status an edit may change (Propose, Commit)
   std::vector<TensorId> touched_tensors_;
+  // Of the pending proposal's touched tensors, those the old range writes and the new one does
+  // not or the reverse (Commit re-checks their readers).
+  std::vector<TensorId> delta_tensors_;
   std::vector<OpId> touched_ops_;
 };
 
