@@ -158,6 +158,34 @@ TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under 
   CHECK(EvaluateOracle(problem, evaluator.schedule()).ok());
 }
 
+TEST_CASE("feeds: with one side derived once, the answers of Feeds on every pair of random schedules' subgraphs") {
+  int pairs = 0, feeding = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(77 + static_cast<int>(shape));
+    for (int trial = 0; trial < 25; ++trial) {
+      const Problem problem = RandomProblem(rng, shape, {.min_ops = 4, .max_ops = 16});
+      RandomScheduleOptions options;
+      options.max_steps = 300;
+      const Schedule schedule = RandomSchedule(problem, rng, options);
+      for (const Subgraph& a : schedule.subgraphs) {
+        const FeedsFrom from_a(problem, a.ops);
+        const FeedsInto into_a(problem, a.ops);
+        for (const Subgraph& b : schedule.subgraphs) {
+          INFO("shape " << static_cast<int>(shape) << " trial " << trial);
+          const bool feeds = Feeds(problem, a.ops, b.ops);
+          CHECK(from_a(b.ops) == feeds);
+          CHECK(into_a(b.ops) == Feeds(problem, b.ops, a.ops));
+          ++pairs;
+          feeding += feeds;
+        }
+      }
+    }
+  }
+  MESSAGE("pairs " << pairs << ", feeding " << feeding);
+  CHECK(pairs > 5000);
+  CHECK(feeding > 500);
+}
+
 // A walk of random moves from the baseline, committing valid ones that are no more than 2 %
 // worse; every move is made twice from the same generator state, by `fast` and by `slow` (the
 // same context but for one switch), and the two edits must be equal. Returns the moves made.

@@ -84,10 +84,14 @@ std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule&
     if (count == kMaxAbsorbed) break;
     // Moving i to j must not pass a subgraph (left in place) that reads what i makes (i < j) or
     // makes what i reads (i > j).
+    // i's side of Feeds derived once for the subgraphs between.
     bool blocked = false;
-    for (int m = std::min(i, j) + 1; m < std::max(i, j) && !blocked; ++m) {
-      if (absorbed[m]) continue;
-      blocked = i < j ? Feeds(problem, s.subgraphs[i], s.subgraphs[m]) : Feeds(problem, s.subgraphs[m], s.subgraphs[i]);
+    if (i + 1 < j) {
+      const FeedsFrom feeds_from_i(problem, s.subgraphs[i].ops);
+      for (int m = i + 1; m < j && !blocked; ++m) blocked = !absorbed[m] && feeds_from_i(s.subgraphs[m].ops);
+    } else if (i > j + 1) {
+      const FeedsInto feeds_into_i(problem, s.subgraphs[i].ops);
+      for (int m = j + 1; m < i && !blocked; ++m) blocked = !absorbed[m] && feeds_into_i(s.subgraphs[m].ops);
     }
     if (blocked) continue;
     std::vector<OpId> candidate = merged;
