@@ -197,6 +197,13 @@ bool IncrementalEvaluator::ReadAfter(TensorId t, int position) const {
   return !r.empty() && r.back() > LabelAt(position);
 }
 
+bool IncrementalEvaluator::ReadBetween(TensorId t, int from, int to) const {
+  if (from >= to) return false;
+  const std::vector<int64_t>& r = readers_[t];
+  const auto it = std::lower_bound(r.begin(), r.end(), LabelAt(from));
+  return it != r.end() && *it < LabelAt(to);
+}
+
 void IncrementalEvaluator::Account(int i, int sign) {
   const int64_t label = labels_[i];
   const SequenceFacts& facts = facts_[i];

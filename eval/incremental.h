@@ -144,6 +144,8 @@ class IncrementalEvaluator {
   bool RetainedBefore(TensorId t, int position) const;
   // a subgraph after `position` reads t as a boundary input (loads it or takes it retained);
   bool ReadAfter(TensorId t, int position) const;
+  // a subgraph at a position in [from, to) reads t as a boundary input;
+  bool ReadBetween(TensorId t, int from, int to) const;
   // the committed schedule has no failing subgraph, covers every op and writes every output.
   bool CommittedValid() const { return committed_.valid; }
   // ops the committed schedule runs in more than one subgraph (recomputation);

@@ -72,6 +72,11 @@ void ExpectSameQueries(const Problem& problem, const Schedule& schedule, const I
       CHECK(evaluator.WrittenBefore(t, p) == written);
       CHECK(evaluator.RetainedBefore(t, p) == retained);
       CHECK(evaluator.ReadAfter(t, p) == read);
+      for (int q = p; q <= n; ++q) {
+        bool between = false;
+        for (int i = p; i < q; ++i) between |= reads(schedule.subgraphs[i], t);
+        CHECK(evaluator.ReadBetween(t, p, q) == between);
+      }
     }
   }
   // Per subgraph, its ops' facts (ids in range): the tensors read and produced by none of its

@@ -431,8 +431,79 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
 // tensor ephemeral that a later subgraph loads, a split or reorder can starve a consumer):
 // missing producers are recomputed where needed. The result is the smallest edit that turns
 // `s` into the repaired schedule; the unrepaired edit when the repair gives up.
+// The first position whose subgraph the whole-schedule repair of `edit` (of the committed, valid
+// schedule `s`) can change, at most edit.begin: before the edit it pulls nothing in (every input
+// of a valid schedule's subgraph is available) and changes a subgraph only by filtering its
+// retain set, which this checks as Repair's scan would, on the edited schedule's loads
+// (committed readers from the evaluator, the replacement's derived). The repair of the edited
+// schedule from there, after the committed prefix, is then the whole repair.
+int UnchangedPrefix(const MoveContext& ctx, const IncrementalEvaluator& committed, const Schedule& s,
+                    const ScheduleEdit& edit) {
+  const Problem& problem = ctx.problem;
+  const int old_n = static_cast<int>(s.subgraphs.size());
+  const int m = static_cast<int>(edit.replacement.size());
+  const int shift = m - (edit.end - edit.begin);
+  const int new_n = old_n + shift;
+  // The replacement's boundary inputs, derived on first use.
+  thread_local std::vector<TensorId> inputs, sinks;
+  thread_local std::vector<int> input_begin;
+  bool derived = false;
+  auto derive = [&] {
+    if (derived) return;
+    derived = true;
+    inputs.clear();
+    sinks.clear();
+    input_begin.assign(1, 0);
+    for (const Subgraph& sg : edit.replacement) {
+      AppendOpsFacts(problem, sg.ops, inputs, sinks);
+      input_begin.push_back(static_cast<int>(inputs.size()));
+    }
+  };
+  auto replacement_inputs = [&](int r) {
+    derive();
+    return std::span<const TensorId>(inputs.data() + input_begin[r], inputs.data() + input_begin[r + 1]);
+  };
+  // Read as a boundary input at an edited position >= from (from <= edit.begin + 1).
+  auto loaded_from = [&](TensorId t, int from) {
+    if (committed.ReadBetween(t, from, edit.begin)) return true;
+    for (int r = std::max(0, from - edit.begin); r < m; ++r) {
+      const std::span<const TensorId> in = replacement_inputs(r);
+      if (std::binary_search(in.begin(), in.end(), t)) return true;
+    }
+    return committed.ReadBetween(t, std::max(edit.end, from - shift), old_n);
+  };
+  for (int i = 0; i < edit.begin; ++i) {
+    const Subgraph& sg = s.subgraphs[i];
+    if (sg.retain.empty()) continue;
+    if (i + 1 >= new_n) return i;
+    // Edited position i + 1: committed, the replacement's first, or the committed one after an
+    // erased range.
+    const std::span<const TensorId> next_inputs =
+        i + 1 < edit.begin ? committed.CommittedInputs(i + 1)
+        : m > 0            ? replacement_inputs(0)
+                           : committed.CommittedInputs(edit.end);
+    // Repair keeps the retained tensors that pass, sorted and distinct: the same list only when
+    // the list is sorted and distinct and every tensor passes.
+    for (size_t k = 0; k < sg.retain.size(); ++k) {
+      const TensorId t = sg.retain[k];
+      if (k > 0 && sg.retain[k - 1] >= t) return i;
+      if (problem.producer[t] == kNoOp || !Contains(sg.ops, problem.producer[t])) return i;
+      if (problem.IsGraphOutput(t)) return i;
+      if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) return i;
+      if (loaded_from(t, i + 2)) return i;
+    }
+  }
+  return edit.begin;
+}
+
+// The edit after repairing data availability of the whole edited schedule (a merge can make a
+// tensor ephemeral that a later subgraph loads, a split or reorder can starve a consumer):
+// missing producers are recomputed where needed. The result is the smallest edit that turns
+// `s` into the repaired schedule; the unrepaired edit when the repair gives up.
 ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdit edit) {
-  if (ctx.committed != nullptr && &ctx.committed->schedule() == &s && ctx.committed->CommittedValid()) {
+  const bool on_committed = ctx.committed != nullptr && &ctx.committed->schedule() == &s;
+  const bool valid = on_committed && ctx.committed->CommittedValid();
+  if (valid) {
     // One subgraph around the edit nearly always holds the repair; when it does not, a wider
     // window usually does, at a fraction of the whole schedule's scan on a long schedule.
     for (int reach : {1, 16}) {
@@ -443,20 +514,28 @@ ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdi
     }
   }
   const int old_n = static_cast<int>(s.subgraphs.size());
+  const int m = static_cast<int>(edit.replacement.size());
+  // The whole repair leaves the committed prefix it cannot change as it is: scan from there.
+  const int lo = valid && ctx.committed_facts ? UnchangedPrefix(ctx, *ctx.committed, s, edit) : 0;
   std::vector<const Subgraph*> edited;
-  edited.reserve(old_n - (edit.end - edit.begin) + edit.replacement.size());
-  for (int k = 0; k < edit.begin; ++k) edited.push_back(&s.subgraphs[k]);
+  edited.reserve(old_n - (edit.end - edit.begin) + m - lo);
+  for (int k = lo; k < edit.begin; ++k) edited.push_back(&s.subgraphs[k]);
   for (const Subgraph& sg : edit.replacement) edited.push_back(&sg);
   for (int k = edit.end; k < old_n; ++k) edited.push_back(&s.subgraphs[k]);
   RepairTarget repaired(std::move(edited));
   RepairFrame whole;
-  if (ctx.committed != nullptr && &ctx.committed->schedule() == &s) {
+  if (lo > 0) {
+    whole.retained_in = &s.subgraphs[lo - 1].retain;
+    whole.written_before = [&](TensorId t) { return ctx.committed->WrittenBefore(t, lo); };
+  }
+  if (on_committed) {
     whole.committed_guess = [&](int k) {
-      return k >= edit.begin && k < edit.begin + static_cast<int>(edit.replacement.size()) ? k : -1;
+      const int at = lo + k;
+      return at >= edit.begin && at < edit.begin + m ? at : -1;
     };
   }
   if (Repair(ctx, repaired, whole) != RepairStatus::kDone) return edit;
-  return DiffEdit(s, 0, old_n, repaired, edit);
+  return DiffEdit(s, lo, old_n, repaired, edit);
 }
 
 }  // namespace
