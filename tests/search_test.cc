@@ -190,13 +190,15 @@ TEST_CASE("feeds: with one side derived once, the answers of Feeds on every pair
 // worse; every move is made twice from the same generator state, by `fast` and by `slow` (the
 // same context but for one switch), and the two edits must be equal. Returns the moves made.
 int SameEditsBothWays(const Problem& problem, CostCache& cache, uint64_t seed, int moves,
-                      void (*set_slow)(MoveContext&)) {
+                      void (*set_slow)(MoveContext&), void (*set_both)(MoveContext&) = nullptr,
+                      const Schedule* start = nullptr) {
   SubgraphPricer pricer(problem, &cache);
   const std::vector<int> rank = TopologicalRanks(problem);
   IncrementalEvaluator evaluator(problem, &cache);
-  REQUIRE(evaluator.Reset(BuildBaseline(problem)).valid);
-  const MoveContext fast{problem, rank, pricer, [] { return false; }, &evaluator,
-                         MergeReadersApplies(problem), GatherKLoopApplies(problem)};
+  REQUIRE(evaluator.Reset(start != nullptr ? *start : BuildBaseline(problem)).valid);
+  MoveContext fast{problem, rank, pricer, [] { return false; }, &evaluator,
+                   MergeReadersApplies(problem), GatherKLoopApplies(problem)};
+  if (set_both != nullptr) set_both(fast);
   MoveContext slow = fast;
   set_slow(slow);
   std::mt19937_64 rng(seed);
@@ -243,6 +245,39 @@ TEST_CASE("moves: repairs that read the committed subgraphs' facts from the eval
     }
   }
   MESSAGE("moves made both ways: " << made);
+  CHECK(made > 5000);
+}
+
+TEST_CASE("moves: the whole-schedule repair from the first subgraph it can change makes the edits of the repair of the whole schedule") {
+  // Every edit goes to the whole-schedule repair; the slow side scans from the start.
+  auto whole = [](MoveContext& c) { c.local_repair = false; };
+  auto derive = [](MoveContext& c) { c.committed_facts = false; };
+  CostCache cache(1 << 16);
+  int made = 0, starts = 0;
+  for (const char* name : {"mlsys-2026-5.json", "mlsys-2026-13.json"}) {
+    const Problem problem = ReadBundledProblem(name);
+    cache.Clear();
+    made += SameEditsBothWays(problem, cache, 21, 500, derive, whole);
+  }
+  // Random graphs, whose committed subgraphs retain tensors that edits may load again.
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(700 + static_cast<int>(shape));
+    for (int trial = 0; trial < 20; ++trial) {
+      const Problem problem = RandomProblem(rng, shape, {.min_ops = 6, .max_ops = 24});
+      RandomScheduleOptions options;
+      options.max_steps = 300;
+      options.invalid_probability = 0;
+      options.extra_retain_probability = 0.5;
+      // A random start when it is valid (its retains may be ones a repair filters), else the
+      // baseline; the walk's retention moves add retains either way.
+      const Schedule start = RandomSchedule(problem, rng, options);
+      const bool valid_start = EvaluateOracle(problem, start).ok();
+      starts += valid_start;
+      cache.Clear();
+      made += SameEditsBothWays(problem, cache, 300 + trial, 250, derive, whole, valid_start ? &start : nullptr);
+    }
+  }
+  MESSAGE("moves made both ways: " << made << " (" << starts << " random starts)");
   CHECK(made > 5000);
 }
 

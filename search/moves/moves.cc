@@ -503,7 +503,7 @@ int UnchangedPrefix(const MoveContext& ctx, const IncrementalEvaluator& committe
 ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdit edit) {
   const bool on_committed = ctx.committed != nullptr && &ctx.committed->schedule() == &s;
   const bool valid = on_committed && ctx.committed->CommittedValid();
-  if (valid) {
+  if (valid && ctx.local_repair) {
     // One subgraph around the edit nearly always holds the repair; when it does not, a wider
     // window usually does, at a fraction of the whole schedule's scan on a long schedule.
     for (int reach : {1, 16}) {

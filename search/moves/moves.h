@@ -73,6 +73,9 @@ struct MoveContext {
   // from `committed` (IncrementalEvaluator::CommittedInputs, ...) instead of deriving them: the
   // same lists, so the same edits (tests compare both ways).
   bool committed_facts = true;
+  // Whether the repair tries windows around the edit before the whole schedule (tests turn it
+  // off to compare whole-schedule repairs).
+  bool local_repair = true;
 };
 
 // True when some tensor made by an op is read by at least three ops: the fan-out (a normalised
