@@ -10,6 +10,10 @@
 #   moves/s of each network >= 1/3 of mlsys-2026-13's in this run; a network's first epoch
 #   < 0.5 s; first schedule on disk within ~0.05 s.
 # Timings depend on the machine and its load; the ratios within one run are the robust figures.
+# Beside the moves per second the summary gives the moves per CPU-second of a worker's thread
+# (cpu_rate): it does not depend on what shares the cores (other jobs; on a network, the
+# repeated-block start and the exact solver running beside the workers), which the wall-clock
+# rate does. Its ratio is printed too, for information: the target is on the wall-clock rate.
 #
 # Usage: bench/network_speed.sh [build dir (build)] [time (10s)] [extra annealer arguments...]
 set -euo pipefail
@@ -36,9 +40,9 @@ for model in resnet50 vit_b_16; do
   input[$model]="$work/$model.json"
 done
 
-declare -A mps setup first best cpu ops
+declare -A mps cps setup first best cpu ops
 printf '%s per problem, 2 threads, tpu-v5e for the networks\n' "$time_limit"
-printf '%-14s %5s %10s %12s %11s %14s %6s\n' problem ops moves/s first_epoch first_file best cpu
+printf '%-14s %5s %10s %10s %12s %11s %14s %6s\n' problem ops moves/s cpu_rate first_epoch first_file best cpu
 for name in "${names[@]}"; do
   out="$work/$name.out.json"
   log="$work/$name.log"
@@ -48,12 +52,14 @@ for name in "${names[@]}"; do
   summary=$(grep '^annealer: best' "$log")
   rate=$(sed -nE 's/.* ([0-9.]+[kM]?) moves\/s.*/\1/p' <<<"$summary")
   mps[$name]=$(plain "${rate:-0}")
+  cpu_rate=$(sed -nE 's/.*\(([0-9.]+[kM]?) per worker CPU-second\).*/\1/p' <<<"$summary")
+  cps[$name]=$(plain "${cpu_rate:-0}")
   setup[$name]=$(sed -nE 's/.*first epoch at ([0-9.]+) s.*/\1/p' <<<"$summary")
   first[$name]=$first_ms
   best[$name]=$(sed -E 's/^annealer: best ([0-9,.]+).*/\1/' <<<"$summary")
   ops[$name]=$(sed -nE 's/.*: ([0-9]+) ops,.*/\1/p' "$log" | head -1)
   cpu[$name]=$([[ -n $gnu_time ]] && awk '{ printf "%.0f%%", ($1 + $2) / $3 * 100 }' "$work/$name.time" || echo "-")
-  printf '%-14s %5s %10s %10s s %8s ms %14s %6s\n' "$name" "${ops[$name]}" "${mps[$name]}" "${setup[$name]}" \
+  printf '%-14s %5s %10s %10s %10s s %8s ms %14s %6s\n' "$name" "${ops[$name]}" "${mps[$name]}" "${cps[$name]}" "${setup[$name]}" \
     "${first[$name]}" "${best[$name]}" "${cpu[$name]}"
 done
 
@@ -62,6 +68,10 @@ echo "Targets (this run):"
 for name in resnet50 vit_b_16; do
   awk -v a="${mps[$name]}" -v b="${mps[mlsys-2026-13]}" -v n="$name" 'BEGIN { r = a > 0 ? b / a : 0;
     printf "  %-9s moves/s: mlsys-2026-13 / %-9s = %5.2fx (target <= 3x: %s)\n", n, n, r, (r > 0 && r <= 3 ? "met" : "MISSED") }'
+done
+for name in resnet50 vit_b_16; do
+  awk -v a="${cps[$name]}" -v b="${cps[mlsys-2026-13]}" -v n="$name" 'BEGIN { r = a > 0 ? b / a : 0;
+    printf "  %-9s per worker CPU-second: mlsys-2026-13 / %-9s = %5.2fx (for information; not the target)\n", n, n, r }'
 done
 # The first-epoch target is the networks'; a contest problem's exact solver runs before the
 # workers (exact.time_share of the time), which keeps its deterministic results as they were.

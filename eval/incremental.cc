@@ -94,6 +94,8 @@ void IncrementalEvaluator::Facts(const Subgraph& subgraph, SequenceFacts& facts)
   facts.boundary_inputs.clear();
   facts.writes.clear();
   facts.valid_ops.clear();
+  facts.inputs.clear();
+  facts.sinks.clear();
   const int num_ops = static_cast<int>(problem_.ops.size());
   if (++stamp_ == 0) {  // wrapped: stale stamps could collide
     std::fill(op_stamp_.begin(), op_stamp_.end(), 0);
@@ -110,15 +112,20 @@ void IncrementalEvaluator::Facts(const Subgraph& subgraph, SequenceFacts& facts)
       const OpId p = flat_.input_producer[x];
       if (p != kNoOp && op_stamp_[p] == stamp_) continue;
       facts.boundary_inputs.emplace_back(op, flat_.input_tensor[x]);
+      facts.inputs.push_back(flat_.input_tensor[x]);
     }
   }
+  std::sort(facts.inputs.begin(), facts.inputs.end());
+  facts.inputs.erase(std::unique(facts.inputs.begin(), facts.inputs.end()), facts.inputs.end());
   for (OpId op : facts.valid_ops) {
     bool consumed_inside = false;
     for (int32_t x = flat_.consumer_begin[op]; x < flat_.consumer_begin[op + 1] && !consumed_inside; ++x) {
       consumed_inside = op_stamp_[flat_.consumer[x]] == stamp_;
     }
     const TensorId out = flat_.output[op];
-    if (!consumed_inside && !Contains(subgraph.retain, out)) facts.writes.push_back(out);
+    if (consumed_inside) continue;
+    facts.sinks.push_back(out);
+    if (!Contains(subgraph.retain, out)) facts.writes.push_back(out);
   }
 }
 
@@ -188,6 +195,13 @@ bool IncrementalEvaluator::RetainedBefore(TensorId t, int position) const {
 bool IncrementalEvaluator::ReadAfter(TensorId t, int position) const {
   const std::vector<int64_t>& r = readers_[t];
   return !r.empty() && r.back() > LabelAt(position);
+}
+
+bool IncrementalEvaluator::ReadBetween(TensorId t, int from, int to) const {
+  if (from >= to) return false;
+  const std::vector<int64_t>& r = readers_[t];
+  const auto it = std::lower_bound(r.begin(), r.end(), LabelAt(from));
+  return it != r.end() && *it < LabelAt(to);
 }
 
 void IncrementalEvaluator::Account(int i, int sign) {
@@ -382,20 +396,35 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     }
     return -1;
   };
+  // A twin's facts are not copied: the proposal reads the committed ones, and Commit moves them
+  // over (the committed subgraph is among those the edit replaces). Each committed subgraph
+  // lends its facts once; a second twin of it (an op list repeated) copies them.
+  pending_twin_.assign(m, -1);
+  twin_lent_.assign(e - b, 0);
   for (int k = 0; k < m; ++k) {
     const std::vector<TensorId>& retained_in = k == 0 ? before_edit : repl[k - 1].retain;
     if (const int p = twin(k, retained_in); p >= 0) {
-      SequenceFacts& facts = pending_facts_[k];
-      const SequenceFacts& known = facts_[p];
-      facts.boundary_inputs.assign(known.boundary_inputs.begin(), known.boundary_inputs.end());
-      facts.writes.assign(known.writes.begin(), known.writes.end());
-      facts.valid_ops.assign(known.valid_ops.begin(), known.valid_ops.end());
+      if (!twin_lent_[p - b]) {
+        twin_lent_[p - b] = 1;
+        pending_twin_[k] = p;
+      } else {
+        SequenceFacts& facts = pending_facts_[k];
+        const SequenceFacts& known = facts_[p];
+        facts.boundary_inputs.assign(known.boundary_inputs.begin(), known.boundary_inputs.end());
+        facts.writes.assign(known.writes.begin(), known.writes.end());
+        facts.valid_ops.assign(known.valid_ops.begin(), known.valid_ops.end());
+        facts.inputs.assign(known.inputs.begin(), known.inputs.end());
+        facts.sinks.assign(known.sinks.begin(), known.sinks.end());
+      }
       pending_results_[k] = results_[p];
       continue;
     }
     Facts(repl[k], pending_facts_[k]);
     Price(repl[k], retained_in, pending_results_[k]);
   }
+  auto pending_facts = [&](int k) -> const SequenceFacts& {
+    return pending_twin_[k] >= 0 ? facts_[pending_twin_[k]] : pending_facts_[k];
+  };
   pending_has_successor_ = e < n;
   const std::vector<TensorId>& successor_in = m > 0 ? repl[m - 1].retain : before_edit;
   pending_successor_repriced_ = false;
@@ -430,13 +459,16 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     for (TensorId t : facts_[i].writes) touch(t), ++old_region_writes_[t];
   }
   for (int k = 0; k < m; ++k) {
-    for (TensorId t : pending_facts_[k].writes) touch(t), ++new_region_writes_[t];
+    for (TensorId t : pending_facts(k).writes) touch(t), ++new_region_writes_[t];
   }
   auto in_delta = [&](TensorId t) {
     return tensor_stamp_[t] == stamp_ && (old_region_writes_[t] > 0) != (new_region_writes_[t] > 0);
   };
-  bool delta = false;
-  for (TensorId t : touched_tensors_) delta = delta || in_delta(t);
+  delta_tensors_.clear();
+  for (TensorId t : touched_tensors_) {
+    if (in_delta(t)) delta_tensors_.push_back(t);
+  }
+  const bool delta = !delta_tensors_.empty();
   touched_ops_.clear();
   for (int i = b; i < e; ++i) {
     for (OpId op : facts_[i].valid_ops) {
@@ -446,7 +478,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     }
   }
   for (int k = 0; k < m; ++k) {
-    for (OpId op : pending_facts_[k].valid_ops) {
+    for (OpId op : pending_facts(k).valid_ops) {
       if (op_stamp_[op] != stamp_) touched_ops_.push_back(op);
       op_stamp_[op] = stamp_;
       ++cover_delta_[op];
@@ -474,13 +506,13 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   for (int k = 0; k < m; ++k) {
     if (!pending_results_[k].ok()) return finish(local_failure(pending_results_[k], b + k));
     const std::vector<TensorId>& retained_in = k == 0 ? before_edit : repl[k - 1].retain;
-    for (const auto& [op, t] : pending_facts_[k].boundary_inputs) {
+    for (const auto& [op, t] : pending_facts(k).boundary_inputs) {
       const bool written = WrittenBefore(t, b) || running_writes_[t] > 0;
       if (problem_.producer[t] != kNoOp && !Available(op, t, written, retained_in)) {
         return finish(Invalid(V7Violation(b + k, op, t)));
       }
     }
-    for (TensorId t : pending_facts_[k].writes) ++running_writes_[t];
+    for (TensorId t : pending_facts(k).writes) ++running_writes_[t];
   }
   // The successor with its old retained-in set and no tensor in delta has its committed status
   // (same result; every tensor it reads is written before it exactly when it was): then the
@@ -508,8 +540,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       candidates_.push_back(*it);
     }
     if (delta) {
-      for (TensorId t : touched_tensors_) {
-        if (!in_delta(t)) continue;
+      for (TensorId t : delta_tensors_) {
         const std::vector<int64_t>& readers = readers_[t];
         for (auto it = std::upper_bound(readers.begin(), readers.end(), labels_[e]); it != readers.end(); ++it) {
           candidates_.push_back(PositionOfLabel(*it));
@@ -694,6 +725,10 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
   // the pending slots the replaced results.
   if (pending_successor_repriced_) std::swap(pending_results_[m], results_[e]);
   results_.Splice(b, e, pending_results_, m);
+  // A twin's facts are the committed subgraph's, which the splice takes out: moved, not copied.
+  for (int k = 0; k < m; ++k) {
+    if (pending_twin_[k] >= 0) pending_facts_.SwapItem(k, facts_, pending_twin_[k]);
+  }
   facts_.Splice(b, e, pending_facts_, m);
   // The labels' and flags' tails shift the same way (plain memmove).
   const int old = e - b;
@@ -717,11 +752,14 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
   for (int k = 0; k < m; ++k) Account(b + k, +1);
 
   // V7 status can change only for the new subgraphs, the successor (new retained-in set), the
-  // old failures, and the readers of a tensor whose writers changed (touched_tensors_ of the
-  // proposal: written by the old or the new range). Every other subgraph stays ok.
+  // old failures, and the readers of a tensor that the old range wrote and the new one does not
+  // or the reverse (delta_tensors_ of the proposal): a reader after the range finds such a
+  // tensor written before it exactly when it did before, and one before the range does not see
+  // the range. A long stretch shifted by one writes what it wrote: no reader to re-check.
+  // Every other subgraph stays ok.
   const int new_n = static_cast<int>(subgraphs.size());
   for (int p = b; p <= b + m && p < new_n; ++p) candidates_.push_back(p);
-  for (TensorId t : touched_tensors_) {
+  for (TensorId t : delta_tensors_) {
     for (int64_t label : readers_[t]) candidates_.push_back(PositionOfLabel(label));
   }
   std::sort(candidates_.begin(), candidates_.end());

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -85,6 +86,8 @@ class PointerVector {
     items_.resize(n, nullptr);
     for (size_t i = old; i < n; ++i) items_[i] = Take();
   }
+  // Exchanges element i with element j of `other` (their storage).
+  void SwapItem(size_t i, PointerVector& other, size_t j) { std::swap(items_[i], other.items_[j]); }
   // Replaces [b, e) by the first m elements of `pending`, which receives the replaced ones
   // (fresh ones where the range grew): no element is copied, and the shift of the tail moves
   // raw pointers (a memmove).
@@ -141,6 +144,8 @@ class IncrementalEvaluator {
   bool RetainedBefore(TensorId t, int position) const;
   // a subgraph after `position` reads t as a boundary input (loads it or takes it retained);
   bool ReadAfter(TensorId t, int position) const;
+  // a subgraph at a position in [from, to) reads t as a boundary input;
+  bool ReadBetween(TensorId t, int from, int to) const;
   // the committed schedule has no failing subgraph, covers every op and writes every output.
   bool CommittedValid() const { return committed_.valid; }
   // ops the committed schedule runs in more than one subgraph (recomputation);
@@ -151,6 +156,15 @@ class IncrementalEvaluator {
   int CoverCount(OpId op) const {
     return op >= 0 && op < static_cast<OpId>(cover_count_.size()) ? cover_count_[op] : 0;
   }
+  // Of committed subgraph i, over its ops with ids in range: the tensors its ops read and none
+  // of them produces, sorted and distinct; its sinks (outputs no op of it reads) in op order;
+  // and those of its sinks it writes to slow memory (not retained), in op order. The first two
+  // are search/subgraph_tools.h's OpsFacts of its op list, kept here (derived with the sequence
+  // facts at no extra walk) so that a repair need not derive them again for every committed
+  // subgraph it scans.
+  std::span<const TensorId> CommittedInputs(int i) const { return facts_[i].inputs; }
+  std::span<const TensorId> CommittedSinks(int i) const { return facts_[i].sinks; }
+  std::span<const TensorId> CommittedWrites(int i) const { return facts_[i].writes; }
 
  private:
   const Problem& problem_;
@@ -172,6 +186,8 @@ class IncrementalEvaluator {
     std::vector<std::pair<OpId, TensorId>> boundary_inputs;  // in the oracle's check order
     std::vector<TensorId> writes;                            // outputs written to slow memory
     std::vector<OpId> valid_ops;                             // ops with ids in range
+    std::vector<TensorId> inputs;                            // boundary input tensors, sorted, distinct
+    std::vector<TensorId> sinks;                             // outputs no op of it reads, in op order
   };
   void Facts(const Subgraph& subgraph, SequenceFacts& facts);  // refills, keeping capacity
   void Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
@@ -209,6 +225,10 @@ class IncrementalEvaluator {
   Latency latency_sum_ = 0;                  // sum of committed subgraph latencies
 
   PointerVector<SequenceFacts> pending_facts_;  // for the replacement
+  // Per replacement subgraph: the committed subgraph of the replaced range it equals after the
+  // same retained-in list, whose facts stand for its own (pending_facts_ then unused), or -1.
+  std::vector<int> pending_twin_;
+  std::vector<char> twin_lent_;  // per replaced subgraph: its facts stand for a twin's
   bool pending_has_successor_ = false;
   // The proposal replaced one subgraph by one with the same op list and retained set (a new
   // granularity or traversal): the sequence facts are the committed ones.
@@ -232,6 +252,9 @@ class IncrementalEvaluator {
   std::vector<int> cover_delta_;                                           // per op
   std::vector<int> candidates_;  // positions whose V7 status an edit may change (Propose, Commit)
   std::vector<TensorId> touched_tensors_;
+  // Of the pending proposal's touched tensors, those the old range writes and the new one does
+  // not or the reverse (Commit re-checks their readers).
+  std::vector<TensorId> delta_tensors_;
   std::vector<OpId> touched_ops_;
 };
 

@@ -1,7 +1,9 @@
 #include "search/driver.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <ctime>
 #include <exception>
 #include <limits>
 #include <memory>
@@ -29,6 +31,14 @@
 namespace annealer {
 
 namespace {
+
+// The calling thread's CPU clock (POSIX): what a worker's epoch cost, whatever else ran on the
+// cores meanwhile.
+int64_t ThreadCpuNanoseconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -563,6 +573,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   summary.setup_seconds = std::chrono::duration<double>(workers_started - started).count();
   // Thread-seconds of the workers over `threads`: their wall time while all threads were theirs.
   double worker_seconds = 0;
+  // The workers' CPU time, in nanoseconds of their threads' CPU clocks.
+  std::atomic<int64_t> worker_cpu_ns{0};
   int epoch = 0;
   for (; !stopped(); ++epoch) {
     if (stop.load(std::memory_order_relaxed)) background_stop = true;
@@ -585,7 +597,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
         if (alternate && static_cast<int>(w % 2) != epoch % 2) continue;
         Worker* worker = workers[w].get();
         group.run([&, worker] {
+          const int64_t cpu_start = ThreadCpuNanoseconds();
           errors.Run(until_cancelled([&, worker] { worker->RunEpoch(budget, epoch_end); }));
+          worker_cpu_ns.fetch_add(ThreadCpuNanoseconds() - cpu_start, std::memory_order_relaxed);
         });
       }
       group.wait();
@@ -627,6 +641,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   }
   summary.epochs = epoch;
   summary.worker_seconds = worker_seconds;
+  summary.worker_cpu_seconds = static_cast<double>(worker_cpu_ns.load()) * 1e-9;
   summary.deterministic_cut = params.deterministic && (params.max_epochs == 0 || epoch < params.max_epochs);
   summary.search_seconds = std::chrono::duration<double>(Clock::now() - workers_started).count();
   for (const auto& w : workers) summary.moves += w->moves();

@@ -50,6 +50,12 @@ struct SearchSummary {
   // threads the overlapped starts had. moves / worker_seconds = the moves per second of the
   // search on the whole graph at all threads.
   double worker_seconds = 0;
+  // The CPU time of the workers' epochs on their threads (each epoch's thread CPU clock), summed
+  // over the workers. moves / worker_cpu_seconds is a worker's moves per CPU-second, which does
+  // not depend on what else shares the cores (the starts running beside the workers, other
+  // jobs); threads x that is the rate of the search if its workers had every thread to
+  // themselves.
+  double worker_cpu_seconds = 0;
   double cache_hit_rate = 0;
   std::map<std::string, int> improvements_by_kind;
   std::map<std::string, Latency> gain_by_kind;

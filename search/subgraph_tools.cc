@@ -171,6 +171,30 @@ bool Feeds(const Problem& problem, const std::vector<OpId>& from, const std::vec
   return false;
 }
 
+FeedsFrom::FeedsFrom(const Problem& problem, const std::vector<OpId>& from)
+    : problem_(problem), made_(ProducedTensors(problem, from)) {}
+
+bool FeedsFrom::operator()(const std::vector<OpId>& to) const {
+  // A tensor `to` reads that `from` makes and `to` does not (its one producer is not in `to`).
+  for (OpId op : to) {
+    for (TensorId t : problem_.ops[op].inputs) {
+      if (!std::binary_search(made_.begin(), made_.end(), t)) continue;
+      if (std::find(to.begin(), to.end(), problem_.producer[t]) == to.end()) return true;
+    }
+  }
+  return false;
+}
+
+FeedsInto::FeedsInto(const Problem& problem, const std::vector<OpId>& to)
+    : problem_(problem), inputs_(BoundaryInputs(problem, to)) {}
+
+bool FeedsInto::operator()(const std::vector<OpId>& from) const {
+  for (OpId op : from) {
+    if (std::binary_search(inputs_.begin(), inputs_.end(), problem_.ops[op].output)) return true;
+  }
+  return false;
+}
+
 void AppendOpsFacts(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& inputs,
                     std::vector<TensorId>& sinks) {
   const size_t first_input = inputs.size();

@@ -69,6 +69,27 @@ void BoundaryInputsInto(const Problem& problem, const std::vector<OpId>& ops, st
 
 // True when `to` reads (as a boundary input) a tensor that `from` produces.
 bool Feeds(const Problem& problem, const std::vector<OpId>& from, const std::vector<OpId>& to);
+// Feeds with one side fixed and its tensors derived once, for a scan over many subgraphs of the
+// other side (a move checks what it would pass): FeedsFrom(from)(to) and FeedsInto(to)(from)
+// are Feeds(from, to).
+class FeedsFrom {
+ public:
+  FeedsFrom(const Problem& problem, const std::vector<OpId>& from);
+  bool operator()(const std::vector<OpId>& to) const;
+
+ private:
+  const Problem& problem_;
+  std::vector<TensorId> made_;  // sorted
+};
+class FeedsInto {
+ public:
+  FeedsInto(const Problem& problem, const std::vector<OpId>& to);
+  bool operator()(const std::vector<OpId>& from) const;
+
+ private:
+  const Problem& problem_;
+  std::vector<TensorId> inputs_;  // BoundaryInputs(to), sorted
+};
 
 // What the search needs to know of one subgraph's op list, whatever its configuration: its
 // boundary inputs (sorted) and its sinks (outputs no op of it reads, in op order).

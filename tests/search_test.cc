@@ -158,6 +158,129 @@ TEST_CASE("moves: every proposal on problem 5 is either rejected or valid under 
   CHECK(EvaluateOracle(problem, evaluator.schedule()).ok());
 }
 
+TEST_CASE("feeds: with one side derived once, the answers of Feeds on every pair of random schedules' subgraphs") {
+  int pairs = 0, feeding = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(77 + static_cast<int>(shape));
+    for (int trial = 0; trial < 25; ++trial) {
+      const Problem problem = RandomProblem(rng, shape, {.min_ops = 4, .max_ops = 16});
+      RandomScheduleOptions options;
+      options.max_steps = 300;
+      const Schedule schedule = RandomSchedule(problem, rng, options);
+      for (const Subgraph& a : schedule.subgraphs) {
+        const FeedsFrom from_a(problem, a.ops);
+        const FeedsInto into_a(problem, a.ops);
+        for (const Subgraph& b : schedule.subgraphs) {
+          INFO("shape " << static_cast<int>(shape) << " trial " << trial);
+          const bool feeds = Feeds(problem, a.ops, b.ops);
+          CHECK(from_a(b.ops) == feeds);
+          CHECK(into_a(b.ops) == Feeds(problem, b.ops, a.ops));
+          ++pairs;
+          feeding += feeds;
+        }
+      }
+    }
+  }
+  MESSAGE("pairs " << pairs << ", feeding " << feeding);
+  CHECK(pairs > 5000);
+  CHECK(feeding > 500);
+}
+
+// A walk of random moves from the baseline, committing valid ones that are no more than 2 %
+// worse; every move is made twice from the same generator state, by `fast` and by `slow` (the
+// same context but for one switch), and the two edits must be equal. Returns the moves made.
+int SameEditsBothWays(const Problem& problem, CostCache& cache, uint64_t seed, int moves,
+                      void (*set_slow)(MoveContext&), void (*set_both)(MoveContext&) = nullptr,
+                      const Schedule* start = nullptr) {
+  SubgraphPricer pricer(problem, &cache);
+  const std::vector<int> rank = TopologicalRanks(problem);
+  IncrementalEvaluator evaluator(problem, &cache);
+  REQUIRE(evaluator.Reset(start != nullptr ? *start : BuildBaseline(problem)).valid);
+  MoveContext fast{problem, rank, pricer, [] { return false; }, &evaluator,
+                   MergeReadersApplies(problem), GatherKLoopApplies(problem)};
+  if (set_both != nullptr) set_both(fast);
+  MoveContext slow = fast;
+  set_slow(slow);
+  std::mt19937_64 rng(seed);
+  int made = 0;
+  for (int i = 0; i < moves; ++i) {
+    const MoveKind kind = static_cast<MoveKind>(std::uniform_int_distribution<int>(0, kNumMoveKinds - 1)(rng));
+    std::mt19937_64 twin = rng;
+    auto edit = MakeMove(fast, kind, evaluator.schedule(), rng);
+    auto reference = MakeMove(slow, kind, evaluator.schedule(), twin);
+    INFO("seed " << seed << " move " << i << " kind " << MoveName(kind));
+    REQUIRE(edit.has_value() == reference.has_value());
+    CHECK(rng == twin);
+    if (!edit) continue;
+    ++made;
+    CHECK(edit->begin == reference->begin);
+    CHECK(edit->end == reference->end);
+    CHECK(edit->replacement == reference->replacement);
+    const Candidate candidate = evaluator.Propose(*edit);
+    if (candidate.valid && candidate.total <= evaluator.committed().total * 1.02) {
+      evaluator.Commit();
+    } else {
+      evaluator.Revert();
+    }
+  }
+  return made;
+}
+
+TEST_CASE("moves: repairs that read the committed subgraphs' facts from the evaluator make the edits that deriving them makes") {
+  auto derive = [](MoveContext& c) { c.committed_facts = false; };
+  CostCache cache(1 << 16);
+  int made = 0;
+  for (const char* name : {"mlsys-2026-5.json", "mlsys-2026-9.json", "mlsys-2026-13.json"}) {
+    const Problem problem = ReadBundledProblem(name);
+    cache.Clear();
+    made += SameEditsBothWays(problem, cache, 11, 600, derive);
+  }
+  // Random graphs of every shape: recomputation, retains and repairs that reach far.
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(900 + static_cast<int>(shape));
+    for (int trial = 0; trial < 12; ++trial) {
+      const Problem problem = RandomProblem(rng, shape, {.min_ops = 6, .max_ops = 24});
+      cache.Clear();
+      made += SameEditsBothWays(problem, cache, 100 + trial, 150, derive);
+    }
+  }
+  MESSAGE("moves made both ways: " << made);
+  CHECK(made > 5000);
+}
+
+TEST_CASE("moves: the whole-schedule repair from the first subgraph it can change makes the edits of the repair of the whole schedule") {
+  // Every edit goes to the whole-schedule repair; the slow side scans from the start.
+  auto whole = [](MoveContext& c) { c.local_repair = false; };
+  auto derive = [](MoveContext& c) { c.committed_facts = false; };
+  CostCache cache(1 << 16);
+  int made = 0, starts = 0;
+  for (const char* name : {"mlsys-2026-5.json", "mlsys-2026-13.json"}) {
+    const Problem problem = ReadBundledProblem(name);
+    cache.Clear();
+    made += SameEditsBothWays(problem, cache, 21, 500, derive, whole);
+  }
+  // Random graphs, whose committed subgraphs retain tensors that edits may load again.
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(700 + static_cast<int>(shape));
+    for (int trial = 0; trial < 20; ++trial) {
+      const Problem problem = RandomProblem(rng, shape, {.min_ops = 6, .max_ops = 24});
+      RandomScheduleOptions options;
+      options.max_steps = 300;
+      options.invalid_probability = 0;
+      options.extra_retain_probability = 0.5;
+      // A random start when it is valid (its retains may be ones a repair filters), else the
+      // baseline; the walk's retention moves add retains either way.
+      const Schedule start = RandomSchedule(problem, rng, options);
+      const bool valid_start = EvaluateOracle(problem, start).ok();
+      starts += valid_start;
+      cache.Clear();
+      made += SameEditsBothWays(problem, cache, 300 + trial, 250, derive, whole, valid_start ? &start : nullptr);
+    }
+  }
+  MESSAGE("moves made both ways: " << made << " (" << starts << " random starts)");
+  CHECK(made > 5000);
+}
+
 // A normalisation N (X -> T, 128x512, Pointwise) read by four heads, each V_i = T @ W_i
 // (512x64) and O_i = A_i @ V_i (A_i 128x128, O_i a graph output): the shape of attention heads
 // whose value projections read one normalised activation. Bandwidth 273, a scratchpad that

@@ -32,7 +32,14 @@ struct Piece {
   std::vector<TensorId> retain;
   const Subgraph* hint = nullptr;  // start of the fit, or the configuration kept as is
   bool refit = true;               // false: keep `hint` (same ops) and only set the retain set
+  // `*hint` as it is, its ops and retain set read from it rather than copied (refit false): a
+  // subgraph the edit keeps; a move across a long stretch makes one per subgraph of it.
+  bool kept = false;
+  const std::vector<OpId>& Ops() const { return kept ? hint->ops : ops; }
+  const std::vector<TensorId>& Retain() const { return kept ? hint->retain : retain; }
 };
+// The piece that keeps subgraph `sg` as it is (refit false, its own retain set).
+inline Piece Kept(const Subgraph& sg) { return {{}, {}, &sg, false, true}; }
 
 // What subgraph `index` finds retained from the subgraph before it (nothing for the first).
 const std::vector<TensorId>& RetainedInto(const Schedule& s, int index);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <span>
 #include <tuple>
 
@@ -76,10 +77,14 @@ class RepairTarget {
 
 // Buffers of Repair, kept per thread so a move allocates nothing for them.
 struct RepairScratch {
-  // The facts of every subgraph back to back (one allocation each, read in order): subgraph m's
-  // boundary inputs are inputs[input_begin[m], input_begin[m + 1]), its sinks likewise.
+  // The facts of every subgraph: subgraph m's boundary inputs are input_of[m], its sinks
+  // sink_of[m]. A subgraph of the committed schedule (borrowed, or an equal op list in the
+  // edit at or next to its committed place) has them from the evaluator; the others' are
+  // derived into `inputs` and `sinks`, back to back (one allocation each).
   std::vector<TensorId> inputs, sinks;
   std::vector<int> input_begin, sink_begin;
+  std::vector<int> committed_index;  // per position: the committed subgraph whose facts it has, or -1
+  std::vector<std::span<const TensorId>> input_of, sink_of;
   OpsFacts grown;  // of the subgraph being scanned, once the scan added ops to it
   std::vector<int> last_use;  // last subgraph loading each tensor, where last_use_set holds it
   StampSet last_use_set;
@@ -108,7 +113,34 @@ struct RepairFrame {
   std::function<bool(TensorId, int from)> loaded_beyond;
   // Whether the window may recompute the producer of unavailable tensor t; null: always.
   std::function<bool(TensorId)> may_pull;
+  // The committed subgraph that position m may be a copy of (the same op list is checked), or
+  // -1; null: none. Positions that borrow a committed subgraph are found without it.
+  std::function<int(int m)> committed_guess;
 };
+
+// The committed subgraph whose op list position m of `schedule` has (so its facts are the
+// evaluator's), or -1.
+int CommittedTwin(const MoveContext& env, const RepairTarget& schedule, const RepairFrame& frame, int m) {
+  if (env.committed == nullptr || !env.committed_facts) return -1;
+  const std::vector<Subgraph>& committed = env.committed->schedule().subgraphs;
+  const int n = static_cast<int>(committed.size());
+  const Subgraph* at = schedule.at(m);
+  const auto address = reinterpret_cast<uintptr_t>(at);
+  const auto base = reinterpret_cast<uintptr_t>(committed.data());
+  if (address >= base && address < base + n * sizeof(Subgraph)) {
+    return static_cast<int>((address - base) / sizeof(Subgraph));
+  }
+  if (!frame.committed_guess) return -1;
+  // A move that carries a subgraph back to its producer shifts the stretch between them by
+  // one, a merge into a later consumer the other way, and most edits keep their neighbours in
+  // place.
+  const int g = frame.committed_guess(m);
+  if (g < 0) return -1;
+  for (const int c : {g - 1, g + 1, g}) {
+    if (c >= 0 && c < n && committed[c].ops == at->ops) return c;
+  }
+  return -1;
+}
 
 enum class RepairStatus { kDone, kGaveUp, kBeyondWindow };
 
@@ -135,28 +167,39 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   scratch.sinks.clear();
   scratch.input_begin.assign(1, 0);
   scratch.sink_begin.assign(1, 0);
+  scratch.committed_index.clear();
   const int with_next = frame.next_ops != nullptr ? n + 1 : n;
   for (int m = 0; m < with_next; ++m) {
-    AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
-    for (size_t k = scratch.input_begin.back(); k < scratch.inputs.size(); ++k) {
-      scratch.last_use_set.Insert(scratch.inputs[k]);
-      last_use[scratch.inputs[k]] = m;
-    }
+    const int c = m < n ? CommittedTwin(env, schedule, frame, m) : -1;
+    scratch.committed_index.push_back(c);
+    if (c < 0) AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
     scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
     scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
+  }
+  // Spans once the derived lists stopped growing.
+  scratch.input_of.clear();
+  scratch.sink_of.clear();
+  for (int m = 0; m < with_next; ++m) {
+    if (const int c = scratch.committed_index[m]; c >= 0) {
+      scratch.input_of.push_back(env.committed->CommittedInputs(c));
+      scratch.sink_of.push_back(env.committed->CommittedSinks(c));
+    } else {
+      scratch.input_of.emplace_back(scratch.inputs.data() + scratch.input_begin[m],
+                                    scratch.inputs.data() + scratch.input_begin[m + 1]);
+      scratch.sink_of.emplace_back(scratch.sinks.data() + scratch.sink_begin[m],
+                                   scratch.sinks.data() + scratch.sink_begin[m + 1]);
+    }
+    for (TensorId t : scratch.input_of[m]) {
+      scratch.last_use_set.Insert(t);
+      last_use[t] = m;
+    }
   }
   auto loaded_from = [&](TensorId t, int from) {
     if (scratch.last_use_set.Contains(t) && last_use[t] >= from) return true;
     return frame.loaded_beyond && frame.loaded_beyond(t, std::max(from, with_next));
   };
-  auto inputs_of = [&](int m) {
-    return std::span<const TensorId>(scratch.inputs.data() + scratch.input_begin[m],
-                                     scratch.inputs.data() + scratch.input_begin[m + 1]);
-  };
-  auto sinks_of = [&](int m) {
-    return std::span<const TensorId>(scratch.sinks.data() + scratch.sink_begin[m],
-                                     scratch.sinks.data() + scratch.sink_begin[m + 1]);
-  };
+  auto inputs_of = [&](int m) { return scratch.input_of[m]; };
+  auto sinks_of = [&](int m) { return scratch.sink_of[m]; };
   const std::vector<TensorId>* retained_in = frame.retained_in != nullptr ? frame.retained_in : &kNothing;
   for (int i = 0; i < n; ++i) {
     // Subgraph i's facts; they move to scratch.grown once the scan adds ops to it.
@@ -327,6 +370,12 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
   frame.next_ops = old_end < old_n ? &s.subgraphs[old_end].ops : nullptr;
   // Window position `from` is committed position lo + from - shift.
   frame.loaded_beyond = [&](TensorId t, int from) { return committed.ReadAfter(t, lo + from - shift - 1); };
+  // Window position k of the replacement is edited position lo + k, at or next to the
+  // committed subgraph it may copy.
+  frame.committed_guess = [&](int k) {
+    const int at = lo + k;
+    return at >= edit.begin && at < edit.begin + m ? at : -1;
+  };
   const RepairStatus status = Repair(ctx, window, frame);
   if (status == RepairStatus::kBeyondWindow) return std::nullopt;
   if (status == RepairStatus::kGaveUp) return std::move(edit);
@@ -338,10 +387,7 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
   // of a position whose ops it did not grow, and those of the committed subgraph a position
   // borrowed at the start.
   const RepairScratch& repaired = ThreadRepairScratch();
-  auto sinks_before = [&](int k) {
-    return std::span<const TensorId>(repaired.sinks.data() + repaired.sink_begin[k],
-                                     repaired.sinks.data() + repaired.sink_begin[k + 1]);
-  };
+  auto sinks_before = [&](int k) { return repaired.sink_of[k]; };
   // Calls f(t) for every tensor `sg` writes to slow memory (its sinks not retained); `known`
   // holds its sinks when not null.
   auto for_each_write = [&](const Subgraph& sg, const std::span<const TensorId>* known, auto&& f) {
@@ -363,14 +409,19 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
     for_each_write(window[k], repaired.ops_grown[k] ? nullptr : &known, [&](TensorId t) { lost.written.Insert(t); });
   }
   bool reaches_further = false;
+  auto lost_write = [&](TensorId t) {
+    reaches_further = reaches_further || (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
+                                          committed.ReadAfter(t, old_end - 1));
+  };
   for (int c = lo; c < old_end && !reaches_further; ++c) {
+    if (ctx.committed_facts) {
+      for (TensorId t : committed.CommittedWrites(c)) lost_write(t);
+      continue;
+    }
     // Committed positions outside the edit are the window's borrowed ones.
     const int k = c < edit.begin ? c - lo : c >= edit.end ? c + shift - lo : -1;
     const std::span<const TensorId> known = k >= 0 ? sinks_before(k) : std::span<const TensorId>();
-    for_each_write(s.subgraphs[c], k >= 0 ? &known : nullptr, [&](TensorId t) {
-      reaches_further = reaches_further || (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
-                                            committed.ReadAfter(t, old_end - 1));
-    });
+    for_each_write(s.subgraphs[c], k >= 0 ? &known : nullptr, lost_write);
   }
   if (reaches_further) return std::nullopt;
   return DiffEdit(s, lo, old_end, window, edit);
@@ -380,8 +431,79 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
 // tensor ephemeral that a later subgraph loads, a split or reorder can starve a consumer):
 // missing producers are recomputed where needed. The result is the smallest edit that turns
 // `s` into the repaired schedule; the unrepaired edit when the repair gives up.
+// The first position whose subgraph the whole-schedule repair of `edit` (of the committed, valid
+// schedule `s`) can change, at most edit.begin: before the edit it pulls nothing in (every input
+// of a valid schedule's subgraph is available) and changes a subgraph only by filtering its
+// retain set, which this checks as Repair's scan would, on the edited schedule's loads
+// (committed readers from the evaluator, the replacement's derived). The repair of the edited
+// schedule from there, after the committed prefix, is then the whole repair.
+int UnchangedPrefix(const MoveContext& ctx, const IncrementalEvaluator& committed, const Schedule& s,
+                    const ScheduleEdit& edit) {
+  const Problem& problem = ctx.problem;
+  const int old_n = static_cast<int>(s.subgraphs.size());
+  const int m = static_cast<int>(edit.replacement.size());
+  const int shift = m - (edit.end - edit.begin);
+  const int new_n = old_n + shift;
+  // The replacement's boundary inputs, derived on first use.
+  thread_local std::vector<TensorId> inputs, sinks;
+  thread_local std::vector<int> input_begin;
+  bool derived = false;
+  auto derive = [&] {
+    if (derived) return;
+    derived = true;
+    inputs.clear();
+    sinks.clear();
+    input_begin.assign(1, 0);
+    for (const Subgraph& sg : edit.replacement) {
+      AppendOpsFacts(problem, sg.ops, inputs, sinks);
+      input_begin.push_back(static_cast<int>(inputs.size()));
+    }
+  };
+  auto replacement_inputs = [&](int r) {
+    derive();
+    return std::span<const TensorId>(inputs.data() + input_begin[r], inputs.data() + input_begin[r + 1]);
+  };
+  // Read as a boundary input at an edited position >= from (from <= edit.begin + 1).
+  auto loaded_from = [&](TensorId t, int from) {
+    if (committed.ReadBetween(t, from, edit.begin)) return true;
+    for (int r = std::max(0, from - edit.begin); r < m; ++r) {
+      const std::span<const TensorId> in = replacement_inputs(r);
+      if (std::binary_search(in.begin(), in.end(), t)) return true;
+    }
+    return committed.ReadBetween(t, std::max(edit.end, from - shift), old_n);
+  };
+  for (int i = 0; i < edit.begin; ++i) {
+    const Subgraph& sg = s.subgraphs[i];
+    if (sg.retain.empty()) continue;
+    if (i + 1 >= new_n) return i;
+    // Edited position i + 1: committed, the replacement's first, or the committed one after an
+    // erased range.
+    const std::span<const TensorId> next_inputs =
+        i + 1 < edit.begin ? committed.CommittedInputs(i + 1)
+        : m > 0            ? replacement_inputs(0)
+                           : committed.CommittedInputs(edit.end);
+    // Repair keeps the retained tensors that pass, sorted and distinct: the same list only when
+    // the list is sorted and distinct and every tensor passes.
+    for (size_t k = 0; k < sg.retain.size(); ++k) {
+      const TensorId t = sg.retain[k];
+      if (k > 0 && sg.retain[k - 1] >= t) return i;
+      if (problem.producer[t] == kNoOp || !Contains(sg.ops, problem.producer[t])) return i;
+      if (problem.IsGraphOutput(t)) return i;
+      if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) return i;
+      if (loaded_from(t, i + 2)) return i;
+    }
+  }
+  return edit.begin;
+}
+
+// The edit after repairing data availability of the whole edited schedule (a merge can make a
+// tensor ephemeral that a later subgraph loads, a split or reorder can starve a consumer):
+// missing producers are recomputed where needed. The result is the smallest edit that turns
+// `s` into the repaired schedule; the unrepaired edit when the repair gives up.
 ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdit edit) {
-  if (ctx.committed != nullptr && &ctx.committed->schedule() == &s && ctx.committed->CommittedValid()) {
+  const bool on_committed = ctx.committed != nullptr && &ctx.committed->schedule() == &s;
+  const bool valid = on_committed && ctx.committed->CommittedValid();
+  if (valid && ctx.local_repair) {
     // One subgraph around the edit nearly always holds the repair; when it does not, a wider
     // window usually does, at a fraction of the whole schedule's scan on a long schedule.
     for (int reach : {1, 16}) {
@@ -392,14 +514,28 @@ ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdi
     }
   }
   const int old_n = static_cast<int>(s.subgraphs.size());
+  const int m = static_cast<int>(edit.replacement.size());
+  // The whole repair leaves the committed prefix it cannot change as it is: scan from there.
+  const int lo = valid && ctx.committed_facts ? UnchangedPrefix(ctx, *ctx.committed, s, edit) : 0;
   std::vector<const Subgraph*> edited;
-  edited.reserve(old_n - (edit.end - edit.begin) + edit.replacement.size());
-  for (int k = 0; k < edit.begin; ++k) edited.push_back(&s.subgraphs[k]);
+  edited.reserve(old_n - (edit.end - edit.begin) + m - lo);
+  for (int k = lo; k < edit.begin; ++k) edited.push_back(&s.subgraphs[k]);
   for (const Subgraph& sg : edit.replacement) edited.push_back(&sg);
   for (int k = edit.end; k < old_n; ++k) edited.push_back(&s.subgraphs[k]);
   RepairTarget repaired(std::move(edited));
-  if (!Repair(ctx, repaired)) return edit;
-  return DiffEdit(s, 0, old_n, repaired, edit);
+  RepairFrame whole;
+  if (lo > 0) {
+    whole.retained_in = &s.subgraphs[lo - 1].retain;
+    whole.written_before = [&](TensorId t) { return ctx.committed->WrittenBefore(t, lo); };
+  }
+  if (on_committed) {
+    whole.committed_guess = [&](int k) {
+      const int at = lo + k;
+      return at >= edit.begin && at < edit.begin + m ? at : -1;
+    };
+  }
+  if (Repair(ctx, repaired, whole) != RepairStatus::kDone) return edit;
+  return DiffEdit(s, lo, old_n, repaired, edit);
 }
 
 }  // namespace
@@ -412,7 +548,7 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
                                    std::vector<Piece> pieces) {
   const Problem& problem = ctx.problem;
   for (Piece& piece : pieces) {
-    if (piece.ops.empty()) return std::nullopt;
+    if (piece.Ops().empty()) return std::nullopt;
   }
   const std::vector<OpId>* after =
       end < static_cast<int>(s.subgraphs.size()) ? &s.subgraphs[end].ops : nullptr;
@@ -425,7 +561,7 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
   const std::vector<TensorId>* retained_in = &RetainedInto(s, begin);
   if (begin > 0) {
     const Subgraph& before = s.subgraphs[begin - 1];
-    const std::vector<OpId>* first = pieces.empty() ? after : &pieces[0].ops;
+    const std::vector<OpId>* first = pieces.empty() ? after : &pieces[0].Ops();
     std::vector<TensorId> filtered = UsefulRetain(problem, before.ops, before.retain, first);
     if (filtered != before.retain) {
       Subgraph changed = before;
@@ -437,14 +573,18 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
   }
   for (size_t j = 0; j < pieces.size(); ++j) {
     const Piece& piece = pieces[j];
-    const std::vector<OpId>* next = j + 1 < pieces.size() ? &pieces[j + 1].ops : after;
-    std::vector<TensorId> retain = UsefulRetain(problem, piece.ops, piece.retain, next);
+    const std::vector<OpId>* next = j + 1 < pieces.size() ? &pieces[j + 1].Ops() : after;
+    std::vector<TensorId> retain = UsefulRetain(problem, piece.Ops(), piece.Retain(), next);
     if (!piece.refit && piece.hint != nullptr) {
-      edit.replacement.push_back(*piece.hint);
-      edit.replacement.back().retain = std::move(retain);
+      // The hint's configuration with the filtered retain set (its own is not copied first).
+      Subgraph& same = edit.replacement.emplace_back();
+      same.ops = piece.hint->ops;
+      same.granularity = piece.hint->granularity;
+      same.traversal = piece.hint->traversal;
+      same.retain = std::move(retain);
     } else {
       std::optional<FitResult> fit =
-          FitSubgraph(ctx.pricer, piece.ops, *retained_in, retain, piece.hint, false, ctx.stop);
+          FitSubgraph(ctx.pricer, piece.Ops(), *retained_in, retain, piece.hint, false, ctx.stop);
       if (!fit) return std::nullopt;
       edit.replacement.push_back(std::move(fit->subgraph));
     }
@@ -486,10 +626,25 @@ bool AllConsumersIn(const Problem& problem, TensorId t, const std::vector<OpId>&
 namespace {
 
 
+// Feeds(s[at], s[at + 1]); on the committed schedule from the evaluator's boundary inputs of
+// s[at + 1] (a tensor made by s[at] is one whose one producer is in it), without two stamp sets
+// per pair: merge-adjacent asks it of every neighbouring pair of a schedule under 256 subgraphs.
+bool FeedsNext(const MoveContext& ctx, const Schedule& s, int at) {
+  if (ctx.committed_facts && ctx.committed != nullptr && &ctx.committed->schedule() == &s) {
+    const std::vector<OpId>& from = s.subgraphs[at].ops;
+    for (TensorId t : ctx.committed->CommittedInputs(at + 1)) {
+      const OpId p = ctx.problem.producer[t];
+      if (p != kNoOp && Contains(from, p)) return true;
+    }
+    return false;
+  }
+  return Feeds(ctx.problem, s.subgraphs[at], s.subgraphs[at + 1]);
+}
+
 std::optional<ScheduleEdit> MergeAdjacent(const MoveContext& ctx, const Schedule& s, Rng& rng) {
   const int n = static_cast<int>(s.subgraphs.size());
   if (n < 2) return std::nullopt;
-  const int i = RandomPosition(rng, n - 1, [&](int at) { return Feeds(ctx.problem, s.subgraphs[at], s.subgraphs[at + 1]); });
+  const int i = RandomPosition(rng, n - 1, [&](int at) { return FeedsNext(ctx, s, at); });
   if (i < 0) return std::nullopt;
   std::vector<OpId> ops = s.subgraphs[i].ops;
   ops.insert(ops.end(), s.subgraphs[i + 1].ops.begin(), s.subgraphs[i + 1].ops.end());
@@ -513,7 +668,8 @@ std::optional<ScheduleEdit> MergeIntoConsumer(const MoveContext& ctx, const Sche
   std::vector<OpId> ops = s.subgraphs[i].ops;
   ops.insert(ops.end(), s.subgraphs[j].ops.begin(), s.subgraphs[j].ops.end());
   std::vector<Piece> pieces;
-  for (int m = i + 1; m < j; ++m) pieces.push_back({s.subgraphs[m].ops, s.subgraphs[m].retain, &s.subgraphs[m], false});
+  pieces.reserve(j - i);
+  for (int m = i + 1; m < j; ++m) pieces.push_back(Kept(s.subgraphs[m]));
   pieces.push_back({SortTopologically(ctx.rank, ops), s.subgraphs[j].retain, &s.subgraphs[j], true});
   return Finish(ctx, s, i, j + 1, std::move(pieces));
 }
@@ -702,10 +858,10 @@ std::optional<ScheduleEdit> Swap(const MoveContext& ctx, const Schedule& s, Rng&
   const int n = static_cast<int>(s.subgraphs.size());
   if (n < 2) return std::nullopt;
   const int i = Uniform(rng, n - 1);
-  if (Feeds(ctx.problem, s.subgraphs[i], s.subgraphs[i + 1])) return std::nullopt;
+  if (FeedsNext(ctx, s, i)) return std::nullopt;
   const Subgraph& a = s.subgraphs[i];
   const Subgraph& b = s.subgraphs[i + 1];
-  return Finish(ctx, s, i, i + 2, {{b.ops, b.retain, &b, false}, {a.ops, a.retain, &a, false}});
+  return Finish(ctx, s, i, i + 2, {Kept(b), Kept(a)});
 }
 
 std::optional<ScheduleEdit> MoveNextToProducer(const MoveContext& ctx, const Schedule& s, Rng& rng) {
@@ -731,6 +887,7 @@ std::optional<ScheduleEdit> MoveNextToProducer(const MoveContext& ctx, const Sch
   }
   const Subgraph& producer = s.subgraphs[i];
   std::vector<Piece> pieces;
+  pieces.reserve(j - i + 1);
   Piece head{producer.ops, {}, &producer, false};
   const bool retain = AllConsumersIn(ctx.problem, t, sg.ops) && Coin(rng, 0.7);
   if (retain) {
@@ -739,7 +896,7 @@ std::optional<ScheduleEdit> MoveNextToProducer(const MoveContext& ctx, const Sch
   }
   pieces.push_back(head);
   pieces.push_back({sg.ops, sg.retain, &sg, retain});
-  for (int m = i + 1; m < j; ++m) pieces.push_back({s.subgraphs[m].ops, s.subgraphs[m].retain, &s.subgraphs[m], false});
+  for (int m = i + 1; m < j; ++m) pieces.push_back(Kept(s.subgraphs[m]));
   return Finish(ctx, s, i, j + 1, std::move(pieces));
 }
 

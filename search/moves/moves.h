@@ -69,6 +69,13 @@ struct MoveContext {
   bool merge_readers = false;
   // GatherKLoopApplies(problem): RandomMove draws kGatherKLoop only when true.
   bool gather_kloop = false;
+  // Whether a repair reads the boundary inputs and sinks of the committed subgraphs it scans
+  // from `committed` (IncrementalEvaluator::CommittedInputs, ...) instead of deriving them: the
+  // same lists, so the same edits (tests compare both ways).
+  bool committed_facts = true;
+  // Whether the repair tries windows around the edit before the whole schedule (tests turn it
+  // off to compare whole-schedule repairs).
+  bool local_repair = true;
 };
 
 // True when some tensor made by an op is read by at least three ops: the fan-out (a normalised

@@ -84,10 +84,14 @@ std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule&
     if (count == kMaxAbsorbed) break;
     // Moving i to j must not pass a subgraph (left in place) that reads what i makes (i < j) or
     // makes what i reads (i > j).
+    // i's side of Feeds derived once for the subgraphs between.
     bool blocked = false;
-    for (int m = std::min(i, j) + 1; m < std::max(i, j) && !blocked; ++m) {
-      if (absorbed[m]) continue;
-      blocked = i < j ? Feeds(problem, s.subgraphs[i], s.subgraphs[m]) : Feeds(problem, s.subgraphs[m], s.subgraphs[i]);
+    if (i + 1 < j) {
+      const FeedsFrom feeds_from_i(problem, s.subgraphs[i].ops);
+      for (int m = i + 1; m < j && !blocked; ++m) blocked = !absorbed[m] && feeds_from_i(s.subgraphs[m].ops);
+    } else if (i > j + 1) {
+      const FeedsInto feeds_into_i(problem, s.subgraphs[i].ops);
+      for (int m = j + 1; m < i && !blocked; ++m) blocked = !absorbed[m] && feeds_into_i(s.subgraphs[m].ops);
     }
     if (blocked) continue;
     std::vector<OpId> candidate = merged;
@@ -113,7 +117,7 @@ std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule&
     if (m == j) {
       pieces.push_back({SortTopologically(ctx.rank, merged), sg.retain, &sg, true});
     } else if (!absorbed[m]) {
-      pieces.push_back({s.subgraphs[m].ops, s.subgraphs[m].retain, &s.subgraphs[m], false});
+      pieces.push_back(Kept(s.subgraphs[m]));
     }
   }
   return Finish(ctx, s, begin, end, std::move(pieces));
@@ -232,7 +236,7 @@ std::optional<ScheduleEdit> GatherKLoop(const MoveContext& ctx, const Schedule& 
   for (int m = begin; m < j; ++m) {
     const Subgraph& at = s.subgraphs[m];
     if (!changed[m]) {
-      pieces.push_back({at.ops, at.retain, &at, false});
+      pieces.push_back(Kept(at));
       continue;
     }
     for (auto& component : Components(problem, rest[m])) {

@@ -392,6 +392,12 @@ int RunSearchCommand(int argc, char** argv) {
     // overlapped starts had are not theirs: SearchSummary::worker_seconds).
     if (summary.worker_seconds > 0) {
       moves_per_second = ", " + Compact(static_cast<double>(summary.moves) / summary.worker_seconds) + " moves/s";
+      // Per CPU-second of a worker's thread: what the load of the machine and the starts
+      // running beside the workers do not change.
+      if (summary.worker_cpu_seconds > 0) {
+        moves_per_second +=
+            " (" + Compact(static_cast<double>(summary.moves) / summary.worker_cpu_seconds) + " per worker CPU-second)";
+      }
     }
     console.Line("annealer: best " + Grouped(result.total) + " (lower bound " + Grouped(lower_bound) +
                  ", gap " + GapText(result.total, lower_bound) + ") after " + Seconds(elapsed) + ": " +
