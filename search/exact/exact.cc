@@ -551,14 +551,13 @@ class ComponentSolver {
   ContextEntry Search(const std::vector<OpId>& ops, const std::vector<TensorId>& q, Latency limit) {
     ContextEntry entry;
     entry.limit = limit;
-    const Elements n = problem_.native;
     const GridFacts grid = AnalyseGrid(problem_, ops, q);
     if (!grid.valid) return entry;
     Latency base_sum = 0;
     for (OpId op : ops) base_sum += problem_.ops[op].base_cost;
-    const std::vector<Elements> ws = DivisorsUpTo(grid.width, n);
-    const std::vector<Elements> hs = DivisorsUpTo(grid.height, n);
-    const std::vector<Elements> ks = grid.reduction == 0 ? std::vector<Elements>{1} : DivisorsUpTo(grid.reduction, n);
+    const std::vector<Elements>& ws = Divisors(grid.width);
+    const std::vector<Elements>& hs = Divisors(grid.height);
+    const std::vector<Elements>& ks = Divisors(grid.reduction == 0 ? 1 : grid.reduction);
     struct Sides {
       Elements w, h;
       int64_t tiles;
@@ -716,6 +715,14 @@ class ComponentSolver {
   int m_ = 0, words_ = 0, max_ops_ = 1;
   std::vector<std::vector<int>> preds_, readers_;
   std::vector<char> mark_;
+  // DivisorsUpTo(dim, native) per dim: every context searched asks for three (nodes: references
+  // stay valid as the map grows).
+  std::unordered_map<Elements, std::vector<Elements>> divisors_;
+  const std::vector<Elements>& Divisors(Elements dim) {
+    auto it = divisors_.find(dim);
+    if (it == divisors_.end()) it = divisors_.emplace(dim, DivisorsUpTo(dim, problem_.native)).first;
+    return it->second;
+  }
   Latency threshold_ = kInf;
 
   std::vector<State> states_;
