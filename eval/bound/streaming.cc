@@ -2,7 +2,10 @@
 
 namespace annealer::bound_internal {
 
+bool g_streamed_activations = true;
+
 bool StreamedActivationSide(const Problem& problem, OpId x, int slot) {
+  if (!g_streamed_activations) return false;
   const Op& op = problem.ops[x];
   if (op.kind != OpKind::MatMul || op.inputs[0] == op.inputs[1]) return false;
   if (problem.ReductionLength(x) <= problem.native) return false;
