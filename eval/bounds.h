@@ -175,6 +175,13 @@
 //     a C + (1 - a) L of its case (other ops: a c_native + (1 - a) own loads); claims are
 //     disjoint amounts of C_S and M_S, a subgraph costs >= a C_S + (1 - a) M_S (T1). Also per
 //     island (P12), with only the transfers of the op's own island. 0 with a weight path (H6).
+//  P19 (V2, V3, V11, P1, P4, P5, D2, D3, D5, M1, P14) Streamed activations. A MatMul x with
+//     K > n whose LHS t is made by a Pointwise op (never ephemeral for x in F: k <= n < K,
+//     V11), with |t| + 1 > capacity (never retained nor requested whole, P4) and read only by
+//     MatMuls, all on that side: every subgraph holding x in F loads t at least |t| x ceil(N/n)
+//     (P5), which its F readers may share (D5). Each reader's T instance counts the share
+//     |t| ceil(N/n) / readers among its own loads in P14 (RHS: |t| ceil(M/n)); other instances
+//     none; P15 then leaves t out of its reloads.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -217,8 +224,9 @@ struct LowerBound {
   // max(island compute, island forced traffic / bandwidth, its P14 sum, its P18 sum).
   Latency islands = 0;
   int island_count = 0;
-  // P14, P15: per op, compute (or, at the weight a, its own loads) plus the weight time of
-  // heavy MatMuls that no other op's compute can hide, plus the reloads of ops that sit alone;
+  // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,
+  // P19, streamed activation) time of heavy MatMuls that no other op's compute can hide, plus
+  // the reloads of ops that sit alone;
   // `streaming_ops` heavy ops count.
   Latency streaming = 0;
   int streaming_ops = 0;

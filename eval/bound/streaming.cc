@@ -2,6 +2,39 @@
 
 namespace annealer::bound_internal {
 
+bool g_streamed_activations = true;
+
+bool StreamedActivationSide(const Problem& problem, OpId x, int slot) {
+  if (!g_streamed_activations) return false;
+  const Op& op = problem.ops[x];
+  if (op.kind != OpKind::MatMul || op.inputs[0] == op.inputs[1]) return false;
+  if (problem.ReductionLength(x) <= problem.native) return false;
+  const TensorId t = op.inputs[slot];
+  const OpId p = problem.producer[t];
+  if (p == kNoOp || problem.ops[p].kind != OpKind::Pointwise) return false;
+  if (problem.tensors[t].size() + 1 <= problem.fast_memory_capacity) return false;
+  for (OpId c : problem.consumers[t]) {
+    const Op& reader = problem.ops[c];
+    if (reader.kind != OpKind::MatMul || reader.inputs[slot] != t || reader.inputs[1 - slot] == t) return false;
+  }
+  return true;
+}
+
+double StreamedActivations(const Problem& problem, OpId x) {
+  const Op& op = problem.ops[x];
+  const Tensor& out = problem.tensors[op.output];
+  const Elements n = problem.native;
+  double elements = 0;
+  for (int slot = 0; slot < 2; ++slot) {
+    if (!StreamedActivationSide(problem, x, slot)) continue;
+    const TensorId t = op.inputs[slot];
+    const Elements tiles = slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n);
+    elements += static_cast<double>(problem.tensors[t].size() * tiles) /
+                static_cast<double>(problem.consumers[t].size());
+  }
+  return elements;
+}
+
 Streaming StreamingBound(const Problem& problem, const Analysis& a) {
   const int num_ops = static_cast<int>(problem.ops.size());
   const Elements n = problem.native;
@@ -43,6 +76,7 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
     const bool graph_output = problem.IsGraphOutput(op.output);
     if (graph_output) streamed += out.size();
     own_t[x] = static_cast<double>(streamed) / bandwidth;
+    if (k_split) own_t[x] += StreamedActivations(problem, x) / bandwidth;
     own_n[x] = static_cast<double>(once) / bandwidth;
     double least_factor = std::numeric_limits<double>::infinity();
     for (int m = 0; m < kModes && !graph_output; ++m) {
@@ -67,6 +101,7 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
         const OpId p = problem.producer[t];
         if (p == kNoOp || problem.ops[p].kind == OpKind::Layout) continue;
         if (slot == 1 && op.inputs[0] == t) continue;
+        if (k_split && StreamedActivationSide(problem, x, static_cast<int>(slot))) continue;  // P19 claims it
         produced += problem.tensors[t].size();
       }
       retain_load[x] = static_cast<double>(produced) / bandwidth;

@@ -75,6 +75,21 @@ double BestOverWeight(const std::vector<std::vector<Line>>& lines, const Selecte
   return std::max({sum((lo + hi) / 2), sum(0), sum(1)});
 }
 
+// P19 (docs/lower-bound.md, "Streamed activations (P19)"). Whether operand `slot` of MatMul x
+// (0: LHS, 1: RHS) is an activation that every T instance of x streams: K > n (k < K, V2, V3),
+// made by a Pointwise op (never ephemeral for a k-split MatMul, V11, P1), too large to retain
+// or to request whole (|t| + 1 > capacity, P4), and read by MatMuls only, all on this side
+// and not on the other (every request of it in a subgraph is R x kappa_j in F or R' x [0, K)
+// upstream, D2, D3, so no request of another reader makes x's slice free, M1).
+bool StreamedActivationSide(const Problem& problem, OpId x, int slot);
+// Elements of such operands a T instance of x loads, as its share: |t| x ceil(N/n) (LHS) or
+// |t| x ceil(M/n) (RHS) per subgraph holding a reader in F (P5), divided among t's readers
+// (the F readers of one subgraph share one grid and may share each load, D5).
+double StreamedActivations(const Problem& problem, OpId x);
+// Ablation switch for tests/bounds_test.cc only (measures what P19 adds): false makes
+// StreamedActivations 0, the bound as before P19. Not thread-safe; never set elsewhere.
+extern bool g_streamed_activations;
+
 Streaming StreamingBound(const Problem& problem, const Analysis& a);
 
 }  // namespace annealer::bound_internal
