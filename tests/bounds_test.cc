@@ -24,6 +24,7 @@
 #include "search/exact/exact.h"
 #include "search/params.h"
 #include "src/io/problem_reader.h"
+#include "tests/suffix_bounds.h"
 #include "tests/test_files.h"
 #include "src/io/schedule_io.h"
 
@@ -76,21 +77,8 @@ bool CheckValidSchedule(const Problem& problem, const Schedule& schedule, const 
     }
   }
   if (evaluation.total > 0) teeth.tightest = std::max(teeth.tightest, bound.total() / evaluation.total);
-  const BoundModel model = BuildBoundModel(problem);
   // Suffixes: ops that did not run in the prefix all run in the suffix.
-  const size_t count = schedule.subgraphs.size();
-  std::vector<Latency> suffix(count + 1, 0);
-  for (size_t i = count; i-- > 0;) suffix[i] = suffix[i + 1] + evaluation.subgraphs[i].latency;
-  std::vector<char> ran(problem.ops.size(), 0);
-  for (size_t i = 0; i <= count; ++i) {
-    std::vector<char> remaining(problem.ops.size());
-    for (size_t op = 0; op < ran.size(); ++op) remaining[op] = !ran[op];
-    CAPTURE(i);
-    CHECK(RemainingLowerBound(model, remaining) <= suffix[i] * (1 + kSlack));
-    if (i < count) {
-      for (OpId op : schedule.subgraphs[i].ops) ran[op] = 1;
-    }
-  }
+  testing::CheckSuffixBounds(BuildBoundModel(problem), problem, schedule, evaluation, kSlack);
   return true;
 }
 

@@ -23,6 +23,7 @@
 #include "search/exact/exact.h"
 #include "search/params.h"
 #include "src/import/hardware_profile.h"
+#include "tests/suffix_bounds.h"
 #include "tests/test_files.h"
 #include "src/io/json_fields.h"
 #include "src/io/problem_reader.h"
@@ -314,13 +315,7 @@ TEST_CASE("chip rules: the lower bound stays below the oracle with rules on (pre
         INFO("shape " << static_cast<int>(shape) << " trial " << trial << " schedule " << s);
         CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
         // Suffix bounds: the ops not yet run, against the latency of the subgraphs left.
-        std::vector<char> remaining(problem.ops.size(), 1);
-        double suffix = evaluation.total;
-        for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
-          CHECK(RemainingLowerBound(model, remaining) <= suffix * (1 + 1e-9));
-          for (OpId op : schedule.subgraphs[i].ops) remaining[op] = 0;
-          suffix -= evaluation.subgraphs[i].latency;
-        }
+        testing::CheckSuffixBounds(model, problem, schedule, evaluation);
       }
     }
   }

@@ -25,6 +25,7 @@
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
 #include "tests/incremental_walk.h"
+#include "tests/suffix_bounds.h"
 
 namespace annealer {
 namespace {
@@ -284,13 +285,7 @@ TEST_CASE("H6: the lower bound stays below the oracle on random valid schedules"
                       << bound.compute << " io " << bound.graph_io << " traffic " << bound.traffic << " combined "
                       << bound.combined << " islands " << bound.islands << ", oracle " << evaluation.total);
         CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
-        std::vector<char> remaining(problem.ops.size(), 1);
-        double suffix = evaluation.total;
-        for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
-          CHECK(RemainingLowerBound(model, remaining) <= suffix * (1 + 1e-9));
-          for (OpId op : schedule.subgraphs[i].ops) remaining[op] = 0;
-          suffix -= evaluation.subgraphs[i].latency;
-        }
+        testing::CheckSuffixBounds(model, problem, schedule, evaluation);
       }
     }
   }
@@ -477,13 +472,7 @@ TEST_CASE("H6: crossing activations (P16) on the activation path never above the
       CHECK(bound.crossing <= evaluation.total * (1 + 1e-9));
       CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
       if (decides) tightest = std::max(tightest, bound.crossing / evaluation.total);
-      std::vector<char> remaining(problem.ops.size(), 1);
-      double suffix = evaluation.total;
-      for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
-        CHECK(RemainingLowerBound(model, remaining) <= suffix * (1 + 1e-9));
-        for (OpId op : schedule.subgraphs[i].ops) remaining[op] = 0;
-        suffix -= evaluation.subgraphs[i].latency;
-      }
+      testing::CheckSuffixBounds(model, problem, schedule, evaluation);
     }
   }
   MESSAGE("H6, P16: valid schedules " << valid << ", problems where crossing exceeds islands " << gained
