@@ -24,6 +24,7 @@
 #include "search/exact/exact.h"
 #include "search/params.h"
 #include "src/io/problem_reader.h"
+#include "tests/problem_maker.h"
 #include "tests/suffix_bounds.h"
 #include "tests/test_files.h"
 #include "src/io/schedule_io.h"
@@ -558,58 +559,44 @@ TEST_CASE("bound: islands (P12) never above the oracle at real-chip ratios") {
 // and bandwidth mixed so that some MatMuls stream more weight than they compute (P14's heavy ops)
 // and others hide it. Optionally a Layout op (a transpose) on the way to K^T.
 Problem RandomBlocks(std::mt19937_64& rng) {
-  auto pick = [&](std::vector<Elements> v) {
-    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-  };
-  auto pickd = [&](std::vector<double> v) {
-    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-  };
-  Problem problem;
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
   problem.native = 4;
-  auto tensor = [&](Elements h, Elements w) {
-    problem.tensors.push_back({w, h});
-    return static_cast<TensorId>(problem.tensors.size() - 1);
-  };
-  auto op = [&](OpKind kind, std::vector<TensorId> in, Elements h, Elements w, double cost) {
-    const TensorId out = tensor(h, w);
-    problem.ops.push_back({kind, std::move(in), out, cost});
-    return out;
-  };
-  const Elements rows = pick({3, 4, 6, 8});
-  const Elements d = pick({8, 12});
-  const Elements dh = pick({2, 4, 6});
-  const Elements hidden = d * pick({2, 3});
-  const double mm[] = {pickd({0.5, 2, 8}), pickd({1, 4, 16, 64})};
+  const Elements rows = make.Pick({3, 4, 6, 8});
+  const Elements d = make.Pick({8, 12});
+  const Elements dh = make.Pick({2, 4, 6});
+  const Elements hidden = d * make.Pick({2, 3});
+  const double mm[] = {make.PickReal({0.5, 2, 8}), make.PickReal({1, 4, 16, 64})};
   auto mm_cost = [&]() { return mm[std::uniform_int_distribution<int>(0, 1)(rng)]; };
-  auto pw_cost = [&]() { return pickd({0, 0.5, 2, 8}); };
-  TensorId x = tensor(rows, d);
-  const int blocks = static_cast<int>(pick({1, 2, 3}));
+  auto pw_cost = [&]() { return make.PickReal({0, 0.5, 2, 8}); };
+  TensorId x = make.Tensor(rows, d);
+  const int blocks = static_cast<int>(make.Pick({1, 2, 3}));
   const bool layout = std::uniform_int_distribution<int>(0, 2)(rng) == 0;
   for (int b = 0; b < blocks; ++b) {
-    const TensorId ln1 = op(OpKind::Pointwise, {x}, rows, d, pw_cost());
-    const TensorId q = op(OpKind::MatMul, {ln1, tensor(d, dh)}, rows, dh, mm_cost());
+    const TensorId ln1 = make.Op(OpKind::Pointwise, {x}, rows, d, pw_cost());
+    const TensorId q = make.Op(OpKind::MatMul, {ln1, make.Tensor(d, dh)}, rows, dh, mm_cost());
     TensorId kt;
     if (layout) {
-      const TensorId k = op(OpKind::MatMul, {ln1, tensor(d, dh)}, rows, dh, mm_cost());
-      kt = op(OpKind::Layout, {k}, dh, rows, 0);
+      const TensorId k = make.Op(OpKind::MatMul, {ln1, make.Tensor(d, dh)}, rows, dh, mm_cost());
+      kt = make.Op(OpKind::Layout, {k}, dh, rows, 0);
     } else {
-      kt = tensor(dh, rows);  // a graph input
+      kt = make.Tensor(dh, rows);  // a graph input
     }
-    const TensorId s = op(OpKind::MatMul, {q, kt}, rows, rows, mm_cost());
-    const TensorId p = op(OpKind::Pointwise, {s}, rows, rows, pw_cost());
-    const TensorId v = op(OpKind::MatMul, {ln1, tensor(d, dh)}, rows, dh, mm_cost());
-    const TensorId o = op(OpKind::MatMul, {p, v}, rows, dh, mm_cost());
-    const TensorId proj = op(OpKind::MatMul, {o, tensor(dh, d)}, rows, d, mm_cost());
-    const TensorId r1 = op(OpKind::Pointwise, {x, proj}, rows, d, pw_cost());
-    const TensorId ln2 = op(OpKind::Pointwise, {r1}, rows, d, pw_cost());
-    const TensorId h = op(OpKind::MatMul, {ln2, tensor(d, hidden)}, rows, hidden, mm_cost());
-    const TensorId g = op(OpKind::Pointwise, {h}, rows, hidden, pw_cost());
-    const TensorId y = op(OpKind::MatMul, {g, tensor(hidden, d)}, rows, d, mm_cost());
-    x = op(OpKind::Pointwise, {r1, y}, rows, d, pw_cost());
+    const TensorId s = make.Op(OpKind::MatMul, {q, kt}, rows, rows, mm_cost());
+    const TensorId p = make.Op(OpKind::Pointwise, {s}, rows, rows, pw_cost());
+    const TensorId v = make.Op(OpKind::MatMul, {ln1, make.Tensor(d, dh)}, rows, dh, mm_cost());
+    const TensorId o = make.Op(OpKind::MatMul, {p, v}, rows, dh, mm_cost());
+    const TensorId proj = make.Op(OpKind::MatMul, {o, make.Tensor(dh, d)}, rows, d, mm_cost());
+    const TensorId r1 = make.Op(OpKind::Pointwise, {x, proj}, rows, d, pw_cost());
+    const TensorId ln2 = make.Op(OpKind::Pointwise, {r1}, rows, d, pw_cost());
+    const TensorId h = make.Op(OpKind::MatMul, {ln2, make.Tensor(d, hidden)}, rows, hidden, mm_cost());
+    const TensorId g = make.Op(OpKind::Pointwise, {h}, rows, hidden, pw_cost());
+    const TensorId y = make.Op(OpKind::MatMul, {g, make.Tensor(hidden, d)}, rows, d, mm_cost());
+    x = make.Op(OpKind::Pointwise, {r1, y}, rows, d, pw_cost());
   }
   const Elements tile = problem.native * problem.native;
-  problem.fast_memory_capacity = tile * pick({16, 64, 4096});
-  problem.slow_memory_bandwidth = pickd({0.25, 1, 4});
+  problem.fast_memory_capacity = tile * make.Pick({16, 64, 4096});
+  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
   REQUIRE(problem.Finalize() == "");
   return problem;
 }
@@ -670,70 +657,55 @@ TEST_CASE("bound: streamed weights (P14) never above the oracle at real-chip rat
 // reader of the other kind (a Pointwise op, a MatMul on the other side) or a MatMul producer,
 // which P19 must refuse. Capacities mostly below |A| + 1 (never retained), some above.
 Problem StreamedActivationNet(std::mt19937_64& rng) {
-  auto pick = [&](std::vector<Elements> v) {
-    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-  };
-  auto pickd = [&](std::vector<double> v) {
-    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-  };
-  auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
-  Problem problem;
-  problem.native = pick({2, 4});
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = make.Pick({2, 4});
   const Elements n = problem.native;
-  auto tensor = [&](Elements h, Elements w) {
-    problem.tensors.push_back({w, h});
-    return static_cast<TensorId>(problem.tensors.size() - 1);
-  };
-  auto op = [&](OpKind kind, std::vector<TensorId> in, Elements h, Elements w, double cost) {
-    const TensorId out = tensor(h, w);
-    problem.ops.push_back({kind, std::move(in), out, cost});
-    return out;
-  };
-  auto mm_cost = [&]() { return pickd({0.25, 1, 4}); };
-  auto pw_cost = [&]() { return pickd({0, 0.5, 2, 8}); };
-  const Elements m = pick({8, 12, 16}), k = pick({2 * n, 3 * n, 4 * n + 1, 6 * n}), cols = pick({n, 2 * n, 3 * n});
-  const bool rhs = chance(0.3);  // A is the readers' RHS (K x cols) instead of their LHS (m x K)
+  auto mm_cost = [&]() { return make.PickReal({0.25, 1, 4}); };
+  auto pw_cost = [&]() { return make.PickReal({0, 0.5, 2, 8}); };
+  const Elements m = make.Pick({8, 12, 16}), k = make.Pick({2 * n, 3 * n, 4 * n + 1, 6 * n}), cols = make.Pick({n, 2 * n, 3 * n});
+  const bool rhs = make.Chance(0.3);  // A is the readers' RHS (K x cols) instead of their LHS (m x K)
   const Elements ah = rhs ? k : m, aw = rhs ? cols : k;
   TensorId a;
-  if (chance(0.15)) {
-    a = op(OpKind::MatMul, {tensor(ah, n), tensor(n, aw)}, ah, aw, mm_cost());  // refused: may be ephemeral
+  if (make.Chance(0.15)) {
+    a = make.Op(OpKind::MatMul, {make.Tensor(ah, n), make.Tensor(n, aw)}, ah, aw, mm_cost());  // refused: may be ephemeral
   } else {
-    a = op(OpKind::Pointwise, {tensor(ah, aw)}, ah, aw, pw_cost());
-    if (chance(0.3)) a = op(OpKind::Pointwise, {a}, ah, aw, pw_cost());
+    a = make.Op(OpKind::Pointwise, {make.Tensor(ah, aw)}, ah, aw, pw_cost());
+    if (make.Chance(0.3)) a = make.Op(OpKind::Pointwise, {a}, ah, aw, pw_cost());
   }
-  const int readers = static_cast<int>(pick({1, 1, 2, 3}));
-  const Elements out_w = rhs ? cols : pick({n, 2 * n});
+  const int readers = static_cast<int>(make.Pick({1, 1, 2, 3}));
+  const Elements out_w = rhs ? cols : make.Pick({n, 2 * n});
   std::vector<TensorId> outs;
   for (int j = 0; j < readers; ++j) {
-    const TensorId other = rhs ? tensor(m, k) : tensor(k, out_w);
-    outs.push_back(op(OpKind::MatMul, rhs ? std::vector<TensorId>{other, a} : std::vector<TensorId>{a, other}, m,
+    const TensorId other = rhs ? make.Tensor(m, k) : make.Tensor(k, out_w);
+    outs.push_back(make.Op(OpKind::MatMul, rhs ? std::vector<TensorId>{other, a} : std::vector<TensorId>{a, other}, m,
                       out_w, mm_cost()));
   }
-  if (chance(0.1)) op(OpKind::Pointwise, {a}, ah, aw, pw_cost());  // refused: a Pointwise reader
-  if (chance(0.1)) {                                                  // refused: read on the other side
+  if (make.Chance(0.1)) make.Op(OpKind::Pointwise, {a}, ah, aw, pw_cost());  // refused: a Pointwise reader
+  if (make.Chance(0.1)) {                                                  // refused: read on the other side
     if (rhs) {
-      op(OpKind::MatMul, {a, tensor(cols, n)}, k, n, mm_cost());
+      make.Op(OpKind::MatMul, {a, make.Tensor(cols, n)}, k, n, mm_cost());
     } else {
-      op(OpKind::MatMul, {tensor(n, m), a}, n, k, mm_cost());
+      make.Op(OpKind::MatMul, {make.Tensor(n, m), a}, n, k, mm_cost());
     }
   }
-  const int tail = static_cast<int>(pick({0, 1, 2, 3, 3}));
+  const int tail = static_cast<int>(make.Pick({0, 1, 2, 3, 3}));
   if (tail == 1 && outs.size() > 1) {
     TensorId sum = outs[0];
-    for (size_t j = 1; j < outs.size(); ++j) sum = op(OpKind::Pointwise, {sum, outs[j]}, m, out_w, pw_cost());
+    for (size_t j = 1; j < outs.size(); ++j) sum = make.Op(OpKind::Pointwise, {sum, outs[j]}, m, out_w, pw_cost());
   } else if (tail == 2) {
-    op(OpKind::Layout, {outs[0]}, out_w, m, 0);
+    make.Op(OpKind::Layout, {outs[0]}, out_w, m, 0);
   } else if (tail == 3) {
     // A compute-heavy MatMul y behind an epilogue, its output added to a reader's: with
     // out_w > n (a Pointwise op into y is illegal, V11) in the readers' island through the add,
     // never in their class unless its reduction is theirs, so its compute cannot hide their loads.
-    const TensorId e = op(OpKind::Pointwise, {outs[0]}, m, out_w, pw_cost());
-    const TensorId y = op(OpKind::MatMul, {e, tensor(out_w, out_w)}, m, out_w, pickd({8, 32, 128}));
-    op(OpKind::Pointwise, {y, outs[0]}, m, out_w, pw_cost());
+    const TensorId e = make.Op(OpKind::Pointwise, {outs[0]}, m, out_w, pw_cost());
+    const TensorId y = make.Op(OpKind::MatMul, {e, make.Tensor(out_w, out_w)}, m, out_w, make.PickReal({8, 32, 128}));
+    make.Op(OpKind::Pointwise, {y, outs[0]}, m, out_w, pw_cost());
   }
   const Elements size = ah * aw, floor = 6 * n * n;
-  problem.fast_memory_capacity = std::max(floor, pick({size / 2, size - 1, size, size + 1, size * 4}));
-  problem.slow_memory_bandwidth = pickd({0.25, 1, 4});
+  problem.fast_memory_capacity = std::max(floor, make.Pick({size / 2, size - 1, size, size + 1, size * 4}));
+  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
   REQUIRE(problem.Finalize() == "");
   return problem;
 }
@@ -941,43 +913,28 @@ TEST_CASE("bound: P17's memory floor by hand, met by recomputing the shared inpu
 // transpose (a Layout op), an activation, or are summed pairwise (joining two readers); some
 // readers are Pointwise ops (in the producer's island). A second shared tensor may follow.
 Problem RandomFanout(std::mt19937_64& rng) {
-  auto pick = [&](std::vector<Elements> v) {
-    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-  };
-  auto pickd = [&](std::vector<double> v) {
-    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-  };
-  auto coin = [&](int in) { return std::uniform_int_distribution<int>(0, in - 1)(rng) == 0; };
-  Problem problem;
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
   problem.native = 4;
-  auto tensor = [&](Elements h, Elements w) {
-    problem.tensors.push_back({w, h});
-    return static_cast<TensorId>(problem.tensors.size() - 1);
-  };
-  auto op = [&](OpKind kind, std::vector<TensorId> in, Elements h, Elements w, double cost) {
-    const TensorId out = tensor(h, w);
-    problem.ops.push_back({kind, std::move(in), out, cost});
-    return out;
-  };
-  const Elements rows = pick({4, 8, 12});
-  const Elements d = pick({8, 12});
-  TensorId shared = tensor(rows, d);
-  const int levels = coin(3) ? 2 : 1;
+  const Elements rows = make.Pick({4, 8, 12});
+  const Elements d = make.Pick({8, 12});
+  TensorId shared = make.Tensor(rows, d);
+  const int levels = make.Coin(3) ? 2 : 1;
   for (int level = 0; level < levels; ++level) {
-    if (coin(2)) shared = op(OpKind::MatMul, {shared, tensor(d, d)}, rows, d, pickd({0.5, 4, 40}));
-    shared = op(OpKind::Pointwise, {shared}, rows, d, pickd({0, 1, 8, 50}));
-    const int readers = static_cast<int>(pick({2, 3, 4, 6}));
+    if (make.Coin(2)) shared = make.Op(OpKind::MatMul, {shared, make.Tensor(d, d)}, rows, d, make.PickReal({0.5, 4, 40}));
+    shared = make.Op(OpKind::Pointwise, {shared}, rows, d, make.PickReal({0, 1, 8, 50}));
+    const int readers = static_cast<int>(make.Pick({2, 3, 4, 6}));
     std::vector<TensorId> outs;
     for (int r = 0; r < readers; ++r) {
-      if (coin(5)) {  // a Pointwise reader: may share the producer's subgraph
-        outs.push_back(op(OpKind::Pointwise, {shared}, rows, d, pickd({0, 2})));
+      if (make.Coin(5)) {  // a Pointwise reader: may share the producer's subgraph
+        outs.push_back(make.Op(OpKind::Pointwise, {shared}, rows, d, make.PickReal({0, 2})));
         continue;
       }
-      const Elements width = pick({4, 8});
-      TensorId z = op(OpKind::MatMul, {shared, tensor(d, width)}, rows, width, pickd({0, 0.5, 4, 16}));
+      const Elements width = make.Pick({4, 8});
+      TensorId z = make.Op(OpKind::MatMul, {shared, make.Tensor(d, width)}, rows, width, make.PickReal({0, 0.5, 4, 16}));
       const int what = std::uniform_int_distribution<int>(0, 3)(rng);
-      if (what == 1) z = op(OpKind::Layout, {z}, width, rows, 0);
-      if (what == 2) z = op(OpKind::Pointwise, {z}, rows, width, pickd({0, 2}));
+      if (what == 1) z = make.Op(OpKind::Layout, {z}, width, rows, 0);
+      if (what == 2) z = make.Op(OpKind::Pointwise, {z}, rows, width, make.PickReal({0, 2}));
       outs.push_back(z);
     }
     // Pairwise sums of same-shape outputs join their readers; the last one carries on.
@@ -985,19 +942,19 @@ Problem RandomFanout(std::mt19937_64& rng) {
     for (size_t i = 0; i + 1 < outs.size(); i += 2) {
       const Tensor& x = problem.tensors[outs[i]];
       const Tensor& y = problem.tensors[outs[i + 1]];
-      if (x.width != y.width || x.height != y.height || coin(2)) continue;
-      next = op(OpKind::Pointwise, {outs[i], outs[i + 1]}, x.height, x.width, pickd({0, 1}));
+      if (x.width != y.width || x.height != y.height || make.Coin(2)) continue;
+      next = make.Op(OpKind::Pointwise, {outs[i], outs[i + 1]}, x.height, x.width, make.PickReal({0, 1}));
     }
     if (level + 1 < levels) {
       // The next level reads the first reader's output if it has the shape, else a fresh input.
       const Tensor& first = problem.tensors[outs[0]];
-      shared = first.height == rows && first.width == d ? outs[0] : tensor(rows, d);
+      shared = first.height == rows && first.width == d ? outs[0] : make.Tensor(rows, d);
     }
     (void)next;
   }
   const Elements tile = problem.native * problem.native;
-  problem.fast_memory_capacity = tile * pick({16, 64, 4096});
-  problem.slow_memory_bandwidth = pickd({0.25, 1, 4});
+  problem.fast_memory_capacity = tile * make.Pick({16, 64, 4096});
+  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
   REQUIRE(problem.Finalize() == "");
   return problem;
 }
@@ -1149,46 +1106,32 @@ TEST_CASE("bound: P16's crossing activations by hand, met by loading the shared 
 // sharing one LHS X, summed by one Pointwise op (an optional residual), an activation that makes
 // the next layer's X; reductions below, at or above native; a memory of 1.5 to 4 native tiles.
 Problem RandomConvs(std::mt19937_64& rng) {
-  auto pick = [&](std::vector<Elements> v) {
-    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-  };
-  auto pickd = [&](std::vector<double> v) {
-    return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-  };
-  Problem problem;
-  problem.native = pick({4, 8});
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = make.Pick({4, 8});
   const Elements n = problem.native;
-  auto tensor = [&](Elements h, Elements w) {
-    problem.tensors.push_back({w, h});
-    return static_cast<TensorId>(problem.tensors.size() - 1);
-  };
-  auto op = [&](OpKind kind, std::vector<TensorId> in, Elements h, Elements w, double cost) {
-    const TensorId out = tensor(h, w);
-    problem.ops.push_back({kind, std::move(in), out, cost});
-    return out;
-  };
-  const Elements rows = n * pick({1, 2, 3}) + pick({0, 0, 1, 3});
-  const double mm = pickd({0.2, 2, 10, 40}), pw = pickd({0, 1, 5});
-  Elements k = pick({n / 2, n, 2 * n, 3 * n});
-  TensorId x = tensor(rows, k);
-  const int layers = static_cast<int>(pick({1, 1, 2}));
+  const Elements rows = n * make.Pick({1, 2, 3}) + make.Pick({0, 0, 1, 3});
+  const double mm = make.PickReal({0.2, 2, 10, 40}), pw = make.PickReal({0, 1, 5});
+  Elements k = make.Pick({n / 2, n, 2 * n, 3 * n});
+  TensorId x = make.Tensor(rows, k);
+  const int layers = static_cast<int>(make.Pick({1, 1, 2}));
   for (int l = 0; l < layers; ++l) {
-    const Elements cols = pick({n / 2, n, 2 * n});
-    const int g = static_cast<int>(pick({1, 2, 3, 4}));
+    const Elements cols = make.Pick({n / 2, n, 2 * n});
+    const int g = static_cast<int>(make.Pick({1, 2, 3, 4}));
     std::vector<TensorId> parts;
-    for (int j = 0; j < g; ++j) parts.push_back(op(OpKind::MatMul, {x, tensor(k, cols)}, rows, cols, mm));
+    for (int j = 0; j < g; ++j) parts.push_back(make.Op(OpKind::MatMul, {x, make.Tensor(k, cols)}, rows, cols, mm));
     if (g == 1 && l + 1 == layers) break;  // the MatMul's output is a graph output
-    if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) parts.push_back(tensor(rows, cols));  // a residual
+    if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) parts.push_back(make.Tensor(rows, cols));  // a residual
     // Sometimes an activation of one part read by the sum as well: made in the subgraph from a
     // tensor already there, it may cost the working set nothing.
-    if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) parts.push_back(op(OpKind::Pointwise, {parts[0]}, rows, cols, pw));
-    const TensorId sum = op(OpKind::Pointwise, parts, rows, cols, pw);
-    x = l + 1 == layers ? sum : op(OpKind::Pointwise, {sum}, rows, cols, pw);
+    if (std::uniform_int_distribution<int>(0, 2)(rng) == 0) parts.push_back(make.Op(OpKind::Pointwise, {parts[0]}, rows, cols, pw));
+    const TensorId sum = make.Op(OpKind::Pointwise, parts, rows, cols, pw);
+    x = l + 1 == layers ? sum : make.Op(OpKind::Pointwise, {sum}, rows, cols, pw);
     k = cols;
   }
   const Elements tile = n * n;
-  problem.fast_memory_capacity = tile * pick({3, 4, 6, 8}) / 2;
-  problem.slow_memory_bandwidth = pickd({0.5, 1, 4});
+  problem.fast_memory_capacity = tile * make.Pick({3, 4, 6, 8}) / 2;
+  problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
   REQUIRE(problem.Finalize() == "");
   return problem;
 }

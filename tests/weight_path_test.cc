@@ -25,6 +25,7 @@
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
 #include "tests/incremental_walk.h"
+#include "tests/problem_maker.h"
 #include "tests/suffix_bounds.h"
 
 namespace annealer {
@@ -370,56 +371,45 @@ TEST_CASE("H6: P16's crossing activations by hand, on the activation path") {
 // Schedules: random ones with recomputation and extra retention (the served case), both baselines
 // and, every fourth problem, the exact solver's best.
 Problem WeightedFanout(std::mt19937_64& rng) {
-  auto pick = [&](std::vector<Elements> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
-  auto pickd = [&](std::vector<double> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
-  auto coin = [&](int in) { return std::uniform_int_distribution<int>(0, in - 1)(rng) == 0; };
-  Problem problem;
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
   problem.native = 4;
-  auto tensor = [&](Elements h, Elements w) {
-    problem.tensors.push_back({w, h});
-    return static_cast<TensorId>(problem.tensors.size() - 1);
-  };
-  auto op = [&](OpKind kind, std::vector<TensorId> in, Elements h, Elements w, double cost) {
-    const TensorId out = tensor(h, w);
-    problem.ops.push_back({kind, std::move(in), out, cost});
-    return out;
-  };
-  const Elements rows = pick({4, 8, 12}), d = pick({8, 12});
-  TensorId shared = tensor(rows, d);
-  const int levels = coin(3) ? 2 : 1;
+  const Elements rows = make.Pick({4, 8, 12}), d = make.Pick({8, 12});
+  TensorId shared = make.Tensor(rows, d);
+  const int levels = make.Coin(3) ? 2 : 1;
   for (int level = 0; level < levels; ++level) {
-    if (!coin(4)) shared = op(OpKind::MatMul, {shared, tensor(d, d)}, rows, d, pickd({0.5, 4, 40}));  // the trunk
-    shared = op(OpKind::Pointwise, {shared}, rows, d, pickd({0, 1, 8, 50}));                           // p
-    const int readers = static_cast<int>(pick({2, 3, 4, 6}));
+    if (!make.Coin(4)) shared = make.Op(OpKind::MatMul, {shared, make.Tensor(d, d)}, rows, d, make.PickReal({0.5, 4, 40}));  // the trunk
+    shared = make.Op(OpKind::Pointwise, {shared}, rows, d, make.PickReal({0, 1, 8, 50}));                           // p
+    const int readers = static_cast<int>(make.Pick({2, 3, 4, 6}));
     std::vector<TensorId> outs;
     for (int r = 0; r < readers; ++r) {
-      if (coin(6)) {  // a Pointwise reader: may share p's subgraph
-        outs.push_back(op(OpKind::Pointwise, {shared}, rows, d, pickd({0, 2})));
+      if (make.Coin(6)) {  // a Pointwise reader: may share p's subgraph
+        outs.push_back(make.Op(OpKind::Pointwise, {shared}, rows, d, make.PickReal({0, 2})));
         continue;
       }
-      const Elements width = pick({4, 8});
-      TensorId z = op(OpKind::MatMul, {shared, tensor(d, width)}, rows, width, pickd({0, 0.5, 4, 16}));
+      const Elements width = make.Pick({4, 8});
+      TensorId z = make.Op(OpKind::MatMul, {shared, make.Tensor(d, width)}, rows, width, make.PickReal({0, 0.5, 4, 16}));
       const int what = std::uniform_int_distribution<int>(0, 3)(rng);
-      if (what == 1) z = op(OpKind::Layout, {z}, width, rows, 0);
-      if (what == 2) z = op(OpKind::Pointwise, {z}, rows, width, pickd({0, 2}));
+      if (what == 1) z = make.Op(OpKind::Layout, {z}, width, rows, 0);
+      if (what == 2) z = make.Op(OpKind::Pointwise, {z}, rows, width, make.PickReal({0, 2}));
       outs.push_back(z);
     }
     for (size_t i = 0; i + 1 < outs.size(); i += 2) {  // pairwise sums join some readers
       const Tensor& x = problem.tensors[outs[i]];
       const Tensor& y = problem.tensors[outs[i + 1]];
-      if (x.width != y.width || x.height != y.height || coin(2)) continue;
-      op(OpKind::Pointwise, {outs[i], outs[i + 1]}, x.height, x.width, pickd({0, 1}));
+      if (x.width != y.width || x.height != y.height || make.Coin(2)) continue;
+      make.Op(OpKind::Pointwise, {outs[i], outs[i + 1]}, x.height, x.width, make.PickReal({0, 1}));
     }
     if (level + 1 < levels) {
       const Tensor& first = problem.tensors[outs[0]];
-      shared = first.height == rows && first.width == d ? outs[0] : tensor(rows, d);
+      shared = first.height == rows && first.width == d ? outs[0] : make.Tensor(rows, d);
     }
   }
   const Elements tile = problem.native * problem.native;
-  problem.fast_memory_capacity = tile * pick({16, 64, 4096});
-  problem.slow_memory_bandwidth = pickd({0.25, 1, 4});
-  problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * pickd({0.5, 2.3, 10});
-  problem.chip.weight_fifo_capacity = coin(2) ? 0 : problem.fast_memory_capacity / pick({1, 4});
+  problem.fast_memory_capacity = tile * make.Pick({16, 64, 4096});
+  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
+  problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * make.PickReal({0.5, 2.3, 10});
+  problem.chip.weight_fifo_capacity = make.Coin(2) ? 0 : problem.fast_memory_capacity / make.Pick({1, 4});
   REQUIRE(problem.Finalize() == "");
   REQUIRE(CheckChipRules(problem.chip, problem.native, problem.fast_memory_capacity).empty());
   return problem;
