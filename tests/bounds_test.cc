@@ -1056,19 +1056,7 @@ TEST_CASE("bound: P13's cases by hand, a k-range region is made once per tile") 
 // and P14-P15 816 (P15 claims two of the three loads): the crossing loads are what decides.
 TEST_CASE("bound: P16's crossing activations by hand, met by loading the shared input") {
   for (int heads : {1, 2, 3, 5}) {
-    Problem p;
-    p.native = 4;
-    p.tensors.push_back({8, 8});  // X
-    p.tensors.push_back({8, 8});  // A
-    p.ops.push_back({OpKind::Pointwise, {0}, 1, 100});
-    for (int j = 0; j < heads; ++j) {
-      p.tensors.push_back({4, 8});  // W_j (width 4, height 8)
-      p.tensors.push_back({4, 8});  // K_j
-      const auto w = static_cast<TensorId>(p.tensors.size() - 2);
-      p.ops.push_back({OpKind::MatMul, {1, w}, w + 1, 0});
-    }
-    p.fast_memory_capacity = 4096;
-    p.slow_memory_bandwidth = 1;
+    Problem p = testing::SharedInputHeads(heads);
     REQUIRE(p.Finalize() == "");
     const LowerBound bound = ComputeLowerBound(p);
     CAPTURE(heads);

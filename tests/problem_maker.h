@@ -34,4 +34,25 @@ struct ProblemMaker {
   }
 };
 
+// P16's hand case (bounds_test, weight_path_test): a Pointwise op P (X -> A, 8x8, base 100) read
+// by `heads` MatMuls A @ W_j -> K_j (W_j graph inputs 8 high, 4 wide; base 0), native 4,
+// capacity 4096, bandwidth 1, a weight path of `weight_bandwidth` when positive. Not finalized.
+inline Problem SharedInputHeads(int heads, double weight_bandwidth = 0) {
+  Problem p;
+  p.native = 4;
+  p.tensors.push_back({8, 8});  // X
+  p.tensors.push_back({8, 8});  // A
+  p.ops.push_back({OpKind::Pointwise, {0}, 1, 100});
+  for (int j = 0; j < heads; ++j) {
+    p.tensors.push_back({4, 8});  // W_j (width 4, height 8)
+    p.tensors.push_back({4, 8});  // K_j
+    const auto w = static_cast<TensorId>(p.tensors.size() - 2);
+    p.ops.push_back({OpKind::MatMul, {1, w}, w + 1, 0});
+  }
+  p.fast_memory_capacity = 4096;
+  p.slow_memory_bandwidth = 1;
+  p.chip.weight_bandwidth = weight_bandwidth;
+  return p;
+}
+
 }  // namespace annealer::testing

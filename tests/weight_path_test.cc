@@ -327,20 +327,7 @@ TEST_CASE("H6: the baseline and the exact solver stay valid and above the bound"
 TEST_CASE("H6: P16's crossing activations by hand, on the activation path") {
   for (double bw : {4.0, 0.5}) {
     for (int heads : {2, 3, 5}) {
-      Problem p;
-      p.native = 4;
-      p.tensors.push_back({8, 8});  // X
-      p.tensors.push_back({8, 8});  // A
-      p.ops.push_back({OpKind::Pointwise, {0}, 1, 100});
-      for (int j = 0; j < heads; ++j) {
-        p.tensors.push_back({4, 8});  // W_j (width 4, height 8)
-        p.tensors.push_back({4, 8});  // K_j
-        const auto w = static_cast<TensorId>(p.tensors.size() - 2);
-        p.ops.push_back({OpKind::MatMul, {1, w}, w + 1, 0});
-      }
-      p.fast_memory_capacity = 4096;
-      p.slow_memory_bandwidth = 1;
-      p.chip.weight_bandwidth = bw;
+      Problem p = testing::SharedInputHeads(heads, bw);
       REQUIRE(p.Finalize() == "");
       REQUIRE(p.OnWeightPath(2));
       const LowerBound bound = ComputeLowerBound(p);
