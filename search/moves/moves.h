@@ -46,7 +46,7 @@ enum class MoveKind {
   // MergeReadersApplies): elsewhere the draw over the other kinds is the same as before it existed.
   kMergeReaders,
   // Drawn only where a Pointwise op reads MatMuls of different reduction lengths, or three
-  // taps of one LHS (see GatherKLoopApplies).
+  // taps of one LHS larger than fast memory (see GatherKLoopApplies).
   kGatherKLoop,
 };
 inline constexpr int kNumMoveKinds = 13;
@@ -86,12 +86,14 @@ bool MergeReadersApplies(const Problem& problem);
 // them of one K (a convolution over a concatenation of many equal blocks, one MatMul per block,
 // as in DenseNet): only one K can be its subgraph's k-loop (G3), and the many blocks of one K are
 // what the move gains most on. Also true when some Pointwise op sums three or more MatMuls of
-// one K that read one LHS tensor (a convolution's taps): in one k-loop a slice of the shared LHS
-// that several taps request in a step is loaded once (D5), which the taps' separate subgraphs,
-// where the pairwise merges leave them when K is above native, each stream again. False on every
-// contest problem (problems 5 and 17 sum two MatMuls of different K, none sums three) and on
-// GoogLeNet's concatenations (at most two blocks of one width; the move's reshuffles there cost
-// more than they gained at equal work), but true on GoogLeNet's 3x3 convolutions.
+// one K that read one LHS tensor larger than fast memory (a convolution's taps on a small
+// scratchpad): in one k-loop a slice of the shared LHS that several taps request in a step is
+// loaded once (D5), while the taps' separate subgraphs each stream it again, and a 10-s search
+// left them separate. Where the LHS fits (GoogLeNet, ResNet-50 on tpu-v5e) the draw stays that of
+// before: there the taps were fused already, and drawing the move on GoogLeNet cost 4 % at 10 s.
+// False on every contest problem (problems 5 and 17 sum two MatMuls of different K, none sums
+// three) and on GoogLeNet (its inception concatenations sum at most two blocks of one width, and
+// the move's reshuffles there cost more than they gained at equal work).
 bool GatherKLoopApplies(const Problem& problem);
 
 // One move of the given kind at a random place; nullopt when it does not apply.

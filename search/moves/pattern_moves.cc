@@ -266,7 +266,8 @@ bool GatherKLoopApplies(const Problem& problem) {
     }
     bool mixed = false;
     int most = 0;       // the most MatMuls of one reduction length
-    int most_taps = 0;  // the most MatMuls of one reduction length and one LHS tensor
+    // the most MatMuls of one reduction length and one LHS tensor larger than fast memory
+    int most_taps = 0;
     for (OpId p : matmuls) {
       const Elements k = problem.ReductionLength(p);
       const TensorId lhs = problem.ops[p].inputs[0];
@@ -274,6 +275,7 @@ bool GatherKLoopApplies(const Problem& problem) {
       most = std::max(most, static_cast<int>(std::count_if(matmuls.begin(), matmuls.end(), [&](OpId q) {
                               return problem.ReductionLength(q) == k;
                             })));
+      if (problem.tensors[lhs].size() <= problem.fast_memory_capacity) continue;
       most_taps = std::max(most_taps, static_cast<int>(std::count_if(matmuls.begin(), matmuls.end(), [&](OpId q) {
                                         return problem.ReductionLength(q) == k && problem.ops[q].inputs[0] == lhs;
                                       })));
