@@ -101,7 +101,8 @@ std::vector<ParamSpec> BuildTable() {
                            [](P& p) -> double& { return p.workers.merge_readers_share; }));
   t.push_back(Make<double>("workers.gather_kloop_share", R, 0, 1000,
                            "weight of the gather-k-loop move as a share of weight_partition (drawn only where "
-                           "a Pointwise op sums MatMuls of different reduction lengths, 3+ of one)",
+                           "a Pointwise op sums MatMuls of different reduction lengths, 3+ of one, or 3+ "
+                           "MatMuls of one K and one LHS larger than fast memory: a convolution's taps)",
                            [](P& p) -> double& { return p.workers.gather_kloop_share; }));
   t.push_back(Make<bool>("workers.polish", B, 0, 1,
                          "exact granularity/traversal/retention polish of every new worker best",

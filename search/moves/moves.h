@@ -45,8 +45,8 @@ enum class MoveKind {
   // Drawn only where some produced tensor has at least three reading ops (see
   // MergeReadersApplies): elsewhere the draw over the other kinds is the same as before it existed.
   kMergeReaders,
-  // Drawn only where a Pointwise op reads MatMuls of different reduction lengths (see
-  // GatherKLoopApplies).
+  // Drawn only where a Pointwise op reads MatMuls of different reduction lengths, or three
+  // taps of one LHS larger than fast memory (see GatherKLoopApplies).
   kGatherKLoop,
 };
 inline constexpr int kNumMoveKinds = 13;
@@ -85,9 +85,15 @@ bool MergeReadersApplies(const Problem& problem);
 // True when some Pointwise op sums MatMuls of different reduction lengths, three or more of
 // them of one K (a convolution over a concatenation of many equal blocks, one MatMul per block,
 // as in DenseNet): only one K can be its subgraph's k-loop (G3), and the many blocks of one K are
-// what the move gains most on. False on every contest problem (problems 5 and 17 sum two
-// MatMuls of different K) and on GoogLeNet (its inception concatenations sum at most two blocks
-// of one width, and the move's reshuffles there cost more than they gained at equal work).
+// what the move gains most on. Also true when some Pointwise op sums three or more MatMuls of
+// one K that read one LHS tensor larger than fast memory (a convolution's taps on a small
+// scratchpad): in one k-loop a slice of the shared LHS that several taps request in a step is
+// loaded once (D5), while the taps' separate subgraphs each stream it again, and a 10-s search
+// left them separate. Where the LHS fits (GoogLeNet, ResNet-50 on tpu-v5e) the draw stays that of
+// before: there the taps were fused already, and drawing the move on GoogLeNet cost 4 % at 10 s.
+// False on every contest problem (problems 5 and 17 sum two MatMuls of different K, none sums
+// three) and on GoogLeNet (its inception concatenations sum at most two blocks of one width, and
+// the move's reshuffles there cost more than they gained at equal work).
 bool GatherKLoopApplies(const Problem& problem);
 
 // One move of the given kind at a random place; nullopt when it does not apply.

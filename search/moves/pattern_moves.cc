@@ -265,14 +265,22 @@ bool GatherKLoopApplies(const Problem& problem) {
       if (p != kNoOp && problem.ops[p].kind == OpKind::MatMul && !Contains(matmuls, p)) matmuls.push_back(p);
     }
     bool mixed = false;
-    int most = 0;  // the most MatMuls of one reduction length
+    int most = 0;       // the most MatMuls of one reduction length
+    // the most MatMuls of one reduction length and one LHS tensor larger than fast memory
+    int most_taps = 0;
     for (OpId p : matmuls) {
-      mixed = mixed || problem.ReductionLength(p) != problem.ReductionLength(matmuls[0]);
+      const Elements k = problem.ReductionLength(p);
+      const TensorId lhs = problem.ops[p].inputs[0];
+      mixed = mixed || k != problem.ReductionLength(matmuls[0]);
       most = std::max(most, static_cast<int>(std::count_if(matmuls.begin(), matmuls.end(), [&](OpId q) {
-                              return problem.ReductionLength(q) == problem.ReductionLength(p);
+                              return problem.ReductionLength(q) == k;
                             })));
+      if (problem.tensors[lhs].size() <= problem.fast_memory_capacity) continue;
+      most_taps = std::max(most_taps, static_cast<int>(std::count_if(matmuls.begin(), matmuls.end(), [&](OpId q) {
+                                        return problem.ReductionLength(q) == k && problem.ops[q].inputs[0] == lhs;
+                                      })));
     }
-    if (mixed && most >= 3) return true;
+    if ((mixed && most >= 3) || most_taps >= 3) return true;
   }
   return false;
 }
