@@ -265,8 +265,13 @@ class SubgraphPricer {
                           WeightFifoOverflow(problem_.chip, price.weight_slices, 0, 0, 0).has_value()));
   }
 
-  // Prices step `s` after step `prev` (or after nothing).
+  // Prices step `s` after step `prev` (or after nothing). The requests of a step are a function
+  // of its coordinates alone (for this pricer's context and granularity), so PriceByClasses'
+  // representative steps keep those of the last two steps it derived in the cur and prev
+  // buffers (`cur_step_`, `prev_step_`) and derive only the others: a tile class's first step
+  // is priced after up to four moves, a middle step after the first.
   StepPrice PriceStep(const StepCoord& s, const StepCoord* prev);
+  std::optional<StepCoord> cur_step_, prev_step_;
 
   std::string OutOfMemoryDetail(int64_t step, int64_t tile, int64_t j, Elements ws) const {
     return "step " + Str(step) + " (tile " + Str(tile) + ", k-step " + Str(j) +
@@ -719,8 +724,24 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
 }
 
 StepPrice SubgraphPricer::PriceStep(const StepCoord& s, const StepCoord* prev) {
-  if (prev) Requests(*prev, prev_regions_, prev_alive_, prev_roles_);
-  Requests(s, cur_regions_, cur_alive_, cur_roles_);
+  auto same = [](const std::optional<StepCoord>& a, const StepCoord& b) {
+    return a && a->row == b.row && a->col == b.col && a->j == b.j;
+  };
+  if (prev && !same(prev_step_, *prev)) {
+    if (same(cur_step_, *prev)) {
+      cur_regions_.swap(prev_regions_);
+      cur_alive_.swap(prev_alive_);
+      cur_roles_.swap(prev_roles_);
+      std::swap(cur_step_, prev_step_);
+    } else {
+      Requests(*prev, prev_regions_, prev_alive_, prev_roles_);
+      prev_step_ = *prev;
+    }
+  }
+  if (!same(cur_step_, s)) {
+    Requests(s, cur_regions_, cur_alive_, cur_roles_);
+    cur_step_ = s;
+  }
   return Price(s, cur_regions_, cur_alive_, cur_roles_, prev != nullptr, prev_regions_, prev_alive_);
 }
 
@@ -771,6 +792,8 @@ SubgraphResult SubgraphPricer::PriceStepByStep() {
 enum PrevMove { kNoPrev = 0, kRowChanged = 1, kColChanged = 2, kBothChanged = 3 };
 
 SubgraphResult SubgraphPricer::PriceByClasses() {
+  cur_step_.reset();  // the buffers hold nothing PriceStep derived for this granularity
+  prev_step_.reset();
   const int64_t tiles = rows_ * cols_;
   // counts[row_edge][col_edge][move]: tiles by class.
   int64_t counts[2][2][4] = {};
