@@ -281,13 +281,10 @@ void IncrementalEvaluator::RebuildSequenceState() {
   for (TensorId t = 0; t < num_tensors; ++t) unwritten_outputs_ += problem_.IsGraphOutput(t);
   latency_sum_ = 0;
   latencies_.resize(n);
-  latency_prefix_.resize(n + 1);
-  latency_prefix_[0] = 0;
   for (int i = 0; i < n; ++i) {
     Account(i, +1);  // labels ascend with i, so every list stays sorted by appending
     latencies_[i] = results_[i].report.latency;
     latency_sum_ += latencies_[i];
-    latency_prefix_[i + 1] = latency_sum_;
   }
   subgraph_ok_.assign(n, 0);
   failing_.clear();
@@ -698,16 +695,9 @@ void IncrementalEvaluator::Commit() {
     SpliceCommitted(b, e, m);
   }
   // Summed afresh in sequence order: no drift over commits, the same value as a full pass.
-  // The partial sums before the edit are those of the same latencies in the same order, so the
-  // sum resumes from the one at b (the same bits as summing from 0).
   // Into a local: summing into the member stored it on every element (it may alias).
-  const int n = static_cast<int>(latencies_.size());
-  latency_prefix_.resize(n + 1);
-  Latency sum = latency_prefix_[b];
-  for (int i = b; i < n; ++i) {
-    sum += latencies_[i];
-    latency_prefix_[i + 1] = sum;
-  }
+  Latency sum = 0;
+  for (Latency latency : latencies_) sum += latency;
   latency_sum_ = sum;
   committed_ = pending_candidate_;
   if (committed_.valid) committed_.total = latency_sum_;

@@ -223,9 +223,6 @@ class IncrementalEvaluator {
   int recomputed_places_ = 0;  // and the number of subgraphs listing them
   int unwritten_outputs_ = 0;
   Latency latency_sum_ = 0;                  // sum of committed subgraph latencies
-  // latency_prefix_[i]: the sum of latencies_[0, i) in sequence order (latency_prefix_[n] is
-  // latency_sum_); a commit re-sums from its edit on.
-  std::vector<Latency> latency_prefix_;
 
   PointerVector<SequenceFacts> pending_facts_;  // for the replacement
   // Per replacement subgraph: the committed subgraph of the replaced range it equals after the

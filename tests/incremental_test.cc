@@ -123,7 +123,7 @@ void ExpectSameQueries(const Problem& problem, const Schedule& schedule, const I
 }
 
 // A valid committed total is the committed subgraphs' latencies summed in sequence order from
-// 0, to the bit (the evaluator re-sums only from each commit's edit on).
+// 0, to the bit (no drift over commits).
 void ExpectExactSum(const IncrementalEvaluator& evaluator, const std::string& what) {
   if (!evaluator.committed().valid) return;
   Latency sum = 0;
