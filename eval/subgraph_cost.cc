@@ -77,6 +77,15 @@ struct StepCoord {
 
 // No default initializers: the class tables below hold up to 24 of them and only the classes
 // that occur are ever filled or read.
+struct StepPrice {
+  double compute;
+  double memory;
+  Elements working_set;
+  RoleUse roles;              // H1; zero when the chip has no rules
+  double prefetchable;        // H5: the part of memory that may move into the step before
+  Elements weight_slices;     // H6: the weight FIFO's content; zero without a weight path
+};
+
 // The part of a step's price that reads only the step's own requests (not the step before):
 // PriceByClasses prices a tile class's first step after each move into it, with the same
 // requests every time.
@@ -85,15 +94,6 @@ struct StepOwnPart {
   double compute = 0;
   Elements slices = 0, weight_slices = 0;
   RoleUse use;
-};
-
-struct StepPrice {
-  double compute;
-  double memory;
-  Elements working_set;
-  RoleUse roles;              // H1; zero when the chip has no rules
-  double prefetchable;        // H5: the part of memory that may move into the step before
-  Elements weight_slices;     // H6: the weight FIFO's content; zero without a weight path
 };
 
 // Insertion sort: template lists are short, and std::stable_sort would allocate a buffer.
