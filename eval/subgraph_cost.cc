@@ -86,6 +86,16 @@ struct StepPrice {
   Elements weight_slices;     // H6: the weight FIFO's content; zero without a weight path
 };
 
+// The part of a step's price that reads only the step's own requests (not the step before):
+// PriceByClasses prices a tile class's first step after each move into it, with the same
+// requests every time.
+struct StepOwnPart {
+  bool known = false;
+  double compute = 0;
+  Elements slices = 0, weight_slices = 0;
+  RoleUse use;
+};
+
 // Insertion sort: template lists are short, and std::stable_sort would allocate a buffer.
 template <typename T, typename Key>
 void StableSortBy(std::vector<T>& v, Key key) {
@@ -240,10 +250,11 @@ class SubgraphPricer {
                 std::vector<uint8_t>& roles) const;
   // Prices step `s` whose requests are (regions, alive, roles), after a step with (prev_regions,
   // prev_alive) or after no step (has_prev false).
+  // `own`, if given: the step's own part, read from it if known, else stored in it.
   StepPrice Price(const StepCoord& s, const std::vector<Region>& regions,
                   const std::vector<char>& alive, const std::vector<uint8_t>& roles, bool has_prev,
                   const std::vector<Region>& prev_regions,
-                  const std::vector<char>& prev_alive) const;
+                  const std::vector<char>& prev_alive, StepOwnPart* own = nullptr) const;
   // The rule the step breaks (W, then H1), or nullopt.
   std::optional<SubgraphResult> StepFailure(const StepPrice& price, int64_t step, int64_t tile, int64_t j) const {
     if (price.working_set > problem_.fast_memory_capacity) {
@@ -265,8 +276,14 @@ class SubgraphPricer {
                           WeightFifoOverflow(problem_.chip, price.weight_slices, 0, 0, 0).has_value()));
   }
 
-  // Prices step `s` after step `prev` (or after nothing).
+  // Prices step `s` after step `prev` (or after nothing). The requests of a step are a function
+  // of its coordinates alone (for this pricer's context and granularity), so PriceByClasses'
+  // representative steps keep those of the last two steps it derived in the cur and prev
+  // buffers (`cur_step_`, `prev_step_`) and derive only the others: a tile class's first step
+  // is priced after up to four moves, a middle step after the first.
   StepPrice PriceStep(const StepCoord& s, const StepCoord* prev);
+  std::optional<StepCoord> cur_step_, prev_step_;
+  StepOwnPart cur_own_;  // of the step whose requests are in the cur buffers, once priced
 
   std::string OutOfMemoryDetail(int64_t step, int64_t tile, int64_t j, Elements ws) const {
     return "step " + Str(step) + " (tile " + Str(tile) + ", k-step " + Str(j) +
@@ -602,7 +619,7 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
                                 const std::vector<char>& alive, const std::vector<uint8_t>& roles,
                                 bool has_prev,
                                 const std::vector<Region>& prev_regions,
-                                const std::vector<char>& prev_alive) const {
+                                const std::vector<char>& prev_alive, StepOwnPart* own) const {
   const bool last = s.j == k_steps_ - 1;
   const Elements n = problem_.native;
   const Elements k0 = s.j * k_;
@@ -614,6 +631,9 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   RoleUse use;
   Elements prefetchable = 0;
   Elements weight_loaded = 0, weight_slices = 0;  // H6
+  // The sums of the step's own part are of integers (any order gives the same) or, for
+  // compute, the same loop as when it is not known.
+  const bool known = own != nullptr && own->known;
   const int num_requests = static_cast<int>(requests_.size());
   for (int i = 0; i < num_requests; ++i) {
     if (!alive[i]) continue;
@@ -625,22 +645,22 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
       }
     }
     if (weight_[i]) {  // H6: the weight path, outside the fast memory and the roles
-      weight_slices += size;
+      if (!known) weight_slices += size;
       if (!reused) weight_loaded += size;
       continue;
     }
-    slices += size;
+    if (!known) slices += size;
     if (!reused) loaded += size;
     if (rules_on_) {  // H1, H5
-      if (roles[i] & kStagingRole) use.staging += size;
-      if (roles[i] & kVectorRole) use.vector += size;
+      if (!known && (roles[i] & kStagingRole)) use.staging += size;
+      if (!known && (roles[i] & kVectorRole)) use.vector += size;
       if (!reused && (roles[i] & double_buffered_) == roles[i]) prefetchable += size;
     }
   }
 
   // C2-C5: charges; one charge per (op, region), the largest when several coincide.
   double compute = 0;
-  const int num_charges = static_cast<int>(charges_.size());
+  const int num_charges = known ? 0 : static_cast<int>(charges_.size());
   for (int b = 0; b < num_charges;) {
     const int e = charge_group_end_[b];
     int seen = 0;
@@ -697,6 +717,14 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
     }
     b = e;
   }
+  if (known) {
+    compute = own->compute;
+    slices = own->slices;
+    weight_slices = own->weight_slices;
+    use = own->use;
+  } else if (own != nullptr) {
+    *own = {true, compute, slices, weight_slices, use};
+  }
 
   const Elements tile_rows = std::min((s.row + 1) * g_.h, z_height_) - s.row * g_.h;
   const Elements tile_cols = std::min((s.col + 1) * g_.w, z_width_) - s.col * g_.w;
@@ -719,9 +747,27 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
 }
 
 StepPrice SubgraphPricer::PriceStep(const StepCoord& s, const StepCoord* prev) {
-  if (prev) Requests(*prev, prev_regions_, prev_alive_, prev_roles_);
-  Requests(s, cur_regions_, cur_alive_, cur_roles_);
-  return Price(s, cur_regions_, cur_alive_, cur_roles_, prev != nullptr, prev_regions_, prev_alive_);
+  auto same = [](const std::optional<StepCoord>& a, const StepCoord& b) {
+    return a && a->row == b.row && a->col == b.col && a->j == b.j;
+  };
+  if (prev && !same(prev_step_, *prev)) {
+    if (same(cur_step_, *prev)) {
+      cur_regions_.swap(prev_regions_);
+      cur_alive_.swap(prev_alive_);
+      cur_roles_.swap(prev_roles_);
+      std::swap(cur_step_, prev_step_);
+      cur_own_.known = false;
+    } else {
+      Requests(*prev, prev_regions_, prev_alive_, prev_roles_);
+      prev_step_ = *prev;
+    }
+  }
+  if (!same(cur_step_, s)) {
+    Requests(s, cur_regions_, cur_alive_, cur_roles_);
+    cur_step_ = s;
+    cur_own_.known = false;
+  }
+  return Price(s, cur_regions_, cur_alive_, cur_roles_, prev != nullptr, prev_regions_, prev_alive_, &cur_own_);
 }
 
 // A step costs about 0.1 µs in release builds (ten times more under sanitizers): a poll every
@@ -771,6 +817,9 @@ SubgraphResult SubgraphPricer::PriceStepByStep() {
 enum PrevMove { kNoPrev = 0, kRowChanged = 1, kColChanged = 2, kBothChanged = 3 };
 
 SubgraphResult SubgraphPricer::PriceByClasses() {
+  cur_step_.reset();  // the buffers hold nothing PriceStep derived for this granularity
+  prev_step_.reset();
+  cur_own_.known = false;
   const int64_t tiles = rows_ * cols_;
   // counts[row_edge][col_edge][move]: tiles by class.
   int64_t counts[2][2][4] = {};

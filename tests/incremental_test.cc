@@ -122,6 +122,17 @@ void ExpectSameQueries(const Problem& problem, const Schedule& schedule, const I
   CHECK(evaluator.RecomputedPlaces() == places);
 }
 
+// A valid committed total is the committed subgraphs' latencies summed in sequence order from
+// 0, to the bit (no drift over commits).
+void ExpectExactSum(const IncrementalEvaluator& evaluator, const std::string& what) {
+  if (!evaluator.committed().valid) return;
+  Latency sum = 0;
+  const auto& results = evaluator.subgraph_results();
+  for (size_t i = 0; i < results.size(); ++i) sum += results[i].report.latency;
+  INFO(what);
+  CHECK(evaluator.committed().total == sum);
+}
+
 struct RunTally {
   int proposals = 0, valid = 0, commits = 0;
   std::map<std::string, int> rules;  // first failing rule of the invalid proposals
@@ -156,6 +167,7 @@ void RandomRun(const Problem& problem, std::mt19937_64& rng, CostCache* cache, i
       committed = proposed;
       ++tally.commits;
       ExpectSame(evaluator.committed(), oracle, where + " committed");
+      ExpectExactSum(evaluator, where + " committed");
       CHECK(evaluator.schedule() == committed);
       REQUIRE(evaluator.subgraph_results().size() == committed.subgraphs.size());
       if (tally.commits % 8 == 0) ExpectSameQueries(problem, committed, evaluator, where);
@@ -289,6 +301,7 @@ TEST_CASE("incremental evaluation equals the oracle on edits that shift a stretc
           evaluator.Commit();
           committed = proposed;
           ExpectSame(evaluator.committed(), oracle, where + " committed");
+          ExpectExactSum(evaluator, where + " committed");
           REQUIRE(evaluator.subgraph_results().size() == committed.subgraphs.size());
           if (move % 4 == 0) ExpectSameQueries(problem, committed, evaluator, where);
         } else {
