@@ -923,20 +923,7 @@ Problem RandomFanout(std::mt19937_64& rng) {
   for (int level = 0; level < levels; ++level) {
     if (make.Coin(2)) shared = make.Op(OpKind::MatMul, {shared, make.Tensor(d, d)}, rows, d, make.PickReal({0.5, 4, 40}));
     shared = make.Op(OpKind::Pointwise, {shared}, rows, d, make.PickReal({0, 1, 8, 50}));
-    const int readers = static_cast<int>(make.Pick({2, 3, 4, 6}));
-    std::vector<TensorId> outs;
-    for (int r = 0; r < readers; ++r) {
-      if (make.Coin(5)) {  // a Pointwise reader: may share the producer's subgraph
-        outs.push_back(make.Op(OpKind::Pointwise, {shared}, rows, d, make.PickReal({0, 2})));
-        continue;
-      }
-      const Elements width = make.Pick({4, 8});
-      TensorId z = make.Op(OpKind::MatMul, {shared, make.Tensor(d, width)}, rows, width, make.PickReal({0, 0.5, 4, 16}));
-      const int what = std::uniform_int_distribution<int>(0, 3)(rng);
-      if (what == 1) z = make.Op(OpKind::Layout, {z}, width, rows, 0);
-      if (what == 2) z = make.Op(OpKind::Pointwise, {z}, rows, width, make.PickReal({0, 2}));
-      outs.push_back(z);
-    }
+    std::vector<TensorId> outs = make.Readers(shared, rows, d, 5);
     // Pairwise sums of same-shape outputs join their readers; the last one carries on.
     TensorId next = -1;
     for (size_t i = 0; i + 1 < outs.size(); i += 2) {

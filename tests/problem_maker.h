@@ -32,6 +32,26 @@ struct ProblemMaker {
     problem.ops.push_back({kind, std::move(inputs), out, base});
     return out;
   }
+  // P16's fan-out (rows x d tensor `shared`): 2 to 6 readers, one in `pointwise_one_in` a
+  // Pointwise op (it may share the producer's subgraph), the others MatMuls with a weight of
+  // their own, each followed by nothing, a transpose (Layout) or a Pointwise op. Their outputs.
+  std::vector<TensorId> Readers(TensorId shared, Elements rows, Elements d, int pointwise_one_in) {
+    const int readers = static_cast<int>(Pick({2, 3, 4, 6}));
+    std::vector<TensorId> outs;
+    for (int r = 0; r < readers; ++r) {
+      if (Coin(pointwise_one_in)) {
+        outs.push_back(Op(OpKind::Pointwise, {shared}, rows, d, PickReal({0, 2})));
+        continue;
+      }
+      const Elements width = Pick({4, 8});
+      TensorId z = Op(OpKind::MatMul, {shared, Tensor(d, width)}, rows, width, PickReal({0, 0.5, 4, 16}));
+      const int what = std::uniform_int_distribution<int>(0, 3)(rng);
+      if (what == 1) z = Op(OpKind::Layout, {z}, width, rows, 0);
+      if (what == 2) z = Op(OpKind::Pointwise, {z}, rows, width, PickReal({0, 2}));
+      outs.push_back(z);
+    }
+    return outs;
+  }
 };
 
 // P16's hand case (bounds_test, weight_path_test): a Pointwise op P (X -> A, 8x8, base 100) read
