@@ -594,9 +594,7 @@ Problem RandomBlocks(std::mt19937_64& rng) {
     const TensorId y = make.Op(OpKind::MatMul, {g, make.Tensor(hidden, d)}, rows, d, mm_cost());
     x = make.Op(OpKind::Pointwise, {r1, y}, rows, d, pw_cost());
   }
-  const Elements tile = problem.native * problem.native;
-  problem.fast_memory_capacity = tile * make.Pick({16, 64, 4096});
-  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
+  make.AtRealRatios();
   REQUIRE(problem.Finalize() == "");
   return problem;
 }
@@ -939,9 +937,7 @@ Problem RandomFanout(std::mt19937_64& rng) {
     }
     (void)next;
   }
-  const Elements tile = problem.native * problem.native;
-  problem.fast_memory_capacity = tile * make.Pick({16, 64, 4096});
-  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
+  make.AtRealRatios();
   REQUIRE(problem.Finalize() == "");
   return problem;
 }

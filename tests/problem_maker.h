@@ -32,6 +32,12 @@ struct ProblemMaker {
     problem.ops.push_back({kind, std::move(inputs), out, base});
     return out;
   }
+  // The property tests' real-chip ratios: a fast memory of 16, 64 or 4,096 native tiles and a
+  // bandwidth of 0.25, 1 or 4 elements per time unit (drawn in that order).
+  void AtRealRatios() {
+    problem.fast_memory_capacity = problem.native * problem.native * Pick({16, 64, 4096});
+    problem.slow_memory_bandwidth = PickReal({0.25, 1, 4});
+  }
   // P16's fan-out (rows x d tensor `shared`): 2 to 6 readers, one in `pointwise_one_in` a
   // Pointwise op (it may share the producer's subgraph), the others MatMuls with a weight of
   // their own, each followed by nothing, a transpose (Layout) or a Pointwise op. Their outputs.

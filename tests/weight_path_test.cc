@@ -379,9 +379,7 @@ Problem WeightedFanout(std::mt19937_64& rng) {
       shared = first.height == rows && first.width == d ? outs[0] : make.Tensor(rows, d);
     }
   }
-  const Elements tile = problem.native * problem.native;
-  problem.fast_memory_capacity = tile * make.Pick({16, 64, 4096});
-  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
+  make.AtRealRatios();
   problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * make.PickReal({0.5, 2.3, 10});
   problem.chip.weight_fifo_capacity = make.Coin(2) ? 0 : problem.fast_memory_capacity / make.Pick({1, 4});
   REQUIRE(problem.Finalize() == "");
