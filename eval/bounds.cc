@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "eval/bound/alone.h"
 #include "eval/bound/analysis.h"
 #include "eval/bound/crossing.h"
 #include "eval/bound/islands.h"
@@ -626,11 +627,26 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) lines[built.island_of[op]].push_back(tiles.island_lines[op]);
     for (int i = 0; i < built.islands; ++i) island_tiles[i] = BestOverWeight(lines[i], [](OpId) { return true; });
   }
+  // P21: an island that is one MatMul with K > n, priced step by step over every tile shape.
+  std::vector<AloneFloor> alone(built.islands);
+  {
+    std::vector<int> size(built.islands, 0);
+    std::vector<OpId> only(built.islands, kNoOp);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
+      ++size[built.island_of[op]];
+      only[built.island_of[op]] = op;
+    }
+    const std::vector<char> no_weights(problem.tensors.size(), 0);
+    for (int i = 0; i < built.islands; ++i) {
+      if (size[i] == 1) alone[i] = LoneMatMulFloor(problem, only[i], weights.empty() ? no_weights : weights);
+    }
+  }
   for (int i = 0; i < built.islands; ++i) {
     bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i],
-                               paths_time(built.island_weight_traffic[i], built.island_traffic[i])});
+                               paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
+                               alone[i].valid ? alone[i].Least() : 0.0});
   }
-  bound.crossing = CrossingBound(problem, built, streaming.lines, streaming.beside_memory);
+  bound.crossing = CrossingBound(problem, built, streaming.lines, streaming.beside_memory, alone);
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {
     if (info.option >= 0 && at.choice[info.owner] != info.option) continue;

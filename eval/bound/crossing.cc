@@ -8,7 +8,7 @@
 namespace annealer::bound_internal {
 
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
-                     const std::vector<char>& beside_memory) {
+                     const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone) {
   if (built.islands < 2) return 0;
   const int num_ops = static_cast<int>(problem.ops.size());
   const int islands = built.islands;
@@ -68,6 +68,13 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
       v.p14_form = lines_sum > linear;
       v.share = v.p14_form ? 1 - a : std::max(0.0, 1 - a - b);
       v.path = v.p14_form ? p14_path : bandwidth;
+      // P21: every subgraph of the island runs its MatMul alone; the least such subgraph, less
+      // the loads and writes of crossing tensors that the claims below count at this share.
+      if (i < static_cast<int>(alone.size()) && alone[i].valid) {
+        const double share = std::max(0.0, 1 - a - b);
+        const double floor = alone[i].LeastApart(share, bandwidth);
+        if (floor > v.value) v = Value{floor, 0, share, bandwidth};
+      }
     }
   }
   // The crossing tensors: produced, read in another island, small enough to retain (a tensor

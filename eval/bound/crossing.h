@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "eval/bound/alone.h"
 #include "eval/bound/analysis.h"
 #include "eval/bound/streaming.h"
 
@@ -28,7 +29,10 @@ namespace annealer::bound_internal {
 // path, P12's form is a C_I + b W_I / Bw + (1 - a - b) O_I / B, and t, produced and so never a
 // weight, is loaded and written on the activation path at (1 - a - b) / B; P14's form (b = 0)
 // bounds M_S by (w + o) / (B + Bw), so there t counts (1 - a) / (B + Bw).
+// P21: an island that is one MatMul with K > n may take, in P12's form, the least over its
+// retentions of its step-by-step latency less what the crossing claims count apart (`alone`,
+// per island; empty or invalid entries leave the island as it was).
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
-                     const std::vector<char>& beside_memory);
+                     const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone = {});
 
 }  // namespace annealer::bound_internal

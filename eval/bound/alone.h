@@ -1,0 +1,48 @@
+// P21, a MatMul that sits alone, priced step by step (eval/bounds.h lists the parts,
+// docs/lower-bound.md, "A MatMul that sits alone (P21)", proves it).
+#pragma once
+
+#include <vector>
+
+#include "eval/bound/analysis.h"
+
+namespace annealer::bound_internal {
+
+// P21. An island (P12) that is one MatMul x with K > n holds only subgraphs that run x alone
+// (every subgraph lies in one island, V1 makes it non-empty). Alone, x is the sink and the whole
+// k-loop; every k <= n < K splits each tile into n_k >= 2 k-steps (V2, V3), so consecutive steps
+// never request the same slice of either operand (their k-ranges differ, also across tiles: the
+// last range of a tile is not the first of the next), nothing is reused (M1) and the traversal
+// does not matter. A step j of a tile of hr rows and wc columns then computes base * k_j / K (C2)
+// and loads hr * k_j of the LHS and k_j * wc of the RHS unless that operand is retained (R2), and
+// the last step writes hr * wc unless the output is retained (M2, R3); it costs the max of its
+// compute and its memory time (T1; with H6 each path apart). So every such subgraph costs at
+// least the least of that sum over every w, h, k (each side up to n, k <= n; the fast memory,
+// H1-H4 and the FIFO only forbid shapes) and every retention of the operands and output that is
+// possible. Not for prefetch (H5 lowers a step below its max), nor for x = A @ A (one tensor in
+// both operands: D5 may merge them).
+struct AloneFloor {
+  bool valid = false;
+  // One entry per possible retention (LHS, RHS retained in; output retained, not written): the
+  // least latency over every tile shape, and the elements of it that P16 counts apart when the
+  // island takes its P12 form (loads of crossing inputs, the write of a crossing output).
+  struct Option {
+    double latency = 0;
+    Elements claimed = 0;
+  };
+  std::vector<Option> options;
+  // The least latency of a subgraph of the island (P12).
+  double Least() const;
+  // The least of latency - share * claimed / bandwidth (P16, island weight share = 1 - a - b).
+  double LeastApart(double share, double bandwidth) const;
+};
+
+// The floor of op x if its island is {x} and it qualifies, else {valid = false}. `weights`: per
+// tensor, whether it travels H6's weight path.
+AloneFloor LoneMatMulFloor(const Problem& problem, OpId x, const std::vector<char>& weights);
+
+// The least latency of x alone at one retention, over every tile shape (exposed for tests).
+double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>& weights, bool lhs_retained,
+                         bool rhs_retained, bool output_retained);
+
+}  // namespace annealer::bound_internal
