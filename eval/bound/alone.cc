@@ -5,6 +5,8 @@
 
 namespace annealer::bound_internal {
 
+bool g_lone_matmul_floor = true;
+
 double AloneFloor::Least() const {
   double least = std::numeric_limits<double>::infinity();
   for (const Option& o : options) least = std::min(least, o.latency);
@@ -72,7 +74,7 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
 AloneFloor LoneMatMulFloor(const Problem& problem, OpId x, const std::vector<char>& weights) {
   AloneFloor floor;
   const Op& op = problem.ops[x];
-  if (op.kind != OpKind::MatMul || problem.chip.prefetch) return floor;
+  if (!g_lone_matmul_floor || op.kind != OpKind::MatMul || problem.chip.prefetch) return floor;
   if (problem.ReductionLength(x) <= problem.native || op.inputs[0] == op.inputs[1]) return floor;
   // A tensor small enough to retain, read or produced across islands: P16 counts its loads and
   // writes apart.

@@ -41,6 +41,10 @@ struct AloneFloor {
 // tensor, whether it travels H6's weight path.
 AloneFloor LoneMatMulFloor(const Problem& problem, OpId x, const std::vector<char>& weights);
 
+// Ablation switch for tests only (measures what P21 adds): false makes every LoneMatMulFloor
+// invalid, the bound as before P21. Not thread-safe; never set elsewhere.
+extern bool g_lone_matmul_floor;
+
 // The least latency of x alone at one retention, over every tile shape (exposed for tests).
 double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>& weights, bool lhs_retained,
                          bool rhs_retained, bool output_retained);

@@ -1,0 +1,228 @@
+// P21, a MatMul that sits alone (eval/bound/alone.h, docs/lower-bound.md "A MatMul that sits
+// alone (P21)"): its floor against the oracle's best over every tile shape, by hand, and the
+// bound with it never above the oracle on random problems at real-chip ratios, one path or two.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <limits>
+#include <random>
+#include <stdexcept>
+
+#include "eval/bound/alone.h"
+#include "eval/bounds.h"
+#include "eval/oracle.h"
+#include "eval/random_schedule.h"
+#include "search/exact/exact.h"
+#include "search/starts/baseline.h"
+#include "tests/problem_maker.h"
+#include "tests/suffix_bounds.h"
+
+namespace annealer {
+namespace {
+
+using bound_internal::g_lone_matmul_floor;
+using bound_internal::LoneMatMulLatency;
+
+std::vector<char> Weights(const Problem& p) {
+  std::vector<char> w(p.tensors.size(), 0);
+  for (TensorId t = 0; t < static_cast<TensorId>(p.tensors.size()); ++t) w[t] = p.OnWeightPath(t);
+  return w;
+}
+
+// The bound with P21 switched off (as before it).
+LowerBound WithoutP21(const Problem& p) {
+  g_lone_matmul_floor = false;
+  LowerBound b = ComputeLowerBound(p);
+  g_lone_matmul_floor = true;
+  return b;
+}
+
+// X -> (P, Pointwise) -> A (rows x K); V -> (Q, Pointwise) -> R (K x cols) or R a graph input;
+// Y = A @ R (op 2 or 1), a graph output. Native 4, K > 4, a capacity every shape fits.
+Problem LoneProduct(std::mt19937_64& rng, bool rhs_made, double weight_bandwidth) {
+  testing::ProblemMaker make{rng};
+  Problem& p = make.problem;
+  p.native = 4;
+  const Elements rows = make.Pick({1, 3, 4, 6, 9}), k = make.Pick({5, 7, 8, 12}), cols = make.Pick({2, 4, 5, 10});
+  const TensorId a = make.Op(OpKind::Pointwise, {make.Tensor(rows, k)}, rows, k, make.PickReal({0, 3}));
+  const TensorId r = rhs_made ? make.Op(OpKind::Pointwise, {make.Tensor(k, cols)}, k, cols, 1) : make.Tensor(k, cols);
+  make.Op(OpKind::MatMul, {a, r}, rows, cols, make.PickReal({0, 1, 8, 40}));
+  p.fast_memory_capacity = 1 << 20;
+  p.slow_memory_bandwidth = make.PickReal({0.5, 1, 3});
+  p.chip.weight_bandwidth = weight_bandwidth;
+  REQUIRE(p.Finalize() == "");
+  return p;
+}
+
+TEST_CASE("P21: a lone MatMul's floor is the oracle's least over every tile shape and retention") {
+  std::mt19937_64 rng(2121);
+  int compared = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const bool rhs_made = trial % 3 == 0;
+    Problem p = LoneProduct(rng, rhs_made, trial % 2 == 0 ? 0.0 : 1.7);
+    const OpId x = static_cast<OpId>(p.ops.size() - 1);
+    const std::vector<char> weights = Weights(p);
+    for (int lhs_kept = 0; lhs_kept <= 1; ++lhs_kept) {
+      for (int rhs_kept = 0; rhs_kept <= (rhs_made ? 1 : 0); ++rhs_kept) {
+        // Subgraph 0 makes A (and R); the last one is the MatMul alone, retaining in what it may.
+        double least = std::numeric_limits<double>::infinity();
+        for (Elements w = 1; w <= 4; ++w) {
+          for (Elements h = 1; h <= 4; ++h) {
+            for (Elements k = 1; k <= 4; ++k) {
+              if (lhs_kept && rhs_kept) continue;  // one subgraph before cannot make both here
+              // The op whose output is retained runs just before the MatMul.
+              Schedule s;
+              const Subgraph make_a{{0}, Granularity{4, 4, 1}, std::nullopt,
+                                    lhs_kept ? std::vector<TensorId>{p.ops[0].output} : std::vector<TensorId>{}};
+              if (rhs_made) {
+                const Subgraph make_r{{1}, Granularity{4, 4, 1}, std::nullopt,
+                                      rhs_kept ? std::vector<TensorId>{p.ops[1].output} : std::vector<TensorId>{}};
+                s.subgraphs = rhs_kept ? std::vector<Subgraph>{make_a, make_r} : std::vector<Subgraph>{make_r, make_a};
+              } else {
+                s.subgraphs = {make_a};
+              }
+              s.subgraphs.push_back({{x}, Granularity{w, h, k}, std::nullopt, {}});
+              const Evaluation e = EvaluateOracle(p, s);
+              REQUIRE(e.ok());
+              least = std::min(least, e.subgraphs.back().latency);
+            }
+          }
+        }
+        if (least == std::numeric_limits<double>::infinity()) continue;
+        CAPTURE(trial);
+        CHECK(LoneMatMulLatency(p, x, weights, lhs_kept, rhs_kept, false) == doctest::Approx(least));
+        ++compared;
+      }
+    }
+  }
+  MESSAGE("P21: floors compared with the oracle's least: " << compared);
+  CHECK(compared > 100);
+}
+
+// The hand case: P (X -> A, 4x8, base 10) and Y = A @ W (W 8x16 a weight, base 8, K = 8 > n = 4),
+// B = 1, Bw = 2. Alone, Y's best is to find A retained: one row tile, four column tiles of two
+// k-steps; step 0 computes 4 and loads a 4x4 slice of W (8), step 1 the same and writes its 4x4
+// tile (16): 24 a tile, 96. P retaining A loads X (2 x 16) for 32. The islands part was 32 + 64
+// (Y's weights 128 / 2, or its write); with P21 32 + 96 = 128, which that schedule meets.
+TEST_CASE("P21: a lone MatMul by hand, met by a schedule") {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{8, 4}, {8, 4}, {16, 8}, {16, 4}};  // X, A (4 high, 8 wide), W (8 high, 16 wide), Y
+  p.ops = {{OpKind::Pointwise, {0}, 1, 10}, {OpKind::MatMul, {1, 2}, 3, 8}};
+  p.fast_memory_capacity = 4096;
+  p.slow_memory_bandwidth = 1;
+  p.chip.weight_bandwidth = 2;
+  REQUIRE(p.Finalize() == "");
+  REQUIRE(p.OnWeightPath(2));
+  CHECK(LoneMatMulLatency(p, 1, Weights(p), true, false, false) == doctest::Approx(96));
+  CHECK(LoneMatMulLatency(p, 1, Weights(p), false, false, false) == doctest::Approx(192));
+  const LowerBound before = WithoutP21(p);
+  const LowerBound bound = ComputeLowerBound(p);
+  CHECK(before.islands == doctest::Approx(96));
+  CHECK(bound.islands == doctest::Approx(128));
+  CHECK(bound.total() == doctest::Approx(128));
+  Schedule s;
+  s.subgraphs.push_back({{0}, Granularity{4, 4, 1}, std::nullopt, {1}});
+  s.subgraphs.push_back({{1}, Granularity{4, 4, 4}, std::nullopt, {}});
+  const Evaluation e = EvaluateOracle(p, s);
+  REQUIRE(e.ok());
+  CHECK(e.subgraphs[0].latency == doctest::Approx(32));
+  CHECK(e.subgraphs[1].latency == doctest::Approx(96));
+  CHECK(e.total == doctest::Approx(128));  // optimal: it meets the bound
+}
+
+// Lone MatMuls at real-chip ratios: a Pointwise-made activation (after a trunk MatMul with a
+// weight, sometimes) read by 1 to 4 MatMuls with K > n (P1 keeps the Pointwise op out of their
+// subgraphs), each with a weight or a Pointwise-made RHS, each followed by nothing (a graph
+// output), a transpose (Layout: written, L1), a Pointwise op or a MatMul (both join its island:
+// not alone); sometimes a lone MatMul reading a graph input. One path, or a weight path.
+Problem LoneHeads(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = 4;
+  const Elements rows = make.Pick({3, 4, 8, 12}), d = make.Pick({6, 8, 12});
+  TensorId shared = make.Tensor(rows, d);
+  if (!make.Coin(3)) shared = make.Op(OpKind::MatMul, {shared, make.Tensor(d, d)}, rows, d, make.PickReal({0.5, 4, 40}));
+  shared = make.Op(OpKind::Pointwise, {shared}, rows, d, make.PickReal({0, 1, 8, 50}));
+  const int readers = static_cast<int>(make.Pick({1, 2, 3, 4}));
+  for (int r = 0; r < readers; ++r) {
+    const Elements width = make.Pick({2, 4, 5, 8});
+    const TensorId lhs = make.Coin(6) ? make.Tensor(rows, d) : shared;
+    const TensorId rhs =
+        make.Coin(4) ? make.Op(OpKind::Pointwise, {make.Tensor(d, width)}, d, width, make.PickReal({0, 2})) : make.Tensor(d, width);
+    TensorId z = make.Op(OpKind::MatMul, {lhs, rhs}, rows, width, make.PickReal({0, 0.5, 4, 16, 60}));
+    const int what = std::uniform_int_distribution<int>(0, 5)(make.rng);
+    if (what == 1 || what == 2) z = make.Op(OpKind::Layout, {z}, width, rows, 0);
+    if (what == 3) z = make.Op(OpKind::Pointwise, {z}, rows, width, make.PickReal({0, 2}));
+    if (what == 4) make.Op(OpKind::MatMul, {z, make.Tensor(width, 4)}, rows, 4, make.PickReal({1, 8}));
+  }
+  make.AtRealRatios();
+  if (make.Coin(2)) {
+    problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * make.PickReal({0.5, 2.3, 10});
+    problem.chip.weight_fifo_capacity = make.Coin(2) ? 0 : problem.fast_memory_capacity / make.Pick({1, 4});
+  }
+  REQUIRE(problem.Finalize() == "");
+  return problem;
+}
+
+TEST_CASE("P21: lone MatMuls priced step by step never above the oracle at real-chip ratios") {
+  std::mt19937_64 rng(212100);
+  int valid = 0, raised = 0, raised_schedules = 0, met = 0;
+  double tightest = 0;
+  for (int trial = 0; trial < 1000; ++trial) {
+    Problem problem = LoneHeads(rng);
+    const double ratio[] = {0.1, 0.5, 2, 10};
+    for (Op& op : problem.ops) op.base_cost *= ratio[trial % 4];
+    const LowerBound bound = ComputeLowerBound(problem);
+    const LowerBound before = WithoutP21(problem);
+    const BoundModel model = BuildBoundModel(problem);
+    const bool raises = bound.total() > before.total() * (1 + 1e-9);
+    raised += raises ? 1 : 0;
+    std::vector<Schedule> schedules;
+    for (int s = 0; s < 6; ++s) {
+      RandomScheduleOptions options;
+      options.fuse_probability = 0.2 + 0.15 * s;
+      options.recompute_probability = s % 2 == 0 ? 0.2 : 0.5;
+      options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
+      options.invalid_probability = 0;
+      options.max_steps = 400;
+      schedules.push_back(RandomSchedule(problem, rng, options));
+    }
+    try {
+      schedules.push_back(BuildBaseline(problem));
+      schedules.push_back(BuildResidentBaseline(problem));
+    } catch (const std::runtime_error&) {
+    }
+    if (trial % 3 == 0) {
+      ExactOptions exact;
+      exact.max_states = 3000;
+      exact.max_subgraph_ops = 8;
+      const ExactResult result = SolveExact(problem, exact);
+      if (result.best) schedules.push_back(*result.best);
+    }
+    for (const Schedule& schedule : schedules) {
+      const Evaluation evaluation = EvaluateOracle(problem, schedule);
+      if (!evaluation.ok()) continue;
+      ++valid;
+      raised_schedules += raises ? 1 : 0;
+      INFO("trial " << trial << ": islands " << bound.islands << " crossing " << bound.crossing << " (before "
+                    << before.islands << ", " << before.crossing << "), oracle " << evaluation.total);
+      CHECK(bound.islands <= evaluation.total * (1 + 1e-9));
+      CHECK(bound.crossing <= evaluation.total * (1 + 1e-9));
+      CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
+      if (raises) {
+        tightest = std::max(tightest, bound.total() / evaluation.total);
+        met += bound.total() >= evaluation.total * (1 - 1e-9) ? 1 : 0;
+      }
+      testing::CheckSuffixBounds(model, problem, schedule, evaluation);
+    }
+  }
+  MESSAGE("P21: valid schedules " << valid << ", problems whose bound P21 raises " << raised << " ("
+                                  << raised_schedules << " schedules, " << met
+                                  << " meeting it), tightest raised bound / latency " << tightest);
+  CHECK(valid > 2500);
+  CHECK(raised > 250);
+}
+
+}  // namespace
+}  // namespace annealer
