@@ -140,7 +140,7 @@ Problem LoneHeads(std::mt19937_64& rng) {
   testing::ProblemMaker make{rng};
   Problem& problem = make.problem;
   problem.native = 4;
-  const Elements rows = make.Pick({3, 4, 8, 12}), d = make.Pick({6, 8, 12});
+  const Elements rows = make.Pick({3, 4, 8, 12}), d = make.Pick({4, 6, 8, 12});
   TensorId shared = make.Tensor(rows, d);
   if (!make.Coin(3)) shared = make.Op(OpKind::MatMul, {shared, make.Tensor(d, d)}, rows, d, make.PickReal({0.5, 4, 40}));
   shared = make.Op(OpKind::Pointwise, {shared}, rows, d, make.PickReal({0, 1, 8, 50}));
