@@ -182,6 +182,14 @@
 //     (P5), which its F readers may share (D5). Each reader's T instance counts the share
 //     |t| ceil(N/n) / readers among its own loads in P14 (RHS: |t| ceil(M/n)); other instances
 //     none; P15 then leaves t out of its reloads.
+//  P21 (P12, V1, V2, V3, C2, M1, M2, R2, R3, T1, H6) A MatMul that sits alone. An island of
+//     one MatMul x with K > n holds only subgraphs that run x alone, where every k <= n splits
+//     each tile into n_k >= 2 k-steps that never reuse a slice: a step computes base k_j / K,
+//     loads hr k_j of the LHS and k_j wc of the RHS unless retained, the last writes hr wc unless
+//     the output is retained, and costs the max of compute and memory (each path apart, H6).
+//     The least over every w, h, k and possible retention bounds the island (P12), and, less the
+//     loads and writes of crossing tensors at the island's share, its value in P16. Not with
+//     prefetch (H5), nor for A @ A.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -190,7 +198,8 @@
 // beyond P5, working sets that force small tiles (except P10, P11, and P18 for k-loop MatMuls:
 // not for ops upstream of a k-loop nor for Pointwise ops' own tile counts), recomputation beyond P7 and
 // P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
-// subgraph (except P15, P16), and the per-step max (only sums, per problem, island or P14's subgraph classes). It
+// subgraph (except P15, P16), and the per-step max (only sums, per problem, island or P14's subgraph classes; except P21 for
+// a MatMul that sits alone). It
 // is a bound, not an estimate.
 #pragma once
 
@@ -221,7 +230,8 @@ struct LowerBound {
   Latency combined = 0;
   double weight = 1;  // the a that gives `combined`
   // P12: the sum over islands (ops that may share a subgraph, transitively) of
-  // max(island compute, island forced traffic / bandwidth, its P14 sum, its P18 sum).
+  // max(island compute, island forced traffic / bandwidth, its P14 sum, its P18 sum, and for
+  // an island of one MatMul with K > n its least step-by-step latency, P21).
   Latency islands = 0;
   int island_count = 0;
   // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,

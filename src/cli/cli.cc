@@ -321,7 +321,7 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  combined   " + Readable(bound.combined) + "  (a x compute + (1-a) x traffic, a = " +
          Readable(bound.weight) + ", each op in its cheapest mode)\n";
   out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
-         " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18))\n";
+         " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21))\n";
   out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
          std::to_string(bound.streaming_ops) +
          " MatMuls that no other op's compute can hide + reloads of ops that sit alone, P14-P15)\n";
