@@ -49,17 +49,33 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
                                     : (on_weight + other) / bandwidth;
     return std::max(compute, memory);  // T1
   };
+  // Whole-grid sums bound a shape from below (a sum of maxima is at least the max of the sums):
+  // shapes whose sums already reach the best so far are skipped. Large sides first, where the
+  // operands stream least, find a good shape early.
+  const auto path_time = [&](double on_weight, double other) {
+    return two_paths ? std::max(on_weight / weight_bandwidth, other / bandwidth) : (on_weight + other) / bandwidth;
+  };
+  const double written = output_retained ? 0.0 : static_cast<double>(rows * cols);
   double least = std::numeric_limits<double>::infinity();
-  for (Elements k = 1; k <= std::min(n, reduction); ++k) {
-    const Elements steps = CeilDiv(reduction, k);
-    const Elements k_last = reduction - (steps - 1) * k;
-    const auto tile = [&](Elements hr, Elements wc) {
-      return static_cast<double>(steps - 1) * step(hr, wc, k, false) + step(hr, wc, k_last, true);
-    };
-    for (Elements h = 1; h <= std::min(n, rows); ++h) {
-      const Elements full_rows = rows / h, rest_rows = rows % h;
-      for (Elements w = 1; w <= std::min(n, cols); ++w) {
-        const Elements full_cols = cols / w, rest_cols = cols % w;
+  for (Elements h = std::min(n, rows); h >= 1; --h) {
+    const auto row_tiles = static_cast<double>(CeilDiv(rows, h));
+    const double rhs_total = rhs_retained ? 0.0 : static_cast<double>(reduction * cols) * row_tiles;
+    if (path_time(rhs_weight ? rhs_total : 0, rhs_weight ? 0 : rhs_total) >= least) continue;
+    const Elements full_rows = rows / h, rest_rows = rows % h;
+    for (Elements w = std::min(n, cols); w >= 1; --w) {
+      const auto col_tiles = static_cast<double>(CeilDiv(cols, w));
+      const double lhs_total = lhs_retained ? 0.0 : static_cast<double>(rows * reduction) * col_tiles;
+      double on_weight = 0, other = written;
+      (lhs_weight ? on_weight : other) += lhs_total;
+      (rhs_weight ? on_weight : other) += rhs_total;
+      if (std::max(base * row_tiles * col_tiles, path_time(on_weight, other)) >= least) continue;
+      const Elements full_cols = cols / w, rest_cols = cols % w;
+      for (Elements k = std::min(n, reduction); k >= 1; --k) {
+        const Elements steps = CeilDiv(reduction, k);
+        const Elements k_last = reduction - (steps - 1) * k;
+        const auto tile = [&](Elements hr, Elements wc) {
+          return static_cast<double>(steps - 1) * step(hr, wc, k, false) + step(hr, wc, k_last, true);
+        };
         double total = static_cast<double>(full_rows * full_cols) * tile(h, w);
         if (rest_cols > 0) total += static_cast<double>(full_rows) * tile(h, rest_cols);
         if (rest_rows > 0) total += static_cast<double>(full_cols) * tile(rest_rows, w);
