@@ -627,18 +627,15 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) lines[built.island_of[op]].push_back(tiles.island_lines[op]);
     for (int i = 0; i < built.islands; ++i) island_tiles[i] = BestOverWeight(lines[i], [](OpId) { return true; });
   }
-  // P21: an island that is one MatMul with K > n, priced step by step over every tile shape.
+  // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
+  // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);
   {
-    std::vector<int> size(built.islands, 0);
-    std::vector<OpId> only(built.islands, kNoOp);
-    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
-      ++size[built.island_of[op]];
-      only[built.island_of[op]] = op;
-    }
+    std::vector<std::vector<OpId>> members(built.islands);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
     const std::vector<char> no_weights(problem.tensors.size(), 0);
     for (int i = 0; i < built.islands; ++i) {
-      if (size[i] == 1) alone[i] = LoneMatMulFloor(problem, only[i], weights.empty() ? no_weights : weights);
+      alone[i] = IslandFloor(problem, members[i], weights.empty() ? no_weights : weights);
     }
   }
   for (int i = 0; i < built.islands; ++i) {

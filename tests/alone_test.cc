@@ -131,11 +131,43 @@ TEST_CASE("P21: a lone MatMul by hand, met by a schedule") {
   CHECK(e.total == doctest::Approx(128));  // optimal: it meets the bound
 }
 
+// P21's second form by hand: the same P and Y, and G = g(Y) (Pointwise, base 20), a graph output.
+// Every subgraph holding Y has G as its epilogue or not at all. At four column tiles of two
+// k-steps, with A retained, step 0 waits for its 4x4 slice of W (8) and step 1 computes 4 + gamma
+// of G's base beside the same slice; G's other 20 - gamma per tile runs elsewhere on its 4 native
+// tiles: 4 (8 + max(4 + gamma, 8)) + 4 (20 - gamma), 128 for any gamma from 4 to 20. The bound
+// is 32 + 128 = 160 (the islands part was 32 + 112, G's and Y's compute), which the schedule
+// [P retaining A], [Y, G at (4, 4, 4)] meets: its steps cost 8 and max(24, 8, 16 written).
+TEST_CASE("P21: a MatMul with its epilogue by hand, met by a schedule") {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{8, 4}, {8, 4}, {16, 8}, {16, 4}, {16, 4}};  // X, A, W, Y, G
+  p.ops = {{OpKind::Pointwise, {0}, 1, 10}, {OpKind::MatMul, {1, 2}, 3, 8}, {OpKind::Pointwise, {3}, 4, 20}};
+  p.fast_memory_capacity = 4096;
+  p.slow_memory_bandwidth = 1;
+  p.chip.weight_bandwidth = 2;
+  REQUIRE(p.Finalize() == "");
+  CHECK(LoneMatMulLatency(p, 1, Weights(p), true, false, true, 20) == doctest::Approx(128));
+  const LowerBound before = WithoutP21(p);
+  const LowerBound bound = ComputeLowerBound(p);
+  CHECK(before.islands == doctest::Approx(144));
+  CHECK(bound.islands == doctest::Approx(160));
+  CHECK(bound.total() == doctest::Approx(160));
+  Schedule s;
+  s.subgraphs.push_back({{0}, Granularity{4, 4, 1}, std::nullopt, {1}});
+  s.subgraphs.push_back({{1, 2}, Granularity{4, 4, 4}, std::nullopt, {}});
+  const Evaluation e = EvaluateOracle(p, s);
+  REQUIRE(e.ok());
+  CHECK(e.subgraphs[1].latency == doctest::Approx(128));
+  CHECK(e.total == doctest::Approx(160));  // optimal: it meets the bound
+}
+
 // Lone MatMuls at real-chip ratios: a Pointwise-made activation (after a trunk MatMul with a
 // weight, sometimes) read by 1 to 4 MatMuls with K > n (P1 keeps the Pointwise op out of their
 // subgraphs), each with a weight or a Pointwise-made RHS, each followed by nothing (a graph
-// output), a transpose (Layout: written, L1), a Pointwise op or a MatMul (both join its island:
-// not alone); sometimes a lone MatMul reading a graph input. One path, or a weight path.
+// output), a transpose (Layout: written, L1), one or two epilogue ops (P21's second form; their
+// output read by a MatMul sometimes, with K > n another island) or a MatMul (joins its island);
+// sometimes a lone MatMul reading a graph input. One path, or a weight path.
 Problem LoneHeads(std::mt19937_64& rng) {
   testing::ProblemMaker make{rng};
   Problem& problem = make.problem;
@@ -153,7 +185,11 @@ Problem LoneHeads(std::mt19937_64& rng) {
     TensorId z = make.Op(OpKind::MatMul, {lhs, rhs}, rows, width, make.PickReal({0, 0.5, 4, 16, 60}));
     const int what = std::uniform_int_distribution<int>(0, 5)(make.rng);
     if (what == 1 || what == 2) z = make.Op(OpKind::Layout, {z}, width, rows, 0);
-    if (what == 3) z = make.Op(OpKind::Pointwise, {z}, rows, width, make.PickReal({0, 2}));
+    if (what == 3) {  // an epilogue (P21's second form), sometimes two ops, sometimes read by a MatMul
+      const TensorId e = make.Op(OpKind::Pointwise, {z}, rows, width, make.PickReal({0, 2, 20}));
+      z = make.Coin(2) ? make.Op(OpKind::Pointwise, {e, z}, rows, width, make.PickReal({1, 10})) : e;
+      if (make.Coin(3)) make.Op(OpKind::MatMul, {z, make.Tensor(width, 4)}, rows, 4, make.PickReal({1, 8}));
+    }
     if (what == 4) make.Op(OpKind::MatMul, {z, make.Tensor(width, 4)}, rows, 4, make.PickReal({1, 8}));
   }
   make.AtRealRatios();

@@ -22,7 +22,7 @@ double AloneFloor::LeastApart(double share, double bandwidth) const {
 }
 
 double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>& weights, bool lhs_retained,
-                         bool rhs_retained, bool output_retained) {
+                         bool rhs_retained, bool output_retained, double epilogue) {
   const Op& op = problem.ops[x];
   const Tensor& out = problem.tensors[op.output];
   const Elements rows = out.height, cols = out.width, reduction = problem.ReductionLength(x);
@@ -35,8 +35,14 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
   // path (H6: a weight is a graph input, never retained, V8).
   const bool lhs_weight = two_paths && weights[op.inputs[0]];
   const bool rhs_weight = two_paths && weights[op.inputs[1]];
+  // A step's compute (C2) and memory time (the slices it loads unless retained, M1 never reuses
+  // one here; the last step also writes the tile unless the output is retained, M2).
+  struct Terms {
+    double compute = 0, memory = 0;
+  };
   const auto step = [&](Elements hr, Elements wc, Elements k, bool last) {
-    const double compute = base * static_cast<double>(k) / static_cast<double>(reduction);  // C2
+    Terms terms;
+    terms.compute = base * static_cast<double>(k) / static_cast<double>(reduction);
     double on_weight = 0, other = 0;
     const auto load = [&](bool retained, bool weight, Elements elements) {
       if (retained) return;
@@ -44,11 +50,15 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
     };
     load(lhs_retained, lhs_weight, hr * k);
     load(rhs_retained, rhs_weight, k * wc);
-    if (last && !output_retained) other += static_cast<double>(hr * wc);  // M2
-    const double memory = two_paths ? std::max(on_weight / weight_bandwidth, other / bandwidth)
-                                    : (on_weight + other) / bandwidth;
-    return std::max(compute, memory);  // T1
+    if (last && !output_retained) other += static_cast<double>(hr * wc);
+    terms.memory = two_paths ? std::max(on_weight / weight_bandwidth, other / bandwidth) : (on_weight + other) / bandwidth;
+    return terms;
   };
+  // The epilogue ops that share the subgraph fire at each tile's last step (C4): `gamma` of
+  // their base per tile, between 0 and `epilogue`; the rest run elsewhere, at least base x native
+  // tiles each (P7). For one shape the sum is convex in gamma, least at 0, `epilogue` or where a
+  // tile class's last step turns from memory- to compute-bound.
+  const auto native_tiles = static_cast<double>(problem.NativeTiles(x));
   // Whole-grid sums bound a shape from below (a sum of maxima is at least the max of the sums):
   // shapes whose sums already reach the best so far are skipped. Large sides first, where the
   // operands stream least, find a good shape early.
@@ -68,19 +78,40 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
       double on_weight = 0, other = written;
       (lhs_weight ? on_weight : other) += lhs_total;
       (rhs_weight ? on_weight : other) += rhs_total;
-      if (std::max(base * row_tiles * col_tiles, path_time(on_weight, other)) >= least) continue;
+      // Each tile computes base + gamma, the epilogue ops elsewhere the rest (tiles >= native).
+      if (std::max(base * row_tiles * col_tiles + epilogue * native_tiles, path_time(on_weight, other)) >= least) continue;
       const Elements full_cols = cols / w, rest_cols = cols % w;
       for (Elements k = std::min(n, reduction); k >= 1; --k) {
         const Elements steps = CeilDiv(reduction, k);
         const Elements k_last = reduction - (steps - 1) * k;
-        const auto tile = [&](Elements hr, Elements wc) {
-          return static_cast<double>(steps - 1) * step(hr, wc, k, false) + step(hr, wc, k_last, true);
+        // Up to four tile classes (full or clipped rows x columns): count, inner steps' sum, last step.
+        struct Class {
+          double count = 0, inner = 0;
+          Terms last;
         };
-        double total = static_cast<double>(full_rows * full_cols) * tile(h, w);
-        if (rest_cols > 0) total += static_cast<double>(full_rows) * tile(h, rest_cols);
-        if (rest_rows > 0) total += static_cast<double>(full_cols) * tile(rest_rows, w);
-        if (rest_rows > 0 && rest_cols > 0) total += tile(rest_rows, rest_cols);
-        least = std::min(least, total);
+        Class classes[4];
+        int used = 0;
+        const auto add = [&](double count, Elements hr, Elements wc) {
+          const Terms inner = step(hr, wc, k, false);
+          classes[used++] = {count, static_cast<double>(steps - 1) * std::max(inner.compute, inner.memory),
+                             step(hr, wc, k_last, true)};
+        };
+        add(static_cast<double>(full_rows * full_cols), h, w);
+        if (rest_cols > 0) add(static_cast<double>(full_rows), h, rest_cols);
+        if (rest_rows > 0) add(static_cast<double>(full_cols), rest_rows, w);
+        if (rest_rows > 0 && rest_cols > 0) add(1, rest_rows, rest_cols);
+        const auto total = [&](double gamma) {
+          double sum = (epilogue - gamma) * native_tiles;
+          for (int c = 0; c < used; ++c) {
+            sum += classes[c].count * (classes[c].inner + std::max(classes[c].last.compute + gamma, classes[c].last.memory));
+          }
+          return sum;
+        };
+        least = std::min({least, total(0), total(epilogue)});
+        for (int c = 0; c < used; ++c) {
+          const double turn = classes[c].last.memory - classes[c].last.compute;
+          if (turn > 0 && turn < epilogue) least = std::min(least, total(turn));
+        }
       }
     }
   }
@@ -113,6 +144,39 @@ AloneFloor LoneMatMulFloor(const Problem& problem, OpId x, const std::vector<cha
     }
   }
   floor.valid = true;
+  return floor;
+}
+
+AloneFloor IslandFloor(const Problem& problem, const std::vector<OpId>& island, const std::vector<char>& weights) {
+  if (island.size() == 1) return LoneMatMulFloor(problem, island[0], weights);
+  AloneFloor floor;
+  if (!g_lone_matmul_floor || problem.chip.prefetch) return floor;
+  // One MatMul x, the rest Pointwise ops whose every input is made inside the island (E).
+  OpId x = kNoOp;
+  double epilogue = 0;
+  std::vector<char> inside(problem.ops.size(), 0);
+  for (OpId op : island) inside[op] = 1;
+  for (OpId op : island) {
+    const Op& o = problem.ops[op];
+    if (o.kind == OpKind::MatMul) {
+      if (x != kNoOp) return floor;
+      x = op;
+      continue;
+    }
+    if (o.kind != OpKind::Pointwise) return floor;
+    for (TensorId t : o.inputs) {
+      if (problem.producer[t] == kNoOp || !inside[problem.producer[t]]) return floor;
+    }
+    epilogue += o.base_cost;
+  }
+  if (x == kNoOp || problem.ReductionLength(x) <= problem.native) return floor;
+  const Op& mm = problem.ops[x];
+  if (mm.inputs[0] == mm.inputs[1]) return floor;
+  // Inputs made elsewhere may be retained, and no write is counted: a floor at its least.
+  const bool lhs_made = problem.producer[mm.inputs[0]] != kNoOp, rhs_made = problem.producer[mm.inputs[1]] != kNoOp;
+  floor.valid = true;
+  floor.compute_point_only = true;
+  floor.options.push_back({LoneMatMulLatency(problem, x, weights, lhs_made, rhs_made, true, epilogue), 0});
   return floor;
 }
 

@@ -31,6 +31,9 @@ struct AloneFloor {
     Elements claimed = 0;
   };
   std::vector<Option> options;
+  // An island of one MatMul and its epilogue ops (P21's second form): one option, no claims
+  // apart, and P16 may use it only at the island's point a = 1, b = 0.
+  bool compute_point_only = false;
   // The least latency of a subgraph of the island (P12).
   double Least() const;
   // The least of latency - share * claimed / bandwidth (P16, island weight share = 1 - a - b).
@@ -45,8 +48,19 @@ AloneFloor LoneMatMulFloor(const Problem& problem, OpId x, const std::vector<cha
 // invalid, the bound as before P21. Not thread-safe; never set elsewhere.
 extern bool g_lone_matmul_floor;
 
-// The least latency of x alone at one retention, over every tile shape (exposed for tests).
+// P21 for an island: of one MatMul (LoneMatMulFloor), or of one MatMul x with K > n and Pointwise
+// ops E whose every input is made in the island. Every subgraph of that island holding x has x as
+// its whole k-loop and its E ops as epilogues (they reach only E ops and sinks), which fire at each
+// tile's last k-step with their full base (C4); E ops elsewhere compute at least base x native
+// tiles each (P7). So the island costs at least the least, over every tile shape and every split
+// gamma in [0, sum of E's bases] of the per-tile epilogue compute, of x's steps with gamma added
+// to each last step (inputs made elsewhere free, no write: a floor at its least) plus the rest of
+// E's compute at native tiles.
+AloneFloor IslandFloor(const Problem& problem, const std::vector<OpId>& island, const std::vector<char>& weights);
+
+// The least latency of x alone at one retention, over every tile shape (exposed for tests), with
+// `epilogue` of Pointwise base per tile that may fire at each tile's last step or run elsewhere.
 double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>& weights, bool lhs_retained,
-                         bool rhs_retained, bool output_retained);
+                         bool rhs_retained, bool output_retained, double epilogue = 0);
 
 }  // namespace annealer::bound_internal

@@ -70,7 +70,10 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
       v.path = v.p14_form ? p14_path : bandwidth;
       // P21: every subgraph of the island runs its MatMul alone; the least such subgraph, less
       // the loads and writes of crossing tensors that the claims below count at this share.
-      if (i < static_cast<int>(alone.size()) && alone[i].valid) {
+      // Its second form (a MatMul with epilogue ops) claims nothing apart, and its ops outside the
+      // MatMul's subgraph count at full compute: only at a = 1, b = 0, where the claims below
+      // count no load or write and sigma is a whole extra instance's compute.
+      if (i < static_cast<int>(alone.size()) && alone[i].valid && (!alone[i].compute_point_only || (a == 1 && b == 0))) {
         const double share = std::max(0.0, 1 - a - b);
         const double floor = alone[i].LeastApart(share, bandwidth);
         if (floor > v.value) v = Value{floor, 0, share, bandwidth};
