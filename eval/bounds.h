@@ -189,7 +189,10 @@
 //     the output is retained, and costs the max of compute and memory (each path apart, H6).
 //     The least over every w, h, k and possible retention bounds the island (P12), and, less the
 //     loads and writes of crossing tensors at the island's share, its value in P16. Not with
-//     prefetch (H5), nor for A @ A.
+//     prefetch (H5), nor for A @ A. Second form: the island is x and Pointwise ops E made from
+//     it: in every subgraph holding x they are epilogues, firing at each tile's last step (C4),
+//     and elsewhere they compute at least base x native tiles (P7): the least over shapes and
+//     over the split of E's base per tile, inputs free and no write; in P16 at a = 1, b = 0 only.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
