@@ -643,7 +643,10 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0});
   }
-  bound.crossing = CrossingBound(problem, built, streaming.lines, streaming.beside_memory, alone);
+  // P16's weights are picked by a coordinate ascent, which P21's values can lead to another end:
+  // keep the better of the two (each is a bound), so that P21 never lowers it.
+  bound.crossing = std::max(CrossingBound(problem, built, streaming.lines, streaming.beside_memory, alone),
+                            CrossingBound(problem, built, streaming.lines, streaming.beside_memory));
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {
     if (info.option >= 0 && at.choice[info.owner] != info.option) continue;
