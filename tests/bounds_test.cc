@@ -1482,6 +1482,62 @@ TEST_CASE("bound: P22 by hand, an upstream MatMul streams a weight it cannot hol
   CHECK(latency(apart) == doctest::Approx(256));
 }
 
+// P22's conditions on the line, by hand (n = 4, B = 1, capacity 15 < |W| + 1 = 17): x = A @ W
+// (8x4 @ 4x4, base 10) feeds, as LHS, f1 = x @ V1 (V1 4x8: 2 x 2 tiles, SL factor 2) and
+// f2 = x @ V2 (V2 4x4: 2 x 1 tiles, factor 1). The upstream line takes the least factor (1:
+// compute 20) and the least tile count (2: W twice, with A 64). Then the cases where P22 claims
+// nothing beyond A and W once (48): x also an RHS strip producer (g = B2 @ x, so SR too); W
+// read by another MatMul as well (it may share each load); W small enough to hold.
+TEST_CASE("bound: P22's line by hand: least factor and tiles, and where it claims nothing") {
+  const auto line_of = [](const Problem& p) {
+    const bound_internal::Analysis analysis(p);
+    const bound_internal::TileLines lines = bound_internal::TileFloor(p, analysis);
+    REQUIRE_FALSE(lines.lines[0].empty());
+    return lines.lines[0].front();  // the least compute: native, upstream
+  };
+  const auto base = [](int extra) {
+    Problem p;
+    p.native = 4;
+    p.tensors.push_back({4, 8});  // 0 A (width 4, height 8)
+    p.tensors.push_back({4, 4});  // 1 W
+    p.tensors.push_back({4, 8});  // 2 x
+    p.tensors.push_back({8, 4});  // 3 V1
+    p.tensors.push_back({8, 8});  // 4 f1
+    p.tensors.push_back({4, 4});  // 5 V2
+    p.tensors.push_back({4, 8});  // 6 f2
+    p.ops.push_back({OpKind::MatMul, {0, 1}, 2, 10});
+    p.ops.push_back({OpKind::MatMul, {2, 3}, 4, 10});
+    p.ops.push_back({OpKind::MatMul, {2, 5}, 6, 10});
+    if (extra == 1) {  // g = B2 @ x: x is also an RHS strip producer (SR)
+      p.tensors.push_back({8, 2});  // 7 B2 (width 8, height 2)
+      p.tensors.push_back({4, 2});  // 8 g
+      p.ops.push_back({OpKind::MatMul, {7, 2}, 8, 10});
+    }
+    if (extra == 2) {  // y = A2 @ W: W has two readers
+      p.tensors.push_back({4, 8});  // 7 A2
+      p.tensors.push_back({4, 8});  // 8 y
+      p.ops.push_back({OpKind::MatMul, {7, 1}, 8, 10});
+    }
+    p.fast_memory_capacity = extra == 3 ? 17 : 15;
+    p.slow_memory_bandwidth = 1;
+    REQUIRE(p.Finalize() == "");
+    return p;
+  };
+  const Problem plain = base(0);
+  const bound_internal::Analysis analysis(plain);
+  CHECK(analysis.Factor(0, bound_internal::kSL) == 1);
+  CHECK(analysis.StripTiles(0, bound_internal::kSL) == 2);
+  bound_internal::Line line = line_of(plain);
+  CHECK(line.at1 == doctest::Approx(20));
+  CHECK(line.at0 == doctest::Approx(64));
+  for (int extra : {1, 2, 3}) {
+    CAPTURE(extra);
+    line = line_of(base(extra));
+    CHECK(line.at1 == doctest::Approx(20));
+    CHECK(line.at0 == doctest::Approx(extra == 2 ? 32 : 48));  // with two readers W is no own load
+  }
+}
+
 // The peak footprints of H1's roles (after H2 and H4) over a valid schedule's steps.
 RoleFootprints PeakRoles(const Problem& problem, const Schedule& schedule) {
   RoleFootprints peak;
