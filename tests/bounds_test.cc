@@ -1509,8 +1509,8 @@ TEST_CASE("bound: P22's line by hand: least factor and tiles, and where it claim
     p.ops.push_back({OpKind::MatMul, {2, 3}, 4, 10});
     p.ops.push_back({OpKind::MatMul, {2, 5}, 6, 10});
     if (extra == 1) {  // g = B2 @ x: x is also an RHS strip producer (SR)
-      p.tensors.push_back({8, 2});  // 7 B2 (width 8, height 2)
-      p.tensors.push_back({4, 2});  // 8 g
+      p.tensors.push_back({8, 8});  // 7 B2 (width 8, height 8)
+      p.tensors.push_back({4, 8});  // 8 g: 2 x 1 tiles, so SR alone would stream A twice
       p.ops.push_back({OpKind::MatMul, {7, 2}, 8, 10});
     }
     if (extra == 2) {  // y = A2 @ W: W has two readers
