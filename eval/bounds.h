@@ -193,13 +193,21 @@
 //     it: in every subgraph holding x they are epilogues, firing at each tile's last step (C4),
 //     and elsewhere they compute at least base x native tiles (P7): the least over shapes and
 //     over the split of E's base per tile, inputs free and no write; in P16 at a = 1, b = 0 only.
+//  P22 (P7, P13, W, M1, D3, G2, V8) Upstream producers in P18. An instance of a MatMul x upstream
+//     of a k-loop computes at least its least non-T factor times its native tiles (P7, P13, as
+//     P14's other instances): P18's upstream line takes that factor. When SL is x's only non-T
+//     mode and its RHS t is a graph input only x reads with |t| + 1 > capacity, n_k = 1 would
+//     request t whole (x's region R x [0, K*), K* = x's width), so n_k >= 2 and each step loads a
+//     fresh [0, K_x) x kappa_j slice (M1: only x requests t, kappa changes every step): |t| per
+//     k-loop tile, >= |t| ceil(M_f/n) ceil(N_f/n) over the subgraph for the least terminal f
+//     (Analysis::StripTiles); the upstream line claims it. SR symmetric with the LHS.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
 // the write, c's modes that cannot see t ephemeral carry the rest.
 // What it does not count: reuse lost to traversal order when operands are shared or K > n
 // beyond P5, working sets that force small tiles (except P10, P11, and P18 for k-loop MatMuls:
-// not for ops upstream of a k-loop nor for Pointwise ops' own tile counts), recomputation beyond P7 and
+// not for ops upstream of a k-loop beyond P22 nor for Pointwise ops' own tile counts), recomputation beyond P7 and
 // P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
 // subgraph (except P15, P16), and the per-step max (only sums, per problem, island or P14's subgraph classes; except P21 for
 // a MatMul that sits alone). It

@@ -16,6 +16,7 @@
 
 #include "eval/bound/analysis.h"
 #include "eval/bound/streaming.h"
+#include "eval/bound/tiles.h"
 #include "eval/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
@@ -1270,6 +1271,271 @@ TEST_CASE("bound: P18's tile floor never above the oracle at tight capacities") 
   CHECK(tight > 1000);
   CHECK(enumerated > 2000);
   CHECK(decided > 100);
+}
+
+// P22's pattern: a MatMul x = A @ W whose weight W (a graph input only x reads) may be too large
+// to hold whole, its output through 0 to 2 Pointwise ops into the LHS of 1 or 2 k-loop MatMuls
+// f = P @ V (reduction = x's width: below, at or above native), sometimes with an epilogue;
+// sometimes x's output has a Pointwise reader or an RHS reader too (then x has other modes and
+// P22 must claim nothing); A a graph input or made by a Pointwise op; a memory from half of |W|
+// to four times it, at least 1.5 native tiles.
+Problem UpstreamWeightNets(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = make.Pick({4, 8});
+  const Elements n = problem.native;
+  const Elements rows = n * make.Pick({1, 2, 3}) + make.Pick({0, 0, 1, 3});
+  const Elements kx = make.Pick({n / 2, n, 2 * n});
+  const Elements d = make.Pick({n / 2, n, n + 2, 2 * n});
+  const double mm = make.PickReal({0.5, 4, 20}), pw = make.PickReal({0, 1, 5});
+  TensorId a = make.Tensor(rows, kx);
+  if (make.Coin(3)) a = make.Op(OpKind::Pointwise, {a}, rows, kx, pw);
+  const TensorId w = make.Tensor(kx, d);
+  const TensorId x = make.Op(OpKind::MatMul, {a, w}, rows, d, mm);
+  TensorId z = x;
+  // Sometimes a second MatMul reads the same weight and their sum feeds the chain: both may make
+  // the same strip in one subgraph and share each load of W (P22 must then claim nothing).
+  if (make.Coin(4)) {
+    const TensorId y = make.Op(OpKind::MatMul, {make.Tensor(rows, kx), w}, rows, d, mm);
+    z = make.Op(OpKind::Pointwise, {x, y}, rows, d, pw);
+  }
+  const int chain = static_cast<int>(make.Pick({0, 1, 1, 2}));
+  for (int i = 0; i < chain; ++i) z = make.Op(OpKind::Pointwise, {z}, rows, d, pw);
+  const int readers = static_cast<int>(make.Pick({1, 2, 2}));
+  for (int r = 0; r < readers; ++r) {
+    const Elements cols = make.Pick({n / 2, n, 2 * n});
+    const TensorId f = make.Op(OpKind::MatMul, {z, make.Tensor(d, cols)}, rows, cols, mm);
+    if (make.Coin(3)) make.Op(OpKind::Pointwise, {f}, rows, cols, pw);
+  }
+  if (make.Coin(6)) make.Op(OpKind::Pointwise, {x}, rows, d, pw);
+  if (make.Coin(6)) {
+    const Elements q = make.Pick({2, n});
+    make.Op(OpKind::MatMul, {make.Tensor(q, rows), x}, q, d, mm);
+  }
+  const Elements weight = kx * d;
+  problem.fast_memory_capacity =
+      std::max<Elements>(3 * n * n / 2, make.Pick({weight / 2, weight - 1, weight, weight + 1, 2 * weight, 4 * weight}));
+  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
+  REQUIRE(problem.Finalize() == "");
+  return problem;
+}
+
+// The baseline with `covered` run in `fused` instead: `fused` goes before the first subgraph
+// holding a covered op; subgraphs all of whose ops are covered are dropped when `drop`, else kept
+// (recomputing them, so that their outputs are written for other readers).
+Schedule WithFused(const Schedule& base, const Subgraph& fused, bool drop) {
+  Schedule schedule;
+  bool placed = false;
+  for (const Subgraph& sg : base.subgraphs) {
+    bool any = false, all = true;
+    for (OpId o : sg.ops) {
+      const bool in = std::find(fused.ops.begin(), fused.ops.end(), o) != fused.ops.end();
+      any = any || in;
+      all = all && in;
+    }
+    if (any && !placed) {
+      schedule.subgraphs.push_back(fused);
+      placed = true;
+    }
+    if (!(all && drop)) schedule.subgraphs.push_back(sg);
+  }
+  if (!placed) schedule.subgraphs.push_back(fused);
+  return schedule;
+}
+
+// P22 against the oracle: RealRatioSchedules on UpstreamWeightNets and, per problem, x with its
+// Pointwise chain and the first reader in one subgraph (x upstream of the k-loop, where P22's
+// line applies) at every tile shape (w, h up to n, three k), x also run alone before it or not.
+TEST_CASE("bound: P22's upstream weight streams never above the oracle") {
+  int valid = 0, enumerated = 0, problems_gained = 0, decided = 0, lines_changed = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(2222);
+  for (int trial = 0; trial < 600; ++trial) {
+    const Problem problem = UpstreamWeightNets(rng);
+    CAPTURE(trial);
+    const LowerBound bound = ComputeLowerBound(problem);
+    bound_internal::g_upstream_factor = false;
+    bound_internal::g_upstream_streams = false;
+    const LowerBound before = ComputeLowerBound(problem);
+    bound_internal::g_upstream_factor = true;
+    bound_internal::g_upstream_streams = true;
+    lines_changed += bound.tiles > before.tiles * (1 + 1e-9) ? 1 : 0;
+    CHECK(bound.total() >= before.total() * (1 - 1e-12));
+    const bool gains = bound.total() > before.total() * (1 + 1e-9);
+    problems_gained += gains ? 1 : 0;
+    const auto check = [&](const Schedule& schedule, bool enumerating) {
+      const Evaluation e = EvaluateOracle(problem, schedule);
+      if (!e.ok()) return;
+      if (enumerating) {
+        ++enumerated;
+      } else {
+        if (!CheckValidSchedule(problem, schedule, "P22 trial " + std::to_string(trial))) return;
+        ++valid;
+      }
+      CHECK(bound.tiles <= e.total * (1 + kSlack));
+      CHECK(bound.islands <= e.total * (1 + kSlack));
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      if (gains) {
+        ++decided;
+        tightest = std::max(tightest, bound.total() / e.total);
+      }
+    };
+    for (const Schedule& schedule : RealRatioSchedules(
+             problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.2); }, 6, 4)) {
+      check(schedule, false);
+    }
+    Schedule base;
+    try {
+      base = BuildBaseline(problem);
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    // Every MatMul but the weight's readers, fused with all its ancestors (x upstream of its
+    // k-loop, as LHS or RHS strip producer), at every tile shape; x's own subgraph kept or not.
+    const Elements n = problem.native;
+    for (OpId target = 0; target < static_cast<OpId>(problem.ops.size()); ++target) {
+      if (problem.ops[target].kind != OpKind::MatMul) continue;
+      std::vector<OpId> ancestors{target};
+      for (size_t c = 0; c < ancestors.size(); ++c) {
+        for (TensorId t : problem.ops[ancestors[c]].inputs) {
+          const OpId p = problem.producer[t];
+          if (p != kNoOp && std::find(ancestors.begin(), ancestors.end(), p) == ancestors.end()) ancestors.push_back(p);
+        }
+      }
+      if (ancestors.size() < 2) continue;
+      std::sort(ancestors.begin(), ancestors.end());
+      Subgraph fused;
+      fused.ops = ancestors;
+      const Elements k_full = problem.ReductionLength(target);
+      for (Elements h = 1; h <= n; ++h) {
+        for (Elements w = 1; w <= n; ++w) {
+          for (Elements kk : {Elements{1}, std::max<Elements>(1, std::min(k_full, n) / 2), std::min(k_full, n)}) {
+            fused.granularity = {w, h, kk};
+            for (bool drop : {true, false}) check(WithFused(base, fused, drop), true);
+          }
+        }
+      }
+    }
+  }
+  MESSAGE("P22: valid schedules " << valid << ", enumerated fused schedules " << enumerated
+                                  << ", problems whose tiles part P22 raises " << lines_changed
+                                  << ", whose bound it raises " << problems_gained
+                                  << ", schedules checked against a raised bound " << decided
+                                  << ", tightest bound/latency there " << tightest);
+  CHECK(valid > 1000);
+  CHECK(enumerated > 2000);
+  CHECK(problems_gained > 20);
+}
+
+// P22 by hand: x = A @ W (A 8x4, W 4x4, n = 4, base 10) feeds f = x @ V (V 4x4, K = 4 = n,
+// f's 8x4 output a graph output), capacity 15 < |W| + 1, B = 1. Upstream of f's k-loop x can only
+// make f's LHS strips (SL): no step can hold W whole, so n_k >= 2 and each step loads a fresh
+// 4 x k slice of it, W once per tile of f, at least 2 tiles. x's upstream line claims A once and W
+// twice (64 elements) at factor ceil(4/4) = 1 (compute 20); before P22, A and W once (48). The
+// bound rises from 96 (graph I/O) to 112; x and f together pay W's slices at every step (384 at
+// [1, 2, 1]), and apart, each at [2, 4, 1], 256.
+TEST_CASE("bound: P22 by hand, an upstream MatMul streams a weight it cannot hold") {
+  Problem p;
+  p.native = 4;
+  p.tensors.push_back({4, 8});  // A (width 4, height 8)
+  p.tensors.push_back({4, 4});  // W
+  p.tensors.push_back({4, 8});  // x
+  p.tensors.push_back({4, 4});  // V
+  p.tensors.push_back({4, 8});  // f
+  p.ops.push_back({OpKind::MatMul, {0, 1}, 2, 10});
+  p.ops.push_back({OpKind::MatMul, {2, 3}, 4, 10});
+  p.fast_memory_capacity = 15;
+  p.slow_memory_bandwidth = 1;
+  REQUIRE(p.Finalize() == "");
+  const bound_internal::Analysis analysis(p);
+  CHECK(analysis.HasMode(0, bound_internal::kSL));
+  CHECK_FALSE(analysis.HasMode(0, bound_internal::kSR));
+  CHECK_FALSE(analysis.HasMode(0, bound_internal::kFL));
+  CHECK(analysis.StripTiles(0, bound_internal::kSL) == 2);
+  CHECK(analysis.Factor(0, bound_internal::kSL) == 1);
+  const auto upstream_line = [&]() {
+    const bound_internal::TileLines lines = bound_internal::TileFloor(p, analysis);
+    REQUIRE_FALSE(lines.lines[0].empty());
+    return lines.lines[0].front();  // the least compute: native, upstream
+  };
+  bound_internal::Line line = upstream_line();
+  CHECK(line.at1 == doctest::Approx(20));
+  CHECK(line.at0 == doctest::Approx(64));
+  CHECK(ComputeLowerBound(p).total() == doctest::Approx(112));
+  bound_internal::g_upstream_streams = false;
+  line = upstream_line();
+  const double before = ComputeLowerBound(p).total();
+  bound_internal::g_upstream_streams = true;
+  CHECK(line.at0 == doctest::Approx(48));
+  CHECK(before == doctest::Approx(96));
+  const auto latency = [&](const Schedule& schedule) {
+    const Evaluation e = EvaluateOracle(p, schedule);
+    REQUIRE(e.ok());
+    CHECK(CheckValidSchedule(p, schedule, "P22 by hand"));
+    return e.total;
+  };
+  Schedule together, apart;
+  together.subgraphs.push_back({{0, 1}, {1, 2, 1}, std::nullopt, {}});
+  apart.subgraphs.push_back({{0}, {2, 4, 1}, std::nullopt, {}});
+  apart.subgraphs.push_back({{1}, {2, 4, 1}, std::nullopt, {}});
+  CHECK(latency(together) == doctest::Approx(384));
+  CHECK(latency(apart) == doctest::Approx(256));
+}
+
+// P22's conditions on the line, by hand (n = 4, B = 1, capacity 15 < |W| + 1 = 17): x = A @ W
+// (8x4 @ 4x4, base 10) feeds, as LHS, f1 = x @ V1 (V1 4x8: 2 x 2 tiles, SL factor 2) and
+// f2 = x @ V2 (V2 4x4: 2 x 1 tiles, factor 1). The upstream line takes the least factor (1:
+// compute 20) and the least tile count (2: W twice, with A 64). Then the cases where P22 claims
+// nothing beyond A and W once (48): x also an RHS strip producer (g = B2 @ x, so SR too); W
+// read by another MatMul as well (it may share each load); W small enough to hold.
+TEST_CASE("bound: P22's line by hand: least factor and tiles, and where it claims nothing") {
+  const auto line_of = [](const Problem& p) {
+    const bound_internal::Analysis analysis(p);
+    const bound_internal::TileLines lines = bound_internal::TileFloor(p, analysis);
+    REQUIRE_FALSE(lines.lines[0].empty());
+    return lines.lines[0].front();  // the least compute: native, upstream
+  };
+  const auto base = [](int extra) {
+    Problem p;
+    p.native = 4;
+    p.tensors.push_back({4, 8});  // 0 A (width 4, height 8)
+    p.tensors.push_back({4, 4});  // 1 W
+    p.tensors.push_back({4, 8});  // 2 x
+    p.tensors.push_back({8, 4});  // 3 V1
+    p.tensors.push_back({8, 8});  // 4 f1
+    p.tensors.push_back({4, 4});  // 5 V2
+    p.tensors.push_back({4, 8});  // 6 f2
+    p.ops.push_back({OpKind::MatMul, {0, 1}, 2, 10});
+    p.ops.push_back({OpKind::MatMul, {2, 3}, 4, 10});
+    p.ops.push_back({OpKind::MatMul, {2, 5}, 6, 10});
+    if (extra == 1) {  // g = B2 @ x: x is also an RHS strip producer (SR)
+      p.tensors.push_back({8, 8});  // 7 B2 (width 8, height 8)
+      p.tensors.push_back({4, 8});  // 8 g: 2 x 1 tiles, so SR alone would stream A twice
+      p.ops.push_back({OpKind::MatMul, {7, 2}, 8, 10});
+    }
+    if (extra == 2) {  // y = A2 @ W: W has two readers
+      p.tensors.push_back({4, 8});  // 7 A2
+      p.tensors.push_back({4, 8});  // 8 y
+      p.ops.push_back({OpKind::MatMul, {7, 1}, 8, 10});
+    }
+    p.fast_memory_capacity = extra == 3 ? 17 : 15;
+    p.slow_memory_bandwidth = 1;
+    REQUIRE(p.Finalize() == "");
+    return p;
+  };
+  const Problem plain = base(0);
+  const bound_internal::Analysis analysis(plain);
+  CHECK(analysis.Factor(0, bound_internal::kSL) == 1);
+  CHECK(analysis.StripTiles(0, bound_internal::kSL) == 2);
+  bound_internal::Line line = line_of(plain);
+  CHECK(line.at1 == doctest::Approx(20));
+  CHECK(line.at0 == doctest::Approx(64));
+  for (int extra : {1, 2, 3}) {
+    CAPTURE(extra);
+    line = line_of(base(extra));
+    CHECK(line.at1 == doctest::Approx(20));
+    CHECK(line.at0 == doctest::Approx(extra == 2 ? 32 : 48));  // with two readers W is no own load
+  }
 }
 
 // The peak footprints of H1's roles (after H2 and H4) over a valid schedule's steps.

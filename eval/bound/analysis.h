@@ -33,6 +33,7 @@ class Analysis {
     modes_.assign(num_ops, 0);
     factor_.assign(num_ops, {1, 1, 1, 1, 1});
     stream_tiles_.assign(num_ops, {0, 0, 0, 0, 0});
+    strip_tiles_.assign(num_ops, {0, 0, 0, 0, 0});
     std::array<int64_t, 5> none;
     none.fill(std::numeric_limits<int64_t>::max());
     cases_.assign(num_ops, {none, none, none, none, none});
@@ -43,6 +44,10 @@ class Analysis {
   bool HasMode(OpId op, int m) const { return (modes_[op] >> m) & 1; }
   int64_t Factor(OpId op, int m) const { return factor_[op][m]; }
   int64_t StreamTiles(OpId op, int m) const { return stream_tiles_[op][m]; }
+  // P22: in a strip mode (SL, SR), the least native tile count ceil(M_f/n) ceil(N_f/n) over the
+  // k-loop MatMuls f the op can feed in that mode, directly or through Pointwise ops, whatever
+  // f's reduction length (0 in the other modes).
+  int64_t StripTiles(OpId op, int m) const { return strip_tiles_[op][m]; }
   // The input slot in which the only consumer of op's output reads it, when there is one
   // consumer and it reads the output once; else -1 (P6, P10 need op's strip mode unique).
   int OnlyConsumerSlot(OpId op) const {
@@ -226,6 +231,7 @@ class Analysis {
       int mask = 1 << kT;
       int64_t factor[kModes] = {1, 1, 1, 1, 1};
       int64_t stream[kModes] = {0, 0, 0, 0, 0};
+      int64_t strip[kModes] = {0, 0, 0, 0, 0};
       bool strip_seen[kModes] = {false, false, false, false, false};
       std::array<Cases, kModes> cases;
       for (Cases& c : cases) c.fill(kNone);
@@ -250,18 +256,22 @@ class Analysis {
             // Direct entry into a k-loop MatMul, or through a Pointwise op in the same mode.
             int64_t f = 0;
             int64_t tiles = 0;
+            int64_t all_tiles = 0;
             if (zop.kind == OpKind::MatMul) {
               merge(d, StripCases(z, d));
               const Tensor& zo = p_.tensors[zop.output];
               f = CeilDiv(d == kSL ? zo.width : zo.height, n_);
-              tiles = p_.ReductionLength(z) > n_ ? CeilDiv(zo.width, n_) * CeilDiv(zo.height, n_) : 0;
+              all_tiles = CeilDiv(zo.width, n_) * CeilDiv(zo.height, n_);
+              tiles = p_.ReductionLength(z) > n_ ? all_tiles : 0;
             } else {
               f = factor_[z][d];
               tiles = 0;  // a Pointwise op in a strip: K* <= n, no streaming claim
+              all_tiles = strip_tiles_[z][d];  // it passes its region on (D3)
               merge(d, cases_[z][d]);
             }
             factor[d] = strip_seen[d] ? std::min(factor[d], f) : f;
             stream[d] = strip_seen[d] ? std::min(stream[d], tiles) : tiles;
+            strip[d] = strip_seen[d] ? std::min(strip[d], all_tiles) : all_tiles;
             strip_seen[d] = true;
           }
         }
@@ -276,6 +286,7 @@ class Analysis {
         }
         factor_[x][m] = std::max<int64_t>(1, factor[m]);
         stream_tiles_[x][m] = stream[m];
+        strip_tiles_[x][m] = strip[m];
       }
     }
   }
@@ -286,6 +297,7 @@ class Analysis {
   std::vector<int> modes_;  // bit m set: the op can be demanded in mode m
   std::vector<std::array<int64_t, kModes>> factor_;
   std::vector<std::array<int64_t, kModes>> stream_tiles_;
+  std::vector<std::array<int64_t, kModes>> strip_tiles_;
   // Per op and mode (SL, SR, FL, FR): per case of its region, the least passes over the k-loop
   // MatMuls the op can sit upstream of in that mode (P13); none for T.
   std::vector<std::array<std::array<int64_t, 5>, kModes>> cases_;

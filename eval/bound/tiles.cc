@@ -2,9 +2,13 @@
 #include "eval/bound/tiles.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 namespace annealer::bound_internal {
+
+bool g_upstream_factor = true;
+bool g_upstream_streams = true;
 
 namespace {
 
@@ -117,10 +121,31 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
     const Elements k_full = p.ReductionLength(x);
     const bool graph_output = p.IsGraphOutput(out);
     std::vector<std::pair<double, double>> points;
-    // Upstream of a k-loop (some mode other than T): its native compute and own loads once.
-    bool upstream = false;
-    for (int mode = kSL; mode < kModes; ++mode) upstream = upstream || analysis.HasMode(x, mode);
-    if (upstream && !graph_output && reader.beside) points.emplace_back(native_compute, own(x) / bandwidth);
+    // Upstream of a k-loop (some mode other than T): its least recomputation factor over those
+    // modes times its native compute (P7, P13) and its own loads once (P3). P22: when SL is its
+    // only such mode and its RHS is a graph input that it alone reads and that cannot fit, no
+    // step holds that RHS whole, so the k-loop runs n_k >= 2 steps a tile and each step loads a
+    // fresh [0, K) x k slice of it: the whole RHS once per tile of the k-loop (SR: the LHS).
+    int modes = 0;
+    double least_factor = std::numeric_limits<double>::infinity();
+    for (int mode = kSL; mode < kModes; ++mode) {
+      if (!analysis.HasMode(x, mode)) continue;
+      modes |= 1 << mode;
+      least_factor = std::min(least_factor, static_cast<double>(analysis.Factor(x, mode)));
+    }
+    if (modes != 0 && !graph_output && reader.beside) {
+      double loads = static_cast<double>(own(x));
+      if (g_upstream_streams && (modes == 1 << kSL || modes == 1 << kSR)) {
+        const int strip_mode = modes == 1 << kSL ? kSL : kSR;
+        const TensorId t = op.inputs[strip_mode == kSL ? 1 : 0];
+        const int64_t tiles = analysis.StripTiles(x, strip_mode);
+        if (op.inputs[0] != op.inputs[1] && p.IsGraphInput(t) && p.consumers[t].size() == 1 && too_large(t) &&
+            tiles > 1) {
+          loads += static_cast<double>(p.tensors[t].size() * (tiles - 1));
+        }
+      }
+      points.emplace_back(native_compute * (g_upstream_factor ? least_factor : 1.0), loads / bandwidth);
+    }
 
     const bool same = op.inputs[0] == op.inputs[1];
     // side 0: LHS (reloaded per column tile), 1: RHS (per row tile).

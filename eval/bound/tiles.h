@@ -47,6 +47,19 @@ namespace annealer::bound_internal {
 // a subgraph costs at least max(C_S, M_S) >= a C_S + (1 - a) M_S (T1, T2; with prefetch H5
 // too). The part is the best a of the sum of each op's least claim. Not derived with a weight
 // path (H6): 0 there.
+// P22 (P7, P13, V2, V3, W, R4, V8, M1, D3, G2) An instance of x upstream of a k-loop (in no F)
+// computes at least its least factor over its non-T modes times its native tiles (P7, P13, as
+// P14's other instances). When SL is its only non-T mode, its RHS t is a graph input only x
+// reads and |t| + 1 > capacity: each step x makes R x kappa_j of its output (D3, through
+// Pointwise ops that keep the shape) and requests [0, K_x) x kappa_j of t; with n_k = 1 that is
+// t whole (kappa = [0, K*), K* = x's output width), which no step can hold (W), so n_k >= 2, no
+// request of t equals one of the step before (only x requests t, and kappa changes every step,
+// also across tiles), and each is loaded (M1; never retained, V8): per tile |t|, over S |t| x
+// tiles >= |t| x ceil(M_f / n) ceil(N_f / n) for the least f it can feed (Analysis::StripTiles).
+// SR symmetric with the LHS. The upstream line then claims those loads. Test switches:
+extern bool g_upstream_factor;   // the factor (false: native compute, as before P22)
+extern bool g_upstream_streams;  // the streamed operand (false: once)
+
 struct TileLines {
   std::vector<std::vector<Line>> lines;         // per op, its claim is the least of these at a
   std::vector<std::vector<Line>> island_lines;  // the same, claiming only its own island's transfers
