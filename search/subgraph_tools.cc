@@ -333,13 +333,6 @@ struct Key {
   bool operator==(const Key&) const = default;
 };
 
-bool IsIndexOrder(const std::vector<int64_t>& order) {
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (order[i] != static_cast<int64_t>(i)) return false;
-  }
-  return true;
-}
-
 // FitSubgraph's per-thread memo of complete fits (see subgraph_tools.h): direct-mapped by the
 // hash of the key's words, each slot holding its whole key, so a hit is exact. A key is the
 // fit's flags and start, then the context: its ids (a context seen before) or its shape (the
@@ -556,8 +549,8 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
       // order.
       Key as = key;
       if (key.t != 0) {
-        const std::optional<std::vector<int64_t>>& order = traversal_slot(key).order;
-        if (order && IsIndexOrder(*order)) as.t = 0;
+        const int64_t rows = CeilDiv(sink_shape.height, key.h), cols = CeilDiv(sink_shape.width, key.w);
+        if (IsIndexOrder(kAllTraversalPatterns[key.t], rows, cols)) as.t = 0;
       }
       if (as == key) {
         latency = price_uncached(key);
@@ -581,8 +574,9 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
       const int64_t rows = CeilDiv(sink_shape.height, current.h), cols = CeilDiv(sink_shape.width, current.w);
       if (static_cast<int64_t>(start->traversal->size()) == rows * cols) {
         for (int t = 1; t < num_traversals; ++t) {
-          // Through the traversal slots: the descent tries these same orders next.
-          if (traversal_slot({current.w, current.h, current.k, t}).order == start->traversal) {
+          // Not through the traversal slots: most fits are answered by the memo below, which
+          // needs no order but the answer's (the descent builds the others when it tries them).
+          if (IsTraversal(kAllTraversalPatterns[t], rows, cols, start->traversal)) {
             current.t = t;
             break;
           }

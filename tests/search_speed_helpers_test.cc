@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "eval/random_schedule.h"
+#include "eval/traversal.h"
 #include "search/subgraph_tools.h"
 #include "src/io/problem_reader.h"
 #include "tests/test_files.h"
@@ -69,6 +70,37 @@ std::vector<OpId> RandomOps(const Problem& problem, const std::vector<int>& rank
     ops = SortTopologically(rank, ops);
   }
   return ops;
+}
+
+TEST_CASE("named traversals: IsTraversal and IsIndexOrder answer as the built orders do") {
+  // Every pattern and grid up to 9 x 9 (empty grids included), against every pattern's order of
+  // the same grid and of the transposed one (same size, other entries), and raster's nullopt.
+  int checks = 0;
+  for (int64_t rows = 0; rows <= 9; ++rows) {
+    for (int64_t cols = 0; cols <= 9; ++cols) {
+      std::vector<std::optional<std::vector<int64_t>>> orders;
+      for (TraversalPattern p : kAllTraversalPatterns) {
+        orders.push_back(MakeTraversal(p, rows, cols));
+        orders.push_back(MakeTraversal(p, cols, rows));
+      }
+      std::vector<int64_t> truncated = *MakeTraversal(TraversalPattern::kRowSnake, rows, cols);
+      if (!truncated.empty()) {
+        truncated.pop_back();
+        orders.push_back(truncated);
+      }
+      for (TraversalPattern p : kAllTraversalPatterns) {
+        const std::optional<std::vector<int64_t>> built = MakeTraversal(p, rows, cols);
+        for (const auto& order : orders) {
+          CHECK(IsTraversal(p, rows, cols, order) == (built == order));
+          ++checks;
+        }
+        bool index_order = built.has_value();
+        for (size_t i = 0; built && i < built->size(); ++i) index_order = index_order && (*built)[i] == static_cast<int64_t>(i);
+        CHECK(IsIndexOrder(p, rows, cols) == index_order);
+      }
+    }
+  }
+  CHECK(checks == 4 * (81 * 9 + 19 * 8));  // 9 orders per grid, 8 on the 19 empty grids
 }
 
 TEST_CASE("stamp set: clearing empties it, growing keeps it empty, InsertNew reports repeats") {

@@ -926,7 +926,7 @@ std::optional<ScheduleEdit> ChangeGranularity(const MoveContext& ctx, const Sche
     const Tensor& sink = ctx.problem.tensors[ctx.problem.ops[sg.ops.back()].output];
     const int64_t rows = CeilDiv(sink.height, sg.granularity.h), cols = CeilDiv(sink.width, sg.granularity.w);
     for (TraversalPattern p : kAllTraversalPatterns) {
-      if (MakeTraversal(p, rows, cols) == sg.traversal) pattern = p;
+      if (IsTraversal(p, rows, cols, sg.traversal)) pattern = p;
     }
     changed.traversal = MakeTraversal(pattern, CeilDiv(sink.height, g.h), CeilDiv(sink.width, g.w));
   }
