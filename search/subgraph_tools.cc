@@ -349,11 +349,10 @@ class FitMemo {
   // Starts the key of a fit by the pricer numbered `serial`. (A slot keeps its pricer's serial
   // rather than the memo being emptied for each new pricer: a TBB thread may serve the arenas of
   // a search and of its nested searches by turns.)
-  void Begin(uint64_t serial, bool thorough, bool partial_edge_tiles, const Subgraph* start, int start_t) {
+  void Begin(uint64_t serial, bool thorough, bool partial_edge_tiles, const Subgraph* start) {
     serial_ = serial;
     words_.clear();
-    words_.push_back((thorough ? 1 : 0) | (partial_edge_tiles ? 2 : 0) | (start != nullptr ? 4 : 0) |
-                     (static_cast<uint64_t>(start_t) << 3));
+    words_.push_back((thorough ? 1 : 0) | (partial_edge_tiles ? 2 : 0) | (start != nullptr ? 4 : 0));
     if (start != nullptr) {
       words_.push_back(static_cast<uint64_t>(start->granularity.w));
       words_.push_back(static_cast<uint64_t>(start->granularity.h));
@@ -365,7 +364,9 @@ class FitMemo {
     for (int id : ids) words_.push_back(static_cast<uint64_t>(id));
   }
   void AddWords(const std::vector<uint64_t>& words) { words_.insert(words_.end(), words.begin(), words.end()); }
-  // Ends the key: its hash.
+  // Ends the words but for the start's traversal pattern: their hash, and a prefetch of the
+  // slots the key may take, one per pattern (see Here()), so the fit's setup before the
+  // lookup hides the wait for them.
   void End() {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ serial_;
     for (uint64_t w : words_) {
@@ -373,14 +374,20 @@ class FitMemo {
       h *= 0xff51afd7ed558ccdull;
     }
     hash_ = h ^ (h >> 29);
+    for (size_t t = 0; t < std::size(kAllTraversalPatterns); ++t) __builtin_prefetch(&slots_[(hash_ + t) & (kSlots - 1)]);
+  }
+  // The start's traversal pattern (its index in kAllTraversalPatterns), the key's last word.
+  void SetStartPattern(int t) {
+    start_t_ = t;
+    words_.push_back(static_cast<uint64_t>(t));
   }
   const Answer* Find() const {
-    const Slot& slot = slots_[hash_ & (kSlots - 1)];
+    const Slot& slot = Here();
     if (slot.serial != serial_ || slot.hash != hash_ || slot.words != words_) return nullptr;
     return &slot.answer;
   }
   void Store(const Answer& answer) {
-    Slot& slot = slots_[hash_ & (kSlots - 1)];
+    Slot& slot = Here();
     slot.serial = serial_;
     slot.hash = hash_;
     slot.words.assign(words_.begin(), words_.end());
@@ -390,14 +397,20 @@ class FitMemo {
  private:
   struct Slot {
     uint64_t serial = 0;  // of the pricer (serials start at 1): 0 = empty
-    uint64_t hash = 0;
+    uint64_t hash = 0;    // of the words but the pattern
     std::vector<uint64_t> words;
     Answer answer;
   };
+  // A context's keys of the four patterns take neighbouring slots (their hash leaves the
+  // pattern out): they do not evict each other, and all can be prefetched before the pattern
+  // is known.
+  const Slot& Here() const { return slots_[(hash_ + start_t_) & (kSlots - 1)]; }
+  Slot& Here() { return slots_[(hash_ + start_t_) & (kSlots - 1)]; }
   uint64_t serial_ = 0;
   std::vector<Slot> slots_ = std::vector<Slot>(kSlots);
   std::vector<uint64_t> words_;
   uint64_t hash_ = 0;
+  int start_t_ = 0;
 };
 
 }  // namespace
@@ -435,6 +448,16 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   // Every pricing below is of this one context (ops, retain, retained-in) at another
   // granularity or traversal.
   const ContextReuse reuse;
+  // The fit's memo by ids (see below), its key but for the start's pattern first: End()
+  // prefetches its slots while the setup runs.
+  thread_local FitMemo<size_t{1} << 16> by_ids;
+  thread_local FitMemo<size_t{1} << 15> by_shape;
+  thread_local std::vector<uint64_t> shape_words;
+  by_ids.Begin(pricer.serial(), thorough, partial_edge_tiles, start);
+  by_ids.AddIds(ops);
+  by_ids.AddIds(retained_in);
+  by_ids.AddIds(retain);
+  by_ids.End();
   const Elements n = problem.native;
   Elements min_reduction = 0;
   Elements max_reduction = 0;
@@ -459,26 +482,6 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     }
   }
 
-  const Elements k_top = min_reduction == 0 ? 1 : std::min(n, min_reduction);
-  // Buffers reused by every fit on this thread (a fit never runs inside another).
-  thread_local std::vector<Elements> ws, hs, ks;
-  CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.w : 0, ws);
-  CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.h : 0, hs);
-  if (min_reduction == 0) {
-    ks.assign(1, 1);
-  } else {
-    CoarseValues(k_top, thorough ? 8 : 6, start ? start->granularity.k : 0, ks);
-  }
-  if (problem.chip.aligned()) {  // H3: candidates moved onto the chip's base sides
-    auto align = [&](std::vector<Elements>& values, SideAxis axis, Elements dimension, Elements top) {
-      for (Elements& v : values) v = AlignSide(problem.chip, axis, v, dimension, top);
-      std::sort(values.begin(), values.end(), std::greater<>());
-      values.erase(std::unique(values.begin(), values.end()), values.end());
-    };
-    align(ws, SideAxis::kW, sink_shape.width, n);
-    align(hs, SideAxis::kH, sink_shape.height, n);
-    if (min_reduction > 0) align(ks, SideAxis::kK, min_reduction, k_top);
-  }
   const int num_traversals = static_cast<int>(std::size(kAllTraversalPatterns));
 
   // Explicit traversals are O(tiles) to build, hash, compare and copy; on large grids (tiny
@@ -565,32 +568,28 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     return latency;
   };
 
-  Key current{ws[0], hs[0], ks[0], 0};
-  if (start != nullptr) {
-    const Granularity& g = start->granularity;
-    current = {std::clamp<Elements>(g.w, 1, n), std::clamp<Elements>(g.h, 1, n), std::clamp<Elements>(g.k, 1, k_top), 0};
-    if (std::find(ks.begin(), ks.end(), current.k) == ks.end()) current.k = ks[0];
-    if (start->traversal.has_value()) {
-      const int64_t rows = CeilDiv(sink_shape.height, current.h), cols = CeilDiv(sink_shape.width, current.w);
-      if (static_cast<int64_t>(start->traversal->size()) == rows * cols) {
-        for (int t = 1; t < num_traversals; ++t) {
-          // Not through the traversal slots: most fits are answered by the memo below, which
-          // needs no order but the answer's (the descent builds the others when it tries them).
-          if (IsTraversal(kAllTraversalPatterns[t], rows, cols, start->traversal)) {
-            current.t = t;
-            break;
-          }
+  // The start's pattern: the index of the named order its traversal is on the grid of its
+  // sides (raster when none is, or when the grid is too large for an explicit traversal).
+  int start_t = 0;
+  if (start != nullptr && start->traversal.has_value()) {
+    const Elements w = std::clamp<Elements>(start->granularity.w, 1, n);
+    const Elements h = std::clamp<Elements>(start->granularity.h, 1, n);
+    const int64_t rows = CeilDiv(sink_shape.height, h), cols = CeilDiv(sink_shape.width, w);
+    if (static_cast<int64_t>(start->traversal->size()) == rows * cols) {
+      for (int t = 1; t < num_traversals; ++t) {
+        // Not through the traversal slots: most fits are answered by the memo below, which
+        // needs no order but the answer's (the descent builds the others when it tries them).
+        if (IsTraversal(kAllTraversalPatterns[t], rows, cols, start->traversal)) {
+          start_t = t;
+          break;
         }
       }
     }
+    if (!traversal_allowed({w, h, 1, start_t})) start_t = 0;
   }
-  if (!traversal_allowed(current)) current.t = 0;
   // The start is now fixed: the rest of the fit depends on nothing but the memo's key. By ids
   // first; on a miss by shape. 64 Ki slots by ids (~10 MB per thread with their keys): on
   // ResNet-50, 8 Ki answered 79 % of the fits, 64 Ki 84 % (mlsys-2026-13: 92 % and 97 %).
-  thread_local FitMemo<size_t{1} << 16> by_ids;
-  thread_local FitMemo<size_t{1} << 15> by_shape;
-  thread_local std::vector<uint64_t> shape_words;
   auto answer = [&](const FitAnswer& known) -> std::optional<FitResult> {
     if (!known.valid) return std::nullopt;
     FitResult fit{std::move(scratch), known.latency};
@@ -598,21 +597,45 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     fit.subgraph.traversal = std::move(traversal_slot(known.key).order);
     return fit;
   };
-  by_ids.Begin(pricer.serial(), thorough, partial_edge_tiles, start, current.t);
-  by_ids.AddIds(ops);
-  by_ids.AddIds(retained_in);
-  by_ids.AddIds(retain);
-  by_ids.End();
+  by_ids.SetStartPattern(start_t);
   if (const auto* known = by_ids.Find()) return answer(*known);
   const bool has_shape = ContextShapeWords(problem, ops, retained_in, retain, shape_words);
   if (has_shape) {
-    by_shape.Begin(pricer.serial(), thorough, partial_edge_tiles, start, current.t);
+    by_shape.Begin(pricer.serial(), thorough, partial_edge_tiles, start);
     by_shape.AddWords(shape_words);
     by_shape.End();
+    by_shape.SetStartPattern(start_t);
     if (const auto* known = by_shape.Find()) {
       by_ids.Store(*known);
       return answer(*known);
     }
+  }
+  const Elements k_top = min_reduction == 0 ? 1 : std::min(n, min_reduction);
+  // Buffers reused by every fit on this thread (a fit never runs inside another).
+  thread_local std::vector<Elements> ws, hs, ks;
+  CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.w : 0, ws);
+  CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.h : 0, hs);
+  if (min_reduction == 0) {
+    ks.assign(1, 1);
+  } else {
+    CoarseValues(k_top, thorough ? 8 : 6, start ? start->granularity.k : 0, ks);
+  }
+  if (problem.chip.aligned()) {  // H3: candidates moved onto the chip's base sides
+    auto align = [&](std::vector<Elements>& values, SideAxis axis, Elements dimension, Elements top) {
+      for (Elements& v : values) v = AlignSide(problem.chip, axis, v, dimension, top);
+      std::sort(values.begin(), values.end(), std::greater<>());
+      values.erase(std::unique(values.begin(), values.end()), values.end());
+    };
+    align(ws, SideAxis::kW, sink_shape.width, n);
+    align(hs, SideAxis::kH, sink_shape.height, n);
+    if (min_reduction > 0) align(ks, SideAxis::kK, min_reduction, k_top);
+  }
+  Key current{ws[0], hs[0], ks[0], 0};
+  if (start != nullptr) {
+    const Granularity& g = start->granularity;
+    current = {std::clamp<Elements>(g.w, 1, n), std::clamp<Elements>(g.h, 1, n), std::clamp<Elements>(g.k, 1, k_top),
+               start_t};
+    if (std::find(ks.begin(), ks.end(), current.k) == ks.end()) current.k = ks[0];
   }
   // Only a fit that `stop` did not cut is the function of its inputs.
   std::optional<Latency> best;
