@@ -183,8 +183,7 @@ int IncrementalEvaluator::PositionOfLabel(int64_t label) const {
 }
 
 bool IncrementalEvaluator::WrittenBefore(TensorId t, int position) const {
-  const std::vector<int64_t>& w = writers_[t];
-  return !w.empty() && w.front() < LabelAt(position);
+  return first_writer_[t] < LabelAt(position);
 }
 
 bool IncrementalEvaluator::RetainedBefore(TensorId t, int position) const {
@@ -217,6 +216,7 @@ void IncrementalEvaluator::Account(int i, int sign) {
       EraseOne(writers_[t], label);
       unwritten_outputs_ += output && writers_[t].empty();
     }
+    first_writer_[t] = writers_[t].empty() ? INT64_MAX : writers_[t].front();
   }
   for (const auto& [op, t] : facts.boundary_inputs) {
     if (sign > 0) {
@@ -273,6 +273,7 @@ void IncrementalEvaluator::RebuildSequenceState() {
     readers_[t].clear();
     retainers_[t].clear();
   }
+  first_writer_.assign(num_tensors, INT64_MAX);
   cover_count_.assign(num_ops, 0);
   uncovered_ops_ = num_ops;
   recomputed_ops_ = 0;

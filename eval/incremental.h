@@ -217,6 +217,9 @@ class IncrementalEvaluator {
   // Per tensor, ascending labels of the committed subgraphs that write it to slow memory, read
   // it as a boundary input (once per reading op), and list it in tensors_to_retain.
   std::vector<std::vector<int64_t>> writers_, readers_, retainers_;
+  // Per tensor, the first label of writers_ (INT64_MAX when none), packed: WrittenBefore, asked
+  // for every input a repair scans, reads one word instead of a list's header and its block.
+  std::vector<int64_t> first_writer_;
   std::vector<int> cover_count_;             // per op: subgraphs containing it
   int uncovered_ops_ = 0;
   int recomputed_ops_ = 0;  // ops in more than one subgraph
