@@ -10,6 +10,7 @@
 #include "eval/context_reuse.h"
 #include "eval/hash_mix.h"
 #include "eval/subgraph_cost.h"
+#include "eval/subgraph_structure.h"
 
 namespace annealer {
 
@@ -1047,7 +1048,13 @@ bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Su
                              uint64_t front_hash, SubgraphReport& report) {
   thread_local SubgraphResult full;
   bool priced = false;
-  const ShapeAnswer answer = AnswerByShape(local, problem, subgraph, retained_in, report, full, priced);
+  ShapeAnswer answer;
+  {
+    // A failure priced here is kept by its shape only (verdict and report), and `full` is
+    // dropped: its words are never read.
+    const ViolationWordsOff no_words;
+    answer = AnswerByShape(local, problem, subgraph, retained_in, report, full, priced);
+  }
   if (answer == ShapeAnswer::kNoShape) {
     LookupExact(local, problem, subgraph, retained_in, false, full);
     report = full.report;

@@ -9,7 +9,7 @@
 #include "eval/cost_cache.h"
 #include "eval/pricing_stop.h"
 #include "eval/subgraph_cost.h"
-
+#include "eval/subgraph_structure.h"
 #include "eval/traversal.h"
 
 namespace annealer {
@@ -430,6 +430,7 @@ bool NoGranularityFits(const Problem& problem, const std::vector<OpId>& ops,
   probe.retain.assign(retain.begin(), retain.end());
   probe.granularity = {n, n, min_reduction == 0 ? 1 : std::min(n, min_reduction)};
   probe.traversal.reset();
+  const ViolationWordsOff no_words;  // the rule alone answers
   const std::optional<SubgraphResult> failure = StructuralFailure(problem, probe, retained_in);
   if (!failure) return false;
   const std::string& rule = failure->violation.rule;
