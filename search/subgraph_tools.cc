@@ -28,10 +28,16 @@ std::vector<OpId> SortTopologically(const std::vector<int>& rank, std::vector<Op
   return ops;
 }
 
-std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vector<OpId>& ops) {
+namespace {
+
+// Union-find over the positions of `ops` (a produces what b reads joins them): parent[i] ends as
+// a position of i's component, and the return value is the number of components. Buffers are
+// per thread; `parent` is the caller's.
+int ComponentRoots(const Problem& problem, const std::vector<OpId>& ops, std::vector<int>& parent) {
   const int n = static_cast<int>(ops.size());
-  std::vector<int> parent(n);
+  parent.resize(n);
   std::iota(parent.begin(), parent.end(), 0);
+  int components = n;
   // Iterative, with path halving: a long chain of unions must not become a deep recursion.
   auto find = [&](int x) {
     while (parent[x] != x) {
@@ -40,53 +46,69 @@ std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vec
     }
     return x;
   };
-  // Every pair (a produces what b reads) on short lists; on long ones (the exact solver splits
-  // the whole graph: 0.2 s for 10,000 ops pairwise) each input's producer, found by position,
-  // when no op is listed twice (then the pairwise walk, whose unions the lookup would not repeat).
-  constexpr int kPairwiseUpTo = 64;
-  bool pairwise = n <= kPairwiseUpTo;
+  auto join = [&](int a, int b) {
+    const int ra = find(a), rb = find(b);
+    if (ra != rb) --components;
+    parent[ra] = rb;
+  };
+  // Each input's producer, found by position, when no op is listed twice; else every pair (a
+  // produces what b reads), whose unions the lookup would not repeat. The components are the
+  // same either way (the connected components of one relation), and so is every root below:
+  // find(a) after all unions, whichever order they came in, names a's component, and the
+  // callers read only which positions share one.
+  thread_local std::vector<int> position;  // per op: its index in `ops` + 1 (0: absent)
+  if (position.size() < problem.ops.size()) position.resize(problem.ops.size(), 0);
+  bool pairwise = false;
+  int set = 0;
+  for (; set < n && !pairwise; ++set) {
+    if (position[ops[set]] != 0) pairwise = true;
+    position[ops[set]] = set + 1;
+  }
   if (!pairwise) {
-    thread_local std::vector<int> position;  // per op: its index in `ops` + 1 (0: absent)
-    position.assign(problem.ops.size(), 0);
-    for (int a = 0; a < n && !pairwise; ++a) {
-      if (position[ops[a]] != 0) pairwise = true;
-      position[ops[a]] = a + 1;
-    }
-    if (!pairwise) {
-      for (int b = 0; b < n; ++b) {
-        for (TensorId t : problem.ops[ops[b]].inputs) {
-          const OpId producer = problem.producer[t];
-          if (producer == kNoOp || position[producer] == 0 || position[producer] - 1 == b) continue;
-          parent[find(position[producer] - 1)] = find(b);
-        }
+    for (int b = 0; b < n; ++b) {
+      for (TensorId t : problem.ops[ops[b]].inputs) {
+        const OpId producer = problem.producer[t];
+        if (producer == kNoOp || position[producer] == 0 || position[producer] - 1 == b) continue;
+        join(position[producer] - 1, b);
       }
     }
   }
+  for (int a = 0; a < set; ++a) position[ops[a]] = 0;
   if (pairwise) {
     for (int a = 0; a < n; ++a) {
       for (int b = 0; b < n; ++b) {
         if (a == b) continue;
         const TensorId out = problem.ops[ops[a]].output;
         const auto& inputs = problem.ops[ops[b]].inputs;
-        if (std::find(inputs.begin(), inputs.end(), out) != inputs.end()) parent[find(a)] = find(b);
+        if (std::find(inputs.begin(), inputs.end(), out) != inputs.end()) join(a, b);
       }
     }
   }
+  for (int a = 0; a < n; ++a) parent[a] = find(a);
+  return components;
+}
+
+}  // namespace
+
+std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vector<OpId>& ops) {
+  const int n = static_cast<int>(ops.size());
+  thread_local std::vector<int> root, index_of_root;
+  ComponentRoots(problem, ops, root);
   std::vector<std::vector<OpId>> components;
-  std::vector<int> index_of_root(n, -1);
+  index_of_root.assign(n, -1);
   for (int a = 0; a < n; ++a) {
-    const int root = find(a);
-    if (index_of_root[root] < 0) {
-      index_of_root[root] = static_cast<int>(components.size());
+    if (index_of_root[root[a]] < 0) {
+      index_of_root[root[a]] = static_cast<int>(components.size());
       components.emplace_back();
     }
-    components[index_of_root[root]].push_back(ops[a]);
+    components[index_of_root[root[a]]].push_back(ops[a]);
   }
   return components;
 }
 
 bool IsConnected(const Problem& problem, const std::vector<OpId>& ops) {
-  return ops.size() <= 1 || Components(problem, ops).size() == 1;
+  thread_local std::vector<int> root;
+  return ops.size() <= 1 || ComponentRoots(problem, ops, root) == 1;
 }
 
 bool LeavesAndReturns(const Problem& problem, const std::vector<int>& rank, const std::vector<OpId>& ops) {

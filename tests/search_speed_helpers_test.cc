@@ -206,7 +206,7 @@ std::vector<std::vector<OpId>> ReferenceComponents(const Problem& problem, const
   return components;
 }
 
-TEST_CASE("components: the union-find by positions (long lists) and the pairwise one agree with the definition") {
+TEST_CASE("components: the union-find by positions and the pairwise one (an op listed twice) agree with the definition") {
   std::mt19937_64 rng(77);
   int long_lists = 0;
   std::vector<std::pair<std::string, Problem>> problems;
@@ -231,10 +231,44 @@ TEST_CASE("components: the union-find by positions (long lists) and the pairwise
       if (!ops.empty() && trial % 7 == 0) ops.push_back(ops[rng() % ops.size()]);
       long_lists += ops.size() > 64;
       INFO(name << " trial " << trial << ", " << ops.size() << " ops");
-      CHECK(Components(problem, ops) == ReferenceComponents(problem, ops));
+      const auto reference = ReferenceComponents(problem, ops);
+      CHECK(Components(problem, ops) == reference);
+      CHECK(IsConnected(problem, ops) == (ops.size() <= 1 || reference.size() == 1));
     }
   }
   CHECK(long_lists > 1000);
+  // Short lists grown along the edges from one op (connected), sometimes with one more op drawn
+  // anywhere (connected or not): IsConnected's both answers on subgraph-sized lists.
+  int connected = 0, short_lists = 0;
+  for (const auto& [name, problem] : problems) {
+    const auto num_ops = static_cast<OpId>(problem.ops.size());
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<OpId> ops{static_cast<OpId>(rng() % num_ops)};
+      const size_t size = 1 + rng() % 30;
+      for (int tries = 0; tries < 200 && ops.size() < size; ++tries) {
+        const Op& op = problem.ops[ops[rng() % ops.size()]];
+        std::vector<OpId> next;
+        for (TensorId t : op.inputs) {
+          if (problem.producer[t] != kNoOp) next.push_back(problem.producer[t]);
+        }
+        for (OpId c : problem.consumers[op.output]) next.push_back(c);
+        if (next.empty()) continue;
+        const OpId pick = next[rng() % next.size()];
+        if (std::find(ops.begin(), ops.end(), pick) == ops.end()) ops.push_back(pick);
+      }
+      if (trial % 3 == 0) ops.push_back(static_cast<OpId>(rng() % num_ops));
+      std::shuffle(ops.begin(), ops.end(), rng);
+      INFO(name << " grown trial " << trial << ", " << ops.size() << " ops");
+      const auto reference = ReferenceComponents(problem, ops);
+      CHECK(Components(problem, ops) == reference);
+      const bool is_connected = ops.size() <= 1 || reference.size() == 1;
+      CHECK(IsConnected(problem, ops) == is_connected);
+      connected += is_connected;
+      short_lists += ops.size() <= 64;
+    }
+  }
+  CHECK(connected > 1000);
+  CHECK(short_lists == 3000);
 }
 
 }  // namespace
