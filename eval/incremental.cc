@@ -183,7 +183,8 @@ int IncrementalEvaluator::PositionOfLabel(int64_t label) const {
 }
 
 bool IncrementalEvaluator::WrittenBefore(TensorId t, int position) const {
-  return first_writer_[t] < LabelAt(position);
+  const int64_t first = first_writer_[t];
+  return first != INT64_MAX && first < LabelAt(position);
 }
 
 bool IncrementalEvaluator::RetainedBefore(TensorId t, int position) const {

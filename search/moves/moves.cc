@@ -925,8 +925,13 @@ std::optional<ScheduleEdit> ChangeGranularity(const MoveContext& ctx, const Sche
     TraversalPattern pattern = TraversalPattern::kRaster;
     const Tensor& sink = ctx.problem.tensors[ctx.problem.ops[sg.ops.back()].output];
     const int64_t rows = CeilDiv(sink.height, sg.granularity.h), cols = CeilDiv(sink.width, sg.granularity.w);
-    for (TraversalPattern p : kAllTraversalPatterns) {
-      if (IsTraversal(p, rows, cols, sg.traversal)) pattern = p;
+    // The last pattern whose order it is (on a grid of one row or column several are): the
+    // first from the end.
+    for (size_t p = std::size(kAllTraversalPatterns); p-- > 0;) {
+      if (IsTraversal(kAllTraversalPatterns[p], rows, cols, sg.traversal)) {
+        pattern = kAllTraversalPatterns[p];
+        break;
+      }
     }
     changed.traversal = MakeTraversal(pattern, CeilDiv(sink.height, g.h), CeilDiv(sink.width, g.w));
   }
