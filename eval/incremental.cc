@@ -708,7 +708,42 @@ void IncrementalEvaluator::Commit() {
 
 void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
   const int n = static_cast<int>(schedule_.subgraphs.size());
-  for (int i = b; i < e; ++i) Account(i, -1);
+  const int64_t low = b > 0 ? labels_[b - 1] : 0;
+  const int64_t high = e < n ? labels_[e] : low + (m + 1) * kLabelGap;
+  // A twin (a replacement subgraph equal to a replaced one after the same retained-in list:
+  // the same facts) keeps its committed subgraph's label when the kept labels rise along the
+  // replacement and leave room between them for the other new subgraphs: its accounting
+  // (Account -1 with that label and facts, then +1 with the same) cancels and is skipped. A
+  // stretch shifted by one keeps all of its labels but the carried subgraph's. Labels are only
+  // ever compared, so which increasing labels the positions get changes no answer.
+  kept_label_.assign(m, 0);
+  label_kept_.assign(e - b, 0);
+  {
+    int64_t previous = low;
+    int waiting = 0;  // new subgraphs since the last kept label
+    int kept = 0;
+    for (int k = 0; k < m; ++k) {
+      const int c = pending_twin_[k];
+      if (c >= 0 && labels_[c] > previous && labels_[c] - previous - 1 >= waiting) {
+        kept_label_[k] = labels_[c];
+        label_kept_[c - b] = 1;
+        previous = labels_[c];
+        waiting = 0;
+        ++kept;
+      } else {
+        ++waiting;
+      }
+    }
+    if (kept > 0 && high - previous - 1 < waiting) {  // no room after the last one: keep none
+      std::fill(kept_label_.begin(), kept_label_.end(), 0);
+      std::fill(label_kept_.begin(), label_kept_.end(), 0);
+      kept = 0;
+    }
+    labels_kept_ = kept > 0;
+  }
+  for (int i = b; i < e; ++i) {
+    if (!label_kept_[i - b]) Account(i, -1);
+  }
   // Old failures outside the edited range, at their new positions.
   const int shift = m - (e - b);
   candidates_.clear();
@@ -716,10 +751,8 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
     if (p < b) candidates_.push_back(p);
     if (p >= e) candidates_.push_back(p + shift);
   }
-  // Labels for the replacement, evenly between its neighbours'.
-  const int64_t low = b > 0 ? labels_[b - 1] : 0;
-  const int64_t high = e < n ? labels_[e] : low + (m + 1) * kLabelGap;
-  const bool relabel = high - low - 1 < m;
+  // Labels for the replacement, evenly between its neighbours' (or the kept ones).
+  const bool relabel = !labels_kept_ && high - low - 1 < m;
 
   auto& subgraphs = schedule_.subgraphs;
   SpliceInto(subgraphs, b, e, pending_edit_.replacement.begin(), m);
@@ -743,7 +776,25 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
     subgraph_ok_.erase(subgraph_ok_.begin() + b + m, subgraph_ok_.begin() + e);
     latencies_.erase(latencies_.begin() + b + m, latencies_.begin() + e);
   }
-  for (int k = 0; k < m; ++k) labels_[b + k] = low + (high - low) / (m + 1) * (k + 1);
+  if (labels_kept_) {
+    // Each run of new subgraphs evenly between the labels around it.
+    int64_t previous = low;
+    for (int k = 0; k < m;) {
+      if (kept_label_[k] != 0) {
+        labels_[b + k] = previous = kept_label_[k];
+        ++k;
+        continue;
+      }
+      int end = k;
+      while (end < m && kept_label_[end] == 0) ++end;
+      const int64_t next = end < m ? kept_label_[end] : high;
+      const int run = end - k;
+      for (int j = 0; j < run; ++j) labels_[b + k + j] = previous + (next - previous) / (run + 1) * (j + 1);
+      k = end;
+    }
+  } else {
+    for (int k = 0; k < m; ++k) labels_[b + k] = low + (high - low) / (m + 1) * (k + 1);
+  }
   for (int k = 0; k <= m && b + k < static_cast<int>(results_.size()); ++k) {
     latencies_[b + k] = results_[b + k].report.latency;
   }
@@ -751,7 +802,9 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
     RebuildSequenceState();
     return;
   }
-  for (int k = 0; k < m; ++k) Account(b + k, +1);
+  for (int k = 0; k < m; ++k) {
+    if (kept_label_[k] == 0) Account(b + k, +1);
+  }
 
   // V7 status can change only for the new subgraphs, the successor (new retained-in set), the
   // old failures, and the readers of a tensor that the old range wrote and the new one does not

@@ -232,6 +232,11 @@ class IncrementalEvaluator {
   // same retained-in list, whose facts stand for its own (pending_facts_ then unused), or -1.
   std::vector<int> pending_twin_;
   std::vector<char> twin_lent_;  // per replaced subgraph: its facts stand for a twin's
+  // Of the commit being spliced: per replacement subgraph, the label it keeps from its twin (0:
+  // a new one); per replaced subgraph, whether a twin keeps its label (see SpliceCommitted).
+  std::vector<int64_t> kept_label_;
+  std::vector<char> label_kept_;
+  bool labels_kept_ = false;
   bool pending_has_successor_ = false;
   // The proposal replaced one subgraph by one with the same op list and retained set (a new
   // granularity or traversal): the sequence facts are the committed ones.
