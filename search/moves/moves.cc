@@ -172,9 +172,13 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   for (int m = 0; m < with_next; ++m) {
     const int c = m < n ? CommittedTwin(env, schedule, frame, m) : -1;
     scratch.committed_index.push_back(c);
+    if (c >= 0) env.committed->PrefetchCommittedFacts(c);
     if (c < 0) AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
     scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
     scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
+  }
+  for (int m = 0; m < with_next; ++m) {
+    if (const int c = scratch.committed_index[m]; c >= 0) env.committed->PrefetchCommittedLists(c);
   }
   // Spans once the derived lists stopped growing.
   scratch.input_of.clear();
