@@ -283,10 +283,12 @@ void IncrementalEvaluator::RebuildSequenceState() {
   for (TensorId t = 0; t < num_tensors; ++t) unwritten_outputs_ += problem_.IsGraphOutput(t);
   latency_sum_ = 0;
   latencies_.resize(n);
+  prefix_sums_.resize(n);
   for (int i = 0; i < n; ++i) {
     Account(i, +1);  // labels ascend with i, so every list stays sorted by appending
     latencies_[i] = results_[i].report.latency;
     latency_sum_ += latencies_[i];
+    prefix_sums_[i] = latency_sum_;
   }
   subgraph_ok_.assign(n, 0);
   failing_.clear();
@@ -696,10 +698,18 @@ void IncrementalEvaluator::Commit() {
   } else {
     SpliceCommitted(b, e, m);
   }
-  // Summed afresh in sequence order: no drift over commits, the same value as a full pass.
-  // Into a local: summing into the member stored it on every element (it may alias).
-  Latency sum = 0;
-  for (Latency latency : latencies_) sum += latency;
+  // Summed afresh in sequence order from the edit on: no drift over commits, the same value as
+  // a full pass (the positions before the edit keep their latencies and their prefix sums,
+  // which are the full pass's partial sums). Each add waits for the one before, so on a long
+  // schedule the pass's length is its time. Into a local: summing into a member stored it on
+  // every element (it may alias).
+  const int n = static_cast<int>(latencies_.size());
+  prefix_sums_.resize(n);
+  Latency sum = b > 0 ? prefix_sums_[b - 1] : 0;
+  for (int i = b; i < n; ++i) {
+    sum += latencies_[i];
+    prefix_sums_[i] = sum;
+  }
   latency_sum_ = sum;
   committed_ = pending_candidate_;
   if (committed_.valid) committed_.total = latency_sum_;

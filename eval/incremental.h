@@ -224,6 +224,7 @@ class IncrementalEvaluator {
   std::vector<int> failing_;                 // ascending positions where subgraph_ok_ is false
   std::vector<int64_t> labels_;              // parallel to schedule_.subgraphs, increasing
   std::vector<Latency> latencies_;           // of results_, packed for the sum of every commit
+  std::vector<Latency> prefix_sums_;         // [i]: latencies_[0] + ... + latencies_[i], in order
   // Per tensor, ascending labels of the committed subgraphs that write it to slow memory, read
   // it as a boundary input (once per reading op), and list it in tensors_to_retain.
   std::vector<std::vector<int64_t>> writers_, readers_, retainers_;
