@@ -10,6 +10,7 @@
 #include "eval/context_reuse.h"
 #include "eval/hash_mix.h"
 #include "eval/subgraph_cost.h"
+#include "eval/subgraph_structure.h"
 
 namespace annealer {
 
@@ -449,20 +450,26 @@ struct alignas(64) CostCache::Shard {
     }
   };
 
-  // Open addressing, linear probing: entry index + 1 per slot, 0 when empty. Never deleted
+  // Open addressing, linear probing: per slot, the entry's hash's top 32 bits << 32 | entry
+  // index + 1, 0 when empty; a probe reads an entry only when those bits match (the entries are
+  // large and scattered: reading each probed one was a cache miss per probe). Never deleted
   // from (a flush clears everything), so probing needs no tombstones. Kept at most half full.
   struct SlotIndex {
-    std::vector<uint32_t> slots;
+    std::vector<uint64_t> slots;
+
+    static uint64_t Tag(uint64_t hash) { return hash & ~uint64_t{0xffffffff}; }
 
     // The index of the first entry with this hash that `matches`, or -1.
     template <typename Matches>
     int64_t Find(uint64_t hash, const Matches& matches) const {
       if (slots.empty()) return -1;
       const size_t mask = slots.size() - 1;
+      const uint64_t tag = Tag(hash);
       for (size_t i = hash & mask;; i = (i + 1) & mask) {
-        const uint32_t slot = slots[i];
+        const uint64_t slot = slots[i];
         if (slot == 0) return -1;
-        if (matches(slot - 1)) return slot - 1;
+        const uint32_t entry = static_cast<uint32_t>(slot) - 1;
+        if (Tag(slot) == tag && matches(entry)) return entry;
       }
     }
     // Adds entry `count - 1` (the newest of `count`), growing when more than half full;
@@ -483,7 +490,7 @@ struct alignas(64) CostCache::Shard {
       const size_t mask = slots.size() - 1;
       size_t i = hash & mask;
       while (slots[i] != 0) i = (i + 1) & mask;
-      slots[i] = entry_index + 1;
+      slots[i] = Tag(hash) | (uint64_t{entry_index} + 1);
     }
   };
 
@@ -585,6 +592,10 @@ struct CostCache::WordTable {
     SubgraphReport report;
   };
   std::unique_ptr<Entry[]> entries;
+  // Per entry, its hash (set s: 2s and 2s + 1, like `entries`), packed apart: a lookup reads
+  // an entry (80 bytes, a set spans three cache lines) only when its hash matches, and most
+  // lookups on a deep graph miss the thread's table.
+  std::unique_ptr<uint64_t[]> hashes;
   std::unique_ptr<uint64_t[]> ring;
   uint64_t written = 0;  // words written to the ring so far
   uint32_t epoch = 0;
@@ -592,6 +603,7 @@ struct CostCache::WordTable {
   void Bind() {
     if (!entries) {
       entries.reset(new Entry[2 * sets]);
+      hashes.reset(new uint64_t[2 * sets]());
       ring.reset(new uint64_t[ring_words]);
     }
     if (++epoch == 0) {  // wrapped: clear for real
@@ -624,9 +636,10 @@ struct CostCache::WordTable {
   }
 
   const Entry* Find(uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& subgraph) const {
-    const Entry* set = &entries[2 * (hash >> (64 - set_bits))];
-    if (Matches(set[0], hash, key, subgraph)) return &set[0];
-    if (Matches(set[1], hash, key, subgraph)) return &set[1];
+    const size_t first = 2 * (hash >> (64 - set_bits));
+    const Entry* set = &entries[first];
+    if (hashes[first] == hash && Matches(set[0], hash, key, subgraph)) return &set[0];
+    if (hashes[first + 1] == hash && Matches(set[1], hash, key, subgraph)) return &set[1];
     return nullptr;
   }
 
@@ -643,9 +656,12 @@ struct CostCache::WordTable {
       out += key.size();
       for (int64_t tile : *subgraph.traversal) *out++ = static_cast<uint64_t>(tile);
     }
-    Entry* set = &entries[2 * (hash >> (64 - set_bits))];
+    const size_t first = 2 * (hash >> (64 - set_bits));
+    Entry* set = &entries[first];
     set[1] = set[0];
     set[0] = {hash, written, static_cast<uint32_t>(words), epoch, verdict, report};
+    hashes[first + 1] = hashes[first];
+    hashes[first] = hash;
     written += words;
   }
 };
@@ -1032,7 +1048,13 @@ bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Su
                              uint64_t front_hash, SubgraphReport& report) {
   thread_local SubgraphResult full;
   bool priced = false;
-  const ShapeAnswer answer = AnswerByShape(local, problem, subgraph, retained_in, report, full, priced);
+  ShapeAnswer answer;
+  {
+    // A failure priced here is kept by its shape only (verdict and report), and `full` is
+    // dropped: its words are never read.
+    const ViolationWordsOff no_words;
+    answer = AnswerByShape(local, problem, subgraph, retained_in, report, full, priced);
+  }
   if (answer == ShapeAnswer::kNoShape) {
     LookupExact(local, problem, subgraph, retained_in, false, full);
     report = full.report;

@@ -183,8 +183,8 @@ int IncrementalEvaluator::PositionOfLabel(int64_t label) const {
 }
 
 bool IncrementalEvaluator::WrittenBefore(TensorId t, int position) const {
-  const std::vector<int64_t>& w = writers_[t];
-  return !w.empty() && w.front() < LabelAt(position);
+  const int64_t first = first_writer_[t];
+  return first != INT64_MAX && first < LabelAt(position);
 }
 
 bool IncrementalEvaluator::RetainedBefore(TensorId t, int position) const {
@@ -217,6 +217,7 @@ void IncrementalEvaluator::Account(int i, int sign) {
       EraseOne(writers_[t], label);
       unwritten_outputs_ += output && writers_[t].empty();
     }
+    first_writer_[t] = writers_[t].empty() ? INT64_MAX : writers_[t].front();
   }
   for (const auto& [op, t] : facts.boundary_inputs) {
     if (sign > 0) {
@@ -273,6 +274,7 @@ void IncrementalEvaluator::RebuildSequenceState() {
     readers_[t].clear();
     retainers_[t].clear();
   }
+  first_writer_.assign(num_tensors, INT64_MAX);
   cover_count_.assign(num_ops, 0);
   uncovered_ops_ = num_ops;
   recomputed_ops_ = 0;
@@ -281,10 +283,12 @@ void IncrementalEvaluator::RebuildSequenceState() {
   for (TensorId t = 0; t < num_tensors; ++t) unwritten_outputs_ += problem_.IsGraphOutput(t);
   latency_sum_ = 0;
   latencies_.resize(n);
+  prefix_sums_.resize(n);
   for (int i = 0; i < n; ++i) {
     Account(i, +1);  // labels ascend with i, so every list stays sorted by appending
     latencies_[i] = results_[i].report.latency;
     latency_sum_ += latencies_[i];
+    prefix_sums_[i] = latency_sum_;
   }
   subgraph_ok_.assign(n, 0);
   failing_.clear();
@@ -694,10 +698,18 @@ void IncrementalEvaluator::Commit() {
   } else {
     SpliceCommitted(b, e, m);
   }
-  // Summed afresh in sequence order: no drift over commits, the same value as a full pass.
-  // Into a local: summing into the member stored it on every element (it may alias).
-  Latency sum = 0;
-  for (Latency latency : latencies_) sum += latency;
+  // Summed afresh in sequence order from the edit on: no drift over commits, the same value as
+  // a full pass (the positions before the edit keep their latencies and their prefix sums,
+  // which are the full pass's partial sums). Each add waits for the one before, so on a long
+  // schedule the pass's length is its time. Into a local: summing into a member stored it on
+  // every element (it may alias).
+  const int n = static_cast<int>(latencies_.size());
+  prefix_sums_.resize(n);
+  Latency sum = b > 0 ? prefix_sums_[b - 1] : 0;
+  for (int i = b; i < n; ++i) {
+    sum += latencies_[i];
+    prefix_sums_[i] = sum;
+  }
   latency_sum_ = sum;
   committed_ = pending_candidate_;
   if (committed_.valid) committed_.total = latency_sum_;
@@ -706,7 +718,42 @@ void IncrementalEvaluator::Commit() {
 
 void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
   const int n = static_cast<int>(schedule_.subgraphs.size());
-  for (int i = b; i < e; ++i) Account(i, -1);
+  const int64_t low = b > 0 ? labels_[b - 1] : 0;
+  const int64_t high = e < n ? labels_[e] : low + (m + 1) * kLabelGap;
+  // A twin (a replacement subgraph equal to a replaced one after the same retained-in list:
+  // the same facts) keeps its committed subgraph's label when the kept labels rise along the
+  // replacement and leave room between them for the other new subgraphs: its accounting
+  // (Account -1 with that label and facts, then +1 with the same) cancels and is skipped. A
+  // stretch shifted by one keeps all of its labels but the carried subgraph's. Labels are only
+  // ever compared, so which increasing labels the positions get changes no answer.
+  kept_label_.assign(m, 0);
+  label_kept_.assign(e - b, 0);
+  {
+    int64_t previous = low;
+    int waiting = 0;  // new subgraphs since the last kept label
+    int kept = 0;
+    for (int k = 0; k < m; ++k) {
+      const int c = pending_twin_[k];
+      if (c >= 0 && labels_[c] > previous && labels_[c] - previous - 1 >= waiting) {
+        kept_label_[k] = labels_[c];
+        label_kept_[c - b] = 1;
+        previous = labels_[c];
+        waiting = 0;
+        ++kept;
+      } else {
+        ++waiting;
+      }
+    }
+    if (kept > 0 && high - previous - 1 < waiting) {  // no room after the last one: keep none
+      std::fill(kept_label_.begin(), kept_label_.end(), 0);
+      std::fill(label_kept_.begin(), label_kept_.end(), 0);
+      kept = 0;
+    }
+    labels_kept_ = kept > 0;
+  }
+  for (int i = b; i < e; ++i) {
+    if (!label_kept_[i - b]) Account(i, -1);
+  }
   // Old failures outside the edited range, at their new positions.
   const int shift = m - (e - b);
   candidates_.clear();
@@ -714,10 +761,8 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
     if (p < b) candidates_.push_back(p);
     if (p >= e) candidates_.push_back(p + shift);
   }
-  // Labels for the replacement, evenly between its neighbours'.
-  const int64_t low = b > 0 ? labels_[b - 1] : 0;
-  const int64_t high = e < n ? labels_[e] : low + (m + 1) * kLabelGap;
-  const bool relabel = high - low - 1 < m;
+  // Labels for the replacement, evenly between its neighbours' (or the kept ones).
+  const bool relabel = !labels_kept_ && high - low - 1 < m;
 
   auto& subgraphs = schedule_.subgraphs;
   SpliceInto(subgraphs, b, e, pending_edit_.replacement.begin(), m);
@@ -741,7 +786,25 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
     subgraph_ok_.erase(subgraph_ok_.begin() + b + m, subgraph_ok_.begin() + e);
     latencies_.erase(latencies_.begin() + b + m, latencies_.begin() + e);
   }
-  for (int k = 0; k < m; ++k) labels_[b + k] = low + (high - low) / (m + 1) * (k + 1);
+  if (labels_kept_) {
+    // Each run of new subgraphs evenly between the labels around it.
+    int64_t previous = low;
+    for (int k = 0; k < m;) {
+      if (kept_label_[k] != 0) {
+        labels_[b + k] = previous = kept_label_[k];
+        ++k;
+        continue;
+      }
+      int end = k;
+      while (end < m && kept_label_[end] == 0) ++end;
+      const int64_t next = end < m ? kept_label_[end] : high;
+      const int run = end - k;
+      for (int j = 0; j < run; ++j) labels_[b + k + j] = previous + (next - previous) / (run + 1) * (j + 1);
+      k = end;
+    }
+  } else {
+    for (int k = 0; k < m; ++k) labels_[b + k] = low + (high - low) / (m + 1) * (k + 1);
+  }
   for (int k = 0; k <= m && b + k < static_cast<int>(results_.size()); ++k) {
     latencies_[b + k] = results_[b + k].report.latency;
   }
@@ -749,7 +812,9 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
     RebuildSequenceState();
     return;
   }
-  for (int k = 0; k < m; ++k) Account(b + k, +1);
+  for (int k = 0; k < m; ++k) {
+    if (kept_label_[k] == 0) Account(b + k, +1);
+  }
 
   // V7 status can change only for the new subgraphs, the successor (new retained-in set), the
   // old failures, and the readers of a tensor that the old range wrote and the new one does not

@@ -165,6 +165,16 @@ class IncrementalEvaluator {
   std::span<const TensorId> CommittedInputs(int i) const { return facts_[i].inputs; }
   std::span<const TensorId> CommittedSinks(int i) const { return facts_[i].sinks; }
   std::span<const TensorId> CommittedWrites(int i) const { return facts_[i].writes; }
+  // Hints for a caller about to read those of many committed subgraphs (each subgraph's facts,
+  // and each list, is a heap block of its own): fetch subgraph i's record, then, once that is
+  // in, its inputs and sinks, so that the reads wait for many blocks at once instead of one by
+  // one. No effect on any answer.
+  void PrefetchCommittedFacts(int i) const { __builtin_prefetch(&facts_[i]); }
+  void PrefetchCommittedLists(int i) const {
+    const SequenceFacts& facts = facts_[i];
+    __builtin_prefetch(facts.inputs.data());
+    __builtin_prefetch(facts.sinks.data());
+  }
 
  private:
   const Problem& problem_;
@@ -214,9 +224,13 @@ class IncrementalEvaluator {
   std::vector<int> failing_;                 // ascending positions where subgraph_ok_ is false
   std::vector<int64_t> labels_;              // parallel to schedule_.subgraphs, increasing
   std::vector<Latency> latencies_;           // of results_, packed for the sum of every commit
+  std::vector<Latency> prefix_sums_;         // [i]: latencies_[0] + ... + latencies_[i], in order
   // Per tensor, ascending labels of the committed subgraphs that write it to slow memory, read
   // it as a boundary input (once per reading op), and list it in tensors_to_retain.
   std::vector<std::vector<int64_t>> writers_, readers_, retainers_;
+  // Per tensor, the first label of writers_ (INT64_MAX when none), packed: WrittenBefore, asked
+  // for every input a repair scans, reads one word instead of a list's header and its block.
+  std::vector<int64_t> first_writer_;
   std::vector<int> cover_count_;             // per op: subgraphs containing it
   int uncovered_ops_ = 0;
   int recomputed_ops_ = 0;  // ops in more than one subgraph
@@ -229,6 +243,11 @@ class IncrementalEvaluator {
   // same retained-in list, whose facts stand for its own (pending_facts_ then unused), or -1.
   std::vector<int> pending_twin_;
   std::vector<char> twin_lent_;  // per replaced subgraph: its facts stand for a twin's
+  // Of the commit being spliced: per replacement subgraph, the label it keeps from its twin (0:
+  // a new one); per replaced subgraph, whether a twin keeps its label (see SpliceCommitted).
+  std::vector<int64_t> kept_label_;
+  std::vector<char> label_kept_;
+  bool labels_kept_ = false;
   bool pending_has_successor_ = false;
   // The proposal replaced one subgraph by one with the same op list and retained set (a new
   // granularity or traversal): the sequence facts are the committed ones.

@@ -258,7 +258,8 @@ class SubgraphPricer {
   // The rule the step breaks (W, then H1), or nullopt.
   std::optional<SubgraphResult> StepFailure(const StepPrice& price, int64_t step, int64_t tile, int64_t j) const {
     if (price.working_set > problem_.fast_memory_capacity) {
-      return Fail(Verdict::kOutOfMemory, "W", OutOfMemoryDetail(step, tile, j, price.working_set));
+      return Fail(Verdict::kOutOfMemory, "W",
+                  ViolationWordsOff::Wanted() ? OutOfMemoryDetail(step, tile, j, price.working_set) : std::string());
     }
     if (rules_on_) {
       if (std::optional<std::string> overflow = RoleOverflow(problem_.chip, price.roles, step, tile, j)) {

@@ -20,6 +20,15 @@ Violation Fail(std::string rule, std::string detail) {
   return violation;
 }
 
+// A granularity check's violation: its words only when wanted (see ViolationWordsOff).
+template <typename Words>
+Violation FailLazily(const char* rule, const Words& words) {
+  Violation violation;
+  violation.rule = rule;
+  if (ViolationWordsOff::Wanted()) violation.detail = words();
+  return violation;
+}
+
 }  // namespace
 
 std::optional<Violation> AnalyseContext(const Problem& problem, const Subgraph& subgraph,
@@ -185,9 +194,10 @@ std::optional<Violation> CheckGranularityRange(const Problem& problem, const Gra
   const Elements n = problem.native;
   // V2: 1 <= w, h, k <= native.
   if (g.w < 1 || g.w > n || g.h < 1 || g.h > n || g.k < 1 || g.k > n) {
-    return Fail("V2",
-                "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) +
-                    "] is outside [1, " + Str(n) + "] in some axis");
+    return FailLazily("V2", [&] {
+      return "granularity [" + Str(g.w) + "," + Str(g.h) + "," + Str(g.k) + "] is outside [1, " + Str(n) +
+             "] in some axis";
+    });
   }
   return std::nullopt;
 }
@@ -200,9 +210,10 @@ std::optional<Violation> AnalyseGranularity(const Problem& problem, const Subgra
   // V3: k <= K for every MatMul of the subgraph.
   for (OpId op : ops) {
     if (problem.ops[op].kind == OpKind::MatMul && g.k > problem.ReductionLength(op)) {
-      return Fail("V3",
-                  "k = " + Str(g.k) + " exceeds the reduction length K = " +
-                      Str(problem.ReductionLength(op)) + " of MatMul op " + Str(op));
+      return FailLazily("V3", [&] {
+        return "k = " + Str(g.k) + " exceeds the reduction length K = " + Str(problem.ReductionLength(op)) +
+               " of MatMul op " + Str(op);
+      });
     }
   }
 
@@ -221,12 +232,12 @@ std::optional<Violation> AnalyseGranularity(const Problem& problem, const Subgra
           chain.pop_back();
           if (problem.ops[op].kind != OpKind::Pointwise) continue;
           if (have < needed) {
-            return Fail("V11",
-                        "Pointwise op " + Str(op) + " feeds the " +
-                            (side == 0 ? std::string("LHS") : std::string("RHS")) +
-                            " of k-split MatMul op " + Str(m) + ", which needs " +
-                            (side == 0 ? "w" : "h") + " >= K = " + Str(needed) + " (have " +
-                            Str(have) + ")");
+            return FailLazily("V11", [&] {
+              return "Pointwise op " + Str(op) + " feeds the " +
+                     (side == 0 ? std::string("LHS") : std::string("RHS")) + " of k-split MatMul op " + Str(m) +
+                     ", which needs " + (side == 0 ? "w" : "h") + " >= K = " + Str(needed) + " (have " + Str(have) +
+                     ")";
+            });
           }
           for (TensorId in : problem.ops[op].inputs) {
             const OpId p = problem.producer[in];
@@ -244,17 +255,18 @@ std::optional<Violation> AnalyseGranularity(const Problem& problem, const Subgra
   if (subgraph.traversal) {
     const auto& order = *subgraph.traversal;
     if (static_cast<int64_t>(order.size()) != tiles) {
-      return Fail("V10",
-                  "traversal order has " + Str(order.size()) + " entries for " + Str(tiles) +
-                      " tiles");
+      return FailLazily("V10", [&] {
+        return "traversal order has " + Str(order.size()) + " entries for " + Str(tiles) + " tiles";
+      });
     }
     std::vector<char>& used = st.used_tiles;
     used.assign(tiles, 0);
     for (size_t i = 0; i < order.size(); ++i) {
       if (order[i] < 0 || order[i] >= tiles || used[order[i]]) {
-        return Fail("V10",
-                    "traversal entry " + Str(i) + " = " + Str(order[i]) +
-                        " is out of range or repeated (" + Str(tiles) + " tiles)");
+        return FailLazily("V10", [&] {
+          return "traversal entry " + Str(i) + " = " + Str(order[i]) + " is out of range or repeated (" + Str(tiles) +
+                 " tiles)";
+        });
       }
       used[order[i]] = 1;
     }
@@ -273,8 +285,10 @@ std::optional<Violation> AnalyseGranularity(const Problem& problem, const Subgra
     for (const auto& s : sides) {
       if (s.axis == SideAxis::kK && st.reduction == 0) continue;  // no k-loop: k is not used
       if (!SideAllowed(problem.chip, s.axis, s.side, s.dimension)) {
-        return Fail("H3", std::string(s.name) + " = " + Str(s.side) + " is not a multiple of the chip's base " +
-                              Str(s.base) + " and does not cover " + s.what + " " + Str(s.dimension));
+        return FailLazily("H3", [&] {
+          return std::string(s.name) + " = " + Str(s.side) + " is not a multiple of the chip's base " + Str(s.base) +
+                 " and does not cover " + s.what + " " + Str(s.dimension);
+        });
       }
     }
   }

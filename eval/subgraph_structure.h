@@ -16,6 +16,24 @@
 
 namespace annealer {
 
+// Within a scope on its thread, the granularity's checks (CheckGranularityRange,
+// AnalyseGranularity) and a pricing's memory failures (eval/subgraph_cost.h) give a violation its
+// rule but no words (an empty detail): for callers that keep only whether a context is valid
+// or which rule it breaks (CostCache::LookupValid, NoGranularityFits), which spares building
+// the words of the many candidates a granularity fit tries that fail (V11 on most k-splits of
+// a network). Scopes nest. Nothing that is remembered beyond the call may be derived inside one.
+class ViolationWordsOff {
+ public:
+  ViolationWordsOff() { ++depth_; }
+  ~ViolationWordsOff() { --depth_; }
+  ViolationWordsOff(const ViolationWordsOff&) = delete;
+  ViolationWordsOff& operator=(const ViolationWordsOff&) = delete;
+  static bool Wanted() { return depth_ == 0; }
+
+ private:
+  static inline thread_local int depth_ = 0;
+};
+
 struct SubgraphStructure {
   std::vector<int32_t> in_subgraph; // per op of the problem: its position in the op list + 1, or 0
   std::vector<OpId> marked;         // the ops set in in_subgraph: a reuse clears only those

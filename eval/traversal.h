@@ -25,4 +25,15 @@ std::string_view TraversalName(TraversalPattern pattern);
 std::optional<std::vector<int64_t>> MakeTraversal(TraversalPattern pattern, int64_t rows,
                                                   int64_t cols);
 
+// Whether MakeTraversal(pattern, rows, cols) == order, without building it (a move or a fit
+// that only asks which named pattern a subgraph's order is would otherwise allocate and fill
+// up to four orders of its grid).
+bool IsTraversal(TraversalPattern pattern, int64_t rows, int64_t cols,
+                 const std::optional<std::vector<int64_t>>& order);
+
+// Whether MakeTraversal(pattern, rows, cols) is the index order (0, 1, 2, ...; raster's
+// nullopt is not), for rows, cols >= 0: a named pattern on a grid of at most one row or one
+// column.
+bool IsIndexOrder(TraversalPattern pattern, int64_t rows, int64_t cols);
+
 }  // namespace annealer

@@ -9,7 +9,7 @@
 #include "eval/cost_cache.h"
 #include "eval/pricing_stop.h"
 #include "eval/subgraph_cost.h"
-
+#include "eval/subgraph_structure.h"
 #include "eval/traversal.h"
 
 namespace annealer {
@@ -28,10 +28,16 @@ std::vector<OpId> SortTopologically(const std::vector<int>& rank, std::vector<Op
   return ops;
 }
 
-std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vector<OpId>& ops) {
+namespace {
+
+// Union-find over the positions of `ops` (a produces what b reads joins them): parent[i] ends as
+// a position of i's component, and the return value is the number of components. Buffers are
+// per thread; `parent` is the caller's.
+int ComponentRoots(const Problem& problem, const std::vector<OpId>& ops, std::vector<int>& parent) {
   const int n = static_cast<int>(ops.size());
-  std::vector<int> parent(n);
+  parent.resize(n);
   std::iota(parent.begin(), parent.end(), 0);
+  int components = n;
   // Iterative, with path halving: a long chain of unions must not become a deep recursion.
   auto find = [&](int x) {
     while (parent[x] != x) {
@@ -40,53 +46,69 @@ std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vec
     }
     return x;
   };
-  // Every pair (a produces what b reads) on short lists; on long ones (the exact solver splits
-  // the whole graph: 0.2 s for 10,000 ops pairwise) each input's producer, found by position,
-  // when no op is listed twice (then the pairwise walk, whose unions the lookup would not repeat).
-  constexpr int kPairwiseUpTo = 64;
-  bool pairwise = n <= kPairwiseUpTo;
+  auto join = [&](int a, int b) {
+    const int ra = find(a), rb = find(b);
+    if (ra != rb) --components;
+    parent[ra] = rb;
+  };
+  // Each input's producer, found by position, when no op is listed twice; else every pair (a
+  // produces what b reads), whose unions the lookup would not repeat. The components are the
+  // same either way (the connected components of one relation), and so is every root below:
+  // find(a) after all unions, whichever order they came in, names a's component, and the
+  // callers read only which positions share one.
+  thread_local std::vector<int> position;  // per op: its index in `ops` + 1 (0: absent)
+  if (position.size() < problem.ops.size()) position.resize(problem.ops.size(), 0);
+  bool pairwise = false;
+  int set = 0;
+  for (; set < n && !pairwise; ++set) {
+    if (position[ops[set]] != 0) pairwise = true;
+    position[ops[set]] = set + 1;
+  }
   if (!pairwise) {
-    thread_local std::vector<int> position;  // per op: its index in `ops` + 1 (0: absent)
-    position.assign(problem.ops.size(), 0);
-    for (int a = 0; a < n && !pairwise; ++a) {
-      if (position[ops[a]] != 0) pairwise = true;
-      position[ops[a]] = a + 1;
-    }
-    if (!pairwise) {
-      for (int b = 0; b < n; ++b) {
-        for (TensorId t : problem.ops[ops[b]].inputs) {
-          const OpId producer = problem.producer[t];
-          if (producer == kNoOp || position[producer] == 0 || position[producer] - 1 == b) continue;
-          parent[find(position[producer] - 1)] = find(b);
-        }
+    for (int b = 0; b < n; ++b) {
+      for (TensorId t : problem.ops[ops[b]].inputs) {
+        const OpId producer = problem.producer[t];
+        if (producer == kNoOp || position[producer] == 0 || position[producer] - 1 == b) continue;
+        join(position[producer] - 1, b);
       }
     }
   }
+  for (int a = 0; a < set; ++a) position[ops[a]] = 0;
   if (pairwise) {
     for (int a = 0; a < n; ++a) {
       for (int b = 0; b < n; ++b) {
         if (a == b) continue;
         const TensorId out = problem.ops[ops[a]].output;
         const auto& inputs = problem.ops[ops[b]].inputs;
-        if (std::find(inputs.begin(), inputs.end(), out) != inputs.end()) parent[find(a)] = find(b);
+        if (std::find(inputs.begin(), inputs.end(), out) != inputs.end()) join(a, b);
       }
     }
   }
+  for (int a = 0; a < n; ++a) parent[a] = find(a);
+  return components;
+}
+
+}  // namespace
+
+std::vector<std::vector<OpId>> Components(const Problem& problem, const std::vector<OpId>& ops) {
+  const int n = static_cast<int>(ops.size());
+  thread_local std::vector<int> root, index_of_root;
+  ComponentRoots(problem, ops, root);
   std::vector<std::vector<OpId>> components;
-  std::vector<int> index_of_root(n, -1);
+  index_of_root.assign(n, -1);
   for (int a = 0; a < n; ++a) {
-    const int root = find(a);
-    if (index_of_root[root] < 0) {
-      index_of_root[root] = static_cast<int>(components.size());
+    if (index_of_root[root[a]] < 0) {
+      index_of_root[root[a]] = static_cast<int>(components.size());
       components.emplace_back();
     }
-    components[index_of_root[root]].push_back(ops[a]);
+    components[index_of_root[root[a]]].push_back(ops[a]);
   }
   return components;
 }
 
 bool IsConnected(const Problem& problem, const std::vector<OpId>& ops) {
-  return ops.size() <= 1 || Components(problem, ops).size() == 1;
+  thread_local std::vector<int> root;
+  return ops.size() <= 1 || ComponentRoots(problem, ops, root) == 1;
 }
 
 bool LeavesAndReturns(const Problem& problem, const std::vector<int>& rank, const std::vector<OpId>& ops) {
@@ -333,13 +355,6 @@ struct Key {
   bool operator==(const Key&) const = default;
 };
 
-bool IsIndexOrder(const std::vector<int64_t>& order) {
-  for (size_t i = 0; i < order.size(); ++i) {
-    if (order[i] != static_cast<int64_t>(i)) return false;
-  }
-  return true;
-}
-
 // FitSubgraph's per-thread memo of complete fits (see subgraph_tools.h): direct-mapped by the
 // hash of the key's words, each slot holding its whole key, so a hit is exact. A key is the
 // fit's flags and start, then the context: its ids (a context seen before) or its shape (the
@@ -356,11 +371,10 @@ class FitMemo {
   // Starts the key of a fit by the pricer numbered `serial`. (A slot keeps its pricer's serial
   // rather than the memo being emptied for each new pricer: a TBB thread may serve the arenas of
   // a search and of its nested searches by turns.)
-  void Begin(uint64_t serial, bool thorough, bool partial_edge_tiles, const Subgraph* start, int start_t) {
+  void Begin(uint64_t serial, bool thorough, bool partial_edge_tiles, const Subgraph* start) {
     serial_ = serial;
     words_.clear();
-    words_.push_back((thorough ? 1 : 0) | (partial_edge_tiles ? 2 : 0) | (start != nullptr ? 4 : 0) |
-                     (static_cast<uint64_t>(start_t) << 3));
+    words_.push_back((thorough ? 1 : 0) | (partial_edge_tiles ? 2 : 0) | (start != nullptr ? 4 : 0));
     if (start != nullptr) {
       words_.push_back(static_cast<uint64_t>(start->granularity.w));
       words_.push_back(static_cast<uint64_t>(start->granularity.h));
@@ -372,7 +386,9 @@ class FitMemo {
     for (int id : ids) words_.push_back(static_cast<uint64_t>(id));
   }
   void AddWords(const std::vector<uint64_t>& words) { words_.insert(words_.end(), words.begin(), words.end()); }
-  // Ends the key: its hash.
+  // Ends the words but for the start's traversal pattern: their hash, and a prefetch of the
+  // slots the key may take, one per pattern (see Here()), so the fit's setup before the
+  // lookup hides the wait for them.
   void End() {
     uint64_t h = 0x9e3779b97f4a7c15ull ^ serial_;
     for (uint64_t w : words_) {
@@ -380,14 +396,20 @@ class FitMemo {
       h *= 0xff51afd7ed558ccdull;
     }
     hash_ = h ^ (h >> 29);
+    for (size_t t = 0; t < std::size(kAllTraversalPatterns); ++t) __builtin_prefetch(&slots_[(hash_ + t) & (kSlots - 1)]);
+  }
+  // The start's traversal pattern (its index in kAllTraversalPatterns), the key's last word.
+  void SetStartPattern(int t) {
+    start_t_ = t;
+    words_.push_back(static_cast<uint64_t>(t));
   }
   const Answer* Find() const {
-    const Slot& slot = slots_[hash_ & (kSlots - 1)];
+    const Slot& slot = Here();
     if (slot.serial != serial_ || slot.hash != hash_ || slot.words != words_) return nullptr;
     return &slot.answer;
   }
   void Store(const Answer& answer) {
-    Slot& slot = slots_[hash_ & (kSlots - 1)];
+    Slot& slot = Here();
     slot.serial = serial_;
     slot.hash = hash_;
     slot.words.assign(words_.begin(), words_.end());
@@ -397,14 +419,20 @@ class FitMemo {
  private:
   struct Slot {
     uint64_t serial = 0;  // of the pricer (serials start at 1): 0 = empty
-    uint64_t hash = 0;
+    uint64_t hash = 0;    // of the words but the pattern
     std::vector<uint64_t> words;
     Answer answer;
   };
+  // A context's keys of the four patterns take neighbouring slots (their hash leaves the
+  // pattern out): they do not evict each other, and all can be prefetched before the pattern
+  // is known.
+  const Slot& Here() const { return slots_[(hash_ + start_t_) & (kSlots - 1)]; }
+  Slot& Here() { return slots_[(hash_ + start_t_) & (kSlots - 1)]; }
   uint64_t serial_ = 0;
   std::vector<Slot> slots_ = std::vector<Slot>(kSlots);
   std::vector<uint64_t> words_;
   uint64_t hash_ = 0;
+  int start_t_ = 0;
 };
 
 }  // namespace
@@ -424,6 +452,7 @@ bool NoGranularityFits(const Problem& problem, const std::vector<OpId>& ops,
   probe.retain.assign(retain.begin(), retain.end());
   probe.granularity = {n, n, min_reduction == 0 ? 1 : std::min(n, min_reduction)};
   probe.traversal.reset();
+  const ViolationWordsOff no_words;  // the rule alone answers
   const std::optional<SubgraphResult> failure = StructuralFailure(problem, probe, retained_in);
   if (!failure) return false;
   const std::string& rule = failure->violation.rule;
@@ -442,6 +471,16 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   // Every pricing below is of this one context (ops, retain, retained-in) at another
   // granularity or traversal.
   const ContextReuse reuse;
+  // The fit's memo by ids (see below), its key but for the start's pattern first: End()
+  // prefetches its slots while the setup runs.
+  thread_local FitMemo<size_t{1} << 16> by_ids;
+  thread_local FitMemo<size_t{1} << 15> by_shape;
+  thread_local std::vector<uint64_t> shape_words;
+  by_ids.Begin(pricer.serial(), thorough, partial_edge_tiles, start);
+  by_ids.AddIds(ops);
+  by_ids.AddIds(retained_in);
+  by_ids.AddIds(retain);
+  by_ids.End();
   const Elements n = problem.native;
   Elements min_reduction = 0;
   Elements max_reduction = 0;
@@ -466,26 +505,6 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     }
   }
 
-  const Elements k_top = min_reduction == 0 ? 1 : std::min(n, min_reduction);
-  // Buffers reused by every fit on this thread (a fit never runs inside another).
-  thread_local std::vector<Elements> ws, hs, ks;
-  CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.w : 0, ws);
-  CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.h : 0, hs);
-  if (min_reduction == 0) {
-    ks.assign(1, 1);
-  } else {
-    CoarseValues(k_top, thorough ? 8 : 6, start ? start->granularity.k : 0, ks);
-  }
-  if (problem.chip.aligned()) {  // H3: candidates moved onto the chip's base sides
-    auto align = [&](std::vector<Elements>& values, SideAxis axis, Elements dimension, Elements top) {
-      for (Elements& v : values) v = AlignSide(problem.chip, axis, v, dimension, top);
-      std::sort(values.begin(), values.end(), std::greater<>());
-      values.erase(std::unique(values.begin(), values.end()), values.end());
-    };
-    align(ws, SideAxis::kW, sink_shape.width, n);
-    align(hs, SideAxis::kH, sink_shape.height, n);
-    if (min_reduction > 0) align(ks, SideAxis::kK, min_reduction, k_top);
-  }
   const int num_traversals = static_cast<int>(std::size(kAllTraversalPatterns));
 
   // Explicit traversals are O(tiles) to build, hash, compare and copy; on large grids (tiny
@@ -556,8 +575,8 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
       // order.
       Key as = key;
       if (key.t != 0) {
-        const std::optional<std::vector<int64_t>>& order = traversal_slot(key).order;
-        if (order && IsIndexOrder(*order)) as.t = 0;
+        const int64_t rows = CeilDiv(sink_shape.height, key.h), cols = CeilDiv(sink_shape.width, key.w);
+        if (IsIndexOrder(kAllTraversalPatterns[key.t], rows, cols)) as.t = 0;
       }
       if (as == key) {
         latency = price_uncached(key);
@@ -572,31 +591,28 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     return latency;
   };
 
-  Key current{ws[0], hs[0], ks[0], 0};
-  if (start != nullptr) {
-    const Granularity& g = start->granularity;
-    current = {std::clamp<Elements>(g.w, 1, n), std::clamp<Elements>(g.h, 1, n), std::clamp<Elements>(g.k, 1, k_top), 0};
-    if (std::find(ks.begin(), ks.end(), current.k) == ks.end()) current.k = ks[0];
-    if (start->traversal.has_value()) {
-      const int64_t rows = CeilDiv(sink_shape.height, current.h), cols = CeilDiv(sink_shape.width, current.w);
-      if (static_cast<int64_t>(start->traversal->size()) == rows * cols) {
-        for (int t = 1; t < num_traversals; ++t) {
-          // Through the traversal slots: the descent tries these same orders next.
-          if (traversal_slot({current.w, current.h, current.k, t}).order == start->traversal) {
-            current.t = t;
-            break;
-          }
+  // The start's pattern: the index of the named order its traversal is on the grid of its
+  // sides (raster when none is, or when the grid is too large for an explicit traversal).
+  int start_t = 0;
+  if (start != nullptr && start->traversal.has_value()) {
+    const Elements w = std::clamp<Elements>(start->granularity.w, 1, n);
+    const Elements h = std::clamp<Elements>(start->granularity.h, 1, n);
+    const int64_t rows = CeilDiv(sink_shape.height, h), cols = CeilDiv(sink_shape.width, w);
+    if (static_cast<int64_t>(start->traversal->size()) == rows * cols) {
+      for (int t = 1; t < num_traversals; ++t) {
+        // Not through the traversal slots: most fits are answered by the memo below, which
+        // needs no order but the answer's (the descent builds the others when it tries them).
+        if (IsTraversal(kAllTraversalPatterns[t], rows, cols, start->traversal)) {
+          start_t = t;
+          break;
         }
       }
     }
+    if (!traversal_allowed({w, h, 1, start_t})) start_t = 0;
   }
-  if (!traversal_allowed(current)) current.t = 0;
   // The start is now fixed: the rest of the fit depends on nothing but the memo's key. By ids
   // first; on a miss by shape. 64 Ki slots by ids (~10 MB per thread with their keys): on
   // ResNet-50, 8 Ki answered 79 % of the fits, 64 Ki 84 % (mlsys-2026-13: 92 % and 97 %).
-  thread_local FitMemo<size_t{1} << 16> by_ids;
-  thread_local FitMemo<size_t{1} << 15> by_shape;
-  thread_local std::vector<uint64_t> shape_words;
   auto answer = [&](const FitAnswer& known) -> std::optional<FitResult> {
     if (!known.valid) return std::nullopt;
     FitResult fit{std::move(scratch), known.latency};
@@ -604,21 +620,45 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     fit.subgraph.traversal = std::move(traversal_slot(known.key).order);
     return fit;
   };
-  by_ids.Begin(pricer.serial(), thorough, partial_edge_tiles, start, current.t);
-  by_ids.AddIds(ops);
-  by_ids.AddIds(retained_in);
-  by_ids.AddIds(retain);
-  by_ids.End();
+  by_ids.SetStartPattern(start_t);
   if (const auto* known = by_ids.Find()) return answer(*known);
   const bool has_shape = ContextShapeWords(problem, ops, retained_in, retain, shape_words);
   if (has_shape) {
-    by_shape.Begin(pricer.serial(), thorough, partial_edge_tiles, start, current.t);
+    by_shape.Begin(pricer.serial(), thorough, partial_edge_tiles, start);
     by_shape.AddWords(shape_words);
     by_shape.End();
+    by_shape.SetStartPattern(start_t);
     if (const auto* known = by_shape.Find()) {
       by_ids.Store(*known);
       return answer(*known);
     }
+  }
+  const Elements k_top = min_reduction == 0 ? 1 : std::min(n, min_reduction);
+  // Buffers reused by every fit on this thread (a fit never runs inside another).
+  thread_local std::vector<Elements> ws, hs, ks;
+  CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.w : 0, ws);
+  CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.h : 0, hs);
+  if (min_reduction == 0) {
+    ks.assign(1, 1);
+  } else {
+    CoarseValues(k_top, thorough ? 8 : 6, start ? start->granularity.k : 0, ks);
+  }
+  if (problem.chip.aligned()) {  // H3: candidates moved onto the chip's base sides
+    auto align = [&](std::vector<Elements>& values, SideAxis axis, Elements dimension, Elements top) {
+      for (Elements& v : values) v = AlignSide(problem.chip, axis, v, dimension, top);
+      std::sort(values.begin(), values.end(), std::greater<>());
+      values.erase(std::unique(values.begin(), values.end()), values.end());
+    };
+    align(ws, SideAxis::kW, sink_shape.width, n);
+    align(hs, SideAxis::kH, sink_shape.height, n);
+    if (min_reduction > 0) align(ks, SideAxis::kK, min_reduction, k_top);
+  }
+  Key current{ws[0], hs[0], ks[0], 0};
+  if (start != nullptr) {
+    const Granularity& g = start->granularity;
+    current = {std::clamp<Elements>(g.w, 1, n), std::clamp<Elements>(g.h, 1, n), std::clamp<Elements>(g.k, 1, k_top),
+               start_t};
+    if (std::find(ks.begin(), ks.end(), current.k) == ks.end()) current.k = ks[0];
   }
   // Only a fit that `stop` did not cut is the function of its inputs.
   std::optional<Latency> best;

@@ -13,6 +13,7 @@
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "eval/subgraph_cost.h"
+#include "eval/subgraph_structure.h"
 #include "search/starts/baseline.h"
 #include "src/io/problem_reader.h"
 #include "tests/subgraph_oracle_check.h"
@@ -70,6 +71,59 @@ TEST_CASE("fast subgraph cost equals the oracle on random DAGs and schedules") {
   CHECK(tally.invalid > 1000);
   CHECK(tally.classes > 3000);
   CHECK(tally.stepwise > 50);
+}
+
+TEST_CASE("without a violation's words, pricing and the structural checks give the same verdict, rule and report") {
+  // ViolationWordsOff (eval/subgraph_structure.h) only leaves the words out: CostSubgraph and
+  // StructuralFailure inside a scope against outside one, on random contexts with invalid
+  // granularities and traversals among them; after the scope the words are back.
+  int compared = 0, without_words = 0, invalid = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(3000 + static_cast<int>(shape));
+    for (int trial = 0; trial < 60; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.max_ops = 3 + trial % 8;
+      const Problem problem = RandomProblem(rng, shape, problem_options);
+      RandomScheduleOptions options;
+      options.fuse_probability = 0.5;
+      options.invalid_probability = 0.4;
+      options.max_steps = 600;
+      const Schedule schedule = RandomSchedule(problem, rng, options);
+      std::vector<TensorId> retained_in;
+      for (const Subgraph& s : schedule.subgraphs) {
+        const SubgraphResult with = CostSubgraph(problem, s, retained_in);
+        const std::optional<SubgraphResult> structural = StructuralFailure(problem, s, retained_in);
+        SubgraphResult without;
+        std::optional<SubgraphResult> structural_without;
+        {
+          const ViolationWordsOff off;
+          CHECK_FALSE(ViolationWordsOff::Wanted());
+          without = CostSubgraph(problem, s, retained_in);
+          structural_without = StructuralFailure(problem, s, retained_in);
+        }
+        CHECK(ViolationWordsOff::Wanted());
+        CHECK(without.verdict == with.verdict);
+        CHECK(without.report == with.report);
+        CHECK(without.violation.rule == with.violation.rule);
+        CHECK((without.violation.detail.empty() || without.violation.detail == with.violation.detail));
+        REQUIRE(structural_without.has_value() == structural.has_value());
+        if (structural) {
+          CHECK(structural_without->violation.rule == structural->violation.rule);
+          CHECK((structural_without->violation.detail.empty() ||
+                 structural_without->violation.detail == structural->violation.detail));
+        }
+        const SubgraphResult again = CostSubgraph(problem, s, retained_in);
+        CHECK(again.violation.detail == with.violation.detail);
+        ++compared;
+        invalid += !with.ok();
+        without_words += !with.ok() && without.violation.detail.empty();
+        retained_in = s.retain;
+      }
+    }
+  }
+  MESSAGE(compared << " contexts, " << invalid << " invalid, " << without_words << " of them without words");
+  CHECK(compared > 1000);
+  CHECK(without_words > 200);
 }
 
 TEST_CASE("EvaluateFast equals EvaluateOracle on whole random schedules, with and without cache") {

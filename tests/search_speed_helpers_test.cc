@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "eval/random_schedule.h"
+#include "eval/traversal.h"
 #include "search/subgraph_tools.h"
 #include "src/io/problem_reader.h"
 #include "tests/test_files.h"
@@ -69,6 +70,37 @@ std::vector<OpId> RandomOps(const Problem& problem, const std::vector<int>& rank
     ops = SortTopologically(rank, ops);
   }
   return ops;
+}
+
+TEST_CASE("named traversals: IsTraversal and IsIndexOrder answer as the built orders do") {
+  // Every pattern and grid up to 9 x 9 (empty grids included), against every pattern's order of
+  // the same grid and of the transposed one (same size, other entries), and raster's nullopt.
+  int checks = 0;
+  for (int64_t rows = 0; rows <= 9; ++rows) {
+    for (int64_t cols = 0; cols <= 9; ++cols) {
+      std::vector<std::optional<std::vector<int64_t>>> orders;
+      for (TraversalPattern p : kAllTraversalPatterns) {
+        orders.push_back(MakeTraversal(p, rows, cols));
+        orders.push_back(MakeTraversal(p, cols, rows));
+      }
+      std::vector<int64_t> truncated = *MakeTraversal(TraversalPattern::kRowSnake, rows, cols);
+      if (!truncated.empty()) {
+        truncated.pop_back();
+        orders.push_back(truncated);
+      }
+      for (TraversalPattern p : kAllTraversalPatterns) {
+        const std::optional<std::vector<int64_t>> built = MakeTraversal(p, rows, cols);
+        for (const auto& order : orders) {
+          CHECK(IsTraversal(p, rows, cols, order) == (built == order));
+          ++checks;
+        }
+        bool index_order = built.has_value();
+        for (size_t i = 0; built && i < built->size(); ++i) index_order = index_order && (*built)[i] == static_cast<int64_t>(i);
+        CHECK(IsIndexOrder(p, rows, cols) == index_order);
+      }
+    }
+  }
+  CHECK(checks == 4 * (81 * 9 + 19 * 8));  // 9 orders per grid, 8 on the 19 empty grids
 }
 
 TEST_CASE("stamp set: clearing empties it, growing keeps it empty, InsertNew reports repeats") {
@@ -174,7 +206,7 @@ std::vector<std::vector<OpId>> ReferenceComponents(const Problem& problem, const
   return components;
 }
 
-TEST_CASE("components: the union-find by positions (long lists) and the pairwise one agree with the definition") {
+TEST_CASE("components: the union-find by positions and the pairwise one (an op listed twice) agree with the definition") {
   std::mt19937_64 rng(77);
   int long_lists = 0;
   std::vector<std::pair<std::string, Problem>> problems;
@@ -199,10 +231,44 @@ TEST_CASE("components: the union-find by positions (long lists) and the pairwise
       if (!ops.empty() && trial % 7 == 0) ops.push_back(ops[rng() % ops.size()]);
       long_lists += ops.size() > 64;
       INFO(name << " trial " << trial << ", " << ops.size() << " ops");
-      CHECK(Components(problem, ops) == ReferenceComponents(problem, ops));
+      const auto reference = ReferenceComponents(problem, ops);
+      CHECK(Components(problem, ops) == reference);
+      CHECK(IsConnected(problem, ops) == (ops.size() <= 1 || reference.size() == 1));
     }
   }
   CHECK(long_lists > 1000);
+  // Short lists grown along the edges from one op (connected), sometimes with one more op drawn
+  // anywhere (connected or not): IsConnected's both answers on subgraph-sized lists.
+  int connected = 0, short_lists = 0;
+  for (const auto& [name, problem] : problems) {
+    const auto num_ops = static_cast<OpId>(problem.ops.size());
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<OpId> ops{static_cast<OpId>(rng() % num_ops)};
+      const size_t size = 1 + rng() % 30;
+      for (int tries = 0; tries < 200 && ops.size() < size; ++tries) {
+        const Op& op = problem.ops[ops[rng() % ops.size()]];
+        std::vector<OpId> next;
+        for (TensorId t : op.inputs) {
+          if (problem.producer[t] != kNoOp) next.push_back(problem.producer[t]);
+        }
+        for (OpId c : problem.consumers[op.output]) next.push_back(c);
+        if (next.empty()) continue;
+        const OpId pick = next[rng() % next.size()];
+        if (std::find(ops.begin(), ops.end(), pick) == ops.end()) ops.push_back(pick);
+      }
+      if (trial % 3 == 0) ops.push_back(static_cast<OpId>(rng() % num_ops));
+      std::shuffle(ops.begin(), ops.end(), rng);
+      INFO(name << " grown trial " << trial << ", " << ops.size() << " ops");
+      const auto reference = ReferenceComponents(problem, ops);
+      CHECK(Components(problem, ops) == reference);
+      const bool is_connected = ops.size() <= 1 || reference.size() == 1;
+      CHECK(IsConnected(problem, ops) == is_connected);
+      connected += is_connected;
+      short_lists += ops.size() <= 64;
+    }
+  }
+  CHECK(connected > 1000);
+  CHECK(short_lists == 3000);
 }
 
 }  // namespace

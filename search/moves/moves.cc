@@ -172,9 +172,13 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   for (int m = 0; m < with_next; ++m) {
     const int c = m < n ? CommittedTwin(env, schedule, frame, m) : -1;
     scratch.committed_index.push_back(c);
+    if (c >= 0) env.committed->PrefetchCommittedFacts(c);
     if (c < 0) AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
     scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
     scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
+  }
+  for (int m = 0; m < with_next; ++m) {
+    if (const int c = scratch.committed_index[m]; c >= 0) env.committed->PrefetchCommittedLists(c);
   }
   // Spans once the derived lists stopped growing.
   scratch.input_of.clear();
@@ -925,8 +929,13 @@ std::optional<ScheduleEdit> ChangeGranularity(const MoveContext& ctx, const Sche
     TraversalPattern pattern = TraversalPattern::kRaster;
     const Tensor& sink = ctx.problem.tensors[ctx.problem.ops[sg.ops.back()].output];
     const int64_t rows = CeilDiv(sink.height, sg.granularity.h), cols = CeilDiv(sink.width, sg.granularity.w);
-    for (TraversalPattern p : kAllTraversalPatterns) {
-      if (MakeTraversal(p, rows, cols) == sg.traversal) pattern = p;
+    // The last pattern whose order it is (on a grid of one row or column several are): the
+    // first from the end.
+    for (size_t p = std::size(kAllTraversalPatterns); p-- > 0;) {
+      if (IsTraversal(kAllTraversalPatterns[p], rows, cols, sg.traversal)) {
+        pattern = kAllTraversalPatterns[p];
+        break;
+      }
     }
     changed.traversal = MakeTraversal(pattern, CeilDiv(sink.height, g.h), CeilDiv(sink.width, g.w));
   }
