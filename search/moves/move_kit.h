@@ -1,6 +1,6 @@
 // What the move kinds share beyond search/moves/moves.h: the random draws, the piece of an edit and
 // Finish (which fits the pieces, filters retain sets and repairs availability), and a few
-// schedule queries. Internal to search/: moves.cc holds the general kinds and the repair,
+// schedule queries. Internal to search/: moves.cc holds the general kinds, repair.cc the repair and Finish,
 // pattern_moves.cc the kinds drawn only where a graph pattern exists (MergeReadersApplies,
 // GatherKLoopApplies). Every draw goes through the worker's generator, so a seed fixes them.
 #pragma once
