@@ -15,6 +15,7 @@
 #include "search/exact/exact.h"
 #include "search/starts/baseline.h"
 #include "tests/problem_maker.h"
+#include "tests/sample_schedules.h"
 #include "tests/suffix_bounds.h"
 
 namespace annealer {
@@ -214,28 +215,7 @@ TEST_CASE("P21: lone MatMuls priced step by step never above the oracle at real-
     const BoundModel model = BuildBoundModel(problem);
     const bool raises = bound.total() > before.total() * (1 + 1e-9);
     raised += raises ? 1 : 0;
-    std::vector<Schedule> schedules;
-    for (int s = 0; s < 6; ++s) {
-      RandomScheduleOptions options;
-      options.fuse_probability = 0.2 + 0.15 * s;
-      options.recompute_probability = s % 2 == 0 ? 0.2 : 0.5;
-      options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
-      options.invalid_probability = 0;
-      options.max_steps = 400;
-      schedules.push_back(RandomSchedule(problem, rng, options));
-    }
-    try {
-      schedules.push_back(BuildBaseline(problem));
-      schedules.push_back(BuildResidentBaseline(problem));
-    } catch (const std::runtime_error&) {
-    }
-    if (trial % 3 == 0) {
-      ExactOptions exact;
-      exact.max_states = 3000;
-      exact.max_subgraph_ops = 8;
-      const ExactResult result = SolveExact(problem, exact);
-      if (result.best) schedules.push_back(*result.best);
-    }
+    const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, trial % 3 == 0);
     for (const Schedule& schedule : schedules) {
       const Evaluation evaluation = EvaluateOracle(problem, schedule);
       if (!evaluation.ok()) continue;

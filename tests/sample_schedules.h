@@ -1,0 +1,46 @@
+// The valid-schedule sample a bound's property test checks against the oracle (alone_test,
+// weight_path_test): six random schedules from light to heavy fusion, recomputation and
+// retention, the two layer-by-layer baselines where they exist, and, when asked, the exact
+// solver's best within a small budget (the schedules that come closest to a tight bound).
+#pragma once
+
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "eval/problem.h"
+#include "eval/random_schedule.h"
+#include "eval/schedule.h"
+#include "search/exact/exact.h"
+#include "search/starts/baseline.h"
+
+namespace annealer::testing {
+
+inline std::vector<Schedule> SampleSchedules(const Problem& problem, std::mt19937_64& rng, bool with_exact) {
+  std::vector<Schedule> schedules;
+  for (int s = 0; s < 6; ++s) {
+    RandomScheduleOptions options;
+    options.fuse_probability = 0.2 + 0.15 * s;
+    options.recompute_probability = s % 2 == 0 ? 0.2 : 0.5;
+    options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
+    options.invalid_probability = 0;
+    options.max_steps = 400;
+    schedules.push_back(RandomSchedule(problem, rng, options));
+  }
+  try {
+    schedules.push_back(BuildBaseline(problem));
+    schedules.push_back(BuildResidentBaseline(problem));
+  } catch (const std::runtime_error&) {
+    // No baseline for this problem (an op alone does not fit): the random ones stand.
+  }
+  if (with_exact) {
+    ExactOptions exact;
+    exact.max_states = 3000;
+    exact.max_subgraph_ops = 8;
+    const ExactResult result = SolveExact(problem, exact);
+    if (result.best) schedules.push_back(*result.best);
+  }
+  return schedules;
+}
+
+}  // namespace annealer::testing
