@@ -33,10 +33,10 @@
 #include <string>
 #include <vector>
 
-#include "eval/cost_cache.h"
-#include "eval/incremental.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/incremental.h"
 #include "eval/oracle.h"
-#include "eval/subgraph_cost.h"
+#include "eval/cost/subgraph_cost.h"
 #include "search/starts/baseline.h"
 #include "src/io/problem_reader.h"
 

@@ -1,12 +1,12 @@
 // The oracle follows docs/cost-model.md section by section; the comments cite the
 // rule each block implements. Checks run in a fixed order so that fast paths can report the
-// same first violation: per subgraph, the structural rules of eval/subgraph_structure.h, then
+// same first violation: per subgraph, the structural rules of eval/cost/subgraph_structure.h, then
 // W per step; then, for the sequence: V7 of that subgraph (L1 for a Layout op's input); after
 // the last subgraph V1 (coverage), V9. The structural rules are shared with the fast path; the
 // pricing (everything from the slice derivation on) is this file's own, step by step.
 #include "eval/oracle.h"
 
-#include "eval/subgraph_structure.h"
+#include "eval/cost/subgraph_structure.h"
 
 #include <algorithm>
 #include <atomic>

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer {
 
@@ -55,7 +55,7 @@ struct Evaluation {
 // Prices one subgraph in its context: `retained_in` is tensors_to_retain of the previous
 // subgraph (empty for the first). Checks every rule that depends on the subgraph alone and its
 // retained-in set: V1 (local part), V2, V3, V5, V6, V8, V10, V11, V12, G3, L1 (local part), H3,
-// W, H1 (the chip's rules, eval/chip_rules.h, when the problem has them).
+// W, H1 (the chip's rules, eval/model/chip_rules.h, when the problem has them).
 SubgraphResult EvaluateSubgraphOracle(const Problem& problem, const Subgraph& subgraph,
                                       const std::vector<TensorId>& retained_in);
 

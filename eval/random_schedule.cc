@@ -4,7 +4,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "eval/traversal.h"
+#include "eval/model/traversal.h"
 
 namespace annealer {
 

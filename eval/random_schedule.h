@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <random>
 
-#include "eval/incremental.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/cost/incremental.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer {
 
@@ -41,7 +41,7 @@ struct RandomProblemOptions {
 // A finalized problem of the given shape.
 Problem RandomProblem(std::mt19937_64& rng, DagShape shape, const RandomProblemOptions& options = {});
 
-// Random chip rules (H1-H5, eval/chip_rules.h) for `problem`, valid under CheckChipRules: role
+// Random chip rules (H1-H5, eval/model/chip_rules.h) for `problem`, valid under CheckChipRules: role
 // capacities between an eighth of the fast memory and all of it (or unchecked), double buffering,
 // tile bases that are powers of two up to 8, an accumulator factor of 1, 2 or 4, wide write-back
 // and prefetch, each on or off at random. Opt-in: RandomProblem never calls it, so the problems

@@ -1,7 +1,7 @@
 // libFuzzer target: the schedule reader (src/io/schedule_io.h) on arbitrary bytes, then every
 // evaluator on what it accepts, against two fixed problems (the second with Layout ops): the
-// oracle (eval/oracle.h), the fast path cold and through a cost cache (eval/subgraph_cost.h)
-// and the incremental evaluator (eval/incremental.h). The fast ones must give the oracle's verdict, rule, failing subgraph and
+// oracle (eval/oracle.h), the fast path cold and through a cost cache (eval/cost/subgraph_cost.h)
+// and the incremental evaluator (eval/cost/incremental.h). The fast ones must give the oracle's verdict, rule, failing subgraph and
 // latencies (the property tests' comparison, here on inputs nobody generated on purpose).
 #include <algorithm>
 #include <cmath>
@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
-#include "eval/cost_cache.h"
-#include "eval/incremental.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/incremental.h"
 #include "eval/oracle.h"
-#include "eval/subgraph_cost.h"
+#include "eval/cost/subgraph_cost.h"
 #include "fuzz/fixed_problem.h"
 #include "fuzz/fuzz_checks.h"
 #include "src/io/problem_reader.h"

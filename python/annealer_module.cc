@@ -21,10 +21,10 @@
 #include <utility>
 #include <vector>
 
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 #include "eval/oracle.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 #include "src/io/config.h"
 #include "src/import/hardware_profile.h"
 #include "src/io/json_fields.h"

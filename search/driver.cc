@@ -14,11 +14,11 @@
 #include <tbb/info.h>
 #include <tbb/task_arena.h>
 
-#include "eval/bounds.h"
-#include "eval/cost_cache.h"
-#include "eval/incremental.h"
-#include "eval/pricing_stop.h"
-#include "eval/subgraph_cost.h"
+#include "eval/bound/bounds.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/incremental.h"
+#include "eval/cost/pricing_stop.h"
+#include "eval/cost/subgraph_cost.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/elite_pool.h"
@@ -335,7 +335,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     if (c.valid) pool.Offer(schedule, c.total, kind);
     return c;
   };
-  // Every task runs with the stop test installed for pricing (eval/pricing_stop.h): a pricing
+  // Every task runs with the stop test installed for pricing (eval/cost/pricing_stop.h): a pricing
   // that walks steps one by one polls it, and when it throws the search is over (`stopped`
   // stays true), so the task's half-done step is dropped; what it offered before stays.
   auto until_cancelled = [&](auto task) {

@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 
-#include "eval/bounds.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/bound/bounds.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 #include "search/exact/exact_result.h"
 #include "search/params.h"
 #include "search/repeats/repeat_result.h"

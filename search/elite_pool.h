@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/schedule.h"
+#include "eval/model/schedule.h"
 #include "search/params.h"
 
 namespace annealer {

@@ -5,12 +5,12 @@
 #include <numeric>
 #include <tuple>
 
-#include "eval/context_reuse.h"
-#include "eval/cost_cache.h"
-#include "eval/pricing_stop.h"
-#include "eval/subgraph_cost.h"
-#include "eval/subgraph_structure.h"
-#include "eval/traversal.h"
+#include "eval/cost/context_reuse.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/pricing_stop.h"
+#include "eval/cost/subgraph_cost.h"
+#include "eval/cost/subgraph_structure.h"
+#include "eval/model/traversal.h"
 
 namespace annealer {
 
@@ -344,7 +344,7 @@ std::vector<Elements> FineValuesBetween(Elements dim, Elements low, Elements hig
 }
 
 constexpr int64_t kMaxExplicitTraversalTiles = 2048;
-// Pricing may walk every step (eval/subgraph_cost.h falls back to that), so one candidate on a
+// Pricing may walk every step (eval/cost/subgraph_cost.h falls back to that), so one candidate on a
 // very fine grid can take longer than the whole search may; such grids never win (every tile
 // charges its full base cost); the winners on the bundled problems stay at or under 2^16 steps.
 constexpr int64_t kMaxStepsPerCandidate = int64_t{1} << 18;
@@ -358,7 +358,7 @@ struct Key {
 // FitSubgraph's per-thread memo of complete fits (see subgraph_tools.h): direct-mapped by the
 // hash of the key's words, each slot holding its whole key, so a hit is exact. A key is the
 // fit's flags and start, then the context: its ids (a context seen before) or its shape (the
-// same context in another copy of a repeated layer; eval/cost_cache.h).
+// same context in another copy of a repeated layer; eval/cost/cost_cache.h).
 struct FitAnswer {
   bool valid = false;  // false: no candidate tried was valid (FitSubgraph returns nullopt)
   Key key{};

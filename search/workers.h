@@ -16,9 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "eval/incremental.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/cost/incremental.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 #include "search/elite_pool.h"
 #include "search/moves/moves.h"
 #include "search/params.h"

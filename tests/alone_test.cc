@@ -9,7 +9,7 @@
 #include <stdexcept>
 
 #include "eval/bound/alone.h"
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/exact/exact.h"

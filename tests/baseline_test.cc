@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/cost_cache.h"
+#include "eval/cost/cost_cache.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/starts/baseline.h"

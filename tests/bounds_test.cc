@@ -1,4 +1,4 @@
-// The lower bound (eval/bounds.h) never exceeds the oracle latency of a valid schedule: random
+// The lower bound (eval/bound/bounds.h) never exceeds the oracle latency of a valid schedule: random
 // schedules on random DAGs (also with the capacity lowered to the schedule's own peak working
 // set, the tightest memory it still fits), every valid spec case, schedules found by a short
 // search on random and bundled problems, and suffixes of schedules for RemainingLowerBound.
@@ -17,7 +17,7 @@
 #include "eval/bound/analysis.h"
 #include "eval/bound/streaming.h"
 #include "eval/bound/tiles.h"
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/starts/baseline.h"

@@ -1,4 +1,4 @@
-// A real chip's rules (H1-H5, eval/chip_rules.h, docs/cost-model.md): hand-computed examples
+// A real chip's rules (H1-H5, eval/model/chip_rules.h, docs/cost-model.md): hand-computed examples
 // against the oracle; the fast path, the cache and the incremental evaluator against the oracle
 // on random problems with random rules; the lower bound below the oracle with rules on; the
 // problem file's extension object read back and its errors.
@@ -12,12 +12,12 @@
 #include <random>
 #include <string>
 
-#include "eval/bounds.h"
-#include "eval/cost_cache.h"
-#include "eval/incremental.h"
+#include "eval/bound/bounds.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/incremental.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
-#include "eval/subgraph_cost.h"
+#include "eval/cost/subgraph_cost.h"
 #include "search/starts/baseline.h"
 #include "search/driver.h"
 #include "search/exact/exact.h"

@@ -1,5 +1,5 @@
-// Pricing one context at many granularities within a ContextReuse scope (eval/context_reuse.h),
-// and step classes on tensors read through two templates (eval/subgraph_cost.h), against the
+// Pricing one context at many granularities within a ContextReuse scope (eval/cost/context_reuse.h),
+// and step classes on tensors read through two templates (eval/cost/subgraph_cost.h), against the
 // oracle.
 #include <doctest/doctest.h>
 
@@ -9,12 +9,12 @@
 #include <random>
 #include <string>
 
-#include "eval/context_reuse.h"
-#include "eval/cost_cache.h"
+#include "eval/cost/context_reuse.h"
+#include "eval/cost/cost_cache.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
-#include "eval/subgraph_cost.h"
-#include "eval/traversal.h"
+#include "eval/cost/subgraph_cost.h"
+#include "eval/model/traversal.h"
 #include "tests/subgraph_oracle_check.h"
 
 namespace annealer {

@@ -8,9 +8,9 @@
 #include <thread>
 #include <vector>
 
-#include "eval/cost_cache.h"
+#include "eval/cost/cost_cache.h"
 #include "eval/random_schedule.h"
-#include "eval/subgraph_cost.h"
+#include "eval/cost/subgraph_cost.h"
 
 namespace annealer {
 namespace {

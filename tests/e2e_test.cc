@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "src/io/config.h"
 #include "src/io/problem_reader.h"

@@ -10,11 +10,11 @@
 #include <random>
 #include <tuple>
 
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
-#include "eval/subgraph_structure.h"
-#include "eval/traversal.h"
+#include "eval/cost/subgraph_structure.h"
+#include "eval/model/traversal.h"
 #include "search/starts/baseline.h"
 #include "search/driver.h"
 #include "search/exact/exact.h"
@@ -191,7 +191,7 @@ TEST_CASE("exact solver: equal to a brute-force enumeration of its family on ran
     REQUIRE(check.ok());
     CHECK(Close(check.total, result.total));
     CHECK(Close(result.total, expected));
-    // The problem's lower bound (eval/bounds.h) holds for every schedule, so also for the
+    // The problem's lower bound (eval/bound/bounds.h) holds for every schedule, so also for the
     // family's optimum (with the solver's heuristic built from it, this also checks that).
     const Latency bound = ComputeLowerBound(problem).total();
     CHECK(bound <= expected * (1 + 1e-9));

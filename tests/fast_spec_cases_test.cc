@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "eval/cost_cache.h"
-#include "eval/incremental.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/incremental.h"
 #include "eval/oracle.h"
-#include "eval/subgraph_cost.h"
+#include "eval/cost/subgraph_cost.h"
 #include "src/io/json_fields.h"
 #include "src/io/problem_reader.h"
 #include "src/io/schedule_io.h"

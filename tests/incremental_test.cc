@@ -9,8 +9,8 @@
 #include <random>
 #include <string>
 
-#include "eval/cost_cache.h"
-#include "eval/incremental.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/incremental.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 

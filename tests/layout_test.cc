@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "eval/bounds.h"
-#include "eval/cost_cache.h"
-#include "eval/incremental.h"
+#include "eval/bound/bounds.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/incremental.h"
 #include "eval/oracle.h"
-#include "eval/subgraph_cost.h"
+#include "eval/cost/subgraph_cost.h"
 #include "search/starts/baseline.h"
 #include "src/import/hardware_profile.h"
 #include "tests/graph_builder.h"

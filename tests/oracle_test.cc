@@ -5,7 +5,7 @@
 #include <random>
 #include <string>
 
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/starts/baseline.h"

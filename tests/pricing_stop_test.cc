@@ -1,10 +1,10 @@
-// Cooperative cancellation of a step-by-step pricing (eval/pricing_stop.h).
+// Cooperative cancellation of a step-by-step pricing (eval/cost/pricing_stop.h).
 #include <doctest/doctest.h>
 
 #include <functional>
 
-#include "eval/pricing_stop.h"
-#include "eval/subgraph_cost.h"
+#include "eval/cost/pricing_stop.h"
+#include "eval/cost/subgraph_cost.h"
 
 namespace annealer {
 namespace {

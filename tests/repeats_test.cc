@@ -1,4 +1,4 @@
-// The repeated-block start (search/repeats/repeats.h) and sub-problem extraction (eval/subproblem.h).
+// The repeated-block start (search/repeats/repeats.h) and sub-problem extraction (eval/model/subproblem.h).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -8,8 +8,8 @@
 
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
-#include "eval/subgraph_cost.h"
-#include "eval/subproblem.h"
+#include "eval/cost/subgraph_cost.h"
+#include "eval/model/subproblem.h"
 #include "search/starts/baseline.h"
 #include "search/driver.h"
 #include "search/repeats/repeats.h"

@@ -364,7 +364,7 @@ TEST_CASE("report: the convergence chart draws the log") {
   const Problem problem = Bundled("mlsys-2026-1");
   const Schedule schedule = BuildBaseline(problem);
   const ScheduleSummary summary = SummarizeSchedule(problem, schedule);
-  // The log carries the problem's own lower bound (367,001.6 on -1, eval/bounds.h).
+  // The log carries the problem's own lower bound (367,001.6 on -1, eval/bound/bounds.h).
   const Latency bound = summary.bound.total();
   CHECK(Grouped(bound) == "367,001.6");
   const std::vector<RunLogEntry> log = {{0.01, 419430.4, "baseline", bound},

@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 #include "eval/random_schedule.h"
-#include "eval/schedule.h"
+#include "eval/model/schedule.h"
 #include "search/exact/exact.h"
 #include "search/starts/baseline.h"
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "eval/random_schedule.h"
-#include "eval/traversal.h"
+#include "eval/model/traversal.h"
 #include "search/subgraph_tools.h"
 #include "src/io/problem_reader.h"
 #include "tests/test_files.h"

@@ -10,12 +10,12 @@
 #include <functional>
 #include <string>
 
-#include "eval/cost_cache.h"
-#include "eval/incremental.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/incremental.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
-#include "eval/subgraph_cost.h"
-#include "eval/subgraph_structure.h"
+#include "eval/cost/subgraph_cost.h"
+#include "eval/cost/subgraph_structure.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/driver.h"

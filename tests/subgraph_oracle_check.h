@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "eval/oracle.h"
-#include "eval/subgraph_cost.h"
+#include "eval/cost/subgraph_cost.h"
 
 namespace annealer::testing {
 

@@ -1,4 +1,4 @@
-// The suffix check of RemainingLowerBound (the exact solver's A* heuristic, eval/bounds.h), shared
+// The suffix check of RemainingLowerBound (the exact solver's A* heuristic, eval/bound/bounds.h), shared
 // by the bound's property tests: after every prefix of a valid schedule, the ops not yet run are
 // bounded by the latency of the subgraphs left (the empty suffix included).
 #pragma once
@@ -7,10 +7,10 @@
 
 #include <vector>
 
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 #include "eval/oracle.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer::testing {
 

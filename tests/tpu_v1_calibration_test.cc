@@ -11,7 +11,7 @@
 #include <cmath>
 #include <string>
 
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "search/starts/baseline.h"
 #include "src/import/hardware_profile.h"

@@ -1,4 +1,4 @@
-// H6, the weight path beside the slow memory (eval/chip_rules.h, docs/cost-model.md): which
+// H6, the weight path beside the slow memory (eval/model/chip_rules.h, docs/cost-model.md): which
 // tensors travel it, hand-computed steps against the oracle; the fast path, EvaluateFast, the
 // cache and the incremental evaluator against the oracle on random problems with a random weight
 // path; the lower bound below the oracle on random valid schedules; the problem file and the
@@ -11,13 +11,13 @@
 #include <random>
 #include <string>
 
-#include "eval/bounds.h"
-#include "eval/cost_cache.h"
-#include "eval/incremental.h"
+#include "eval/bound/bounds.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/incremental.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
-#include "eval/subgraph_cost.h"
-#include "eval/subproblem.h"
+#include "eval/cost/subgraph_cost.h"
+#include "eval/model/subproblem.h"
 #include "search/starts/baseline.h"
 #include "search/exact/exact.h"
 #include "src/import/hardware_profile.h"

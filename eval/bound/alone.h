@@ -1,4 +1,4 @@
-// P21, a MatMul that sits alone, priced step by step (eval/bounds.h lists the parts,
+// P21, a MatMul that sits alone, priced step by step (eval/bound/bounds.h lists the parts,
 // docs/lower-bound.md, "A MatMul that sits alone (P21)", proves it).
 #pragma once
 

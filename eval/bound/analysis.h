@@ -1,6 +1,6 @@
-// What the lower bound's parts share (eval/bounds.h states the facts P1-P15 they rest on): the
+// What the lower bound's parts share (eval/bound/bounds.h states the facts P1-P15 they rest on): the
 // modes an op can be demanded in, the Analysis of which modes, edges and reaches the rules allow
-// each op, and the model the parts are built into. Internal to eval/bounds.cc and eval/bound/.
+// each op, and the model the parts are built into. Internal to eval/bound/bounds.cc and eval/bound/.
 #pragma once
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 
 namespace annealer::bound_internal {
 

@@ -1,4 +1,4 @@
-// P16, activations that cross islands (eval/bounds.h states the fact, docs/lower-bound.md,
+// P16, activations that cross islands (eval/bound/bounds.h states the fact, docs/lower-bound.md,
 // "Activations that cross islands (P16)", proves it).
 #pragma once
 

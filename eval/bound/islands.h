@@ -1,4 +1,4 @@
-// P12, the islands part of the lower bound (eval/bounds.h states the fact, docs/lower-bound.md
+// P12, the islands part of the lower bound (eval/bound/bounds.h states the fact, docs/lower-bound.md
 // proves it).
 #pragma once
 

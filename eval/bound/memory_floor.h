@@ -1,8 +1,8 @@
-// P17, the memory floor (eval/bounds.h states the fact, docs/lower-bound.md, "The memory floor
+// P17, the memory floor (eval/bound/bounds.h states the fact, docs/lower-bound.md, "The memory floor
 // (P17)", proves it).
 #pragma once
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 
 namespace annealer::bound_internal {
 

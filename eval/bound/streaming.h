@@ -1,4 +1,4 @@
-// P13-P15, the streaming part of the lower bound (eval/bounds.h states the facts,
+// P13-P15, the streaming part of the lower bound (eval/bound/bounds.h states the facts,
 // docs/lower-bound.md proves them).
 #pragma once
 

@@ -1,11 +1,11 @@
-// P18, the tile floor of the lower bound (eval/bounds.h states the fact, docs/lower-bound.md,
+// P18, the tile floor of the lower bound (eval/bound/bounds.h states the fact, docs/lower-bound.md,
 // "Tiles that the memory forces (P18)", proves it).
 #pragma once
 
 #include <vector>
 
 #include "eval/bound/streaming.h"
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 
 namespace annealer::bound_internal {
 

@@ -11,13 +11,13 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "eval/bounds.h"
-#include "eval/cost_cache.h"
+#include "eval/bound/bounds.h"
+#include "eval/cost/cost_cache.h"
 #include "eval/oracle.h"
-#include "eval/pricing_stop.h"
-#include "eval/subgraph_cost.h"
-#include "eval/subgraph_structure.h"
-#include "eval/traversal.h"
+#include "eval/cost/pricing_stop.h"
+#include "eval/cost/subgraph_cost.h"
+#include "eval/cost/subgraph_structure.h"
+#include "eval/model/traversal.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/subgraph_tools.h"
@@ -99,7 +99,7 @@ std::vector<Elements> DivisorsUpTo(Elements dim, Elements top) {
 
 // What the configuration space of a subgraph depends on: its tile grid's source (the sinks'
 // common output shape, spec G2) and the k-loop's reduction length K* with its MatMuls F (spec
-// G3). eval/subgraph_structure.h checks V1 (local), V2, V6, V5, V8, V12 and G3 before anything
+// G3). eval/cost/subgraph_structure.h checks V1 (local), V2, V6, V5, V8, V12 and G3 before anything
 // that depends on the granularity, so one analysis at [1, 1, 1] in raster order tells both the
 // grid facts and whether the op set can be valid at all: only V11 (w or h against K for a
 // Pointwise prologue) and H3 (a chip's tile base) can still fail there and pass at another

@@ -5,7 +5,7 @@
 //   order (the problem's);
 // - granularity: w divides the subgraph's output width, h its output height, k its reduction
 //   length K* (spec G3; k = 1 when it has no MatMul), all at most the native size n (V2);
-// - traversal: every named pattern of kAllTraversalPatterns (eval/traversal.h); on a grid of one
+// - traversal: every named pattern of kAllTraversalPatterns (eval/model/traversal.h); on a grid of one
 //   row or one column they are all raster, so only raster is priced there;
 // - retention: every retain set with which the schedule can be valid. Why that is every legal
 //   retain set that can matter: without recomputation a tensor t that subgraph S retains
@@ -30,7 +30,7 @@
 // subgraph. A transition appends a subgraph S: connected, all predecessors in D or S (hence
 // convex and its inputs available, V6/V7), containing every remaining reader of R; a retain
 // set Q as above; and the configuration (w, h, k, traversal) of least cost for (S, R, Q), priced
-// by CostSubgraph (eval/subgraph_cost.h, equal to the oracle) and memoized. Configurations are
+// by CostSubgraph (eval/cost/subgraph_cost.h, equal to the oracle) and memoized. Configurations are
 // tried in increasing tile count: each tile charges every op at least its base cost (spec
 // C1-C4), so tiles x sum(base) is a lower bound that ends the scan once it passes the best;
 // and every boundary input not retained in is loaded whole at least once and every sink not
@@ -53,9 +53,9 @@
 #include <string>
 #include <vector>
 
-#include "eval/bounds.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/bound/bounds.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 #include "search/exact/exact_result.h"
 
 namespace annealer {
@@ -63,7 +63,7 @@ namespace annealer {
 // A lower bound on the latency of executing exactly the ops marked in `ops` (indexed by op id),
 // whatever the context. Plugged in as the A* heuristic and the per-component bound; it MUST
 // never exceed the true cost (admissible), or optimality claims break. The default is the larger
-// of ComputeOpsBound and RemainingLowerBound (eval/bounds.h).
+// of ComputeOpsBound and RemainingLowerBound (eval/bound/bounds.h).
 using RemainingBound = std::function<Latency(const Problem&, const std::vector<char>& ops)>;
 
 // The default RemainingBound on a bound model of the problem (BuildBoundModel, or the one

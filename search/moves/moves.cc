@@ -6,7 +6,7 @@
 #include <span>
 #include <tuple>
 
-#include "eval/traversal.h"
+#include "eval/model/traversal.h"
 #include "search/moves/move_kit.h"
 
 namespace annealer {

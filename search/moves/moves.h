@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
-#include "eval/incremental.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/cost/incremental.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 #include "search/params.h"
 #include "search/subgraph_tools.h"
 

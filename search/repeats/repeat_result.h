@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 
 namespace annealer {
 

@@ -6,7 +6,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "eval/hash_mix.h"
+#include "eval/cost/hash_mix.h"
 
 namespace annealer {
 
@@ -383,7 +383,7 @@ RepeatPlan FindRepeatedBlocks(const Problem& problem, const RepeatOptions& optio
     int a = best_ranges[i].first;
     int b = best_ranges[i].second;
     Subproblem sub = ExtractSubproblem(problem, CanonicalOrder(problem, layout, a, b));
-    // Condition (a) of eval/subproblem.h; the last block exports nothing, so this ends.
+    // Condition (a) of eval/model/subproblem.h; the last block exports nothing, so this ends.
     while (!ExportsAreSinks(problem, sub)) {
       if (i + 1 == best_ranges.size()) throw std::logic_error("FindRepeatedBlocks: the last block exports a tensor");
       b = best_ranges[++i].second;
@@ -408,7 +408,7 @@ RepeatPlan FindRepeatedBlocks(const Problem& problem, const RepeatOptions& optio
   // Solving apart pays only when most of the graph repeats.
   if (plan.repeated_ops() * 2 < n) return {};
   // H6: a block must see each tensor on the path the whole graph sends it (condition (d) of
-  // eval/subproblem.h), else its schedule would be priced differently there.
+  // eval/model/subproblem.h), else its schedule would be priced differently there.
   for (const RepeatBlock& block : plan.blocks) {
     if (!SameWeightPaths(problem, block.sub)) return {};
   }

@@ -8,7 +8,7 @@
 //    weight-only ops are emitted just before the op that needs them, after the previous layer.
 // 2. The width of every cut of that order (tensors produced before it and consumed after it);
 //    the narrowest cuts (a few smallest widths are tried) cut the order into atomic segments.
-// 3. Each segment becomes a standalone problem (eval/subproblem.h) with its ops in a canonical
+// 3. Each segment becomes a standalone problem (eval/model/subproblem.h) with its ops in a canonical
 //    order (a DFS from the segment's sinks, ordered by a hash of their input cones), hashed.
 //    The run of a period P of equal hashes that covers the most ops gives R repeats of a block
 //    of P consecutive segments (P > 1 when a layer itself has narrow cuts: cutting it finer
@@ -21,7 +21,7 @@
 //    which tensors come from outside and which leave); the hash only proposes.
 // 5. A block some of whose exported tensors are also consumed inside it is merged with the next
 //    block: its standalone problem could keep such a tensor ephemeral where the graph needs it
-//    written (eval/subproblem.h, condition (a)).
+//    written (eval/model/subproblem.h, condition (a)).
 //
 // Composition (ComposeBlockSchedules): every block gets its class's schedule through its own id
 // maps, the blocks run in order, and nothing is retained across a block boundary. Then each
@@ -33,9 +33,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "eval/problem.h"
-#include "eval/schedule.h"
-#include "eval/subproblem.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
+#include "eval/model/subproblem.h"
 
 namespace annealer {
 

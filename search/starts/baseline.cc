@@ -7,9 +7,9 @@
 #include <string>
 #include <utility>
 
-#include "eval/cost_cache.h"
-#include "eval/subgraph_cost.h"
-#include "eval/traversal.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/subgraph_cost.h"
+#include "eval/model/traversal.h"
 
 namespace annealer {
 

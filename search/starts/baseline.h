@@ -2,8 +2,8 @@
 // lowest. What a kernel-by-kernel compiler produces, without and with activations kept on chip.
 #pragma once
 
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer {
 

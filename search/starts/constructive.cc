@@ -6,7 +6,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "eval/incremental.h"
+#include "eval/cost/incremental.h"
 #include "search/moves/moves.h"
 
 namespace annealer {

@@ -16,8 +16,8 @@
 
 #include <functional>
 
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

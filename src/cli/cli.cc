@@ -15,9 +15,9 @@
 
 #include <unistd.h>
 
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 #include "eval/oracle.h"
-#include "eval/subgraph_structure.h"
+#include "eval/cost/subgraph_structure.h"
 #include "search/subgraph_tools.h"
 #include "search/exact/exact.h"
 #include "search/params.h"

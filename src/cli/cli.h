@@ -28,7 +28,7 @@ int RunBaselineCommand(const std::vector<std::string>& args);
 int RunReportCommand(const std::vector<std::string>& args);
 
 // `annealer bound PROBLEM.json [--json]`; `args` are the words after "bound". Prints the lower
-// bound (eval/bounds.h), its parts and the forced-traffic terms on stdout.
+// bound (eval/bound/bounds.h), its parts and the forced-traffic terms on stdout.
 int RunBoundCommand(const std::vector<std::string>& args);
 
 // `annealer exact PROBLEM.json [-o OUT.json] [--time D] [--json]`; `args` are the words after

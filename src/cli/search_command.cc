@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "eval/bounds.h"
-#include "eval/subgraph_structure.h"
+#include "eval/bound/bounds.h"
+#include "eval/cost/subgraph_structure.h"
 #include "search/driver.h"
 #include "search/exact/exact_result.h"
 #include "search/repeats/repeat_result.h"

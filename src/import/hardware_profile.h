@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 
 namespace annealer {
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 #include "src/import/model_lowering.h"
 
 namespace annealer {

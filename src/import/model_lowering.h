@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 #include "src/import/onnx_graph.h"
 
 namespace annealer {

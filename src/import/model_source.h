@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 #include "src/import/hardware_profile.h"
 #include "src/import/model_lowering.h"
 

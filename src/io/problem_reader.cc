@@ -31,7 +31,7 @@ TensorId ReadTensorId(const JsonField& field, size_t num_tensors) {
   return static_cast<TensorId>(id);
 }
 
-// The optional extension object of a chip's rules (eval/chip_rules.h): every key optional,
+// The optional extension object of a chip's rules (eval/model/chip_rules.h): every key optional,
 // an unknown key or a bad value one line naming it.
 ChipRules ReadChipRules(const JsonField& object, Elements native, Elements capacity) {
   object.RequireObject();

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 #include "src/io/json_fields.h"
 
 namespace annealer {

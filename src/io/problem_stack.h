@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 
 namespace annealer {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 
 namespace annealer {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 
 namespace annealer {
 

@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 #include "src/io/json_fields.h"
 
 namespace annealer {

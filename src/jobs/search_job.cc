@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "eval/cost_cache.h"
+#include "eval/cost/cost_cache.h"
 #include "eval/oracle.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"

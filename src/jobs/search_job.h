@@ -14,9 +14,9 @@
 #include <utility>
 #include <vector>
 
-#include "eval/bounds.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/bound/bounds.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 #include "search/driver.h"
 #include "search/params.h"
 #include "src/io/run_log.h"
@@ -110,7 +110,7 @@ struct BaselineResult {
 BaselineResult BuildBaselineSchedule(const Problem& problem, BaselineKind kind, const std::string& name);
 
 // The best meets the lower bound (to the rounding of sums taken in another order): optimal,
-// with no family attached, since the bound holds for every valid schedule (eval/bounds.h).
+// with no family attached, since the bound holds for every valid schedule (eval/bound/bounds.h).
 bool MeetsLowerBound(const SearchJobResult& result);
 
 // The exact solver completed and the best is no worse than its proven optimum: optimal within

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 #include "src/report/report_labels.h"
 #include "src/io/run_log.h"
 #include "src/report/schedule_summary.h"

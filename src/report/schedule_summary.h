@@ -7,10 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 #include "eval/oracle.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer {
 

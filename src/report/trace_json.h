@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 #include "src/report/report_labels.h"
 #include "src/report/schedule_summary.h"
 

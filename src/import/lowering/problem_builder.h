@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 #include "src/import/lowering/values.h"
 #include "src/import/model_lowering.h"
 #include "src/import/onnx_graph.h"

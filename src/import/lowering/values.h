@@ -12,7 +12,7 @@
 #include <variant>
 #include <vector>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 #include "src/import/onnx_graph.h"
 
 namespace annealer::lowering {

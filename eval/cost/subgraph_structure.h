@@ -1,5 +1,5 @@
 // The rules a subgraph must obey on its own — spec V1 (local part), V2, V6, L1 (local part),
-// V5, V8, V12, G3, V3, V11, V10, H3 (the chip's tile base, eval/chip_rules.h), checked in that
+// V5, V8, V12, G3, V3, V11, V10, H3 (the chip's tile base, eval/model/chip_rules.h), checked in that
 // order — and the roles they reveal: sinks, the k-loop MatMuls F with their reduction length K*,
 // the epilogue ops, the tile grid. The oracle and the fast path both start here, so they report
 // the same first violation with the same words.
@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "eval/oracle.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer {
 
 // Within a scope on its thread, the granularity's checks (CheckGranularityRange,
-// AnalyseGranularity) and a pricing's memory failures (eval/subgraph_cost.h) give a violation its
+// AnalyseGranularity) and a pricing's memory failures (eval/cost/subgraph_cost.h) give a violation its
 // rule but no words (an empty detail): for callers that keep only whether a context is valid
 // or which rule it breaks (CostCache::LookupValid, NoGranularityFits), which spares building
 // the words of the many candidates a granularity fit tries that fail (V11 on most k-splits of

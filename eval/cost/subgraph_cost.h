@@ -23,20 +23,20 @@
 #include <vector>
 
 #include "eval/oracle.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer {
 
 // Equal to EvaluateSubgraphOracle(problem, subgraph, retained_in): verdict, violation (rule
 // and detail) and report (latency to rounding, every other field exactly).
 // Throws PricingCancelled when it walks steps one by one and the thread's stop test (see
-// eval/pricing_stop.h) says stop; never otherwise.
+// eval/cost/pricing_stop.h) says stop; never otherwise.
 SubgraphResult CostSubgraph(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in);
 
 // What CostSubgraph returns when the subgraph breaks a rule checked before any pricing
-// (AnalyseSubgraph, CheckRetainedIn in eval/subgraph_structure.h), else nullopt. Cheap: no
+// (AnalyseSubgraph, CheckRetainedIn in eval/cost/subgraph_structure.h), else nullopt. Cheap: no
 // templates, no steps.
 std::optional<SubgraphResult> StructuralFailure(const Problem& problem, const Subgraph& subgraph,
                                                 const std::vector<TensorId>& retained_in);

@@ -1,7 +1,7 @@
 // Cooperative cancellation of a long pricing.
 //
 // Most subgraphs are priced by step classes in time independent of their number of steps, but
-// the step-by-step fallback (eval/subgraph_cost.h) walks every step: on a fine grid one pricing
+// the step-by-step fallback (eval/cost/subgraph_cost.h) walks every step: on a fine grid one pricing
 // can outlast what is left of a search's time budget. A search thread installs its stop test
 // with ScopedPricingStop; the step walk polls it every few thousand steps and, when it answers
 // true, throws PricingCancelled. Nothing half-priced escapes: the exception leaves before any

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer {
 

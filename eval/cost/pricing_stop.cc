@@ -1,4 +1,4 @@
-#include "eval/pricing_stop.h"
+#include "eval/cost/pricing_stop.h"
 
 namespace annealer {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/chip_rules.h"
+#include "eval/model/chip_rules.h"
 
 namespace annealer {
 
@@ -45,7 +45,7 @@ struct Problem {
   Elements fast_memory_capacity = 0;
   double slow_memory_bandwidth = 0;  // elements per time unit
   Elements native = 128;             // native w, h and k (spec A.1.4)
-  // A real chip's rules (H1-H6, eval/chip_rules.h); all off for the contest. Not part of the
+  // A real chip's rules (H1-H6, eval/model/chip_rules.h); all off for the contest. Not part of the
   // contest format: a problem file carries them in an optional "chip_rules" object.
   ChipRules chip;
 

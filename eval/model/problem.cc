@@ -1,4 +1,4 @@
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 
 #include <functional>
 #include <queue>

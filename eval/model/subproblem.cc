@@ -1,4 +1,4 @@
-#include "eval/subproblem.h"
+#include "eval/model/subproblem.h"
 
 #include <stdexcept>
 #include <unordered_map>

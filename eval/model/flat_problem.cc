@@ -1,4 +1,4 @@
-#include "eval/flat_problem.h"
+#include "eval/model/flat_problem.h"
 
 #include <algorithm>
 

@@ -35,10 +35,10 @@
 #include <utility>
 #include <vector>
 
-#include "eval/flat_problem.h"
+#include "eval/model/flat_problem.h"
 #include "eval/oracle.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer {
 

@@ -24,7 +24,7 @@
 //   contexts (at most 12 op and tensor ids in all, sides below 2^21) keyed by their ids, packed
 //   into eight words and compared word by word; two-way sets, 2048 entries of 128 bytes (256 KB
 //   per thread), the older of a set's two entries replaced. Each entry also carries the
-//   subgraph's sequence facts (eval/flat_problem.h) for EvaluateFast. Ids cost nothing to key,
+//   subgraph's sequence facts (eval/model/flat_problem.h) for EvaluateFast. Ids cost nothing to key,
 //   but on a deep graph they seldom repeat.
 // - for a context the front table cannot key (an explicit traversal, more than 12 ids), a
 //   per-thread id table: its ids as words, valid and failing, each key kept whole in a ring of
@@ -42,7 +42,7 @@
 // Hits and misses are counted per thread in counter blocks the cache owns (each written by its
 // thread only, plain load + store) and summed by stats(): exact, and free of shared writes.
 //
-// The cache also holds the problem's flat DAG facts (eval/flat_problem.h), derived once on first
+// The cache also holds the problem's flat DAG facts (eval/model/flat_problem.h), derived once on first
 // use, for the sequence rules of EvaluateFast.
 #pragma once
 
@@ -53,10 +53,10 @@
 #include <mutex>
 #include <vector>
 
-#include "eval/flat_problem.h"
+#include "eval/model/flat_problem.h"
 #include "eval/oracle.h"
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer {
 
@@ -90,7 +90,7 @@ class CostCache {
   CostCache& operator=(const CostCache&) = delete;
 
   // The cost of `subgraph` after a subgraph that retained `retained_in`: from the cache when
-  // present, otherwise computed by CostSubgraph (eval/subgraph_cost.h) and stored.
+  // present, otherwise computed by CostSubgraph (eval/cost/subgraph_cost.h) and stored.
   // Equal to EvaluateSubgraphOracle(problem, subgraph, retained_in) in verdict, rule and report.
   SubgraphResult LookupOrCompute(const Problem& problem, const Subgraph& subgraph,
                                  const std::vector<TensorId>& retained_in);

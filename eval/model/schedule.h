@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "eval/problem.h"
+#include "eval/model/problem.h"
 
 namespace annealer {
 

@@ -1,6 +1,6 @@
 // The order of the checks below is part of the contract (see the header): both evaluators
 // report the first rule broken in this order.
-#include "eval/subgraph_structure.h"
+#include "eval/cost/subgraph_structure.h"
 
 #include <algorithm>
 #include <numeric>
@@ -272,7 +272,7 @@ std::optional<Violation> AnalyseGranularity(const Problem& problem, const Subgra
     }
   }
 
-  // H3: the chip's base tile sides (eval/chip_rules.h).
+  // H3: the chip's base tile sides (eval/model/chip_rules.h).
   if (problem.chip.aligned()) {
     const struct {
       SideAxis axis;

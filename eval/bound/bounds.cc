@@ -1,6 +1,6 @@
 // The facts P1..P17 and the coupling are stated in the header; comments here say which one a
 // block applies.
-#include "eval/bounds.h"
+#include "eval/bound/bounds.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,4 @@
-#include "eval/traversal.h"
+#include "eval/model/traversal.h"
 
 namespace annealer {
 

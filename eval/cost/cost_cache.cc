@@ -1,4 +1,4 @@
-#include "eval/cost_cache.h"
+#include "eval/cost/cost_cache.h"
 
 #include <algorithm>
 #include <array>
@@ -7,10 +7,10 @@
 #include <optional>
 #include <thread>
 
-#include "eval/context_reuse.h"
-#include "eval/hash_mix.h"
-#include "eval/subgraph_cost.h"
-#include "eval/subgraph_structure.h"
+#include "eval/cost/context_reuse.h"
+#include "eval/cost/hash_mix.h"
+#include "eval/cost/subgraph_cost.h"
+#include "eval/cost/subgraph_structure.h"
 
 namespace annealer {
 
@@ -242,7 +242,7 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
 }
 
 // BuildShapeKey, remembering the last context's words within a ContextReuse scope
-// (eval/context_reuse.h): a key's words depend on the granularity and the traversal only through
+// (eval/cost/context_reuse.h): a key's words depend on the granularity and the traversal only through
 // its header, which is rebuilt for each call.
 bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
                           const std::vector<TensorId>& retained_in, ShapeScratch& scratch,

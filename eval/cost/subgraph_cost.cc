@@ -1,11 +1,11 @@
 // See subgraph_cost.h for the method. The structural checks are the oracle's own
-// (eval/subgraph_structure.h), so both report the same first violation.
-#include "eval/subgraph_cost.h"
+// (eval/cost/subgraph_structure.h), so both report the same first violation.
+#include "eval/cost/subgraph_cost.h"
 
-#include "eval/context_reuse.h"
-#include "eval/cost_cache.h"
-#include "eval/pricing_stop.h"
-#include "eval/subgraph_structure.h"
+#include "eval/cost/context_reuse.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/pricing_stop.h"
+#include "eval/cost/subgraph_structure.h"
 
 #include <algorithm>
 #include <array>
@@ -130,7 +130,7 @@ struct PricerScratch {
   std::vector<Region> seen_regions;
   std::vector<double> seen_amounts;
 
-  // The last context analysed within a ContextReuse scope (eval/context_reuse.h): `structure`
+  // The last context analysed within a ContextReuse scope (eval/cost/context_reuse.h): `structure`
   // holds its granularity-free part when `generation` is the scope's, and the templates above
   // (with the step-independent terms below) are those of `retained_in` when `templates` is set.
   uint64_t generation = 0;
@@ -156,7 +156,7 @@ class SubgraphPricer {
       : problem_(problem), subgraph_(subgraph), retained_in_(retained_in) {}
 
   // Returns the failure, or nullopt when the subgraph is well formed and analysed. The checks
-  // are AnalyseSubgraph's in its parts (eval/subgraph_structure.h), so that the granularity-free
+  // are AnalyseSubgraph's in its parts (eval/cost/subgraph_structure.h), so that the granularity-free
   // part of a context priced just before in the same ContextReuse scope is not derived again.
   std::optional<SubgraphResult> Analyse() {
     PricerScratch& m = scratch_;

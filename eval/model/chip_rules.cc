@@ -1,4 +1,4 @@
-#include "eval/chip_rules.h"
+#include "eval/model/chip_rules.h"
 
 #include <algorithm>
 #include <cmath>

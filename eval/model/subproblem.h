@@ -18,8 +18,8 @@
 #include <span>
 #include <vector>
 
-#include "eval/problem.h"
-#include "eval/schedule.h"
+#include "eval/model/problem.h"
+#include "eval/model/schedule.h"
 
 namespace annealer {
 

@@ -8,7 +8,7 @@
 //   committed per-subgraph flags answer, otherwise the later subgraphs are re-checked with the
 //   writers of the new sequence;
 // - V1 coverage and V9 use per-op and per-tensor counters updated by the edit's ops and writes.
-#include "eval/incremental.h"
+#include "eval/cost/incremental.h"
 
 #include <algorithm>
 #include <climits>
@@ -18,8 +18,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "eval/cost_cache.h"
-#include "eval/subgraph_cost.h"
+#include "eval/cost/cost_cache.h"
+#include "eval/cost/subgraph_cost.h"
 
 namespace annealer {
 
