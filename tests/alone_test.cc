@@ -176,6 +176,67 @@ TEST_CASE("P21: with a chip's rules the floor is the oracle's least over the sha
   CHECK(restricted > 150);
 }
 
+// With prefetch of double-buffered staging (H5), a step's loads may hide in the previous step's
+// slack, so a lone MatMul can cost less than its steps' maxima: P21 stays off, and the bound stays
+// at or below every shape's schedule. Shows that the step-by-step price would be too high there.
+TEST_CASE("P21: off under prefetch of double-buffered staging") {
+  std::mt19937_64 rng(2125);
+  int below = 0, schedules = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const bool rhs_made = trial % 3 == 0;
+    Problem p = LoneProduct(rng, rhs_made, 0.0);
+    p.chip.double_staging = true;
+    p.chip.double_vector = trial % 2 == 0;
+    p.chip.prefetch = true;
+    const OpId x = static_cast<OpId>(p.ops.size() - 1);
+    const LowerBound bound = ComputeLowerBound(p);
+    const bound_internal::AloneFloor floor = bound_internal::LoneMatMulFloor(p, x, Weights(p));
+    CHECK_FALSE(floor.valid);
+    // The least over every shape and retention, as in the first test.
+    double least = std::numeric_limits<double>::infinity();
+    for (int lhs_kept = 0; lhs_kept <= 1; ++lhs_kept) {
+      for (int rhs_kept = 0; rhs_kept <= (rhs_made ? 1 - lhs_kept : 0); ++rhs_kept) {
+        double alone = std::numeric_limits<double>::infinity();
+        for (Elements w = 1; w <= 4; ++w) {
+          for (Elements h = 1; h <= 4; ++h) {
+            for (Elements k = 1; k <= 4; ++k) {
+              Schedule s;
+              const Subgraph make_a{{0}, Granularity{4, 4, 1}, std::nullopt,
+                                    lhs_kept ? std::vector<TensorId>{p.ops[0].output} : std::vector<TensorId>{}};
+              if (rhs_made) {
+                const Subgraph make_r{{1}, Granularity{4, 4, 1}, std::nullopt,
+                                      rhs_kept ? std::vector<TensorId>{p.ops[1].output} : std::vector<TensorId>{}};
+                s.subgraphs = rhs_kept ? std::vector<Subgraph>{make_a, make_r} : std::vector<Subgraph>{make_r, make_a};
+              } else {
+                s.subgraphs = {make_a};
+              }
+              s.subgraphs.push_back({{x}, Granularity{w, h, k}, std::nullopt, {}});
+              const Evaluation e = EvaluateOracle(p, s);
+              REQUIRE(e.ok());
+              CAPTURE(trial);
+              CHECK(bound.total() <= e.total * (1 + 1e-9));
+              alone = std::min(alone, e.subgraphs.back().latency);
+              ++schedules;
+            }
+          }
+        }
+        least = std::min(least, alone);
+      }
+    }
+    // What P21 would claim without its H5 check: the least step-by-step price over retentions.
+    double price = std::numeric_limits<double>::infinity();
+    for (int lhs_kept = 0; lhs_kept <= 1; ++lhs_kept) {
+      for (int rhs_kept = 0; rhs_kept <= (rhs_made ? 1 - lhs_kept : 0); ++rhs_kept) {
+        price = std::min(price, LoneMatMulLatency(p, x, Weights(p), lhs_kept, rhs_kept, false));
+      }
+    }
+    below += least < price * (1 - 1e-9) ? 1 : 0;
+  }
+  MESSAGE("P21 under prefetch: " << schedules << " schedules at or above the bound; " << below
+                                 << " products whose least is below the step-by-step price");
+  CHECK(below > 5);
+}
+
 // The hand case: P (X -> A, 4x8, base 10) and Y = A @ W (W 8x16 a weight, base 8, K = 8 > n = 4),
 // B = 1, Bw = 2. Alone, Y's best is to find A retained: one row tile, four column tiles of two
 // k-steps; step 0 computes 4 and loads a 4x4 slice of W (8), step 1 the same and writes its 4x4
