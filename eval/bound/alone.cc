@@ -35,8 +35,8 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
   // path (H6: a weight is a graph input, never retained, V8).
   const bool lhs_weight = two_paths && weights[op.inputs[0]];
   const bool rhs_weight = two_paths && weights[op.inputs[1]];
-  // H1-H4 as the oracle checks them at the first step of the first tile (whole rows and columns,
-  // a whole k: n_k >= 2), which every shape runs: H3's sides; the staging of the operand slices
+  // H1-H4 as the oracle checks them at the first k-step of tile 0 (whole rows and columns, a
+  // whole k: n_k >= 2), which every traversal visits: H3's sides; the staging of the operand slices
   // that are loaded (a retained one or a weight-path one counts in no role, R5, H6) and the
   // accumulator of the output tile, with H2's doubling and H4's factor. H4's wide write-back
   // widens the write of the output, x being the sink when it is written. A forbidden shape is no
