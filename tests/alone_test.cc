@@ -100,6 +100,144 @@ TEST_CASE("P21: a lone MatMul's floor is the oracle's least over every tile shap
   CHECK(compared > 100);
 }
 
+// Chip rules H1-H4 (and H5 without double-buffered staging) on the lone product: the floor
+// still equals the oracle's least over every w, h, k that the oracle accepts (H3's sides, the
+// staging of the loaded operand slices and the accumulator of the tile, doubled by H2, times H4's
+// factor, the write widened by H4). Capacities small enough to forbid shapes at native 4.
+TEST_CASE("P21: with a chip's rules the floor is the oracle's least over the shapes it accepts") {
+  std::mt19937_64 rng(2124);
+  int compared = 0, restricted = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const bool rhs_made = trial % 3 == 0;
+    Problem p = LoneProduct(rng, rhs_made, 0.0);
+    const auto pick = [&](std::initializer_list<Elements> values) {
+      return *(values.begin() + std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
+    };
+    ChipRules& rules = p.chip;
+    rules.staging_capacity = pick({0, 8, 12, 16, 20, 24, 32, 48});
+    rules.accumulator_capacity = pick({0, 4, 6, 8, 12, 16, 32});
+    rules.double_staging = pick({0, 1}) == 1;
+    rules.double_accumulator = pick({0, 1}) == 1;
+    rules.double_vector = pick({0, 1}) == 1;
+    rules.base_w = pick({1, 2, 4});
+    rules.base_h = pick({1, 2, 4});
+    rules.base_k = pick({1, 2, 4});
+    rules.accumulator_factor = pick({1, 2});
+    rules.wide_writeback = pick({0, 1}) == 1;
+    // H5 hides loads only of double-buffered roles: here the staging is not, so P21 applies.
+    rules.prefetch = !rules.double_staging && rules.double_vector && pick({0, 1}) == 1;
+    REQUIRE(CheckChipRules(rules, p.native, p.fast_memory_capacity).empty());
+    const OpId x = static_cast<OpId>(p.ops.size() - 1);
+    const std::vector<char> weights = Weights(p);
+    for (int lhs_kept = 0; lhs_kept <= 1; ++lhs_kept) {
+      for (int rhs_kept = 0; rhs_kept <= (rhs_made ? 1 : 0); ++rhs_kept) {
+        if (lhs_kept && rhs_kept) continue;  // one subgraph before cannot make both here
+        double least = std::numeric_limits<double>::infinity();
+        int rejected = 0;
+        for (Elements w = 1; w <= 4; ++w) {
+          for (Elements h = 1; h <= 4; ++h) {
+            for (Elements k = 1; k <= 4; ++k) {
+              Schedule s;
+              const Subgraph make_a{{0}, Granularity{4, 4, 1}, std::nullopt,
+                                    lhs_kept ? std::vector<TensorId>{p.ops[0].output} : std::vector<TensorId>{}};
+              if (rhs_made) {
+                const Subgraph make_r{{1}, Granularity{4, 4, 1}, std::nullopt,
+                                      rhs_kept ? std::vector<TensorId>{p.ops[1].output} : std::vector<TensorId>{}};
+                s.subgraphs = rhs_kept ? std::vector<Subgraph>{make_a, make_r} : std::vector<Subgraph>{make_r, make_a};
+              } else {
+                s.subgraphs = {make_a};
+              }
+              s.subgraphs.push_back({{x}, Granularity{w, h, k}, std::nullopt, {}});
+              const Evaluation e = EvaluateOracle(p, s);
+              if (!e.ok()) {
+                ++rejected;
+                continue;
+              }
+              least = std::min(least, e.subgraphs.back().latency);
+            }
+          }
+        }
+        CAPTURE(trial);
+        CAPTURE(lhs_kept);
+        CAPTURE(rhs_kept);
+        const double floor = LoneMatMulLatency(p, x, weights, lhs_kept, rhs_kept, false);
+        if (least == std::numeric_limits<double>::infinity()) {
+          CHECK(floor == 0);  // no shape: no claim
+          continue;
+        }
+        CHECK(floor == doctest::Approx(least));
+        ++compared;
+        restricted += rejected > 0 ? 1 : 0;
+      }
+    }
+  }
+  MESSAGE("P21 with chip rules: floors compared with the oracle's least: " << compared << ", " << restricted
+                                                                            << " with shapes the rules forbid");
+  CHECK(compared > 250);
+  CHECK(restricted > 150);
+}
+
+// With prefetch of double-buffered staging (H5), a step's loads may hide in the previous step's
+// slack, so a lone MatMul can cost less than its steps' maxima: P21 stays off, and the bound stays
+// at or below every shape's schedule. Shows that the step-by-step price would be too high there.
+TEST_CASE("P21: off under prefetch of double-buffered staging") {
+  std::mt19937_64 rng(2125);
+  int below = 0, schedules = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const bool rhs_made = trial % 3 == 0;
+    Problem p = LoneProduct(rng, rhs_made, 0.0);
+    p.chip.double_staging = true;
+    p.chip.double_vector = trial % 2 == 0;
+    p.chip.prefetch = true;
+    const OpId x = static_cast<OpId>(p.ops.size() - 1);
+    const LowerBound bound = ComputeLowerBound(p);
+    const bound_internal::AloneFloor floor = bound_internal::LoneMatMulFloor(p, x, Weights(p));
+    CHECK_FALSE(floor.valid);
+    // The least over every shape and retention, as in the first test.
+    double least = std::numeric_limits<double>::infinity();
+    for (int lhs_kept = 0; lhs_kept <= 1; ++lhs_kept) {
+      for (int rhs_kept = 0; rhs_kept <= (rhs_made ? 1 - lhs_kept : 0); ++rhs_kept) {
+        double alone = std::numeric_limits<double>::infinity();
+        for (Elements w = 1; w <= 4; ++w) {
+          for (Elements h = 1; h <= 4; ++h) {
+            for (Elements k = 1; k <= 4; ++k) {
+              Schedule s;
+              const Subgraph make_a{{0}, Granularity{4, 4, 1}, std::nullopt,
+                                    lhs_kept ? std::vector<TensorId>{p.ops[0].output} : std::vector<TensorId>{}};
+              if (rhs_made) {
+                const Subgraph make_r{{1}, Granularity{4, 4, 1}, std::nullopt,
+                                      rhs_kept ? std::vector<TensorId>{p.ops[1].output} : std::vector<TensorId>{}};
+                s.subgraphs = rhs_kept ? std::vector<Subgraph>{make_a, make_r} : std::vector<Subgraph>{make_r, make_a};
+              } else {
+                s.subgraphs = {make_a};
+              }
+              s.subgraphs.push_back({{x}, Granularity{w, h, k}, std::nullopt, {}});
+              const Evaluation e = EvaluateOracle(p, s);
+              REQUIRE(e.ok());
+              CAPTURE(trial);
+              CHECK(bound.total() <= e.total * (1 + 1e-9));
+              alone = std::min(alone, e.subgraphs.back().latency);
+              ++schedules;
+            }
+          }
+        }
+        least = std::min(least, alone);
+      }
+    }
+    // What P21 would claim without its H5 check: the least step-by-step price over retentions.
+    double price = std::numeric_limits<double>::infinity();
+    for (int lhs_kept = 0; lhs_kept <= 1; ++lhs_kept) {
+      for (int rhs_kept = 0; rhs_kept <= (rhs_made ? 1 - lhs_kept : 0); ++rhs_kept) {
+        price = std::min(price, LoneMatMulLatency(p, x, Weights(p), lhs_kept, rhs_kept, false));
+      }
+    }
+    below += least < price * (1 - 1e-9) ? 1 : 0;
+  }
+  MESSAGE("P21 under prefetch: " << schedules << " schedules at or above the bound; " << below
+                                 << " products whose least is below the step-by-step price");
+  CHECK(below > 5);
+}
+
 // The hand case: P (X -> A, 4x8, base 10) and Y = A @ W (W 8x16 a weight, base 8, K = 8 > n = 4),
 // B = 1, Bw = 2. Alone, Y's best is to find A retained: one row tile, four column tiles of two
 // k-steps; step 0 computes 4 and loads a 4x4 slice of W (8), step 1 the same and writes its 4x4

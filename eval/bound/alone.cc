@@ -35,6 +35,23 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
   // path (H6: a weight is a graph input, never retained, V8).
   const bool lhs_weight = two_paths && weights[op.inputs[0]];
   const bool rhs_weight = two_paths && weights[op.inputs[1]];
+  // H1-H4 as the oracle checks them at the first k-step of tile 0 (whole rows and columns, a
+  // whole k: n_k >= 2), which every traversal visits: H3's sides; the staging of the operand slices
+  // that are loaded (a retained one or a weight-path one counts in no role, R5, H6) and the
+  // accumulator of the output tile, with H2's doubling and H4's factor. H4's wide write-back
+  // widens the write of the output, x being the sink when it is written. A forbidden shape is no
+  // subgraph's, so the least over the others is still a floor.
+  const ChipRules& rules = problem.chip;
+  const bool lhs_staged = !lhs_retained && !lhs_weight, rhs_staged = !rhs_retained && !rhs_weight;
+  const auto roles_fit = [&](Elements hr, Elements wc, Elements k) {
+    RoleUse use;
+    use.staging = (lhs_staged ? hr * k : 0) + (rhs_staged ? k * wc : 0);
+    use.accumulator = hr * wc;
+    const RoleFootprints f = Footprints(rules, use);
+    return (rules.staging_capacity <= 0 || f.staging <= rules.staging_capacity) &&
+           (rules.accumulator_capacity <= 0 || f.accumulator <= rules.accumulator_capacity);
+  };
+  const Elements write_width = rules.wide_writeback ? rules.accumulator_factor : 1;
   // A step's compute (C2) and memory time (the slices it loads unless retained, M1 never reuses
   // one here; the last step also writes the tile unless the output is retained, M2).
   struct Terms {
@@ -50,7 +67,7 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
     };
     load(lhs_retained, lhs_weight, hr * k);
     load(rhs_retained, rhs_weight, k * wc);
-    if (last && !output_retained) other += static_cast<double>(hr * wc);
+    if (last && !output_retained) other += static_cast<double>(hr * wc * write_width);
     terms.memory = two_paths ? std::max(on_weight / weight_bandwidth, other / bandwidth) : (on_weight + other) / bandwidth;
     return terms;
   };
@@ -65,14 +82,16 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
   const auto path_time = [&](double on_weight, double other) {
     return two_paths ? std::max(on_weight / weight_bandwidth, other / bandwidth) : (on_weight + other) / bandwidth;
   };
-  const double written = output_retained ? 0.0 : static_cast<double>(rows * cols);
+  const double written = output_retained ? 0.0 : static_cast<double>(rows * cols * write_width);
   double least = std::numeric_limits<double>::infinity();
   for (Elements h = std::min(n, rows); h >= 1; --h) {
+    if (!SideAllowed(rules, SideAxis::kH, h, rows)) continue;
     const auto row_tiles = static_cast<double>(CeilDiv(rows, h));
     const double rhs_total = rhs_retained ? 0.0 : static_cast<double>(reduction * cols) * row_tiles;
     if (path_time(rhs_weight ? rhs_total : 0, rhs_weight ? 0 : rhs_total) >= least) continue;
     const Elements full_rows = rows / h, rest_rows = rows % h;
     for (Elements w = std::min(n, cols); w >= 1; --w) {
+      if (!SideAllowed(rules, SideAxis::kW, w, cols)) continue;
       const auto col_tiles = static_cast<double>(CeilDiv(cols, w));
       const double lhs_total = lhs_retained ? 0.0 : static_cast<double>(rows * reduction) * col_tiles;
       double on_weight = 0, other = written;
@@ -82,6 +101,7 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
       if (std::max(base * row_tiles * col_tiles + epilogue * native_tiles, path_time(on_weight, other)) >= least) continue;
       const Elements full_cols = cols / w, rest_cols = cols % w;
       for (Elements k = std::min(n, reduction); k >= 1; --k) {
+        if (!SideAllowed(rules, SideAxis::kK, k, reduction) || !roles_fit(h, w, k)) continue;
         const Elements steps = CeilDiv(reduction, k);
         const Elements k_last = reduction - (steps - 1) * k;
         // Up to four tile classes (full or clipped rows x columns): count, inner steps' sum, last step.
@@ -115,13 +135,19 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
       }
     }
   }
-  return least;
+  // No shape allowed: no schedule runs x at this retention; claim nothing rather than infinity.
+  return least == std::numeric_limits<double>::infinity() ? 0.0 : least;
 }
+
+// H5 lowers a step below its max only by the loads of slices whose every role is
+// double-buffered; x's operand slices play only the staging role (no epilogue op reads them:
+// it would feed x, a prologue), so without double-buffered staging every step pays its max.
+static bool PrefetchHides(const Problem& problem) { return problem.chip.prefetch && problem.chip.double_staging; }
 
 AloneFloor LoneMatMulFloor(const Problem& problem, OpId x, const std::vector<char>& weights) {
   AloneFloor floor;
   const Op& op = problem.ops[x];
-  if (!g_lone_matmul_floor || op.kind != OpKind::MatMul || problem.chip.prefetch) return floor;
+  if (!g_lone_matmul_floor || op.kind != OpKind::MatMul || PrefetchHides(problem)) return floor;
   if (problem.ReductionLength(x) <= problem.native || op.inputs[0] == op.inputs[1]) return floor;
   // A tensor small enough to retain, read or produced across islands: P16 counts its loads and
   // writes apart.
@@ -150,7 +176,7 @@ AloneFloor LoneMatMulFloor(const Problem& problem, OpId x, const std::vector<cha
 AloneFloor IslandFloor(const Problem& problem, const std::vector<OpId>& island, const std::vector<char>& weights) {
   if (island.size() == 1) return LoneMatMulFloor(problem, island[0], weights);
   AloneFloor floor;
-  if (!g_lone_matmul_floor || problem.chip.prefetch) return floor;
+  if (!g_lone_matmul_floor || PrefetchHides(problem)) return floor;
   // One MatMul x, the rest Pointwise ops whose every input is made inside the island (E).
   OpId x = kNoOp;
   double epilogue = 0;

@@ -17,9 +17,12 @@ namespace annealer::bound_internal {
 // and loads hr * k_j of the LHS and k_j * wc of the RHS unless that operand is retained (R2), and
 // the last step writes hr * wc unless the output is retained (M2, R3); it costs the max of its
 // compute and its memory time (T1; with H6 each path apart). So every such subgraph costs at
-// least the least of that sum over every w, h, k (each side up to n, k <= n; the fast memory,
-// H1-H4 and the FIFO only forbid shapes) and every retention of the operands and output that is
-// possible. Not for prefetch (H5 lowers a step below its max), nor for x = A @ A (one tensor in
+// least the least of that sum over every w, h, k (each side up to n, k <= n) that the chip's
+// rules allow (H3's sides; the staging of the loaded operand slices and the accumulator of the
+// tile at tile 0's first k-step (whole rows, columns and k; every traversal visits it), with H2's doubling and H4's factor; H4's wide write; the fast memory and
+// the FIFO only forbid more) and every retention of the operands and output that is possible.
+// Not under prefetch into double-buffered staging (H5 lowers a step below its max; x's operand
+// slices play only the staging role, so otherwise H5 hides none of them), nor for x = A @ A (one tensor in
 // both operands: D5 may merge them).
 struct AloneFloor {
   bool valid = false;
