@@ -1,12 +1,12 @@
 // The oracle follows docs/cost-model.md section by section; the comments cite the
 // rule each block implements. Checks run in a fixed order so that fast paths can report the
-// same first violation: per subgraph, the structural rules of eval/cost/subgraph_structure.h, then
+// same first violation: per subgraph, the structural rules of eval/model/subgraph_structure.h, then
 // W per step; then, for the sequence: V7 of that subgraph (L1 for a Layout op's input); after
 // the last subgraph V1 (coverage), V9. The structural rules are shared with the fast path; the
 // pricing (everything from the slice derivation on) is this file's own, step by step.
 #include "eval/oracle.h"
 
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 
 #include <algorithm>
 #include <atomic>
@@ -20,11 +20,6 @@
 #include <tuple>
 
 namespace annealer {
-
-std::string Violation::Message() const {
-  std::string where = subgraph >= 0 ? " in subgraph " + std::to_string(subgraph) : "";
-  return rule + where + ": " + detail;
-}
 
 namespace {
 
@@ -76,12 +71,6 @@ SubgraphResult Fail(Verdict verdict, std::string rule, std::string detail) {
 }
 
 std::string Str(int64_t v) { return std::to_string(v); }
-
-std::string ShortestNumber(double v) {
-  char buffer[32];
-  const auto end = std::to_chars(buffer, buffer + sizeof buffer, v).ptr;
-  return std::string(buffer, end);
-}
 
 class SubgraphOracle {
  public:
@@ -394,23 +383,6 @@ SubgraphResult EvaluateSubgraphOracleSteps(const Problem& problem, const Subgrap
                                            const std::vector<TensorId>& retained_in,
                                            const StepObserver& on_step) {
   return SubgraphOracle(problem, subgraph, retained_in, &on_step).Run();
-}
-
-std::vector<std::string> LatencyWarnings(const Schedule& schedule,
-                                         const std::vector<SubgraphReport>& computed) {
-  std::vector<std::string> warnings;
-  if (!schedule.reported_latencies) return warnings;
-  const auto& reported = *schedule.reported_latencies;
-  for (size_t i = 0; i < reported.size() && i < computed.size(); ++i) {
-    const double ours = computed[i].latency;
-    if (std::abs(reported[i] - ours) > 1e-6 * std::max(1.0, ours)) {
-      warnings.push_back("V13: reported latency of subgraph " + std::to_string(i) +
-                         " differs from the computed one (reported " +
-                         ShortestNumber(reported[i]) + ", computed " + ShortestNumber(ours) +
-                         ")");
-    }
-  }
-  return warnings;
 }
 
 namespace {

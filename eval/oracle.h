@@ -7,50 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "eval/model/evaluation.h"
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
 
 namespace annealer {
-
-enum class Verdict {
-  kValid,
-  kOutOfMemory,  // rule W / V4: a step's working set exceeds fast_memory_capacity
-  kInvalid,      // any other rule of spec A.3
-};
-
-// The first rule a schedule breaks. `rule` is the spec's id ("V1".."V13", "W", "G3", ...).
-struct Violation {
-  std::string rule;
-  int subgraph = -1;    // index in the schedule, -1 when the rule is about the whole schedule
-  std::string detail;   // names the step, tensor or op where it fails
-  std::string Message() const;  // one line: "V7 in subgraph 3: tensor 12 ..."
-};
-
-struct SubgraphReport {
-  Latency latency = 0;
-  Latency compute_time = 0;  // sum over steps of the compute term
-  Latency memory_time = 0;   // sum over steps of the memory term
-  Elements peak_working_set = 0;
-  int64_t tiles = 0;
-  int64_t k_steps = 0;  // per tile
-  bool operator==(const SubgraphReport&) const = default;
-};
-
-struct SubgraphResult {
-  Verdict verdict = Verdict::kValid;
-  Violation violation;  // meaningful when verdict != kValid (subgraph index left at -1)
-  SubgraphReport report;
-  bool ok() const { return verdict == Verdict::kValid; }
-};
-
-struct Evaluation {
-  Verdict verdict = Verdict::kValid;
-  Violation violation;
-  std::vector<SubgraphReport> subgraphs;
-  Latency total = 0;
-  std::vector<std::string> warnings;  // spec V13: reported latencies that differ from ours
-  bool ok() const { return verdict == Verdict::kValid; }
-};
 
 // Prices one subgraph in its context: `retained_in` is tensors_to_retain of the previous
 // subgraph (empty for the first). Checks every rule that depends on the subgraph alone and its
@@ -79,11 +40,6 @@ using StepObserver = std::function<void(const StepRecord&)>;
 SubgraphResult EvaluateSubgraphOracleSteps(const Problem& problem, const Subgraph& subgraph,
                                            const std::vector<TensorId>& retained_in,
                                            const StepObserver& on_step);
-
-// Spec V13: one warning per subgraph whose reported latency (if the schedule carries any)
-// differs from the computed one by more than 1e-6 relative.
-std::vector<std::string> LatencyWarnings(const Schedule& schedule,
-                                         const std::vector<SubgraphReport>& computed);
 
 // Evaluates a whole schedule: every subgraph via EvaluateSubgraphOracle, plus the rules about
 // the sequence (V1 coverage, V7 availability and L1 for Layout ops, V9 end state) and the V13

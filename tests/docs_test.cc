@@ -72,7 +72,7 @@ std::set<std::string> RuleIdsInCode() {
   static const std::regex cited(R"(\bspec ([A-Z](\.?[0-9]+)+))");
   std::set<std::string> ids;
   for (const char* dir : {"eval", "search", "src"}) {
-    for (const fs::directory_entry& entry : fs::directory_iterator(kRoot / dir)) {
+    for (const fs::directory_entry& entry : fs::recursive_directory_iterator(kRoot / dir)) {
       if (entry.path().extension() != ".cc") continue;
       for (const std::string& literal : StringLiterals(ReadFile(entry.path()))) {
         std::smatch match;

@@ -13,7 +13,7 @@
 #include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 #include "eval/model/traversal.h"
 #include "search/starts/baseline.h"
 #include "search/driver.h"

@@ -13,7 +13,7 @@
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "eval/cost/subgraph_cost.h"
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 #include "search/starts/baseline.h"
 #include "src/io/problem_reader.h"
 #include "tests/subgraph_oracle_check.h"
@@ -74,7 +74,7 @@ TEST_CASE("fast subgraph cost equals the oracle on random DAGs and schedules") {
 }
 
 TEST_CASE("without a violation's words, pricing and the structural checks give the same verdict, rule and report") {
-  // ViolationWordsOff (eval/cost/subgraph_structure.h) only leaves the words out: CostSubgraph and
+  // ViolationWordsOff (eval/model/subgraph_structure.h) only leaves the words out: CostSubgraph and
   // StructuralFailure inside a scope against outside one, on random contexts with invalid
   // granularities and traversals among them; after the scope the words are back.
   int compared = 0, without_words = 0, invalid = 0;

@@ -15,7 +15,7 @@
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "eval/cost/subgraph_cost.h"
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/driver.h"

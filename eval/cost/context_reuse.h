@@ -4,7 +4,7 @@
 // A context is a problem, an op list, a retain set and a retained-in set. Granularity fitting
 // (search/subgraph_tools.h) prices one context at ~20 granularities and traversals in a row;
 // within a ContextReuse scope on its thread, CostSubgraph keeps the structure (the checks and
-// roles of eval/cost/subgraph_structure.h that do not read the granularity) and the slice and charge
+// roles of eval/model/subgraph_structure.h that do not read the granularity) and the slice and charge
 // templates of the last context it analysed, and the cost cache keeps the last shape key's words
 // but for the granularity and traversal. A call for another context derives everything anew and
 // is remembered instead. Each reuse compares the whole context (ops, retain and retained-in sets,

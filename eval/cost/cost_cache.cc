@@ -10,7 +10,7 @@
 #include "eval/cost/context_reuse.h"
 #include "eval/cost/hash_mix.h"
 #include "eval/cost/subgraph_cost.h"
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 
 namespace annealer {
 

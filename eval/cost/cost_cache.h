@@ -54,7 +54,7 @@
 #include <vector>
 
 #include "eval/model/flat_problem.h"
-#include "eval/oracle.h"
+#include "eval/model/evaluation.h"
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
 

@@ -20,6 +20,7 @@
 
 #include "eval/cost/cost_cache.h"
 #include "eval/cost/subgraph_cost.h"
+#include "eval/oracle.h"
 
 namespace annealer {
 

@@ -1,11 +1,11 @@
 // See subgraph_cost.h for the method. The structural checks are the oracle's own
-// (eval/cost/subgraph_structure.h), so both report the same first violation.
+// (eval/model/subgraph_structure.h), so both report the same first violation.
 #include "eval/cost/subgraph_cost.h"
 
 #include "eval/cost/context_reuse.h"
 #include "eval/cost/cost_cache.h"
 #include "eval/cost/pricing_stop.h"
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 
 #include <algorithm>
 #include <array>
@@ -156,7 +156,7 @@ class SubgraphPricer {
       : problem_(problem), subgraph_(subgraph), retained_in_(retained_in) {}
 
   // Returns the failure, or nullopt when the subgraph is well formed and analysed. The checks
-  // are AnalyseSubgraph's in its parts (eval/cost/subgraph_structure.h), so that the granularity-free
+  // are AnalyseSubgraph's in its parts (eval/model/subgraph_structure.h), so that the granularity-free
   // part of a context priced just before in the same ContextReuse scope is not derived again.
   std::optional<SubgraphResult> Analyse() {
     PricerScratch& m = scratch_;

@@ -22,7 +22,7 @@
 #include <optional>
 #include <vector>
 
-#include "eval/oracle.h"
+#include "eval/model/evaluation.h"
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
 
@@ -36,7 +36,7 @@ SubgraphResult CostSubgraph(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in);
 
 // What CostSubgraph returns when the subgraph breaks a rule checked before any pricing
-// (AnalyseSubgraph, CheckRetainedIn in eval/cost/subgraph_structure.h), else nullopt. Cheap: no
+// (AnalyseSubgraph, CheckRetainedIn in eval/model/subgraph_structure.h), else nullopt. Cheap: no
 // templates, no steps.
 std::optional<SubgraphResult> StructuralFailure(const Problem& problem, const Subgraph& subgraph,
                                                 const std::vector<TensorId>& retained_in);

@@ -1,6 +1,6 @@
 // The order of the checks below is part of the contract (see the header): both evaluators
 // report the first rule broken in this order.
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 
 #include <algorithm>
 #include <numeric>

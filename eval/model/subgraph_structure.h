@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/oracle.h"
+#include "eval/model/evaluation.h"
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
 
