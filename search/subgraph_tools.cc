@@ -9,7 +9,7 @@
 #include "eval/cost/cost_cache.h"
 #include "eval/cost/pricing_stop.h"
 #include "eval/cost/subgraph_cost.h"
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 #include "eval/model/traversal.h"
 
 namespace annealer {

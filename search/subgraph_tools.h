@@ -150,7 +150,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
                                      bool partial_edge_tiles = false);
 
 // True when no granularity or traversal gives the context a valid subgraph, by the structural
-// rules alone (eval/cost/subgraph_structure.h, no pricing): a rule that does not depend on them
+// rules alone (eval/model/subgraph_structure.h, no pricing): a rule that does not depend on them
 // fails (V1, V5, V6, V8, V12, G3, L1), or V11 fails at the largest sides and k a fit tries
 // (w = h = native, k = min(native, the least reduction length)), below which it keeps failing
 // (it asks w >= K or h >= K of a MatMul split in k, k < K). FitSubgraph asks it when its first

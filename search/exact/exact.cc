@@ -16,7 +16,7 @@
 #include "eval/oracle.h"
 #include "eval/cost/pricing_stop.h"
 #include "eval/cost/subgraph_cost.h"
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 #include "eval/model/traversal.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
@@ -99,7 +99,7 @@ std::vector<Elements> DivisorsUpTo(Elements dim, Elements top) {
 
 // What the configuration space of a subgraph depends on: its tile grid's source (the sinks'
 // common output shape, spec G2) and the k-loop's reduction length K* with its MatMuls F (spec
-// G3). eval/cost/subgraph_structure.h checks V1 (local), V2, V6, V5, V8, V12 and G3 before anything
+// G3). eval/model/subgraph_structure.h checks V1 (local), V2, V6, V5, V8, V12 and G3 before anything
 // that depends on the granularity, so one analysis at [1, 1, 1] in raster order tells both the
 // grid facts and whether the op set can be valid at all: only V11 (w or h against K for a
 // Pointwise prologue) and H3 (a chip's tile base) can still fail there and pass at another

@@ -17,7 +17,7 @@
 
 #include "eval/bound/bounds.h"
 #include "eval/oracle.h"
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 #include "search/subgraph_tools.h"
 #include "search/exact/exact.h"
 #include "search/params.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "eval/bound/bounds.h"
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 #include "search/driver.h"
 #include "search/exact/exact_result.h"
 #include "search/repeats/repeat_result.h"

@@ -7,7 +7,7 @@
 #include <set>
 #include <utility>
 
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 #include "src/report/dag_layout.h"
 #include "src/io/text_format.h"
 

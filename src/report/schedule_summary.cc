@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "eval/cost/subgraph_structure.h"
+#include "eval/model/subgraph_structure.h"
 #include "src/io/text_format.h"
 
 namespace annealer {
