@@ -55,6 +55,23 @@ Problem LoneProduct(std::mt19937_64& rng, bool rhs_made, double weight_bandwidth
   return p;
 }
 
+// LoneProduct's schedule with the product alone at `g`: its operands made before it, at native
+// tiles, the one kept for it (if any) made last and retained into it.
+Schedule LoneProductSchedule(const Problem& p, OpId x, bool rhs_made, bool lhs_kept, bool rhs_kept, Granularity g) {
+  Schedule s;
+  const Subgraph make_a{{0}, Granularity{4, 4, 1}, std::nullopt,
+                        lhs_kept ? std::vector<TensorId>{p.ops[0].output} : std::vector<TensorId>{}};
+  if (rhs_made) {
+    const Subgraph make_r{{1}, Granularity{4, 4, 1}, std::nullopt,
+                          rhs_kept ? std::vector<TensorId>{p.ops[1].output} : std::vector<TensorId>{}};
+    s.subgraphs = rhs_kept ? std::vector<Subgraph>{make_a, make_r} : std::vector<Subgraph>{make_r, make_a};
+  } else {
+    s.subgraphs = {make_a};
+  }
+  s.subgraphs.push_back({{x}, g, std::nullopt, {}});
+  return s;
+}
+
 TEST_CASE("P21: a lone MatMul's floor is the oracle's least over every tile shape and retention") {
   std::mt19937_64 rng(2121);
   int compared = 0;
@@ -72,17 +89,7 @@ TEST_CASE("P21: a lone MatMul's floor is the oracle's least over every tile shap
             for (Elements k = 1; k <= 4; ++k) {
               if (lhs_kept && rhs_kept) continue;  // one subgraph before cannot make both here
               // The op whose output is retained runs just before the MatMul.
-              Schedule s;
-              const Subgraph make_a{{0}, Granularity{4, 4, 1}, std::nullopt,
-                                    lhs_kept ? std::vector<TensorId>{p.ops[0].output} : std::vector<TensorId>{}};
-              if (rhs_made) {
-                const Subgraph make_r{{1}, Granularity{4, 4, 1}, std::nullopt,
-                                      rhs_kept ? std::vector<TensorId>{p.ops[1].output} : std::vector<TensorId>{}};
-                s.subgraphs = rhs_kept ? std::vector<Subgraph>{make_a, make_r} : std::vector<Subgraph>{make_r, make_a};
-              } else {
-                s.subgraphs = {make_a};
-              }
-              s.subgraphs.push_back({{x}, Granularity{w, h, k}, std::nullopt, {}});
+              const Schedule s = LoneProductSchedule(p, x, rhs_made, lhs_kept, rhs_kept, {w, h, k});
               const Evaluation e = EvaluateOracle(p, s);
               REQUIRE(e.ok());
               least = std::min(least, e.subgraphs.back().latency);
@@ -137,17 +144,7 @@ TEST_CASE("P21: with a chip's rules the floor is the oracle's least over the sha
         for (Elements w = 1; w <= 4; ++w) {
           for (Elements h = 1; h <= 4; ++h) {
             for (Elements k = 1; k <= 4; ++k) {
-              Schedule s;
-              const Subgraph make_a{{0}, Granularity{4, 4, 1}, std::nullopt,
-                                    lhs_kept ? std::vector<TensorId>{p.ops[0].output} : std::vector<TensorId>{}};
-              if (rhs_made) {
-                const Subgraph make_r{{1}, Granularity{4, 4, 1}, std::nullopt,
-                                      rhs_kept ? std::vector<TensorId>{p.ops[1].output} : std::vector<TensorId>{}};
-                s.subgraphs = rhs_kept ? std::vector<Subgraph>{make_a, make_r} : std::vector<Subgraph>{make_r, make_a};
-              } else {
-                s.subgraphs = {make_a};
-              }
-              s.subgraphs.push_back({{x}, Granularity{w, h, k}, std::nullopt, {}});
+              const Schedule s = LoneProductSchedule(p, x, rhs_made, lhs_kept, rhs_kept, {w, h, k});
               const Evaluation e = EvaluateOracle(p, s);
               if (!e.ok()) {
                 ++rejected;
@@ -201,17 +198,7 @@ TEST_CASE("P21: off under prefetch of double-buffered staging") {
         for (Elements w = 1; w <= 4; ++w) {
           for (Elements h = 1; h <= 4; ++h) {
             for (Elements k = 1; k <= 4; ++k) {
-              Schedule s;
-              const Subgraph make_a{{0}, Granularity{4, 4, 1}, std::nullopt,
-                                    lhs_kept ? std::vector<TensorId>{p.ops[0].output} : std::vector<TensorId>{}};
-              if (rhs_made) {
-                const Subgraph make_r{{1}, Granularity{4, 4, 1}, std::nullopt,
-                                      rhs_kept ? std::vector<TensorId>{p.ops[1].output} : std::vector<TensorId>{}};
-                s.subgraphs = rhs_kept ? std::vector<Subgraph>{make_a, make_r} : std::vector<Subgraph>{make_r, make_a};
-              } else {
-                s.subgraphs = {make_a};
-              }
-              s.subgraphs.push_back({{x}, Granularity{w, h, k}, std::nullopt, {}});
+              const Schedule s = LoneProductSchedule(p, x, rhs_made, lhs_kept, rhs_kept, {w, h, k});
               const Evaluation e = EvaluateOracle(p, s);
               REQUIRE(e.ok());
               CAPTURE(trial);

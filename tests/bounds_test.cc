@@ -26,6 +26,7 @@
 #include "search/params.h"
 #include "src/io/problem_reader.h"
 #include "tests/problem_maker.h"
+#include "tests/sample_schedules.h"
 #include "tests/suffix_bounds.h"
 #include "tests/test_files.h"
 #include "src/io/schedule_io.h"
@@ -244,19 +245,9 @@ std::vector<Schedule> RealRatioSchedules(const Problem& problem, std::mt19937_64
                                          int search_every, int exact_every) {
   std::vector<Schedule> schedules;
   for (int s = 0; s < randoms; ++s) schedules.push_back(RandomSchedule(problem, rng, options(s)));
-  try {
-    schedules.push_back(BuildBaseline(problem));
-    schedules.push_back(BuildResidentBaseline(problem));
-  } catch (const std::runtime_error&) {
-  }
+  testing::AppendBaselines(problem, schedules);
   if (trial % search_every == 0) schedules.push_back(ShortSearch(problem, 1 + trial, 2).best);
-  if (exact_every > 0 && trial % exact_every == 0) {
-    ExactOptions exact;
-    exact.max_states = 3000;
-    exact.max_subgraph_ops = 8;
-    const ExactResult result = SolveExact(problem, exact);
-    if (result.best) schedules.push_back(*result.best);
-  }
+  if (exact_every > 0 && trial % exact_every == 0) testing::AppendExactBest(problem, schedules);
   return schedules;
 }
 

@@ -16,6 +16,25 @@
 
 namespace annealer::testing {
 
+// Both layer-by-layer baselines, where they exist (an op alone may not fit).
+inline void AppendBaselines(const Problem& problem, std::vector<Schedule>& schedules) {
+  try {
+    schedules.push_back(BuildBaseline(problem));
+    schedules.push_back(BuildResidentBaseline(problem));
+  } catch (const std::runtime_error&) {
+    // No baseline for this problem: the other schedules stand.
+  }
+}
+
+// The exact solver's best within 3,000 states and subgraphs of at most 8 ops, when it has one.
+inline void AppendExactBest(const Problem& problem, std::vector<Schedule>& schedules) {
+  ExactOptions exact;
+  exact.max_states = 3000;
+  exact.max_subgraph_ops = 8;
+  const ExactResult result = SolveExact(problem, exact);
+  if (result.best) schedules.push_back(*result.best);
+}
+
 inline std::vector<Schedule> SampleSchedules(const Problem& problem, std::mt19937_64& rng, bool with_exact) {
   std::vector<Schedule> schedules;
   for (int s = 0; s < 6; ++s) {
@@ -27,19 +46,8 @@ inline std::vector<Schedule> SampleSchedules(const Problem& problem, std::mt1993
     options.max_steps = 400;
     schedules.push_back(RandomSchedule(problem, rng, options));
   }
-  try {
-    schedules.push_back(BuildBaseline(problem));
-    schedules.push_back(BuildResidentBaseline(problem));
-  } catch (const std::runtime_error&) {
-    // No baseline for this problem (an op alone does not fit): the random ones stand.
-  }
-  if (with_exact) {
-    ExactOptions exact;
-    exact.max_states = 3000;
-    exact.max_subgraph_ops = 8;
-    const ExactResult result = SolveExact(problem, exact);
-    if (result.best) schedules.push_back(*result.best);
-  }
+  AppendBaselines(problem, schedules);
+  if (with_exact) AppendExactBest(problem, schedules);
   return schedules;
 }
 
