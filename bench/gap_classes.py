@@ -16,19 +16,13 @@ MatMuls) with the largest unhidden memory follow each row.
 """
 import argparse
 import collections
-import json
-import subprocess
 
-
-def ceil_div(a, b):
-    return -(-a // b)
+from gap_common import ceil_div, load_json, run_json, run_main
 
 
 def analyse(annealer, problem_path, schedule_path, top):
-    p = json.load(open(problem_path))
-    out = subprocess.run([annealer, "evaluate", problem_path, schedule_path, "--json"],
-                         capture_output=True, text=True, check=True).stdout
-    e = json.loads(out)
+    p = load_json(problem_path)
+    e = run_json([annealer, "evaluate", problem_path, schedule_path, "--json"])
     n = p["native_granularity"][0]
     rules = p.get("chip_rules") or {}
     producer = {t: o for o, outs in enumerate(p["outputs"]) for t in outs}
@@ -96,4 +90,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

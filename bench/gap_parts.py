@@ -14,20 +14,12 @@ K > n, P5, and its output when that is a graph output; c: base x native tiles) -
 would add if no op could borrow another's compute -- and P14's valid share of it.
 """
 import argparse
-import json
-import subprocess
 
-
-def ceil_div(a, b):
-    return -(-a // b)
-
-
-def run_json(cmd):
-    return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+from gap_common import ceil_div, load_json, run_json, run_main
 
 
 def row(annealer, before, problem_path, schedule_path):
-    p = json.load(open(problem_path))
+    p = load_json(problem_path)
     e = run_json([annealer, "evaluate", problem_path, schedule_path, "--json"])
     new = run_json([annealer, "bound", problem_path, "--json"])
     old = run_json([before, "bound", problem_path, "--json"]) if before else None
@@ -94,4 +86,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -15,15 +15,12 @@ adds (sum of L_S - max(C_S, W_S, O_S): no part of the bound claims it), next to 
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
+from gap_common import load_json, run_json, run_main
+
 HUGE = 1e15
-
-
-def run_json(cmd):
-    return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
 
 def evaluate(annealer, problem, schedule_path):
@@ -37,7 +34,7 @@ def evaluate(annealer, problem, schedule_path):
 
 
 def parts(annealer, problem_path, schedule_path):
-    p = json.load(open(problem_path))
+    p = load_json(problem_path)
     if not p.get("chip_rules", {}).get("weight_bandwidth"):
         sys.exit(f"gap_paths.py: {problem_path}: chip_rules.weight_bandwidth: no weight path (H6), nothing to split")
     e = run_json([annealer, "evaluate", problem_path, schedule_path, "--json"])
@@ -87,4 +84,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)
