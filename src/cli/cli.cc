@@ -324,13 +324,13 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21))\n";
   out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
          std::to_string(bound.streaming_ops) +
-         " MatMuls that no other op's compute can hide + reloads of ops that sit alone, P14-P15)\n";
+         " MatMuls that no other op's compute can hide, streamed activations + reloads of ops that sit alone, P14-P15, P19)\n";
   out += "  crossing   " + Readable(bound.crossing) +
          "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16)\n";
   out += "  memory     " + Readable(bound.memory_floor) +
          "  (graph I/O + Layout inputs written + reloads of sinks that sit alone, P17)\n";
   out += "  tiles      " + Readable(bound.tiles) +
-         "  (per op at the tiles the fast memory allows: MatMul base per tile, operands reloaded, P18)\n\n";
+         "  (per op at the tiles the fast memory allows: MatMul base per tile, operands reloaded, upstream weights streamed per tile, P18, P22)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
