@@ -117,9 +117,8 @@ TEST_CASE("P21: with a chip's rules the floor is the oracle's least over the sha
   for (int trial = 0; trial < 200; ++trial) {
     const bool rhs_made = trial % 3 == 0;
     Problem p = LoneProduct(rng, rhs_made, 0.0);
-    const auto pick = [&](std::initializer_list<Elements> values) {
-      return *(values.begin() + std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng));
-    };
+    testing::ProblemMaker draw{rng};
+    const auto pick = [&](const std::vector<Elements>& values) { return draw.Pick(values); };
     ChipRules& rules = p.chip;
     rules.staging_capacity = pick({0, 8, 12, 16, 20, 24, 32, 48});
     rules.accumulator_capacity = pick({0, 4, 6, 8, 12, 16, 32});
