@@ -16,6 +16,7 @@
 
 #include "eval/bound/analysis.h"
 #include "eval/bound/streaming.h"
+#include "eval/bound/sums.h"
 #include "eval/bound/tiles.h"
 #include "eval/bound/bounds.h"
 #include "eval/oracle.h"
@@ -1647,6 +1648,152 @@ TEST_CASE("bound: P18 with a chip's rules never above the oracle") {
   CHECK(valid > 1000);
   CHECK(raised > 100);
   CHECK(decided > 50);
+}
+
+// P23's pattern: MatMuls x_i = A @ W_i (1 to 6, reductions half, one or two native; W_i a weight
+// of its own, sometimes shared by two or made by a Pointwise op; A a graph input or made by a
+// Pointwise op) summed by a Pointwise op s, sometimes with a residual input or an activation of
+// x_0 (then x_0's output has two readers); s's output a graph output, through a Pointwise op, or
+// the LHS of a MatMul with K above native (s can only be T) or at most native (s may be an
+// upstream strip producer, where P23 claims nothing); memories of 1.5 to 4 native tiles, so that
+// the x_i's outputs are too large to retain in most problems.
+Problem SumNets(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = make.Pick({4, 8});
+  const Elements n = problem.native;
+  const Elements rows = n * make.Pick({1, 2, 3, 3}) + make.Pick({0, 0, 1, 3});
+  const Elements cols = make.Pick({n / 2, n, 2 * n, 2 * n});
+  const Elements k = make.Pick({n / 2, n, n, 2 * n});
+  const double mm = make.PickReal({0.2, 2, 10, 40, 40}), pw = make.PickReal({0, 1, 5});
+  TensorId a = make.Tensor(rows, k);
+  if (make.Coin(3)) a = make.Op(OpKind::Pointwise, {a}, rows, k, pw);
+  const int m = static_cast<int>(make.Pick({1, 2, 3, 4, 5, 6}));
+  std::vector<TensorId> parts;
+  TensorId shared = -1;
+  for (int i = 0; i < m; ++i) {
+    TensorId w = make.Tensor(k, cols);
+    if (make.Coin(8)) w = make.Op(OpKind::Pointwise, {w}, k, cols, pw);
+    if (i > 0 && make.Coin(6)) w = shared;
+    shared = w;
+    parts.push_back(make.Op(OpKind::MatMul, {a, w}, rows, cols, mm));
+  }
+  if (make.Coin(3)) parts.push_back(make.Tensor(rows, cols));
+  if (make.Coin(4)) parts.push_back(make.Op(OpKind::Pointwise, {parts[0]}, rows, cols, pw));
+  TensorId z = make.Op(OpKind::Pointwise, parts, rows, cols, pw);
+  const int after = static_cast<int>(make.Pick({0, 1, 2, 2, 3}));
+  if (after == 1 || after == 3) z = make.Op(OpKind::Pointwise, {z}, rows, cols, pw);
+  if (after >= 2) {
+    const Elements width = make.Pick({n / 2, n});
+    make.Op(OpKind::MatMul, {z, make.Tensor(cols, width)}, rows, width, mm);
+  }
+  problem.fast_memory_capacity = n * n * make.Pick({3, 3, 4, 6, 8}) / 2;
+  problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
+  REQUIRE(problem.Finalize() == "");
+  return problem;
+}
+
+// The baseline with the subgraph of `s` replaced by `fused` (s and some of the MatMuls it reads),
+// and the baseline subgraphs whose ops `fused` all holds dropped.
+Schedule FusedSum(const Schedule& base, const Subgraph& fused, OpId s) {
+  Schedule schedule;
+  for (const Subgraph& sg : base.subgraphs) {
+    bool all = true, has_s = false;
+    for (OpId o : sg.ops) {
+      all = all && std::find(fused.ops.begin(), fused.ops.end(), o) != fused.ops.end();
+      has_s = has_s || o == s;
+    }
+    if (has_s) schedule.subgraphs.push_back(fused);
+    if (!all) schedule.subgraphs.push_back(sg);
+  }
+  return schedule;
+}
+
+// P23 against the oracle: SumNets, every schedule of RealRatioSchedules, each again at the
+// capacity of its own peak working set, and the sum with its first j MatMuls (j = 0 to m) at every
+// tile shape (w, h up to n, three k), the other MatMuls as the baseline runs them.
+TEST_CASE("bound: P23's sums never above the oracle") {
+  int valid = 0, tight = 0, enumerated = 0, decided = 0, raised = 0, designated = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(2323);
+  for (int trial = 0; trial < 600; ++trial) {
+    const Problem problem = SumNets(rng);
+    CAPTURE(trial);
+    const LowerBound bound = ComputeLowerBound(problem);
+    bound_internal::g_sum_excess = false;
+    const LowerBound without = ComputeLowerBound(problem);
+    bound_internal::g_sum_excess = true;
+    designated += bound.sum_count > 0 ? 1 : 0;
+    const bool rises = bound.total() > without.total() * (1 + 1e-9);
+    raised += rises ? 1 : 0;
+    const std::vector<Schedule> schedules = RealRatioSchedules(
+        problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.2); }, 8, 5);
+    const auto check = [&](const Evaluation& e) {
+      CHECK(bound.sums <= e.total * (1 + kSlack));
+      if (rises) tightest = std::max(tightest, bound.total() / e.total);
+      decided += rises ? 1 : 0;
+    };
+    for (const Schedule& schedule : schedules) {
+      if (!CheckValidSchedule(problem, schedule, "P23 trial " + std::to_string(trial))) continue;
+      const Evaluation e = EvaluateOracle(problem, schedule);
+      ++valid;
+      check(e);
+      Elements peak = 0;
+      for (const SubgraphReport& r : e.subgraphs) peak = std::max(peak, r.peak_working_set);
+      Problem squeezed = problem;
+      squeezed.fast_memory_capacity = peak;
+      if (CheckValidSchedule(squeezed, schedule, "P23 trial " + std::to_string(trial) + " at its peak")) {
+        ++tight;
+        CHECK(ComputeLowerBound(squeezed).sums <= e.total * (1 + kSlack));
+      }
+    }
+    // The sum: the first op reading two or more MatMul outputs, or the only MatMul's reader.
+    OpId s = kNoOp;
+    std::vector<OpId> producers;
+    for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()) && s == kNoOp; ++o) {
+      if (problem.ops[o].kind != OpKind::Pointwise) continue;
+      producers.clear();
+      for (TensorId t : problem.ops[o].inputs) {
+        const OpId x = problem.producer[t];
+        if (x != kNoOp && problem.ops[x].kind == OpKind::MatMul) producers.push_back(x);
+      }
+      if (!producers.empty()) s = o;
+    }
+    if (s == kNoOp) continue;
+    Schedule base;
+    try {
+      base = BuildBaseline(problem);
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    const Elements n = problem.native;
+    const Elements k_full = problem.ReductionLength(producers[0]);
+    for (size_t j = 0; j <= producers.size(); ++j) {
+      for (Elements h = 1; h <= n; ++h) {
+        for (Elements w = 1; w <= n; ++w) {
+          for (Elements kk : {Elements{1}, std::max<Elements>(1, std::min(k_full, n) / 2), std::min(k_full, n)}) {
+            Subgraph fused;
+            fused.ops.assign(producers.begin(), producers.begin() + static_cast<std::ptrdiff_t>(j));
+            fused.ops.push_back(s);
+            fused.granularity = {w, h, kk};
+            const Evaluation e = EvaluateOracle(problem, FusedSum(base, fused, s));
+            if (!e.ok()) continue;
+            ++enumerated;
+            INFO("granularity ", w, "x", h, "x", kk, " fused ", j);
+            CHECK(bound.total() <= e.total * (1 + kSlack));
+            check(e);
+          }
+        }
+      }
+    }
+  }
+  MESSAGE("P23: problems with a priced sum " << designated << ", bound raised on " << raised
+                                            << ", valid schedules " << valid << ", at their peak " << tight
+                                            << ", enumerated " << enumerated << ", checked against a raised bound "
+                                            << decided << ", tightest bound/latency there " << tightest);
+  CHECK(valid > 1500);
+  CHECK(enumerated > 5000);
+  CHECK(raised > 20);
 }
 
 TEST_CASE("bound: the bundled problems, real values and schedules found by a short search") {

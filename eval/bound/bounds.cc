@@ -14,6 +14,7 @@
 #include "eval/bound/analysis.h"
 #include "eval/bound/crossing.h"
 #include "eval/bound/islands.h"
+#include "eval/bound/sums.h"
 #include "eval/bound/memory_floor.h"
 #include "eval/bound/streaming.h"
 #include "eval/bound/tiles.h"
@@ -627,6 +628,19 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) lines[built.island_of[op]].push_back(tiles.island_lines[op]);
     for (int i = 0; i < built.islands; ++i) island_tiles[i] = BestOverWeight(lines[i], [](OpId) { return true; });
   }
+  // P23, whole and island by island (every subgraph lies in one island, and its claims are per
+  // subgraph).
+  const SumLines sums = SumFloor(problem, tile_modes);
+  bound.sums = sums.value;
+  bound.sum_count = sums.sums;
+  std::vector<double> island_sums(built.islands, 0);
+  if (built.islands == 1) {
+    island_sums[0] = sums.value;
+  } else {
+    std::vector<std::vector<std::vector<Line>>> lines(built.islands);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) lines[built.island_of[op]].push_back(sums.lines[op]);
+    for (int i = 0; i < built.islands; ++i) island_sums[i] = BestOverWeight(lines[i], [](OpId) { return true; });
+  }
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);
@@ -639,7 +653,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     }
   }
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i],
+    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0});
   }

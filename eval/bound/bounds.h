@@ -262,6 +262,11 @@ struct LowerBound {
   // P18: per op, a x compute + (1 - a) x its own loads at the tiles the fast memory allows a
   // k-loop MatMul (each tile pays the base, C2; k < K reloads operands per tile, M1), best a.
   Latency tiles = 0;
+  // P23: per op its compute, plus for each sum of MatMul outputs too large to retain that can
+  // only run at the grid's tiles the slack its subgraph must have: the tiles its working set
+  // allows inflate every op's compute, or the outputs it does not make beside it are loaded.
+  Latency sums = 0;
+  int sum_count = 0;  // the sums priced so
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -273,6 +278,7 @@ struct LowerBound {
     if (crossing > best) best = crossing;
     if (memory_floor > best) best = memory_floor;
     if (tiles > best) best = tiles;
+    if (sums > best) best = sums;
     return best;
   }
 };

@@ -1,0 +1,105 @@
+// P23 (eval/bound/sums.h).
+#include "eval/bound/sums.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace annealer::bound_internal {
+
+bool g_sum_excess = true;
+
+SumLines SumFloor(const Problem& p, const Analysis& analysis) {
+  SumLines result;
+  const auto num_ops = static_cast<OpId>(p.ops.size());
+  result.lines.assign(num_ops, {});
+  const auto compute = [&](OpId o) { return p.ops[o].base_cost * static_cast<double>(p.NativeTiles(o)); };
+  for (OpId o = 0; o < num_ops; ++o) result.lines[o].push_back({compute(o), compute(o)});
+  const Elements n = p.native;
+  const Elements cap = p.fast_memory_capacity;
+  const double bandwidth = p.slow_memory_bandwidth;
+  if (!g_sum_excess || p.chip.two_paths()) {
+    result.value = BestOverWeight(result.lines, [](OpId) { return true; });
+    return result;
+  }
+  struct Input {
+    double load = 0;     // |o_i| / B
+    double compute = 0;  // c of its producer
+    Elements q = 0;      // K of its producer when its RHS is a graph input only it reads, else 0
+  };
+  for (OpId s = 0; s < num_ops; ++s) {
+    const Op& op = p.ops[s];
+    if (op.kind != OpKind::Pointwise) continue;
+    bool tile_only = true;
+    for (int m = kSL; m < kModes; ++m) tile_only = tile_only && !analysis.HasMode(s, m);
+    if (!tile_only) continue;
+    std::vector<Input> in;
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      const TensorId t = op.inputs[i];
+      if (std::find(op.inputs.begin(), op.inputs.begin() + i, t) != op.inputs.begin() + i) continue;
+      const OpId x = p.producer[t];
+      if (x == kNoOp || p.ops[x].kind != OpKind::MatMul) continue;
+      if (p.tensors[t].size() + 1 <= cap) continue;
+      bool only_s = true;
+      for (OpId c : p.consumers[t]) only_s = only_s && c == s;
+      if (!only_s) continue;
+      Input d;
+      d.load = static_cast<double>(p.tensors[t].size()) / bandwidth;
+      d.compute = compute(x);
+      const TensorId rhs = p.ops[x].inputs[1];
+      bool rhs_own = p.producer[rhs] == kNoOp && p.ops[x].inputs[0] != rhs;
+      for (OpId c : p.consumers[rhs]) rhs_own = rhs_own && c == x;
+      d.q = rhs_own ? p.ReductionLength(x) : 0;
+      in.push_back(d);
+    }
+    if (in.empty()) continue;
+    const auto m = static_cast<int>(in.size());
+    const Elements height = p.tensors[op.output].height, width = p.tensors[op.output].width;
+    const double native_tiles = static_cast<double>(CeilDiv(height, n) * CeilDiv(width, n));
+    // The least over the fused sets of size j, each quantity on its own (a lower bound of each):
+    // U_j the m - j smallest loads, X0_j c_s and the j smallest producers' compute.
+    std::vector<double> loads, computes;
+    for (const Input& d : in) {
+      loads.push_back(d.load);
+      computes.push_back(d.compute);
+    }
+    std::sort(loads.begin(), loads.end());
+    std::sort(computes.begin(), computes.end());
+    std::vector<double> unfused(m + 1, 0), fused(m + 1, compute(s));
+    for (int j = 0; j <= m; ++j) {
+      for (int i = 0; i < m - j; ++i) unfused[j] += loads[i];
+      for (int i = 0; i < j; ++i) fused[j] += computes[i];
+    }
+    // T_min(j): the fewest tiles of s's grid whose top-left tile (r x c) fits u + 1 tiles and the
+    // j smallest min(r, q_i) c (W), r <= min(n, H), c <= min(n, W) (V2, D4).
+    std::vector<double> least_tiles(m + 1, std::numeric_limits<double>::infinity());
+    std::vector<Elements> strip(m);
+    for (Elements r = 1; r <= std::min(n, height); ++r) {
+      for (int i = 0; i < m; ++i) strip[i] = std::min(r, in[i].q);
+      std::sort(strip.begin(), strip.end());
+      Elements held = 0;  // the j smallest strips
+      for (int j = 0; j <= m; ++j) {
+        if (j > 0) held += strip[j - 1];
+        const Elements per_column = (m - j + 1) * r + held;
+        const Elements c = std::min(std::min(n, width), cap / per_column);
+        if (c < 1) continue;
+        const double tiles = static_cast<double>(CeilDiv(height, r) * CeilDiv(width, c));
+        least_tiles[j] = std::min(least_tiles[j], tiles);
+      }
+    }
+    std::vector<Line> lines;
+    for (int j = 0; j <= m; ++j) {
+      if (!(least_tiles[j] < std::numeric_limits<double>::infinity())) continue;  // no S holds s so
+      const double tau = std::max(1.0, least_tiles[j] / native_tiles);
+      const double a = (1 - 1 / tau) * unfused[j];
+      const double b = (tau - 1) * fused[j];
+      lines.push_back({compute(s) + b, compute(s) + a});
+    }
+    if (lines.empty()) continue;  // s fits in no subgraph: any claim holds, keep c_s
+    result.lines[s] = std::move(lines);
+    ++result.sums;
+  }
+  result.value = BestOverWeight(result.lines, [](OpId) { return true; });
+  return result;
+}
+
+}  // namespace annealer::bound_internal
