@@ -1709,6 +1709,59 @@ Schedule FusedSum(const Schedule& base, const Subgraph& fused, OpId s) {
   return schedule;
 }
 
+// P23 by hand: five MatMuls x_i = A @ W_i (8x4 @ 4x4, n = 4, base 100) summed by s (base 1, a
+// graph output), capacity 24, B = 1. Each x_i's output (32) is too large to retain. A subgraph
+// holding s holds its 8x4 tile, the unfused outputs' slices and, per fused x_i, min(r, 4) c of
+// its weight or accumulator: every such grid has 8 tiles of 4 elements (tau = 8 / 2 = 4), so
+// every op there is charged 4 times its native tiles, or the outputs it does not make (32 each)
+// and s's write (32) are loaded: the excess is the best lambda of the least over j (fused) of
+// lambda (3/4) (32 (5 - j) + 32) + (1 - lambda) 3 (2 + 200 j), 6 + 138 x 25/26 at lambda =
+// 25/26. The bound is 1,002 + 138.69 (compute alone 1,002); the exact solver's best, each x_i
+// alone at [4, 4, 1] (200, compute-bound) and s alone at [1, 4, 1] (192: 8 tiles of 24), costs
+// 1,192.
+TEST_CASE("bound: P23 by hand, five MatMuls summed, near the exact solver's best") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors.push_back({4, 8});  // A
+  std::vector<TensorId> outs;
+  for (int i = 0; i < 5; ++i) {
+    problem.tensors.push_back({4, 4});  // W_i
+    problem.tensors.push_back({4, 8});  // x_i's output
+    const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
+    outs.push_back(w + 1);
+    problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, 100});
+  }
+  problem.tensors.push_back({4, 8});
+  problem.ops.push_back({OpKind::Pointwise, outs, static_cast<TensorId>(problem.tensors.size() - 1), 1});
+  problem.fast_memory_capacity = 24;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize().empty());
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.sum_count == 1);
+  CHECK(bound.sums == doctest::Approx(1002 + 6 + 138.0 * 25 / 26));
+  CHECK(bound.total() == doctest::Approx(bound.sums));
+  CHECK(std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined, bound.streaming, bound.tiles,
+                  bound.memory_floor}) == doctest::Approx(1002));
+  Schedule schedule;
+  for (OpId o = 0; o < 6; ++o) {
+    Subgraph sg;
+    sg.ops = {o};
+    sg.granularity = o < 5 ? Granularity{4, 4, 1} : Granularity{1, 4, 1};
+    schedule.subgraphs.push_back(sg);
+  }
+  const Evaluation e = EvaluateOracle(problem, schedule);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(1192));
+  ExactOptions exact;
+  exact.max_states = 3000;
+  const ExactResult best = SolveExact(problem, exact);
+  REQUIRE(best.best);
+  CHECK(EvaluateOracle(problem, *best.best).total == doctest::Approx(1192));
+  bound_internal::g_sum_excess = false;
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(1002));
+  bound_internal::g_sum_excess = true;
+}
+
 // P23 against the oracle: SumNets, every schedule of RealRatioSchedules, each again at the
 // capacity of its own peak working set, and the sum with its first j MatMuls (j = 0 to m) at every
 // tile shape (w, h up to n, three k), the other MatMuls as the baseline runs them.

@@ -64,7 +64,9 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
     }
     std::sort(loads.begin(), loads.end());
     std::sort(computes.begin(), computes.end());
-    std::vector<double> unfused(m + 1, 0), fused(m + 1, compute(s));
+    // A graph output: the instance that writes it (V9) is the one priced, so its write counts too.
+    const double written = p.IsGraphOutput(op.output) ? static_cast<double>(p.tensors[op.output].size()) / bandwidth : 0.0;
+    std::vector<double> unfused(m + 1, written), fused(m + 1, compute(s));
     for (int j = 0; j <= m; ++j) {
       for (int i = 0; i < m - j; ++i) unfused[j] += loads[i];
       for (int i = 0; i < j; ++i) fused[j] += computes[i];
