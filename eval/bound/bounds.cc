@@ -636,10 +636,10 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   std::vector<double> island_sums(built.islands, 0);
   if (built.islands == 1) {
     island_sums[0] = sums.value;
-  } else {
-    std::vector<std::vector<std::vector<Line>>> lines(built.islands);
-    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) lines[built.island_of[op]].push_back(sums.lines[op]);
-    for (int i = 0; i < built.islands; ++i) island_sums[i] = BestOverWeight(lines[i], [](OpId) { return true; });
+  } else if (sums.sums > 0) {
+    std::vector<std::vector<OpId>> members(built.islands);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
+    for (int i = 0; i < built.islands; ++i) island_sums[i] = sums.Value(problem, members[i]);
   }
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.

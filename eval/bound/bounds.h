@@ -201,6 +201,27 @@
 //     fresh [0, K_x) x kappa_j slice (M1: only x requests t, kappa changes every step): |t| per
 //     k-loop tile, >= |t| ceil(M_f/n) ceil(N_f/n) over the subgraph for the least terminal f
 //     (Analysis::StripTiles); the upstream line claims it. SR symmetric with the LHS.
+//  P23 (T1, T2, P3, P7, C1-C6, D1, D2, G2, G3, V1, V2, V8, V9, V12, W, W1, W4, R5) A sum that
+//     cannot hold its producers. Price every op at c_o (base x native tiles) and a Pointwise op s
+//     that the analysis allows mode T only, reading m outputs o_i of MatMuls x_i that only s
+//     reads and that are too large to retain, at c_s + e_s. If every subgraph S costs at least
+//     the prices of its ops (e_s counted in the one S picked per s: any that runs it, or the one
+//     that writes a graph output), the prices sum to at most the latency (every op runs, V1; the
+//     prices are >= 0); each S lies in one island, so also island by island (P12). In S every
+//     op is charged >= c_o T / N (T the grid's tiles, N the native tiles of its shape: a tile
+//     charges each op at least its base per native tile of its region, C1-C4; an upstream op's
+//     region per tile or step covers its share, C3, C6, P13's cases), so C_S >= tau X, tau = T / N,
+//     X the prices' compute. s in S is T: the grid has its shape (V12), and the top-left tile's
+//     last step (D1) holds an r x c slice of each o_i made outside S (boundary, never retained,
+//     R5, loaded all over the tiles, P3), a sink tile (W1), and per x_i in S (then in F, G3) its
+//     accumulator r x c (W4) or, with k = K, its RHS slice K x c when that is a graph input
+//     only x_i reads: W bounds r c, so tau >= tau_j for j producers inside. L(S) >= theta C_S +
+//     (1 - theta) M_S: at theta = 1 / tau the slack over X is >= (1 - 1/tau) U (U the unfused
+//     loads, distinct tensors), at theta = 1 it is >= (tau - 1) X0 (X0: c_s and the fused
+//     producers' c): e_s = the least over j of lambda A_j + (1 - lambda) B_j, for one lambda per
+//     island (several sums in one S add their A and B). A sum that may run upstream of a k-loop
+//     claims nothing: there n_k >= 2 lets S run at native tiles, where other ops' compute can
+//     hide its loads. 0 excess with a weight path (H6).
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and

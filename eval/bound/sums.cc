@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <utility>
 
 namespace annealer::bound_internal {
 
@@ -13,12 +15,14 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
   const auto num_ops = static_cast<OpId>(p.ops.size());
   result.lines.assign(num_ops, {});
   const auto compute = [&](OpId o) { return p.ops[o].base_cost * static_cast<double>(p.NativeTiles(o)); };
-  for (OpId o = 0; o < num_ops; ++o) result.lines[o].push_back({compute(o), compute(o)});
+  for (OpId o = 0; o < num_ops; ++o) result.compute.push_back(compute(o));
+  std::vector<OpId> all(num_ops);
+  for (OpId o = 0; o < num_ops; ++o) all[o] = o;
   const Elements n = p.native;
   const Elements cap = p.fast_memory_capacity;
   const double bandwidth = p.slow_memory_bandwidth;
   if (!g_sum_excess || p.chip.two_paths()) {
-    result.value = BestOverWeight(result.lines, [](OpId) { return true; });
+    result.value = result.Value(p, all);
     return result;
   }
   struct Input {
@@ -94,14 +98,26 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
       const double tau = std::max(1.0, least_tiles[j] / native_tiles);
       const double a = (1 - 1 / tau) * unfused[j];
       const double b = (tau - 1) * fused[j];
-      lines.push_back({compute(s) + b, compute(s) + a});
+      lines.push_back({b, a});
     }
-    if (lines.empty()) continue;  // s fits in no subgraph: any claim holds, keep c_s
+    if (lines.empty()) continue;  // s fits in no subgraph: any claim holds, no excess
     result.lines[s] = std::move(lines);
     ++result.sums;
   }
-  result.value = BestOverWeight(result.lines, [](OpId) { return true; });
+  result.value = result.Value(p, all);
   return result;
+}
+
+double SumLines::Value(const Problem& p, const std::vector<OpId>& ops) const {
+  double total = 0;
+  std::map<std::pair<Elements, Elements>, std::vector<std::vector<Line>>> by_shape;
+  for (OpId o : ops) {
+    total += compute[o];
+    const Tensor& out = p.tensors[p.ops[o].output];
+    if (!lines[o].empty()) by_shape[{out.height, out.width}].push_back(lines[o]);
+  }
+  for (const auto& [shape, excess] : by_shape) total += BestOverWeight(excess, [](OpId) { return true; });
+  return total;
 }
 
 }  // namespace annealer::bound_internal

@@ -33,14 +33,20 @@ namespace annealer::bound_internal {
 //      theta = 1 it is >= (tau_S - 1) X >= sum of B_s = (tau_j - 1) X0_j (X0_j: c_s and the fused
 //      producers' c, distinct ops). So for any fixed lambda in [0, 1] the slack covers
 //      sum over s of lambda A_s + (1 - lambda) B_s, and e_s(lambda) = the least over j of that.
-// Each line is one j: at lambda, c_s + lambda A_j + (1 - lambda) B_j (lambda plays P18's `a`).
+//      Sums of different output shapes never share a subgraph (both would be in mode T, V12), so
+//      each shape takes its own lambda.
+// Each line is one j: at lambda, c_s + lambda A_j + (1 - lambda) B_j.
 // Not derived with a weight path (H6: weight slices leave the fast memory): compute lines only.
 extern bool g_sum_excess;  // test switch: false prices every op at c_o (the compute part)
 
 struct SumLines {
-  std::vector<std::vector<Line>> lines;  // per op; ordinary ops {c_o, c_o}
-  int sums = 0;                          // designated sums with a positive line somewhere
-  double value = 0;                      // the best lambda of the sum over every op
+  std::vector<double> compute;           // per op, c_o
+  std::vector<std::vector<Line>> lines;  // per priced sum, its excess e_s at lambda; else empty
+  int sums = 0;                          // priced sums
+  double value = 0;                      // Value() over every op
+  // The sum over `ops` of c_o, plus, per output shape of the priced sums among them, the best
+  // lambda of their excesses.
+  double Value(const Problem& problem, const std::vector<OpId>& ops) const;
 };
 SumLines SumFloor(const Problem& problem, const Analysis& modes);
 
