@@ -1770,6 +1770,56 @@ TEST_CASE("bound: P23 by hand, five MatMuls summed, near the exact solver's best
   bound_internal::g_sum_excess = true;
 }
 
+// P23 claims nothing for a sum that may make the strips of a k-loop operand: the five MatMuls
+// above with 16 rows (base 100, 64-element outputs), capacity 48, their sum s and a Pointwise op
+// p feeding f = p @ V (K = 4 = n, base 100, a graph output). Beside s, 6 tiles of 4 rows fit, and
+// the excess would be 148.44 (bound 2,556.44); but s, p and f in one subgraph at [4, 4, 1] run
+// native tiles in 4 k-steps, s loading 4 x 1 slices of its five inputs (320) under f's 400 of
+// compute: with each MatMul alone (400, compute-bound), 2,466 in all. The bound stays the
+// compute, 2,408.
+TEST_CASE("bound: P23 claims nothing for a sum upstream of a k-loop, where a schedule hides its loads") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors.push_back({4, 16});  // A
+  std::vector<TensorId> outs;
+  for (int i = 0; i < 5; ++i) {
+    problem.tensors.push_back({4, 4});
+    problem.tensors.push_back({4, 16});
+    const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
+    outs.push_back(w + 1);
+    problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, 100});
+  }
+  const auto add = [&](Elements h, Elements w) {
+    problem.tensors.push_back({w, h});
+    return static_cast<TensorId>(problem.tensors.size() - 1);
+  };
+  const TensorId sum = add(16, 4), act = add(16, 4), v = add(4, 4), out = add(16, 4);
+  problem.ops.push_back({OpKind::Pointwise, outs, sum, 1});
+  problem.ops.push_back({OpKind::Pointwise, {sum}, act, 1});
+  problem.ops.push_back({OpKind::MatMul, {act, v}, out, 100});
+  problem.fast_memory_capacity = 48;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize().empty());
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.sum_count == 0);
+  CHECK(bound.total() == doctest::Approx(2408));
+  Schedule schedule;
+  for (OpId o = 0; o < 5; ++o) {
+    Subgraph sg;
+    sg.ops = {o};
+    sg.granularity = {4, 4, 4};
+    schedule.subgraphs.push_back(sg);
+  }
+  Subgraph tail;
+  tail.ops = {5, 6, 7};
+  tail.granularity = {4, 4, 1};
+  schedule.subgraphs.push_back(tail);
+  const Evaluation e = EvaluateOracle(problem, schedule);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(2466));
+  CHECK(e.subgraphs[5].compute_time == doctest::Approx(408));
+}
+
 // P23 against the oracle: SumNets, every schedule of RealRatioSchedules, each again at the
 // capacity of its own peak working set, and the sum with its first j MatMuls (j = 0 to m) at every
 // tile shape (w, h up to n, three k), the other MatMuls as the baseline runs them.

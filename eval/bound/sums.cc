@@ -14,7 +14,10 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
   SumLines result;
   const auto num_ops = static_cast<OpId>(p.ops.size());
   result.lines.assign(num_ops, {});
-  const auto compute = [&](OpId o) { return p.ops[o].base_cost * static_cast<double>(p.NativeTiles(o)); };
+  // A Layout op computes nothing (L3), whatever its base.
+  const auto compute = [&](OpId o) {
+    return p.IsLayout(o) ? 0.0 : p.ops[o].base_cost * static_cast<double>(p.NativeTiles(o));
+  };
   for (OpId o = 0; o < num_ops; ++o) result.compute.push_back(compute(o));
   std::vector<OpId> all(num_ops);
   for (OpId o = 0; o < num_ops; ++o) all[o] = o;
