@@ -231,7 +231,7 @@
 // not for ops upstream of a k-loop beyond P22 nor for Pointwise ops' own tile counts), recomputation beyond P7 and
 // P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
 // subgraph (except P15, P16), and the per-step max (only sums, per problem, island or P14's subgraph classes; except P21 for
-// a MatMul that sits alone). It
+// a MatMul that sits alone, and P23 per subgraph for a sum of outputs too large to retain). It
 // is a bound, not an estimate.
 #pragma once
 
@@ -263,7 +263,7 @@ struct LowerBound {
   double weight = 1;  // the a that gives `combined`
   // P12: the sum over islands (ops that may share a subgraph, transitively) of
   // max(island compute, island forced traffic / bandwidth, its P14 sum, its P18 sum, and for
-  // an island of one MatMul with K > n its least step-by-step latency, P21).
+  // an island of one MatMul with K > n its least step-by-step latency, P21, and its P23 sum).
   Latency islands = 0;
   int island_count = 0;
   // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,
