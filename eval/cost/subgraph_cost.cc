@@ -126,6 +126,11 @@ struct PricerScratch {
   std::vector<char> weight;
   // Per request template: alive at a step that is not the tile's last k-step, and at the last.
   std::vector<char> alive_mid, alive_last;
+  // Per request template: the step indices its slice follows (bit 0 the tile row, 1 the tile
+  // column, 2 the k-step; none for a fixed side); and, for the granularity priced, whether its
+  // slice is the whole tensor when those indices are 0 (see PriceStep).
+  std::vector<uint8_t> follows;
+  std::vector<char> whole_at_zero;
   // Whether a tensor has several request templates or an op several charge templates (D5 and
   // C5 then compare slices), and whether a template is on the weight path (H6).
   bool multi_request_groups = false, multi_charge_groups = false, any_weight = false;
@@ -277,10 +282,13 @@ class SubgraphPricer {
   // Prices step `s` whose requests are (regions, alive, roles), after a step with (prev_regions,
   // prev_alive) or after no step (has_prev false).
   // `own`, if given: the step's own part, read from it if known, else stored in it.
+  // `prev_step`, if given (reuse_by_indices_ only): the step before, whose requests are then
+  // not read.
   StepPrice Price(const StepCoord& s, const std::vector<Region>& regions,
                   const std::vector<char>& alive, const std::vector<uint8_t>& roles, bool has_prev,
                   const std::vector<Region>& prev_regions,
-                  const std::vector<char>& prev_alive, StepOwnPart* own = nullptr) const;
+                  const std::vector<char>& prev_alive, StepOwnPart* own = nullptr,
+                  const StepCoord* prev_step = nullptr) const;
   // The rule the step breaks (W, then H1), or nullopt.
   std::optional<SubgraphResult> StepFailure(const StepPrice& price, int64_t step, int64_t tile, int64_t j) const {
     if (price.working_set > problem_.fast_memory_capacity) {
@@ -354,6 +362,11 @@ class SubgraphPricer {
   std::vector<char>& weight_ = scratch_.weight;  // per request template: on the weight path (H6)
   std::vector<char>& alive_mid_ = scratch_.alive_mid;
   std::vector<char>& alive_last_ = scratch_.alive_last;
+  std::vector<uint8_t>& follows_ = scratch_.follows;
+  std::vector<char>& whole_at_zero_ = scratch_.whole_at_zero;
+  // PriceStep tells a held-over slice by the step indices (see there): step classes apply, no
+  // chip rules or weight path, one request template per tensor.
+  bool reuse_by_indices_ = false;
   bool step_classes_apply_ = false;
   bool reuse_templates_ = false;  // the scratch holds this context's templates (see Analyse)
 
@@ -466,6 +479,18 @@ void SubgraphPricer::BuildTemplates() {
     }
   }
   step_classes_apply_ = classes;
+  reuse_by_indices_ = classes && !rules_on_ && !scratch_.any_weight && !scratch_.multi_request_groups;
+  if (reuse_by_indices_) {
+    // A side at index 0 is [0, min(step, bound)) (InstantiateFast), a fixed side [0, bound).
+    whole_at_zero_.resize(num_requests);
+    for (int i = 0; i < num_requests; ++i) {
+      const RequestTemplate& r = requests_[i];
+      auto first_end = [&](const IntervalTemplate& t) {
+        return t.axis == Axis::kFixed ? t.bound : std::min(axis_step_[static_cast<int>(t.axis)], t.bound);
+      };
+      whole_at_zero_[i] = first_end(r.rows) == whole_[i].r1 && first_end(r.cols) == whole_[i].c1;
+    }
+  }
 }
 
 bool SubgraphPricer::Meets(const IntervalTemplate& a, const IntervalTemplate& b) const {
@@ -560,6 +585,7 @@ void SubgraphPricer::BuildContextTemplates() {
   weight_.resize(num_requests);
   alive_mid_.resize(num_requests);
   alive_last_.resize(num_requests);
+  follows_.resize(num_requests);
   scratch_.multi_request_groups = false;
   scratch_.any_weight = false;
   for (int i = 0; i < num_requests;) {
@@ -570,6 +596,8 @@ void SubgraphPricer::BuildContextTemplates() {
     scratch_.any_weight = scratch_.any_weight || on_weight_path;
     for (int x = i; x < end; ++x) {
       alive_mid_[x] = (requests_[x].presence & kEveryStep) != 0;
+      auto follow = [](Axis a) -> uint8_t { return a == Axis::kFixed ? 0 : uint8_t{1} << static_cast<int>(a); };
+      follows_[x] = follow(requests_[x].rows.axis) | follow(requests_[x].cols.axis);
       alive_last_[x] = (requests_[x].presence & (kEveryStep | kLastStep)) != 0;
       request_group_begin_[x] = i;
       request_group_end_[x] = end;
@@ -672,7 +700,8 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
                                 const std::vector<char>& alive, const std::vector<uint8_t>& roles,
                                 bool has_prev,
                                 const std::vector<Region>& prev_regions,
-                                const std::vector<char>& prev_alive, StepOwnPart* own) const {
+                                const std::vector<char>& prev_alive, StepOwnPart* own,
+                                const StepCoord* prev_step) const {
   const bool last = s.j == k_steps_ - 1;
   const Elements n = problem_.native;
   const Elements k0 = s.j * k_;
@@ -694,7 +723,24 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
     // decided. (`slices` is summed even when known: the same integers, replaced below.)
     const Region* cur = regions.data();
     const char* live = alive.data();
-    if (has_prev) {
+    if (has_prev && prev_step != nullptr) {
+      // Step classes apply, so no slice is empty and two steps' slices of one template are
+      // equal exactly when the indices it follows are (Meets); the slice before is the whole
+      // tensor exactly when those indices were 0 and the sides at 0 reach the tensor's.
+      const StepCoord& p = *prev_step;
+      const int moved = (p.row != s.row ? 1 : 0) | (p.col != s.col ? 2 : 0) | (p.j != s.j ? 4 : 0);
+      const int off_zero = (p.row != 0 ? 1 : 0) | (p.col != 0 ? 2 : 0) | (p.j != 0 ? 4 : 0);
+      const char* was = p.j == k_steps_ - 1 ? alive_last_.data() : alive_mid_.data();
+      const uint8_t* follows = follows_.data();
+      const char* whole_at_zero = whole_at_zero_.data();
+      for (int i = 0; i < num_requests; ++i) {
+        if (!live[i]) continue;
+        const Elements size = cur[i].size();
+        slices += size;
+        const bool reused = was[i] && ((follows[i] & moved) == 0 || (whole_at_zero[i] && (follows[i] & off_zero) == 0));
+        if (!reused) loaded += size;
+      }
+    } else if (has_prev) {
       const Region* before = prev_regions.data();
       const char* was = prev_alive.data();
       const Region* whole = whole_.data();
@@ -870,6 +916,15 @@ StepPrice SubgraphPricer::PriceStep(const StepCoord& s, const StepCoord* prev) {
   auto same = [](const std::optional<StepCoord>& a, const StepCoord& b) {
     return a && a->row == b.row && a->col == b.col && a->j == b.j;
   };
+  if (reuse_by_indices_) {
+    // The step before is read by its indices alone: only the step's own requests are derived.
+    if (!same(cur_step_, s)) {
+      Requests(s, cur_regions_, cur_alive_, cur_roles_);
+      cur_step_ = s;
+      cur_own_.known = false;
+    }
+    return Price(s, cur_regions_, cur_alive_, cur_roles_, prev != nullptr, prev_regions_, prev_alive_, &cur_own_, prev);
+  }
   if (prev && !same(prev_step_, *prev)) {
     if (same(cur_step_, *prev)) {
       cur_regions_.swap(prev_regions_);
