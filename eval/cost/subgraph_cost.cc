@@ -127,10 +127,8 @@ struct PricerScratch {
   // Per request template: alive at a step that is not the tile's last k-step, and at the last.
   std::vector<char> alive_mid, alive_last;
   // Per request template: the step indices its slice follows (bit 0 the tile row, 1 the tile
-  // column, 2 the k-step; none for a fixed side); and, for the granularity priced, whether its
-  // slice is the whole tensor when those indices are 0 (see PriceStep).
+  // column, 2 the k-step; none for a fixed side; see PriceStep).
   std::vector<uint8_t> follows;
-  std::vector<char> whole_at_zero;
   // Whether a tensor has several request templates or an op several charge templates (D5 and
   // C5 then compare slices), and whether a template is on the weight path (H6).
   bool multi_request_groups = false, multi_charge_groups = false, any_weight = false;
@@ -363,10 +361,10 @@ class SubgraphPricer {
   std::vector<char>& alive_mid_ = scratch_.alive_mid;
   std::vector<char>& alive_last_ = scratch_.alive_last;
   std::vector<uint8_t>& follows_ = scratch_.follows;
-  std::vector<char>& whole_at_zero_ = scratch_.whole_at_zero;
   // PriceStep tells a held-over slice by the step indices (see there): step classes apply, no
   // chip rules or weight path, one request template per tensor.
   bool reuse_by_indices_ = false;
+  bool shortcuts_ = true;  // PricingShortcutsOff::Allowed() when the granularity was set
   bool step_classes_apply_ = false;
   bool reuse_templates_ = false;  // the scratch holds this context's templates (see Analyse)
 
@@ -479,18 +477,8 @@ void SubgraphPricer::BuildTemplates() {
     }
   }
   step_classes_apply_ = classes;
-  reuse_by_indices_ = classes && !rules_on_ && !scratch_.any_weight && !scratch_.multi_request_groups;
-  if (reuse_by_indices_) {
-    // A side at index 0 is [0, min(step, bound)) (InstantiateFast), a fixed side [0, bound).
-    whole_at_zero_.resize(num_requests);
-    for (int i = 0; i < num_requests; ++i) {
-      const RequestTemplate& r = requests_[i];
-      auto first_end = [&](const IntervalTemplate& t) {
-        return t.axis == Axis::kFixed ? t.bound : std::min(axis_step_[static_cast<int>(t.axis)], t.bound);
-      };
-      whole_at_zero_[i] = first_end(r.rows) == whole_[i].r1 && first_end(r.cols) == whole_[i].c1;
-    }
-  }
+  shortcuts_ = PricingShortcutsOff::Allowed();
+  reuse_by_indices_ = shortcuts_ && classes && !rules_on_ && !scratch_.any_weight && !scratch_.multi_request_groups;
 }
 
 bool SubgraphPricer::Meets(const IntervalTemplate& a, const IntervalTemplate& b) const {
@@ -664,7 +652,7 @@ void SubgraphPricer::Requests(const StepCoord& s, std::vector<Region>& regions,
   if (rules_on_) {
     for (int i = 0; i < num_requests; ++i) roles[i] = r[i].roles;
   }
-  if (!scratch_.multi_request_groups) return;
+  if (!scratch_.multi_request_groups && shortcuts_) return;
   // D5 within each tensor: identical slices once, a whole-tensor slice covers the others.
   for (int b = 0; b < num_requests;) {
     const int e = request_group_end_[b];
@@ -717,7 +705,7 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   // compute, the same loop as when it is not known.
   const bool known = own != nullptr && own->known;
   const int num_requests = static_cast<int>(requests_.size());
-  const bool plain = !rules_on_ && !scratch_.any_weight;
+  const bool plain = shortcuts_ && !rules_on_ && !scratch_.any_weight;
   if (plain && !scratch_.multi_request_groups) {
     // No roles, no weight path, one template per tensor: the loop below with its branches
     // decided. (`slices` is summed even when known: the same integers, replaced below.)
@@ -725,20 +713,19 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
     const char* live = alive.data();
     if (has_prev && prev_step != nullptr) {
       // Step classes apply, so no slice is empty and two steps' slices of one template are
-      // equal exactly when the indices it follows are (Meets); the slice before is the whole
-      // tensor exactly when those indices were 0 and the sides at 0 reach the tensor's.
+      // equal exactly when the indices it follows are (Meets). The other reuse, a whole-tensor
+      // slice before, needs nothing more: a side following an index is the whole side only at
+      // index 0 with min(step, bound) = side, and a never-empty interval then has that one
+      // index ((count - 1) * step < bound <= side <= step), so the slice did not move.
       const StepCoord& p = *prev_step;
       const int moved = (p.row != s.row ? 1 : 0) | (p.col != s.col ? 2 : 0) | (p.j != s.j ? 4 : 0);
-      const int off_zero = (p.row != 0 ? 1 : 0) | (p.col != 0 ? 2 : 0) | (p.j != 0 ? 4 : 0);
       const char* was = p.j == k_steps_ - 1 ? alive_last_.data() : alive_mid_.data();
       const uint8_t* follows = follows_.data();
-      const char* whole_at_zero = whole_at_zero_.data();
       for (int i = 0; i < num_requests; ++i) {
         if (!live[i]) continue;
         const Elements size = cur[i].size();
         slices += size;
-        const bool reused = was[i] && ((follows[i] & moved) == 0 || (whole_at_zero[i] && (follows[i] & off_zero) == 0));
-        if (!reused) loaded += size;
+        if (!was[i] || (follows[i] & moved) != 0) loaded += size;
       }
     } else if (has_prev) {
       const Region* before = prev_regions.data();
@@ -786,7 +773,7 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   // C2-C5: charges; one charge per (op, region), the largest when several coincide.
   double compute = 0;
   const int num_charges = known ? 0 : static_cast<int>(charges_.size());
-  const bool plain_charges = !rules_on_ && !scratch_.multi_charge_groups;
+  const bool plain_charges = shortcuts_ && !rules_on_ && !scratch_.multi_charge_groups;
   if (plain_charges) {
     // One charge template per op and no H1: the loop below, each charge added in the same
     // order by the same expression, the region derived only where the amount reads it.
