@@ -129,6 +129,10 @@ struct PricerScratch {
   // Per request template: the step indices its slice follows (bit 0 the tile row, 1 the tile
   // column, 2 the k-step; none for a fixed side; see PriceStep).
   std::vector<uint8_t> follows;
+  // The request templates' sides apart, for RequestSizes; and its output.
+  std::vector<uint8_t> row_axis, col_axis;
+  std::vector<Elements> row_bound, col_bound;
+  std::vector<Elements> sizes;
   // Whether a tensor has several request templates or an op several charge templates (D5 and
   // C5 then compare slices), and whether a template is on the weight path (H6).
   bool multi_request_groups = false, multi_charge_groups = false, any_weight = false;
@@ -286,7 +290,11 @@ class SubgraphPricer {
                   const std::vector<char>& alive, const std::vector<uint8_t>& roles, bool has_prev,
                   const std::vector<Region>& prev_regions,
                   const std::vector<char>& prev_alive, StepOwnPart* own = nullptr,
-                  const StepCoord* prev_step = nullptr) const;
+                  const StepCoord* prev_step = nullptr, const Elements* sizes = nullptr) const;
+  // reuse_by_indices_ only: the size of each request's slice at step s into scratch_.sizes, 0
+  // for a request not alive there (one template per tensor: D5 removes none). Price then reads
+  // the sizes instead of the regions.
+  void RequestSizes(const StepCoord& s) const;
   // The rule the step breaks (W, then H1), or nullopt.
   std::optional<SubgraphResult> StepFailure(const StepPrice& price, int64_t step, int64_t tile, int64_t j) const {
     if (price.working_set > problem_.fast_memory_capacity) {
@@ -574,6 +582,11 @@ void SubgraphPricer::BuildContextTemplates() {
   alive_mid_.resize(num_requests);
   alive_last_.resize(num_requests);
   follows_.resize(num_requests);
+  scratch_.row_axis.resize(num_requests);
+  scratch_.col_axis.resize(num_requests);
+  scratch_.row_bound.resize(num_requests);
+  scratch_.col_bound.resize(num_requests);
+  scratch_.sizes.resize(num_requests);
   scratch_.multi_request_groups = false;
   scratch_.any_weight = false;
   for (int i = 0; i < num_requests;) {
@@ -586,6 +599,10 @@ void SubgraphPricer::BuildContextTemplates() {
       alive_mid_[x] = (requests_[x].presence & kEveryStep) != 0;
       auto follow = [](Axis a) -> uint8_t { return a == Axis::kFixed ? 0 : uint8_t{1} << static_cast<int>(a); };
       follows_[x] = follow(requests_[x].rows.axis) | follow(requests_[x].cols.axis);
+      scratch_.row_axis[x] = static_cast<uint8_t>(requests_[x].rows.axis);
+      scratch_.col_axis[x] = static_cast<uint8_t>(requests_[x].cols.axis);
+      scratch_.row_bound[x] = requests_[x].rows.bound;
+      scratch_.col_bound[x] = requests_[x].cols.bound;
       alive_last_[x] = (requests_[x].presence & (kEveryStep | kLastStep)) != 0;
       request_group_begin_[x] = i;
       request_group_end_[x] = end;
@@ -689,7 +706,7 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
                                 bool has_prev,
                                 const std::vector<Region>& prev_regions,
                                 const std::vector<char>& prev_alive, StepOwnPart* own,
-                                const StepCoord* prev_step) const {
+                                const StepCoord* prev_step, const Elements* sizes) const {
   const bool last = s.j == k_steps_ - 1;
   const Elements n = problem_.native;
   const Elements k0 = s.j * k_;
@@ -711,7 +728,22 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
     // decided. (`slices` is summed even when known: the same integers, replaced below.)
     const Region* cur = regions.data();
     const char* live = alive.data();
-    if (has_prev && prev_step != nullptr) {
+    if (sizes != nullptr) {
+      // As below, a request not alive having size 0.
+      if (has_prev) {
+        const StepCoord& p = *prev_step;
+        const int moved = (p.row != s.row ? 1 : 0) | (p.col != s.col ? 2 : 0) | (p.j != s.j ? 4 : 0);
+        const char* was = p.j == k_steps_ - 1 ? alive_last_.data() : alive_mid_.data();
+        const uint8_t* follows = follows_.data();
+        for (int i = 0; i < num_requests; ++i) {
+          slices += sizes[i];
+          if (!was[i] || (follows[i] & moved) != 0) loaded += sizes[i];
+        }
+      } else {
+        for (int i = 0; i < num_requests; ++i) slices += sizes[i];
+        loaded = slices;
+      }
+    } else if (has_prev && prev_step != nullptr) {
       // Step classes apply, so no slice is empty and two steps' slices of one template are
       // equal exactly when the indices it follows are (Meets). The other reuse, a whole-tensor
       // slice before, needs nothing more: a side following an index is the whole side only at
@@ -899,6 +931,27 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   return price;
 }
 
+void SubgraphPricer::RequestSizes(const StepCoord& s) const {
+  const bool last = s.j == k_steps_ - 1;
+  const int num_requests = static_cast<int>(requests_.size());
+  const char* on = last ? alive_last_.data() : alive_mid_.data();
+  const uint8_t* row_axis = scratch_.row_axis.data();
+  const uint8_t* col_axis = scratch_.col_axis.data();
+  const Elements* row_bound = scratch_.row_bound.data();
+  const Elements* col_bound = scratch_.col_bound.data();
+  Elements* sizes = scratch_.sizes.data();
+  const AxisCoords c = CoordsOf(s);
+  for (int i = 0; i < num_requests; ++i) {
+    // InstantiateFast on each side.
+    const int ra = row_axis[i], ca = col_axis[i];
+    const Elements r0 = c.index[ra] * axis_step_[ra];
+    const Elements r1 = std::min(r0 + axis_extent_[ra], row_bound[i]);
+    const Elements c0 = c.index[ca] * axis_step_[ca];
+    const Elements c1 = std::min(c0 + axis_extent_[ca], col_bound[i]);
+    sizes[i] = on[i] ? (r1 - r0) * (c1 - c0) : 0;
+  }
+}
+
 StepPrice SubgraphPricer::PriceStep(const StepCoord& s, const StepCoord* prev) {
   auto same = [](const std::optional<StepCoord>& a, const StepCoord& b) {
     return a && a->row == b.row && a->col == b.col && a->j == b.j;
@@ -906,11 +959,12 @@ StepPrice SubgraphPricer::PriceStep(const StepCoord& s, const StepCoord* prev) {
   if (reuse_by_indices_) {
     // The step before is read by its indices alone: only the step's own requests are derived.
     if (!same(cur_step_, s)) {
-      Requests(s, cur_regions_, cur_alive_, cur_roles_);
+      RequestSizes(s);
       cur_step_ = s;
       cur_own_.known = false;
     }
-    return Price(s, cur_regions_, cur_alive_, cur_roles_, prev != nullptr, prev_regions_, prev_alive_, &cur_own_, prev);
+    return Price(s, cur_regions_, cur_alive_, cur_roles_, prev != nullptr, prev_regions_, prev_alive_, &cur_own_, prev,
+                 scratch_.sizes.data());
   }
   if (prev && !same(prev_step_, *prev)) {
     if (same(cur_step_, *prev)) {
