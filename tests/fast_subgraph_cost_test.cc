@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include "eval/cost/context_reuse.h"
 #include "eval/cost/cost_cache.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
@@ -71,6 +72,63 @@ TEST_CASE("fast subgraph cost equals the oracle on random DAGs and schedules") {
   CHECK(tally.invalid > 1000);
   CHECK(tally.classes > 3000);
   CHECK(tally.stepwise > 50);
+}
+
+TEST_CASE("pricing's shortcuts give the general loops' results to the bit") {
+  // PricingShortcutsOff (eval/cost/subgraph_cost.h) prices by the general loops: every report,
+  // verdict and rule must be the same to the bit with the shortcuts (the search's walk depends
+  // on them), at each subgraph's granularity and at three others of the same context priced
+  // in one ContextReuse scope (the templates are kept, the granularity's tables are not).
+  int compared = 0, classes = 0, stepwise = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(5000 + static_cast<int>(shape));
+    for (int trial = 0; trial < 120; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.max_ops = 3 + trial % 8;
+      const Problem problem = RandomProblem(rng, shape, problem_options);
+      RandomScheduleOptions options;
+      options.fuse_probability = 0.3 + 0.2 * (trial % 3);
+      options.invalid_probability = 0.1;
+      options.max_steps = 600;
+      const Schedule schedule = RandomSchedule(problem, rng, options);
+      std::vector<TensorId> retained_in;
+      for (const Subgraph& s : schedule.subgraphs) {
+        std::vector<Subgraph> variants(4, s);
+        variants[1].granularity.w = std::max<Elements>(1, s.granularity.w / 2);
+        variants[2].granularity.h = std::max<Elements>(1, s.granularity.h / 2);
+        variants[3].granularity.k = std::max<Elements>(1, s.granularity.k / 2);
+        for (Subgraph& v : variants) {
+          // A traversal is of the original grid; the halved sides are priced in raster.
+          if (v.granularity != s.granularity) v.traversal.reset();
+        }
+        std::vector<SubgraphResult> fast, general;
+        {
+          const ContextReuse reuse;
+          for (const Subgraph& v : variants) fast.push_back(CostSubgraph(problem, v, retained_in));
+        }
+        {
+          const ContextReuse reuse;
+          const PricingShortcutsOff off;
+          CHECK_FALSE(PricingShortcutsOff::Allowed());
+          for (const Subgraph& v : variants) general.push_back(CostSubgraph(problem, v, retained_in));
+        }
+        CHECK(PricingShortcutsOff::Allowed());
+        for (size_t x = 0; x < variants.size(); ++x) {
+          CHECK(fast[x].verdict == general[x].verdict);
+          CHECK(fast[x].violation.rule == general[x].violation.rule);
+          CHECK(fast[x].report == general[x].report);
+          ++compared;
+          if (fast[x].ok()) {
+            (CostSubgraphUsesStepClasses(problem, variants[x], retained_in) ? classes : stepwise) += 1;
+          }
+        }
+        retained_in = s.retain;
+      }
+    }
+  }
+  MESSAGE("compared " << compared << " (valid by step classes " << classes << ", step by step " << stepwise << ")");
+  CHECK(classes > 3000);
+  CHECK(stepwise > 30);
 }
 
 TEST_CASE("without a violation's words, pricing and the structural checks give the same verdict, rule and report") {

@@ -323,6 +323,34 @@ TEST_CASE("incremental evaluation equals the oracle on edits that shift a stretc
   CHECK(proposals - valid > 500);
 }
 
+TEST_CASE("SpareSubgraphs lends storage only: what it was given, emptied of nothing but its owner") {
+  // The thread's spares may hold subgraphs of earlier tests: drain them (a spare always has
+  // op storage, a new subgraph none).
+  while (SpareSubgraphs::Take().ops.capacity() > 0) {
+  }
+  std::vector<Subgraph> given(3);
+  for (int i = 0; i < 3; ++i) given[i].ops.assign(10 + i, i);
+  given.emplace_back();  // no storage to lend: not kept
+  SpareSubgraphs::Give(given);
+  CHECK(given.empty());
+  std::vector<size_t> capacities;
+  for (int i = 0; i < 3; ++i) {
+    const Subgraph spare = SpareSubgraphs::Take();
+    capacities.push_back(spare.ops.capacity());
+  }
+  std::sort(capacities.begin(), capacities.end());
+  CHECK(capacities[0] >= 10);
+  CHECK(capacities[2] >= 12);
+  CHECK(SpareSubgraphs::Take().ops.capacity() == 0);  // none left: a new one
+  // The bound: no more than 4,096 kept.
+  std::vector<Subgraph> many(5000);
+  for (Subgraph& sg : many) sg.ops.assign(1, 0);
+  SpareSubgraphs::Give(many);
+  int taken = 0;
+  while (SpareSubgraphs::Take().ops.capacity() > 0) ++taken;
+  CHECK(taken == 4096);
+}
+
 TEST_CASE("incremental evaluation: the second proposal replaces the first, Commit without one is a no-op") {
   std::mt19937_64 rng(31);
   const Problem problem = RandomProblem(rng, DagShape::kChain, {.min_ops = 4, .max_ops = 6});

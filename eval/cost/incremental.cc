@@ -155,8 +155,9 @@ void InsertSorted(std::vector<int64_t>& list, int64_t label) {
   list.insert(std::upper_bound(list.begin(), list.end(), label), label);
 }
 
-// Replaces v[b, e) by the m elements from `first` (moved), shifting the tail once (erase then
-// insert would shift it twice; on a long schedule the shift is the cost of a commit).
+// Replaces v[b, e) by the m elements from `first`, shifting the tail once (erase then insert
+// would shift it twice; on a long schedule the shift is the cost of a commit). The elements
+// are swapped: `first`'s range receives the replaced ones (or empty ones where v grew).
 template <typename T, typename It>
 void SpliceInto(std::vector<T>& v, int b, int e, It first, int m) {
   const int old = e - b;
@@ -165,7 +166,7 @@ void SpliceInto(std::vector<T>& v, int b, int e, It first, int m) {
   } else if (m < old) {
     v.erase(v.begin() + b + m, v.begin() + e);
   }
-  for (int k = 0; k < m; ++k, ++first) v[b + k] = std::move(*first);
+  for (int k = 0; k < m; ++k, ++first) std::swap(v[b + k], *first);
 }
 
 void EraseOne(std::vector<int64_t>& list, int64_t label) {
@@ -174,6 +175,29 @@ void EraseOne(std::vector<int64_t>& list, int64_t label) {
 }
 
 }  // namespace
+
+std::vector<Subgraph>& SpareSubgraphs::Pool() {
+  thread_local std::vector<Subgraph> pool;
+  return pool;
+}
+
+void SpareSubgraphs::Give(std::vector<Subgraph>& from) {
+  std::vector<Subgraph>& pool = Pool();
+  for (Subgraph& sg : from) {
+    if (pool.size() >= kMaxSpares) break;
+    if (sg.ops.capacity() == 0) continue;  // nothing to lend
+    pool.push_back(std::move(sg));
+  }
+  from.clear();
+}
+
+Subgraph SpareSubgraphs::Take() {
+  std::vector<Subgraph>& pool = Pool();
+  if (pool.empty()) return Subgraph{};
+  Subgraph sg = std::move(pool.back());
+  pool.pop_back();
+  return sg;
+}
 
 int64_t IncrementalEvaluator::LabelAt(int position) const {
   return position < static_cast<int>(labels_.size()) ? labels_[position] : INT64_MAX;
@@ -375,6 +399,9 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
                         uncovered_ops_ == 0 && unwritten_outputs_ == 0;
   if (pending_same_facts_) return ProposeSameFacts(b, edit.replacement[0]);
   if (take != nullptr) {
+    // The last edit's subgraphs (a dropped proposal's, or those a commit replaced) lend their
+    // storage to the next edits.
+    SpareSubgraphs::Give(pending_edit_.replacement);
     pending_edit_ = std::move(*take);  // `edit` is not read below: pending_edit_ stands for it
   } else {
     pending_edit_ = edit;

@@ -118,6 +118,23 @@ class PointerVector {
   std::vector<T*> spare_;  // owned: taken out by splices, reused by the next ones
 };
 
+// Subgraphs whose storage nobody needs any more (those a committed edit replaced, a dropped
+// proposal's), kept per thread so that the next edits are built in their buffers instead of
+// allocating: on a network a move across a stretch copies hundreds of subgraphs into its edit.
+// Only storage passes through: a taken subgraph's contents are unspecified, and the taker sets
+// every field.
+class SpareSubgraphs {
+ public:
+  // Moves the elements of `from` into the thread's spares (up to a bound) and empties `from`.
+  static void Give(std::vector<Subgraph>& from);
+  // A spare, or a new subgraph when there is none.
+  static Subgraph Take();
+
+ private:
+  static constexpr size_t kMaxSpares = 4096;
+  static std::vector<Subgraph>& Pool();
+};
+
 class IncrementalEvaluator {
  public:
   // `cache` may be null (no caching). Both must outlive the evaluator.

@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -123,6 +124,18 @@ struct PricerScratch {
   std::vector<int> charge_group_begin, charge_group_end;
   std::vector<Region> whole;
   std::vector<char> weight;
+  // Per request template: alive at a step that is not the tile's last k-step, and at the last.
+  std::vector<char> alive_mid, alive_last;
+  // Per request template: the step indices its slice follows (bit 0 the tile row, 1 the tile
+  // column, 2 the k-step; none for a fixed side; see PriceStep).
+  std::vector<uint8_t> follows;
+  // The request templates' sides apart, for RequestSizes; and its output.
+  std::vector<uint8_t> row_axis, col_axis;
+  std::vector<Elements> row_bound, col_bound;
+  std::vector<Elements> sizes;
+  // Whether a tensor has several request templates or an op several charge templates (D5 and
+  // C5 then compare slices), and whether a template is on the weight path (H6).
+  bool multi_request_groups = false, multi_charge_groups = false, any_weight = false;
   std::vector<FeedKey> fed;
   std::vector<Region> cur_regions, prev_regions;
   std::vector<char> cur_alive, prev_alive;
@@ -235,6 +248,26 @@ class SubgraphPricer {
       case Axis::kFixed: lo = 0; hi = t.bound; return;
     }
   }
+  // The same by table, without a branch on the axis: an axis's index (row, column, k-step, or
+  // 0 for kFixed) times its step (0 for kFixed) starts the interval, which ends `extent_` later
+  // (unbounded for kFixed) or at the bound. Set by BuildTemplates for the granularity.
+  struct AxisCoords {
+    int64_t index[4];
+  };
+  static AxisCoords CoordsOf(const StepCoord& s) { return {{s.row, s.col, s.j, 0}}; }
+  void InstantiateFast(const IntervalTemplate& t, const AxisCoords& c, Elements& lo, Elements& hi) const {
+    const int a = static_cast<int>(t.axis);
+    lo = c.index[a] * axis_step_[a];
+    hi = std::min(lo + axis_extent_[a], t.bound);
+  }
+  Region RegionFast(const IntervalTemplate& rows, const IntervalTemplate& cols, const AxisCoords& c) const {
+    Region r;
+    InstantiateFast(rows, c, r.r0, r.r1);
+    InstantiateFast(cols, c, r.c0, r.c1);
+    return r;
+  }
+  Elements axis_step_[4] = {0, 0, 0, 0};
+  Elements axis_extent_[4] = {0, 0, 0, 0};
   Region RegionOf(const IntervalTemplate& rows, const IntervalTemplate& cols,
                   const StepCoord& s) const {
     Region r;
@@ -251,10 +284,17 @@ class SubgraphPricer {
   // Prices step `s` whose requests are (regions, alive, roles), after a step with (prev_regions,
   // prev_alive) or after no step (has_prev false).
   // `own`, if given: the step's own part, read from it if known, else stored in it.
+  // `prev_step`, if given (reuse_by_indices_ only): the step before, whose requests are then
+  // not read.
   StepPrice Price(const StepCoord& s, const std::vector<Region>& regions,
                   const std::vector<char>& alive, const std::vector<uint8_t>& roles, bool has_prev,
                   const std::vector<Region>& prev_regions,
-                  const std::vector<char>& prev_alive, StepOwnPart* own = nullptr) const;
+                  const std::vector<char>& prev_alive, StepOwnPart* own = nullptr,
+                  const StepCoord* prev_step = nullptr, const Elements* sizes = nullptr) const;
+  // reuse_by_indices_ only: the size of each request's slice at step s into scratch_.sizes, 0
+  // for a request not alive there (one template per tensor: D5 removes none). Price then reads
+  // the sizes instead of the regions.
+  void RequestSizes(const StepCoord& s) const;
   // The rule the step breaks (W, then H1), or nullopt.
   std::optional<SubgraphResult> StepFailure(const StepPrice& price, int64_t step, int64_t tile, int64_t j) const {
     if (price.working_set > problem_.fast_memory_capacity) {
@@ -326,6 +366,13 @@ class SubgraphPricer {
   std::vector<int>& charge_group_end_ = scratch_.charge_group_end;
   std::vector<Region>& whole_ = scratch_.whole;  // per request template: its whole tensor
   std::vector<char>& weight_ = scratch_.weight;  // per request template: on the weight path (H6)
+  std::vector<char>& alive_mid_ = scratch_.alive_mid;
+  std::vector<char>& alive_last_ = scratch_.alive_last;
+  std::vector<uint8_t>& follows_ = scratch_.follows;
+  // PriceStep tells a held-over slice by the step indices (see there): step classes apply, no
+  // chip rules or weight path, one request template per tensor.
+  bool reuse_by_indices_ = false;
+  bool shortcuts_ = true;  // PricingShortcutsOff::Allowed() when the granularity was set
   bool step_classes_apply_ = false;
   bool reuse_templates_ = false;  // the scratch holds this context's templates (see Analyse)
 
@@ -389,6 +436,12 @@ bool SubgraphPricer::NeverEmpty(const IntervalTemplate& interval) const {
 void SubgraphPricer::BuildTemplates() {
   k_ = reduction_ > 0 ? g_.k : 1;
   k_steps_ = reduction_ > 0 ? CeilDiv(reduction_, k_) : 1;
+  // InstantiateFast's tables: kFixed is [0 * 0, min(0 + max, bound)) = [0, bound).
+  axis_step_[0] = axis_extent_[0] = g_.h;
+  axis_step_[1] = axis_extent_[1] = g_.w;
+  axis_step_[2] = axis_extent_[2] = k_;
+  axis_step_[3] = 0;
+  axis_extent_[3] = std::numeric_limits<Elements>::max();
   PricerScratch& m = scratch_;
   if (reuse_templates_) {
     resident_ = m.resident;
@@ -432,6 +485,8 @@ void SubgraphPricer::BuildTemplates() {
     }
   }
   step_classes_apply_ = classes;
+  shortcuts_ = PricingShortcutsOff::Allowed();
+  reuse_by_indices_ = shortcuts_ && classes && !rules_on_ && !scratch_.any_weight && !scratch_.multi_request_groups;
 }
 
 bool SubgraphPricer::Meets(const IntervalTemplate& a, const IntervalTemplate& b) const {
@@ -524,11 +579,31 @@ void SubgraphPricer::BuildContextTemplates() {
   request_group_end_.resize(num_requests);
   whole_.resize(num_requests);
   weight_.resize(num_requests);
+  alive_mid_.resize(num_requests);
+  alive_last_.resize(num_requests);
+  follows_.resize(num_requests);
+  scratch_.row_axis.resize(num_requests);
+  scratch_.col_axis.resize(num_requests);
+  scratch_.row_bound.resize(num_requests);
+  scratch_.col_bound.resize(num_requests);
+  scratch_.sizes.resize(num_requests);
+  scratch_.multi_request_groups = false;
+  scratch_.any_weight = false;
   for (int i = 0; i < num_requests;) {
     int end = i;
     while (end < num_requests && requests_[end].tensor == requests_[i].tensor) ++end;
     const char on_weight_path = problem_.OnWeightPath(requests_[i].tensor);
+    scratch_.multi_request_groups = scratch_.multi_request_groups || end - i > 1;
+    scratch_.any_weight = scratch_.any_weight || on_weight_path;
     for (int x = i; x < end; ++x) {
+      alive_mid_[x] = (requests_[x].presence & kEveryStep) != 0;
+      auto follow = [](Axis a) -> uint8_t { return a == Axis::kFixed ? 0 : uint8_t{1} << static_cast<int>(a); };
+      follows_[x] = follow(requests_[x].rows.axis) | follow(requests_[x].cols.axis);
+      scratch_.row_axis[x] = static_cast<uint8_t>(requests_[x].rows.axis);
+      scratch_.col_axis[x] = static_cast<uint8_t>(requests_[x].cols.axis);
+      scratch_.row_bound[x] = requests_[x].rows.bound;
+      scratch_.col_bound[x] = requests_[x].cols.bound;
+      alive_last_[x] = (requests_[x].presence & (kEveryStep | kLastStep)) != 0;
       request_group_begin_[x] = i;
       request_group_end_[x] = end;
       const Tensor& tensor = problem_.tensors[requests_[x].tensor];
@@ -557,9 +632,11 @@ void SubgraphPricer::BuildContextTemplates() {
   const int num_charges = static_cast<int>(charges_.size());
   charge_group_begin_.resize(num_charges);
   charge_group_end_.resize(num_charges);
+  scratch_.multi_charge_groups = false;
   for (int i = 0; i < num_charges;) {
     int end = i;
     while (end < num_charges && charges_[end].op == charges_[i].op) ++end;
+    scratch_.multi_charge_groups = scratch_.multi_charge_groups || end - i > 1;
     for (int x = i; x < end; ++x) {
       charge_group_begin_[x] = i;
       charge_group_end_[x] = end;
@@ -579,12 +656,20 @@ void SubgraphPricer::Requests(const StepCoord& s, std::vector<Region>& regions,
                               std::vector<char>& alive, std::vector<uint8_t>& roles) const {
   const bool last = s.j == k_steps_ - 1;
   const int num_requests = static_cast<int>(requests_.size());
+  // alive[i] = (presence & kEveryStep) || (last && (presence & kLastStep)), from the tables.
+  const char* on = last ? alive_last_.data() : alive_mid_.data();
+  const RequestTemplate* r = requests_.data();
+  Region* out = regions.data();
+  char* live = alive.data();
+  const AxisCoords c = CoordsOf(s);
   for (int i = 0; i < num_requests; ++i) {
-    const RequestTemplate& r = requests_[i];
-    alive[i] = (r.presence & kEveryStep) || (last && (r.presence & kLastStep));
-    if (alive[i]) regions[i] = RegionOf(r.rows, r.cols, s);
-    if (rules_on_) roles[i] = r.roles;
+    live[i] = on[i];
+    if (on[i]) out[i] = RegionFast(r[i].rows, r[i].cols, c);
   }
+  if (rules_on_) {
+    for (int i = 0; i < num_requests; ++i) roles[i] = r[i].roles;
+  }
+  if (!scratch_.multi_request_groups && shortcuts_) return;
   // D5 within each tensor: identical slices once, a whole-tensor slice covers the others.
   for (int b = 0; b < num_requests;) {
     const int e = request_group_end_[b];
@@ -620,7 +705,8 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
                                 const std::vector<char>& alive, const std::vector<uint8_t>& roles,
                                 bool has_prev,
                                 const std::vector<Region>& prev_regions,
-                                const std::vector<char>& prev_alive, StepOwnPart* own) const {
+                                const std::vector<char>& prev_alive, StepOwnPart* own,
+                                const StepCoord* prev_step, const Elements* sizes) const {
   const bool last = s.j == k_steps_ - 1;
   const Elements n = problem_.native;
   const Elements k0 = s.j * k_;
@@ -636,7 +722,64 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   // compute, the same loop as when it is not known.
   const bool known = own != nullptr && own->known;
   const int num_requests = static_cast<int>(requests_.size());
-  for (int i = 0; i < num_requests; ++i) {
+  const bool plain = shortcuts_ && !rules_on_ && !scratch_.any_weight;
+  if (plain && !scratch_.multi_request_groups) {
+    // No roles, no weight path, one template per tensor: the loop below with its branches
+    // decided. (`slices` is summed even when known: the same integers, replaced below.)
+    const Region* cur = regions.data();
+    const char* live = alive.data();
+    if (sizes != nullptr) {
+      // As below, a request not alive having size 0.
+      if (has_prev) {
+        const StepCoord& p = *prev_step;
+        const int moved = (p.row != s.row ? 1 : 0) | (p.col != s.col ? 2 : 0) | (p.j != s.j ? 4 : 0);
+        const char* was = p.j == k_steps_ - 1 ? alive_last_.data() : alive_mid_.data();
+        const uint8_t* follows = follows_.data();
+        for (int i = 0; i < num_requests; ++i) {
+          slices += sizes[i];
+          if (!was[i] || (follows[i] & moved) != 0) loaded += sizes[i];
+        }
+      } else {
+        for (int i = 0; i < num_requests; ++i) slices += sizes[i];
+        loaded = slices;
+      }
+    } else if (has_prev && prev_step != nullptr) {
+      // Step classes apply, so no slice is empty and two steps' slices of one template are
+      // equal exactly when the indices it follows are (Meets). The other reuse, a whole-tensor
+      // slice before, needs nothing more: a side following an index is the whole side only at
+      // index 0 with min(step, bound) = side, and a never-empty interval then has that one
+      // index ((count - 1) * step < bound <= side <= step), so the slice did not move.
+      const StepCoord& p = *prev_step;
+      const int moved = (p.row != s.row ? 1 : 0) | (p.col != s.col ? 2 : 0) | (p.j != s.j ? 4 : 0);
+      const char* was = p.j == k_steps_ - 1 ? alive_last_.data() : alive_mid_.data();
+      const uint8_t* follows = follows_.data();
+      for (int i = 0; i < num_requests; ++i) {
+        if (!live[i]) continue;
+        const Elements size = cur[i].size();
+        slices += size;
+        if (!was[i] || (follows[i] & moved) != 0) loaded += size;
+      }
+    } else if (has_prev) {
+      const Region* before = prev_regions.data();
+      const char* was = prev_alive.data();
+      const Region* whole = whole_.data();
+      for (int i = 0; i < num_requests; ++i) {
+        if (!live[i]) continue;
+        const Elements size = cur[i].size();
+        slices += size;
+        const bool reused = was[i] && (before[i] == cur[i] || before[i] == whole[i]);
+        if (!reused) loaded += size;
+      }
+    } else {
+      for (int i = 0; i < num_requests; ++i) {
+        if (!live[i]) continue;
+        const Elements size = cur[i].size();
+        slices += size;
+        loaded += size;
+      }
+    }
+  }
+  for (int i = 0; i < num_requests && !(plain && !scratch_.multi_request_groups); ++i) {
     if (!alive[i]) continue;
     const Elements size = regions[i].size();
     bool reused = false;
@@ -662,7 +805,48 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   // C2-C5: charges; one charge per (op, region), the largest when several coincide.
   double compute = 0;
   const int num_charges = known ? 0 : static_cast<int>(charges_.size());
-  for (int b = 0; b < num_charges;) {
+  const bool plain_charges = shortcuts_ && !rules_on_ && !scratch_.multi_charge_groups;
+  if (plain_charges) {
+    // One charge template per op and no H1: the loop below, each charge added in the same
+    // order by the same expression, the region derived only where the amount reads it.
+    const AxisCoords c = CoordsOf(s);
+    for (int i = 0; i < num_charges; ++i) {
+      const ChargeTemplate& t = charges_[i];
+      if (!((t.presence & kEveryStep) || (last && (t.presence & kLastStep)))) continue;
+      double amount = 0;
+      switch (t.kind) {
+        case ChargeKind::kKLoop:
+          amount = t.base * static_cast<double>(k_len) / static_cast<double>(reduction_);
+          break;
+        case ChargeKind::kStripLhs: {
+          Elements r0, r1;
+          InstantiateFast(t.rows, c, r0, r1);
+          amount = t.base *
+                   static_cast<double>(CeilDiv(r1 - r0, n) * CeilDiv(reduction_, n)) *
+                   static_cast<double>(k_len) / static_cast<double>(reduction_);
+          break;
+        }
+        case ChargeKind::kStripRhs: {
+          Elements c0, c1;
+          InstantiateFast(t.cols, c, c0, c1);
+          amount = t.base *
+                   static_cast<double>(CeilDiv(reduction_, n) * CeilDiv(c1 - c0, n)) *
+                   static_cast<double>(k_len) / static_cast<double>(reduction_);
+          break;
+        }
+        case ChargeKind::kFull: {
+          const Region region = RegionFast(t.rows, t.cols, c);
+          amount = t.base * static_cast<double>(CeilDiv(region.rows(), n) * CeilDiv(region.cols(), n));
+          break;
+        }
+        case ChargeKind::kEpilogue:
+          amount = t.base;
+          break;
+      }
+      compute += amount;
+    }
+  }
+  for (int b = 0; b < num_charges && !plain_charges;) {
     const int e = charge_group_end_[b];
     int seen = 0;
     for (int i = b; i < e; ++i) {
@@ -747,10 +931,41 @@ StepPrice SubgraphPricer::Price(const StepCoord& s, const std::vector<Region>& r
   return price;
 }
 
+void SubgraphPricer::RequestSizes(const StepCoord& s) const {
+  const bool last = s.j == k_steps_ - 1;
+  const int num_requests = static_cast<int>(requests_.size());
+  const char* on = last ? alive_last_.data() : alive_mid_.data();
+  const uint8_t* row_axis = scratch_.row_axis.data();
+  const uint8_t* col_axis = scratch_.col_axis.data();
+  const Elements* row_bound = scratch_.row_bound.data();
+  const Elements* col_bound = scratch_.col_bound.data();
+  Elements* sizes = scratch_.sizes.data();
+  const AxisCoords c = CoordsOf(s);
+  for (int i = 0; i < num_requests; ++i) {
+    // InstantiateFast on each side.
+    const int ra = row_axis[i], ca = col_axis[i];
+    const Elements r0 = c.index[ra] * axis_step_[ra];
+    const Elements r1 = std::min(r0 + axis_extent_[ra], row_bound[i]);
+    const Elements c0 = c.index[ca] * axis_step_[ca];
+    const Elements c1 = std::min(c0 + axis_extent_[ca], col_bound[i]);
+    sizes[i] = on[i] ? (r1 - r0) * (c1 - c0) : 0;
+  }
+}
+
 StepPrice SubgraphPricer::PriceStep(const StepCoord& s, const StepCoord* prev) {
   auto same = [](const std::optional<StepCoord>& a, const StepCoord& b) {
     return a && a->row == b.row && a->col == b.col && a->j == b.j;
   };
+  if (reuse_by_indices_) {
+    // The step before is read by its indices alone: only the step's own requests are derived.
+    if (!same(cur_step_, s)) {
+      RequestSizes(s);
+      cur_step_ = s;
+      cur_own_.known = false;
+    }
+    return Price(s, cur_regions_, cur_alive_, cur_roles_, prev != nullptr, prev_regions_, prev_alive_, &cur_own_, prev,
+                 scratch_.sizes.data());
+  }
   if (prev && !same(prev_step_, *prev)) {
     if (same(cur_step_, *prev)) {
       cur_regions_.swap(prev_regions_);

@@ -46,6 +46,23 @@ std::optional<SubgraphResult> StructuralFailure(const Problem& problem, const Su
 SubgraphResult CostSubgraphStepByStep(const Problem& problem, const Subgraph& subgraph,
                                       const std::vector<TensorId>& retained_in);
 
+// Within a scope on its thread, CostSubgraph prices every step by its general loops: without the
+// shortcuts a context's shape allows (loads and charges without chip rules or the weight path,
+// D5 and C5 skipped when every tensor and op has one template, held-over slices told by the
+// step indices under step classes). The shortcuts must give the same results to the bit; the
+// scope is what the tests compare them with.
+class PricingShortcutsOff {
+ public:
+  PricingShortcutsOff() { ++depth_; }
+  ~PricingShortcutsOff() { --depth_; }
+  PricingShortcutsOff(const PricingShortcutsOff&) = delete;
+  PricingShortcutsOff& operator=(const PricingShortcutsOff&) = delete;
+  static bool Allowed() { return depth_ == 0; }
+
+ private:
+  static inline thread_local int depth_ = 0;
+};
+
 class CostCache;
 
 // A whole schedule by the fast path: every subgraph by CostSubgraph (or from `cache` when not

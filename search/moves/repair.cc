@@ -553,11 +553,18 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
     const std::vector<OpId>* next = j + 1 < pieces.size() ? &pieces[j + 1].Ops() : after;
     std::vector<TensorId> retain = UsefulRetain(problem, piece.Ops(), piece.Retain(), next);
     if (!piece.refit && piece.hint != nullptr) {
-      // The hint's configuration with the filtered retain set (its own is not copied first).
-      Subgraph& same = edit.replacement.emplace_back();
-      same.ops = piece.hint->ops;
+      // The hint's configuration with the filtered retain set (its own is not copied first),
+      // in a spare subgraph's buffers (eval/cost/incremental.h).
+      Subgraph& same = edit.replacement.emplace_back(SpareSubgraphs::Take());
+      same.ops.assign(piece.hint->ops.begin(), piece.hint->ops.end());
       same.granularity = piece.hint->granularity;
-      same.traversal = piece.hint->traversal;
+      if (!piece.hint->traversal) {
+        same.traversal.reset();
+      } else if (same.traversal) {
+        same.traversal->assign(piece.hint->traversal->begin(), piece.hint->traversal->end());
+      } else {
+        same.traversal = piece.hint->traversal;
+      }
       same.retain = std::move(retain);
     } else {
       std::optional<FitResult> fit =
