@@ -245,6 +245,9 @@ struct LowerBound {
   // an island of one MatMul with K > n its least step-by-step latency, P21).
   Latency islands = 0;
   int island_count = 0;
+  // P24: MatMuls whose per-step excess (weights streamed over k-steps that compute less) the
+  // islands part counts, on a chip with a weight path (H6).
+  int per_step_twins = 0;
   // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,
   // P19, streamed activation) time of heavy MatMuls that no other op's compute can hide, plus
   // the reloads of ops that sit alone;

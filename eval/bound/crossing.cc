@@ -1,6 +1,7 @@
 #include "eval/bound/crossing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -8,7 +9,8 @@
 namespace annealer::bound_internal {
 
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
-                     const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone) {
+                     const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone,
+                     const PerStepIsland* per_step) {
   if (built.islands < 2) return 0;
   const int num_ops = static_cast<int>(problem.ops.size());
   const int islands = built.islands;
@@ -62,6 +64,12 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
         linear = a * built.island_compute[i] +
                  b * static_cast<double>(built.island_weight_traffic[i]) / problem.chip.weight_bandwidth +
                  (1 - a - b) * static_cast<double>(built.island_traffic[i]) / bandwidth;
+        // P24: at a + b = 1 (a point of the grid: a = g / kGrid) the per-step claims join.
+        const int g = k <= kGrid ? -1 : static_cast<int>(std::lround(a * PerStepIsland::kGrid));
+        if (per_step != nullptr && g >= 0 && points[k].linear_only && std::abs(a + b - 1) < 1e-9 &&
+            i < static_cast<int>(per_step->extra.size())) {
+          linear += per_step->extra[i][g];
+        }
       }
       Value& v = value[i][k];
       v.value = std::max(lines_sum, linear);
