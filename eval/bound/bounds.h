@@ -201,6 +201,20 @@
 //     fresh [0, K_x) x kappa_j slice (M1: only x requests t, kappa changes every step): |t| per
 //     k-loop tile, >= |t| ceil(M_f/n) ceil(N_f/n) over the subgraph for the least terminal f
 //     (Analysis::StripTiles); the upstream line claims it. SR symmetric with the LHS.
+//  P24 (H6, T1, T2, C2, C4, D2, M1, V1, V5, V11, L1, P7, P12, P13, P14) The per-step excess of
+//     streamed weights. With a weight path a step costs max(c, w / Bw, o / B) >= max(c, w / Bw), so
+//     for a + b = 1 a subgraph costs a N_S + b W_S plus its excess sum_j max(c_j, w_j / Bw) - a N_S -
+//     b W_S >= 0 (N_S: its ops' native compute). A MatMul x with K > n whose RHS is a weight it
+//     alone reads, in a world class (P14) holding no U op and only twins of x (same K, shape and
+//     base, each with a weight of its own, none feeding another) and Pointwise or Layout ops: a
+//     subgraph holding twins in F holds only them, epilogues (fire at the last step, C4) and Layout
+//     ops, and each step loads exactly k_j wc of each twin's weight (consecutive k-ranges differ,
+//     M1): its excess is |F| times one twin's with gamma / |F| of epilogue, at least |F| delta(a),
+//     the least over every w, k and gamma. An instance of x upstream of a k-loop computes at least
+//     its least non-T factor f (P7, P13; with the weight FIFO, FL requests the whole weight, and
+//     SR and FR at most FIFO / K of its columns a step) times c_x. Each such x claims min(delta(a),
+//     a (f - 1) c_x) in its island beside a C_I + b W_I / Bw (P12), and in P16's P12 form at
+//     (a, 1 - a), where crossing tensors count nothing on the activation path.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -210,7 +224,7 @@
 // not for ops upstream of a k-loop beyond P22 nor for Pointwise ops' own tile counts), recomputation beyond P7 and
 // P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
 // subgraph (except P15, P16), and the per-step max (only sums, per problem, island or P14's subgraph classes; except P21 for
-// a MatMul that sits alone). It
+// a MatMul that sits alone and P24 for weights streamed over k-steps under H6). It
 // is a bound, not an estimate.
 #pragma once
 

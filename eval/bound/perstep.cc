@@ -59,7 +59,8 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
   PerStepIsland result;
   result.value.assign(built.islands, 0);
   result.extra.assign(built.islands, {});
-  if (!g_per_step_excess || !problem.chip.two_paths() || weights.empty()) return result;
+  // A step costs max(compute, w / Bw, o / B) only without prefetch (H5; the reader refuses it beside H6).
+  if (!g_per_step_excess || !problem.chip.two_paths() || problem.chip.prefetch || weights.empty()) return result;
   const int num_ops = static_cast<int>(problem.ops.size());
   const Elements n = problem.native;
   for (const Op& op : problem.ops) {  // the worlds need Pointwise ops to keep shapes

@@ -328,7 +328,7 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          std::to_string(bound.streaming_ops) +
          " MatMuls that no other op's compute can hide, streamed activations + reloads of ops that sit alone, P14-P15, P19)\n";
   out += "  crossing   " + Readable(bound.crossing) +
-         "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16)\n";
+         "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16; with P21, P24)\n";
   out += "  memory     " + Readable(bound.memory_floor) +
          "  (graph I/O + Layout inputs written + reloads of sinks that sit alone, P17)\n";
   out += "  tiles      " + Readable(bound.tiles) +
