@@ -64,12 +64,8 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
         linear = a * built.island_compute[i] +
                  b * static_cast<double>(built.island_weight_traffic[i]) / problem.chip.weight_bandwidth +
                  (1 - a - b) * static_cast<double>(built.island_traffic[i]) / bandwidth;
-        // P24: at a + b = 1 (a point of the grid: a = g / kGrid) the per-step claims join.
-        const int g = k <= kGrid ? -1 : static_cast<int>(std::lround(a * PerStepIsland::kGrid));
-        if (per_step != nullptr && g >= 0 && points[k].linear_only && std::abs(a + b - 1) < 1e-9 &&
-            i < static_cast<int>(per_step->extra.size())) {
-          linear += per_step->extra[i][g];
-        }
+        // P24: the per-step claims of the island's weight-streaming MatMuls at this point.
+        if (per_step != nullptr) linear += per_step->Extra(i, a, b);
       }
       Value& v = value[i][k];
       v.value = std::max(lines_sum, linear);

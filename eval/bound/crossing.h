@@ -33,8 +33,9 @@ namespace annealer::bound_internal {
 // P21: an island that is one MatMul with K > n may take, in P12's form, the least over its
 // retentions of its step-by-step latency less what the crossing claims count apart (`alone`,
 // per island; empty or invalid entries leave the island as it was).
-// P24 (`per_step`, H6 only): P12's form at a point (a, 1 - a) adds the island's per-step claims
-// at a (PerStepIsland::extra); there the crossing tensors count nothing on the activation path.
+// P24 (`per_step`, H6 only): P12's form adds the island's per-step claims at its point
+// (PerStepIsland::Extra; they hold whatever the steps move on the activation path, so the
+// crossing tensors' loads and writes still count at 1 - a - b).
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
                      const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone = {},
                      const PerStepIsland* per_step = nullptr);

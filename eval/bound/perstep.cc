@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <limits>
 
 namespace annealer::bound_internal {
@@ -54,11 +55,20 @@ double PerStepExcess(double beta, Elements rows, Elements cols, Elements reducti
   return best;
 }
 
+double PerStepIsland::Extra(int island, double a, double b) const {
+  const double share = a + b;
+  if (share <= 0 || island >= static_cast<int>(claims.size())) return 0;
+  const double x = std::min(1.0, a / share) * kGrid;
+  const int g = std::min(kGrid - 1, static_cast<int>(std::floor(x)));
+  const double t = x - g;
+  return share * ((1 - t) * claims[island][g] + t * claims[island][g + 1]);
+}
+
 PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Built& built,
                              const std::vector<char>& weights) {
   PerStepIsland result;
   result.value.assign(built.islands, 0);
-  result.extra.assign(built.islands, {});
+  result.claims.assign(built.islands, {});
   // A step costs max(compute, w / Bw, o / B) only without prefetch (H5; the reader refuses it beside H6).
   if (!g_per_step_excess || !problem.chip.two_paths() || problem.chip.prefetch || weights.empty()) return result;
   const int num_ops = static_cast<int>(problem.ops.size());
@@ -211,17 +221,24 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     island_claims[built.island_of[claims[i].op]].push_back(i);
     ++result.twins;
   }
+  const double bandwidth = problem.slow_memory_bandwidth, weight_bandwidth = problem.chip.weight_bandwidth;
   for (int i = 0; i < built.islands; ++i) {
     if (island_claims[i].empty()) continue;
-    double best = 0;
     for (int g = 0; g <= PerStepIsland::kGrid; ++g) {
-      const double w = static_cast<double>(g) / PerStepIsland::kGrid;
-      double extra = 0;
-      for (int c : island_claims[i]) extra += std::min(signatures[claims[c].signature].delta[g], w * claims[c].other);
-      result.extra[i][g] = extra;
-      best = std::max(best, w * built.island_compute[i] +
-                                (1 - w) * static_cast<double>(built.island_weight_traffic[i]) / problem.chip.weight_bandwidth +
-                                extra);
+      const double alpha = static_cast<double>(g) / PerStepIsland::kGrid;
+      double sum = 0;
+      for (int c : island_claims[i]) sum += std::min(signatures[claims[c].signature].delta[g], alpha * claims[c].other);
+      result.claims[i][g] = sum;
+    }
+    double best = 0;
+    for (int k = 0; k <= PerStepIsland::kGrid; ++k) {
+      for (int j = 0; k + j <= PerStepIsland::kGrid; ++j) {
+        const double a = static_cast<double>(k) / PerStepIsland::kGrid, b = static_cast<double>(j) / PerStepIsland::kGrid;
+        best = std::max(best, a * built.island_compute[i] +
+                                  b * static_cast<double>(built.island_weight_traffic[i]) / weight_bandwidth +
+                                  (1 - a - b) * static_cast<double>(built.island_traffic[i]) / bandwidth +
+                                  result.Extra(i, a, b));
+      }
     }
     result.value[i] = best;
   }

@@ -33,14 +33,20 @@ namespace annealer::bound_internal {
 // subgraph of its island (V1), so the island costs at least a C_I + b W_I / Bw + (its twins) x
 // delta(a).
 struct PerStepIsland {
-  static constexpr int kGrid = 20;  // a = g / kGrid, b = 1 - a
-  // Per island: the best over a on the grid of a C_I + (1 - a) W_I / Bw + extra(a); 0 where no
-  // twin lies (or without a weight path).
+  static constexpr int kGrid = 20;  // alpha = g / kGrid
+  // Per island: the best over (a, b) on a grid of step 1 / kGrid of
+  // a C_I + b W_I / Bw + (1 - a - b) O_I / B + Extra(i, a, b); 0 where no twin lies (or without
+  // a weight path).
   std::vector<double> value;
-  // Per island and grid point g: the sum of its MatMuls' claims at a = g / kGrid (P16 adds it to
-  // P12's form at (a, 1 - a), where crossing tensors count nothing on the activation path).
-  std::vector<std::array<double, kGrid + 1>> extra;
+  // Per island and g: the sum of its MatMuls' claims at alpha = g / kGrid (each claim is the least
+  // of affine functions of alpha, so the sum is concave and above its chords).
+  std::vector<std::array<double, kGrid + 1>> claims;
   int twins = 0;  // MatMuls that count
+  // What the island's subgraphs cost beyond a N + b W / Bw + (1 - a - b) O / B at the point
+  // (a, b): a step's activation-path term o_j, whatever it is, leaves at least (a + b) times its
+  // excess at alpha = a / (a + b) (the least over o_j of max(c, w, o_j) - (1 - a - b) o_j is
+  // (a + b) max(c, w)). The chord between grid points.
+  double Extra(int island, double a, double b) const;
 };
 PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Built& built,
                              const std::vector<char>& weights);
