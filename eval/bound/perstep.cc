@@ -86,7 +86,8 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     }
     return true;
   };
-  // A twin candidate: a MatMul with K > n, demanded T only, whose RHS is a weight it alone reads.
+  // A candidate: a MatMul with K > n whose RHS is a weight it alone reads (its other modes are
+  // priced by other_factor).
   const auto candidate = [&](OpId y) {
     const Op& op = problem.ops[y];
     if (op.kind != OpKind::MatMul || problem.ReductionLength(y) <= n) return false;

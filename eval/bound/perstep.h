@@ -11,27 +11,31 @@
 namespace annealer::bound_internal {
 
 // P24. On a chip with a weight path (H6; no prefetch, H5, which the reader refuses beside it) a
-// step costs max(compute, w / Bw, o / B) >= max(compute, w / Bw), so for a + b = 1 a subgraph S
-// costs a N_S + b W_S + X_S, with N_S the native compute of its ops (P7; C_S >= N_S), W_S its
-// weight-path time and X_S = sum over steps of max(c_j, w_j / Bw) - a N_S - b W_S >= 0.
-// Summing over an island's subgraphs (P12): a C_I + b W_I / Bw + sum of X_S.
+// step costs max(c, w / Bw, o / B). For a, b >= 0, a + b <= 1 and alpha = a / (a + b), the least
+// over o of max(c, w, o) - (1 - a - b) o is (a + b) max(c, w), so a subgraph S costs at least
+// a N_S + b W_S + (1 - a - b) O_S + (a + b) [sum_j max(c_j, w_j) - alpha c_j - (1 - alpha) w_j
+// + alpha (C_S - N_S)], N_S the native compute of its ops (P7), W_S and O_S its time on each path;
+// summed over an island's subgraphs (P12) the first three give a C_I + b W_I / Bw + (1 - a - b)
+// O_I / B, and the brackets are at least 0.
 //
-// A *twin class* is a set of MatMuls that share reduction K > n, output shape M x N, base beta,
-// each with a weight RHS that it alone reads and each demanded in mode T only (Analysis), whose
-// world class (P14's edges for the world (K, M x N)) holds no op that may be upstream of a k-loop
-// (U) and no other MatMul, and no twin of which feeds a twin. A subgraph holding a twin then holds
-// only twins (its k-loop F), Pointwise epilogues (V11 keeps Pointwise ops out of F's operands;
-// L1 keeps them out of Layout ops' inputs) and Layout ops (no compute): step j of a tile computes
-// |F| beta k_j / K, plus the epilogues' bases Gamma at the last step (C2, C4), and loads exactly
-// |F| k_j wc weight elements (D2; consecutive steps differ in k-range, M1; only the twin reads its
-// weight). Its X_S is |F| times that of one twin with Gamma / |F| of epilogue (both terms are
-// homogeneous), so at least |F| delta(a), delta the least over every w, k and epilogue split of
+// A candidate is a MatMul x with K > n whose RHS is a weight that x alone reads. Its world class
+// (P14's edges for the world (K, M x N)) qualifies when it holds no U op and its MatMuls are
+// candidates with x's K, shape and base (twins), none with an LHS made in the class but by a Layout
+// op. A subgraph holding twins in F then holds only them, Pointwise epilogues (V11 keeps Pointwise
+// ops out of F's operands; L1 out of Layout ops' inputs) and Layout ops (no compute): step j of a
+// tile computes |F| beta k_j / K, plus the epilogues' bases Gamma at the last step (C2, C4), and
+// loads exactly |F| k_j wc weight elements (D2; consecutive k-ranges differ, M1; only the twin reads
+// its weight). Its bracket is |F| times one twin's with Gamma / |F| of epilogue (homogeneous), so at
+// least |F| delta(alpha), delta the least over every w, k and epilogue split of
 //     sum over the tiles of [ sum_{j<last} max(beta k_j / K, k_j wc / Bw)
 //                             + max(beta k_last / K + gamma, k_last wc / Bw) ]
-//     - a (beta + gamma) T_native - b K N ceil(M/h) / Bw,
-// which is least at h = min(n, M) (its row sum is at least K N / Bw). Every twin runs in some
-// subgraph of its island (V1), so the island costs at least a C_I + b W_I / Bw + (its twins) x
-// delta(a).
+//     - alpha (beta + gamma) T_native - (1 - alpha) K N ceil(M/h) / Bw,
+// least at h = min(n, M) (a row of tiles moves at least K N / Bw). An instance of x upstream of a
+// k-loop computes at least f c_x (its least non-T factor, P7, P13; the FIFO rules out FL when the
+// whole weight exceeds it and caps SR's and FR's columns), so its subgraph's bracket is at least
+// alpha (f - 1) c_x. Every candidate runs somewhere (V1): it claims the least of the two (0 for the
+// first when its class does not qualify), and the island costs at least the first three terms plus
+// (a + b) times its candidates' claims at alpha. P16 adds the same to its P12 form.
 struct PerStepIsland {
   static constexpr int kGrid = 20;  // alpha = g / kGrid
   // Per island: the best over (a, b) on a grid of step 1 / kGrid of
