@@ -64,9 +64,9 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
         linear = a * built.island_compute[i] +
                  b * static_cast<double>(built.island_weight_traffic[i]) / problem.chip.weight_bandwidth +
                  (1 - a - b) * static_cast<double>(built.island_traffic[i]) / bandwidth;
-        // P24: the per-step claims of the island's weight-streaming MatMuls at this point.
-        if (per_step != nullptr) linear += per_step->Extra(i, a, b);
       }
+      // P24: the per-step claims of the island's weight-streaming MatMuls at this point.
+      if (per_step != nullptr) linear += per_step->Extra(i, a, b);
       Value& v = value[i][k];
       v.value = std::max(lines_sum, linear);
       v.p14_form = lines_sum > linear;

@@ -69,8 +69,14 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
   PerStepIsland result;
   result.value.assign(built.islands, 0);
   result.claims.assign(built.islands, {});
-  // A step costs max(compute, w / Bw, o / B) only without prefetch (H5; the reader refuses it beside H6).
-  if (!g_per_step_excess || !problem.chip.two_paths() || problem.chip.prefetch || weights.empty()) return result;
+  // A step costs max(compute, memory) only without prefetch (H5; the reader refuses it beside H6).
+  // With one path a candidate's weight is a graph input it alone reads, loaded at B beside the
+  // rest: its slices still bound the step's memory from below, and the points are (a, 0).
+  if (!g_per_step_excess || problem.chip.prefetch) return result;
+  const bool two_paths = problem.chip.two_paths();
+  if (two_paths && weights.empty()) return result;
+  const double bandwidth = problem.slow_memory_bandwidth;
+  const double weight_bandwidth = two_paths ? problem.chip.weight_bandwidth : bandwidth;
   const int num_ops = static_cast<int>(problem.ops.size());
   const Elements n = problem.native;
   for (const Op& op : problem.ops) {  // the worlds need Pointwise ops to keep shapes
@@ -92,7 +98,8 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     const Op& op = problem.ops[y];
     if (op.kind != OpKind::MatMul || problem.ReductionLength(y) <= n) return false;
     const TensorId rhs = op.inputs[1];
-    return weights[rhs] && op.inputs[0] != rhs && problem.consumers[rhs].size() == 1;
+    const bool own = two_paths ? weights[rhs] != 0 : problem.producer[rhs] == kNoOp;
+    return own && op.inputs[0] != rhs && problem.consumers[rhs].size() == 1;
   };
   // The least factor of an instance upstream of a k-loop (P7, P13), where the weight FIFO (H6)
   // forbids requesting the whole weight (FL; FR's full case is never its least) and caps the
@@ -202,7 +209,7 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
       if (sig < 0) {
         Signature s{xop.base_cost, shape.height, shape.width, k_star, {}};
         for (int i = 0; i <= PerStepIsland::kGrid; ++i) {
-          s.delta[i] = PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, problem.chip.weight_bandwidth,
+          s.delta[i] = PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth,
                                      static_cast<double>(i) / PerStepIsland::kGrid);
         }
         sig = static_cast<int>(signatures.size());
@@ -222,7 +229,6 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     island_claims[built.island_of[claims[i].op]].push_back(i);
     ++result.twins;
   }
-  const double bandwidth = problem.slow_memory_bandwidth, weight_bandwidth = problem.chip.weight_bandwidth;
   for (int i = 0; i < built.islands; ++i) {
     if (island_claims[i].empty()) continue;
     for (int g = 0; g <= PerStepIsland::kGrid; ++g) {
@@ -233,10 +239,10 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     }
     double best = 0;
     for (int k = 0; k <= PerStepIsland::kGrid; ++k) {
-      for (int j = 0; k + j <= PerStepIsland::kGrid; ++j) {
+      for (int j = 0; k + j <= (two_paths ? PerStepIsland::kGrid : k); ++j) {
         const double a = static_cast<double>(k) / PerStepIsland::kGrid, b = static_cast<double>(j) / PerStepIsland::kGrid;
-        best = std::max(best, a * built.island_compute[i] +
-                                  b * static_cast<double>(built.island_weight_traffic[i]) / weight_bandwidth +
+        const double weight_part = two_paths ? b * static_cast<double>(built.island_weight_traffic[i]) / weight_bandwidth : 0;
+        best = std::max(best, a * built.island_compute[i] + weight_part +
                                   (1 - a - b) * static_cast<double>(built.island_traffic[i]) / bandwidth +
                                   result.Extra(i, a, b));
       }
