@@ -202,7 +202,8 @@
 //     k-loop tile, >= |t| ceil(M_f/n) ceil(N_f/n) over the subgraph for the least terminal f
 //     (Analysis::StripTiles); the upstream line claims it. SR symmetric with the LHS.
 //  P24 (H6, T1, T2, C2, C4, D2, M1, V1, V5, V11, L1, P7, P12, P13, P14) The per-step excess of
-//     streamed weights. With a weight path a step costs max(c, w / Bw, o / B) >= max(c, w / Bw), so
+//     streamed weights, without prefetch (H5). With a weight path a step costs max(c, w / Bw, o / B)
+//     >= max(c, w / Bw) (with one path max(c, m), m >= w / B: the points below at b = 0), so
 //     for a + b = 1 a subgraph costs a N_S + b W_S plus its excess sum_j max(c_j, w_j / Bw) - a N_S -
 //     b W_S >= 0 (N_S: its ops' native compute). A MatMul x with K > n whose RHS is a weight it
 //     alone reads, in a world class (P14) holding no U op and only twins of x (same K, shape and

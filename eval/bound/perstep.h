@@ -11,7 +11,7 @@
 namespace annealer::bound_internal {
 
 // P24. On a chip with a weight path (H6; no prefetch, H5, which the reader refuses beside it) a
-// step costs max(c, w / Bw, o / B). For a, b >= 0, a + b <= 1 and alpha = a / (a + b), the least
+// step costs max(c, w / Bw, o / B); one path is at the end. For a, b >= 0, a + b <= 1 and alpha = a / (a + b), the least
 // over o of max(c, w, o) - (1 - a - b) o is (a + b) max(c, w), so a subgraph S costs at least
 // a N_S + b W_S + (1 - a - b) O_S + (a + b) [sum_j max(c_j, w_j) - alpha c_j - (1 - alpha) w_j
 // + alpha (C_S - N_S)], N_S the native compute of its ops (P7), W_S and O_S its time on each path;
@@ -36,6 +36,9 @@ namespace annealer::bound_internal {
 // alpha (f - 1) c_x. Every candidate runs somewhere (V1): it claims the least of the two (0 for the
 // first when its class does not qualify), and the island costs at least the first three terms plus
 // (a + b) times its candidates' claims at alpha. P16 adds the same to its P12 form.
+// With one path (no prefetch) a step costs max(c, m), m >= w / B for a candidate whose RHS is a
+// graph input it alone reads: the least over m >= w of max(c, m) - (1 - a) m is a max(c, w), the
+// same claim at b = 0 (alpha = 1) with Bw = B and no FIFO.
 struct PerStepIsland {
   static constexpr int kGrid = 20;  // alpha = g / kGrid
   // Per island: the best over (a, b) on a grid of step 1 / kGrid of
