@@ -164,6 +164,31 @@ TEST_CASE("P24: a MatMul that may run upstream of a head claims no more than tha
   CHECK(f.total == doctest::Approx(96));
 }
 
+// Y1 = A1 @ W and Y2 = A2 @ W read one weight (8 x 4, K = 8 > n = 4, base 4 each), Z = Y1 + Y2
+// (base 0, a graph output), B = 100, Bw = 1. Together at [4, 4, 4] each step computes 4 and loads
+// one 4 x 4 slice of W for both (D5): 16 + 16 = 32, the weight's one load, so the bound is 32 and
+// met. Were Y1 and Y2 candidates, each would claim its own excess (14) as if it streamed a weight
+// of its own: 8 + 28 = 36.
+TEST_CASE("P24: a weight that two MatMuls read makes no candidate (their slices are shared)") {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{8, 4}, {8, 4}, {4, 8}, {4, 4}, {4, 4}, {4, 4}};  // A1, A2, W, Y1, Y2, Z
+  p.ops = {{OpKind::MatMul, {0, 2}, 3, 4}, {OpKind::MatMul, {1, 2}, 4, 4}, {OpKind::Pointwise, {3, 4}, 5, 0}};
+  p.fast_memory_capacity = 4096;
+  p.slow_memory_bandwidth = 100;
+  p.chip.weight_bandwidth = 1;
+  REQUIRE(p.Finalize().empty());
+  REQUIRE(p.OnWeightPath(2));
+  const LowerBound bound = ComputeLowerBound(p);
+  CHECK(bound.per_step_twins == 0);
+  CHECK(bound.total() == doctest::Approx(32));
+  Schedule together;
+  together.subgraphs = {Sub({0, 1, 2}, {4, 4, 4})};
+  const Evaluation e = EvaluateOracle(p, together);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(32));  // the A slices and Z's write hide under the weight's path
+}
+
 // Transformer- and mixer-like blocks at a small scale (native 4): a residual stream X (M x d),
 // per block an optional token mixing through two transposes (Layout ops) and a Pointwise op, a
 // LayerNorm-like op, fc1 = LN(X) @ W1 (K = d > n) with one to three epilogue ops (some reading a
@@ -181,6 +206,8 @@ Problem Blocks(std::mt19937_64& rng) {
   const bool same = make.Coin(2);
   const double b1 = make.PickReal({1, 8, 32}), b2 = make.PickReal({1, 8, 32});
   TensorId x = make.Tensor(m, d);
+  const bool tied = same && make.Coin(3);
+  TensorId w2 = -1;
   for (int b = 0; b < blocks; ++b) {
     const double f1 = same ? b1 : make.PickReal({1, 8, 32}), f2 = same ? b2 : make.PickReal({1, 8, 32});
     if (make.Coin(2)) {  // token mixing
@@ -199,7 +226,9 @@ Problem Blocks(std::mt19937_64& rng) {
       if (make.Coin(3)) in.push_back(make.Tensor(m, h));  // a bias
       g = make.Op(OpKind::Pointwise, in, m, h, make.PickReal({0, 2, 16, 64}));
     }
-    TensorId y = make.Op(OpKind::MatMul, {g, make.Tensor(h, d)}, m, d, f2);
+    // Tied weights now and then: every fc2 reads one RHS (then no candidate: D5 would share it).
+    if (b == 0 || !tied) w2 = make.Tensor(h, d);
+    TensorId y = make.Op(OpKind::MatMul, {g, w2}, m, d, f2);
     if (make.Coin(2)) y = make.Op(OpKind::Pointwise, {y, make.Tensor(m, d)}, m, d, make.PickReal({0, 2}));
     x = make.Op(OpKind::Pointwise, {x, y}, m, d, make.PickReal({0, 1, 8}));
   }
