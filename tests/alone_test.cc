@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "eval/bound/alone.h"
+#include "eval/bound/perstep.h"
 #include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
@@ -22,6 +23,7 @@ namespace annealer {
 namespace {
 
 using bound_internal::g_lone_matmul_floor;
+using bound_internal::g_per_step_excess;
 using bound_internal::LoneMatMulLatency;
 
 std::vector<char> Weights(const Problem& p) {
@@ -31,10 +33,13 @@ std::vector<char> Weights(const Problem& p) {
 }
 
 // The bound with P21 switched off (as before it).
+// The bound as before P21 (and P24, which prices some of the same subgraphs step by step under H6).
 LowerBound WithoutP21(const Problem& p) {
   g_lone_matmul_floor = false;
+  g_per_step_excess = false;
   LowerBound b = ComputeLowerBound(p);
   g_lone_matmul_floor = true;
+  g_per_step_excess = true;
   return b;
 }
 

@@ -16,6 +16,7 @@
 #include "eval/bound/islands.h"
 #include "eval/bound/sums.h"
 #include "eval/bound/memory_floor.h"
+#include "eval/bound/perstep.h"
 #include "eval/bound/streaming.h"
 #include "eval/bound/tiles.h"
 
@@ -652,14 +653,17 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
       alone[i] = IslandFloor(problem, members[i], weights.empty() ? no_weights : weights);
     }
   }
+  // P24 (H6 only): per island, the per-step excess of its weight-streaming twin MatMuls.
+  const PerStepIsland per_step = PerStepIslands(problem, tile_modes, built, weights);
+  bound.per_step_twins = per_step.twins;
   for (int i = 0; i < built.islands; ++i) {
     bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
-                               alone[i].valid ? alone[i].Least() : 0.0});
+                               alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
   }
   // P16's weights are picked by a coordinate ascent, which P21's values can lead to another end:
   // keep the better of the two (each is a bound), so that P21 never lowers it.
-  bound.crossing = std::max(CrossingBound(problem, built, streaming.lines, streaming.beside_memory, alone),
+  bound.crossing = std::max(CrossingBound(problem, built, streaming.lines, streaming.beside_memory, alone, &per_step),
                             CrossingBound(problem, built, streaming.lines, streaming.beside_memory));
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {

@@ -222,6 +222,21 @@
 //     island (several sums in one S add their A and B). A sum that may run upstream of a k-loop
 //     claims nothing: there n_k >= 2 lets S run at native tiles, where other ops' compute can
 //     hide its loads. 0 excess with a weight path (H6).
+//  P24 (H6, T1, T2, C2, C4, D2, M1, V1, V5, V11, L1, P7, P12, P13, P14) The per-step excess of
+//     streamed weights, without prefetch (H5). With a weight path a step costs max(c, w / Bw, o / B)
+//     >= max(c, w / Bw) (with one path max(c, m), m >= w / B: the points below at b = 0), so
+//     for a + b = 1 a subgraph costs a N_S + b W_S plus its excess sum_j max(c_j, w_j / Bw) - a N_S -
+//     b W_S >= 0 (N_S: its ops' native compute). A MatMul x with K > n whose RHS is a weight it
+//     alone reads, in a world class (P14) holding no U op and only twins of x (same K, shape and
+//     base, each with a weight of its own, none feeding another) and Pointwise or Layout ops: a
+//     subgraph holding twins in F holds only them, epilogues (fire at the last step, C4) and Layout
+//     ops, and each step loads exactly k_j wc of each twin's weight (consecutive k-ranges differ,
+//     M1): its excess is |F| times one twin's with gamma / |F| of epilogue, at least |F| delta(a),
+//     the least over every w, k and gamma. An instance of x upstream of a k-loop computes at least
+//     its least non-T factor f (P7, P13; with the weight FIFO, FL requests the whole weight, and
+//     SR and FR at most FIFO / K of its columns a step) times c_x. Each such x claims min(delta(a),
+//     a (f - 1) c_x) in its island beside a C_I + b W_I / Bw (P12), and in P16's P12 form at
+//     (a, 1 - a), where crossing tensors count nothing on the activation path.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -231,7 +246,8 @@
 // not for ops upstream of a k-loop beyond P22 nor for Pointwise ops' own tile counts), recomputation beyond P7 and
 // P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
 // subgraph (except P15, P16), and the per-step max (only sums, per problem, island or P14's subgraph classes; except P21 for
-// a MatMul that sits alone, and P23 per subgraph for a sum of outputs too large to retain). It
+// a MatMul that sits alone, P23 per subgraph for a sum of outputs too large to retain, and P24
+// for weights streamed over k-steps without prefetch). It
 // is a bound, not an estimate.
 #pragma once
 
@@ -266,6 +282,9 @@ struct LowerBound {
   // an island of one MatMul with K > n its least step-by-step latency, P21, and its P23 sum).
   Latency islands = 0;
   int island_count = 0;
+  // P24: MatMuls whose per-step excess (weights streamed over k-steps that compute less) the
+  // islands part counts, on a chip with a weight path (H6).
+  int per_step_twins = 0;
   // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,
   // P19, streamed activation) time of heavy MatMuls that no other op's compute can hide, plus
   // the reloads of ops that sit alone;

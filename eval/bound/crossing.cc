@@ -1,6 +1,7 @@
 #include "eval/bound/crossing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -8,7 +9,8 @@
 namespace annealer::bound_internal {
 
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
-                     const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone) {
+                     const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone,
+                     const PerStepIsland* per_step) {
   if (built.islands < 2) return 0;
   const int num_ops = static_cast<int>(problem.ops.size());
   const int islands = built.islands;
@@ -63,6 +65,8 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
                  b * static_cast<double>(built.island_weight_traffic[i]) / problem.chip.weight_bandwidth +
                  (1 - a - b) * static_cast<double>(built.island_traffic[i]) / bandwidth;
       }
+      // P24: the per-step claims of the island's weight-streaming MatMuls at this point.
+      if (per_step != nullptr) linear += per_step->Extra(i, a, b);
       Value& v = value[i][k];
       v.value = std::max(lines_sum, linear);
       v.p14_form = lines_sum > linear;

@@ -6,6 +6,7 @@
 
 #include "eval/bound/alone.h"
 #include "eval/bound/analysis.h"
+#include "eval/bound/perstep.h"
 #include "eval/bound/streaming.h"
 
 namespace annealer::bound_internal {
@@ -32,7 +33,11 @@ namespace annealer::bound_internal {
 // P21: an island that is one MatMul with K > n may take, in P12's form, the least over its
 // retentions of its step-by-step latency less what the crossing claims count apart (`alone`,
 // per island; empty or invalid entries leave the island as it was).
+// P24 (`per_step`, H6 only): P12's form adds the island's per-step claims at its point
+// (PerStepIsland::Extra; they hold whatever the steps move on the activation path, so the
+// crossing tensors' loads and writes still count at 1 - a - b).
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
-                     const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone = {});
+                     const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone = {},
+                     const PerStepIsland* per_step = nullptr);
 
 }  // namespace annealer::bound_internal

@@ -291,6 +291,7 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"weight\": " + FormatNumber(bound.weight) + ",\n";
   out += "  \"islands\": " + FormatNumber(bound.islands) + ",\n";
   out += "  \"island_count\": " + std::to_string(bound.island_count) + ",\n";
+  out += "  \"per_step_twins\": " + std::to_string(bound.per_step_twins) + ",\n";
   out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"streaming_ops\": " + std::to_string(bound.streaming_ops) + ",\n";
   out += "  \"crossing\": " + FormatNumber(bound.crossing) + ",\n";
@@ -324,12 +325,13 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  combined   " + Readable(bound.combined) + "  (a x compute + (1-a) x traffic, a = " +
          Readable(bound.weight) + ", each op in its cheapest mode)\n";
   out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
-         " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21, P23))\n";
+         " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21, P23, P24: per-step excess of " +
+         std::to_string(bound.per_step_twins) + " weight-streaming MatMuls))\n";
   out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
          std::to_string(bound.streaming_ops) +
          " MatMuls that no other op's compute can hide, streamed activations + reloads of ops that sit alone, P14-P15, P19)\n";
   out += "  crossing   " + Readable(bound.crossing) +
-         "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16)\n";
+         "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16; with P21, P24)\n";
   out += "  memory     " + Readable(bound.memory_floor) +
          "  (graph I/O + Layout inputs written + reloads of sinks that sit alone, P17)\n";
   out += "  tiles      " + Readable(bound.tiles) +

@@ -1,0 +1,69 @@
+// P24, the per-step excess of weight-streaming MatMuls on a chip with a weight path
+// (eval/bound/bounds.h lists the parts; docs/lower-bound.md, "The per-step excess of streamed
+// weights (P24)", proves it).
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "eval/bound/analysis.h"
+
+namespace annealer::bound_internal {
+
+// P24. On a chip with a weight path (H6; no prefetch, H5, which the reader refuses beside it) a
+// step costs max(c, w / Bw, o / B); one path is at the end. For a, b >= 0, a + b <= 1 and alpha = a / (a + b), the least
+// over o of max(c, w, o) - (1 - a - b) o is (a + b) max(c, w), so a subgraph S costs at least
+// a N_S + b W_S + (1 - a - b) O_S + (a + b) [sum_j max(c_j, w_j) - alpha c_j - (1 - alpha) w_j
+// + alpha (C_S - N_S)], N_S the native compute of its ops (P7), W_S and O_S its time on each path;
+// summed over an island's subgraphs (P12) the first three give a C_I + b W_I / Bw + (1 - a - b)
+// O_I / B, and the brackets are at least 0.
+//
+// A candidate is a MatMul x with K > n whose RHS is a weight that x alone reads. Its world class
+// (P14's edges for the world (K, M x N)) qualifies when it holds no U op and its MatMuls are
+// candidates with x's K, shape and base (twins), none with an LHS made in the class but by a Layout
+// op. A subgraph holding twins in F then holds only them, Pointwise epilogues (V11 keeps Pointwise
+// ops out of F's operands; L1 out of Layout ops' inputs) and Layout ops (no compute): step j of a
+// tile computes |F| beta k_j / K, plus the epilogues' bases Gamma at the last step (C2, C4), and
+// loads exactly |F| k_j wc weight elements (D2; consecutive k-ranges differ, M1; only the twin reads
+// its weight). Its bracket is |F| times one twin's with Gamma / |F| of epilogue (homogeneous), so at
+// least |F| delta(alpha), delta the least over every w, k and epilogue split of
+//     sum over the tiles of [ sum_{j<last} max(beta k_j / K, k_j wc / Bw)
+//                             + max(beta k_last / K + gamma, k_last wc / Bw) ]
+//     - alpha (beta + gamma) T_native - (1 - alpha) K N ceil(M/h) / Bw,
+// least at h = min(n, M) (a row of tiles moves at least K N / Bw). An instance of x upstream of a
+// k-loop computes at least f c_x (its least non-T factor, P7, P13; the FIFO rules out FL when the
+// whole weight exceeds it and caps SR's and FR's columns), so its subgraph's bracket is at least
+// alpha (f - 1) c_x. Every candidate runs somewhere (V1): it claims the least of the two (0 for the
+// first when its class does not qualify), and the island costs at least the first three terms plus
+// (a + b) times its candidates' claims at alpha. P16 adds the same to its P12 form.
+// With one path (no prefetch) a step costs max(c, m), m >= w / B for a candidate whose RHS is a
+// graph input it alone reads: the least over m >= w of max(c, m) - (1 - a) m is a max(c, w), the
+// same claim at b = 0 (alpha = 1) with Bw = B and no FIFO.
+struct PerStepIsland {
+  static constexpr int kGrid = 20;  // alpha = g / kGrid
+  // Per island: the best over (a, b) on a grid of step 1 / kGrid of
+  // a C_I + b W_I / Bw + (1 - a - b) O_I / B + Extra(i, a, b); 0 where no twin lies (or without
+  // a weight path).
+  std::vector<double> value;
+  // Per island and g: the sum of its MatMuls' claims at alpha = g / kGrid (each claim is the least
+  // of affine functions of alpha, so the sum is concave and above its chords).
+  std::vector<std::array<double, kGrid + 1>> claims;
+  int twins = 0;  // MatMuls that count
+  // What the island's subgraphs cost beyond a N + b W / Bw + (1 - a - b) O / B at the point
+  // (a, b): a step's activation-path term o_j, whatever it is, leaves at least (a + b) times its
+  // excess at alpha = a / (a + b) (the least over o_j of max(c, w, o_j) - (1 - a - b) o_j is
+  // (a + b) max(c, w)). The chord between grid points.
+  double Extra(int island, double a, double b) const;
+};
+PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Built& built,
+                             const std::vector<char>& weights);
+
+// delta(a) of one twin (exposed for tests): base beta, output M x N, reduction K > n.
+double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
+                     double weight_bandwidth, double a);
+
+// Ablation switch for tests only (measures what P24 adds): false makes PerStepIslands claim
+// nothing. Not thread-safe; never set elsewhere.
+extern bool g_per_step_excess;
+
+}  // namespace annealer::bound_internal

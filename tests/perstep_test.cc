@@ -1,0 +1,324 @@
+// P24, the per-step excess of weight-streaming MatMuls on a chip with a weight path
+// (eval/bound/perstep.h, docs/lower-bound.md "The per-step excess of streamed weights (P24)"):
+// the excess of one MatMul against the oracle's subgraphs over every tile shape, a hand case met
+// by a schedule, and the bound against the oracle on random transformer-like blocks at real-chip
+// ratios with a weight path.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+
+#include "eval/bound/bounds.h"
+#include "eval/bound/perstep.h"
+#include "eval/oracle.h"
+#include "tests/problem_maker.h"
+#include "tests/sample_schedules.h"
+#include "tests/suffix_bounds.h"
+
+namespace annealer {
+namespace {
+
+using bound_internal::PerStepExcess;
+
+Subgraph Sub(std::vector<OpId> ops, Granularity g, std::vector<TensorId> retain = {}) {
+  Subgraph s;
+  s.ops = std::move(ops);
+  s.granularity = g;
+  s.retain = std::move(retain);
+  return s;
+}
+
+// X0 -> P (Pointwise, base 0) -> X (M x K), Y = X @ W (W a weight, K x N, base beta), E = e(Y)
+// (Pointwise, base gamma, a graph output). The activation path is made so fast (B = 1e12) that a
+// step costs max(compute, weight loads / Bw): the subgraph {Y, E} after {P} retaining X then
+// costs exactly the sum the excess takes, and {Y} alone is the case gamma = 0.
+Problem Streamed(Elements m, Elements n_cols, Elements k, double beta, double gamma, double bw) {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{k, m}, {k, m}, {n_cols, k}, {n_cols, m}, {n_cols, m}};
+  p.ops = {{OpKind::Pointwise, {0}, 1, 0}, {OpKind::MatMul, {1, 2}, 3, beta}, {OpKind::Pointwise, {3}, 4, gamma}};
+  p.fast_memory_capacity = 1 << 20;
+  p.slow_memory_bandwidth = 1e12;
+  p.chip.weight_bandwidth = bw;
+  REQUIRE(p.Finalize().empty());
+  REQUIRE(p.OnWeightPath(2));
+  return p;
+}
+
+// delta(a) is the least, over every tile shape and every epilogue compute gamma >= 0, of the
+// subgraph's latency - a (beta + gamma) x native tiles - (1 - a) x its weight time: checked
+// against the oracle's latency of {Y, E} for every w, h, k and gamma on a grid (the true least
+// lies within the grid's step times the tiles of it).
+TEST_CASE("P24: one MatMul's per-step excess is the oracle's least over every tile shape") {
+  std::mt19937_64 rng(24001);
+  int compared = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    testing::ProblemMaker make{rng};
+    const Elements m = make.Pick({3, 4, 6}), n_cols = make.Pick({4, 5, 8}), k = make.Pick({5, 6, 8, 9});
+    const double beta = make.PickReal({1, 8, 40}), bw = make.PickReal({0.5, 1, 3});
+    const double a = make.PickReal({0, 0.35, 0.8, 1});
+    const double excess = PerStepExcess(beta, m, n_cols, k, 4, bw, a);
+    const Elements row_tiles = (m + 3) / 4, native_tiles = row_tiles * ((n_cols + 3) / 4);
+    double least = std::numeric_limits<double>::infinity();
+    const double step = 0.5;
+    int most_tiles = 0;
+    for (double gamma = 0; gamma <= 60; gamma += step) {
+      const Problem p = Streamed(m, n_cols, k, beta, gamma, bw);
+      for (Elements w = 1; w <= 4; ++w) {
+        for (Elements h = 1; h <= 4; ++h) {
+          for (Elements kk = 1; kk <= 4; ++kk) {
+            Schedule s;
+            s.subgraphs = {Sub({0}, {4, 4, 1}, {1}), gamma == 0 ? Sub({1}, {w, h, kk}) : Sub({1, 2}, {w, h, kk})};
+            if (gamma == 0) s.subgraphs.push_back(Sub({2}, {4, 4, 1}));
+            const Evaluation e = EvaluateOracle(p, s);
+            REQUIRE(e.ok());
+            const Elements rows_of_tiles = (m + h - 1) / h;
+            const double weight_time = static_cast<double>(k * n_cols * rows_of_tiles) / bw;
+            const double value = e.subgraphs[1].latency - a * (beta + gamma) * static_cast<double>(native_tiles) -
+                                 (1 - a) * weight_time;
+            least = std::min(least, value);
+            most_tiles = std::max<int>(most_tiles, static_cast<int>(rows_of_tiles * ((n_cols + w - 1) / w)));
+            ++compared;
+          }
+        }
+      }
+    }
+    INFO("trial " << trial << ": M " << m << " N " << n_cols << " K " << k << " beta " << beta << " Bw " << bw << " a "
+                  << a << ": excess " << excess << ", oracle's least " << least);
+    CHECK(excess >= -1e-9);
+    CHECK(excess <= least + 1e-6);                       // a floor of every subgraph
+    CHECK(least - excess <= step * most_tiles + 1e-6);  // and the least of them, up to the grid
+  }
+  MESSAGE("P24, excess: " << compared << " subgraphs priced");
+}
+
+// The hand case: Y = A @ W (A a graph input 4 x 8, W an 8 x 4 weight, base 8; K = 8 > n = 4) and
+// E = Y + R (R a graph input, base 16, E a graph output), B = 8, Bw = 1. P21 does not apply (E
+// reads R, made outside the island) and the islands part is the weight path, 32. Run together at
+// [4, 4, 4]: step 0 max(4, 16 / Bw, 16 / B) = 16, step 1 max(4 + 16, 16, 48 / B) = 20: 36. P24 at
+// a = 1: compute 24 + delta(1) = 12 (at gamma = 12: 16 + 16 - 20), 36: met, so that schedule is
+// optimal. Run apart ({Y}, then {E}) it costs 32 + 16.
+TEST_CASE("P24: a MatMul with an epilogue that reads an input from outside, by hand, met") {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{8, 4}, {4, 8}, {4, 4}, {4, 4}, {4, 4}};  // A, W, Y, R, E ({width, height})
+  p.ops = {{OpKind::MatMul, {0, 1}, 2, 8}, {OpKind::Pointwise, {2, 3}, 4, 16}};
+  p.fast_memory_capacity = 4096;
+  p.slow_memory_bandwidth = 8;
+  p.chip.weight_bandwidth = 1;
+  REQUIRE(p.Finalize().empty());
+  REQUIRE(p.OnWeightPath(1));
+  CHECK(PerStepExcess(8, 4, 4, 8, 4, 1, 1) == doctest::Approx(12));
+  const LowerBound bound = ComputeLowerBound(p);
+  CHECK(bound.per_step_twins == 1);
+  CHECK(bound.islands == doctest::Approx(36));
+  CHECK(bound.total() == doctest::Approx(36));
+  Schedule together;
+  together.subgraphs = {Sub({0, 1}, {4, 4, 4})};
+  const Evaluation e = EvaluateOracle(p, together);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(36));
+  Schedule apart;
+  apart.subgraphs = {Sub({0}, {4, 4, 4}), Sub({1}, {4, 4, 1})};
+  const Evaluation f = EvaluateOracle(p, apart);
+  REQUIRE(f.ok());
+  CHECK(f.total == doctest::Approx(48));
+  bound_internal::g_per_step_excess = false;
+  const LowerBound before = ComputeLowerBound(p);
+  bound_internal::g_per_step_excess = true;
+  CHECK(before.total() == doctest::Approx(32));
+}
+
+// x = G @ W (G 4 x 8, W an 8 x 4 weight, base 4; K = 8 > n = 4) read only by a head Mvec @ x
+// (Mvec 1 x 4, K = 4 <= n, base 64, a graph output), B = 4, Bw = 1. Run as the head's strip
+// producer (SR) x makes its whole output in the head's one step, beside the head's compute:
+// max(64 + 4, 32 / Bw, (32 + 4 + 4) / B) = 68, the compute: that schedule is optimal. Its T
+// instances' excess (delta(1) = 14: [4, 4, 4], 16 + max(2 + 14, 16) - 18) is then no floor: x
+// claims the least of it and its upstream instance's surplus, (1 - 1) x 4 = 0, and the bound is
+// 68 (82 if the upstream instance were forgotten). Alone, x then the head: 32 + 64.
+TEST_CASE("P24: a MatMul that may run upstream of a head claims no more than that instance's surplus") {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{8, 4}, {4, 8}, {4, 4}, {4, 1}, {4, 1}};  // G, W, x, Mvec, head ({width, height})
+  p.ops = {{OpKind::MatMul, {0, 1}, 2, 4}, {OpKind::MatMul, {3, 2}, 4, 64}};
+  p.fast_memory_capacity = 4096;
+  p.slow_memory_bandwidth = 4;
+  p.chip.weight_bandwidth = 1;
+  REQUIRE(p.Finalize().empty());
+  REQUIRE(p.OnWeightPath(1));
+  CHECK(PerStepExcess(4, 4, 4, 8, 4, 1, 1) == doctest::Approx(14));
+  const LowerBound bound = ComputeLowerBound(p);
+  CHECK(bound.total() == doctest::Approx(68));
+  Schedule fused;
+  fused.subgraphs = {Sub({0, 1}, {4, 1, 4})};
+  const Evaluation e = EvaluateOracle(p, fused);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(68));
+  Schedule apart;
+  apart.subgraphs = {Sub({0}, {4, 4, 4}), Sub({1}, {4, 1, 4})};
+  const Evaluation f = EvaluateOracle(p, apart);
+  REQUIRE(f.ok());
+  CHECK(f.total == doctest::Approx(96));
+}
+
+// Y1 = A1 @ W and Y2 = A2 @ W read one weight (8 x 4, K = 8 > n = 4, base 4 each), Z = Y1 + Y2
+// (base 0, a graph output), B = 100, Bw = 1. Together at [4, 4, 4] each step computes 4 and loads
+// one 4 x 4 slice of W for both (D5): 16 + 16 = 32, the weight's one load, so the bound is 32 and
+// met. Were Y1 and Y2 candidates, each would claim its own excess (14) as if it streamed a weight
+// of its own: 8 + 28 = 36.
+TEST_CASE("P24: a weight that two MatMuls read makes no candidate (their slices are shared)") {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{8, 4}, {8, 4}, {4, 8}, {4, 4}, {4, 4}, {4, 4}};  // A1, A2, W, Y1, Y2, Z
+  p.ops = {{OpKind::MatMul, {0, 2}, 3, 4}, {OpKind::MatMul, {1, 2}, 4, 4}, {OpKind::Pointwise, {3, 4}, 5, 0}};
+  p.fast_memory_capacity = 4096;
+  p.slow_memory_bandwidth = 100;
+  p.chip.weight_bandwidth = 1;
+  REQUIRE(p.Finalize().empty());
+  REQUIRE(p.OnWeightPath(2));
+  const LowerBound bound = ComputeLowerBound(p);
+  CHECK(bound.per_step_twins == 0);
+  CHECK(bound.total() == doctest::Approx(32));
+  Schedule together;
+  together.subgraphs = {Sub({0, 1, 2}, {4, 4, 4})};
+  const Evaluation e = EvaluateOracle(p, together);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(32));  // the A slices and Z's write hide under the weight's path
+}
+
+// Transformer- and mixer-like blocks at a small scale (native 4): a residual stream X (M x d),
+// per block an optional token mixing through two transposes (Layout ops) and a Pointwise op, a
+// LayerNorm-like op, fc1 = LN(X) @ W1 (K = d > n) with one to three epilogue ops (some reading a
+// bias, a graph input), fc2 = G @ W2 (K = h > n) with a bias and the residual add; blocks share
+// their bases sometimes (fc2s of one class are then twins). A head sometimes: a mean over the rows
+// (1 x M @ X, K = M <= n: every residual op and fc2 gets a strip mode, P13) and a classifier with a
+// weight. The weight path at 0.3 to 3 times B, a FIFO unchecked, just large enough for strips, or
+// below the whole weights; compute scaled by 0.1 to 10.
+Problem Blocks(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = 4;
+  const Elements m = make.Pick({3, 4, 6, 8}), d = make.Pick({5, 8, 12}), h = make.Pick({6, 8, 16});
+  const int blocks = static_cast<int>(make.Pick({1, 2, 3}));
+  const bool same = make.Coin(2);
+  const double b1 = make.PickReal({1, 8, 32}), b2 = make.PickReal({1, 8, 32});
+  TensorId x = make.Tensor(m, d);
+  const bool tied = same && make.Coin(3);
+  TensorId w2 = -1;
+  for (int b = 0; b < blocks; ++b) {
+    const double f1 = same ? b1 : make.PickReal({1, 8, 32}), f2 = same ? b2 : make.PickReal({1, 8, 32});
+    if (make.Coin(2)) {  // token mixing
+      const TensorId ln = make.Op(OpKind::Pointwise, {x}, m, d, make.PickReal({0, 4}));
+      TensorId t = make.Op(OpKind::Layout, {ln}, d, m, 0);
+      t = make.Coin(2) ? make.Op(OpKind::Pointwise, {t}, d, m, make.PickReal({1, 6}))
+                       : make.Op(OpKind::MatMul, {t, make.Tensor(m, m)}, d, m, make.PickReal({1, 6}));
+      t = make.Op(OpKind::Layout, {t}, m, d, 0);
+      x = make.Op(OpKind::Pointwise, {x, t}, m, d, make.PickReal({0, 1}));
+    }
+    const TensorId ln2 = make.Op(OpKind::Pointwise, {x}, m, d, make.PickReal({0, 4, 16}));
+    TensorId g = make.Op(OpKind::MatMul, {ln2, make.Tensor(d, h)}, m, h, f1);
+    const int epilogues = static_cast<int>(make.Pick({0, 1, 2, 3}));
+    for (int e = 0; e < epilogues; ++e) {
+      std::vector<TensorId> in = {g};
+      if (make.Coin(3)) in.push_back(make.Tensor(m, h));  // a bias
+      g = make.Op(OpKind::Pointwise, in, m, h, make.PickReal({0, 2, 16, 64}));
+    }
+    // Tied weights now and then: every fc2 reads one RHS (then no candidate: D5 would share it).
+    if (b == 0 || !tied) w2 = make.Tensor(h, d);
+    TensorId y = make.Op(OpKind::MatMul, {g, w2}, m, d, f2);
+    if (make.Coin(2)) y = make.Op(OpKind::Pointwise, {y, make.Tensor(m, d)}, m, d, make.PickReal({0, 2}));
+    x = make.Op(OpKind::Pointwise, {x, y}, m, d, make.PickReal({0, 1, 8}));
+  }
+  if (make.Coin(2)) {  // the head
+    const TensorId ln = make.Op(OpKind::Pointwise, {x}, m, d, make.PickReal({0, 4}));
+    const TensorId mean = make.Op(OpKind::MatMul, {make.Tensor(1, m), ln}, 1, d, make.PickReal({1, 4}));
+    const Elements classes = make.Pick({4, 6});
+    if (make.Coin(2)) make.Op(OpKind::MatMul, {mean, make.Tensor(d, classes)}, 1, classes, make.PickReal({1, 8}));
+  }
+  make.AtRealRatios();
+  problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * make.PickReal({0.3, 1, 3});
+  problem.chip.weight_fifo_capacity = make.Pick({0, 16, 24, 40});
+  REQUIRE(problem.Finalize() == "");
+  REQUIRE(CheckChipRules(problem.chip, problem.native, problem.fast_memory_capacity).empty());
+  return problem;
+}
+
+// A weight-streaming MatMul x = G @ W (K > n) whose output, directly or through a Pointwise op,
+// feeds a head Mvec @ . with K = M <= n (x may then run upstream of it as a strip producer, SR,
+// its whole strip in each step beside the head's compute) and sometimes a second head reading it
+// (an epilogue there). Small enough for the exact solver to find the fused schedules.
+Problem Head(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = 4;
+  const Elements m = make.Pick({2, 3, 4}), h = make.Pick({6, 8, 12}), d = make.Pick({4, 8});
+  TensorId g = make.Tensor(m, h);
+  if (make.Coin(2)) g = make.Op(OpKind::Pointwise, {g}, m, h, make.PickReal({0, 2}));
+  TensorId y = make.Op(OpKind::MatMul, {g, make.Tensor(h, d)}, m, d, make.PickReal({1, 4, 16}));
+  if (make.Coin(2)) y = make.Op(OpKind::Pointwise, {y}, m, d, make.PickReal({0, 4, 32}));
+  Elements width = d;
+  if (make.Coin(3)) {  // a second MatMul: x may then run upstream of it in a full mode (FL)
+    width = make.Pick({2, 4});
+    y = make.Op(OpKind::MatMul, {y, make.Tensor(d, width)}, m, width, make.PickReal({1, 8}));
+  }
+  make.Op(OpKind::MatMul, {make.Tensor(1, m), y}, 1, width, make.PickReal({1, 16, 64, 256}));
+  if (make.Coin(3)) make.Op(OpKind::Pointwise, {y, make.Tensor(m, width)}, m, width, make.PickReal({0, 8}));
+  make.AtRealRatios();
+  problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * make.PickReal({0.3, 1, 3});
+  problem.chip.weight_fifo_capacity = make.Pick({0, 16, 24, 40, 96});
+  REQUIRE(problem.Finalize() == "");
+  REQUIRE(CheckChipRules(problem.chip, problem.native, problem.fast_memory_capacity).empty());
+  return problem;
+}
+
+TEST_CASE("P24: the per-step excess never above the oracle on random blocks with a weight path") {
+  std::mt19937_64 rng(24100);
+  int valid = 0, raised = 0, raised_one_path = 0, raised_schedules = 0, met = 0, twins = 0;
+  double tightest = 0;
+  for (int trial = 0; trial < 800; ++trial) {
+    Problem problem = trial % 2 == 0 ? Blocks(rng) : Head(rng);
+    const double ratio[] = {0.1, 0.5, 2, 10};
+    for (Op& op : problem.ops) op.base_cost *= ratio[trial % 4];
+    const bool one_path = trial % 5 == 4;  // the weights then load at B beside the rest
+    if (one_path) problem.chip = ChipRules{};
+    const LowerBound bound = ComputeLowerBound(problem);
+    bound_internal::g_per_step_excess = false;
+    const LowerBound before = ComputeLowerBound(problem);
+    bound_internal::g_per_step_excess = true;
+    const BoundModel model = BuildBoundModel(problem);
+    const bool rises = bound.total() > before.total() * (1 + 1e-9);
+    raised += rises ? 1 : 0;
+    raised_one_path += rises && one_path ? 1 : 0;
+    twins += bound.per_step_twins;
+    const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, trial % 3 == 0 || trial % 2 == 1);
+    for (const Schedule& schedule : schedules) {
+      const Evaluation evaluation = EvaluateOracle(problem, schedule);
+      if (!evaluation.ok()) continue;
+      ++valid;
+      INFO("trial " << trial << ": bound " << bound.total() << " (islands " << bound.islands << ", crossing "
+                    << bound.crossing << "; without P24 " << before.total() << "), oracle " << evaluation.total);
+      CHECK(bound.islands <= evaluation.total * (1 + 1e-9));
+      CHECK(bound.crossing <= evaluation.total * (1 + 1e-9));
+      CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
+      testing::CheckSuffixBounds(model, problem, schedule, evaluation);
+      if (rises) {
+        ++raised_schedules;
+        tightest = std::max(tightest, bound.total() / evaluation.total);
+        met += bound.total() >= evaluation.total * (1 - 1e-9) ? 1 : 0;
+      }
+    }
+  }
+  MESSAGE("P24: valid schedules " << valid << ", problems whose bound P24 raises " << raised << " ("
+                                  << raised_one_path << " with one path; "
+                                  << raised_schedules << " schedules, " << met << " met exactly), MatMuls counted "
+                                  << twins << ", tightest bound/latency where raised " << tightest);
+  CHECK(valid > 1500);
+  CHECK(raised > 50);
+  CHECK(raised_one_path > 5);
+}
+
+}  // namespace
+}  // namespace annealer
