@@ -300,6 +300,23 @@ TEST_CASE("problem reader: the graph must be acyclic") {
   CHECK(ErrorOf(text) == "p.json: inputs/outputs: the graph has a cycle through op 0");
 }
 
+TEST_CASE("Problem::Finalize: shapes are checked for problems built in code too") {
+  // The reader names the file's fields first; Finalize guards sub-problems, imports and tests'
+  // generators, and still fills the derived fields.
+  Problem p;
+  p.tensors = {Tensor{128, 64}, Tensor{32, 128}, Tensor{32, 64}, Tensor{32, 64}};
+  p.ops = {Op{OpKind::MatMul, {0, 1}, 2, 100}, Op{OpKind::Pointwise, {2}, 3, 10}};
+  p.fast_memory_capacity = 100000;
+  p.slow_memory_bandwidth = 10;
+  CHECK(p.Finalize() == "");
+  p.tensors[1].width = 33;  // RHS 128x33: the output is no longer 64x32
+  CHECK(p.Finalize() == "MatMul op 0: 64x128 @ 128x33 does not make its output 64x32");
+  CHECK(p.topological_order == std::vector<OpId>{0, 1});
+  p.tensors[1].width = 32;
+  p.tensors[3].height = 65;
+  CHECK(p.Finalize() == "Pointwise op 1: input 64x32 differs from its output 65x32");
+}
+
 TEST_CASE("problem reader: hardware numbers") {
   ProblemText text;
   text.fast_memory_capacity = "0";

@@ -51,6 +51,31 @@ std::string Problem::Finalize() {
       }
     }
   }
+  // The shapes every rule assumes; the reader reports them first with the file's field names,
+  // so this catches problems built in code (sub-problems, the importer, tests' generators).
+  const auto shape = [&](TensorId t) {
+    return std::to_string(tensors[t].height) + "x" + std::to_string(tensors[t].width);
+  };
+  for (OpId op = 0; op < num_ops; ++op) {
+    const Op& o = ops[op];
+    if (o.kind == OpKind::MatMul) {
+      if (o.inputs.size() != 2) return "MatMul op " + std::to_string(op) + " needs 2 inputs";
+      const Tensor& lhs = tensors[o.inputs[0]];
+      const Tensor& rhs = tensors[o.inputs[1]];
+      const Tensor& out = tensors[o.output];
+      if (lhs.width != rhs.height || out.height != lhs.height || out.width != rhs.width) {
+        return "MatMul op " + std::to_string(op) + ": " + shape(o.inputs[0]) + " @ " + shape(o.inputs[1]) +
+               " does not make its output " + shape(o.output);
+      }
+    } else if (o.kind == OpKind::Pointwise) {
+      for (TensorId in : o.inputs) {
+        if (!(tensors[in] == tensors[o.output])) {
+          return "Pointwise op " + std::to_string(op) + ": input " + shape(in) + " differs from its output " +
+                 shape(o.output);
+        }
+      }
+    }
+  }
   return {};
 }
 

@@ -57,7 +57,9 @@ struct Problem {
   bool operator==(const Problem&) const = default;
 
   // Fills the derived fields. Returns an empty string on success, otherwise a one-line reason
-  // (a tensor produced twice, a cycle). Shape rules are the reader's job (src/io/problem_reader).
+  // (a tensor produced twice, a cycle, a MatMul or Pointwise op whose shapes do not fit). The
+  // reader (src/io/problem_reader) checks every rule first, naming the file's fields; the shape
+  // check here guards problems built in code, whose derived fields are filled all the same.
   std::string Finalize();
 
   bool IsGraphInput(TensorId t) const { return producer[t] == kNoOp && !consumers[t].empty(); }
