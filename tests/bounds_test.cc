@@ -1919,6 +1919,179 @@ TEST_CASE("bound: P23's sums never above the oracle") {
   CHECK(raised > 20);
 }
 
+// P23 with a chip's rules by hand: three MatMuls x_i = A @ W_i (8x4 @ 4x4, n = 4, base 100) summed
+// by s (base 1, a graph output), capacity 32 (each x_i's output, 32, too large to retain), B = 1,
+// a vector buffer of 8 and an accumulator of 32 at factor 2. A subgraph holding s with j of the
+// x_i holds the 3 - j loaded slices and s's tile in the vector buffer, (4 - j) r c <= 8, and the
+// j accumulators, 2 j r c <= 32: tau_j = 8, 8, 4, 4 (rules off, W alone: 4, 4, 2, 2). With
+// U_j = 32 (3 - j) + 32 (s's write) and X_j = 2 + 200 j, the lines of j = 0 (98 lambda + 14) and
+// j = 2 (1206 - 1158 lambda) cross at lambda = 1192 / 1256: e_s = 14 + 98 x 1192 / 1256, the bound
+// 602 + 107.006 = 709.006 (661.41 without the rules). The best schedule, each x_i alone at
+// [4, 4, 2] (200, compute-bound) and s alone at [2, 1, 1] (16 tiles of 2 elements, 96 loaded
+// and 32 written: 128), costs 728.
+TEST_CASE("bound: P23 with a chip's rules by hand, three MatMuls summed, the vector buffer binding") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors.push_back({4, 8});  // A
+  std::vector<TensorId> outs;
+  for (int i = 0; i < 3; ++i) {
+    problem.tensors.push_back({4, 4});  // W_i
+    problem.tensors.push_back({4, 8});  // x_i's output
+    const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
+    outs.push_back(w + 1);
+    problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, 100});
+  }
+  problem.tensors.push_back({4, 8});
+  problem.ops.push_back({OpKind::Pointwise, outs, static_cast<TensorId>(problem.tensors.size() - 1), 1});
+  problem.fast_memory_capacity = 32;
+  problem.slow_memory_bandwidth = 1;
+  problem.chip.vector_capacity = 8;
+  problem.chip.accumulator_capacity = 32;
+  problem.chip.accumulator_factor = 2;
+  REQUIRE(problem.Finalize().empty());
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.sum_count == 1);
+  CHECK(bound.sums == doctest::Approx(602 + 14 + 98.0 * 1192 / 1256));
+  CHECK(bound.total() == doctest::Approx(bound.sums));
+  Problem rules_off = problem;
+  rules_off.chip = {};
+  CHECK(ComputeLowerBound(rules_off).sums == doctest::Approx(661.4074055451897));
+  Schedule schedule;
+  for (OpId o = 0; o < 4; ++o) {
+    Subgraph sg;
+    sg.ops = {o};
+    sg.granularity = o < 3 ? Granularity{4, 4, 2} : Granularity{2, 1, 1};
+    schedule.subgraphs.push_back(sg);
+  }
+  const Evaluation e = EvaluateOracle(problem, schedule);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(728));
+  // s beside two of the x_i at its largest tile (1 x 4, k = 1: vector 2 x 4, accumulator 2 x 2 x 4) pays
+  // tau = 4 on 402 of compute: the trade the line of j = 2 prices.
+  Schedule fused = schedule;
+  fused.subgraphs.erase(fused.subgraphs.begin() + 1, fused.subgraphs.end());
+  Subgraph both;
+  both.ops = {1, 2, 3};
+  both.granularity = {4, 1, 1};
+  fused.subgraphs.push_back(both);
+  const Evaluation f = EvaluateOracle(problem, fused);
+  REQUIRE(f.ok());
+  CHECK(f.subgraphs[1].compute_time == doctest::Approx(4 * 402));
+  bound_internal::g_sum_excess = false;
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(602));
+  bound_internal::g_sum_excess = true;
+}
+
+// P23 with a chip's rules against the oracle: SumNets with random rules (H1-H5: RandomChipRules,
+// no weight path), every valid schedule of RealRatioSchedules and the first sum with its first j
+// MatMuls at every tile shape (as above), each also with its accumulator, vector and staging
+// capacities squeezed to its own peaks, where H1 binds exactly.
+TEST_CASE("bound: P23 with a chip's rules never above the oracle") {
+  int valid = 0, squeezed_valid = 0, enumerated = 0, designated = 0, raised = 0, decided = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(2324);
+  for (int trial = 0; trial < 800; ++trial) {
+    Problem problem = SumNets(rng);
+    problem.chip = RandomChipRules(problem, rng);
+    problem.chip.weight_bandwidth = 0;
+    CAPTURE(trial);
+    const LowerBound bound = ComputeLowerBound(problem);
+    Problem rules_off = problem;
+    rules_off.chip = {};
+    const double sums_off = ComputeLowerBound(rules_off).sums;
+    designated += bound.sum_count > 0 ? 1 : 0;
+    const bool rises = bound.sums > sums_off * (1 + 1e-9);
+    raised += rises ? 1 : 0;
+    const auto check = [&](const Schedule& schedule, const Evaluation& e) {
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      CHECK(bound.sums <= e.total * (1 + kSlack));
+      if (rises) {
+        tightest = std::max(tightest, bound.sums / e.total);
+        ++decided;
+      }
+      const RoleFootprints peak = PeakRoles(problem, schedule);
+      Problem squeezed = problem;
+      if (peak.accumulator > 0) squeezed.chip.accumulator_capacity = peak.accumulator;
+      if (peak.vector > 0) squeezed.chip.vector_capacity = peak.vector;
+      if (peak.staging > 0) squeezed.chip.staging_capacity = peak.staging;
+      const Evaluation s = EvaluateOracle(squeezed, schedule);
+      REQUIRE(s.ok());
+      ++squeezed_valid;
+      const LowerBound tight = ComputeLowerBound(squeezed);
+      CHECK(tight.total() <= s.total * (1 + kSlack));
+      CHECK(tight.sums <= s.total * (1 + kSlack));
+    };
+    std::vector<Schedule> schedules;
+    try {  // a role capacity may leave an op no granularity at all: the problem has no schedule
+      schedules = RealRatioSchedules(
+          problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.2); }, 8, 0);
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    for (const Schedule& schedule : schedules) {
+      const Evaluation e = EvaluateOracle(problem, schedule);
+      if (!e.ok()) continue;
+      ++valid;
+      INFO("random schedule");
+      check(schedule, e);
+    }
+    std::vector<std::pair<OpId, std::vector<OpId>>> sums;
+    for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+      if (problem.ops[o].kind != OpKind::Pointwise) continue;
+      std::vector<OpId> producers;
+      for (TensorId t : problem.ops[o].inputs) {
+        const OpId x = problem.producer[t];
+        if (x != kNoOp && problem.ops[x].kind == OpKind::MatMul) producers.push_back(x);
+      }
+      if (!producers.empty()) sums.push_back({o, producers});
+    }
+    if (sums.empty()) continue;
+    const OpId s = sums[0].first;
+    const std::vector<OpId>& producers = sums[0].second;
+    Schedule base;
+    try {
+      base = BuildBaseline(problem);
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    const Elements n = problem.native;
+    const Elements k_full = problem.ReductionLength(producers[0]);
+    for (size_t j = 0; j <= producers.size(); ++j) {
+      for (Elements h = 1; h <= n; ++h) {
+        for (Elements w = 1; w <= n; ++w) {
+          for (Elements kk : {Elements{1}, std::max<Elements>(1, std::min(k_full, n) / 2), std::min(k_full, n)}) {
+            for (size_t both = 0; both < std::min<size_t>(2, sums.size()); ++both) {
+              Subgraph fused;
+              for (size_t q = 0; q <= both; ++q) {
+                const auto& [sum, xs] = sums[q];
+                fused.ops.insert(fused.ops.end(), xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(std::min(j, xs.size())));
+                fused.ops.push_back(sum);
+              }
+              fused.granularity = {w, h, kk};
+              Schedule schedule = FusedSum(base, fused, s);
+              if (both) {
+                std::erase_if(schedule.subgraphs, [&](const Subgraph& sg) { return sg.ops.size() == 1 && sg.ops[0] == sums[1].first; });
+              }
+              const Evaluation e = EvaluateOracle(problem, schedule);
+              if (!e.ok()) continue;
+              ++enumerated;
+              INFO("granularity ", w, "x", h, "x", kk, " fused ", j, " both ", both);
+              check(schedule, e);
+            }
+          }
+        }
+      }
+    }
+  }
+  MESSAGE("P23 with rules: problems with a priced sum " << designated << ", the rules raise sums on " << raised
+                                                       << ", valid schedules " << valid << ", enumerated " << enumerated
+                                                       << " (and " << squeezed_valid << " squeezed), checked against a raised bound "
+                                                       << decided << ", tightest sums/latency there " << tightest);
+  CHECK(valid > 500);
+  CHECK(enumerated > 2000);
+  CHECK(raised > 20);
+}
+
 TEST_CASE("bound: the bundled problems, real values and schedules found by a short search") {
   struct Expect {
     const char* name;
