@@ -1988,9 +1988,9 @@ TEST_CASE("bound: P23 with a chip's rules by hand, three MatMuls summed, the vec
 }
 
 // P23 with a chip's rules against the oracle: SumNets (every other one with odd sides) with random
-// rules (H1-H5: RandomChipRules, no weight path), every valid schedule of RealRatioSchedules and the first sum with its first j
-// MatMuls at every tile shape (as above), each also with its accumulator, vector and staging
-// capacities squeezed to its own peaks, where H1 binds exactly.
+// rules (H1-H5: RandomChipRules, no weight path), every valid schedule of RealRatioSchedules and
+// the first sum with its first j MatMuls at every tile shape (as above), each also with its
+// accumulator, vector and staging capacities squeezed to its own peaks, where H1 binds exactly.
 TEST_CASE("bound: P23 with a chip's rules never above the oracle") {
   int valid = 0, squeezed_valid = 0, enumerated = 0, designated = 0, raised = 0, decided = 0;
   double tightest = 0;
