@@ -104,7 +104,7 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
         if (acc_cap > 0 && j > 0) c = std::min(c, acc_cap / (static_cast<Elements>(j) * r * acc_unit));
         if (vec_cap > 0) c = std::min(c, vec_cap / ((m - j + 1) * r * vec_unit));
         // H3: the largest allowed side up to c (fewer tiles with a wider one).
-        if (c >= 1) c = c / rules.base_w * rules.base_w;
+        if (c >= 1 && !SideAllowed(rules, SideAxis::kW, c, width)) c = c / rules.base_w * rules.base_w;
         if (c < 1) continue;
         const double tiles = static_cast<double>(CeilDiv(height, r) * CeilDiv(width, c));
         least_tiles[j] = std::min(least_tiles[j], tiles);
