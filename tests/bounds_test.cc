@@ -2043,6 +2043,13 @@ TEST_CASE("bound: P23 with a chip's rules never above the oracle") {
     Problem problem = SumNets(rng, trial % 2 == 1);
     problem.chip = RandomChipRules(problem, rng);
     problem.chip.weight_bandwidth = 0;
+    if (trial % 4 >= 2) {  // roles that hold 1 to 3 native accumulators and 2 to 4 native vector tiles
+      const Elements tile = problem.native * problem.native;
+      const ChipRules& r = problem.chip;
+      problem.chip.accumulator_capacity =
+          tile * r.accumulator_factor * (r.double_accumulator ? 2 : 1) * static_cast<Elements>(1 + rng() % 3);
+      problem.chip.vector_capacity = tile * (r.double_vector ? 2 : 1) * static_cast<Elements>(2 + rng() % 3);
+    }
     CAPTURE(trial);
     const LowerBound bound = ComputeLowerBound(problem);
     Problem rules_off = problem;
