@@ -1993,42 +1993,53 @@ TEST_CASE("bound: P23 with a chip's rules by hand, three MatMuls summed, the vec
 // U_j = 24 (3 - j) + 24, X_j = 2 + 200 j: the lines of j = 0 (6 + 66 lambda) and j = 2
 // (402 - 378 lambda) cross at lambda = 396 / 444, e_s = 6 + 66 x 396 / 444 and the bound 666.86.
 // Each x_i alone at [3, 4, 1] (200) and s alone at [3, 1, 1] (8 tiles, 72 loaded, 24 written)
-// cost 696.
-TEST_CASE("bound: P23 with a chip's rules by hand, a side that covers the width under H3") {
-  Problem problem;
-  problem.native = 4;
-  problem.tensors.push_back({4, 8});  // A
-  std::vector<TensorId> outs;
-  for (int i = 0; i < 3; ++i) {
-    problem.tensors.push_back({3, 4});  // W_i
-    problem.tensors.push_back({3, 8});  // x_i's output
-    const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
-    outs.push_back(w + 1);
-    problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, 100});
+// cost 696. Transposed (outputs 3 x 8, the base on h), the same.
+TEST_CASE("bound: P23 with a chip's rules by hand, a side that covers the width (or height) under H3") {
+  for (const bool transposed : {false, true}) {
+    CAPTURE(transposed);
+    // Transposed: A 3x4, outputs 3 x 8, the base 2 on h (r = 3 covers the height): the same tau_j.
+    const auto shape = [&](Elements rows, Elements cols) {
+      return transposed ? Tensor{rows, cols} : Tensor{cols, rows};
+    };
+    Problem problem;
+    problem.native = 4;
+    problem.tensors.push_back(transposed ? Tensor{4, 3} : Tensor{4, 8});  // A
+    std::vector<TensorId> outs;
+    for (int i = 0; i < 3; ++i) {
+      problem.tensors.push_back(transposed ? Tensor{8, 4} : Tensor{3, 4});  // W_i
+      problem.tensors.push_back(shape(8, 3));                                // x_i's output
+      const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
+      outs.push_back(w + 1);
+      problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, 100});
+    }
+    problem.tensors.push_back(shape(8, 3));
+    problem.ops.push_back({OpKind::Pointwise, outs, static_cast<TensorId>(problem.tensors.size() - 1), 1});
+    problem.fast_memory_capacity = 24;
+    problem.slow_memory_bandwidth = 1;
+    problem.chip.vector_capacity = 12;
+    problem.chip.accumulator_capacity = 24;
+    problem.chip.accumulator_factor = 2;
+    (transposed ? problem.chip.base_h : problem.chip.base_w) = 2;
+    REQUIRE(problem.Finalize().empty());
+    const LowerBound bound = ComputeLowerBound(problem);
+    CHECK(bound.sum_count == 1);
+    CHECK(bound.sums == doctest::Approx(602 + 6 + 66.0 * 396 / 444));
+    Schedule schedule;
+    for (OpId o = 0; o < 4; ++o) {
+      Subgraph sg;
+      sg.ops = {o};
+      if (transposed) {
+        sg.granularity = o < 3 ? Granularity{4, 3, 1} : Granularity{1, 3, 1};
+      } else {
+        sg.granularity = o < 3 ? Granularity{3, 4, 1} : Granularity{3, 1, 1};
+      }
+      schedule.subgraphs.push_back(sg);
+    }
+    const Evaluation e = EvaluateOracle(problem, schedule);
+    REQUIRE(e.ok());
+    CHECK(e.total == doctest::Approx(696));
+    CHECK(bound.total() <= e.total);
   }
-  problem.tensors.push_back({3, 8});
-  problem.ops.push_back({OpKind::Pointwise, outs, static_cast<TensorId>(problem.tensors.size() - 1), 1});
-  problem.fast_memory_capacity = 24;
-  problem.slow_memory_bandwidth = 1;
-  problem.chip.vector_capacity = 12;
-  problem.chip.accumulator_capacity = 24;
-  problem.chip.accumulator_factor = 2;
-  problem.chip.base_w = 2;
-  REQUIRE(problem.Finalize().empty());
-  const LowerBound bound = ComputeLowerBound(problem);
-  CHECK(bound.sum_count == 1);
-  CHECK(bound.sums == doctest::Approx(602 + 6 + 66.0 * 396 / 444));
-  Schedule schedule;
-  for (OpId o = 0; o < 4; ++o) {
-    Subgraph sg;
-    sg.ops = {o};
-    sg.granularity = o < 3 ? Granularity{3, 4, 1} : Granularity{3, 1, 1};
-    schedule.subgraphs.push_back(sg);
-  }
-  const Evaluation e = EvaluateOracle(problem, schedule);
-  REQUIRE(e.ok());
-  CHECK(e.total == doctest::Approx(696));
-  CHECK(bound.total() <= e.total);
 }
 
 // P23 with a chip's rules against the oracle: SumNets (every other one with odd sides) with random
