@@ -1656,14 +1656,19 @@ TEST_CASE("bound: P18 with a chip's rules never above the oracle") {
 // x_0 (then x_0's output has two readers); s's output a graph output, through a Pointwise op, or
 // the LHS of a MatMul with K above native (s can only be T) or at most native (s may be an
 // upstream strip producer, where P23 claims nothing); memories of 1.5 to 4 native tiles, so that
-// the x_i's outputs are too large to retain in most problems.
-Problem SumNets(std::mt19937_64& rng) {
+// the x_i's outputs are too large to retain in most problems. With `odd_sides`, heights and widths
+// off every power of two, some below n (covering sides under H3).
+Problem SumNets(std::mt19937_64& rng, bool odd_sides = false) {
   testing::ProblemMaker make{rng};
   Problem& problem = make.problem;
   problem.native = make.Pick({4, 8});
   const Elements n = problem.native;
-  const Elements rows = n * make.Pick({1, 2, 3, 3}) + make.Pick({0, 0, 1, 3});
-  const Elements cols = make.Pick({n / 2, n, 2 * n, 2 * n});
+  Elements rows = n * make.Pick({1, 2, 3, 3}) + make.Pick({0, 0, 1, 3});
+  Elements cols = make.Pick({n / 2, n, 2 * n, 2 * n});
+  if (odd_sides) {  // sides off the chip's bases, some within n (H3's covering sides)
+    rows = make.Pick({n / 2 + 1, n - 1, n + 1, 2 * n + 3});
+    cols = make.Pick({n / 2 + 1, n - 1, n - 2, n + 2, 2 * n + 1});
+  }
   const Elements k = make.Pick({n / 2, n, n, 2 * n});
   const double mm = make.PickReal({0.2, 2, 10, 40, 40}), pw = make.PickReal({0, 1, 5});
   TensorId a = make.Tensor(rows, k);
@@ -1916,6 +1921,241 @@ TEST_CASE("bound: P23's sums never above the oracle") {
                                             << decided << ", tightest bound/latency there " << tightest);
   CHECK(valid > 1500);
   CHECK(enumerated > 5000);
+  CHECK(raised > 20);
+}
+
+// P23 with a chip's rules by hand: three MatMuls x_i = A @ W_i (8x4 @ 4x4, n = 4, base 100) summed
+// by s (base 1, a graph output), capacity 32 (each x_i's output, 32, too large to retain), B = 1,
+// a vector buffer of 8 and an accumulator of 32 at factor 2. A subgraph holding s with j of the
+// x_i holds the 3 - j loaded slices and s's tile in the vector buffer, (4 - j) r c <= 8, and the
+// j accumulators, 2 j r c <= 32: tau_j = 8, 8, 4, 4 (rules off, W alone: 4, 4, 2, 2). With
+// U_j = 32 (3 - j) + 32 (s's write) and X_j = 2 + 200 j, the lines of j = 0 (98 lambda + 14) and
+// j = 2 (1206 - 1158 lambda) cross at lambda = 1192 / 1256: e_s = 14 + 98 x 1192 / 1256, the bound
+// 602 + 107.006 = 709.006 (661.41 without the rules). The best schedule, each x_i alone at
+// [4, 4, 2] (200, compute-bound) and s alone at [2, 1, 1] (16 tiles of 2 elements, 96 loaded
+// and 32 written: 128), costs 728.
+TEST_CASE("bound: P23 with a chip's rules by hand, three MatMuls summed, the vector buffer binding") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors.push_back({4, 8});  // A
+  std::vector<TensorId> outs;
+  for (int i = 0; i < 3; ++i) {
+    problem.tensors.push_back({4, 4});  // W_i
+    problem.tensors.push_back({4, 8});  // x_i's output
+    const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
+    outs.push_back(w + 1);
+    problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, 100});
+  }
+  problem.tensors.push_back({4, 8});
+  problem.ops.push_back({OpKind::Pointwise, outs, static_cast<TensorId>(problem.tensors.size() - 1), 1});
+  problem.fast_memory_capacity = 32;
+  problem.slow_memory_bandwidth = 1;
+  problem.chip.vector_capacity = 8;
+  problem.chip.accumulator_capacity = 32;
+  problem.chip.accumulator_factor = 2;
+  REQUIRE(problem.Finalize().empty());
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.sum_count == 1);
+  CHECK(bound.sums == doctest::Approx(602 + 14 + 98.0 * 1192 / 1256));
+  CHECK(bound.total() == doctest::Approx(bound.sums));
+  Problem rules_off = problem;
+  rules_off.chip = {};
+  CHECK(ComputeLowerBound(rules_off).sums == doctest::Approx(661.4074055451897));
+  Schedule schedule;
+  for (OpId o = 0; o < 4; ++o) {
+    Subgraph sg;
+    sg.ops = {o};
+    sg.granularity = o < 3 ? Granularity{4, 4, 2} : Granularity{2, 1, 1};
+    schedule.subgraphs.push_back(sg);
+  }
+  const Evaluation e = EvaluateOracle(problem, schedule);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(728));
+  // s beside two of the x_i at its largest tile (1 x 4, k = 1: vector 2 x 4, accumulator 2 x 2 x 4) pays
+  // tau = 4 on 402 of compute: the trade the line of j = 2 prices.
+  Schedule fused = schedule;
+  fused.subgraphs.erase(fused.subgraphs.begin() + 1, fused.subgraphs.end());
+  Subgraph both;
+  both.ops = {1, 2, 3};
+  both.granularity = {4, 1, 1};
+  fused.subgraphs.push_back(both);
+  const Evaluation f = EvaluateOracle(problem, fused);
+  REQUIRE(f.ok());
+  CHECK(f.subgraphs[1].compute_time == doctest::Approx(4 * 402));
+  bound_internal::g_sum_excess = false;
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(602));
+  bound_internal::g_sum_excess = true;
+}
+
+// The same with outputs 8 x 3, H3's base 2 on w (c = 3 covers the width, c = 2 is a multiple),
+// capacity 24 (each output, 24, too large to retain), a vector buffer of 12 and an accumulator of
+// 24 at factor 2: tau_j = 4, 4, 2, 4 (j = 0: 4 r c <= 12 at c = 3, r = 1; j = 2: r c <= 6 at 2 x 3).
+// U_j = 24 (3 - j) + 24, X_j = 2 + 200 j: the lines of j = 0 (6 + 66 lambda) and j = 2
+// (402 - 378 lambda) cross at lambda = 396 / 444, e_s = 6 + 66 x 396 / 444 and the bound 666.86.
+// Each x_i alone at [3, 4, 1] (200) and s alone at [3, 1, 1] (8 tiles, 72 loaded, 24 written)
+// cost 696. Transposed (outputs 3 x 8, the base on h), the same.
+TEST_CASE("bound: P23 with a chip's rules by hand, a side that covers the width (or height) under H3") {
+  for (const bool transposed : {false, true}) {
+    CAPTURE(transposed);
+    // Transposed: A 3x4, outputs 3 x 8, the base 2 on h (r = 3 covers the height): the same tau_j.
+    const auto shape = [&](Elements rows, Elements cols) {
+      return transposed ? Tensor{rows, cols} : Tensor{cols, rows};
+    };
+    Problem problem;
+    problem.native = 4;
+    problem.tensors.push_back(transposed ? Tensor{4, 3} : Tensor{4, 8});  // A
+    std::vector<TensorId> outs;
+    for (int i = 0; i < 3; ++i) {
+      problem.tensors.push_back(transposed ? Tensor{8, 4} : Tensor{3, 4});  // W_i
+      problem.tensors.push_back(shape(8, 3));                                // x_i's output
+      const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
+      outs.push_back(w + 1);
+      problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, 100});
+    }
+    problem.tensors.push_back(shape(8, 3));
+    problem.ops.push_back({OpKind::Pointwise, outs, static_cast<TensorId>(problem.tensors.size() - 1), 1});
+    problem.fast_memory_capacity = 24;
+    problem.slow_memory_bandwidth = 1;
+    problem.chip.vector_capacity = 12;
+    problem.chip.accumulator_capacity = 24;
+    problem.chip.accumulator_factor = 2;
+    (transposed ? problem.chip.base_h : problem.chip.base_w) = 2;
+    REQUIRE(problem.Finalize().empty());
+    const LowerBound bound = ComputeLowerBound(problem);
+    CHECK(bound.sum_count == 1);
+    CHECK(bound.sums == doctest::Approx(602 + 6 + 66.0 * 396 / 444));
+    Schedule schedule;
+    for (OpId o = 0; o < 4; ++o) {
+      Subgraph sg;
+      sg.ops = {o};
+      if (transposed) {
+        sg.granularity = o < 3 ? Granularity{4, 3, 1} : Granularity{1, 3, 1};
+      } else {
+        sg.granularity = o < 3 ? Granularity{3, 4, 1} : Granularity{3, 1, 1};
+      }
+      schedule.subgraphs.push_back(sg);
+    }
+    const Evaluation e = EvaluateOracle(problem, schedule);
+    REQUIRE(e.ok());
+    CHECK(e.total == doctest::Approx(696));
+    CHECK(bound.total() <= e.total);
+  }
+}
+
+// P23 with a chip's rules against the oracle: SumNets (every other one with odd sides) with random
+// rules (H1-H5: RandomChipRules, no weight path), every valid schedule of RealRatioSchedules and
+// the first sum with its first j MatMuls at every tile shape (as above), each also with its
+// accumulator, vector and staging capacities squeezed to its own peaks, where H1 binds exactly.
+TEST_CASE("bound: P23 with a chip's rules never above the oracle") {
+  int valid = 0, squeezed_valid = 0, enumerated = 0, designated = 0, raised = 0, decided = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(2324);
+  for (int trial = 0; trial < 800; ++trial) {
+    Problem problem = SumNets(rng, trial % 2 == 1);
+    problem.chip = RandomChipRules(problem, rng);
+    problem.chip.weight_bandwidth = 0;
+    if (trial % 4 >= 2) {  // roles that hold 1 to 3 native accumulators and 2 to 4 native vector tiles
+      const Elements tile = problem.native * problem.native;
+      const ChipRules& r = problem.chip;
+      problem.chip.accumulator_capacity =
+          tile * r.accumulator_factor * (r.double_accumulator ? 2 : 1) * static_cast<Elements>(1 + rng() % 3);
+      problem.chip.vector_capacity = tile * (r.double_vector ? 2 : 1) * static_cast<Elements>(2 + rng() % 3);
+    }
+    CAPTURE(trial);
+    const LowerBound bound = ComputeLowerBound(problem);
+    Problem rules_off = problem;
+    rules_off.chip = {};
+    const double sums_off = ComputeLowerBound(rules_off).sums;
+    designated += bound.sum_count > 0 ? 1 : 0;
+    const bool rises = bound.sums > sums_off * (1 + 1e-9);
+    raised += rises ? 1 : 0;
+    const auto check = [&](const Schedule& schedule, const Evaluation& e) {
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      CHECK(bound.sums <= e.total * (1 + kSlack));
+      if (rises) {
+        tightest = std::max(tightest, bound.sums / e.total);
+        ++decided;
+      }
+      const RoleFootprints peak = PeakRoles(problem, schedule);
+      Problem squeezed = problem;
+      if (peak.accumulator > 0) squeezed.chip.accumulator_capacity = peak.accumulator;
+      if (peak.vector > 0) squeezed.chip.vector_capacity = peak.vector;
+      if (peak.staging > 0) squeezed.chip.staging_capacity = peak.staging;
+      const Evaluation s = EvaluateOracle(squeezed, schedule);
+      REQUIRE(s.ok());
+      ++squeezed_valid;
+      const LowerBound tight = ComputeLowerBound(squeezed);
+      CHECK(tight.total() <= s.total * (1 + kSlack));
+      CHECK(tight.sums <= s.total * (1 + kSlack));
+    };
+    std::vector<Schedule> schedules;
+    try {  // a role capacity may leave an op no granularity at all: the problem has no schedule
+      schedules = RealRatioSchedules(
+          problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.2); }, 8, 0);
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    for (const Schedule& schedule : schedules) {
+      const Evaluation e = EvaluateOracle(problem, schedule);
+      if (!e.ok()) continue;
+      ++valid;
+      INFO("random schedule");
+      check(schedule, e);
+    }
+    std::vector<std::pair<OpId, std::vector<OpId>>> sums;
+    for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+      if (problem.ops[o].kind != OpKind::Pointwise) continue;
+      std::vector<OpId> producers;
+      for (TensorId t : problem.ops[o].inputs) {
+        const OpId x = problem.producer[t];
+        if (x != kNoOp && problem.ops[x].kind == OpKind::MatMul) producers.push_back(x);
+      }
+      if (!producers.empty()) sums.push_back({o, producers});
+    }
+    if (sums.empty()) continue;
+    const OpId s = sums[0].first;
+    const std::vector<OpId>& producers = sums[0].second;
+    Schedule base;
+    try {
+      base = BuildBaseline(problem);
+    } catch (const std::runtime_error&) {
+      continue;
+    }
+    const Elements n = problem.native;
+    const Elements k_full = problem.ReductionLength(producers[0]);
+    for (size_t j = 0; j <= producers.size(); ++j) {
+      for (Elements h = 1; h <= n; ++h) {
+        for (Elements w = 1; w <= n; ++w) {
+          for (Elements kk : {Elements{1}, std::max<Elements>(1, std::min(k_full, n) / 2), std::min(k_full, n)}) {
+            for (size_t both = 0; both < std::min<size_t>(2, sums.size()); ++both) {
+              Subgraph fused;
+              for (size_t q = 0; q <= both; ++q) {
+                const auto& [sum, xs] = sums[q];
+                fused.ops.insert(fused.ops.end(), xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(std::min(j, xs.size())));
+                fused.ops.push_back(sum);
+              }
+              fused.granularity = {w, h, kk};
+              Schedule schedule = FusedSum(base, fused, s);
+              if (both) {
+                std::erase_if(schedule.subgraphs, [&](const Subgraph& sg) { return sg.ops.size() == 1 && sg.ops[0] == sums[1].first; });
+              }
+              const Evaluation e = EvaluateOracle(problem, schedule);
+              if (!e.ok()) continue;
+              ++enumerated;
+              INFO("granularity ", w, "x", h, "x", kk, " fused ", j, " both ", both);
+              check(schedule, e);
+            }
+          }
+        }
+      }
+    }
+  }
+  MESSAGE("P23 with rules: problems with a priced sum " << designated << ", the rules raise sums on " << raised
+                                                       << ", valid schedules " << valid << ", enumerated " << enumerated
+                                                       << " (and " << squeezed_valid << " squeezed), checked against a raised bound "
+                                                       << decided << ", tightest sums/latency there " << tightest);
+  CHECK(valid > 500);
+  CHECK(enumerated > 2000);
   CHECK(raised > 20);
 }
 

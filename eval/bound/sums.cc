@@ -1,6 +1,8 @@
 // P23 (eval/bound/sums.h).
 #include "eval/bound/sums.h"
 
+#include "eval/model/chip_rules.h"
+
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -79,17 +81,30 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
       for (int i = 0; i < j; ++i) fused[j] += computes[i];
     }
     // T_min(j): the fewest tiles of s's grid whose top-left tile (r x c) fits u + 1 tiles and the
-    // j smallest min(r, q_i) c (W), r <= min(n, H), c <= min(n, W) (V2, D4).
+    // j smallest min(r, q_i) c (W), r <= min(n, H), c <= min(n, W) (V2, D4); with a chip's rules
+    // also the j fused MatMuls' r x c in the accumulator (H1, with H4's factor and H2's doubling),
+    // the u loaded slices and a Pointwise sink's tile in the vector buffer (H1, H2), and r, c
+    // sides that H3 allows on s's shape (the grid's, V12).
+    const ChipRules& rules = p.chip;
+    const Elements acc_cap = rules.accumulator_capacity;
+    const Elements acc_unit = rules.accumulator_factor * (rules.double_accumulator ? 2 : 1);
+    const Elements vec_cap = rules.vector_capacity;
+    const Elements vec_unit = rules.double_vector ? 2 : 1;
     std::vector<double> least_tiles(m + 1, std::numeric_limits<double>::infinity());
     std::vector<Elements> strip(m);
     for (Elements r = 1; r <= std::min(n, height); ++r) {
+      if (!SideAllowed(rules, SideAxis::kH, r, height)) continue;
       for (int i = 0; i < m; ++i) strip[i] = std::min(r, in[i].q);
       std::sort(strip.begin(), strip.end());
       Elements held = 0;  // the j smallest strips
       for (int j = 0; j <= m; ++j) {
         if (j > 0) held += strip[j - 1];
         const Elements per_column = (m - j + 1) * r + held;
-        const Elements c = std::min(std::min(n, width), cap / per_column);
+        Elements c = std::min(std::min(n, width), cap / per_column);
+        if (acc_cap > 0 && j > 0) c = std::min(c, acc_cap / (static_cast<Elements>(j) * r * acc_unit));
+        if (vec_cap > 0) c = std::min(c, vec_cap / ((m - j + 1) * r * vec_unit));
+        // H3: the largest allowed side up to c (fewer tiles with a wider one).
+        if (c >= 1 && !SideAllowed(rules, SideAxis::kW, c, width)) c = c / rules.base_w * rules.base_w;
         if (c < 1) continue;
         const double tiles = static_cast<double>(CeilDiv(height, r) * CeilDiv(width, c));
         least_tiles[j] = std::min(least_tiles[j], tiles);

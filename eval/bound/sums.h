@@ -10,8 +10,8 @@
 
 namespace annealer::bound_internal {
 
-// P23 (T1, T2, P7, C1-C4, D1, D2, W, W1, W4, R5, P3, V8, V12, G2). Prices per op: c_o (base x
-// native tiles) for every op, plus an excess e_s for every "designated sum" s: a Pointwise op
+// P23 (T1, T2, P7, C1-C4, D1, D2, W, W1, W4, R5, P3, V8, V12, G2, H1-H5). Prices per op: c_o
+// (base x native tiles) for every op, plus an excess e_s for every "designated sum" s: a Pointwise op
 // that the analysis allows mode T only, with `m` designated inputs o_i (distinct tensors, each
 // made by a MatMul x_i, read by s alone, |o_i| + 1 > capacity). For every subgraph S the prices
 // of its ops sum to at most its latency L(S), so their total bounds every schedule (each op runs
@@ -26,8 +26,12 @@ namespace annealer::bound_internal {
 //      tile (W1); each producer x_i in S is in F (reached through s, G3) and holds an
 //      accumulator r x c (W4, n_k >= 2) or its RHS slice K x c (n_k = 1; counted when the RHS is
 //      a graph input only x_i reads): W caps (u + 1) r c + sum over the j fused of
-//      min(r, q_i) c, u = m - j, so T >= T_min(j) and tau >= tau_j = T_min(j) / N.
-//  (3) L(S) >= theta C_S + (1 - theta) M_S for any theta (T1, T2; H5 too). At theta = 1 / tau_S
+//      min(r, q_i) c, u = m - j; with a chip's rules (H1-H4) the same step also fits the
+//      accumulator (the j fused MatMuls' r x c, times H4's factor and H2's doubling) and the
+//      vector buffer (the u loaded slices and a Pointwise sink's tile, times H2's doubling), and
+//      r, c are sides H3 allows on s's shape. So T >= T_min(j) and tau >= tau_j = T_min(j) / N.
+//  (3) L(S) >= theta C_S + (1 - theta) M_S for any theta (T1, T2; H5 too, over S's totals:
+//      prefetch hides at most the previous step's slack). At theta = 1 / tau_S
 //      the slack L(S) - X is >= (1 - 1 / tau_S) U_S >= sum over designated s in S of
 //      A_s = (1 - 1 / tau_j) U_j (U_j the unfused inputs' loads / B, distinct tensors); at
 //      theta = 1 it is >= (tau_S - 1) X >= sum of B_s = (tau_j - 1) X0_j (X0_j: c_s and the fused
