@@ -646,6 +646,7 @@ PYBIND11_MODULE(_core, m) {
         d["crossing"] = bound.crossing;
         d["memory_floor"] = bound.memory_floor;
         d["tiles"] = bound.tiles;
+        d["sums"] = bound.sums;
         d["weight"] = bound.weight;
         return d;
       },
