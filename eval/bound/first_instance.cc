@@ -15,7 +15,14 @@ std::vector<char> FirstInstanceInLoop(const Problem& problem) {
   for (OpId x = 0; x < num_ops; ++x) {
     const Op& op = problem.ops[x];
     if (op.kind != OpKind::MatMul || problem.ReductionLength(x) <= problem.native) continue;
-    // Dep(x): every op at or below a Layout op that x reaches.
+    // (a) Written at some point, hence a sink there.
+    bool written = problem.consumers[op.output].empty();
+    for (OpId c : problem.consumers[op.output]) written = written || problem.ops[c].kind == OpKind::Layout;
+    if (written) {
+      result[x] = 1;
+      continue;
+    }
+    // (b) Dep(x): every op at or below a Layout op that x reaches.
     stack.clear();
     std::vector<std::pair<OpId, bool>> walk;  // (op, a Layout op lies on the path to it)
     for (OpId c : problem.consumers[op.output]) walk.emplace_back(c, problem.ops[c].kind == OpKind::Layout);

@@ -8,10 +8,13 @@
 
 namespace annealer::bound_internal {
 
-// P26. Per op: 1 when the op is a MatMul with K > n that runs in the k-loop (F, G3) of the first
-// subgraph holding it, in every valid schedule; 0 when that is not proven.
+// P26. Per op: 1 when the op is a MatMul x with K > n that every valid schedule runs in the k-loop
+// (F, G3) of some subgraph; 0 when that is not proven. Two sufficient reasons:
 //
-// Let Dep(x) be the ops reached from x through a path that enters a Layout op (the Layout op and
+// (a) x's output is a graph output or a Layout op's input: it is then in slow memory at some point
+// (V9; L1), written by a subgraph where x is a sink (only sinks write, M2), and a MatMul sink is in F.
+//
+// (b) Let Dep(x) be the ops reached from x through a path that enters a Layout op (the Layout op and
 // everything below it). An instance of z in Dep(x) at subgraph s needs an instance of x at a
 // subgraph before s: along the path each op's input is produced in s, or loaded or retained,
 // hence produced before s (V7, V8), and a Layout op's input is in slow memory before s, written
@@ -19,8 +22,8 @@ namespace annealer::bound_internal {
 // reads no descendant of x as a boundary input. If x is not in S1's F, x is no sink (a MatMul sink
 // is in F), so a path of ops of S1 runs from x, through consumers produced and consumed in S1, to a
 // sink; were all of them Pointwise, the G3 walk from that sink would reach x. So one of them is a
-// MatMul other than x, reached from x through ops outside Dep(x). x qualifies when no such MatMul
-// exists. Structural only: it holds under any chip rules, and on the problem, not a decoupled
+// MatMul other than x, reached from x through ops outside Dep(x). When no such MatMul exists, x is
+// in F at its first instance. Structural only: it holds under any chip rules, and on the problem, not a decoupled
 // image (Decouple cuts the Layout ops' input edges), so the caller computes it before Decouple.
 std::vector<char> FirstInstanceInLoop(const Problem& problem);
 
