@@ -290,8 +290,9 @@ struct LowerBound {
   // P24: MatMuls whose per-step excess (weights streamed over k-steps that compute less) the
   // islands part counts, on a chip with a weight path (H6).
   int per_step_twins = 0;
-  // P26: of them, the MatMuls that may run upstream of a k-loop but first run in their own (a
-  // Layout op lies between them and every MatMul below), so they claim their excess in full.
+  // P26: of them, the MatMuls that have a mode upstream of a k-loop but run in their own k-loop in
+  // every schedule (their output written for a Layout op, or a Layout op between them and every
+  // MatMul below), so they claim their excess in full.
   int first_in_loop_twins = 0;
   // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,
   // P19, streamed activation) time of heavy MatMuls that no other op's compute can hide, plus
