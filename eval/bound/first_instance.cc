@@ -1,5 +1,7 @@
 #include "eval/bound/first_instance.h"
 
+#include <utility>
+
 namespace annealer::bound_internal {
 
 bool g_first_instance_in_loop = true;
@@ -12,6 +14,7 @@ std::vector<char> FirstInstanceInLoop(const Problem& problem) {
   // through ops outside Dep(x).
   std::vector<int> in_dep(num_ops, -1), reached(num_ops, -1), below_seen(num_ops, -1);
   std::vector<OpId> stack;
+  std::vector<std::pair<OpId, bool>> walk;  // (op, a Layout op lies on the path to it)
   for (OpId x = 0; x < num_ops; ++x) {
     const Op& op = problem.ops[x];
     if (op.kind != OpKind::MatMul || problem.ReductionLength(x) <= problem.native) continue;
@@ -23,8 +26,6 @@ std::vector<char> FirstInstanceInLoop(const Problem& problem) {
       continue;
     }
     // (b) Dep(x): every op at or below a Layout op that x reaches.
-    stack.clear();
-    std::vector<std::pair<OpId, bool>> walk;  // (op, a Layout op lies on the path to it)
     for (OpId c : problem.consumers[op.output]) walk.emplace_back(c, problem.ops[c].kind == OpKind::Layout);
     while (!walk.empty()) {
       const auto [y, below] = walk.back();
