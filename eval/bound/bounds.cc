@@ -13,6 +13,7 @@
 #include "eval/bound/alone.h"
 #include "eval/bound/analysis.h"
 #include "eval/bound/crossing.h"
+#include "eval/bound/first_instance.h"
 #include "eval/bound/islands.h"
 #include "eval/bound/sums.h"
 #include "eval/bound/memory_floor.h"
@@ -493,7 +494,8 @@ BoundModel BuildDecoupledBoundModel(const Problem& problem) {
   return std::move(built.model);
 }
 
-LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights);
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights,
+                                      const std::vector<char>& first_in_loop);
 LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out);
 LowerBound ComputeImageLowerBound(const Problem& problem, BoundModel* model_out);
 
@@ -555,7 +557,7 @@ LowerBound ComputeImageLowerBound(const Problem& problem, BoundModel* model_out)
     const Decoupled d = Decouple(problem);
     std::vector<char> weights = WeightTensors(problem);
     weights.resize(d.problem.tensors.size(), 0);  // the Zs are read by Layout ops: never weights
-    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out, weights);
+    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out, weights, FirstInstanceInLoop(problem));  // P26 reads L1
     const auto first_extra = static_cast<TensorId>(problem.tensors.size());
     for (BoundTerm& term : bound.explanation) {
       if (term.tensor >= first_extra) {
@@ -565,10 +567,11 @@ LowerBound ComputeImageLowerBound(const Problem& problem, BoundModel* model_out)
     }
     return bound;
   }
-  return ComputeDecoupledLowerBound(problem, model_out, WeightTensors(problem));
+  return ComputeDecoupledLowerBound(problem, model_out, WeightTensors(problem), FirstInstanceInLoop(problem));
 }
 
-LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights) {
+LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights,
+                                      const std::vector<char>& first_in_loop) {
   LowerBound bound;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     bound.compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
@@ -654,8 +657,9 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     }
   }
   // P24 (H6 only): per island, the per-step excess of its weight-streaming twin MatMuls.
-  const PerStepIsland per_step = PerStepIslands(problem, tile_modes, built, weights);
+  const PerStepIsland per_step = PerStepIslands(problem, tile_modes, built, weights, first_in_loop);
   bound.per_step_twins = per_step.twins;
+  bound.first_in_loop_twins = per_step.first_in_loop;
   for (int i = 0; i < built.islands; ++i) {
     bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),

@@ -237,6 +237,11 @@
 //     SR and FR at most FIFO / K of its columns a step) times c_x. Each such x claims min(delta(a),
 //     a (f - 1) c_x) in its island beside a C_I + b W_I / Bw (P12), and in P16's P12 form at
 //     (a, 1 - a), where crossing tensors count nothing on the activation path.
+//  P26 (G3, M2, V7, V8, V9, L1) A MatMul that must run in its k-loop: x (K > n) whose output is a
+//     graph output or a Layout op's input is written by a subgraph where it is a sink, hence in F;
+//     and x whose every path to another MatMul enters an op at or below a Layout op that x reaches
+//     (Dep(x): an instance of it needs an instance of x in an earlier subgraph, L1) is in F in the
+//     first subgraph holding it. Either way P24 drops x's upstream alternative: it claims delta(a).
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -285,6 +290,10 @@ struct LowerBound {
   // P24: MatMuls whose per-step excess (weights streamed over k-steps that compute less) the
   // islands part counts, on a chip with a weight path (H6).
   int per_step_twins = 0;
+  // P26: of them, the MatMuls that have a mode upstream of a k-loop but run in their own k-loop in
+  // every schedule (their output written for a Layout op, or a Layout op between them and every
+  // MatMul below), so they claim their excess in full.
+  int first_in_loop_twins = 0;
   // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,
   // P19, streamed activation) time of heavy MatMuls that no other op's compute can hide, plus
   // the reloads of ops that sit alone;

@@ -65,7 +65,7 @@ double PerStepIsland::Extra(int island, double a, double b) const {
 }
 
 PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Built& built,
-                             const std::vector<char>& weights) {
+                             const std::vector<char>& weights, const std::vector<char>& first_in_loop) {
   PerStepIsland result;
   result.value.assign(built.islands, 0);
   result.claims.assign(built.islands, {});
@@ -220,7 +220,9 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
       done[y] = 1;
       const double factor = other_factor(y);
       const double c_y = problem.ops[y].base_cost * static_cast<double>(problem.NativeTiles(y));
-      claims.push_back({y, sig, factor == std::numeric_limits<double>::infinity() ? factor : (factor - 1) * c_y});
+      const bool in_loop = !first_in_loop.empty() && first_in_loop[y];  // P26: no upstream-only run
+      if (in_loop && sig >= 0 && factor != std::numeric_limits<double>::infinity()) ++result.first_in_loop;
+      claims.push_back({y, sig, factor == std::numeric_limits<double>::infinity() || in_loop ? std::numeric_limits<double>::infinity() : (factor - 1) * c_y});
     }
   }
   std::vector<std::vector<int>> island_claims(built.islands);

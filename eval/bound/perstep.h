@@ -49,14 +49,17 @@ struct PerStepIsland {
   // of affine functions of alpha, so the sum is concave and above its chords).
   std::vector<std::array<double, kGrid + 1>> claims;
   int twins = 0;  // MatMuls that count
+  int first_in_loop = 0;  // of them, those P26 keeps from claiming an upstream instance's surplus
   // What the island's subgraphs cost beyond a N + b W / Bw + (1 - a - b) O / B at the point
   // (a, b): a step's activation-path term o_j, whatever it is, leaves at least (a + b) times its
   // excess at alpha = a / (a + b) (the least over o_j of max(c, w, o_j) - (1 - a - b) o_j is
   // (a + b) max(c, w)). The chord between grid points.
   double Extra(int island, double a, double b) const;
 };
+// P26 (`first_in_loop`, per op, FirstInstanceInLoop's answer on the problem before Decouple; may be
+// empty): a candidate whose first instance is in F has an instance in F, so it claims delta alone.
 PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Built& built,
-                             const std::vector<char>& weights);
+                             const std::vector<char>& weights, const std::vector<char>& first_in_loop = {});
 
 // delta(a) of one twin (exposed for tests): base beta, output M x N, reduction K > n.
 double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,

@@ -292,6 +292,7 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"islands\": " + FormatNumber(bound.islands) + ",\n";
   out += "  \"island_count\": " + std::to_string(bound.island_count) + ",\n";
   out += "  \"per_step_twins\": " + std::to_string(bound.per_step_twins) + ",\n";
+  out += "  \"first_in_loop_twins\": " + std::to_string(bound.first_in_loop_twins) + ",\n";
   out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"streaming_ops\": " + std::to_string(bound.streaming_ops) + ",\n";
   out += "  \"crossing\": " + FormatNumber(bound.crossing) + ",\n";
@@ -326,7 +327,8 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          Readable(bound.weight) + ", each op in its cheapest mode)\n";
   out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
          " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21, P23, P24: per-step excess of " +
-         std::to_string(bound.per_step_twins) + " weight-streaming MatMuls))\n";
+         std::to_string(bound.per_step_twins) + " weight-streaming MatMuls, " +
+         std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26))\n";
   out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
          std::to_string(bound.streaming_ops) +
          " MatMuls that no other op's compute can hide, streamed activations + reloads of ops that sit alone, P14-P15, P19)\n";
