@@ -307,6 +307,11 @@ struct LowerBound {
   // allows inflate every op's compute, or the outputs it does not make beside it are loaded.
   Latency sums = 0;
   int sum_count = 0;  // the sums priced so
+  // P25: P23's prices plus, for each MatMul whose output is too large to retain and leaves its
+  // subgraph (read by nothing or by a priced sum), the write and weight loads its own subgraph
+  // must pay beyond its compute. Never below `sums`.
+  Latency taps = 0;
+  int tap_count = 0;  // the taps priced so
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -319,6 +324,7 @@ struct LowerBound {
     if (memory_floor > best) best = memory_floor;
     if (tiles > best) best = tiles;
     if (sums > best) best = sums;
+    if (taps > best) best = taps;
     return best;
   }
 };
