@@ -2198,9 +2198,16 @@ Problem TapNets(std::mt19937_64& rng) {
   if (make.Coin(3)) {
     std::vector<TensorId> group;
     const int m2 = static_cast<int>(make.Pick({1, 2, 3}));
-    for (int i = 0; i < m2; ++i) group.push_back(make.Op(OpKind::MatMul, {a, make.Tensor(k, cols)}, rows, cols, mm));
+    const double mm2 = make.PickReal({mm, 200});  // compute-heavy co-sinks, sometimes
+    TensorId w2 = make.Tensor(k, cols);
+    for (int i = 0; i < m2; ++i) {
+      if (i == 0 || !make.Coin(3)) w2 = make.Tensor(k, cols);  // sometimes a weight two read
+      group.push_back(make.Op(OpKind::MatMul, {a, w2}, rows, cols, mm2));
+    }
     make.Op(OpKind::Pointwise, group, rows, cols, pw);
   }
+  // A compute-heavy Pointwise reader of A of the taps' shape: a sink that may sit beside them.
+  if (k == cols && make.Coin(2)) make.Op(OpKind::Pointwise, {a}, rows, k, make.PickReal({50, 200}));
   problem.fast_memory_capacity = n * n * make.Pick({3, 3, 4, 6, 8}) / 2;
   problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
   REQUIRE(problem.Finalize() == "");
@@ -2244,7 +2251,7 @@ Schedule WithFused(const Schedule& base, const Subgraph& fused, const std::vecto
 // runs it. Returns how many it checked.
 int ForEachTapGrouping(const Problem& problem, const std::function<void(const Schedule&, const Evaluation&)>& check) {
   // the first MatMul reading A (A: the LHS shared by most MatMuls)
-  std::vector<OpId> taps;
+  std::vector<OpId> taps, pointwise;
   TensorId a = -1;
   for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
     if (problem.ops[o].kind != OpKind::MatMul) continue;
@@ -2254,6 +2261,9 @@ int ForEachTapGrouping(const Problem& problem, const std::function<void(const Sc
     if (lhs == a) taps.push_back(o);
   }
   if (taps.empty()) return 0;
+  for (OpId o : problem.consumers[a]) {
+    if (problem.ops[o].kind == OpKind::Pointwise) pointwise.push_back(o);
+  }
   std::vector<OpId> chain;  // A's producers, transitively
   for (TensorId t = a; problem.producer[t] != kNoOp;) {
     const OpId x = problem.producer[t];
@@ -2272,21 +2282,29 @@ int ForEachTapGrouping(const Problem& problem, const std::function<void(const Sc
   for (size_t j = 1; j <= std::min<size_t>(3, taps.size()); ++j) {
     for (int with_chain = 0; with_chain <= 2; ++with_chain) {
       if (with_chain > 0 && chain.empty()) continue;
+      // Beside the first j taps: nothing, the last MatMul reader of A (another group's, maybe
+      // compute-heavy), or A's Pointwise readers (sinks of the taps' shape).
+      for (int extra = 0; extra <= 2; ++extra) {
+      if (extra == 1 && taps.size() <= j) continue;
+      if (extra == 2 && pointwise.empty()) continue;
       for (Elements h = 1; h <= n; ++h) {
         for (Elements w = 1; w <= n; ++w) {
           for (Elements kk : {Elements{1}, std::max<Elements>(1, std::min(k_full, n) / 2), std::min(k_full, n)}) {
             Subgraph fused;
             if (with_chain > 0) fused.ops = chain;
             fused.ops.insert(fused.ops.end(), taps.begin(), taps.begin() + static_cast<std::ptrdiff_t>(j));
+            if (extra == 1) fused.ops.push_back(taps.back());
+            if (extra == 2) fused.ops.insert(fused.ops.end(), pointwise.begin(), pointwise.end());
             fused.granularity = {w, h, kk};
             const Schedule schedule = WithFused(base, fused, with_chain == 2 ? chain : std::vector<OpId>{});
             const Evaluation e = EvaluateOracle(problem, schedule);
             if (!e.ok()) continue;
             ++checked;
-            INFO("granularity ", w, "x", h, "x", kk, " taps ", j, " chain ", with_chain);
+            INFO("granularity ", w, "x", h, "x", kk, " taps ", j, " chain ", with_chain, " extra ", extra);
             check(schedule, e);
           }
         }
+      }
       }
     }
   }

@@ -21,6 +21,8 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // Past this many ops the walk of what may sit beside a tap gives up: the tap then claims only
 // at theta >= 1/tau, where no op has a deficit.
 constexpr size_t kWalkBudget = 4096;
+// How far up `need` follows producers that may run upstream; beyond, it counts nothing.
+constexpr int kNeedDepth = 4;
 
 using Key = std::array<Elements, 3>;  // output height, width, reduction length
 
@@ -112,10 +114,12 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       keeps_shape = keeps_shape && p.tensors[t].height == out.height && p.tensors[t].width == out.width;
     }
   }
+  std::map<std::array<Elements, 3>, Elements> need_memo;  // per (tensor, rows, cols)
   std::vector<uint32_t> seen(num_ops, 0);
   uint32_t stamp = 0;
   for (const auto& [key, members] : by_key) {
     const Elements height = key[0], width = key[1], reduction = key[2];
+    if (std::getenv("P25_DEBUG")) std::fprintf(stderr, "key %lld %lld %lld members %zu\n", (long long)height, (long long)width, (long long)reduction, members.size());
     const auto in_key = [&](OpId x) { return p.ops[x].kind == OpKind::MatMul && key_of(x) == key; };
     // The walks, one per LHS tensor (taps of one convolution share it): up from the LHS
     // producer to producers that can run upstream, down into ops that can run upstream and into
@@ -182,6 +186,11 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       bool upstream;
       bool writes = false;      // a MatMul of the key whose output never fits
       bool own_weight = false;  // ... whose RHS is a graph input only it reads
+      double count = 1;         // identical entries merged (kind 0: computes added instead)
+      bool Same(const Entry& o) const {
+        return native == o.native && direct == o.direct && kind == o.kind && upstream == o.upstream &&
+               writes == o.writes && own_weight == o.own_weight && (kind == 0 || compute == o.compute);
+      }
     };
     std::map<std::pair<TensorId, int>, std::vector<Entry>> entries;
     for (const auto& [where, b] : walks) {
@@ -201,15 +210,22 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           e.own_weight = rhs != p.ops[o].inputs[0] && p.producer[rhs] == kNoOp && p.consumers[rhs].size() == 1;
         }
         if (e.compute == 0 && e.kind != 1) continue;  // Layout ops: no deficit
-        list.push_back(e);
+        // A kind-0 deficit is linear in c_o: such entries merge by adding their computes.
+        const auto same = std::find_if(list.begin(), list.end(), [&](const Entry& x) { return x.Same(e); });
+        if (same == list.end()) {
+          list.push_back(e);
+        } else if (e.kind == 0) {
+          same->compute += e.compute;
+        } else {
+          same->count += 1;
+        }
       }
     }
     // The least the fast memory holds for the region rows x cols of tensor u at one step (W):
     // its slice when loaded (D4; a graph input is never retained, V8), all of it when retained
     // (R5), or, when its producer runs upstream in S (D3), what the producer's inputs need: a
     // Pointwise or Layout op the same region of its inputs of that shape, a MatMul rows x K of
-    // its LHS and K x cols of its RHS (the larger of each; deeper than kDepth, nothing).
-    std::map<std::array<Elements, 3>, Elements> need_memo;
+    // its LHS and K x cols of its RHS (the larger of each; deeper than kNeedDepth, nothing).
     std::function<Elements(TensorId, Elements, Elements, int)> need = [&](TensorId u, Elements rows,
                                                                           Elements cols, int depth) -> Elements {
       const Tensor& tu = p.tensors[u];
@@ -218,7 +234,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       const Elements slice = rows * cols;
       const OpId x = p.producer[u];
       if (x == kNoOp || !upstream_capable(x)) return slice;
-      if (depth > 12) return 0;
+      if (depth > kNeedDepth) return 0;
       const std::array<Elements, 3> memo_key{u, rows, cols};
       if (auto it = need_memo.find(memo_key); it != need_memo.end()) return it->second;
       Elements made = 0;
@@ -307,7 +323,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
             const std::pair<TensorId, int> where{p.ops[t].inputs[0], cosinks ? 0 : 1};
             auto [it, fresh] = walk_deficit.try_emplace(where.first, 0.0);
             if (fresh) {
-              for (const Entry& e : entries[where]) it->second += deficit(e, theta);
+              for (const Entry& e : entries[where]) it->second += e.count * deficit(e, theta);
             }
             return own_value - it->second + (cosinks && own_entry[i] ? std::max(0.0, -own_value) : 0.0);
           };
