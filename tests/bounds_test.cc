@@ -2366,5 +2366,53 @@ TEST_CASE("bound: P25's taps never above the oracle") {
   CHECK(enumerated > 5000);
   CHECK(raised > 20);
 }
+
+// P25 by hand: one MatMul t = A @ W (A 12x4 and W 4x4 graph inputs, n = 4, base 10, so c_t = 30),
+// its output O (48) a graph output, capacity 24, B = 1. A subgraph holding t holds W's slice
+// k x w, O's tile h x w and A's slice h x k; nothing can join it (A is a graph input, O8). Per
+// class of shapes (row tiles, column tiles, n_k): native tiles (3 x 1) fit only with k = 1
+// (4 + 16 + 4 = 24), where W is loaded once per row tile: 48 + 48 + 48 = 144 against 30 of
+// compute; with 2 column tiles (w = 2, h = 4, n_k = 4), tau = 2, memory 48 + 48 + 2 x 48 = 192;
+// with 12 row tiles at k = 4 (w = 4, h = 1), tau = 4, memory 48 + 16 + 48 = 112 against 120 of
+// compute. The least over the classes of the best theta is that last one's (tau - 1) c_t = 90:
+// the bound 30 + 90 = 120 (P18 gave 114.10, graph I/O 112). The best shape the oracle finds over
+// every w, h, k is [4, 1, 4], 134 (its first step waits 24 for W).
+TEST_CASE("bound: P25 by hand, a MatMul alone at the shapes its fast memory allows") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors = {{4, 12}, {4, 4}, {4, 12}};  // A, W, O (width, height)
+  problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 10});
+  problem.fast_memory_capacity = 24;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize() == "");
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.tap_count == 1);
+  CHECK(bound.taps == doctest::Approx(120));
+  CHECK(bound.total() == doctest::Approx(120));
+  bound_internal::g_tap_excess = false;
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(114.098).epsilon(1e-4));
+  bound_internal::g_tap_excess = true;
+  double best = std::numeric_limits<double>::infinity();
+  Granularity at{};
+  for (Elements w = 1; w <= 4; ++w) {
+    for (Elements h = 1; h <= 4; ++h) {
+      for (Elements k = 1; k <= 4; ++k) {
+        Schedule schedule;
+        Subgraph sg;
+        sg.ops = {0};
+        sg.granularity = {w, h, k};
+        schedule.subgraphs.push_back(sg);
+        const Evaluation e = EvaluateOracle(problem, schedule);
+        if (!e.ok()) continue;
+        CHECK(bound.total() <= e.total * (1 + kSlack));
+        if (e.total < best) best = e.total, at = {w, h, k};
+      }
+    }
+  }
+  CHECK(best == doctest::Approx(134));
+  CHECK(at.w == 4);
+  CHECK(at.h == 1);
+  CHECK(at.k == 4);
+}
 }  // namespace
 }  // namespace annealer

@@ -173,6 +173,29 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
     const auto shape_tau = least_tau.find({height, width});
     const double sum_tau = shape_tau == least_tau.end() ? kInf : shape_tau->second;
     std::vector<double> least_const(members.size(), kInf);
+    // A tap whose LHS never fits and cannot be made in its subgraph (a graph input, the image's
+    // gather of one, or a producer that cannot run upstream) loads all of it once per column tile
+    // when n_k >= 2 (M1: consecutive steps ask different k-ranges), at least once otherwise; in a
+    // subgraph without co-sinks no other op shares that load.
+    std::vector<double> lhs_load(members.size(), 0);
+    for (size_t i = 0; i < members.size(); ++i) {
+      const TensorId lhs = p.ops[members[i]].inputs[0];
+      const OpId x = p.producer[lhs];
+      bool loaded = x == kNoOp || !upstream_capable(x);
+      if (x != kNoOp && p.ops[x].kind == OpKind::Layout && p.ops[x].inputs.size() == 1) {
+        const TensorId z = p.ops[x].inputs[0];
+        loaded = loaded || (p.producer[z] == kNoOp && p.consumers[z].size() == 1 &&
+                            p.tensors[z].height == p.tensors[lhs].height && p.tensors[z].width == p.tensors[lhs].width);
+      }
+      if (loaded && a.TooLarge(lhs)) lhs_load[i] = static_cast<double>(p.tensors[lhs].size()) / bandwidth;
+    }
+    // Can another MatMul of the key join t at all: its walk (with co-sinks) reaches one.
+    std::vector<char> has_cosink(members.size(), 0);
+    for (size_t i = 0; i < members.size(); ++i) {
+      const Beside& b = walks[{p.ops[members[i]].inputs[0], 0}];
+      for (OpId o : b.ops) has_cosink[i] = has_cosink[i] || (o != members[i] && in_key(o));
+      has_cosink[i] = has_cosink[i] || b.saturated;
+    }
     std::vector<char> own_entry(members.size(), 0);  // t itself is in its walk's entries
     for (size_t i = 0; i < members.size(); ++i) own_entry[i] = walks[{p.ops[members[i]].inputs[0], 0}].Holds(members[i]);
     std::vector<std::vector<Line>> lines(members.size());
@@ -315,23 +338,25 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           };
           // t's value at theta: its own, less the deficits of what its walk may put beside it
           // (itself excepted); at theta >= 1/tau no op has one.
-          std::map<TensorId, double> walk_deficit;
+          std::map<TensorId, double> walk_deficit;  // per walk (2 lhs + mode)
           const auto value_at = [&](size_t i, double theta) {
             const OpId t = members[i];
-            const double own_value = tap_value(r.compute[t], memory, tau, theta);
+            const bool with = cosinks && has_cosink[i];
+            const double own_memory = memory + (with ? 0.0 : lhs_load[i] * (split ? static_cast<double>(cols) : 1.0));
+            const double own_value = tap_value(r.compute[t], own_memory, tau, theta);
             if (theta >= 1 / tau) return own_value;
-            const std::pair<TensorId, int> where{p.ops[t].inputs[0], cosinks ? 0 : 1};
-            auto [it, fresh] = walk_deficit.try_emplace(where.first, 0.0);
+            const std::pair<TensorId, int> where{p.ops[t].inputs[0], with ? 0 : 1};
+            auto [it, fresh] = walk_deficit.try_emplace(where.first * 2 + where.second, 0.0);
             if (fresh) {
               for (const Entry& e : entries[where]) it->second += e.count * deficit(e, theta);
             }
-            return own_value - it->second + (cosinks && own_entry[i] ? std::max(0.0, -own_value) : 0.0);
+            return own_value - it->second + (with && own_entry[i] ? std::max(0.0, -own_value) : 0.0);
           };
           std::vector<double> thetas = {1 / tau, 1.0};
           if (!open) {
             thetas.push_back(0.0);
             for (const auto& [where, list] : entries) {
-              if (where.second != (cosinks ? 0 : 1)) continue;
+              if (where.second == 0 && !cosinks) continue;
               for (const Entry& e : list) {
                 if (e.kind != 0) {
                   // where a co-sink's own value crosses 0
