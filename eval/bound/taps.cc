@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
 #include <cmath>
 #include <limits>
@@ -119,7 +117,6 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
   uint32_t stamp = 0;
   for (const auto& [key, members] : by_key) {
     const Elements height = key[0], width = key[1], reduction = key[2];
-    if (std::getenv("P25_DEBUG")) std::fprintf(stderr, "key %lld %lld %lld members %zu\n", (long long)height, (long long)width, (long long)reduction, members.size());
     const auto in_key = [&](OpId x) { return p.ops[x].kind == OpKind::MatMul && key_of(x) == key; };
     // The walks, one per LHS tensor (taps of one convolution share it): up from the LHS
     // producer to producers that can run upstream, down into ops that can run upstream and into
@@ -388,8 +385,6 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           }
           walk_deficit.clear();
           for (size_t i = 0; i < members.size(); ++i) {
-            if (std::getenv("P25_DEBUG") && i == 0 && value_at(i, best_theta) < least_const[i])
-              std::fprintf(stderr, "  class h %lld w %lld nk %d tau %g open %d theta %g value %g own %g M %g\n", (long long)h, (long long)w, nk, tau, open, best_theta, value_at(i, best_theta), tap_value(r.compute[members[i]], memory, tau, best_theta), memory);
             least_const[i] = std::min(least_const[i], value_at(i, best_theta));
           }
         }
@@ -408,15 +403,6 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
         if (x.at1 < least_at1) kept.push_back(x), least_at1 = x.at1;
       }
       if (least_const[i] < kInf) kept.push_back({least_const[i], least_const[i]});
-      if (std::getenv("P25_DEBUG")) {
-        std::fprintf(stderr, "tap %d key %lld %lld %lld const %g lines %zu sum_tau %g walk %zu\n", t, (long long)height,
-                     (long long)width, (long long)reduction, least_const[i], kept.size(), sum_tau,
-                     walks[{p.ops[t].inputs[0], 0}].ops.size());
-        for (const Line& x : kept) std::fprintf(stderr, "   line %g %g\n", x.at0, x.at1);
-        if (std::getenv("P25_WALK"))
-          for (OpId o : walks[{p.ops[t].inputs[0], 0}].ops)
-            std::fprintf(stderr, "   walk op %d kind %d c %g native %lld up %d key %d\n", o, (int)p.ops[o].kind, r.compute[o], (long long)p.NativeTiles(o), upstream_capable(o), in_key(o));
-      }
       if (kept.empty()) continue;  // no subgraph holds t as a sink: every instance is fused
       bool positive = false;
       for (int end = 0; end <= 1; ++end) {
