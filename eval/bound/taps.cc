@@ -20,7 +20,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // at theta >= 1/tau, where no op has a deficit.
 constexpr size_t kWalkBudget = 4096;
 // How far up `need` follows producers that may run upstream; beyond, it counts nothing.
-constexpr int kNeedDepth = 4;
+constexpr int kNeedDepth = 8;
 
 using Key = std::array<Elements, 3>;  // output height, width, reduction length
 
@@ -212,15 +212,13 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
                writes == o.writes && own_weight == o.own_weight && (kind == 0 || compute == o.compute);
       }
     };
-    std::map<std::pair<TensorId, int>, std::vector<Entry>> entries;
-    for (const auto& [where, b] : walks) {
-      auto& list = entries[where];
-      const bool alone = where.second == 1;
-      for (OpId o : b.ops) {
+    const auto make_entries = [&](TensorId lhs, bool alone, const std::vector<OpId>& ops) {
+      std::vector<Entry> list;
+      for (OpId o : ops) {
         Entry e;
         e.compute = r.compute[o];
         e.native = static_cast<double>(p.NativeTiles(o));
-        e.direct = o == p.producer[where.first];
+        e.direct = o == p.producer[lhs];
         for (OpId v : p.consumers[p.ops[o].output]) e.direct = e.direct || (!alone && in_key(v));
         e.kind = !alone && in_key(o) ? (tap[o] ? 1 : 2) : 0;
         e.upstream = upstream_capable(o);
@@ -240,7 +238,10 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           same->count += 1;
         }
       }
-    }
+      return list;
+    };
+    std::map<std::pair<TensorId, int>, std::vector<Entry>> entries;
+    for (const auto& [where, b] : walks) entries[where] = make_entries(where.first, where.second == 1, b.ops);
     // The least the fast memory holds for the region rows x cols of tensor u at one step (W):
     // its slice when loaded (D4; a graph input is never retained, V8), all of it when retained
     // (R5), or, when its producer runs upstream in S (D3), what the producer's inputs need: a
@@ -333,21 +334,97 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
             }
             return d;
           };
+          // Without co-sinks, near native tiles: the walk without the ops on A's Pointwise path
+          // whose distinct inputs' own slices cannot fit beside t's (a loaded or unmade input's
+          // slice h x k, or the slice K_x x k of the weight of its own that an upstream MatMul
+          // making it reads: distinct tensors, none W_t or o_t; W with max against A's need).
+          std::map<std::pair<TensorId, int>, std::vector<Entry>> gated;
+          const auto gated_entries = [&](TensorId lhs, int mode) -> const std::vector<Entry>& {
+            auto [it, fresh] = gated.try_emplace({lhs, mode});
+            if (!fresh) return it->second;
+            // With a co-sink, its tile and its weight's slice too (W1, D2).
+            const Elements room = cap - own - (mode == 0 ? h * w + (all_own ? k0 * w : 0) : 0);
+            const auto own_slice = [&](TensorId u) -> Elements {
+              const OpId x = p.producer[u];
+              const Elements slice = std::min(h, p.tensors[u].height) * std::min(k0, p.tensors[u].width);
+              if (x == kNoOp || !upstream_capable(x)) return slice;
+              if (p.ops[x].kind != OpKind::MatMul) return 0;
+              const TensorId rhs = p.ops[x].inputs[1];
+              const bool own_rhs = rhs != p.ops[x].inputs[0] && p.producer[rhs] == kNoOp && p.consumers[rhs].size() == 1;
+              return own_rhs ? std::min(slice, p.ReductionLength(x) * std::min(k0, p.tensors[u].width)) : 0;
+            };
+            ++stamp;
+            std::vector<std::pair<OpId, bool>> stack;  // op, on A's Pointwise path
+            std::vector<OpId> ops;
+            const auto push = [&](OpId x, bool path) {
+              if (x == kNoOp || seen[x] == stamp) return;
+              if (!(mode == 0 && in_key(x)) && !upstream_capable(x)) return;
+              if (path && p.ops[x].kind == OpKind::MatMul) {
+                // An upstream MatMul makes its rows whole: h x K_x of its LHS, and K_x x k of a
+                // weight of its own (D3; distinct tensors).
+                const Elements kx = p.ReductionLength(x);
+                const TensorId rhs = p.ops[x].inputs[1];
+                const bool own_rhs = rhs != p.ops[x].inputs[0] && p.producer[rhs] == kNoOp && p.consumers[rhs].size() == 1;
+                if (need(p.ops[x].inputs[0], h, kx, 0) + (own_rhs ? kx * std::min(k0, p.tensors[rhs].width) : 0) > room) return;
+              } else if (path) {
+                Elements inputs = 0;
+                const auto& in = p.ops[x].inputs;
+                for (size_t j = 0; j < in.size(); ++j) {
+                  if (std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(j), in[j]) != in.begin() + static_cast<std::ptrdiff_t>(j)) continue;
+                  if (p.tensors[in[j]].height != p.tensors[lhs].height || p.tensors[in[j]].width != p.tensors[lhs].width) continue;
+                  inputs += own_slice(in[j]);
+                }
+                if (inputs > room) return;  // cannot run beside t at this class
+              }
+              seen[x] = stamp;
+              stack.push_back({x, path});
+            };
+            push(p.producer[lhs], true);
+            while (!stack.empty()) {
+              const auto [u, path] = stack.back();
+              stack.pop_back();
+              ops.push_back(u);
+              const bool keeps = path && p.ops[u].kind != OpKind::MatMul;
+              for (TensorId in : p.ops[u].inputs) {
+                push(p.producer[in], keeps && p.tensors[in].height == p.tensors[lhs].height &&
+                                         p.tensors[in].width == p.tensors[lhs].width);
+              }
+              if (!upstream_capable(u)) continue;  // a co-sink: its output leaves S
+              for (OpId v : p.consumers[p.ops[u].output]) push(v, false);
+            }
+            it->second = make_entries(lhs, mode == 1, ops);
+            return it->second;
+          };
+          const bool gate = tau <= 1.5;
           // t's value at theta: its own, less the deficits of what its walk may put beside it
           // (itself excepted); at theta >= 1/tau no op has one.
           std::map<TensorId, double> walk_deficit;  // per walk (2 lhs + mode)
+          // One walk's deficits at theta, cached per (LHS, mode).
+          const auto walk_sum = [&](TensorId lhs, int mode, double theta) {
+            auto [it, fresh] = walk_deficit.try_emplace(lhs * 2 + mode, 0.0);
+            if (fresh) {
+              const bool saturated = walks[{lhs, mode}].saturated;
+              const std::vector<Entry>& list = gate && !saturated ? gated_entries(lhs, mode) : entries[{lhs, mode}];
+              for (const Entry& e : list) it->second += e.count * deficit(e, theta);
+            }
+            return it->second;
+          };
+          // Where a co-sink may join t, the least of S with one (no LHS load of t's own) and
+          // without (t's walk alone, its LHS load).
           const auto value_at = [&](size_t i, double theta) {
             const OpId t = members[i];
+            const TensorId lhs = p.ops[t].inputs[0];
             const bool with = cosinks && has_cosink[i];
-            const double own_memory = memory + (with ? 0.0 : lhs_load[i] * (split ? static_cast<double>(cols) : 1.0));
-            const double own_value = tap_value(r.compute[t], own_memory, tau, theta);
-            if (theta >= 1 / tau) return own_value;
-            const std::pair<TensorId, int> where{p.ops[t].inputs[0], with ? 0 : 1};
-            auto [it, fresh] = walk_deficit.try_emplace(where.first * 2 + where.second, 0.0);
-            if (fresh) {
-              for (const Entry& e : entries[where]) it->second += e.count * deficit(e, theta);
+            const double alone_memory = memory + lhs_load[i] * (split ? static_cast<double>(cols) : 1.0);
+            const double alone_value = tap_value(r.compute[t], alone_memory, tau, theta);
+            const double with_value = tap_value(r.compute[t], memory, tau, theta);
+            if (theta >= 1 / tau) return with ? with_value : alone_value;
+            double v = alone_value - walk_sum(lhs, 1, theta);
+            if (with) {
+              v = std::min(v, with_value - walk_sum(lhs, 0, theta) +
+                                  (own_entry[i] ? std::max(0.0, -with_value) : 0.0));
             }
-            return own_value - it->second + (with && own_entry[i] ? std::max(0.0, -own_value) : 0.0);
+            return v;
           };
           std::vector<double> thetas = {1 / tau, 1.0};
           if (!open) {
