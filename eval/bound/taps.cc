@@ -113,6 +113,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
     }
   }
   std::map<std::array<Elements, 3>, Elements> need_memo;  // per (tensor, rows, cols)
+  std::map<TensorId, std::vector<char>> paths;             // per LHS: ops on its path
   std::vector<uint32_t> seen(num_ops, 0);
   uint32_t stamp = 0;
   for (const auto& [key, members] : by_key) {
@@ -339,6 +340,38 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           // slice h x k, or the slice K_x x k of the weight of its own that an upstream MatMul
           // making it reads: distinct tensors, none W_t or o_t; W with max against A's need).
           std::map<std::pair<TensorId, int>, std::vector<Entry>> gated;
+          // A's path: its producer, and every op of A's shape whose readers are all Pointwise ops
+          // on the path. In S such an op makes at least h x k_j of its output every step: A's
+          // producer for t (D2), the others for a reader on the path that S holds (it feeds S,
+          // and a Pointwise op needs its own region of each input, D3).
+          const auto path_of = [&](TensorId lhs) -> const std::vector<char>& {
+            auto [it, fresh] = paths.try_emplace(lhs);
+            if (!fresh) return it->second;
+            std::vector<char>& on = it->second;
+            on.assign(num_ops, 0);
+            const OpId first = p.producer[lhs];
+            if (first == kNoOp) return on;
+            on[first] = 1;
+            std::vector<OpId> frontier = {first};
+            while (!frontier.empty()) {
+              const OpId u = frontier.back();
+              frontier.pop_back();
+              if (p.ops[u].kind != OpKind::Pointwise) continue;  // a MatMul's inputs change region
+              for (TensorId in : p.ops[u].inputs) {
+                const OpId x = p.producer[in];
+                if (x == kNoOp || on[x] || p.tensors[in].height != p.tensors[lhs].height ||
+                    p.tensors[in].width != p.tensors[lhs].width) {
+                  continue;
+                }
+                bool all = true;
+                for (OpId c : p.consumers[in]) all = all && on[c] && p.ops[c].kind == OpKind::Pointwise;
+                if (!all) continue;
+                on[x] = 1;
+                frontier.push_back(x);
+              }
+            }
+            return on;
+          };
           const auto gated_entries = [&](TensorId lhs, int mode) -> const std::vector<Entry>& {
             auto [it, fresh] = gated.try_emplace({lhs, mode});
             if (!fresh) return it->second;
@@ -379,15 +412,15 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
               seen[x] = stamp;
               stack.push_back({x, path});
             };
+            const std::vector<char>& on_path = path_of(lhs);
             push(p.producer[lhs], true);
             while (!stack.empty()) {
               const auto [u, path] = stack.back();
               stack.pop_back();
               ops.push_back(u);
-              const bool keeps = path && p.ops[u].kind != OpKind::MatMul;
               for (TensorId in : p.ops[u].inputs) {
-                push(p.producer[in], keeps && p.tensors[in].height == p.tensors[lhs].height &&
-                                         p.tensors[in].width == p.tensors[lhs].width);
+                const OpId x = p.producer[in];
+                push(x, x != kNoOp && on_path[x]);
               }
               if (!upstream_capable(u)) continue;  // a co-sink: its output leaves S
               for (OpId v : p.consumers[p.ops[u].output]) push(v, false);
