@@ -2165,6 +2165,13 @@ Problem TapNets(std::mt19937_64& rng) {
   const Elements cols = make.Pick({n / 2, n, n, 2 * n});
   const Elements k = make.Pick({n / 2, n, n, 2 * n});
   const double mm = make.PickReal({0.5, 2, 8, 30}), pw = make.PickReal({0, 5, 50, 200});
+  problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
+  // A base whose compute over the taps' shape is `ratio` times their output's transfer: hiders
+  // that can just cover a tap's write and weight, or not.
+  const auto matched = [&](double ratio) {
+    const double tiles = static_cast<double>(((rows + n - 1) / n) * ((cols + n - 1) / n));
+    return ratio * static_cast<double>(rows * cols) / problem.slow_memory_bandwidth / tiles;
+  };
   TensorId a = make.Tensor(rows, k);
   const int lhs_kind = static_cast<int>(make.Pick({0, 1, 1, 2}));
   if (lhs_kind == 2) a = make.Op(OpKind::MatMul, {make.Tensor(rows, n / 2), make.Tensor(n / 2, k)}, rows, k, mm);
@@ -2198,7 +2205,7 @@ Problem TapNets(std::mt19937_64& rng) {
   if (make.Coin(3)) {
     std::vector<TensorId> group;
     const int m2 = static_cast<int>(make.Pick({1, 2, 3}));
-    const double mm2 = make.PickReal({mm, 200});  // compute-heavy co-sinks, sometimes
+    const double mm2 = make.Coin(2) ? mm : matched(make.PickReal({0.5, 1, 1.5, 2, 3}));  // compute-heavy co-sinks, sometimes
     TensorId w2 = make.Tensor(k, cols);
     for (int i = 0; i < m2; ++i) {
       if (i == 0 || !make.Coin(3)) w2 = make.Tensor(k, cols);  // sometimes a weight two read
@@ -2207,9 +2214,8 @@ Problem TapNets(std::mt19937_64& rng) {
     make.Op(OpKind::Pointwise, group, rows, cols, pw);
   }
   // A compute-heavy Pointwise reader of A of the taps' shape: a sink that may sit beside them.
-  if (k == cols && make.Coin(2)) make.Op(OpKind::Pointwise, {a}, rows, k, make.PickReal({50, 200}));
+  if (k == cols && make.Coin(2)) make.Op(OpKind::Pointwise, {a}, rows, k, matched(make.PickReal({0.5, 1, 1.5, 2, 3})));
   problem.fast_memory_capacity = n * n * make.Pick({3, 3, 4, 6, 8}) / 2;
-  problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
   REQUIRE(problem.Finalize() == "");
   return problem;
 }
