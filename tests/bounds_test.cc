@@ -2420,5 +2420,48 @@ TEST_CASE("bound: P25 by hand, a MatMul alone at the shapes its fast memory allo
   CHECK(at.h == 1);
   CHECK(at.k == 4);
 }
+
+// P25 by hand with a hider: p = f(X) (Pointwise, base 5, c_p = 15) makes A, and t = A @ W (base 10,
+// c_t = 30) writes O (48), a graph output; X and W graph inputs, n = 4, capacity 24, B = 1. At
+// native tiles (h = w = 4) t fits only with k = 1 (W's slice 4, O's tile 16, A's or X's slice 4):
+// n_k = 4, W comes once per row tile, M_t = 48 + 3 x 16 = 96; no sink and no other op's input fits
+// beside (room 4), but p does (X's slice 4, its input, replaces A's), making A's strip once per
+// tile: f = T ceil(K/n) / N_p = 1, a deficit (1 - theta) c_p. v = (1 - theta)(96 - 30 - 15), 51 at
+// theta = 0; two column tiles (w = 2, tau = 2, the same M_t, p's f = 2) give 51 at theta = 0 too,
+// the least over the classes (12 row tiles at k = 4: 90; 6 row tiles, n_k = 2: 99): taps = 15 +
+// 30 + 51 = 96. Without p's deficit it would be 111. Every shape of p and t in one subgraph costs
+// at least that.
+TEST_CASE("bound: P25 by hand, an upstream producer hides part of a tap's weight reloads") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors = {{4, 12}, {4, 12}, {4, 4}, {4, 12}};  // X, A, W, O (width, height)
+  problem.ops.push_back({OpKind::Pointwise, {0}, 1, 5});
+  problem.ops.push_back({OpKind::MatMul, {1, 2}, 3, 10});
+  problem.fast_memory_capacity = 24;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize() == "");
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.tap_count == 1);
+  CHECK(bound.sums == doctest::Approx(45));
+  CHECK(bound.taps == doctest::Approx(96));
+  CHECK(bound.total() == doctest::Approx(112));  // graph I/O
+  int valid = 0;
+  for (Elements w = 1; w <= 4; ++w) {
+    for (Elements h = 1; h <= 4; ++h) {
+      for (Elements k = 1; k <= 4; ++k) {
+        Schedule schedule;
+        Subgraph sg;
+        sg.ops = {0, 1};
+        sg.granularity = {w, h, k};
+        schedule.subgraphs.push_back(sg);
+        const Evaluation e = EvaluateOracle(problem, schedule);
+        if (!e.ok()) continue;
+        ++valid;
+        CHECK(bound.taps <= e.total * (1 + kSlack));
+      }
+    }
+  }
+  CHECK(valid > 0);
+}
 }  // namespace
 }  // namespace annealer
