@@ -647,6 +647,7 @@ PYBIND11_MODULE(_core, m) {
         d["memory_floor"] = bound.memory_floor;
         d["tiles"] = bound.tiles;
         d["sums"] = bound.sums;
+        d["taps"] = bound.taps;
         d["weight"] = bound.weight;
         return d;
       },

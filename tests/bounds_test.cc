@@ -17,6 +17,7 @@
 #include "eval/bound/analysis.h"
 #include "eval/bound/streaming.h"
 #include "eval/bound/sums.h"
+#include "eval/bound/taps.h"
 #include "eval/bound/tiles.h"
 #include "eval/bound/bounds.h"
 #include "eval/oracle.h"
@@ -2146,5 +2147,321 @@ TEST_CASE("bound: the bundled problems, real values and schedules found by a sho
   }
 }
 
+
+// P25's problems: a convolution's taps x_i = A @ W_i (a weight each, sometimes one shared: then no
+// tap), summed by a Pointwise op (P23's priced sum when the sum can only be T), or some or all of
+// them graph outputs read by nothing; A a graph input, a Pointwise chain (the hiders: one or two
+// ops, sometimes with a second input) or a Pointwise op over an upstream MatMul; sometimes a second
+// convolution on A of the same shape (co-sinks of another group); the sum's output a graph output,
+// through a Pointwise op, or the LHS of a MatMul with K above native or at most native. Memories of
+// 1.5 to 4 native tiles and cheap MatMuls, so that the taps' outputs are too large to retain and
+// their writes and weight loads often outweigh their compute.
+Problem TapNets(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = make.Pick({4, 8});
+  const Elements n = problem.native;
+  const Elements rows = n * make.Pick({1, 2, 3}) + make.Pick({0, 0, 1, 3});
+  const Elements cols = make.Pick({n / 2, n, n, 2 * n});
+  const Elements k = make.Pick({n / 2, n, n, 2 * n});
+  const double mm = make.PickReal({0.5, 2, 8, 30}), pw = make.PickReal({0, 5, 50, 200});
+  problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
+  // A base whose compute over the taps' shape is `ratio` times their output's transfer: hiders
+  // that can just cover a tap's write and weight, or not.
+  const auto matched = [&](double ratio) {
+    const double tiles = static_cast<double>(((rows + n - 1) / n) * ((cols + n - 1) / n));
+    return ratio * static_cast<double>(rows * cols) / problem.slow_memory_bandwidth / tiles;
+  };
+  TensorId a = make.Tensor(rows, k);
+  const int lhs_kind = static_cast<int>(make.Pick({0, 1, 1, 2}));
+  if (lhs_kind == 2) a = make.Op(OpKind::MatMul, {make.Tensor(rows, n / 2), make.Tensor(n / 2, k)}, rows, k, mm);
+  if (lhs_kind >= 1) {
+    std::vector<TensorId> in = {a};
+    if (make.Coin(3)) in.push_back(make.Tensor(rows, k));
+    a = make.Op(OpKind::Pointwise, in, rows, k, pw);
+    if (make.Coin(2)) a = make.Op(OpKind::Pointwise, {a}, rows, k, pw);
+  }
+  const int m = static_cast<int>(make.Pick({1, 2, 3, 4}));
+  std::vector<TensorId> parts;
+  TensorId shared = -1;
+  for (int i = 0; i < m; ++i) {
+    TensorId w = make.Tensor(k, cols);
+    if (i > 0 && make.Coin(6)) w = shared;
+    shared = w;
+    parts.push_back(make.Op(OpKind::MatMul, {a, w}, rows, cols, mm));
+  }
+  const int ending = static_cast<int>(make.Pick({0, 0, 1, 2}));
+  if (ending == 2 && m > 1) parts.pop_back();  // the last tap a graph output
+  if (ending != 1) {
+    if (make.Coin(4)) parts.push_back(make.Tensor(rows, cols));
+    TensorId z = make.Op(OpKind::Pointwise, parts, rows, cols, pw);
+    const int after = static_cast<int>(make.Pick({0, 1, 2, 2, 3}));
+    if (after == 1 || after == 3) z = make.Op(OpKind::Pointwise, {z}, rows, cols, pw);
+    if (after >= 2) {
+      const Elements width = make.Pick({n / 2, n});
+      make.Op(OpKind::MatMul, {z, make.Tensor(cols, width)}, rows, width, mm);
+    }
+  }
+  if (make.Coin(3)) {
+    std::vector<TensorId> group;
+    const int m2 = static_cast<int>(make.Pick({1, 2, 3}));
+    const double mm2 = make.Coin(2) ? mm : matched(make.PickReal({0.5, 1, 1.5, 2, 3}));  // compute-heavy co-sinks, sometimes
+    TensorId w2 = make.Tensor(k, cols);
+    for (int i = 0; i < m2; ++i) {
+      if (i == 0 || !make.Coin(3)) w2 = make.Tensor(k, cols);  // sometimes a weight two read
+      group.push_back(make.Op(OpKind::MatMul, {a, w2}, rows, cols, mm2));
+    }
+    make.Op(OpKind::Pointwise, group, rows, cols, pw);
+  }
+  // A compute-heavy Pointwise reader of A of the taps' shape: a sink that may sit beside them.
+  if (k == cols && make.Coin(2)) make.Op(OpKind::Pointwise, {a}, rows, k, matched(make.PickReal({0.5, 1, 1.5, 2, 3})));
+  problem.fast_memory_capacity = n * n * make.Pick({3, 3, 4, 6, 8}) / 2;
+  REQUIRE(problem.Finalize() == "");
+  return problem;
+}
+
+// `base` with the ops of `fused` taken out of their own subgraphs (those they fill go; with
+// `keep` the ones holding an op of `keep`, which then runs twice, stay) and `fused` run where the
+// first subgraph it takes from stood, or after the last subgraph holding an op of `keep`.
+Schedule WithFused(const Schedule& base, const Subgraph& fused, const std::vector<OpId>& keep) {
+  Schedule schedule;
+  bool placed = false;
+  size_t last_keep = 0;
+  for (size_t i = 0; i < base.subgraphs.size(); ++i) {
+    for (OpId o : base.subgraphs[i].ops) {
+      if (std::find(keep.begin(), keep.end(), o) != keep.end()) last_keep = i + 1;
+    }
+  }
+  for (size_t i = 0; i < base.subgraphs.size(); ++i) {
+    const Subgraph& sg = base.subgraphs[i];
+    bool all = true, any = false, kept = false;
+    for (OpId o : sg.ops) {
+      const bool in = std::find(fused.ops.begin(), fused.ops.end(), o) != fused.ops.end();
+      all = all && in;
+      any = any || in;
+      kept = kept || std::find(keep.begin(), keep.end(), o) != keep.end();
+    }
+    if (!placed && any && i >= last_keep) {
+      schedule.subgraphs.push_back(fused);
+      placed = true;
+    }
+    if (!all || kept) schedule.subgraphs.push_back(sg);
+  }
+  if (!placed) schedule.subgraphs.push_back(fused);
+  return schedule;
+}
+
+// Every valid schedule that runs the first j readers of A that are MatMuls (j = 1 to 3) as
+// co-sinks of one subgraph, alone, with A's producer chain beside them moved there, or with the
+// chain recomputed there, at every tile shape (w, h up to n, three k), the rest as the baseline
+// runs it. Returns how many it checked.
+int ForEachTapGrouping(const Problem& problem, const std::function<void(const Schedule&, const Evaluation&)>& check) {
+  // the first MatMul reading A (A: the LHS shared by most MatMuls)
+  std::vector<OpId> taps, pointwise;
+  TensorId a = -1;
+  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+    if (problem.ops[o].kind != OpKind::MatMul) continue;
+    const TensorId lhs = problem.ops[o].inputs[0];
+    if (problem.consumers[lhs].size() < 2 && a < 0) continue;
+    if (a < 0) a = lhs;
+    if (lhs == a) taps.push_back(o);
+  }
+  if (taps.empty()) return 0;
+  for (OpId o : problem.consumers[a]) {
+    if (problem.ops[o].kind == OpKind::Pointwise) pointwise.push_back(o);
+  }
+  std::vector<OpId> chain;  // A's producers, transitively
+  for (TensorId t = a; problem.producer[t] != kNoOp;) {
+    const OpId x = problem.producer[t];
+    chain.insert(chain.begin(), x);
+    t = problem.ops[x].inputs[0];
+  }
+  Schedule base;
+  try {
+    base = BuildBaseline(problem);
+  } catch (const std::runtime_error&) {
+    return 0;
+  }
+  int checked = 0;
+  const Elements n = problem.native;
+  const Elements k_full = problem.ReductionLength(taps[0]);
+  for (size_t j = 1; j <= std::min<size_t>(3, taps.size()); ++j) {
+    for (int with_chain = 0; with_chain <= 2; ++with_chain) {
+      if (with_chain > 0 && chain.empty()) continue;
+      // Beside the first j taps: nothing, the last MatMul reader of A (another group's, maybe
+      // compute-heavy), or A's Pointwise readers (sinks of the taps' shape).
+      for (int extra = 0; extra <= 2; ++extra) {
+      if (extra == 1 && taps.size() <= j) continue;
+      if (extra == 2 && pointwise.empty()) continue;
+      for (Elements h = 1; h <= n; ++h) {
+        for (Elements w = 1; w <= n; ++w) {
+          for (Elements kk : {Elements{1}, std::max<Elements>(1, std::min(k_full, n) / 2), std::min(k_full, n)}) {
+            Subgraph fused;
+            if (with_chain > 0) fused.ops = chain;
+            fused.ops.insert(fused.ops.end(), taps.begin(), taps.begin() + static_cast<std::ptrdiff_t>(j));
+            if (extra == 1) fused.ops.push_back(taps.back());
+            if (extra == 2) fused.ops.insert(fused.ops.end(), pointwise.begin(), pointwise.end());
+            fused.granularity = {w, h, kk};
+            const Schedule schedule = WithFused(base, fused, with_chain == 2 ? chain : std::vector<OpId>{});
+            const Evaluation e = EvaluateOracle(problem, schedule);
+            if (!e.ok()) continue;
+            ++checked;
+            INFO("granularity ", w, "x", h, "x", kk, " taps ", j, " chain ", with_chain, " extra ", extra);
+            check(schedule, e);
+          }
+        }
+      }
+      }
+    }
+  }
+  return checked;
+}
+
+// P25 against the oracle: TapNets, every schedule of RealRatioSchedules (random with recomputation
+// and retention, both baselines, short searches, the exact solver's best), each again at the
+// capacity of its own peak working set, the taps grouped as co-sinks with and without A's chain
+// (moved or recomputed) at every tile shape, and P23's enumeration of the sum with j fused taps.
+TEST_CASE("bound: P25's taps never above the oracle") {
+  int valid = 0, tight = 0, enumerated = 0, decided = 0, raised = 0, priced = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(2525);
+  for (int trial = 0; trial < 700; ++trial) {
+    const Problem problem = TapNets(rng);
+    CAPTURE(trial);
+    const LowerBound bound = ComputeLowerBound(problem);
+    bound_internal::g_tap_excess = false;
+    const LowerBound without = ComputeLowerBound(problem);
+    bound_internal::g_tap_excess = true;
+    priced += bound.tap_count > 0 ? 1 : 0;
+    CHECK(bound.taps >= bound.sums * (1 - kSlack));
+    const bool rises = bound.total() > without.total() * (1 + 1e-9);
+    raised += rises ? 1 : 0;
+    const std::vector<Schedule> schedules = RealRatioSchedules(
+        problem, rng, trial, 5, [](int s) { return ValidRandomOptions(0.15 + 0.2 * s, 0.3, 0.2); }, 8, 5);
+    const auto check = [&](const Evaluation& e) {
+      CHECK(bound.taps <= e.total * (1 + kSlack));
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      if (rises) tightest = std::max(tightest, bound.total() / e.total);
+      decided += rises ? 1 : 0;
+    };
+    for (const Schedule& schedule : schedules) {
+      if (!CheckValidSchedule(problem, schedule, "P25 trial " + std::to_string(trial))) continue;
+      const Evaluation e = EvaluateOracle(problem, schedule);
+      ++valid;
+      check(e);
+      Elements peak = 0;
+      for (const SubgraphReport& r : e.subgraphs) peak = std::max(peak, r.peak_working_set);
+      Problem squeezed = problem;
+      squeezed.fast_memory_capacity = peak;
+      if (CheckValidSchedule(squeezed, schedule, "P25 trial " + std::to_string(trial) + " at its peak")) {
+        ++tight;
+        const LowerBound at_peak = ComputeLowerBound(squeezed);
+        CHECK(at_peak.taps <= e.total * (1 + kSlack));
+        CHECK(at_peak.total() <= e.total * (1 + kSlack));
+      }
+    }
+    const auto enumerated_check = [&](const Schedule&, const Evaluation& e) { check(e); };
+    enumerated += ForEachTapGrouping(problem, enumerated_check);
+    enumerated += ForEachFusedSum(problem, enumerated_check);
+  }
+  MESSAGE("P25: problems with a priced tap " << priced << ", bound raised on " << raised << ", valid schedules "
+                                             << valid << ", at their peak " << tight << ", enumerated " << enumerated
+                                             << ", checked against a raised bound " << decided
+                                             << ", tightest bound/latency there " << tightest);
+  CHECK(valid > 1500);
+  CHECK(enumerated > 5000);
+  CHECK(raised > 20);
+}
+
+// P25 by hand: one MatMul t = A @ W (A 12x4 and W 4x4 graph inputs, n = 4, base 10, so c_t = 30),
+// its output O (48) a graph output, capacity 24, B = 1. A subgraph holding t holds W's slice
+// k x w, O's tile h x w and A's slice h x k; nothing can join it (A is a graph input, O8). Per
+// class of shapes (row tiles, column tiles, n_k): native tiles (3 x 1) fit only with k = 1
+// (4 + 16 + 4 = 24), where W is loaded once per row tile: 48 + 48 + 48 = 144 against 30 of
+// compute; with 2 column tiles (w = 2, h = 4, n_k = 4), tau = 2, memory 48 + 48 + 2 x 48 = 192;
+// with 12 row tiles at k = 4 (w = 4, h = 1), tau = 4, memory 48 + 16 + 48 = 112 against 120 of
+// compute. The least over the classes of the best theta is that last one's (tau - 1) c_t = 90:
+// the bound 30 + 90 = 120 (P18 gave 114.10, graph I/O 112). The best shape the oracle finds over
+// every w, h, k is [4, 1, 4], 134 (its first step waits 24 for W).
+TEST_CASE("bound: P25 by hand, a MatMul alone at the shapes its fast memory allows") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors = {{4, 12}, {4, 4}, {4, 12}};  // A, W, O (width, height)
+  problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 10});
+  problem.fast_memory_capacity = 24;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize() == "");
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.tap_count == 1);
+  CHECK(bound.taps == doctest::Approx(120));
+  CHECK(bound.total() == doctest::Approx(120));
+  bound_internal::g_tap_excess = false;
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(114.098).epsilon(1e-4));
+  bound_internal::g_tap_excess = true;
+  double best = std::numeric_limits<double>::infinity();
+  Granularity at{};
+  for (Elements w = 1; w <= 4; ++w) {
+    for (Elements h = 1; h <= 4; ++h) {
+      for (Elements k = 1; k <= 4; ++k) {
+        Schedule schedule;
+        Subgraph sg;
+        sg.ops = {0};
+        sg.granularity = {w, h, k};
+        schedule.subgraphs.push_back(sg);
+        const Evaluation e = EvaluateOracle(problem, schedule);
+        if (!e.ok()) continue;
+        CHECK(bound.total() <= e.total * (1 + kSlack));
+        if (e.total < best) best = e.total, at = {w, h, k};
+      }
+    }
+  }
+  CHECK(best == doctest::Approx(134));
+  CHECK(at.w == 4);
+  CHECK(at.h == 1);
+  CHECK(at.k == 4);
+}
+
+// P25 by hand with a hider: p = f(X) (Pointwise, base 5, c_p = 15) makes A, and t = A @ W (base 10,
+// c_t = 30) writes O (48), a graph output; X and W graph inputs, n = 4, capacity 24, B = 1. At
+// native tiles (h = w = 4) t fits only with k = 1 (W's slice 4, O's tile 16, A's or X's slice 4):
+// n_k = 4, W comes once per row tile, M_t = 48 + 3 x 16 = 96; no sink and no other op's input fits
+// beside (room 4), but p does (X's slice 4, its input, replaces A's), making A's strip once per
+// tile: f = T ceil(K/n) / N_p = 1, a deficit (1 - theta) c_p. v = (1 - theta)(96 - 30 - 15), 51 at
+// theta = 0; two column tiles (w = 2, tau = 2, the same M_t, p's f = 2) give 51 at theta = 0 too,
+// the least over the classes (12 row tiles at k = 4: 90; 6 row tiles, n_k = 2: 99): taps = 15 +
+// 30 + 51 = 96. Without p's deficit it would be 111. Every shape of p and t in one subgraph costs
+// at least that.
+TEST_CASE("bound: P25 by hand, an upstream producer hides part of a tap's weight reloads") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors = {{4, 12}, {4, 12}, {4, 4}, {4, 12}};  // X, A, W, O (width, height)
+  problem.ops.push_back({OpKind::Pointwise, {0}, 1, 5});
+  problem.ops.push_back({OpKind::MatMul, {1, 2}, 3, 10});
+  problem.fast_memory_capacity = 24;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize() == "");
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.tap_count == 1);
+  CHECK(bound.sums == doctest::Approx(45));
+  CHECK(bound.taps == doctest::Approx(96));
+  CHECK(bound.total() == doctest::Approx(112));  // graph I/O
+  int valid = 0;
+  for (Elements w = 1; w <= 4; ++w) {
+    for (Elements h = 1; h <= 4; ++h) {
+      for (Elements k = 1; k <= 4; ++k) {
+        Schedule schedule;
+        Subgraph sg;
+        sg.ops = {0, 1};
+        sg.granularity = {w, h, k};
+        schedule.subgraphs.push_back(sg);
+        const Evaluation e = EvaluateOracle(problem, schedule);
+        if (!e.ok()) continue;
+        ++valid;
+        CHECK(bound.taps <= e.total * (1 + kSlack));
+      }
+    }
+  }
+  CHECK(valid > 0);
+}
 }  // namespace
 }  // namespace annealer

@@ -16,6 +16,7 @@
 #include "eval/bound/first_instance.h"
 #include "eval/bound/islands.h"
 #include "eval/bound/sums.h"
+#include "eval/bound/taps.h"
 #include "eval/bound/memory_floor.h"
 #include "eval/bound/perstep.h"
 #include "eval/bound/streaming.h"
@@ -645,6 +646,19 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
     for (int i = 0; i < built.islands; ++i) island_sums[i] = sums.Value(problem, members[i]);
   }
+  // P25: P23's prices with the taps' excess, whole and island by island (its claims are per
+  // subgraph too); it includes P23's claims, so it is never below `sums`.
+  const TapLines taps = TapFloor(problem, tile_modes, sums);
+  bound.taps = taps.value;
+  bound.tap_count = taps.tap_count;
+  std::vector<double> island_taps(built.islands, 0);
+  if (built.islands == 1) {
+    island_taps[0] = taps.value;
+  } else if (taps.tap_count > 0) {
+    std::vector<std::vector<OpId>> members(built.islands);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
+    for (int i = 0; i < built.islands; ++i) island_taps[i] = taps.Value(problem, members[i]);
+  }
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);
@@ -661,7 +675,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.per_step_twins = per_step.twins;
   bound.first_in_loop_twins = per_step.first_in_loop;
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i],
+    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
   }

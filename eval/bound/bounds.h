@@ -222,6 +222,26 @@
 //     island (several sums in one S add their A and B). A sum that may run upstream of a k-loop
 //     claims nothing: there n_k >= 2 lets S run at native tiles, where other ops' compute can
 //     hide its loads. 0 excess with a weight path (H6).
+//  P25 (T1, T2, C1-C6, D1-D5, G2, G3, M1, M2, R5, V5, V8, V12, W, W1, W4, O8, P23) A MatMul whose
+//     output leaves its subgraph. P23's frame, with a *tap* t (a MatMul whose output o_t never fits,
+//     whose RHS is a graph input only t reads, read by nothing or by a priced sum alone) priced at
+//     c_t + e_t. In S where t runs without o_t's readers t is a sink: S writes o_t (M2, R5) and
+//     loads W_t, once per row tile when n_k >= 2 (M1), and the grid has t's shape (V12). Per class
+//     of shapes (row tiles, column tiles, n_k bucket; tau = tiles / t's native tiles): where a
+//     Pointwise sink fits beside t (its tile and an input slice, W, W1, W4) and a priced sum may be
+//     there (tau >= its least tau_j), t claims P23's line at lambda, lambda (1 - 1/tau) M_t +
+//     (1 - lambda)(tau - 1) c_t; elsewhere S holds no priced sum and all its claims are taps' of t's
+//     key (output shape and K: G3, V12), at one theta per (key, class): L(S) >= theta C_S +
+//     (1 - theta) M_S, each op of S counted at least f_o c_o (tau for every op, P23; T ceil(K/n) /
+//     N_o for an op that may make a k-loop operand, C3; T n_k / N_o further upstream, C6). Without
+//     room for a Pointwise sink the only sinks are MatMuls of the key and every other op is upstream
+//     (G3, D3), within a walk up from t's LHS producer and down into upstream-capable ops and the
+//     key's MatMuls: t subtracts their deficits (1 - theta f_o)^+ c_o (co-sinks: their negative own
+//     values); with room, theta >= 1/tau, where no op has one. e_t = max(0, least over classes). A
+//     tap read by nothing is a sink everywhere; the taps of a priced sum s join P23's claim:
+//     min(min_j [P23_j + the m - j least e_t], min_j P23_j + min_{j>=1} P23_j) (a tap fused in S_s,
+//     a sink elsewhere, or run only beside other instances of s, whose slack is P23's). 0 excess
+//     with a weight path (H6).
 //  P24 (H6, T1, T2, C2, C4, D2, M1, V1, V5, V11, L1, P7, P12, P13, P14) The per-step excess of
 //     streamed weights, without prefetch (H5). With a weight path a step costs max(c, w / Bw, o / B)
 //     >= max(c, w / Bw) (with one path max(c, m), m >= w / B: the points below at b = 0), so
@@ -251,7 +271,8 @@
 // not for ops upstream of a k-loop beyond P22 nor for Pointwise ops' own tile counts), recomputation beyond P7 and
 // P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
 // subgraph (except P15, P16), and the per-step max (only sums, per problem, island or P14's subgraph classes; except P21 for
-// a MatMul that sits alone, P23 per subgraph for a sum of outputs too large to retain, and P24
+// a MatMul that sits alone, P23 per subgraph for a sum of outputs too large to retain, P25 for a
+// MatMul whose output leaves its subgraph, and P24
 // for weights streamed over k-steps without prefetch). It
 // is a bound, not an estimate.
 #pragma once
@@ -284,7 +305,8 @@ struct LowerBound {
   double weight = 1;  // the a that gives `combined`
   // P12: the sum over islands (ops that may share a subgraph, transitively) of
   // max(island compute, island forced traffic / bandwidth, its P14 sum, its P18 sum, and for
-  // an island of one MatMul with K > n its least step-by-step latency, P21, and its P23 sum).
+  // an island of one MatMul with K > n its least step-by-step latency, P21, and its P23 and P25
+  // sums).
   Latency islands = 0;
   int island_count = 0;
   // P24: MatMuls whose per-step excess (weights streamed over k-steps that compute less) the
@@ -316,6 +338,11 @@ struct LowerBound {
   // allows inflate every op's compute, or the outputs it does not make beside it are loaded.
   Latency sums = 0;
   int sum_count = 0;  // the sums priced so
+  // P25: P23's prices plus, for each MatMul whose output is too large to retain and leaves its
+  // subgraph (read by nothing or by a priced sum), the write and weight loads its own subgraph
+  // must pay beyond its compute. Never below `sums`.
+  Latency taps = 0;
+  int tap_count = 0;  // the taps priced so
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -328,6 +355,7 @@ struct LowerBound {
     if (memory_floor > best) best = memory_floor;
     if (tiles > best) best = tiles;
     if (sums > best) best = sums;
+    if (taps > best) best = taps;
     return best;
   }
 };

@@ -34,6 +34,7 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
     double load = 0;     // |o_i| / B
     double compute = 0;  // c of its producer
     Elements q = 0;      // K of its producer when its RHS is a graph input only it reads, else 0
+    OpId producer = kNoOp;
   };
   for (OpId s = 0; s < num_ops; ++s) {
     const Op& op = p.ops[s];
@@ -52,6 +53,7 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
       for (OpId c : p.consumers[t]) only_s = only_s && c == s;
       if (!only_s) continue;
       Input d;
+      d.producer = x;
       d.load = static_cast<double>(p.tensors[t].size()) / bandwidth;
       d.compute = compute(x);
       const TensorId rhs = p.ops[x].inputs[1];
@@ -111,15 +113,25 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
       }
     }
     std::vector<Line> lines;
+    SumLines::Priced priced;
+    priced.sum = s;
+    for (const Input& d : in) priced.producers.push_back(d.producer);
+    priced.by_j.assign(m + 1, {});
+    priced.possible.assign(m + 1, 0);
+    priced.least_tau = std::numeric_limits<double>::infinity();
     for (int j = 0; j <= m; ++j) {
       if (!(least_tiles[j] < std::numeric_limits<double>::infinity())) continue;  // no S holds s so
       const double tau = std::max(1.0, least_tiles[j] / native_tiles);
       const double a = (1 - 1 / tau) * unfused[j];
       const double b = (tau - 1) * fused[j];
       lines.push_back({b, a});
+      priced.by_j[j] = {b, a};
+      priced.possible[j] = 1;
+      priced.least_tau = std::min(priced.least_tau, tau);
     }
     if (lines.empty()) continue;  // s fits in no subgraph: any claim holds, no excess
     result.lines[s] = std::move(lines);
+    result.priced.push_back(std::move(priced));
     ++result.sums;
   }
   result.value = result.Value(p, all);

@@ -47,6 +47,17 @@ struct SumLines {
   std::vector<double> compute;           // per op, c_o
   std::vector<std::vector<Line>> lines;  // per priced sum, its excess e_s at lambda; else empty
   int sums = 0;                          // priced sums
+  // Per priced sum, what P25 (eval/bound/taps.h) combines with: the producers x_i of its
+  // designated inputs, and per j = 0..m its line at lambda when some S can hold s with j of them
+  // (possible[j]), and the least tau_j over those j.
+  struct Priced {
+    OpId sum = kNoOp;
+    std::vector<OpId> producers;
+    std::vector<Line> by_j;
+    std::vector<char> possible;
+    double least_tau = 1;
+  };
+  std::vector<Priced> priced;
   double value = 0;                      // Value() over every op
   // The sum over `ops` of c_o, plus, per output shape of the priced sums among them, the best
   // lambda of their excesses.

@@ -214,6 +214,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
   out += "  \"lower_bound_tiles\": " + FormatNumber(bound.tiles) + ",\n";
   out += "  \"lower_bound_sums\": " + FormatNumber(bound.sums) + ",\n";
+  out += "  \"lower_bound_taps\": " + FormatNumber(bound.taps) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
@@ -300,6 +301,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"tiles\": " + FormatNumber(bound.tiles) + ",\n";
   out += "  \"sums\": " + FormatNumber(bound.sums) + ",\n";
   out += "  \"sum_count\": " + std::to_string(bound.sum_count) + ",\n";
+  out += "  \"taps\": " + FormatNumber(bound.taps) + ",\n";
+  out += "  \"tap_count\": " + std::to_string(bound.tap_count) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -326,7 +329,7 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  combined   " + Readable(bound.combined) + "  (a x compute + (1-a) x traffic, a = " +
          Readable(bound.weight) + ", each op in its cheapest mode)\n";
   out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
-         " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21, P23, P24: per-step excess of " +
+         " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21, P23, P25, P24: per-step excess of " +
          std::to_string(bound.per_step_twins) + " weight-streaming MatMuls, " +
          std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26))\n";
   out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
@@ -339,7 +342,9 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  tiles      " + Readable(bound.tiles) +
          "  (per op at the tiles the fast memory allows: MatMul base per tile, operands reloaded, upstream weights streamed per tile, P18, P22)\n";
   out += "  sums       " + Readable(bound.sums) + "  (compute + what " + std::to_string(bound.sum_count) +
-         " sums of outputs too large to retain cost their subgraphs: tiles that shrink or outputs loaded, P23)\n\n";
+         " sums of outputs too large to retain cost their subgraphs: tiles that shrink or outputs loaded, P23)\n";
+  out += "  taps       " + Readable(bound.taps) + "  (P23 + what " + std::to_string(bound.tap_count) +
+         " MatMuls whose outputs leave their subgraphs pay there: the write and weight loads beyond their compute, P25)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
