@@ -391,6 +391,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     // check of the incumbent) only risks the deadline of a very short run.
     const auto exact_slice = std::chrono::duration_cast<Clock::duration>((deadline - started) * params.exact.time_share);
     if (params.exact.time_share <= 0 || stopped() ||
+        static_cast<int64_t>(problem.ops.size()) > params.exact.max_ops ||
         (!params.deterministic && exact_slice < std::chrono::milliseconds(50))) {
       return std::nullopt;
     }

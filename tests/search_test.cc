@@ -763,6 +763,58 @@ TEST_CASE("constructive starts are valid on all five problems and never worse th
   }
 }
 
+TEST_CASE("greedy fusion: batched rounds on a long schedule, valid by the oracle, against one merge per round") {
+  // 4 chained copies of problem 17 (412 ops, 412 subgraphs in the baseline): from 256
+  // subgraphs on, a round commits every disjoint merge that pays instead of the best one.
+  const Problem one = ReadBundledProblem("mlsys-2026-17.json");
+  const Problem problem = StackProblem(one, PlanStack(one, std::nullopt), 4);
+  CostCache cache(1 << 18);
+  SubgraphPricer pricer(problem, &cache);
+  const Schedule baseline = BuildBaseline(problem);
+  const Evaluation base = EvaluateOracle(problem, baseline);
+  REQUIRE(base.ok());
+  REQUIRE(baseline.subgraphs.size() >= static_cast<size_t>(kGreedyBatchFrom));
+  const auto never = [] { return false; };
+  const Schedule batched = GreedyFusion(problem, pricer, baseline, never);
+  const Evaluation batched_eval = EvaluateOracle(problem, batched);
+  REQUIRE_MESSAGE(batched_eval.ok(), batched_eval.violation.Message());
+  // One merge per round, as below the threshold.
+  const Schedule single = GreedyFusion(problem, pricer, baseline, never, 1 << 30);
+  const Evaluation single_eval = EvaluateOracle(problem, single);
+  REQUIRE(single_eval.ok());
+  CAPTURE(base.total);
+  CAPTURE(single_eval.total);
+  CAPTURE(batched_eval.total);
+  CAPTURE(batched.subgraphs.size());
+  // Both reach 4 x 4,966,400, problem 17's optimum (its lower bound) per copy, in 292 subgraphs.
+  CHECK(batched_eval.total == doctest::Approx(4 * 4966400.0).epsilon(1e-9));
+  CHECK(single_eval.total == doctest::Approx(4 * 4966400.0).epsilon(1e-9));
+  CHECK(batched.subgraphs.size() == 292);
+  // Deterministic: the same start gives the same schedule.
+  CHECK(GreedyFusion(problem, pricer, baseline, never) == batched);
+  // On one copy (103 subgraphs, below the threshold) the rounds are one merge each.
+  CostCache one_cache(1 << 16);
+  SubgraphPricer one_pricer(one, &one_cache);
+  const Schedule one_base = BuildBaseline(one);
+  CHECK(GreedyFusion(one, one_pricer, one_base, never) == GreedyFusion(one, one_pricer, one_base, never, 1 << 30));
+}
+
+TEST_CASE("search: the exact solver skips graphs of more than exact.max_ops ops") {
+  const Problem problem = ReadBundledProblem("mlsys-2026-5.json");
+  SearchParams params;
+  params.threads = 1;
+  params.deterministic = true;
+  params.epoch_moves = 50;
+  params.max_epochs = 1;
+  std::atomic<bool> stop{false};
+  const SearchSummary with = RunSearch(problem, params, Far(), stop, {});
+  REQUIRE(with.exact.has_value());
+  CHECK(with.exact->status == ExactStatus::kOptimal);
+  params.exact.max_ops = static_cast<int64_t>(problem.ops.size()) - 1;
+  const SearchSummary without = RunSearch(problem, params, Far(), stop, {});
+  CHECK(!without.exact.has_value());
+}
+
 SearchSummary Deterministic(const Problem& problem, int threads, double sa_share) {
   SearchParams params;
   params.seed = 42;

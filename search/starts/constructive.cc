@@ -42,13 +42,12 @@ struct FusionOption {
   int i, j;
 };
 
-// From this many subgraphs on, a round of GreedyFusion commits every merge of its list that
-// still pays on the whole schedule (MergeBatch) instead of the best one. One merge per round
-// costs a scan of every pair per merge, O(n^2) on a graph of n ops, and it stops as soon as
-// its six best estimates fail on the whole schedule: on ResNeXt-50 (7,843 ops, tpu-v1) it made
-// 29 merges (33.2 M) where the batched rounds make 4,384 (15.5 M, in 1.3 s). Below it (every
-// contest problem) the rounds are those of before.
-constexpr int kGreedyBatchFrom = 256;
+// kGreedyBatchFrom (constructive.h): from that many subgraphs on, a round of GreedyFusion
+// commits every merge of its list that still pays on the whole schedule (MergeBatch) instead of
+// the best one. One merge per round costs a scan of every pair per merge, O(n^2) on a graph of
+// n ops, and it stops as soon as its six best estimates fail on the whole schedule: on
+// ResNeXt-50 (7,843 ops, tpu-v1) it made 29 merges (33.2 M) where the batched rounds make 4,384
+// (15.5 M, in 1.3 s). Below it (every contest problem) the rounds are those of before.
 // A merge of i into j moves the subgraphs between them one place up. Within this many
 // positions no later merge of the round may touch them (the next round re-estimates them on
 // the merged schedule); a longer merge blocks only its two ends, or one producer read far
@@ -158,7 +157,7 @@ std::vector<std::vector<OpId>> DepthFirstOrder(const Problem& problem,
 }
 
 Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
-                      const std::function<bool()>& stop) {
+                      const std::function<bool()>& stop, int batch_from) {
   const std::vector<int> rank = TopologicalRanks(problem);
   IncrementalEvaluator evaluator(problem, pricer.cache());
   Candidate current = evaluator.Reset(start);
@@ -225,7 +224,7 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
     }
     std::stable_sort(options.begin(), options.end(),
                      [](const Option& a, const Option& b) { return a.estimate > b.estimate; });
-    if (n >= kGreedyBatchFrom) {
+    if (n >= batch_from) {
       if (stop && stop()) break;
       const int merged_now = MergeBatch(pricer, rank, options, evaluator, current, stop);
       if (merged_now == 0) break;

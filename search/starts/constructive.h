@@ -22,8 +22,14 @@
 
 namespace annealer {
 
+//   From kGreedyBatchFrom (256) subgraphs on, a round commits every merge of its list that
+//   still pays on the whole schedule, best estimate first, where no earlier merge of the round
+//   has touched its subgraphs (or, for a merge across at most 64 positions, the subgraphs it
+//   moves), instead of the one best merge: one merge per round costs a scan of every pair per
+//   merge on a long schedule. `batch_from` overrides the threshold (tests compare both ways).
+inline constexpr int kGreedyBatchFrom = 256;
 Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
-                      const std::function<bool()>& stop);
+                      const std::function<bool()>& stop, int batch_from = kGreedyBatchFrom);
 
 Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
                          const std::function<bool()>& stop);
