@@ -259,6 +259,42 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
   return evaluator.schedule();
 }
 
+Schedule MergeReaderGroups(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
+                           const std::function<bool()>& stop, int passes) {
+  const std::vector<int> rank = TopologicalRanks(problem);
+  IncrementalEvaluator evaluator(problem, pricer.cache());
+  Candidate current = evaluator.Reset(start);
+  if (!current.valid) return start;
+  const MoveContext context{problem, rank, pricer, stop, &evaluator, true, false};
+  std::vector<TensorId> inputs;
+  for (int pass = 0; pass < passes; ++pass) {
+    bool committed = false;
+    for (int j = 0; j < static_cast<int>(evaluator.schedule().subgraphs.size()); ++j) {
+      if (stop && stop()) return evaluator.schedule();
+      inputs = BoundaryInputs(problem, evaluator.schedule().subgraphs[j].ops);
+      for (TensorId t : inputs) {
+        const Schedule& s = evaluator.schedule();
+        if (!MergeReadersCandidate(context, s, j, t)) continue;
+        std::optional<ScheduleEdit> edit = MergeReadersAt(context, s, j, t);
+        if (!edit) continue;
+        const Candidate& candidate = evaluator.Propose(std::move(*edit));
+        if (candidate.valid && candidate.total < current.total) {
+          evaluator.Commit();
+          current = candidate;
+          committed = true;
+          // Position j now holds another subgraph (the merged one, or the one after it when
+          // readers before j moved into it): it is looked at again.
+          --j;
+          break;
+        }
+        evaluator.Revert();
+      }
+    }
+    if (!committed) break;
+  }
+  return evaluator.schedule();
+}
+
 Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
                          const std::function<bool()>& stop) {
   const std::vector<int> rank = TopologicalRanks(problem);
