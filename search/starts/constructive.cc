@@ -271,7 +271,20 @@ Schedule MergeReaderGroups(const Problem& problem, const SubgraphPricer& pricer,
     bool committed = false;
     for (int j = 0; j < static_cast<int>(evaluator.schedule().subgraphs.size()); ++j) {
       if (stop && stop()) return evaluator.schedule();
-      inputs = BoundaryInputs(problem, evaluator.schedule().subgraphs[j].ops);
+      // The tensors j loads, and those it makes that ops elsewhere read too: other subgraphs
+      // that recompute their producer (an earlier merge, or a fused elementwise op whose output
+      // feeds many) each load its inputs again, and the move takes them in as well.
+      const std::vector<OpId>& ops = evaluator.schedule().subgraphs[j].ops;
+      inputs = BoundaryInputs(problem, ops);
+      for (OpId op : ops) {
+        {
+          const TensorId t = problem.ops[op].output;
+          if (problem.consumers[t].size() < 3) continue;
+          const bool outside = std::any_of(problem.consumers[t].begin(), problem.consumers[t].end(),
+                                           [&](OpId c) { return std::find(ops.begin(), ops.end(), c) == ops.end(); });
+          if (outside) inputs.push_back(t);
+        }
+      }
       for (TensorId t : inputs) {
         const Schedule& s = evaluator.schedule();
         if (!MergeReadersCandidate(context, s, j, t)) continue;
