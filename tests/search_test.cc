@@ -361,6 +361,35 @@ TEST_CASE("moves: merge-readers merges the heads that each load one tensor, whic
   }
 }
 
+TEST_CASE("starts: MergeReaderGroups merges the heads that each load one tensor, where greedy fusion stops") {
+  const Problem problem = FanOutHeads();
+  CostCache cache(1 << 16);
+  SubgraphPricer pricer(problem, &cache);
+  const auto never = [] { return false; };
+  // The baseline (each op alone, 4,320.1 per its own fits) and the greedy's pairwise merges:
+  // each head's two MatMuls fuse, but N never joins one head alone (its recompute there costs
+  // more than the one load of T it saves).
+  const Schedule baseline = BuildBaseline(problem);
+  const Schedule fused = GreedyFusion(problem, pricer, baseline, never);
+  const Evaluation fused_eval = EvaluateOracle(problem, fused);
+  REQUIRE(fused_eval.ok());
+  CHECK(fused_eval.total == doctest::Approx(131072.0 / 273 + 4 * 122880.0 / 273));  // 2,280.557
+  // From there the readers' merge at each place: N and the four heads in one subgraph, every
+  // graph input loaded once and every output written once (294,912 elements, 1,080.264).
+  const Schedule merged = MergeReaderGroups(problem, pricer, fused, never);
+  const Evaluation merged_eval = EvaluateOracle(problem, merged);
+  REQUIRE_MESSAGE(merged_eval.ok(), merged_eval.violation.Message());
+  CHECK(merged_eval.total == doctest::Approx(294912.0 / 273));
+  CHECK(merged.subgraphs.size() == 1);
+  // Deterministic, and a no-op where no tensor has three readers (problem 5).
+  CHECK(MergeReaderGroups(problem, pricer, fused, never) == merged);
+  const Problem five = ReadBundledProblem("mlsys-2026-5.json");
+  CostCache five_cache(1 << 16);
+  SubgraphPricer five_pricer(five, &five_cache);
+  const Schedule five_start = GreedyFusion(five, five_pricer, BuildBaseline(five), never);
+  CHECK(MergeReaderGroups(five, five_pricer, five_start, never) == five_start);
+}
+
 // A 1x1 convolution over a channel concatenation, as the importer lowers it: one MatMul per
 // concatenated block, summed by one Pointwise op. Block 0 is 128x256 (M0 = X0 @ W0, K = 256),
 // blocks 1-4 are 128x32, each made by a Pointwise op P_i from a graph input A_i (M_i = P_i @ W_i,
