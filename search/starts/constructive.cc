@@ -277,13 +277,11 @@ Schedule MergeReaderGroups(const Problem& problem, const SubgraphPricer& pricer,
       const std::vector<OpId>& ops = evaluator.schedule().subgraphs[j].ops;
       inputs = BoundaryInputs(problem, ops);
       for (OpId op : ops) {
-        {
-          const TensorId t = problem.ops[op].output;
-          if (problem.consumers[t].size() < 3) continue;
-          const bool outside = std::any_of(problem.consumers[t].begin(), problem.consumers[t].end(),
-                                           [&](OpId c) { return std::find(ops.begin(), ops.end(), c) == ops.end(); });
-          if (outside) inputs.push_back(t);
-        }
+        const TensorId t = problem.ops[op].output;
+        if (problem.consumers[t].size() < 3) continue;
+        const bool outside = std::any_of(problem.consumers[t].begin(), problem.consumers[t].end(),
+                                         [&](OpId c) { return std::find(ops.begin(), ops.end(), c) == ops.end(); });
+        if (outside) inputs.push_back(t);
       }
       for (TensorId t : inputs) {
         const Schedule& s = evaluator.schedule();
