@@ -23,6 +23,7 @@
 #include "search/starts/constructive.h"
 #include "search/elite_pool.h"
 #include "search/exact/exact.h"
+#include "search/moves/moves.h"
 #include "search/repeats/repeats.h"
 #include "search/subgraph_tools.h"
 #include "search/task_group.h"
@@ -360,7 +361,12 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     if (params.constructive.greedy_fusion) {
       group.run([&] {
         errors.Run(until_cancelled([&] {
-          const Schedule fused = GreedyFusion(problem, pricer, baseline, starts_stopped);
+          Schedule fused = GreedyFusion(problem, pricer, baseline, starts_stopped);
+          // Where some tensor has three or more readers (never on a contest problem), the merge
+          // of its readers goes on where the pairwise merges stop.
+          if (MergeReadersApplies(problem) && params.workers.merge_readers_share > 0 && !starts_stopped()) {
+            fused = MergeReaderGroups(problem, pricer, fused, starts_stopped);
+          }
           if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !starts_stopped()) {
             offer_checked(Polish(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles),
                           "greedy-fusion");
@@ -391,6 +397,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     // check of the incumbent) only risks the deadline of a very short run.
     const auto exact_slice = std::chrono::duration_cast<Clock::duration>((deadline - started) * params.exact.time_share);
     if (params.exact.time_share <= 0 || stopped() ||
+        static_cast<int64_t>(problem.ops.size()) > params.exact.max_ops ||
         (!params.deterministic && exact_slice < std::chrono::milliseconds(50))) {
       return std::nullopt;
     }

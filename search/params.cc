@@ -67,6 +67,10 @@ std::vector<ParamSpec> BuildTable() {
   t.push_back(Make<int64_t>("sa.restart_after_reheats", I, 0, 1e9,
                             "reheats before restarting from an elite-pool schedule",
                             [](P& p) -> int64_t& { return p.sa.restart_after_reheats; }));
+  t.push_back(Make<int64_t>("sa.temperature_ops", I, 1, 1e9,
+                            "on a graph of more ops, both temperatures are scaled by temperature_ops / ops "
+                            "(a move's latency difference does not grow with the graph, its total does)",
+                            [](P& p) -> int64_t& { return p.sa.temperature_ops; }));
   t.push_back(Make<int64_t>("ga.population", I, 2, 10000, "schedules per genetic worker",
                             [](P& p) -> int64_t& { return p.ga.population; }));
   t.push_back(Make<int64_t>("ga.tournament", I, 1, 100, "tournament size of parent selection",
@@ -130,6 +134,9 @@ std::vector<ParamSpec> BuildTable() {
   t.push_back(Make<int64_t>("exact.max_contexts", I, 1, 1e9,
                             "exact solver: memo entries of best configurations (about 200 bytes each; emptied when full)",
                             [](P& p) -> int64_t& { return p.exact.max_contexts; }));
+  t.push_back(Make<int64_t>("exact.max_ops", I, 1, 1e9,
+                            "graphs of more ops skip the exact solver on the whole graph (the block proofs still run)",
+                            [](P& p) -> int64_t& { return p.exact.max_ops; }));
   t.push_back(Make<double>("repeats.time_share", R, 0, 1,
                            "share of the time left after the constructive starts for solving repeated blocks (deep "
                            "models' layers) once each, before the workers or beside them (repeats.overlap); 0 = off",

@@ -24,6 +24,13 @@ struct SaParams {
   int64_t reheat_after = 40;
   // Reheats before the worker restarts from an elite-pool schedule.
   int64_t restart_after_reheats = 3;
+  // On a graph of more ops than this, both temperatures are scaled by temperature_ops / ops: a
+  // move changes a few subgraphs, so its latency difference shrinks with the graph while the
+  // total grows with it, and a fraction of the total that suits a contest problem accepts
+  // nearly every worsening move on a network of thousands of ops (a random walk away from the
+  // start; the SA worker of a 10-s search on ResNeXt-50 never beat its start). Every contest
+  // problem is below it, so its walk is unchanged.
+  int64_t temperature_ops = 200;
 };
 
 // Genetic workers: a small population, tournament selection, partition crossover with repair,
@@ -97,6 +104,10 @@ struct ExactParams {
   // Memo entries (ops, retained-in, retain) -> best configuration (about 200 bytes each);
   // emptied when full.
   int64_t max_contexts = 200'000;
+  // Graphs of more ops skip the solver on the whole graph (the block proofs of repeated blocks
+  // still run): it proves nothing there, and its share of the budget is time the workers lose
+  // before they start (ResNeXt-50, 7,843 ops: one state in 0.9 s of a 10-s search).
+  int64_t max_ops = 1000;
 };
 
 // The repeated-block start (search/repeats/repeats.h): after the constructive starts, a graph made of

@@ -76,6 +76,13 @@ void Worker::ReportIfBest(const Schedule& schedule, Latency total, const std::st
   env_.pool.Offer(schedule, total, kind);
 }
 
+SaWorker::SaWorker(const WorkerEnvironment& env, uint64_t seed) : Worker(env, seed, "sa") {
+  const int64_t ops = static_cast<int64_t>(env.problem.ops.size());
+  if (ops > env.params.sa.temperature_ops) {
+    temperature_scale_ = static_cast<double>(env.params.sa.temperature_ops) / static_cast<double>(ops);
+  }
+}
+
 void SaWorker::Restart() {
   const EliteEntry& start = env_.pool.Sample(rng_);
   const Candidate c = evaluator_.Reset(start.schedule);
@@ -120,7 +127,7 @@ void SaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
       bool accept = false;
       if (c.valid) {
         const double delta = c.total - current;
-        const double t = temperature_ * current;
+        const double t = temperature_ * temperature_scale_ * current;
         accept = delta <= 0 || (t > 0 && Uniform01(rng_) < std::exp(-delta / t));
       }
       if (accept) {

@@ -83,14 +83,16 @@ class Worker {
 
 class SaWorker : public Worker {
  public:
-  SaWorker(const WorkerEnvironment& env, uint64_t seed) : Worker(env, seed, "sa") {}
+  SaWorker(const WorkerEnvironment& env, uint64_t seed);
   void RunEpoch(int64_t budget, std::chrono::steady_clock::time_point epoch_end) override;
   void Rebase(const Schedule& start, const std::vector<EliteEntry>& seeds) override;
 
  private:
   void Restart();
   bool started_ = false;
-  double temperature_ = 0;  // fraction of the current total
+  double temperature_ = 0;  // fraction of the current total, before temperature_scale_
+  // min(1, sa.temperature_ops / ops): exactly 1 on a graph of at most temperature_ops ops.
+  double temperature_scale_ = 1;
   int64_t since_cooling_ = 0;
   int64_t cooling_steps_without_gain_ = 0;
   int64_t reheats_ = 0;

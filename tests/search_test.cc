@@ -361,6 +361,35 @@ TEST_CASE("moves: merge-readers merges the heads that each load one tensor, whic
   }
 }
 
+TEST_CASE("starts: MergeReaderGroups merges the heads that each load one tensor, where greedy fusion stops") {
+  const Problem problem = FanOutHeads();
+  CostCache cache(1 << 16);
+  SubgraphPricer pricer(problem, &cache);
+  const auto never = [] { return false; };
+  // The baseline (each op alone, 4,320.1 per its own fits) and the greedy's pairwise merges:
+  // each head's two MatMuls fuse, but N never joins one head alone (its recompute there costs
+  // more than the one load of T it saves).
+  const Schedule baseline = BuildBaseline(problem);
+  const Schedule fused = GreedyFusion(problem, pricer, baseline, never);
+  const Evaluation fused_eval = EvaluateOracle(problem, fused);
+  REQUIRE(fused_eval.ok());
+  CHECK(fused_eval.total == doctest::Approx(131072.0 / 273 + 4 * 122880.0 / 273));  // 2,280.557
+  // From there the readers' merge at each place: N and the four heads in one subgraph, every
+  // graph input loaded once and every output written once (294,912 elements, 1,080.264).
+  const Schedule merged = MergeReaderGroups(problem, pricer, fused, never);
+  const Evaluation merged_eval = EvaluateOracle(problem, merged);
+  REQUIRE_MESSAGE(merged_eval.ok(), merged_eval.violation.Message());
+  CHECK(merged_eval.total == doctest::Approx(294912.0 / 273));
+  CHECK(merged.subgraphs.size() == 1);
+  // Deterministic, and a no-op where no tensor has three readers (problem 5).
+  CHECK(MergeReaderGroups(problem, pricer, fused, never) == merged);
+  const Problem five = ReadBundledProblem("mlsys-2026-5.json");
+  CostCache five_cache(1 << 16);
+  SubgraphPricer five_pricer(five, &five_cache);
+  const Schedule five_start = GreedyFusion(five, five_pricer, BuildBaseline(five), never);
+  CHECK(MergeReaderGroups(five, five_pricer, five_start, never) == five_start);
+}
+
 // A 1x1 convolution over a channel concatenation, as the importer lowers it: one MatMul per
 // concatenated block, summed by one Pointwise op. Block 0 is 128x256 (M0 = X0 @ W0, K = 256),
 // blocks 1-4 are 128x32, each made by a Pointwise op P_i from a graph input A_i (M_i = P_i @ W_i,
@@ -761,6 +790,58 @@ TEST_CASE("constructive starts are valid on all five problems and never worse th
       }
     }
   }
+}
+
+TEST_CASE("greedy fusion: batched rounds on a long schedule, valid by the oracle, against one merge per round") {
+  // 4 chained copies of problem 17 (412 ops, 412 subgraphs in the baseline): from 256
+  // subgraphs on, a round commits every disjoint merge that pays instead of the best one.
+  const Problem one = ReadBundledProblem("mlsys-2026-17.json");
+  const Problem problem = StackProblem(one, PlanStack(one, std::nullopt), 4);
+  CostCache cache(1 << 18);
+  SubgraphPricer pricer(problem, &cache);
+  const Schedule baseline = BuildBaseline(problem);
+  const Evaluation base = EvaluateOracle(problem, baseline);
+  REQUIRE(base.ok());
+  REQUIRE(baseline.subgraphs.size() >= static_cast<size_t>(kGreedyBatchFrom));
+  const auto never = [] { return false; };
+  const Schedule batched = GreedyFusion(problem, pricer, baseline, never);
+  const Evaluation batched_eval = EvaluateOracle(problem, batched);
+  REQUIRE_MESSAGE(batched_eval.ok(), batched_eval.violation.Message());
+  // One merge per round, as below the threshold.
+  const Schedule single = GreedyFusion(problem, pricer, baseline, never, 1 << 30);
+  const Evaluation single_eval = EvaluateOracle(problem, single);
+  REQUIRE(single_eval.ok());
+  CAPTURE(base.total);
+  CAPTURE(single_eval.total);
+  CAPTURE(batched_eval.total);
+  CAPTURE(batched.subgraphs.size());
+  // Both reach 4 x 4,966,400, problem 17's optimum (its lower bound) per copy, in 292 subgraphs.
+  CHECK(batched_eval.total == doctest::Approx(4 * 4966400.0).epsilon(1e-9));
+  CHECK(single_eval.total == doctest::Approx(4 * 4966400.0).epsilon(1e-9));
+  CHECK(batched.subgraphs.size() == 292);
+  // Deterministic: the same start gives the same schedule.
+  CHECK(GreedyFusion(problem, pricer, baseline, never) == batched);
+  // On one copy (103 subgraphs, below the threshold) the rounds are one merge each.
+  CostCache one_cache(1 << 16);
+  SubgraphPricer one_pricer(one, &one_cache);
+  const Schedule one_base = BuildBaseline(one);
+  CHECK(GreedyFusion(one, one_pricer, one_base, never) == GreedyFusion(one, one_pricer, one_base, never, 1 << 30));
+}
+
+TEST_CASE("search: the exact solver skips graphs of more than exact.max_ops ops") {
+  const Problem problem = ReadBundledProblem("mlsys-2026-5.json");
+  SearchParams params;
+  params.threads = 1;
+  params.deterministic = true;
+  params.epoch_moves = 50;
+  params.max_epochs = 1;
+  std::atomic<bool> stop{false};
+  const SearchSummary with = RunSearch(problem, params, Far(), stop, {});
+  REQUIRE(with.exact.has_value());
+  CHECK(with.exact->status == ExactStatus::kOptimal);
+  params.exact.max_ops = static_cast<int64_t>(problem.ops.size()) - 1;
+  const SearchSummary without = RunSearch(problem, params, Far(), stop, {});
+  CHECK(!without.exact.has_value());
 }
 
 SearchSummary Deterministic(const Problem& problem, int threads, double sa_share) {

@@ -96,6 +96,16 @@ bool MergeReadersApplies(const Problem& problem);
 // the move's reshuffles there cost more than they gained at equal work).
 bool GatherKLoopApplies(const Problem& problem);
 
+// The merge-readers move (kMergeReaders) at a chosen place, without its random draws: whether
+// subgraph j loads the produced tensor t in a way the move works on (t has three or more
+// reading ops, its producer is not a Layout op, it is not retained into j nor read there by a
+// Layout op), and the move's edit for that j and t (nullopt when no other subgraph can be
+// absorbed). The move draws j and t and calls these; the start MergeReaderGroups
+// (search/starts/constructive.h) tries every place.
+bool MergeReadersCandidate(const MoveContext& context, const Schedule& schedule, int j, TensorId t);
+std::optional<ScheduleEdit> MergeReadersAt(const MoveContext& context, const Schedule& schedule, int j,
+                                           TensorId t);
+
 // One move of the given kind at a random place; nullopt when it does not apply.
 std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,
                                      const Schedule& schedule, std::mt19937_64& rng);

@@ -23,36 +23,59 @@ namespace move_kit {
 // step from several separate heads to one subgraph, which pairwise merges reach only through
 // worse schedules (the producer's recompute pays off from the third reader on).
 std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule& s, Rng& rng) {
-  constexpr int kWindow = 64;     // readers searched within this many subgraphs of the chosen one
-  constexpr int kMaxAbsorbed = 16;
   const Problem& problem = ctx.problem;
   const int n = static_cast<int>(s.subgraphs.size());
   if (n < 2) return std::nullopt;
   const int j = Uniform(rng, n);
   const Subgraph& sg = s.subgraphs[j];
-  auto retained_into = [&](int i, TensorId t) {
-    const std::vector<TensorId>& in = RetainedInto(s, i);
-    return std::find(in.begin(), in.end(), t) != in.end();
-  };
-  auto layout_reads = [&](const std::vector<OpId>& ops, TensorId t) {
-    for (OpId op : ops) {
-      if (!problem.IsLayout(op)) continue;
-      const auto& ins = problem.ops[op].inputs;
-      if (std::find(ins.begin(), ins.end(), t) != ins.end()) return true;
-    }
-    return false;
-  };
   std::vector<TensorId> shared;
   for (TensorId t : BoundaryInputs(problem, sg.ops)) {
-    const OpId p = problem.producer[t];
-    // consumers may list an op twice: fewer than three entries is fewer than three readers
-    if (p == kNoOp || problem.IsLayout(p) || problem.consumers[t].size() < 3) continue;
-    if (retained_into(j, t) || layout_reads(sg.ops, t)) continue;
-    if (problem.ops[p].kind == OpKind::MatMul && !Coin(rng, 0.25)) continue;
+    if (!MergeReadersCandidate(ctx, s, j, t)) continue;
+    if (problem.ops[problem.producer[t]].kind == OpKind::MatMul && !Coin(rng, 0.25)) continue;
     shared.push_back(t);
   }
   if (shared.empty()) return std::nullopt;
   const TensorId t = shared[Uniform(rng, static_cast<int>(shared.size()))];
+  return MergeReadersAt(ctx, s, j, t);
+}
+
+}  // namespace move_kit
+
+bool MergeReadersCandidate(const MoveContext& ctx, const Schedule& s, int j, TensorId t) {
+  using move_kit::RetainedInto;
+  const Problem& problem = ctx.problem;
+  const OpId p = problem.producer[t];
+  // consumers may list an op twice: fewer than three entries is fewer than three readers
+  if (p == kNoOp || problem.IsLayout(p) || problem.consumers[t].size() < 3) return false;
+  const std::vector<TensorId>& in = RetainedInto(s, j);
+  if (std::find(in.begin(), in.end(), t) != in.end()) return false;
+  for (OpId op : s.subgraphs[j].ops) {
+    if (!problem.IsLayout(op)) continue;
+    const auto& ins = problem.ops[op].inputs;
+    if (std::find(ins.begin(), ins.end(), t) != ins.end()) return false;
+  }
+  return true;
+}
+
+std::optional<ScheduleEdit> MergeReadersAt(const MoveContext& ctx, const Schedule& s, int j, TensorId t) {
+  using namespace move_kit;
+  constexpr int kWindow = 64;     // readers searched within this many subgraphs of the chosen one
+  constexpr int kMaxAbsorbed = 16;
+  const Problem& problem = ctx.problem;
+  const int n = static_cast<int>(s.subgraphs.size());
+  const Subgraph& sg = s.subgraphs[j];
+  auto retained_into = [&](int i, TensorId u) {
+    const std::vector<TensorId>& in = RetainedInto(s, i);
+    return std::find(in.begin(), in.end(), u) != in.end();
+  };
+  auto layout_reads = [&](const std::vector<OpId>& ops, TensorId u) {
+    for (OpId op : ops) {
+      if (!problem.IsLayout(op)) continue;
+      const auto& ins = problem.ops[op].inputs;
+      if (std::find(ins.begin(), ins.end(), u) != ins.end()) return true;
+    }
+    return false;
+  };
   const OpId p = problem.producer[t];
 
   std::vector<int> readers;
@@ -122,6 +145,8 @@ std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule&
   }
   return Finish(ctx, s, begin, end, std::move(pieces));
 }
+
+namespace move_kit {
 
 // A Pointwise op that sums MatMuls of different reduction lengths (a convolution over a channel
 // concatenation: one MatMul per concatenated block) can hold only the MatMuls of one K in its

@@ -22,8 +22,23 @@
 
 namespace annealer {
 
+//   From kGreedyBatchFrom (256) subgraphs on, a round commits every merge of its list that
+//   still pays on the whole schedule, best estimate first, where no earlier merge of the round
+//   has touched its subgraphs (or, for a merge across at most 64 positions, the subgraphs it
+//   moves), instead of the one best merge: one merge per round costs a scan of every pair per
+//   merge on a long schedule. `batch_from` overrides the threshold (tests compare both ways).
+inline constexpr int kGreedyBatchFrom = 256;
 Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
-                      const std::function<bool()>& stop);
+                      const std::function<bool()>& stop, int batch_from = kGreedyBatchFrom);
+
+// - MergeReaderGroups: from a start schedule, the merge-readers move (search/moves/moves.h) at
+//   every subgraph and every tensor it loads that three or more ops read, in schedule order,
+//   each committed when the whole schedule's total falls, over the schedule until a pass commits
+//   nothing (at most `passes`). Pairwise merges, the greedy's, never pay on the way to one
+//   subgraph of many readers of one tensor (the producer's recompute pays from the third reader
+//   on): on ResNeXt-50 the 32 grouped 1x1 convolutions of a block each loaded the block input.
+Schedule MergeReaderGroups(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
+                           const std::function<bool()>& stop, int passes = 4);
 
 Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
                          const std::function<bool()>& stop);
