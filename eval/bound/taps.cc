@@ -116,7 +116,10 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
   std::map<TensorId, std::vector<char>> paths;             // per LHS: ops on its path
   std::vector<uint32_t> seen(num_ops, 0);
   uint32_t stamp = 0;
-  for (const auto& [key, members] : by_key) {
+  for (const auto& by_key_entry : by_key) {
+    // Named, not bound: clang 14 (the fuzz targets' compiler) cannot capture structured bindings.
+    const auto& key = by_key_entry.first;
+    const auto& members = by_key_entry.second;
     const Elements height = key[0], width = key[1], reduction = key[2];
     const auto in_key = [&](OpId x) { return p.ops[x].kind == OpKind::MatMul && key_of(x) == key; };
     // The walks, one per LHS tensor (taps of one convolution share it): up from the LHS
@@ -554,7 +557,8 @@ double TapLines::Value(const Problem& p, const std::vector<OpId>& ops) const {
     return std::max(0.0, least);
   };
   for (const auto& [shape, members] : by_shape) {
-    const auto& [groups, lone_taps] = members;
+    const auto& groups = members.first;  // named, not bound: captured below (clang 14)
+    const auto& lone_taps = members.second;
     const auto value = [&](double lambda) {
       double sum = 0;
       std::vector<double> e;

@@ -87,7 +87,8 @@ def test_the_cli_reports_a_bad_description_before_any_work(tmp_path, source_dir,
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
         f"annealer: {spec}:3: vary.sa.coolin[0]: --set sa.coolin=0.9: unknown key \"sa.coolin\" (known keys of sa: "
-        "initial_temperature, final_temperature, moves_per_temperature, cooling, reheat_after, restart_after_reheats)"]
+        "initial_temperature, final_temperature, moves_per_temperature, cooling, reheat_after, restart_after_reheats, "
+        "temperature_ops)"]
     assert not (tmp_path / "r.csv").exists()
     usage = subprocess.run([cli, "sweep", str(spec)], capture_output=True, text=True, timeout=60)
     assert usage.returncode == 2 and "needs SWEEP.yaml and -o RESULTS.csv" in usage.stderr
