@@ -2463,5 +2463,50 @@ TEST_CASE("bound: P25 by hand, an upstream producer hides part of a tap's weight
   }
   CHECK(valid > 0);
 }
+// Reach answers from the condensation of the state graph; ReachWalk is the walk that defines it
+// (P9). Every op's answer, with and without a mode, on random problems from a few ops to past
+// the walk's budget (saturated answers) and on the bundled problems.
+TEST_CASE("bound: Reach on the condensation equals the walk (P9)") {
+  using bound_internal::Analysis;
+  using bound_internal::kT;
+  int compared = 0, saturated = 0, partial = 0;
+  const auto compare = [&](const Problem& problem) {
+    for (bool cases : {true, false}) {
+      const Analysis a(problem, cases);
+      for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
+        for (int mode : {-1, static_cast<int>(kT)}) {
+          const Analysis::ReachSet fast = a.Reach(op, mode);
+          const Analysis::ReachSet walk = a.ReachWalk(op, mode);
+          REQUIRE(fast.all == walk.all);
+          REQUIRE(fast.ops == walk.ops);
+          ++compared;
+          saturated += walk.all ? 1 : 0;
+          partial += !walk.all && walk.ops.size() > 1 ? 1 : 0;
+        }
+      }
+    }
+  };
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(9300 + static_cast<int>(shape));
+    for (int trial = 0; trial < 60; ++trial) {
+      RandomProblemOptions options;
+      options.min_ops = trial < 40 ? 2 : 300;
+      options.max_ops = trial < 40 ? 3 + trial : 900;
+      options.native = trial % 3 == 0 ? 4 : (trial % 3 == 1 ? 8 : 32);
+      options.layout_probability = trial % 4 == 3 ? 0.2 : 0;
+      Problem problem = RandomProblem(rng, shape, options);
+      if (trial % 2 == 0) problem.fast_memory_capacity = std::max<Elements>(2, problem.fast_memory_capacity / 8);
+      compare(problem);
+    }
+  }
+  for (const char* name : {"mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-9.json", "mlsys-2026-13.json",
+                           "mlsys-2026-17.json"}) {
+    compare(ReadBundledProblem(name));
+  }
+  MESSAGE("reach sets compared " << compared << ", saturated " << saturated << ", partial " << partial);
+  CHECK(saturated > 0);
+  CHECK(partial > 0);
+}
+
 }  // namespace
 }  // namespace annealer
