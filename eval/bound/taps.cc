@@ -6,6 +6,7 @@
 #include <functional>
 #include <cmath>
 #include <limits>
+#include <deque>
 #include <map>
 #include <utility>
 
@@ -115,6 +116,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
   std::map<std::array<Elements, 3>, Elements> need_memo;  // per (tensor, rows, cols)
   std::map<TensorId, std::vector<char>> paths;             // per LHS: ops on its path
   std::vector<uint32_t> seen(num_ops, 0);
+  std::vector<uint32_t> asked(num_ops, 0);  // per op: asked `fits` in the walk of this stamp
   uint32_t stamp = 0;
   for (const auto& [key, members] : by_key) {
     const Elements height = key[0], width = key[1], reduction = key[2];
@@ -242,6 +244,13 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       return list;
     };
     std::map<std::pair<TensorId, int>, std::vector<Entry>> entries;
+    // Gated walks already made for this key, per (LHS, mode): the path ops they asked `fits`
+    // about with its answers, and their entries.
+    struct Trace {
+      std::vector<std::pair<OpId, bool>> asked;
+      std::vector<Entry> entries;
+    };
+    std::map<std::pair<TensorId, int>, std::deque<Trace>> traces;
     for (const auto& [where, b] : walks) entries[where] = make_entries(where.first, where.second == 1, b.ops);
     // The least the fast memory holds for the region rows x cols of tensor u at one step (W):
     // its slice when loaded (D4; a graph input is never retained, V8), all of it when retained
@@ -339,7 +348,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           // whose distinct inputs' own slices cannot fit beside t's (a loaded or unmade input's
           // slice h x k, or the slice K_x x k of the weight of its own that an upstream MatMul
           // making it reads: distinct tensors, none W_t or o_t; W with max against A's need).
-          std::map<std::pair<TensorId, int>, std::vector<Entry>> gated;
+          std::map<std::pair<TensorId, int>, const std::vector<Entry>*> gated;
           // A's path: its producer, and every op of A's shape whose readers are all Pointwise ops
           // on the path. In S such an op makes at least h x k_j of its output every step: A's
           // producer for t (D2), the others for a reader on the path that S holds (it feeds S,
@@ -373,8 +382,8 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
             return on;
           };
           const auto gated_entries = [&](TensorId lhs, int mode) -> const std::vector<Entry>& {
-            auto [it, fresh] = gated.try_emplace({lhs, mode});
-            if (!fresh) return it->second;
+            auto [it, fresh] = gated.try_emplace({lhs, mode}, nullptr);
+            if (!fresh) return *it->second;
             // With a co-sink, its tile and its weight's slice too (W1, D2).
             const Elements room = cap - own - (mode == 0 ? h * w + (all_own ? k0 * w : 0) : 0);
             const auto own_slice = [&](TensorId u) -> Elements {
@@ -386,33 +395,64 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
               const bool own_rhs = rhs != p.ops[x].inputs[0] && p.producer[rhs] == kNoOp && p.consumers[rhs].size() == 1;
               return own_rhs ? std::min(slice, p.ReductionLength(x) * std::min(k0, p.tensors[u].width)) : 0;
             };
+            // Can op x of A's path run beside t at this class, when it is entered from its output?
+            const auto fits = [&](OpId x) {
+              if (p.ops[x].kind == OpKind::MatMul) {
+                // An upstream MatMul makes its rows whole: h x K_x of its LHS, and K_x x k of a
+                // weight of its own (D3; distinct tensors).
+                const Elements kx = p.ReductionLength(x);
+                const TensorId rhs = p.ops[x].inputs[1];
+                const bool own_rhs = rhs != p.ops[x].inputs[0] && p.producer[rhs] == kNoOp && p.consumers[rhs].size() == 1;
+                return need(p.ops[x].inputs[0], h, kx, 0) + (own_rhs ? kx * std::min(k0, p.tensors[rhs].width) : 0) <= room;
+              }
+              Elements inputs = 0;
+              const auto& in = p.ops[x].inputs;
+              for (size_t j = 0; j < in.size(); ++j) {
+                if (std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(j), in[j]) != in.begin() + static_cast<std::ptrdiff_t>(j)) continue;
+                if (p.tensors[in[j]].height != p.tensors[lhs].height || p.tensors[in[j]].width != p.tensors[lhs].width) continue;
+                inputs += own_slice(in[j]);
+              }
+              return inputs <= room;  // else it cannot run beside t at this class
+            };
+            // The walk is a function of (A, mode), fixed per key, and of the answers of `fits` to
+            // the path ops it asks about, in the order it first asks: a trace. Classes whose
+            // answers follow a recorded trace share its entries. Checking a trace asks along the
+            // true sequence of questions until the first answer that differs, so `need` sees its
+            // first calls in the order the walk makes them (it memoizes with a depth cutoff, so
+            // that order could matter); asking again is a memo hit.
+            std::deque<Trace>& recorded = traces[{lhs, mode}];
+            for (const Trace& trace : recorded) {
+              bool follows = true;
+              for (const auto& [x, answer] : trace.asked) {
+                if (fits(x) != answer) {
+                  follows = false;
+                  break;
+                }
+              }
+              if (follows) {
+                it->second = &trace.entries;
+                return trace.entries;
+              }
+            }
+            const std::vector<char>& on_path = path_of(lhs);
+            Trace& trace = recorded.emplace_back();
             ++stamp;
             std::vector<std::pair<OpId, bool>> stack;  // op, on A's Pointwise path
             std::vector<OpId> ops;
             const auto push = [&](OpId x, bool path) {
               if (x == kNoOp || seen[x] == stamp) return;
               if (!(mode == 0 && in_key(x)) && !upstream_capable(x)) return;
-              if (path && p.ops[x].kind == OpKind::MatMul) {
-                // An upstream MatMul makes its rows whole: h x K_x of its LHS, and K_x x k of a
-                // weight of its own (D3; distinct tensors).
-                const Elements kx = p.ReductionLength(x);
-                const TensorId rhs = p.ops[x].inputs[1];
-                const bool own_rhs = rhs != p.ops[x].inputs[0] && p.producer[rhs] == kNoOp && p.consumers[rhs].size() == 1;
-                if (need(p.ops[x].inputs[0], h, kx, 0) + (own_rhs ? kx * std::min(k0, p.tensors[rhs].width) : 0) > room) return;
-              } else if (path) {
-                Elements inputs = 0;
-                const auto& in = p.ops[x].inputs;
-                for (size_t j = 0; j < in.size(); ++j) {
-                  if (std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(j), in[j]) != in.begin() + static_cast<std::ptrdiff_t>(j)) continue;
-                  if (p.tensors[in[j]].height != p.tensors[lhs].height || p.tensors[in[j]].width != p.tensors[lhs].width) continue;
-                  inputs += own_slice(in[j]);
+              if (path) {
+                const bool ok = fits(x);
+                if (asked[x] != stamp) {
+                  asked[x] = stamp;
+                  trace.asked.push_back({x, ok});
                 }
-                if (inputs > room) return;  // cannot run beside t at this class
+                if (!ok) return;  // cannot run beside t at this class
               }
               seen[x] = stamp;
               stack.push_back({x, path});
             };
-            const std::vector<char>& on_path = path_of(lhs);
             push(p.producer[lhs], true);
             while (!stack.empty()) {
               const auto [u, path] = stack.back();
@@ -425,8 +465,9 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
               if (!upstream_capable(u)) continue;  // a co-sink: its output leaves S
               for (OpId v : p.consumers[p.ops[u].output]) push(v, false);
             }
-            it->second = make_entries(lhs, mode == 1, ops);
-            return it->second;
+            trace.entries = make_entries(lhs, mode == 1, ops);
+            it->second = &trace.entries;
+            return trace.entries;
           };
           const bool gate = tau <= 1.5;
           // t's value at theta: its own, less the deficits of what its walk may put beside it
