@@ -283,6 +283,13 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       need_memo[memo_key] = least;
       return least;
     };
+    // The members' LHS tensors, each once, in the order of their first member: asking `need`
+    // again about one is a memo hit, so asking once changes nothing.
+    std::vector<TensorId> member_lhs;
+    for (OpId t : members) {
+      const TensorId lhs = p.ops[t].inputs[0];
+      if (std::find(member_lhs.begin(), member_lhs.end(), lhs) == member_lhs.end()) member_lhs.push_back(lhs);
+    }
     const auto tap_value = [&](double c, double memory, double tau, double theta) {
       return (theta * tau - 1) * c + (1 - theta) * memory;
     };
@@ -304,7 +311,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           // tap of the key when they share it; the least over them otherwise).
           const Elements own = k0 * w + h * w;
           Elements lhs_need = std::numeric_limits<Elements>::max();
-          for (OpId t : members) lhs_need = std::min(lhs_need, need(p.ops[t].inputs[0], h, k0, 0));
+          for (TensorId lhs : member_lhs) lhs_need = std::min(lhs_need, need(lhs, h, k0, 0));
           if (own + lhs_need > cap) continue;
           const double tiles = static_cast<double>(rows * cols);
           const double tau = tiles / native_t;
