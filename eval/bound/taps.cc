@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <functional>
 #include <cmath>
 #include <limits>
@@ -198,7 +200,18 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
     }
     std::vector<char> own_entry(members.size(), 0);  // t itself is in its walk's entries
     for (size_t i = 0; i < members.size(); ++i) own_entry[i] = walks[{p.ops[members[i]].inputs[0], 0}].Holds(members[i]);
-    std::vector<std::vector<Line>> lines(members.size());
+    // A member's open-class lines depend on its compute alone: members of one compute (a grouped
+    // convolution's) share them. Per member, its set; per set, the lines.
+    std::vector<int> line_set(members.size());
+    std::vector<double> set_compute;
+    for (size_t i = 0; i < members.size(); ++i) {
+      const double c = r.compute[members[i]];
+      const auto same = std::find_if(set_compute.begin(), set_compute.end(),
+                                     [&](double x) { return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(c); });
+      line_set[i] = static_cast<int>(same - set_compute.begin());
+      if (same == set_compute.end()) set_compute.push_back(c);
+    }
+    std::vector<std::vector<Line>> lines(set_compute.size());
     // A walk's op: c_o, its native tiles, whether it may make a k-loop operand (a consumer in the
     // key), and its kind: 0 upstream, 1 a tap of the key, 2 another MatMul of the key.
     struct Entry {
@@ -296,6 +309,8 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
     for (Elements h = 1; h <= std::min(n, height); ++h) {
       const Elements rows = CeilDiv(height, h);
       if (CeilDiv(height, rows) != h) continue;  // the least h of its row count
+      // What the LHS needs depends on (h, k0), not on w: asked once per k0 (again, a memo hit).
+      std::vector<std::pair<Elements, Elements>> lhs_need_of;  // (k0, its least need)
       for (Elements w = 1; w <= std::min(n, width); ++w) {
         const Elements cols = CeilDiv(width, w);
         if (CeilDiv(width, cols) != w) continue;
@@ -310,8 +325,14 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           // W_t's slice and o_t's tile (V8, W1, R5), and what t's LHS needs (the same for every
           // tap of the key when they share it; the least over them otherwise).
           const Elements own = k0 * w + h * w;
+          const auto known = std::find_if(lhs_need_of.begin(), lhs_need_of.end(), [&](const auto& e) { return e.first == k0; });
           Elements lhs_need = std::numeric_limits<Elements>::max();
-          for (TensorId lhs : member_lhs) lhs_need = std::min(lhs_need, need(lhs, h, k0, 0));
+          if (known != lhs_need_of.end()) {
+            lhs_need = known->second;
+          } else {
+            for (TensorId lhs : member_lhs) lhs_need = std::min(lhs_need, need(lhs, h, k0, 0));
+            lhs_need_of.emplace_back(k0, lhs_need);
+          }
           if (own + lhs_need > cap) continue;
           const double tiles = static_cast<double>(rows * cols);
           const double tau = tiles / native_t;
@@ -324,9 +345,9 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           // Another MatMul of the key as a sink brings its own tile (W1).
           const bool cosinks = own + lhs_need + h * w + (all_own ? k0 * w : 0) <= cap;
           if (open && tau >= sum_tau) {
-            for (size_t i = 0; i < members.size(); ++i) {
-              const double c = r.compute[members[i]];
-              lines[i].push_back({(tau - 1) * c, (1 - 1 / tau) * memory});
+            for (size_t j = 0; j < set_compute.size(); ++j) {
+              const double c = set_compute[j];
+              lines[j].push_back({(tau - 1) * c, (1 - 1 / tau) * memory});
             }
             continue;
           }
@@ -548,18 +569,21 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
         }
       }
     }
-    for (size_t i = 0; i < members.size(); ++i) {
-      const OpId t = members[i];
-      std::vector<Line>& l = lines[i];
-      // Keep the lines no other undercuts at both ends, and the least constant.
+    // Keep the lines no other undercuts at both ends, and the least constant.
+    std::vector<std::vector<Line>> undercut(lines.size());
+    for (size_t j = 0; j < lines.size(); ++j) {
+      std::vector<Line>& l = lines[j];
       std::sort(l.begin(), l.end(), [](const Line& x, const Line& y) {
         return x.at0 < y.at0 || (x.at0 == y.at0 && x.at1 < y.at1);
       });
-      std::vector<Line> kept;
       double least_at1 = kInf;
       for (const Line& x : l) {
-        if (x.at1 < least_at1) kept.push_back(x), least_at1 = x.at1;
+        if (x.at1 < least_at1) undercut[j].push_back(x), least_at1 = x.at1;
       }
+    }
+    for (size_t i = 0; i < members.size(); ++i) {
+      const OpId t = members[i];
+      std::vector<Line> kept = undercut[line_set[i]];
       if (least_const[i] < kInf) kept.push_back({least_const[i], least_const[i]});
       if (kept.empty()) continue;  // no subgraph holds t as a sink: every instance is fused
       bool positive = false;
