@@ -137,6 +137,7 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
   };
   std::map<std::array<Elements, 3>, World> worlds;
   const auto world_of = [&](Elements k_star, const Tensor& shape) -> const World& {
+    if (!g_share_work) worlds.clear();
     auto [slot, fresh] = worlds.try_emplace({k_star, shape.height, shape.width});
     World& world = slot->second;
     if (!fresh) return world;

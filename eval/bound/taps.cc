@@ -15,6 +15,7 @@
 namespace annealer::bound_internal {
 
 bool g_tap_excess = true;
+bool g_share_work = true;
 
 namespace {
 
@@ -208,8 +209,8 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       const double c = r.compute[members[i]];
       const auto same = std::find_if(set_compute.begin(), set_compute.end(),
                                      [&](double x) { return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(c); });
-      line_set[i] = static_cast<int>(same - set_compute.begin());
-      if (same == set_compute.end()) set_compute.push_back(c);
+      line_set[i] = g_share_work ? static_cast<int>(same - set_compute.begin()) : static_cast<int>(set_compute.size());
+      if (same == set_compute.end() || !g_share_work) set_compute.push_back(c);
     }
     std::vector<std::vector<Line>> lines(set_compute.size());
     // A walk's op: c_o, its native tiles, whether it may make a k-loop operand (a consumer in the
@@ -327,7 +328,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           const Elements own = k0 * w + h * w;
           const auto known = std::find_if(lhs_need_of.begin(), lhs_need_of.end(), [&](const auto& e) { return e.first == k0; });
           Elements lhs_need = std::numeric_limits<Elements>::max();
-          if (known != lhs_need_of.end()) {
+          if (known != lhs_need_of.end() && g_share_work) {
             lhs_need = known->second;
           } else {
             for (TensorId lhs : member_lhs) lhs_need = std::min(lhs_need, need(lhs, h, k0, 0));
@@ -450,6 +451,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
             // that order could matter); asking again is a memo hit.
             std::deque<Trace>& recorded = traces[{lhs, mode}];
             for (const Trace& trace : recorded) {
+              if (!g_share_work) break;
               bool follows = true;
               for (const auto& [x, answer] : trace.asked) {
                 if (fits(x) != answer) {

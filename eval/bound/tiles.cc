@@ -266,7 +266,7 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       }
       for (const Epilogue& ep : epilogues) key.insert(key.end(), {ep.split, ep.full_tiles, ep.full_strips, ep.made});
     }
-    if (auto it = hull_memo.find(key); it != hull_memo.end()) return it->second;
+    if (auto it = hull_memo.find(key); it != hull_memo.end() && g_share_work) return it->second;
     for (int which = -1; which < static_cast<int>(epilogues.size()); ++which) {
       const bool sink = which < 0;
       const Epilogue ep = sink ? Epilogue{} : epilogues[which];
@@ -334,6 +334,7 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       }
     }
     if (points.empty()) points.emplace_back(native_compute, 0.0);  // no legal tile: any claim holds
+    if (!g_share_work) return Hull(std::move(points));
     return hull_memo.emplace(std::move(key), Hull(std::move(points))).first->second;
   };
   // The island-aware lines differ only where a reader in another island was chosen.
