@@ -6,6 +6,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -2463,5 +2465,104 @@ TEST_CASE("bound: P25 by hand, an upstream producer hides part of a tap's weight
   }
   CHECK(valid > 0);
 }
+// Reach answers from the condensation of the state graph; ReachWalk is the walk that defines it
+// (P9). Every op's answer, with and without a mode, on random problems from a few ops to past
+// the walk's budget (saturated answers) and on the bundled problems.
+TEST_CASE("bound: Reach on the condensation equals the walk (P9)") {
+  using bound_internal::Analysis;
+  using bound_internal::kT;
+  int compared = 0, saturated = 0, partial = 0;
+  const auto compare = [&](const Problem& problem) {
+    for (bool cases : {true, false}) {
+      const Analysis a(problem, cases);
+      for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
+        for (int mode : {-1, static_cast<int>(kT)}) {
+          const Analysis::ReachSet fast = a.Reach(op, mode);
+          const Analysis::ReachSet walk = a.ReachWalk(op, mode);
+          REQUIRE(fast.all == walk.all);
+          REQUIRE(fast.ops == walk.ops);
+          ++compared;
+          saturated += walk.all ? 1 : 0;
+          partial += !walk.all && walk.ops.size() > 1 ? 1 : 0;
+        }
+      }
+    }
+  };
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(9300 + static_cast<int>(shape));
+    for (int trial = 0; trial < 60; ++trial) {
+      RandomProblemOptions options;
+      options.min_ops = trial < 40 ? 2 : 300;
+      options.max_ops = trial < 40 ? 3 + trial : 900;
+      options.native = trial % 3 == 0 ? 4 : (trial % 3 == 1 ? 8 : 32);
+      options.layout_probability = trial % 4 == 3 ? 0.2 : 0;
+      Problem problem = RandomProblem(rng, shape, options);
+      if (trial % 2 == 0) problem.fast_memory_capacity = std::max<Elements>(2, problem.fast_memory_capacity / 8);
+      compare(problem);
+    }
+  }
+  for (const char* name : {"mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-9.json", "mlsys-2026-13.json",
+                           "mlsys-2026-17.json"}) {
+    compare(ReadBundledProblem(name));
+  }
+  MESSAGE("reach sets compared " << compared << ", saturated " << saturated << ", partial " << partial);
+  CHECK(saturated > 0);
+  CHECK(partial > 0);
+}
+
+// What the parts share between ops or classes that agree on what decides it (P18's lines, P24's
+// worlds, P25's gated walks, lines and LHS needs) changes no value: every part, bit for bit, and
+// the explanation, with the sharing and without it (g_share_work), on the generators of P25, P23,
+// P24-like blocks, convolutions and random problems, and on the bundled problems.
+TEST_CASE("bound: sharing per-op work between alike ops changes no value") {
+  int compared = 0, taps = 0;
+  const auto same = [&](const Problem& problem) {
+    bound_internal::g_share_work = false;
+    const LowerBound plain = ComputeLowerBound(problem);
+    bound_internal::g_share_work = true;
+    const LowerBound shared = ComputeLowerBound(problem);
+    const auto bits = [](double v) { return std::bit_cast<uint64_t>(v); };
+    for (auto part : {&LowerBound::compute, &LowerBound::graph_io, &LowerBound::traffic, &LowerBound::combined,
+                      &LowerBound::weight, &LowerBound::islands, &LowerBound::streaming, &LowerBound::crossing,
+                      &LowerBound::memory_floor, &LowerBound::tiles, &LowerBound::sums, &LowerBound::taps}) {
+      REQUIRE(bits(plain.*part) == bits(shared.*part));
+    }
+    for (auto count : {&LowerBound::island_count, &LowerBound::per_step_twins, &LowerBound::first_in_loop_twins,
+                       &LowerBound::streaming_ops, &LowerBound::sum_count, &LowerBound::tap_count}) {
+      REQUIRE(plain.*count == shared.*count);
+    }
+    REQUIRE(plain.explanation.size() == shared.explanation.size());
+    for (size_t i = 0; i < plain.explanation.size(); ++i) {
+      REQUIRE(plain.explanation[i].elements == shared.explanation[i].elements);
+      REQUIRE(plain.explanation[i].why == shared.explanation[i].why);
+    }
+    ++compared;
+    taps += shared.tap_count > 0 ? 1 : 0;
+  };
+  std::mt19937_64 rng(9410);
+  for (int trial = 0; trial < 300; ++trial) {
+    CAPTURE(trial);
+    switch (trial % 6) {
+      case 0: same(TapNets(rng)); break;
+      case 1: same(SumNets(rng, trial % 12 == 1)); break;
+      case 2: same(RandomConvs(rng)); break;
+      case 3: same(RandomBlocks(rng)); break;
+      case 4: same(UpstreamWeightNets(rng)); break;
+      default: {
+        RandomProblemOptions options;
+        options.max_ops = 4 + trial % 40;
+        options.native = trial % 2 ? 4 : 8;
+        same(RandomProblem(rng, kAllDagShapes[trial % 7], options));
+      }
+    }
+  }
+  for (const char* name : {"mlsys-2026-1.json", "mlsys-2026-5.json", "mlsys-2026-9.json", "mlsys-2026-13.json",
+                           "mlsys-2026-17.json"}) {
+    same(ReadBundledProblem(name));
+  }
+  MESSAGE("bounds compared " << compared << ", with taps " << taps);
+  CHECK(taps > 0);
+}
+
 }  // namespace
 }  // namespace annealer

@@ -16,6 +16,11 @@
 
 namespace annealer::bound_internal {
 
+// Test switch: false recomputes what the parts share between ops or classes that agree on what
+// decides it (P18's lines, P24's worlds, P25's gated walks, lines and LHS needs), so that a test
+// can check the sharing changes no value (defined in eval/bound/taps.cc).
+extern bool g_share_work;
+
 enum Mode : int { kT = 0, kSL = 1, kSR = 2, kFL = 3, kFR = 4, kModes = 5 };
 inline constexpr const char* kModeName[kModes] = {"T", "SL", "SR", "FL", "FR"};
 
@@ -111,82 +116,285 @@ class Analysis {
     bool Contains(OpId op) const { return all || std::binary_search(ops.begin(), ops.end(), op); }
   };
   static constexpr size_t kReachBudget = 1 << 12;
+  // The walk stops past the budget as soon as more than kReachBudget states are seen, whatever
+  // their order, so its answer is a function of the set of states reachable from the start:
+  // "every op" when there are more than kReachBudget of them, else their ops. Reach computes
+  // that on the condensation of the state graph (its strongly connected components, built once
+  // per Analysis): a component larger than the budget saturates at once, and the many walks of
+  // a large graph share the components instead of revisiting their states. ReachWalk is the
+  // walk itself, the reference Reach answers to (tests/bounds_test.cc).
   ReachSet Reach(OpId start, int only_mode = -1) const {
-    struct State {
-      OpId op;
-      int mode;
-      int entry;  // input slot the path came in by, -1 when it came from a consumer or started
-    };
-    const int entries = max_inputs_ + 1;
-    // Scratch reused across calls: a state is seen when its stamp is the current generation.
-    if (reach_seen_.size() != p_.ops.size() * kModes * entries) {
-      reach_seen_.assign(p_.ops.size() * kModes * entries, 0);
-      reach_op_seen_.assign(p_.ops.size(), 0);
-      reach_generation_ = 0;
-    }
-    if (++reach_generation_ == 0) {
-      std::fill(reach_seen_.begin(), reach_seen_.end(), 0);
-      std::fill(reach_op_seen_.begin(), reach_op_seen_.end(), 0);
-      reach_generation_ = 1;
-    }
-    const uint32_t generation = reach_generation_;
-    ReachSet result;
-    std::vector<State> stack;
+    if (!condensed_) Condense();
+    const uint32_t generation = NextGeneration();
+    std::vector<int>& stack = comp_stack_;
+    stack.clear();
     size_t visited = 0;
-    auto push = [&](OpId op, int mode, int entry) {
-      const size_t key = (static_cast<size_t>(op) * kModes + mode) * entries + (entry + 1);
-      if (reach_seen_[key] == generation) return;
-      reach_seen_[key] = generation;
-      ++visited;
-      if (reach_op_seen_[op] != generation) {
+    for (int m = 0; m < kModes; ++m) {
+      if (!HasMode(start, m) || (only_mode >= 0 && m != only_mode)) continue;
+      const int c = comp_[StateIndex(start, m, -1)];
+      if (comp_seen_[c] == generation) continue;
+      comp_seen_[c] = generation;
+      stack.push_back(c);
+    }
+    std::vector<int> comps;
+    while (!stack.empty()) {
+      const int c = stack.back();
+      stack.pop_back();
+      visited += comp_size_[c];
+      if (visited > kReachBudget) return ReachSet{true, {}};
+      comps.push_back(c);
+      for (int e = comp_edge_begin_[c]; e < comp_edge_begin_[c + 1]; ++e) {
+        const int d = comp_edges_[e];
+        if (comp_seen_[d] == generation) continue;
+        comp_seen_[d] = generation;
+        stack.push_back(d);
+      }
+    }
+    ReachSet result;
+    for (int c : comps) {
+      for (int i = comp_op_begin_[c]; i < comp_op_begin_[c + 1]; ++i) {
+        const OpId op = comp_ops_[i];
+        if (reach_op_seen_[op] == generation) continue;
         reach_op_seen_[op] = generation;
         result.ops.push_back(op);
-      }
-      stack.push_back({op, mode, entry});
-    };
-    for (int m = 0; m < kModes; ++m) {
-      if (HasMode(start, m) && (only_mode < 0 || m == only_mode)) push(start, m, -1);
-    }
-    while (!stack.empty()) {
-      if (visited > kReachBudget) return ReachSet{true, {}};
-      const State s = stack.back();
-      stack.pop_back();
-      const Op& op = p_.ops[s.op];
-      // Up an input edge: the producer is demanded by this op's mode.
-      for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
-        if (slot == s.entry) continue;
-        const OpId y = p_.producer[op.inputs[slot]];
-        if (y == kNoOp || !EdgeFeasible(y, s.op, slot, s.mode)) continue;
-        push(y, Demand(s.op, slot, s.mode), -1);
-      }
-      // Down an output edge: the consumer picks a mode; if it demands this op in another mode,
-      // the op is in both and the edge it came in by must allow that mode too. A MatMul without
-      // Pointwise consumers is in F only as a sink (G3): in mode T nothing inside consumes it.
-      if (s.mode == kT && SinkWhenTile(s.op)) continue;
-      for (OpId z : p_.consumers[op.output]) {
-        const Op& zop = p_.ops[z];
-        for (int slot = 0; slot < static_cast<int>(zop.inputs.size()); ++slot) {
-          if (zop.inputs[slot] != op.output) continue;
-          for (int mz = 0; mz < kModes; ++mz) {
-            if (!HasMode(z, mz) || !EdgeFeasible(s.op, z, slot, mz)) continue;
-            const int d = Demand(z, slot, mz);
-            if (d != s.mode && s.entry >= 0) {
-              const OpId y = p_.producer[op.inputs[s.entry]];
-              if (!EdgeFeasible(y, s.op, s.entry, d)) continue;
-            }
-            push(z, mz, slot);
-          }
-        }
       }
     }
     std::sort(result.ops.begin(), result.ops.end());
     return result;
   }
 
+  // The walk over (op, mode, entry) states that Reach's answer is defined by.
+  ReachSet ReachWalk(OpId start, int only_mode = -1) const {
+    PrepareStates();
+    const uint32_t generation = NextGeneration();
+    ReachSet result;
+    std::vector<int> stack;
+    size_t visited = 0;
+    auto push = [&](int s) {
+      if (reach_seen_[s] == generation) return;
+      reach_seen_[s] = generation;
+      ++visited;
+      const OpId op = state_op_[s];
+      if (reach_op_seen_[op] != generation) {
+        reach_op_seen_[op] = generation;
+        result.ops.push_back(op);
+      }
+      stack.push_back(s);
+    };
+    for (int m = 0; m < kModes; ++m) {
+      if (HasMode(start, m) && (only_mode < 0 || m == only_mode)) push(StateIndex(start, m, -1));
+    }
+    while (!stack.empty()) {
+      if (visited > kReachBudget) return ReachSet{true, {}};
+      const int s = stack.back();
+      stack.pop_back();
+      ForEachSuccessor(s, push);
+    }
+    std::sort(result.ops.begin(), result.ops.end());
+    return result;
+  }
+
  private:
-  mutable std::vector<uint32_t> reach_seen_;     // Reach's scratch, per (op, mode, entry)
+  // States (op, mode, entry), entry the input slot the path came in by (-1 when it came from a
+  // consumer or started), numbered densely op by op.
+  int StateIndex(OpId op, int mode, int entry) const {
+    return state_begin_[op] + mode * (static_cast<int>(p_.ops[op].inputs.size()) + 1) + entry + 1;
+  }
+  void PrepareStates() const {
+    if (!state_begin_.empty()) return;
+    const int num_ops = static_cast<int>(p_.ops.size());
+    state_begin_.assign(num_ops + 1, 0);
+    for (int op = 0; op < num_ops; ++op) {
+      state_begin_[op + 1] = state_begin_[op] + kModes * (static_cast<int>(p_.ops[op].inputs.size()) + 1);
+    }
+    const int states = state_begin_[num_ops];
+    state_op_.resize(states);
+    state_mode_.resize(states);
+    state_entry_.resize(states);
+    for (int op = 0; op < num_ops; ++op) {
+      const int entries = static_cast<int>(p_.ops[op].inputs.size()) + 1;
+      for (int m = 0; m < kModes; ++m) {
+        for (int e = 0; e < entries; ++e) {
+          const int s = StateIndex(op, m, e - 1);
+          state_op_[s] = op;
+          state_mode_[s] = static_cast<int8_t>(m);
+          state_entry_[s] = e - 1;
+        }
+      }
+    }
+    reach_seen_.assign(states, 0);
+    reach_op_seen_.assign(num_ops, 0);
+  }
+  uint32_t NextGeneration() const {
+    if (++reach_generation_ == 0) {
+      std::fill(reach_seen_.begin(), reach_seen_.end(), 0);
+      std::fill(reach_op_seen_.begin(), reach_op_seen_.end(), 0);
+      std::fill(comp_seen_.begin(), comp_seen_.end(), 0);
+      reach_generation_ = 1;
+    }
+    return reach_generation_;
+  }
+  // The states one step from state s (P9's walk), each handed to f once per way it is reached.
+  template <class F>
+  void ForEachSuccessor(int s, F&& f) const {
+    const OpId x = state_op_[s];
+    const int mode = state_mode_[s];
+    const int entry = state_entry_[s];
+    const Op& op = p_.ops[x];
+    // Up an input edge: the producer is demanded by this op's mode.
+    for (int slot = 0; slot < static_cast<int>(op.inputs.size()); ++slot) {
+      if (slot == entry) continue;
+      const OpId y = p_.producer[op.inputs[slot]];
+      if (y == kNoOp || !EdgeFeasible(y, x, slot, mode)) continue;
+      f(StateIndex(y, Demand(x, slot, mode), -1));
+    }
+    // Down an output edge: the consumer picks a mode; if it demands this op in another mode,
+    // the op is in both and the edge it came in by must allow that mode too. A MatMul without
+    // Pointwise consumers is in F only as a sink (G3): in mode T nothing inside consumes it.
+    if (mode == kT && SinkWhenTile(x)) return;
+    for (OpId z : p_.consumers[op.output]) {
+      const Op& zop = p_.ops[z];
+      for (int slot = 0; slot < static_cast<int>(zop.inputs.size()); ++slot) {
+        if (zop.inputs[slot] != op.output) continue;
+        for (int mz = 0; mz < kModes; ++mz) {
+          if (!HasMode(z, mz) || !EdgeFeasible(x, z, slot, mz)) continue;
+          const int d = Demand(z, slot, mz);
+          if (d != mode && entry >= 0) {
+            const OpId y = p_.producer[op.inputs[entry]];
+            if (!EdgeFeasible(y, x, entry, d)) continue;
+          }
+          f(StateIndex(z, mz, slot));
+        }
+      }
+    }
+  }
+  // Tarjan's components of the states reachable from any start state (op, mode, -1), numbered in
+  // the order they complete (a component's successors come first), with their sizes, their
+  // distinct ops and the edges between them.
+  void Condense() const {
+    PrepareStates();
+    condensed_ = true;
+    const int states = static_cast<int>(state_op_.size());
+    // Successor lists of the reachable states (CSR, in discovery order).
+    std::vector<int> order;  // discovered states
+    std::vector<int> where(states, -1);
+    std::vector<int> succ_begin, succ;
+    {
+      std::vector<int> todo;
+      const auto discover = [&](int s) {
+        if (where[s] >= 0) return;
+        where[s] = static_cast<int>(order.size());
+        order.push_back(s);
+        todo.push_back(s);
+      };
+      for (OpId op = 0; op < static_cast<OpId>(p_.ops.size()); ++op) {
+        for (int m = 0; m < kModes; ++m) {
+          if (HasMode(op, m)) discover(StateIndex(op, m, -1));
+        }
+      }
+      // Lists in the order of `order`: fill them one discovered state at a time.
+      size_t next = 0;
+      succ_begin.push_back(0);
+      while (next < order.size()) {
+        const int s = order[next++];
+        ForEachSuccessor(s, [&](int t) {
+          succ.push_back(t);
+          discover(t);
+        });
+        succ_begin.push_back(static_cast<int>(succ.size()));
+      }
+    }
+    const int count = static_cast<int>(order.size());
+    std::vector<int> index(count, -1), low(count, 0), on_stack(count, 0), tstack;
+    std::vector<std::pair<int, int>> call;  // (node, next successor position)
+    comp_.assign(states, -1);
+    std::vector<int> comp_of(count, -1);
+    int counter = 0, comps = 0;
+    for (int root = 0; root < count; ++root) {
+      if (index[root] >= 0) continue;
+      call.push_back({root, succ_begin[root]});
+      index[root] = low[root] = counter++;
+      tstack.push_back(root);
+      on_stack[root] = 1;
+      while (!call.empty()) {
+        auto& [v, pos] = call.back();
+        if (pos < succ_begin[v + 1]) {
+          const int w = where[succ[pos++]];
+          if (index[w] < 0) {
+            index[w] = low[w] = counter++;
+            tstack.push_back(w);
+            on_stack[w] = 1;
+            call.push_back({w, succ_begin[w]});
+          } else if (on_stack[w]) {
+            low[v] = std::min(low[v], index[w]);
+          }
+          continue;
+        }
+        const int done = v;
+        call.pop_back();
+        if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
+        if (low[done] != index[done]) continue;
+        int w;
+        do {
+          w = tstack.back();
+          tstack.pop_back();
+          on_stack[w] = 0;
+          comp_of[w] = comps;
+        } while (w != done);
+        ++comps;
+      }
+    }
+    comp_size_.assign(comps, 0);
+    for (int v = 0; v < count; ++v) {
+      comp_[order[v]] = comp_of[v];
+      ++comp_size_[comp_of[v]];
+    }
+    // Members grouped by component: their distinct ops, and the distinct edges to other ones.
+    std::vector<int> member_begin(comps + 1, 0);
+    for (int v = 0; v < count; ++v) ++member_begin[comp_of[v] + 1];
+    for (int c = 0; c < comps; ++c) member_begin[c + 1] += member_begin[c];
+    std::vector<int> members(count), fill(member_begin.begin(), member_begin.end() - 1);
+    for (int v = 0; v < count; ++v) members[fill[comp_of[v]]++] = v;
+    comp_seen_.assign(comps, 0);
+    std::vector<int> op_mark(p_.ops.size(), -1), comp_mark(comps, -1);
+    comp_op_begin_.assign(1, 0);
+    comp_edge_begin_.assign(1, 0);
+    comp_ops_.clear();
+    comp_edges_.clear();
+    for (int c = 0; c < comps; ++c) {
+      for (int i = member_begin[c]; i < member_begin[c + 1]; ++i) {
+        const int v = members[i];
+        const OpId op = state_op_[order[v]];
+        if (op_mark[op] != c) {
+          op_mark[op] = c;
+          comp_ops_.push_back(op);
+        }
+        for (int e = succ_begin[v]; e < succ_begin[v + 1]; ++e) {
+          const int d = comp_of[where[succ[e]]];
+          if (d == c || comp_mark[d] == c) continue;
+          comp_mark[d] = c;
+          comp_edges_.push_back(d);
+        }
+      }
+      comp_op_begin_.push_back(static_cast<int>(comp_ops_.size()));
+      comp_edge_begin_.push_back(static_cast<int>(comp_edges_.size()));
+    }
+  }
+
+  mutable std::vector<int> state_begin_;  // per op, its first state; then the count
+  mutable std::vector<OpId> state_op_;
+  mutable std::vector<int8_t> state_mode_;
+  mutable std::vector<int> state_entry_;
+  mutable std::vector<uint32_t> reach_seen_;     // ReachWalk's scratch, per state
   mutable std::vector<uint32_t> reach_op_seen_;  // per op
   mutable uint32_t reach_generation_ = 0;
+  mutable bool condensed_ = false;
+  mutable std::vector<int> comp_;  // per state, its component (-1: unreachable from any start)
+  mutable std::vector<size_t> comp_size_;
+  mutable std::vector<int> comp_op_begin_, comp_ops_;
+  mutable std::vector<int> comp_edge_begin_, comp_edges_;
+  mutable std::vector<uint32_t> comp_seen_;
+  mutable std::vector<int> comp_stack_;
 
   // P13: how many times an op further upstream of the k-loop MatMul f makes its whole output over
   // one subgraph (C3, C6). Its region each step is full along one side; along the other it is,

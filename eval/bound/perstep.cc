@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace annealer::bound_internal {
 
@@ -126,31 +127,30 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     }
     return least;
   };
-  std::vector<char> done(num_ops, 0), f(num_ops), e(num_ops), u(num_ops);
-  std::vector<int> parent(num_ops);
-  const auto find = [&](int x) {
-    while (parent[x] != x) x = parent[x] = parent[parent[x]];
-    return x;
+  std::vector<char> done(num_ops, 0);
+  // A world (P14's, below) depends on the candidate only through (K*, output shape): candidates
+  // that agree share it. Per world: f and u per op, and its classes' ops in ascending order.
+  struct World {
+    std::vector<char> f, u;
+    std::vector<int> class_of;               // per op
+    std::vector<std::vector<OpId>> classes;  // ops per class, ascending
   };
-  // One signature's delta on the weight grid, cached (many twins share a signature).
-  struct Signature {
-    double beta;
-    Elements rows, cols, reduction;
-    std::array<double, PerStepIsland::kGrid + 1> delta;
-  };
-  std::vector<Signature> signatures;
-  // Per candidate: its signature's delta when its T instances' class qualifies (-1: it claims
-  // nothing there), and the compute surplus of an instance upstream of a k-loop.
-  struct Claim {
-    OpId op;
-    int signature;
-    double other;  // (least other factor - 1) x c_x; infinity: no such instance
-  };
-  std::vector<Claim> claims;
-  for (OpId x = 0; x < num_ops; ++x) {
-    if (done[x] || !candidate(x)) continue;
-    const Elements k_star = problem.ReductionLength(x);
-    const Tensor& shape = problem.tensors[problem.ops[x].output];
+  std::map<std::array<Elements, 3>, World> worlds;
+  const auto world_of = [&](Elements k_star, const Tensor& shape) -> const World& {
+    if (!g_share_work) worlds.clear();
+    auto [slot, fresh] = worlds.try_emplace({k_star, shape.height, shape.width});
+    World& world = slot->second;
+    if (!fresh) return world;
+    std::vector<char>& f = world.f;
+    std::vector<char>& u = world.u;
+    std::vector<char> e(num_ops);
+    std::vector<int> parent(num_ops);
+    f.assign(num_ops, 0);
+    u.assign(num_ops, 0);
+    const auto find = [&](int x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
     for (OpId y = 0; y < num_ops; ++y) {
       const Op& op = problem.ops[y];
       const Tensor& out = problem.tensors[op.output];
@@ -182,14 +182,49 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
         if (edge) parent[find(p)] = find(c);
       }
     }
-    const int root = find(x);
+    world.class_of.assign(num_ops, -1);
+    std::vector<int> index_of_root(num_ops, -1);
+    for (OpId y = 0; y < num_ops; ++y) {
+      const int root = find(y);
+      if (index_of_root[root] < 0) {
+        index_of_root[root] = static_cast<int>(world.classes.size());
+        world.classes.emplace_back();
+      }
+      world.class_of[y] = index_of_root[root];
+      world.classes[index_of_root[root]].push_back(y);
+    }
+    return world;
+  };
+  // One signature's delta on the weight grid, cached (many twins share a signature).
+  struct Signature {
+    double beta;
+    Elements rows, cols, reduction;
+    std::array<double, PerStepIsland::kGrid + 1> delta;
+  };
+  std::vector<Signature> signatures;
+  // Per candidate: its signature's delta when its T instances' class qualifies (-1: it claims
+  // nothing there), and the compute surplus of an instance upstream of a k-loop.
+  struct Claim {
+    OpId op;
+    int signature;
+    double other;  // (least other factor - 1) x c_x; infinity: no such instance
+  };
+  std::vector<Claim> claims;
+  for (OpId x = 0; x < num_ops; ++x) {
+    if (done[x] || !candidate(x)) continue;
+    const Elements k_star = problem.ReductionLength(x);
+    const Tensor& shape = problem.tensors[problem.ops[x].output];
+    const World& world = world_of(k_star, shape);
+    const std::vector<char>& f = world.f;
+    const std::vector<char>& u = world.u;
+    const int root = world.class_of[x];
+    const auto find = [&](OpId y) { return world.class_of[y]; };
     const Op& xop = problem.ops[x];
     // The class qualifies when it holds no U op and its MatMuls are twins of x, none fed by a
     // member other than a Layout op.
     bool twins_only = true;
     std::vector<OpId> members;  // its MatMuls that are candidates
-    for (OpId y = 0; y < num_ops; ++y) {
-      if (find(y) != root) continue;
+    for (OpId y : world.classes[root]) {
       const Op& op = problem.ops[y];
       if (u[y]) twins_only = false;
       if (op.kind != OpKind::MatMul) continue;

@@ -3,15 +3,19 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <functional>
 #include <cmath>
 #include <limits>
+#include <deque>
 #include <map>
 #include <utility>
 
 namespace annealer::bound_internal {
 
 bool g_tap_excess = true;
+bool g_share_work = true;
 
 namespace {
 
@@ -115,6 +119,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
   std::map<std::array<Elements, 3>, Elements> need_memo;  // per (tensor, rows, cols)
   std::map<TensorId, std::vector<char>> paths;             // per LHS: ops on its path
   std::vector<uint32_t> seen(num_ops, 0);
+  std::vector<uint32_t> asked(num_ops, 0);  // per op: asked `fits` in the walk of this stamp
   uint32_t stamp = 0;
   for (const auto& by_key_entry : by_key) {
     // Named, not bound: clang 14 (the fuzz targets' compiler) cannot capture structured bindings.
@@ -199,7 +204,18 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
     }
     std::vector<char> own_entry(members.size(), 0);  // t itself is in its walk's entries
     for (size_t i = 0; i < members.size(); ++i) own_entry[i] = walks[{p.ops[members[i]].inputs[0], 0}].Holds(members[i]);
-    std::vector<std::vector<Line>> lines(members.size());
+    // A member's open-class lines depend on its compute alone: members of one compute (a grouped
+    // convolution's) share them. Per member, its set; per set, the lines.
+    std::vector<int> line_set(members.size());
+    std::vector<double> set_compute;
+    for (size_t i = 0; i < members.size(); ++i) {
+      const double c = r.compute[members[i]];
+      const auto same = std::find_if(set_compute.begin(), set_compute.end(),
+                                     [&](double x) { return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(c); });
+      line_set[i] = g_share_work ? static_cast<int>(same - set_compute.begin()) : static_cast<int>(set_compute.size());
+      if (same == set_compute.end() || !g_share_work) set_compute.push_back(c);
+    }
+    std::vector<std::vector<Line>> lines(set_compute.size());
     // A walk's op: c_o, its native tiles, whether it may make a k-loop operand (a consumer in the
     // key), and its kind: 0 upstream, 1 a tap of the key, 2 another MatMul of the key.
     struct Entry {
@@ -245,6 +261,13 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       return list;
     };
     std::map<std::pair<TensorId, int>, std::vector<Entry>> entries;
+    // Gated walks already made for this key, per (LHS, mode): the path ops they asked `fits`
+    // about with its answers, and their entries.
+    struct Trace {
+      std::vector<std::pair<OpId, bool>> asked;
+      std::vector<Entry> entries;
+    };
+    std::map<std::pair<TensorId, int>, std::deque<Trace>> traces;
     for (const auto& [where, b] : walks) entries[where] = make_entries(where.first, where.second == 1, b.ops);
     // The least the fast memory holds for the region rows x cols of tensor u at one step (W):
     // its slice when loaded (D4; a graph input is never retained, V8), all of it when retained
@@ -277,12 +300,21 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       need_memo[memo_key] = least;
       return least;
     };
+    // The members' LHS tensors, each once, in the order of their first member: asking `need`
+    // again about one is a memo hit, so asking once changes nothing.
+    std::vector<TensorId> member_lhs;
+    for (OpId t : members) {
+      const TensorId lhs = p.ops[t].inputs[0];
+      if (std::find(member_lhs.begin(), member_lhs.end(), lhs) == member_lhs.end()) member_lhs.push_back(lhs);
+    }
     const auto tap_value = [&](double c, double memory, double tau, double theta) {
       return (theta * tau - 1) * c + (1 - theta) * memory;
     };
     for (Elements h = 1; h <= std::min(n, height); ++h) {
       const Elements rows = CeilDiv(height, h);
       if (CeilDiv(height, rows) != h) continue;  // the least h of its row count
+      // What the LHS needs depends on (h, k0), not on w: asked once per k0 (again, a memo hit).
+      std::vector<std::pair<Elements, Elements>> lhs_need_of;  // (k0, its least need)
       for (Elements w = 1; w <= std::min(n, width); ++w) {
         const Elements cols = CeilDiv(width, w);
         if (CeilDiv(width, cols) != w) continue;
@@ -297,8 +329,14 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           // W_t's slice and o_t's tile (V8, W1, R5), and what t's LHS needs (the same for every
           // tap of the key when they share it; the least over them otherwise).
           const Elements own = k0 * w + h * w;
+          const auto known = std::find_if(lhs_need_of.begin(), lhs_need_of.end(), [&](const auto& e) { return e.first == k0; });
           Elements lhs_need = std::numeric_limits<Elements>::max();
-          for (OpId t : members) lhs_need = std::min(lhs_need, need(p.ops[t].inputs[0], h, k0, 0));
+          if (known != lhs_need_of.end() && g_share_work) {
+            lhs_need = known->second;
+          } else {
+            for (TensorId lhs : member_lhs) lhs_need = std::min(lhs_need, need(lhs, h, k0, 0));
+            lhs_need_of.emplace_back(k0, lhs_need);
+          }
           if (own + lhs_need > cap) continue;
           const double tiles = static_cast<double>(rows * cols);
           const double tau = tiles / native_t;
@@ -311,9 +349,9 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           // Another MatMul of the key as a sink brings its own tile (W1).
           const bool cosinks = own + lhs_need + h * w + (all_own ? k0 * w : 0) <= cap;
           if (open && tau >= sum_tau) {
-            for (size_t i = 0; i < members.size(); ++i) {
-              const double c = r.compute[members[i]];
-              lines[i].push_back({(tau - 1) * c, (1 - 1 / tau) * memory});
+            for (size_t j = 0; j < set_compute.size(); ++j) {
+              const double c = set_compute[j];
+              lines[j].push_back({(tau - 1) * c, (1 - 1 / tau) * memory});
             }
             continue;
           }
@@ -342,7 +380,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           // whose distinct inputs' own slices cannot fit beside t's (a loaded or unmade input's
           // slice h x k, or the slice K_x x k of the weight of its own that an upstream MatMul
           // making it reads: distinct tensors, none W_t or o_t; W with max against A's need).
-          std::map<std::pair<TensorId, int>, std::vector<Entry>> gated;
+          std::map<std::pair<TensorId, int>, const std::vector<Entry>*> gated;
           // A's path: its producer, and every op of A's shape whose readers are all Pointwise ops
           // on the path. In S such an op makes at least h x k_j of its output every step: A's
           // producer for t (D2), the others for a reader on the path that S holds (it feeds S,
@@ -376,8 +414,8 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
             return on;
           };
           const auto gated_entries = [&](TensorId lhs, int mode) -> const std::vector<Entry>& {
-            auto [it, fresh] = gated.try_emplace({lhs, mode});
-            if (!fresh) return it->second;
+            auto [it, fresh] = gated.try_emplace({lhs, mode}, nullptr);
+            if (!fresh) return *it->second;
             // With a co-sink, its tile and its weight's slice too (W1, D2).
             const Elements room = cap - own - (mode == 0 ? h * w + (all_own ? k0 * w : 0) : 0);
             const auto own_slice = [&](TensorId u) -> Elements {
@@ -389,33 +427,65 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
               const bool own_rhs = rhs != p.ops[x].inputs[0] && p.producer[rhs] == kNoOp && p.consumers[rhs].size() == 1;
               return own_rhs ? std::min(slice, p.ReductionLength(x) * std::min(k0, p.tensors[u].width)) : 0;
             };
+            // Can op x of A's path run beside t at this class, when it is entered from its output?
+            const auto fits = [&](OpId x) {
+              if (p.ops[x].kind == OpKind::MatMul) {
+                // An upstream MatMul makes its rows whole: h x K_x of its LHS, and K_x x k of a
+                // weight of its own (D3; distinct tensors).
+                const Elements kx = p.ReductionLength(x);
+                const TensorId rhs = p.ops[x].inputs[1];
+                const bool own_rhs = rhs != p.ops[x].inputs[0] && p.producer[rhs] == kNoOp && p.consumers[rhs].size() == 1;
+                return need(p.ops[x].inputs[0], h, kx, 0) + (own_rhs ? kx * std::min(k0, p.tensors[rhs].width) : 0) <= room;
+              }
+              Elements inputs = 0;
+              const auto& in = p.ops[x].inputs;
+              for (size_t j = 0; j < in.size(); ++j) {
+                if (std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(j), in[j]) != in.begin() + static_cast<std::ptrdiff_t>(j)) continue;
+                if (p.tensors[in[j]].height != p.tensors[lhs].height || p.tensors[in[j]].width != p.tensors[lhs].width) continue;
+                inputs += own_slice(in[j]);
+              }
+              return inputs <= room;  // else it cannot run beside t at this class
+            };
+            // The walk is a function of (A, mode), fixed per key, and of the answers of `fits` to
+            // the path ops it asks about, in the order it first asks: a trace. Classes whose
+            // answers follow a recorded trace share its entries. Checking a trace asks along the
+            // true sequence of questions until the first answer that differs, so `need` sees its
+            // first calls in the order the walk makes them (it memoizes with a depth cutoff, so
+            // that order could matter); asking again is a memo hit.
+            std::deque<Trace>& recorded = traces[{lhs, mode}];
+            for (const Trace& trace : recorded) {
+              if (!g_share_work) break;
+              bool follows = true;
+              for (const auto& [x, answer] : trace.asked) {
+                if (fits(x) != answer) {
+                  follows = false;
+                  break;
+                }
+              }
+              if (follows) {
+                it->second = &trace.entries;
+                return trace.entries;
+              }
+            }
+            const std::vector<char>& on_path = path_of(lhs);
+            Trace& trace = recorded.emplace_back();
             ++stamp;
             std::vector<std::pair<OpId, bool>> stack;  // op, on A's Pointwise path
             std::vector<OpId> ops;
             const auto push = [&](OpId x, bool path) {
               if (x == kNoOp || seen[x] == stamp) return;
               if (!(mode == 0 && in_key(x)) && !upstream_capable(x)) return;
-              if (path && p.ops[x].kind == OpKind::MatMul) {
-                // An upstream MatMul makes its rows whole: h x K_x of its LHS, and K_x x k of a
-                // weight of its own (D3; distinct tensors).
-                const Elements kx = p.ReductionLength(x);
-                const TensorId rhs = p.ops[x].inputs[1];
-                const bool own_rhs = rhs != p.ops[x].inputs[0] && p.producer[rhs] == kNoOp && p.consumers[rhs].size() == 1;
-                if (need(p.ops[x].inputs[0], h, kx, 0) + (own_rhs ? kx * std::min(k0, p.tensors[rhs].width) : 0) > room) return;
-              } else if (path) {
-                Elements inputs = 0;
-                const auto& in = p.ops[x].inputs;
-                for (size_t j = 0; j < in.size(); ++j) {
-                  if (std::find(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(j), in[j]) != in.begin() + static_cast<std::ptrdiff_t>(j)) continue;
-                  if (p.tensors[in[j]].height != p.tensors[lhs].height || p.tensors[in[j]].width != p.tensors[lhs].width) continue;
-                  inputs += own_slice(in[j]);
+              if (path) {
+                const bool ok = fits(x);
+                if (asked[x] != stamp) {
+                  asked[x] = stamp;
+                  trace.asked.push_back({x, ok});
                 }
-                if (inputs > room) return;  // cannot run beside t at this class
+                if (!ok) return;  // cannot run beside t at this class
               }
               seen[x] = stamp;
               stack.push_back({x, path});
             };
-            const std::vector<char>& on_path = path_of(lhs);
             push(p.producer[lhs], true);
             while (!stack.empty()) {
               const auto [u, path] = stack.back();
@@ -428,8 +498,9 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
               if (!upstream_capable(u)) continue;  // a co-sink: its output leaves S
               for (OpId v : p.consumers[p.ops[u].output]) push(v, false);
             }
-            it->second = make_entries(lhs, mode == 1, ops);
-            return it->second;
+            trace.entries = make_entries(lhs, mode == 1, ops);
+            it->second = &trace.entries;
+            return trace.entries;
           };
           const bool gate = tau <= 1.5;
           // t's value at theta: its own, less the deficits of what its walk may put beside it
@@ -503,18 +574,21 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
         }
       }
     }
-    for (size_t i = 0; i < members.size(); ++i) {
-      const OpId t = members[i];
-      std::vector<Line>& l = lines[i];
-      // Keep the lines no other undercuts at both ends, and the least constant.
+    // Keep the lines no other undercuts at both ends, and the least constant.
+    std::vector<std::vector<Line>> undercut(lines.size());
+    for (size_t j = 0; j < lines.size(); ++j) {
+      std::vector<Line>& l = lines[j];
       std::sort(l.begin(), l.end(), [](const Line& x, const Line& y) {
         return x.at0 < y.at0 || (x.at0 == y.at0 && x.at1 < y.at1);
       });
-      std::vector<Line> kept;
       double least_at1 = kInf;
       for (const Line& x : l) {
-        if (x.at1 < least_at1) kept.push_back(x), least_at1 = x.at1;
+        if (x.at1 < least_at1) undercut[j].push_back(x), least_at1 = x.at1;
       }
+    }
+    for (size_t i = 0; i < members.size(); ++i) {
+      const OpId t = members[i];
+      std::vector<Line> kept = undercut[line_set[i]];
       if (least_const[i] < kInf) kept.push_back({least_const[i], least_const[i]});
       if (kept.empty()) continue;  // no subgraph holds t as a sink: every instance is fused
       bool positive = false;

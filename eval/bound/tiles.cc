@@ -2,7 +2,10 @@
 #include "eval/bound/tiles.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <limits>
+#include <map>
 #include <utility>
 
 namespace annealer::bound_internal {
@@ -104,6 +107,7 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
     }
     return best;
   };
+  std::map<std::vector<int64_t>, std::vector<Line>> hull_memo;
   const auto lines_of = [&](OpId x, const Reader& reader) -> std::vector<Line> {
     const Op& op = p.ops[x];
     const double native_compute = op.base_cost * static_cast<double>(p.NativeTiles(x));
@@ -245,6 +249,24 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
     // Sink configurations (the picked instance writes o; with `reload`, S_e loads it), then one
     // set per epilogue (the picked instance runs beside e, in S_e when `reload`).
     const double reloaded = reader.load ? static_cast<double>(out_size) : 0.0;
+    // The points below and the hull follow from these values alone (the chip's rules, the
+    // capacity, n and the bandwidth are the problem's): MatMuls that agree on them (a grouped
+    // convolution's, a repeated block's) share the lines.
+    std::vector<int64_t> key;
+    {
+      const auto real = [&](double v) { key.push_back(std::bit_cast<int64_t>(v)); };
+      key.push_back(static_cast<int64_t>(points.size()));
+      for (const auto& [c, l] : points) real(c), real(l);
+      real(native_compute);
+      real(op.base_cost);
+      real(reloaded);
+      key.insert(key.end(), {m, cols, k_full, out_size, write ? 1 : 0});
+      for (const Side& d : side) {
+        key.insert(key.end(), {d.size, d.share, d.ws_split, d.ws_full, d.streamed, d.once, d.staged_split, d.staged_full});
+      }
+      for (const Epilogue& ep : epilogues) key.insert(key.end(), {ep.split, ep.full_tiles, ep.full_strips, ep.made});
+    }
+    if (auto it = hull_memo.find(key); it != hull_memo.end() && g_share_work) return it->second;
     for (int which = -1; which < static_cast<int>(epilogues.size()); ++which) {
       const bool sink = which < 0;
       const Epilogue ep = sink ? Epilogue{} : epilogues[which];
@@ -312,7 +334,8 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       }
     }
     if (points.empty()) points.emplace_back(native_compute, 0.0);  // no legal tile: any claim holds
-    return Hull(std::move(points));
+    if (!g_share_work) return Hull(std::move(points));
+    return hull_memo.emplace(std::move(key), Hull(std::move(points))).first->second;
   };
   // The island-aware lines differ only where a reader in another island was chosen.
   if (island_of != nullptr) result.island_lines.assign(num_ops, {});
