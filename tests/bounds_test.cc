@@ -1179,6 +1179,30 @@ TEST_CASE("bound: P18 with a chip's accumulator and tile base by hand, met by a 
 // P18 against the oracle: the layers above, every schedule of RealRatioSchedules, each also at
 // the capacity of its own peak working set; and, per problem, the layer's MatMuls alone or fused
 // with their sum at every tile shape (w, h up to n, three k), where the memory binds exactly.
+// Each schedule valid by CheckValidSchedule (under `label`) with its oracle evaluation, then,
+// where it is still valid there, the problem at the schedule's own peak working set: a bound must
+// hold at every capacity the schedule fits, the tightest one included. Returns how many were
+// valid at their peak.
+int ForEachValidAndAtPeak(const Problem& problem, const std::vector<Schedule>& schedules, const std::string& label,
+                          const std::function<void(const Evaluation&)>& at_capacity,
+                          const std::function<void(const Problem&, const Evaluation&)>& at_peak) {
+  int tight = 0;
+  for (const Schedule& schedule : schedules) {
+    if (!CheckValidSchedule(problem, schedule, label)) continue;
+    const Evaluation e = EvaluateOracle(problem, schedule);
+    at_capacity(e);
+    Elements peak = 0;
+    for (const SubgraphReport& r : e.subgraphs) peak = std::max(peak, r.peak_working_set);
+    Problem squeezed = problem;
+    squeezed.fast_memory_capacity = peak;
+    if (CheckValidSchedule(squeezed, schedule, label + " at its peak")) {
+      ++tight;
+      at_peak(squeezed, e);
+    }
+  }
+  return tight;
+}
+
 TEST_CASE("bound: P18's tile floor never above the oracle at tight capacities") {
   int valid = 0, tight = 0, enumerated = 0, decided = 0;
   double tightest = 0;
@@ -1193,22 +1217,17 @@ TEST_CASE("bound: P18's tile floor never above the oracle at tight capacities") 
                           (1 + 1e-9);
     const std::vector<Schedule> schedules = RealRatioSchedules(
         problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.2, 0.2); }, 8, 5);
-    for (const Schedule& schedule : schedules) {
-      if (!CheckValidSchedule(problem, schedule, "P18 trial " + std::to_string(trial))) continue;
-      const Evaluation e = EvaluateOracle(problem, schedule);
-      ++valid;
-      CHECK(bound.tiles <= e.total * (1 + kSlack));
-      decided += tiles_decide ? 1 : 0;
-      if (tiles_decide) tightest = std::max(tightest, bound.tiles / e.total);
-      Elements peak = 0;
-      for (const SubgraphReport& r : e.subgraphs) peak = std::max(peak, r.peak_working_set);
-      Problem squeezed = problem;
-      squeezed.fast_memory_capacity = peak;
-      if (CheckValidSchedule(squeezed, schedule, "P18 trial " + std::to_string(trial) + " at its peak")) {
-        ++tight;
-        CHECK(ComputeLowerBound(squeezed).tiles <= e.total * (1 + kSlack));
-      }
-    }
+    tight += ForEachValidAndAtPeak(
+        problem, schedules, "P18 trial " + std::to_string(trial),
+        [&](const Evaluation& e) {
+          ++valid;
+          CHECK(bound.tiles <= e.total * (1 + kSlack));
+          decided += tiles_decide ? 1 : 0;
+          if (tiles_decide) tightest = std::max(tightest, bound.tiles / e.total);
+        },
+        [&](const Problem& squeezed, const Evaluation& e) {
+          CHECK(ComputeLowerBound(squeezed).tiles <= e.total * (1 + kSlack));
+        });
     // The first layer's MatMuls (ops 0 .. g-1 share op 0's LHS) alone, then the rest as the
     // baseline runs them; or fused with the op that reads them all, when there is one.
     std::vector<OpId> layer;
@@ -1909,20 +1928,15 @@ TEST_CASE("bound: P23's sums never above the oracle") {
       if (rises) tightest = std::max(tightest, bound.total() / e.total);
       decided += rises ? 1 : 0;
     };
-    for (const Schedule& schedule : schedules) {
-      if (!CheckValidSchedule(problem, schedule, "P23 trial " + std::to_string(trial))) continue;
-      const Evaluation e = EvaluateOracle(problem, schedule);
-      ++valid;
-      check(e);
-      Elements peak = 0;
-      for (const SubgraphReport& r : e.subgraphs) peak = std::max(peak, r.peak_working_set);
-      Problem squeezed = problem;
-      squeezed.fast_memory_capacity = peak;
-      if (CheckValidSchedule(squeezed, schedule, "P23 trial " + std::to_string(trial) + " at its peak")) {
-        ++tight;
-        CHECK(ComputeLowerBound(squeezed).sums <= e.total * (1 + kSlack));
-      }
-    }
+    tight += ForEachValidAndAtPeak(
+        problem, schedules, "P23 trial " + std::to_string(trial),
+        [&](const Evaluation& e) {
+          ++valid;
+          check(e);
+        },
+        [&](const Problem& squeezed, const Evaluation& e) {
+          CHECK(ComputeLowerBound(squeezed).sums <= e.total * (1 + kSlack));
+        });
     enumerated += ForEachFusedSum(problem, [&](const Schedule&, const Evaluation& e) {
       CHECK(bound.total() <= e.total * (1 + kSlack));
       check(e);
@@ -2346,22 +2360,17 @@ TEST_CASE("bound: P25's taps never above the oracle") {
       if (rises) tightest = std::max(tightest, bound.total() / e.total);
       decided += rises ? 1 : 0;
     };
-    for (const Schedule& schedule : schedules) {
-      if (!CheckValidSchedule(problem, schedule, "P25 trial " + std::to_string(trial))) continue;
-      const Evaluation e = EvaluateOracle(problem, schedule);
-      ++valid;
-      check(e);
-      Elements peak = 0;
-      for (const SubgraphReport& r : e.subgraphs) peak = std::max(peak, r.peak_working_set);
-      Problem squeezed = problem;
-      squeezed.fast_memory_capacity = peak;
-      if (CheckValidSchedule(squeezed, schedule, "P25 trial " + std::to_string(trial) + " at its peak")) {
-        ++tight;
-        const LowerBound at_peak = ComputeLowerBound(squeezed);
-        CHECK(at_peak.taps <= e.total * (1 + kSlack));
-        CHECK(at_peak.total() <= e.total * (1 + kSlack));
-      }
-    }
+    tight += ForEachValidAndAtPeak(
+        problem, schedules, "P25 trial " + std::to_string(trial),
+        [&](const Evaluation& e) {
+          ++valid;
+          check(e);
+        },
+        [&](const Problem& squeezed, const Evaluation& e) {
+          const LowerBound at_peak = ComputeLowerBound(squeezed);
+          CHECK(at_peak.taps <= e.total * (1 + kSlack));
+          CHECK(at_peak.total() <= e.total * (1 + kSlack));
+        });
     const auto enumerated_check = [&](const Schedule&, const Evaluation& e) { check(e); };
     enumerated += ForEachTapGrouping(problem, enumerated_check);
     enumerated += ForEachFusedSum(problem, enumerated_check);
