@@ -46,14 +46,30 @@ class CostCache;
 
 // Replace subgraphs [begin, end) of the current schedule by `replacement`.
 // begin == end inserts; an empty replacement erases.
+//
+// A run of the replaced subgraphs the edit keeps as they are may stay out of `replacement`
+// (kept_begin < kept_end): the new range is then replacement[0, kept_at), the subgraphs
+// [kept_begin, kept_end) of the schedule edited, then replacement[kept_at, ...). So a move that
+// carries a subgraph across a stretch of hundreds (kMoveNextToProducer, kMergeIntoConsumer) is two
+// edits around the stretch, which is neither copied nor compared again. Invariant:
+// begin <= kept_begin <= kept_end <= end and kept_at <= replacement.size().
 struct ScheduleEdit {
   int begin = 0;
   int end = 0;
   std::vector<Subgraph> replacement;
+  int kept_at = 0;
+  int kept_begin = 0;
+  int kept_end = 0;
+  int kept() const { return kept_end - kept_begin; }
+  // Subgraphs in the new range.
+  int size() const { return static_cast<int>(replacement.size()) + kept(); }
 };
 
 // The schedule with the edit applied (what Commit() makes of the committed schedule).
 Schedule ApplyEdit(const Schedule& schedule, const ScheduleEdit& edit);
+// Copies the kept run of `edit` (of `schedule`) into its replacement: the same edit, with
+// nothing kept.
+void MaterializeKept(const Schedule& schedule, ScheduleEdit& edit);
 
 struct Candidate {
   bool valid = false;
@@ -285,6 +301,14 @@ class IncrementalEvaluator {
   uint32_t stamp_ = 0;
   std::vector<int> old_region_writes_, new_region_writes_;  // per tensor, for the edited range
   std::vector<int> running_writes_;                         // per tensor, while scanning
+  // Per tensor, the writes before an edit's kept run (old [begin, kept_begin), new [0, kept_at)),
+  // and the tensors they count.
+  std::vector<int> old_part_writes_, new_part_writes_;
+  std::vector<TensorId> part_tensors_;
+  // Of the pending proposal's kept run: the committed positions after its first whose V7 status
+  // the edit may change (they read a tensor written before the run in one and not the other).
+  std::vector<int> kept_recheck_;
+  std::vector<Latency> kept_latencies_;  // Commit's scratch: the kept run's latencies
   std::vector<int> cover_delta_;                                           // per op
   std::vector<int> candidates_;  // positions whose V7 status an edit may change (Propose, Commit)
   std::vector<TensorId> touched_tensors_;
