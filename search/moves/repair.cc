@@ -278,14 +278,24 @@ const std::vector<TensorId>& RetainedInto(const Schedule& s, int index) {
 
 namespace {
 
+// Subgraph r of the new range of `edit` (of `s`): of its replacement, or of its kept run.
+const Subgraph* EditAt(const Schedule& s, const ScheduleEdit& edit, int r) {
+  if (r < edit.kept_at) return &edit.replacement[r];
+  if (r < edit.kept_at + edit.kept()) return &s.subgraphs[edit.kept_begin + (r - edit.kept_at)];
+  return &edit.replacement[r - edit.kept()];
+}
+
 // The smallest edit of `s` whose new positions [lo, hi) are `window` (the old ones being
 // [lo, old_end)): equal positions at both ends are left out. `edit` is the unrepaired edit
-// whose replacement the window may borrow (moved from when it does).
-ScheduleEdit DiffEdit(const Schedule& s, int lo, int old_end, RepairTarget& window, ScheduleEdit& edit) {
+// whose replacement the window may borrow (moved from when it does). The longest run of window
+// positions that still borrow consecutive subgraphs of `s` at most one place from where they
+// were (at least ctx.min_kept_run) is kept in place (ScheduleEdit::kept_begin), not copied.
+ScheduleEdit DiffEdit(const MoveContext& ctx, const Schedule& s, int lo, int old_end, RepairTarget& window,
+                      ScheduleEdit& edit) {
   const int old_n = old_end - lo;
   const int new_n = window.size();
   const int replaced_begin = edit.begin - lo;
-  const int replaced_end = replaced_begin + static_cast<int>(edit.replacement.size());
+  const int replaced_end = replaced_begin + edit.size();
   // A position still borrowing the same subgraph of `s` is equal without comparing.
   auto same = [&](int old_index, int new_index) {
     const Subgraph* now = window.at(new_index);
@@ -301,12 +311,52 @@ ScheduleEdit DiffEdit(const Schedule& s, int lo, int old_end, RepairTarget& wind
   ScheduleEdit diff;
   diff.begin = lo + prefix;
   diff.end = old_end - suffix;
-  diff.replacement.reserve(new_n - suffix - prefix);
+  // The kept run: window positions [run_begin, run_end), committed [run_c, ...).
+  int run_begin = 0, run_end = 0, run_c = 0;
+  if (ctx.min_kept_run > 0) {
+    const Subgraph* const base = s.subgraphs.data();
+    // The committed index position k borrows, within the diff's old range, or -1.
+    auto borrowed = [&](int k) {
+      if (window.copied(k)) return -1;
+      const Subgraph* at = window.at(k);
+      if (at < base + diff.begin || at >= base + diff.end) return -1;
+      const int c = static_cast<int>(at - base);
+      const int offset = lo + k - c;
+      return offset >= -1 && offset <= 1 ? c : -1;
+    };
+    int start = -1;
+    for (int k = prefix; k <= new_n - suffix; ++k) {
+      const int c = k < new_n - suffix ? borrowed(k) : -1;
+      const bool continues = c >= 0 && start >= 0 && c == borrowed(k - 1) + 1;
+      if (start >= 0 && !continues) {
+        if (k - start > run_end - run_begin) run_begin = start, run_end = k, run_c = borrowed(start);
+        start = -1;
+      }
+      if (c >= 0 && start < 0) start = k;
+    }
+    if (run_end > run_begin) {
+      // Its first after the retained-in list it had (the others follow their committed one).
+      const std::vector<TensorId>& now_in =
+          run_begin > 0 ? window[run_begin - 1].retain : RetainedInto(s, lo);
+      if (now_in != RetainedInto(s, run_c)) ++run_begin, ++run_c;
+      if (run_end - run_begin < ctx.min_kept_run) run_begin = run_end = 0;
+    }
+  }
+  diff.replacement.reserve(new_n - suffix - prefix - (run_end - run_begin));
   for (int k = prefix; k < new_n - suffix; ++k) {
+    if (k == run_begin && run_end > run_begin) {
+      diff.kept_at = static_cast<int>(diff.replacement.size());
+      diff.kept_begin = run_c;
+      diff.kept_end = run_c + (run_end - run_begin);
+      k = run_end - 1;
+      continue;
+    }
+    const int r = k - replaced_begin;
+    const bool own = k >= replaced_begin && k < replaced_end && (r < edit.kept_at || r >= edit.kept_at + edit.kept());
     if (window.copied(k)) {
       diff.replacement.push_back(std::move(window.Write(k)));
-    } else if (k >= replaced_begin && k < replaced_end) {
-      diff.replacement.push_back(std::move(edit.replacement[k - replaced_begin]));
+    } else if (own) {
+      diff.replacement.push_back(std::move(edit.replacement[r < edit.kept_at ? r : r - edit.kept()]));
     } else {
       diff.replacement.push_back(window[k]);
     }
@@ -324,7 +374,7 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
                                               const Schedule& s, ScheduleEdit& edit, int reach) {
   const Problem& problem = ctx.problem;
   const int old_n = static_cast<int>(s.subgraphs.size());
-  const int m = static_cast<int>(edit.replacement.size());
+  const int m = edit.size();
   const int shift = m - (edit.end - edit.begin);
   const int new_n = old_n + shift;
   const int lo = std::max(0, edit.begin - reach);
@@ -334,7 +384,7 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
   positions.clear();
   for (int k = lo; k < hi; ++k) {
     positions.push_back(k < edit.begin ? &s.subgraphs[k]
-                        : k < edit.begin + m ? &edit.replacement[k - edit.begin]
+                        : k < edit.begin + m ? EditAt(s, edit, k - edit.begin)
                                              : &s.subgraphs[k - shift]);
   }
   RepairTarget window(positions);
@@ -401,7 +451,7 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
     for_each_write(s.subgraphs[c], k >= 0 ? &known : nullptr, lost_write);
   }
   if (reaches_further) return std::nullopt;
-  return DiffEdit(s, lo, old_end, window, edit);
+  return DiffEdit(ctx, s, lo, old_end, window, edit);
 }
 
 // The edit after repairing data availability of the whole edited schedule (a merge can make a
@@ -490,6 +540,8 @@ ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdi
       if (reach >= static_cast<int>(s.subgraphs.size())) break;
     }
   }
+  // The whole repair reads the edit's subgraphs from its replacement.
+  MaterializeKept(s, edit);
   const int old_n = static_cast<int>(s.subgraphs.size());
   const int m = static_cast<int>(edit.replacement.size());
   // The whole repair leaves the committed prefix it cannot change as it is: scan from there.
@@ -512,7 +564,7 @@ ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdi
     };
   }
   if (Repair(ctx, repaired, whole) != RepairStatus::kDone) return edit;
-  return DiffEdit(s, lo, old_n, repaired, edit);
+  return DiffEdit(ctx, s, lo, old_n, repaired, edit);
 }
 
 }  // namespace
@@ -548,10 +600,52 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
       retained_in = &edit.replacement.back().retain;
     }
   }
+  // Kept pieces of consecutive subgraphs of `s` whose retain sets pass the filter as they are
+  // (a stretch the move leaves as it is) wait in [run_begin, run_end) of the pieces; the first
+  // run of at least ctx.min_kept_run stays out of the replacement (ScheduleEdit::kept_begin),
+  // shorter ones are copied in as any piece.
+  const Subgraph* const base = s.subgraphs.data();
+  size_t run_begin = 0, run_end = 0;
+  bool run_taken = false;
+  auto copy_kept = [&](const Piece& piece) {
+    // The hint's configuration with its own retain set, in a spare subgraph's buffers.
+    Subgraph& same = edit.replacement.emplace_back(SpareSubgraphs::Take());
+    same.ops.assign(piece.hint->ops.begin(), piece.hint->ops.end());
+    same.granularity = piece.hint->granularity;
+    if (!piece.hint->traversal) {
+      same.traversal.reset();
+    } else if (same.traversal) {
+      same.traversal->assign(piece.hint->traversal->begin(), piece.hint->traversal->end());
+    } else {
+      same.traversal = piece.hint->traversal;
+    }
+    same.retain.assign(piece.hint->retain.begin(), piece.hint->retain.end());
+  };
+  auto close_run = [&] {
+    if (run_end == run_begin) return;
+    if (!run_taken && static_cast<int>(run_end - run_begin) >= ctx.min_kept_run && ctx.min_kept_run > 0) {
+      run_taken = true;
+      edit.kept_at = static_cast<int>(edit.replacement.size());
+      edit.kept_begin = static_cast<int>(pieces[run_begin].hint - base);
+      edit.kept_end = edit.kept_begin + static_cast<int>(run_end - run_begin);
+    } else {
+      for (size_t r = run_begin; r < run_end; ++r) copy_kept(pieces[r]);
+    }
+    run_begin = run_end = 0;
+  };
   for (size_t j = 0; j < pieces.size(); ++j) {
     const Piece& piece = pieces[j];
     const std::vector<OpId>* next = j + 1 < pieces.size() ? &pieces[j + 1].Ops() : after;
     std::vector<TensorId> retain = UsefulRetain(problem, piece.Ops(), piece.Retain(), next);
+    const bool in_s = piece.hint != nullptr && piece.hint >= base + begin && piece.hint < base + end;
+    if (!run_taken && ctx.min_kept_run > 0 && piece.kept && !piece.refit && in_s && retain == piece.hint->retain) {
+      if (run_end > run_begin && pieces[run_end - 1].hint + 1 != piece.hint) close_run();
+      if (run_end == run_begin) run_begin = run_end = j;
+      run_end = j + 1;
+      retained_in = &piece.hint->retain;
+      continue;
+    }
+    close_run();
     if (!piece.refit && piece.hint != nullptr) {
       // The hint's configuration with the filtered retain set (its own is not copied first),
       // in a spare subgraph's buffers (eval/cost/incremental.h).
@@ -574,6 +668,7 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
     }
     retained_in = &edit.replacement.back().retain;
   }
+  close_run();
   return RepairedEdit(ctx, s, std::move(edit));
 }
 }  // namespace move_kit
