@@ -951,10 +951,20 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
   if (kl == 0) {
     SpliceInto(subgraphs, b, e, repl.begin(), m);
   } else {
-    // The part after the kept run, then the part before it (which shifts the run into place);
-    // the kept subgraphs themselves are moved, not copied.
-    SpliceInto(subgraphs, ke, e, repl.begin() + ka, static_cast<int>(repl.size()) - ka);
-    SpliceInto(subgraphs, b, kb, repl.begin(), ka);
+    // The tail shifts once (as SpliceInto's), the kept run moves to its place within the range
+    // (by at most one), then the two parts around it are swapped in. What the run's move
+    // overwrites of the replaced subgraphs is dropped instead of lent to the next edits.
+    const int old = e - b;
+    if (m > old) subgraphs.insert(subgraphs.begin() + e, m - old, Subgraph{});
+    const auto first = subgraphs.begin();
+    if (b + ka < kb) {
+      std::move(first + kb, first + ke, first + b + ka);
+    } else if (b + ka > kb) {
+      std::move_backward(first + kb, first + ke, first + b + ka + kl);
+    }
+    for (int k = 0; k < ka; ++k) std::swap(subgraphs[b + k], repl[k]);
+    for (int k = ka + kl; k < m; ++k) std::swap(subgraphs[b + k], repl[k - kl]);
+    if (m < old) subgraphs.erase(first + b + m, first + e);
     kept_latencies_.assign(latencies_.begin() + kb, latencies_.begin() + ke);
   }
   // The successor's re-priced result sits at pending index m: saved before the splice hands
