@@ -73,11 +73,19 @@ void ExpectSameQueries(const Problem& problem, const Schedule& schedule, const I
       CHECK(evaluator.RetainedBefore(t, p) == retained);
       CHECK(evaluator.ReadAfter(t, p) == read);
       for (int q = p; q <= n; ++q) {
-        bool between = false;
+        bool between = false, written_between = false;
         for (int i = p; i < q; ++i) between |= reads(schedule.subgraphs[i], t);
+        for (int i = p; i < q; ++i) written_between |= writes(schedule.subgraphs[i], t);
         CHECK(evaluator.ReadBetween(t, p, q) == between);
+        CHECK(evaluator.WrittenBetween(t, p, q) == written_between);
       }
     }
+  }
+  for (int p = 0; p <= n; ++p) {
+    int next = p;
+    while (next < n && schedule.subgraphs[next].retain.empty()) ++next;
+    INFO(what << ": next retaining from " << p);
+    CHECK(evaluator.NextRetaining(p) == next);
   }
   // Per subgraph, its ops' facts (ids in range): the tensors read and produced by none of its
   // ops (sorted, distinct), its sinks in op order, and the sinks it does not retain.

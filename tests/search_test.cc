@@ -246,12 +246,12 @@ TEST_CASE("moves: an edit that keeps a stretch in place is the edit that copies 
   for (const char* name : {"mlsys-2026-5.json", "mlsys-2026-9.json", "mlsys-2026-13.json"}) {
     const Problem problem = ReadBundledProblem(name);
     cache.Clear();
-    made += SameEditsBothWays(problem, cache, 31, 800, copy, any);
+    made += SameEditsBothWays(problem, cache, 31, 8000, copy, any);
   }
   for (DagShape shape : kAllDagShapes) {
     std::mt19937_64 rng(300 + static_cast<int>(shape));
-    for (int trial = 0; trial < 12; ++trial) {
-      const Problem problem = RandomProblem(rng, shape, {.min_ops = 6, .max_ops = 24});
+    for (int trial = 0; trial < 40; ++trial) {
+      const Problem problem = RandomProblem(rng, shape, {.min_ops = 12, .max_ops = 64});
       RandomScheduleOptions options;
       options.max_steps = 300;
       options.invalid_probability = 0;
@@ -259,7 +259,7 @@ TEST_CASE("moves: an edit that keeps a stretch in place is the edit that copies 
       const Schedule start = RandomSchedule(problem, rng, options);
       const bool valid_start = EvaluateOracle(problem, start).ok();
       cache.Clear();
-      made += SameEditsBothWays(problem, cache, 500 + trial, 200, copy, any, valid_start ? &start : nullptr);
+      made += SameEditsBothWays(problem, cache, 500 + trial, 600, copy, any, valid_start ? &start : nullptr);
     }
   }
   MESSAGE("moves made both ways: " << made << ", with a kept run " << kept_runs_made);

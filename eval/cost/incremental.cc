@@ -242,6 +242,18 @@ bool IncrementalEvaluator::ReadBetween(TensorId t, int from, int to) const {
   return it != r.end() && *it < LabelAt(to);
 }
 
+bool IncrementalEvaluator::WrittenBetween(TensorId t, int from, int to) const {
+  if (from >= to) return false;
+  const std::vector<int64_t>& w = writers_[t];
+  const auto it = std::lower_bound(w.begin(), w.end(), LabelAt(from));
+  return it != w.end() && *it < LabelAt(to);
+}
+
+int IncrementalEvaluator::NextRetaining(int from) const {
+  const auto it = std::lower_bound(retaining_.begin(), retaining_.end(), LabelAt(from));
+  return it == retaining_.end() ? static_cast<int>(labels_.size()) : PositionOfLabel(*it);
+}
+
 void IncrementalEvaluator::Account(int i, int sign) {
   const int64_t label = labels_[i];
   const SequenceFacts& facts = facts_[i];
@@ -262,6 +274,13 @@ void IncrementalEvaluator::Account(int i, int sign) {
       InsertSorted(readers_[t], label);
     } else {
       EraseOne(readers_[t], label);
+    }
+  }
+  if (!schedule_.subgraphs[i].retain.empty()) {
+    if (sign > 0) {
+      InsertSorted(retaining_, label);
+    } else {
+      EraseOne(retaining_, label);
     }
   }
   for (TensorId t : schedule_.subgraphs[i].retain) {
@@ -313,6 +332,7 @@ void IncrementalEvaluator::RebuildSequenceState() {
     retainers_[t].clear();
   }
   first_writer_.assign(num_tensors, INT64_MAX);
+  retaining_.clear();
   cover_count_.assign(num_ops, 0);
   uncovered_ops_ = num_ops;
   recomputed_ops_ = 0;

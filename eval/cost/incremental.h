@@ -179,6 +179,10 @@ class IncrementalEvaluator {
   bool ReadAfter(TensorId t, int position) const;
   // a subgraph at a position in [from, to) reads t as a boundary input;
   bool ReadBetween(TensorId t, int from, int to) const;
+  // a subgraph at a position in [from, to) writes t to slow memory;
+  bool WrittenBetween(TensorId t, int from, int to) const;
+  // the first position at or after `from` whose subgraph retains something (n when none).
+  int NextRetaining(int from) const;
   // the committed schedule has no failing subgraph, covers every op and writes every output.
   bool CommittedValid() const { return committed_.valid; }
   // ops the committed schedule runs in more than one subgraph (recomputation);
@@ -264,6 +268,8 @@ class IncrementalEvaluator {
   // Per tensor, the first label of writers_ (INT64_MAX when none), packed: WrittenBefore, asked
   // for every input a repair scans, reads one word instead of a list's header and its block.
   std::vector<int64_t> first_writer_;
+  // Ascending labels of the committed subgraphs with a non-empty retain list.
+  std::vector<int64_t> retaining_;
   std::vector<int> cover_count_;             // per op: subgraphs containing it
   int uncovered_ops_ = 0;
   int recomputed_ops_ = 0;  // ops in more than one subgraph

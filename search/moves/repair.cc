@@ -97,6 +97,14 @@ struct RepairFrame {
   // The committed subgraph that position m may be a copy of (the same op list is checked), or
   // -1; null: none. Positions that borrow a committed subgraph are found without it.
   std::function<int(int m)> committed_guess;
+  // Positions [skip_begin, skip_end) (none when equal) borrow the committed subgraphs from
+  // skip_committed on, and position skip_begin - 1 borrows skip_committed - 1: a stretch an edit
+  // keeps (ScheduleEdit::kept_begin). The scan passes them as they are, their loads and writes
+  // read from the evaluator (ReadBetween, WrittenBetween), when it can tell that it would leave
+  // them so: see Repair; else it answers kRetry. committed_lo is the committed position that
+  // position 0 borrows (a window of the committed schedule, whose earlier positions borrow
+  // theirs).
+  int skip_begin = 0, skip_end = 0, skip_committed = 0, committed_lo = 0;
 };
 
 // The committed subgraph whose op list position m of `schedule` has (so its facts are the
@@ -123,7 +131,7 @@ int CommittedTwin(const MoveContext& env, const RepairTarget& schedule, const Re
   return -1;
 }
 
-enum class RepairStatus { kDone, kGaveUp, kBeyondWindow };
+enum class RepairStatus { kDone, kGaveUp, kBeyondWindow, kRetry };
 
 RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const RepairFrame& frame) {
   const Problem& problem = env.problem;
@@ -137,9 +145,15 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   last_use.resize(num_tensors);
   scratch.last_use_set.Clear(num_tensors);
   scratch.written.Clear(num_tensors);
+  const bool skip = frame.skip_end > frame.skip_begin;
+  auto skipped = [&](int m) { return skip && m >= frame.skip_begin && m < frame.skip_end; };
+  // The committed position of skipped position m (or of skip_end).
+  auto committed_of = [&](int m) { return frame.skip_committed + (m - frame.skip_begin); };
+  bool past_skip = false;  // the scan passed the skipped positions: their writes count
   auto in_slow = [&](TensorId t) {
     return problem.producer[t] == kNoOp || scratch.written.Contains(t) ||
-           (frame.written_before && frame.written_before(t));
+           (frame.written_before && frame.written_before(t)) ||
+           (past_skip && env.committed->WrittenBetween(t, frame.skip_committed, committed_of(frame.skip_end)));
   };
   // Facts of every subgraph (and of the next one after a window), and the last subgraph
   // loading each tensor. Subgraph i is only modified when the scan reaches it, so both stay
@@ -151,6 +165,12 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   scratch.committed_index.clear();
   const int with_next = frame.next_ops != nullptr ? n + 1 : n;
   for (int m = 0; m < with_next; ++m) {
+    if (skipped(m)) {
+      scratch.committed_index.push_back(-1);
+      scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
+      scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
+      continue;
+    }
     const int c = m < n ? CommittedTwin(env, schedule, frame, m) : -1;
     scratch.committed_index.push_back(c);
     if (c >= 0) env.committed->PrefetchCommittedFacts(c);
@@ -165,6 +185,13 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   scratch.input_of.clear();
   scratch.sink_of.clear();
   for (int m = 0; m < with_next; ++m) {
+    if (skipped(m)) {
+      // Only the first one's inputs are read (the retain check of the position before it).
+      scratch.input_of.push_back(m == frame.skip_begin ? env.committed->CommittedInputs(frame.skip_committed)
+                                                       : std::span<const TensorId>());
+      scratch.sink_of.emplace_back();
+      continue;
+    }
     if (const int c = scratch.committed_index[m]; c >= 0) {
       scratch.input_of.push_back(env.committed->CommittedInputs(c));
       scratch.sink_of.push_back(env.committed->CommittedSinks(c));
@@ -181,12 +208,65 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   }
   auto loaded_from = [&](TensorId t, int from) {
     if (scratch.last_use_set.Contains(t) && last_use[t] >= from) return true;
+    if (skip && from < frame.skip_end &&
+        env.committed->ReadBetween(t, committed_of(std::max(from, frame.skip_begin)), committed_of(frame.skip_end))) {
+      return true;
+    }
     return frame.loaded_beyond && frame.loaded_beyond(t, std::max(from, with_next));
+  };
+  // The filter of the retain list of position i (the next one's inputs are `next_inputs`):
+  // allowed, read by the next subgraph, and not loaded again later. Into scratch.kept.
+  auto filter_retain = [&](int i, const Subgraph& sg, std::span<const TensorId> next_inputs) {
+    std::vector<TensorId>& kept = scratch.kept;
+    kept.clear();
+    if (i + 1 < with_next && !sg.retain.empty()) {
+      for (TensorId t : sg.retain) {
+        // Every tensor has one producer op, so "produced by the subgraph" is "its producer is in".
+        if (problem.producer[t] == kNoOp || !Contains(sg.ops, problem.producer[t])) continue;
+        if (problem.IsGraphOutput(t)) continue;
+        if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) continue;
+        if (loaded_from(t, i + 2)) continue;
+        kept.push_back(t);
+      }
+      std::sort(kept.begin(), kept.end());
+      kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+    }
+    return &kept;
   };
   auto inputs_of = [&](int m) { return scratch.input_of[m]; };
   auto sinks_of = [&](int m) { return scratch.sink_of[m]; };
   const std::vector<TensorId>* retained_in = frame.retained_in != nullptr ? frame.retained_in : &kNothing;
   for (int i = 0; i < n; ++i) {
+    if (skip && i == frame.skip_begin) {
+      // The skipped subgraphs are committed ones after their committed predecessor (position
+      // i - 1, unchanged), so each finds what it found in the valid committed schedule, where
+      // all it reads was available, unless a tensor written before the stretch there is not
+      // written before it here: checked on the committed writes between the window's start and
+      // the stretch. Then none pulls anything; and each keeps its retain list as it is when the
+      // filter passes it (checked on those that retain something). Their writes are theirs in
+      // the committed schedule.
+      if (changed[i - 1]) return RepairStatus::kRetry;
+      const int stretch_end = committed_of(frame.skip_end);
+      for (int c = frame.committed_lo; c < frame.skip_committed; ++c) {
+        for (TensorId t : env.committed->CommittedWrites(c)) {
+          if (!in_slow(t) && env.committed->ReadBetween(t, frame.skip_committed, stretch_end)) {
+            return RepairStatus::kRetry;
+          }
+        }
+      }
+      for (int c = env.committed->NextRetaining(frame.skip_committed); c < stretch_end;
+           c = env.committed->NextRetaining(c + 1)) {
+        const int at = frame.skip_begin + (c - frame.skip_committed);
+        const std::span<const TensorId> next_inputs = at + 1 < frame.skip_end ? env.committed->CommittedInputs(c + 1)
+                                                      : at + 1 < with_next   ? inputs_of(at + 1)
+                                                                             : std::span<const TensorId>();
+        if (*filter_retain(at, schedule[at], next_inputs) != schedule[at].retain) return RepairStatus::kRetry;
+      }
+      past_skip = true;
+      i = frame.skip_end - 1;
+      retained_in = &schedule[i].retain;
+      continue;
+    }
     // Subgraph i's facts; they move to scratch.grown once the scan adds ops to it.
     std::span<const TensorId> inputs = inputs_of(i);
     std::span<const TensorId> sinks = sinks_of(i);
@@ -215,21 +295,8 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
     const Subgraph& sg = schedule[i];
     // Keep only retains that are allowed and read by the next subgraph (UsefulRetain), and never
     // keep back a tensor that a later subgraph still loads from slow memory.
-    std::vector<TensorId>& kept = scratch.kept;
-    kept.clear();
-    if (i + 1 < with_next && !sg.retain.empty()) {
-      const std::span<const TensorId> next_inputs = inputs_of(i + 1);
-      for (TensorId t : sg.retain) {
-        // Every tensor has one producer op, so "produced by the subgraph" is "its producer is in".
-        if (problem.producer[t] == kNoOp || !Contains(sg.ops, problem.producer[t])) continue;
-        if (problem.IsGraphOutput(t)) continue;
-        if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) continue;
-        if (loaded_from(t, i + 2)) continue;
-        kept.push_back(t);
-      }
-      std::sort(kept.begin(), kept.end());
-      kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
-    }
+    const std::vector<TensorId>& kept =
+        *filter_retain(i, sg, i + 1 < with_next ? inputs_of(i + 1) : std::span<const TensorId>());
     if (kept != sg.retain) {
       // The next subgraph's context changes: past a window, that is outside the repair.
       if (i + 1 == n && frame.next_ops != nullptr) return RepairStatus::kBeyondWindow;
@@ -387,7 +454,6 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
                         : k < edit.begin + m ? EditAt(s, edit, k - edit.begin)
                                              : &s.subgraphs[k - shift]);
   }
-  RepairTarget window(positions);
   RepairFrame frame;
   frame.retained_in = lo > 0 ? &s.subgraphs[lo - 1].retain : nullptr;
   frame.written_before = [&](TensorId t) { return committed.WrittenBefore(t, lo); };
@@ -403,7 +469,23 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
     const int at = lo + k;
     return at >= edit.begin && at < edit.begin + m ? at : -1;
   };
-  const RepairStatus status = Repair(ctx, window, frame);
+  // The edit's kept stretch but its first subgraph is passed as it is when the scan can tell
+  // it would leave it so (Repair); else the window is repaired again without that.
+  const int stretch = edit.begin + edit.kept_at + 1 - lo;  // window position of its second one
+  if (ctx.committed_facts && edit.kept() >= 3) {
+    frame.skip_begin = stretch;
+    frame.skip_end = stretch + edit.kept() - 1;
+    frame.skip_committed = edit.kept_begin + 1;
+    frame.committed_lo = lo;
+  }
+  RepairTarget window(positions);
+  RepairStatus status = Repair(ctx, window, frame);
+  if (status == RepairStatus::kRetry) {
+    frame.skip_begin = frame.skip_end = 0;
+    window = RepairTarget(positions);
+    status = Repair(ctx, window, frame);
+  }
+  const bool skipped = frame.skip_end > frame.skip_begin;
   if (status == RepairStatus::kBeyondWindow) return std::nullopt;
   if (status == RepairStatus::kGaveUp) return std::move(edit);
   // Tensors the committed window wrote and the new one does not: a later load would starve.
@@ -431,16 +513,22 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
       if (std::find(sg.retain.begin(), sg.retain.end(), t) == sg.retain.end()) f(t);
     }
   };
+  // A skipped subgraph writes what it wrote, in the window either way: left out on both sides.
   for (int k = 0; k < window.size(); ++k) {
+    if (skipped && k >= frame.skip_begin && k < frame.skip_end) continue;
     const std::span<const TensorId> known = sinks_before(k);
     for_each_write(window[k], repaired.ops_grown[k] ? nullptr : &known, [&](TensorId t) { lost.written.Insert(t); });
   }
   bool reaches_further = false;
+  const int skipped_end = frame.skip_committed + (frame.skip_end - frame.skip_begin);
   auto lost_write = [&](TensorId t) {
-    reaches_further = reaches_further || (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
-                                          committed.ReadAfter(t, old_end - 1));
+    reaches_further = reaches_further ||
+                      (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
+                       committed.ReadAfter(t, old_end - 1) &&
+                       !(skipped && committed.WrittenBetween(t, frame.skip_committed, skipped_end)));
   };
   for (int c = lo; c < old_end && !reaches_further; ++c) {
+    if (skipped && c >= frame.skip_committed && c < skipped_end) continue;
     if (ctx.committed_facts) {
       for (TensorId t : committed.CommittedWrites(c)) lost_write(t);
       continue;
