@@ -22,6 +22,9 @@
 #include "eval/cost/subgraph_cost.h"
 #include "eval/oracle.h"
 
+// Small lambdas of the proposal's loops, kept inline (outlined, their calls cost more than them).
+#define ANNEALER_INLINE __attribute__((always_inline))
+
 namespace annealer {
 
 Schedule ApplyEdit(const Schedule& schedule, const ScheduleEdit& edit) {
@@ -474,12 +477,12 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   // [kb, ke), read in place.
   const int kl = pending_edit_.kept(), ka = pending_edit_.kept_at, kb = pending_edit_.kept_begin,
             ke = pending_edit_.kept_end;
-  auto kept_index = [&](int k) { return k >= ka && k < ka + kl ? kb + (k - ka) : -1; };
-  auto sub = [&](int k) -> const Subgraph& {
+  auto kept_index = [&](int k) ANNEALER_INLINE { return k >= ka && k < ka + kl ? kb + (k - ka) : -1; };
+  auto sub = [&](int k) ANNEALER_INLINE -> const Subgraph& {
     return k < ka ? repl[k] : k < ka + kl ? schedule_.subgraphs[kb + (k - ka)] : repl[k - kl];
   };
   const std::vector<TensorId>& before_edit = b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors;
-  auto retained_into = [&](int k) -> const std::vector<TensorId>& { return k == 0 ? before_edit : sub(k - 1).retain; };
+  auto retained_into = [&](int k) ANNEALER_INLINE -> const std::vector<TensorId>& { return k == 0 ? before_edit : sub(k - 1).retain; };
 
   // Re-price the replacement and, if its retained-in context changed, the successor.
   // Results are written in place (resize keeps the elements' string storage).
@@ -533,11 +536,11 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     Facts(sub(k), pending_facts_[k]);
     Price(sub(k), retained_in, pending_results_[k]);
   }
-  auto pending_facts = [&](int k) -> const SequenceFacts& {
+  auto pending_facts = [&](int k) ANNEALER_INLINE -> const SequenceFacts& {
     return pending_twin_[k] >= 0 ? facts_[pending_twin_[k]] : pending_facts_[k];
   };
   // A kept subgraph's result is the committed one (not copied).
-  auto result = [&](int k) -> const SubgraphResult& {
+  auto result = [&](int k) ANNEALER_INLINE -> const SubgraphResult& {
     const int c = kept_index(k);
     return c >= 0 ? results_[c] : pending_results_[k];
   };
@@ -578,7 +581,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       touched_tensors_.push_back(t);
     }
   };
-  auto kept_writes = [&](TensorId t) {
+  auto kept_writes = [&](TensorId t) ANNEALER_INLINE {
     if (kl == 0) return false;
     const std::vector<int64_t>& writers = writers_[t];
     const auto it = std::lower_bound(writers.begin(), writers.end(), labels_[kb]);
@@ -626,7 +629,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   // written-or-not status before the run changed (the others find what they found: the same
   // retained-in list, the same writes before them). Committed positions, ascending.
   kept_recheck_.clear();
-  auto in_part_delta = [&](TensorId t) { return (old_part_writes_[t] > 0) != (new_part_writes_[t] > 0); };
+  auto in_part_delta = [&](TensorId t) ANNEALER_INLINE { return (old_part_writes_[t] > 0) != (new_part_writes_[t] > 0); };
   if (kl > 1) {
     for (TensorId t : part_tensors_) {
       if (!in_part_delta(t)) continue;

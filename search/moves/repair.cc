@@ -216,7 +216,7 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   };
   // The filter of the retain list of position i (the next one's inputs are `next_inputs`):
   // allowed, read by the next subgraph, and not loaded again later. Into scratch.kept.
-  auto filter_retain = [&](int i, const Subgraph& sg, std::span<const TensorId> next_inputs) {
+  auto filter_retain = [&](int i, const Subgraph& sg, std::span<const TensorId> next_inputs) __attribute__((always_inline)) {
     std::vector<TensorId>& kept = scratch.kept;
     kept.clear();
     if (i + 1 < with_next && !sg.retain.empty()) {
@@ -380,7 +380,8 @@ ScheduleEdit DiffEdit(const MoveContext& ctx, const Schedule& s, int lo, int old
   diff.end = old_end - suffix;
   // The kept run: window positions [run_begin, run_end), committed [run_c, ...).
   int run_begin = 0, run_end = 0, run_c = 0;
-  if (ctx.min_kept_run > 0) {
+  // Only where the edit kept a stretch: elsewhere the window borrows too few in a row.
+  if (ctx.min_kept_run > 0 && edit.kept() > 0) {
     const Subgraph* const base = s.subgraphs.data();
     // The committed index position k borrows, within the diff's old range, or -1.
     auto borrowed = [&](int k) {
@@ -694,7 +695,8 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
   // shorter ones are copied in as any piece.
   const Subgraph* const base = s.subgraphs.data();
   size_t run_begin = 0, run_end = 0;
-  bool run_taken = false;
+  // Too few pieces for a run: as if none could be (no retain lists compared).
+  bool run_taken = ctx.min_kept_run <= 0 || static_cast<int>(pieces.size()) < ctx.min_kept_run;
   auto copy_kept = [&](const Piece& piece) {
     // The hint's configuration with its own retain set, in a spare subgraph's buffers.
     Subgraph& same = edit.replacement.emplace_back(SpareSubgraphs::Take());
