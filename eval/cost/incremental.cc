@@ -595,27 +595,31 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       i = ke - 1;
       continue;
     }
-    for (TensorId t : facts_[i].writes) {
-      touch(t), ++old_region_writes_[t];
-      if (kl > 0 && i < kb) {
-        if (old_part_writes_[t] == 0 && new_part_writes_[t] == 0) part_tensors_.push_back(t);
-        ++old_part_writes_[t];
-      }
-    }
+    for (TensorId t : facts_[i].writes) touch(t), ++old_region_writes_[t];
   }
   for (int k = 0; k < m; ++k) {
     if (k == ka && kl > 0) {
       k += kl - 1;
       continue;
     }
-    for (TensorId t : pending_facts(k).writes) {
-      touch(t), ++new_region_writes_[t];
-      if (kl > 0 && k < ka) {
+    for (TensorId t : pending_facts(k).writes) touch(t), ++new_region_writes_[t];
+  }
+  // Out of line, and only with a kept run: the proposal's loops stay as compact as they were.
+  auto count_part = [&]() __attribute__((noinline)) {
+    for (int i = b; i < kb; ++i) {
+      for (TensorId t : facts_[i].writes) {
+        if (old_part_writes_[t] == 0 && new_part_writes_[t] == 0) part_tensors_.push_back(t);
+        ++old_part_writes_[t];
+      }
+    }
+    for (int k = 0; k < ka; ++k) {
+      for (TensorId t : pending_facts(k).writes) {
         if (old_part_writes_[t] == 0 && new_part_writes_[t] == 0) part_tensors_.push_back(t);
         ++new_part_writes_[t];
       }
     }
-  }
+  };
+  if (kl > 0) count_part();
   auto in_delta = [&](TensorId t) {
     return tensor_stamp_[t] == stamp_ && (old_region_writes_[t] > 0) != (new_region_writes_[t] > 0) &&
            !kept_writes(t);
@@ -630,7 +634,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   // retained-in list, the same writes before them). Committed positions, ascending.
   kept_recheck_.clear();
   auto in_part_delta = [&](TensorId t) ANNEALER_INLINE { return (old_part_writes_[t] > 0) != (new_part_writes_[t] > 0); };
-  if (kl > 1) {
+  auto find_recheck = [&]() __attribute__((noinline)) {
     for (TensorId t : part_tensors_) {
       if (!in_part_delta(t)) continue;
       const std::vector<int64_t>& readers = readers_[t];
@@ -641,7 +645,8 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     }
     std::sort(kept_recheck_.begin(), kept_recheck_.end());
     kept_recheck_.erase(std::unique(kept_recheck_.begin(), kept_recheck_.end()), kept_recheck_.end());
-  }
+  };
+  if (kl > 1) find_recheck();
   touched_ops_.clear();
   for (int i = b; i < e; ++i) {
     if (i == kb && kl > 0) {
@@ -684,6 +689,29 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   // 1. A failure before the edit stays the first one.
   if (!failing_.empty() && failing_.front() < b) return finish(Invalid(committed_.violation));
 
+  // The kept subgraphs in kept_recheck_, in order: the first V7 failure among them, or null.
+  Candidate recheck_failure;
+  auto recheck_kept = [&]() __attribute__((noinline)) -> const Candidate* {
+    for (const int r : kept_recheck_) {
+      const std::vector<TensorId>& in = schedule_.subgraphs[r - 1].retain;
+      for (const auto& [op, t] : facts_[r].boundary_inputs) {
+        bool written;
+        if (in_part_delta(t)) {
+          // Written before the edit, before the run in the new range, or by the run before r.
+          const std::vector<int64_t>& writers = writers_[t];
+          const auto it = std::lower_bound(writers.begin(), writers.end(), labels_[kb]);
+          written = WrittenBefore(t, b) || new_part_writes_[t] > 0 || (it != writers.end() && *it < labels_[r]);
+        } else {
+          written = WrittenBefore(t, r);
+        }
+        if (problem_.producer[t] != kNoOp && !Available(op, t, written, in)) {
+          recheck_failure = Invalid(V7Violation(b + ka + (r - kb), op, t));
+          return &recheck_failure;
+        }
+      }
+    }
+    return nullptr;
+  };
   // 2. The replacement and the successor, in full; of the kept run the first subgraph (a new
   // retained-in list) and those in kept_recheck_, the others passing as they did.
   for (int k = 0; k < m; ++k) {
@@ -701,24 +729,8 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     if (c < 0) {
       for (TensorId t : pending_facts(k).writes) ++running_writes_[t];
     }
-    if (c == kb) {
-      for (const int r : kept_recheck_) {
-        const std::vector<TensorId>& in = schedule_.subgraphs[r - 1].retain;
-        for (const auto& [op, t] : facts_[r].boundary_inputs) {
-          bool written;
-          if (in_part_delta(t)) {
-            // Written before the edit, before the run in the new range, or by the run before r.
-            const std::vector<int64_t>& writers = writers_[t];
-            const auto it = std::lower_bound(writers.begin(), writers.end(), labels_[kb]);
-            written = WrittenBefore(t, b) || new_part_writes_[t] > 0 || (it != writers.end() && *it < labels_[r]);
-          } else {
-            written = WrittenBefore(t, r);
-          }
-          if (problem_.producer[t] != kNoOp && !Available(op, t, written, in)) {
-            return finish(Invalid(V7Violation(b + ka + (r - kb), op, t)));
-          }
-        }
-      }
+    if (c == kb && !kept_recheck_.empty()) {
+      if (const Candidate* failure = recheck_kept()) return finish(*failure);
     }
   }
   // The successor with its old retained-in set and no tensor in delta has its committed status

@@ -165,16 +165,12 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   scratch.committed_index.clear();
   const int with_next = frame.next_ops != nullptr ? n + 1 : n;
   for (int m = 0; m < with_next; ++m) {
-    if (skipped(m)) {
-      scratch.committed_index.push_back(-1);
-      scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
-      scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
-      continue;
-    }
-    const int c = m < n ? CommittedTwin(env, schedule, frame, m) : -1;
+    // A skipped position has no facts here (-1, empty lists).
+    const bool skip_m = skipped(m);
+    const int c = m < n && !skip_m ? CommittedTwin(env, schedule, frame, m) : -1;
     scratch.committed_index.push_back(c);
     if (c >= 0) env.committed->PrefetchCommittedFacts(c);
-    if (c < 0) AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
+    if (c < 0 && !skip_m) AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
     scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
     scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
   }
@@ -185,13 +181,6 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   scratch.input_of.clear();
   scratch.sink_of.clear();
   for (int m = 0; m < with_next; ++m) {
-    if (skipped(m)) {
-      // Only the first one's inputs are read (the retain check of the position before it).
-      scratch.input_of.push_back(m == frame.skip_begin ? env.committed->CommittedInputs(frame.skip_committed)
-                                                       : std::span<const TensorId>());
-      scratch.sink_of.emplace_back();
-      continue;
-    }
     if (const int c = scratch.committed_index[m]; c >= 0) {
       scratch.input_of.push_back(env.committed->CommittedInputs(c));
       scratch.sink_of.push_back(env.committed->CommittedSinks(c));
@@ -206,6 +195,9 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
       last_use[t] = m;
     }
   }
+  // Of the skipped positions only the first one's inputs are read (the retain check of the
+  // position before it); their loads are the evaluator's (loaded_from).
+  if (skip) scratch.input_of[frame.skip_begin] = env.committed->CommittedInputs(frame.skip_committed);
   auto loaded_from = [&](TensorId t, int from) {
     if (scratch.last_use_set.Contains(t) && last_use[t] >= from) return true;
     if (skip && from < frame.skip_end &&
@@ -215,8 +207,9 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
     return frame.loaded_beyond && frame.loaded_beyond(t, std::max(from, with_next));
   };
   // The filter of the retain list of position i (the next one's inputs are `next_inputs`):
-  // allowed, read by the next subgraph, and not loaded again later. Into scratch.kept.
-  auto filter_retain = [&](int i, const Subgraph& sg, std::span<const TensorId> next_inputs) __attribute__((always_inline)) {
+  // allowed, read by the next subgraph, and not loaded again later. Into scratch.kept. The scan
+  // below writes the same loop out.
+  auto filter_retain = [&](int i, const Subgraph& sg, std::span<const TensorId> next_inputs) {
     std::vector<TensorId>& kept = scratch.kept;
     kept.clear();
     if (i + 1 < with_next && !sg.retain.empty()) {
@@ -235,33 +228,37 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   };
   auto inputs_of = [&](int m) { return scratch.input_of[m]; };
   auto sinks_of = [&](int m) { return scratch.sink_of[m]; };
+  // The skipped subgraphs are committed ones after their committed predecessor (position
+  // skip_begin - 1, unchanged), so each finds what it found in the valid committed schedule,
+  // where all it reads was available, unless a tensor written before the stretch there is not
+  // written before it here: checked on the committed writes between the window's start and the
+  // stretch. Then none pulls anything; and each keeps its retain list as it is when the filter
+  // passes it (checked on those that retain something). Their writes are theirs in the
+  // committed schedule. False: the scan would change one (or cannot tell). Out of line: the
+  // scan's loop stays as compact as it was.
+  auto pass_skipped = [&]() __attribute__((noinline)) {
+    const int i = frame.skip_begin;
+    if (changed[i - 1]) return false;
+    const int stretch_end = committed_of(frame.skip_end);
+    for (int c = frame.committed_lo; c < frame.skip_committed; ++c) {
+      for (TensorId t : env.committed->CommittedWrites(c)) {
+        if (!in_slow(t) && env.committed->ReadBetween(t, frame.skip_committed, stretch_end)) return false;
+      }
+    }
+    for (int c = env.committed->NextRetaining(frame.skip_committed); c < stretch_end;
+         c = env.committed->NextRetaining(c + 1)) {
+      const int at = frame.skip_begin + (c - frame.skip_committed);
+      const std::span<const TensorId> next_inputs = at + 1 < frame.skip_end ? env.committed->CommittedInputs(c + 1)
+                                                    : at + 1 < with_next   ? inputs_of(at + 1)
+                                                                           : std::span<const TensorId>();
+      if (*filter_retain(at, schedule[at], next_inputs) != schedule[at].retain) return false;
+    }
+    return true;
+  };
   const std::vector<TensorId>* retained_in = frame.retained_in != nullptr ? frame.retained_in : &kNothing;
   for (int i = 0; i < n; ++i) {
     if (skip && i == frame.skip_begin) {
-      // The skipped subgraphs are committed ones after their committed predecessor (position
-      // i - 1, unchanged), so each finds what it found in the valid committed schedule, where
-      // all it reads was available, unless a tensor written before the stretch there is not
-      // written before it here: checked on the committed writes between the window's start and
-      // the stretch. Then none pulls anything; and each keeps its retain list as it is when the
-      // filter passes it (checked on those that retain something). Their writes are theirs in
-      // the committed schedule.
-      if (changed[i - 1]) return RepairStatus::kRetry;
-      const int stretch_end = committed_of(frame.skip_end);
-      for (int c = frame.committed_lo; c < frame.skip_committed; ++c) {
-        for (TensorId t : env.committed->CommittedWrites(c)) {
-          if (!in_slow(t) && env.committed->ReadBetween(t, frame.skip_committed, stretch_end)) {
-            return RepairStatus::kRetry;
-          }
-        }
-      }
-      for (int c = env.committed->NextRetaining(frame.skip_committed); c < stretch_end;
-           c = env.committed->NextRetaining(c + 1)) {
-        const int at = frame.skip_begin + (c - frame.skip_committed);
-        const std::span<const TensorId> next_inputs = at + 1 < frame.skip_end ? env.committed->CommittedInputs(c + 1)
-                                                      : at + 1 < with_next   ? inputs_of(at + 1)
-                                                                             : std::span<const TensorId>();
-        if (*filter_retain(at, schedule[at], next_inputs) != schedule[at].retain) return RepairStatus::kRetry;
-      }
+      if (!pass_skipped()) return RepairStatus::kRetry;
       past_skip = true;
       i = frame.skip_end - 1;
       retained_in = &schedule[i].retain;
@@ -294,9 +291,22 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
     }
     const Subgraph& sg = schedule[i];
     // Keep only retains that are allowed and read by the next subgraph (UsefulRetain), and never
-    // keep back a tensor that a later subgraph still loads from slow memory.
-    const std::vector<TensorId>& kept =
-        *filter_retain(i, sg, i + 1 < with_next ? inputs_of(i + 1) : std::span<const TensorId>());
+    // keep back a tensor that a later subgraph still loads from slow memory. (filter_retain's
+    // loop, written out: the scan's loop stays as compact as it was.)
+    std::vector<TensorId>& kept = scratch.kept;
+    kept.clear();
+    if (i + 1 < with_next && !sg.retain.empty()) {
+      const std::span<const TensorId> next_inputs = inputs_of(i + 1);
+      for (TensorId t : sg.retain) {
+        if (problem.producer[t] == kNoOp || !Contains(sg.ops, problem.producer[t])) continue;
+        if (problem.IsGraphOutput(t)) continue;
+        if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) continue;
+        if (loaded_from(t, i + 2)) continue;
+        kept.push_back(t);
+      }
+      std::sort(kept.begin(), kept.end());
+      kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+    }
     if (kept != sg.retain) {
       // The next subgraph's context changes: past a window, that is outside the repair.
       if (i + 1 == n && frame.next_ops != nullptr) return RepairStatus::kBeyondWindow;
