@@ -272,7 +272,7 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
       bool added = false;
       for (TensorId t : inputs) {
         const bool available =
-            in_slow(t) || std::find(retained_in->begin(), retained_in->end(), t) != retained_in->end();
+            in_slow(t) || Contains(*retained_in, t);
         if (available) continue;
         const OpId p = problem.producer[t];
         if (p == kNoOp || Contains(schedule[i].ops, p)) return RepairStatus::kGaveUp;
@@ -317,7 +317,7 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
     // Sinks not retained are written back.
     const Subgraph& done = schedule[i];
     for (TensorId out : sinks) {
-      if (std::find(done.retain.begin(), done.retain.end(), out) == done.retain.end()) scratch.written.Insert(out);
+      if (!Contains(done.retain, out)) scratch.written.Insert(out);
     }
     retained_in = &done.retain;
   }
@@ -721,7 +721,7 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
     }
     same.retain.assign(piece.hint->retain.begin(), piece.hint->retain.end());
   };
-  auto close_run = [&] {
+  auto close_run = [&]() __attribute__((noinline)) {
     if (run_end == run_begin) return;
     if (!run_taken && static_cast<int>(run_end - run_begin) >= ctx.min_kept_run && ctx.min_kept_run > 0) {
       run_taken = true;
@@ -745,7 +745,7 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
       retained_in = &piece.hint->retain;
       continue;
     }
-    close_run();
+    if (run_end > run_begin) close_run();
     if (!piece.refit && piece.hint != nullptr) {
       // The hint's configuration with the filtered retain set (its own is not copied first),
       // in a spare subgraph's buffers (eval/cost/incremental.h).
@@ -768,7 +768,7 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
     }
     retained_in = &edit.replacement.back().retain;
   }
-  close_run();
+  if (run_end > run_begin) close_run();
   return RepairedEdit(ctx, s, std::move(edit));
 }
 }  // namespace move_kit
