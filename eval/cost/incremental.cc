@@ -451,7 +451,12 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     const bool in_place = shift >= -1 && shift <= 1 && (failure == failing_.end() || *failure >= ke) &&
                           before_run == committed_in && !(edit.size() == 1 && e == b + 1);
     if (!in_place) {
-      ScheduleEdit plain = take != nullptr ? std::move(*take) : edit;
+      ScheduleEdit plain;
+      if (take != nullptr) {
+        plain = std::move(*take);
+      } else {
+        plain = edit;
+      }
       MaterializeKept(schedule_, plain);
       return ProposeFrom(plain, &plain);
     }

@@ -9,6 +9,8 @@
 //   without changing the committed state. It re-prices only the replaced subgraphs and the
 //   subgraph right after them (its retained-in context may have changed), re-checks the
 //   sequence rules (V1 coverage, V7 availability, V9 end state) and returns the candidate.
+//   An edit's kept run (ScheduleEdit::kept_begin) is read in place, neither copied nor priced:
+//   the candidate is the one of the same edit with the run copied in, to the bit.
 //   At most one proposal is pending: a second Propose without Commit/Revert discards the first.
 // - Commit() makes the pending proposal the committed schedule. Revert() drops it (O(1)).
 //   Commit never re-prices and never walks the whole schedule's facts: it updates per-tensor

@@ -101,9 +101,9 @@ struct RepairFrame {
   // skip_committed on, and position skip_begin - 1 borrows skip_committed - 1: a stretch an edit
   // keeps (ScheduleEdit::kept_begin). The scan passes them as they are, their loads and writes
   // read from the evaluator (ReadBetween, WrittenBetween), when it can tell that it would leave
-  // them so: see Repair; else it answers kRetry. committed_lo is the committed position that
-  // position 0 borrows (a window of the committed schedule, whose earlier positions borrow
-  // theirs).
+  // them so: see Repair; else it answers kRetry. committed_lo is the committed position where
+  // the window starts (the first of the positions it replaces: a window of the committed
+  // schedule, which holds before it what the committed schedule holds).
   int skip_begin = 0, skip_end = 0, skip_committed = 0, committed_lo = 0;
 };
 
