@@ -73,11 +73,19 @@ void ExpectSameQueries(const Problem& problem, const Schedule& schedule, const I
       CHECK(evaluator.RetainedBefore(t, p) == retained);
       CHECK(evaluator.ReadAfter(t, p) == read);
       for (int q = p; q <= n; ++q) {
-        bool between = false;
+        bool between = false, written_between = false;
         for (int i = p; i < q; ++i) between |= reads(schedule.subgraphs[i], t);
+        for (int i = p; i < q; ++i) written_between |= writes(schedule.subgraphs[i], t);
         CHECK(evaluator.ReadBetween(t, p, q) == between);
+        CHECK(evaluator.WrittenBetween(t, p, q) == written_between);
       }
     }
+  }
+  for (int p = 0; p <= n; ++p) {
+    int next = p;
+    while (next < n && schedule.subgraphs[next].retain.empty()) ++next;
+    INFO(what << ": next retaining from " << p);
+    CHECK(evaluator.NextRetaining(p) == next);
   }
   // Per subgraph, its ops' facts (ids in range): the tensors read and produced by none of its
   // ops (sorted, distinct), its sinks in op order, and the sinks it does not retain.
@@ -242,9 +250,51 @@ TEST_CASE("incremental evaluation equals the oracle with Layout ops (L1: retaine
 // comes back shifted by one position: the evaluator answers such subgraphs from the committed
 // ones when their retained-in lists are equal too. Sometimes one shifted subgraph is replaced by a
 // random one, or the carried one by a random edit's subgraph, so twins and strangers mix.
+// The same edit with a run of its replacement that equals committed subgraphs (consecutive, at
+// an offset of at most two from their new places) left out as a kept run (ScheduleEdit::
+// kept_begin): a random part of the longest such run; the edit as it is when there is none.
+ScheduleEdit Hollow(const Schedule& committed, const ScheduleEdit& edit, std::mt19937_64& rng) {
+  const int m = static_cast<int>(edit.replacement.size());
+  int best_k = 0, best_c = 0, best_len = 0;
+  for (int d = -2; d <= 2; ++d) {
+    int len = 0;
+    for (int k = 0; k <= m; ++k) {
+      const int c = edit.begin + k + d;
+      const bool same = k < m && c >= edit.begin && c < edit.end && edit.replacement[k] == committed.subgraphs[c];
+      if (same) {
+        ++len;
+        if (len > best_len) best_len = len, best_k = k - len + 1, best_c = c - len + 1;
+      } else {
+        len = 0;
+      }
+    }
+  }
+  ScheduleEdit hollow = edit;
+  if (best_len == 0) return hollow;
+  auto draw = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const int from = draw(0, best_len - 1);
+  const int to = draw(from + 1, best_len);
+  hollow.kept_at = best_k + from;
+  hollow.kept_begin = best_c + from;
+  hollow.kept_end = best_c + to;
+  hollow.replacement.erase(hollow.replacement.begin() + hollow.kept_at,
+                           hollow.replacement.begin() + best_k + to);
+  return hollow;
+}
+
+// Two candidates to the bit: verdict, total, rule, place and words.
+void ExpectIdentical(const Candidate& a, const Candidate& b, const std::string& what) {
+  INFO(what);
+  REQUIRE(a.valid == b.valid);
+  CHECK(a.total == b.total);
+  CHECK(a.violation.rule == b.violation.rule);
+  CHECK(a.violation.subgraph == b.violation.subgraph);
+  CHECK(a.violation.detail == b.violation.detail);
+}
+
 TEST_CASE("incremental evaluation equals the oracle on edits that shift a stretch by one") {
   CostCache cache(1 << 14);
-  int proposals = 0, valid = 0;
+  int proposals = 0, valid = 0, kept_runs = 0, kept_subgraphs = 0;
   for (DagShape shape : kAllDagShapes) {
     std::mt19937_64 rng(9191 + static_cast<int>(shape));
     for (int trial = 0; trial < 30; ++trial) {
@@ -260,10 +310,14 @@ TEST_CASE("incremental evaluation equals the oracle on edits that shift a stretc
       start_options.invalid_probability = 0;
       start_options.extra_retain_probability = 0;
       IncrementalEvaluator evaluator(problem, trial % 2 ? &cache : nullptr);
+      // Beside it, in lockstep, one that is given the edits with a kept run where they have one
+      // (the stretch read in place): the same candidates and committed states, to the bit.
+      IncrementalEvaluator kept(problem, trial % 2 ? &cache : nullptr);
       Schedule committed = RandomSchedule(problem, rng, start_options);
       const std::string what = "shift shape " + std::to_string(static_cast<int>(shape)) + " trial " +
                                std::to_string(trial);
       ExpectSame(evaluator.Reset(committed), EvaluateOracle(problem, committed), what + " reset");
+      kept.Reset(committed);
       for (int move = 0; move < 120; ++move) {
         const int n = static_cast<int>(committed.subgraphs.size());
         if (n < 2) break;
@@ -294,20 +348,40 @@ TEST_CASE("incremental evaluation equals the oracle on edits that shift a stretc
         const Schedule proposed = ApplyEdit(committed, edit);
         const Evaluation oracle = EvaluateOracle(problem, proposed);
         const std::string where = what + " move " + std::to_string(move);
-        ExpectSame(evaluator.Propose(edit), oracle, where);
+        ScheduleEdit hollow = Hollow(committed, edit, rng);
+        CHECK(ApplyEdit(committed, hollow) == proposed);
+        kept_runs += hollow.kept() > 0;
+        kept_subgraphs += hollow.kept();
+        const Candidate plain = evaluator.Propose(edit);
+        ExpectSame(plain, oracle, where);
+        // By rvalue half of the time (the evaluator takes the edit's storage).
+        const Candidate kept_candidate = move % 2 ? kept.Propose(std::move(hollow)) : kept.Propose(hollow);
+        ExpectIdentical(kept_candidate, plain, where + " kept run");
         ++proposals;
         valid += oracle.ok();
         if (oracle.ok() || draw(0, 9) == 0) {
           evaluator.Commit();
+          kept.Commit();
           committed = proposed;
           ExpectSame(evaluator.committed(), oracle, where + " committed");
+          ExpectIdentical(kept.committed(), evaluator.committed(), where + " kept run committed");
           ExpectExactSum(evaluator, where + " committed");
+          ExpectExactSum(kept, where + " kept run committed");
           REQUIRE(evaluator.subgraph_results().size() == committed.subgraphs.size());
-          if (move % 4 == 0) ExpectSameQueries(problem, committed, evaluator, where);
+          REQUIRE(kept.subgraph_results().size() == committed.subgraphs.size());
+          for (size_t k = 0; k < committed.subgraphs.size(); ++k) {
+            CHECK(kept.subgraph_results()[k].report == evaluator.subgraph_results()[k].report);
+          }
+          if (move % 4 == 0) {
+            ExpectSameQueries(problem, committed, evaluator, where);
+            ExpectSameQueries(problem, committed, kept, where + " kept run");
+          }
         } else {
           evaluator.Revert();
+          kept.Revert();
         }
         CHECK(evaluator.schedule() == committed);
+        CHECK(kept.schedule() == committed);
       }
       std::vector<TensorId> retained_in;
       for (size_t k = 0; k < committed.subgraphs.size(); ++k) {
@@ -318,9 +392,11 @@ TEST_CASE("incremental evaluation equals the oracle on edits that shift a stretc
       }
     }
   }
-  MESSAGE("shifted stretches: proposals " << proposals << ", valid " << valid);
+  MESSAGE("shifted stretches: proposals " << proposals << ", valid " << valid << "; with a kept run "
+                                           << kept_runs << " (" << kept_subgraphs << " subgraphs)");
   CHECK(valid > 1000);
   CHECK(proposals - valid > 500);
+  CHECK(kept_runs > 3000);
 }
 
 TEST_CASE("SpareSubgraphs lends storage only: what it was given, emptied of nothing but its owner") {

@@ -189,6 +189,8 @@ TEST_CASE("feeds: with one side derived once, the answers of Feeds on every pair
 // A walk of random moves from the baseline, committing valid ones that are no more than 2 %
 // worse; every move is made twice from the same generator state, by `fast` and by `slow` (the
 // same context but for one switch), and the two edits must be equal. Returns the moves made.
+int kept_runs_made = 0;  // edits of SameEditsBothWays with a kept run on either side
+
 int SameEditsBothWays(const Problem& problem, CostCache& cache, uint64_t seed, int moves,
                       void (*set_slow)(MoveContext&), void (*set_both)(MoveContext&) = nullptr,
                       const Schedule* start = nullptr) {
@@ -213,9 +215,15 @@ int SameEditsBothWays(const Problem& problem, CostCache& cache, uint64_t seed, i
     CHECK(rng == twin);
     if (!edit) continue;
     ++made;
-    CHECK(edit->begin == reference->begin);
-    CHECK(edit->end == reference->end);
-    CHECK(edit->replacement == reference->replacement);
+    // Compared with their kept runs copied in (a switch may keep another run in place).
+    ScheduleEdit copied = *edit, reference_copied = *reference;
+    MaterializeKept(evaluator.schedule(), copied);
+    MaterializeKept(evaluator.schedule(), reference_copied);
+    CHECK(ApplyEdit(evaluator.schedule(), *edit) == ApplyEdit(evaluator.schedule(), copied));
+    CHECK(copied.begin == reference_copied.begin);
+    CHECK(copied.end == reference_copied.end);
+    CHECK(copied.replacement == reference_copied.replacement);
+    kept_runs_made += edit->kept() > 0 || reference->kept() > 0;
     const Candidate candidate = evaluator.Propose(*edit);
     if (candidate.valid && candidate.total <= evaluator.committed().total * 1.02) {
       evaluator.Commit();
@@ -224,6 +232,39 @@ int SameEditsBothWays(const Problem& problem, CostCache& cache, uint64_t seed, i
     }
   }
   return made;
+}
+
+TEST_CASE("moves: an edit that keeps a stretch in place is the edit that copies it") {
+  // The slow side copies every kept subgraph into its replacement (min_kept_run 0); the fast
+  // one keeps runs of one or more in place (the search's bound is 4), so that the short
+  // stretches of small graphs exercise it too. The walk proposes the fast side's edits.
+  auto copy = [](MoveContext& c) { c.min_kept_run = 0; };
+  auto any = [](MoveContext& c) { c.min_kept_run = 1; };
+  CostCache cache(1 << 16);
+  int made = 0;
+  kept_runs_made = 0;
+  for (const char* name : {"mlsys-2026-5.json", "mlsys-2026-9.json", "mlsys-2026-13.json"}) {
+    const Problem problem = ReadBundledProblem(name);
+    cache.Clear();
+    made += SameEditsBothWays(problem, cache, 31, 8000, copy, any);
+  }
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(300 + static_cast<int>(shape));
+    for (int trial = 0; trial < 40; ++trial) {
+      const Problem problem = RandomProblem(rng, shape, {.min_ops = 12, .max_ops = 64});
+      RandomScheduleOptions options;
+      options.max_steps = 300;
+      options.invalid_probability = 0;
+      options.extra_retain_probability = 0.5;
+      const Schedule start = RandomSchedule(problem, rng, options);
+      const bool valid_start = EvaluateOracle(problem, start).ok();
+      cache.Clear();
+      made += SameEditsBothWays(problem, cache, 500 + trial, 600, copy, any, valid_start ? &start : nullptr);
+    }
+  }
+  MESSAGE("moves made both ways: " << made << ", with a kept run " << kept_runs_made);
+  CHECK(made > 5000);
+  CHECK(kept_runs_made > 500);
 }
 
 TEST_CASE("moves: repairs that read the committed subgraphs' facts from the evaluator make the edits that deriving them makes") {

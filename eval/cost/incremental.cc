@@ -22,15 +22,29 @@
 #include "eval/cost/subgraph_cost.h"
 #include "eval/oracle.h"
 
+// Small lambdas of the proposal's loops, kept inline (outlined, their calls cost more than them).
+#define ANNEALER_INLINE __attribute__((always_inline))
+
 namespace annealer {
 
 Schedule ApplyEdit(const Schedule& schedule, const ScheduleEdit& edit) {
   Schedule next;
-  next.subgraphs.assign(schedule.subgraphs.begin(), schedule.subgraphs.begin() + edit.begin);
-  next.subgraphs.insert(next.subgraphs.end(), edit.replacement.begin(), edit.replacement.end());
-  next.subgraphs.insert(next.subgraphs.end(), schedule.subgraphs.begin() + edit.end,
-                        schedule.subgraphs.end());
+  const auto& sgs = schedule.subgraphs;
+  next.subgraphs.assign(sgs.begin(), sgs.begin() + edit.begin);
+  next.subgraphs.insert(next.subgraphs.end(), edit.replacement.begin(), edit.replacement.begin() + edit.kept_at);
+  next.subgraphs.insert(next.subgraphs.end(), sgs.begin() + edit.kept_begin, sgs.begin() + edit.kept_end);
+  next.subgraphs.insert(next.subgraphs.end(), edit.replacement.begin() + edit.kept_at, edit.replacement.end());
+  next.subgraphs.insert(next.subgraphs.end(), sgs.begin() + edit.end, sgs.end());
   return next;
+}
+
+void MaterializeKept(const Schedule& schedule, ScheduleEdit& edit) {
+  if (edit.kept() > 0) {
+    edit.replacement.insert(edit.replacement.begin() + edit.kept_at,
+                            schedule.subgraphs.begin() + edit.kept_begin,
+                            schedule.subgraphs.begin() + edit.kept_end);
+  }
+  edit.kept_at = edit.kept_begin = edit.kept_end = 0;
 }
 
 
@@ -79,6 +93,8 @@ IncrementalEvaluator::IncrementalEvaluator(const Problem& problem, CostCache* ca
   old_region_writes_.assign(num_tensors, 0);
   new_region_writes_.assign(num_tensors, 0);
   running_writes_.assign(num_tensors, 0);
+  old_part_writes_.assign(num_tensors, 0);
+  new_part_writes_.assign(num_tensors, 0);
   cover_delta_.assign(num_ops, 0);
 }
 
@@ -229,6 +245,18 @@ bool IncrementalEvaluator::ReadBetween(TensorId t, int from, int to) const {
   return it != r.end() && *it < LabelAt(to);
 }
 
+bool IncrementalEvaluator::WrittenBetween(TensorId t, int from, int to) const {
+  if (from >= to) return false;
+  const std::vector<int64_t>& w = writers_[t];
+  const auto it = std::lower_bound(w.begin(), w.end(), LabelAt(from));
+  return it != w.end() && *it < LabelAt(to);
+}
+
+int IncrementalEvaluator::NextRetaining(int from) const {
+  const auto it = std::lower_bound(retaining_.begin(), retaining_.end(), LabelAt(from));
+  return it == retaining_.end() ? static_cast<int>(labels_.size()) : PositionOfLabel(*it);
+}
+
 void IncrementalEvaluator::Account(int i, int sign) {
   const int64_t label = labels_[i];
   const SequenceFacts& facts = facts_[i];
@@ -249,6 +277,13 @@ void IncrementalEvaluator::Account(int i, int sign) {
       InsertSorted(readers_[t], label);
     } else {
       EraseOne(readers_[t], label);
+    }
+  }
+  if (!schedule_.subgraphs[i].retain.empty()) {
+    if (sign > 0) {
+      InsertSorted(retaining_, label);
+    } else {
+      EraseOne(retaining_, label);
     }
   }
   for (TensorId t : schedule_.subgraphs[i].retain) {
@@ -300,6 +335,7 @@ void IncrementalEvaluator::RebuildSequenceState() {
     retainers_[t].clear();
   }
   first_writer_.assign(num_tensors, INT64_MAX);
+  retaining_.clear();
   cover_count_.assign(num_ops, 0);
   uncovered_ops_ = num_ops;
   recomputed_ops_ = 0;
@@ -392,8 +428,41 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     throw std::out_of_range("ScheduleEdit [" + std::to_string(b) + ", " + std::to_string(e) +
                             ") is outside a schedule of " + std::to_string(n) + " subgraphs");
   }
+  if (edit.kept_begin != edit.kept_end || edit.kept_at != 0) {
+    if (edit.kept_begin < b || edit.kept_begin > edit.kept_end || edit.kept_end > e || edit.kept_at < 0 ||
+        edit.kept_at > static_cast<int>(edit.replacement.size())) {
+      throw std::out_of_range("ScheduleEdit [" + std::to_string(b) + ", " + std::to_string(e) + ") keeps [" +
+                              std::to_string(edit.kept_begin) + ", " + std::to_string(edit.kept_end) +
+                              ") at " + std::to_string(edit.kept_at) + " of " +
+                              std::to_string(edit.replacement.size()) + " replacement subgraphs");
+    }
+  }
+  if (edit.kept() > 0) {
+    // The kept run is read in place only where the same edit with the run copied in would find
+    // every subgraph of it a twin (below): a shift of at most one, no committed failure in the
+    // run, and the first one after the retained-in list it had. Otherwise it is copied in.
+    const int kb = edit.kept_begin, ke = edit.kept_end, ka = edit.kept_at;
+    const int shift = b + ka - kb;
+    const std::vector<TensorId>& before_run = ka > 0 ? edit.replacement[ka - 1].retain
+                                              : b > 0 ? schedule_.subgraphs[b - 1].retain
+                                                      : kNoTensors;
+    const std::vector<TensorId>& committed_in = kb > 0 ? schedule_.subgraphs[kb - 1].retain : kNoTensors;
+    const auto failure = std::lower_bound(failing_.begin(), failing_.end(), kb);
+    const bool in_place = shift >= -1 && shift <= 1 && (failure == failing_.end() || *failure >= ke) &&
+                          before_run == committed_in && !(edit.size() == 1 && e == b + 1);
+    if (!in_place) {
+      ScheduleEdit plain;
+      if (take != nullptr) {
+        plain = std::move(*take);
+      } else {
+        plain = edit;
+      }
+      MaterializeKept(schedule_, plain);
+      return ProposeFrom(plain, &plain);
+    }
+  }
   pending_ = true;
-  pending_same_facts_ = edit.replacement.size() == 1 && e == b + 1 &&
+  pending_same_facts_ = edit.size() == 1 && e == b + 1 && edit.kept() == 0 &&
                         SameList(edit.replacement[0].ops, schedule_.subgraphs[b].ops) &&
                         SameList(edit.replacement[0].retain, schedule_.subgraphs[b].retain) &&
                         uncovered_ops_ == 0 && unwritten_outputs_ == 0;
@@ -407,9 +476,18 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     pending_edit_ = edit;
   }
   const auto& repl = pending_edit_.replacement;
-  const int m = static_cast<int>(repl.size());
+  const int m = pending_edit_.size();
   const int shift = m - (e - b);
+  // The kept run (none when kl == 0): new positions [ka, ka + kl) of the range are committed
+  // [kb, ke), read in place.
+  const int kl = pending_edit_.kept(), ka = pending_edit_.kept_at, kb = pending_edit_.kept_begin,
+            ke = pending_edit_.kept_end;
+  auto kept_index = [&](int k) ANNEALER_INLINE { return k >= ka && k < ka + kl ? kb + (k - ka) : -1; };
+  auto sub = [&](int k) ANNEALER_INLINE -> const Subgraph& {
+    return k < ka ? repl[k] : k < ka + kl ? schedule_.subgraphs[kb + (k - ka)] : repl[k - kl];
+  };
   const std::vector<TensorId>& before_edit = b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors;
+  auto retained_into = [&](int k) ANNEALER_INLINE -> const std::vector<TensorId>& { return k == 0 ? before_edit : sub(k - 1).retain; };
 
   // Re-price the replacement and, if its retained-in context changed, the successor.
   // Results are written in place (resize keeps the elements' string storage).
@@ -419,12 +497,13 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   // same retained-in list, has that one's facts and (valid) result: both are functions of the
   // subgraph and its retained-in list alone, and the cache is exact. A move that carries a
   // subgraph across a long stretch (kMoveNextToProducer) replaces the whole stretch by itself
-  // shifted by one: this spares a cache lookup per shifted subgraph.
+  // shifted by one: this spares a cache lookup per shifted subgraph (and a kept run, all
+  // twins by the conditions above, is not even compared).
   auto twin = [&](int k, const std::vector<TensorId>& retained_in) {
     for (const int p : {b + k - 1, b + k + 1, b + k}) {
       if (p < b || p >= e || !results_[p].ok()) continue;
       const std::vector<TensorId>& committed_in = p > 0 ? schedule_.subgraphs[p - 1].retain : kNoTensors;
-      if (schedule_.subgraphs[p] == repl[k] && committed_in == retained_in) return p;
+      if (schedule_.subgraphs[p] == sub(k) && committed_in == retained_in) return p;
     }
     return -1;
   };
@@ -433,8 +512,16 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   // lends its facts once; a second twin of it (an op list repeated) copies them.
   pending_twin_.assign(m, -1);
   twin_lent_.assign(e - b, 0);
+  for (int k = ka; k < ka + kl; ++k) {
+    pending_twin_[k] = kb + (k - ka);
+    twin_lent_[kb + (k - ka) - b] = 1;
+  }
   for (int k = 0; k < m; ++k) {
-    const std::vector<TensorId>& retained_in = k == 0 ? before_edit : repl[k - 1].retain;
+    if (k == ka && kl > 0) {
+      k += kl - 1;
+      continue;
+    }
+    const std::vector<TensorId>& retained_in = retained_into(k);
     if (const int p = twin(k, retained_in); p >= 0) {
       if (!twin_lent_[p - b]) {
         twin_lent_[p - b] = 1;
@@ -451,14 +538,19 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       pending_results_[k] = results_[p];
       continue;
     }
-    Facts(repl[k], pending_facts_[k]);
-    Price(repl[k], retained_in, pending_results_[k]);
+    Facts(sub(k), pending_facts_[k]);
+    Price(sub(k), retained_in, pending_results_[k]);
   }
-  auto pending_facts = [&](int k) -> const SequenceFacts& {
+  auto pending_facts = [&](int k) ANNEALER_INLINE -> const SequenceFacts& {
     return pending_twin_[k] >= 0 ? facts_[pending_twin_[k]] : pending_facts_[k];
   };
+  // A kept subgraph's result is the committed one (not copied).
+  auto result = [&](int k) ANNEALER_INLINE -> const SubgraphResult& {
+    const int c = kept_index(k);
+    return c >= 0 ? results_[c] : pending_results_[k];
+  };
   pending_has_successor_ = e < n;
-  const std::vector<TensorId>& successor_in = m > 0 ? repl[m - 1].retain : before_edit;
+  const std::vector<TensorId>& successor_in = m > 0 ? sub(m - 1).retain : before_edit;
   pending_successor_repriced_ = false;
   if (pending_has_successor_) {
     const std::vector<TensorId>& old_in = e > 0 ? schedule_.subgraphs[e - 1].retain : kNoTensors;
@@ -467,14 +559,21 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       pending_successor_repriced_ = true;
     }
   }
+  // The same adds in the same order as over copies of the kept run (latencies_ holds results_'
+  // latencies, packed).
   Latency total = latency_sum_;
-  for (int i = b; i < e; ++i) total -= results_[i].report.latency;
-  for (int k = 0; k < m; ++k) total += pending_results_[k].report.latency;
+  for (int i = b; i < e; ++i) total -= latencies_[i];
+  for (int k = 0; k < m; ++k) {
+    const int c = kept_index(k);
+    total += c >= 0 ? latencies_[c] : pending_results_[k].report.latency;
+  }
   if (pending_successor_repriced_) {
     total += pending_results_[m].report.latency - results_[e].report.latency;
   }
 
-  // Writes inside the edited range, before and after the edit.
+  // Writes inside the edited range, before and after the edit. The kept run writes the same on
+  // both sides, so it is left out of the counts; a tensor it writes is written in the range
+  // either way (kept_writes), which the tests below that ask "written in the new range" add.
   if (++stamp_ == 0) {
     std::fill(op_stamp_.begin(), op_stamp_.end(), 0);
     std::fill(tensor_stamp_.begin(), tensor_stamp_.end(), 0);
@@ -487,22 +586,78 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       touched_tensors_.push_back(t);
     }
   };
+  auto kept_writes = [&](TensorId t) ANNEALER_INLINE {
+    if (kl == 0) return false;
+    const std::vector<int64_t>& writers = writers_[t];
+    const auto it = std::lower_bound(writers.begin(), writers.end(), labels_[kb]);
+    return it != writers.end() && *it <= labels_[ke - 1];
+  };
+  // Before the kept run (old [b, kb), new [0, ka)) the writes are counted apart too: whether a
+  // tensor is written there changes what a kept subgraph finds written before it.
+  part_tensors_.clear();
   for (int i = b; i < e; ++i) {
+    if (i == kb && kl > 0) {
+      i = ke - 1;
+      continue;
+    }
     for (TensorId t : facts_[i].writes) touch(t), ++old_region_writes_[t];
   }
   for (int k = 0; k < m; ++k) {
+    if (k == ka && kl > 0) {
+      k += kl - 1;
+      continue;
+    }
     for (TensorId t : pending_facts(k).writes) touch(t), ++new_region_writes_[t];
   }
+  // Out of line, and only with a kept run: the proposal's loops stay as compact as they were.
+  auto count_part = [&]() __attribute__((noinline)) {
+    for (int i = b; i < kb; ++i) {
+      for (TensorId t : facts_[i].writes) {
+        if (old_part_writes_[t] == 0 && new_part_writes_[t] == 0) part_tensors_.push_back(t);
+        ++old_part_writes_[t];
+      }
+    }
+    for (int k = 0; k < ka; ++k) {
+      for (TensorId t : pending_facts(k).writes) {
+        if (old_part_writes_[t] == 0 && new_part_writes_[t] == 0) part_tensors_.push_back(t);
+        ++new_part_writes_[t];
+      }
+    }
+  };
+  if (kl > 0) count_part();
   auto in_delta = [&](TensorId t) {
-    return tensor_stamp_[t] == stamp_ && (old_region_writes_[t] > 0) != (new_region_writes_[t] > 0);
+    return tensor_stamp_[t] == stamp_ && (old_region_writes_[t] > 0) != (new_region_writes_[t] > 0) &&
+           !kept_writes(t);
   };
   delta_tensors_.clear();
   for (TensorId t : touched_tensors_) {
     if (in_delta(t)) delta_tensors_.push_back(t);
   }
   const bool delta = !delta_tensors_.empty();
+  // The kept subgraphs after the first whose status can change: those reading a tensor whose
+  // written-or-not status before the run changed (the others find what they found: the same
+  // retained-in list, the same writes before them). Committed positions, ascending.
+  kept_recheck_.clear();
+  auto in_part_delta = [&](TensorId t) ANNEALER_INLINE { return (old_part_writes_[t] > 0) != (new_part_writes_[t] > 0); };
+  auto find_recheck = [&]() __attribute__((noinline)) {
+    for (TensorId t : part_tensors_) {
+      if (!in_part_delta(t)) continue;
+      const std::vector<int64_t>& readers = readers_[t];
+      for (auto it = std::upper_bound(readers.begin(), readers.end(), labels_[kb]);
+           it != readers.end() && *it <= labels_[ke - 1]; ++it) {
+        kept_recheck_.push_back(PositionOfLabel(*it));
+      }
+    }
+    std::sort(kept_recheck_.begin(), kept_recheck_.end());
+    kept_recheck_.erase(std::unique(kept_recheck_.begin(), kept_recheck_.end()), kept_recheck_.end());
+  };
+  if (kl > 1) find_recheck();
   touched_ops_.clear();
   for (int i = b; i < e; ++i) {
+    if (i == kb && kl > 0) {
+      i = ke - 1;
+      continue;
+    }
     for (OpId op : facts_[i].valid_ops) {
       if (op_stamp_[op] != stamp_) touched_ops_.push_back(op);
       op_stamp_[op] = stamp_;
@@ -510,6 +665,10 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     }
   }
   for (int k = 0; k < m; ++k) {
+    if (k == ka && kl > 0) {
+      k += kl - 1;
+      continue;
+    }
     for (OpId op : pending_facts(k).valid_ops) {
       if (op_stamp_[op] != stamp_) touched_ops_.push_back(op);
       op_stamp_[op] = stamp_;
@@ -521,6 +680,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     for (TensorId t : touched_tensors_) {
       old_region_writes_[t] = new_region_writes_[t] = running_writes_[t] = 0;
     }
+    for (TensorId t : part_tensors_) old_part_writes_[t] = new_part_writes_[t] = 0;
     for (OpId op : touched_ops_) cover_delta_[op] = 0;
     pending_candidate_ = std::move(candidate);
     return pending_candidate_;
@@ -534,17 +694,49 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   // 1. A failure before the edit stays the first one.
   if (!failing_.empty() && failing_.front() < b) return finish(Invalid(committed_.violation));
 
-  // 2. The replacement and the successor, in full.
+  // The kept subgraphs in kept_recheck_, in order: the first V7 failure among them, or null.
+  Candidate recheck_failure;
+  auto recheck_kept = [&]() __attribute__((noinline)) -> const Candidate* {
+    for (const int r : kept_recheck_) {
+      const std::vector<TensorId>& in = schedule_.subgraphs[r - 1].retain;
+      for (const auto& [op, t] : facts_[r].boundary_inputs) {
+        bool written;
+        if (in_part_delta(t)) {
+          // Written before the edit, before the run in the new range, or by the run before r.
+          const std::vector<int64_t>& writers = writers_[t];
+          const auto it = std::lower_bound(writers.begin(), writers.end(), labels_[kb]);
+          written = WrittenBefore(t, b) || new_part_writes_[t] > 0 || (it != writers.end() && *it < labels_[r]);
+        } else {
+          written = WrittenBefore(t, r);
+        }
+        if (problem_.producer[t] != kNoOp && !Available(op, t, written, in)) {
+          recheck_failure = Invalid(V7Violation(b + ka + (r - kb), op, t));
+          return &recheck_failure;
+        }
+      }
+    }
+    return nullptr;
+  };
+  // 2. The replacement and the successor, in full; of the kept run the first subgraph (a new
+  // retained-in list) and those in kept_recheck_, the others passing as they did.
   for (int k = 0; k < m; ++k) {
-    if (!pending_results_[k].ok()) return finish(local_failure(pending_results_[k], b + k));
-    const std::vector<TensorId>& retained_in = k == 0 ? before_edit : repl[k - 1].retain;
+    const int c = kept_index(k);
+    if (c > kb) continue;
+    if (!result(k).ok()) return finish(local_failure(result(k), b + k));
+    const std::vector<TensorId>& retained_in = retained_into(k);
+    const bool after_run = kl > 0 && k >= ka + kl;
     for (const auto& [op, t] : pending_facts(k).boundary_inputs) {
-      const bool written = WrittenBefore(t, b) || running_writes_[t] > 0;
+      const bool written = WrittenBefore(t, b) || running_writes_[t] > 0 || (after_run && kept_writes(t));
       if (problem_.producer[t] != kNoOp && !Available(op, t, written, retained_in)) {
         return finish(Invalid(V7Violation(b + k, op, t)));
       }
     }
-    for (TensorId t : pending_facts(k).writes) ++running_writes_[t];
+    if (c < 0) {
+      for (TensorId t : pending_facts(k).writes) ++running_writes_[t];
+    }
+    if (c == kb && !kept_recheck_.empty()) {
+      if (const Candidate* failure = recheck_kept()) return finish(*failure);
+    }
   }
   // The successor with its old retained-in set and no tensor in delta has its committed status
   // (same result; every tensor it reads is written before it exactly when it was): then the
@@ -554,7 +746,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
     const SubgraphResult& successor = pending_successor_repriced_ ? pending_results_[m] : results_[e];
     if (!successor.ok()) return finish(local_failure(successor, b + m));
     for (const auto& [op, t] : facts_[e].boundary_inputs) {
-      const bool written = WrittenBefore(t, b) || new_region_writes_[t] > 0;
+      const bool written = WrittenBefore(t, b) || new_region_writes_[t] > 0 || kept_writes(t);
       if (problem_.producer[t] != kNoOp && !Available(op, t, written, successor_in)) {
         return finish(Invalid(V7Violation(b + m, op, t)));
       }
@@ -710,7 +902,7 @@ void IncrementalEvaluator::Commit() {
   if (!pending_) return;
   pending_ = false;
   const int b = pending_edit_.begin, e = pending_edit_.end;
-  const int m = static_cast<int>(pending_edit_.replacement.size());
+  const int m = pending_edit_.size();
   auto& subgraphs = schedule_.subgraphs;
   if (pending_same_facts_) {
     // Same facts: only this subgraph's own status can change.
@@ -793,10 +985,33 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
   const bool relabel = !labels_kept_ && high - low - 1 < m;
 
   auto& subgraphs = schedule_.subgraphs;
-  SpliceInto(subgraphs, b, e, pending_edit_.replacement.begin(), m);
+  auto& repl = pending_edit_.replacement;
+  const int kl = pending_edit_.kept(), ka = pending_edit_.kept_at, kb = pending_edit_.kept_begin,
+            ke = pending_edit_.kept_end;
+  if (kl == 0) {
+    SpliceInto(subgraphs, b, e, repl.begin(), m);
+  } else {
+    // The tail shifts once (as SpliceInto's), the kept run moves to its place within the range
+    // (by at most one), then the two parts around it are swapped in. What the run's move
+    // overwrites of the replaced subgraphs is dropped instead of lent to the next edits.
+    const int old = e - b;
+    if (m > old) subgraphs.insert(subgraphs.begin() + e, m - old, Subgraph{});
+    const auto first = subgraphs.begin();
+    if (b + ka < kb) {
+      std::move(first + kb, first + ke, first + b + ka);
+    } else if (b + ka > kb) {
+      std::move_backward(first + kb, first + ke, first + b + ka + kl);
+    }
+    for (int k = 0; k < ka; ++k) std::swap(subgraphs[b + k], repl[k]);
+    for (int k = ka + kl; k < m; ++k) std::swap(subgraphs[b + k], repl[k - kl]);
+    if (m < old) subgraphs.erase(first + b + m, first + e);
+    kept_latencies_.assign(latencies_.begin() + kb, latencies_.begin() + ke);
+  }
   // The successor's re-priced result sits at pending index m: saved before the splice hands
   // the pending slots the replaced results.
   if (pending_successor_repriced_) std::swap(pending_results_[m], results_[e]);
+  // A kept subgraph's result is the committed one: moved, not copied.
+  for (int k = ka; k < ka + kl; ++k) pending_results_.SwapItem(k, results_, kb + (k - ka));
   results_.Splice(b, e, pending_results_, m);
   // A twin's facts are the committed subgraph's, which the splice takes out: moved, not copied.
   for (int k = 0; k < m; ++k) {
@@ -834,6 +1049,11 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
     for (int k = 0; k < m; ++k) labels_[b + k] = low + (high - low) / (m + 1) * (k + 1);
   }
   for (int k = 0; k <= m && b + k < static_cast<int>(results_.size()); ++k) {
+    if (k == ka && kl > 0) {
+      std::copy(kept_latencies_.begin(), kept_latencies_.end(), latencies_.begin() + b + k);
+      k += kl - 1;
+      continue;
+    }
     latencies_[b + k] = results_[b + k].report.latency;
   }
   if (relabel) {  // no room between the neighbours' labels: all afresh (rare)
@@ -850,8 +1070,18 @@ void IncrementalEvaluator::SpliceCommitted(int b, int e, int m) {
   // tensor written before it exactly when it did before, and one before the range does not see
   // the range. A long stretch shifted by one writes what it wrote: no reader to re-check.
   // Every other subgraph stays ok.
+  // Of a kept run, the first subgraph (a new retained-in list) and those the proposal found
+  // reading a tensor whose written-or-not status before the run changed; the others stay ok
+  // (the run had no failure).
   const int new_n = static_cast<int>(subgraphs.size());
-  for (int p = b; p <= b + m && p < new_n; ++p) candidates_.push_back(p);
+  for (int p = b; p <= b + m && p < new_n; ++p) {
+    if (kl > 0 && p > b + ka && p < b + ka + kl) {
+      subgraph_ok_[p] = 1;
+      continue;
+    }
+    candidates_.push_back(p);
+  }
+  for (const int r : kept_recheck_) candidates_.push_back(b + ka + (r - kb));
   for (TensorId t : delta_tensors_) {
     for (int64_t label : readers_[t]) candidates_.push_back(PositionOfLabel(label));
   }

@@ -9,6 +9,8 @@
 //   without changing the committed state. It re-prices only the replaced subgraphs and the
 //   subgraph right after them (its retained-in context may have changed), re-checks the
 //   sequence rules (V1 coverage, V7 availability, V9 end state) and returns the candidate.
+//   An edit's kept run (ScheduleEdit::kept_begin) is read in place, neither copied nor priced:
+//   the candidate is the one of the same edit with the run copied in, to the bit.
 //   At most one proposal is pending: a second Propose without Commit/Revert discards the first.
 // - Commit() makes the pending proposal the committed schedule. Revert() drops it (O(1)).
 //   Commit never re-prices and never walks the whole schedule's facts: it updates per-tensor
@@ -46,14 +48,30 @@ class CostCache;
 
 // Replace subgraphs [begin, end) of the current schedule by `replacement`.
 // begin == end inserts; an empty replacement erases.
+//
+// A run of the replaced subgraphs the edit keeps as they are may stay out of `replacement`
+// (kept_begin < kept_end): the new range is then replacement[0, kept_at), the subgraphs
+// [kept_begin, kept_end) of the schedule edited, then replacement[kept_at, ...). So a move that
+// carries a subgraph across a stretch of hundreds (kMoveNextToProducer, kMergeIntoConsumer) is two
+// edits around the stretch, which is neither copied nor compared again. Invariant:
+// begin <= kept_begin <= kept_end <= end and kept_at <= replacement.size().
 struct ScheduleEdit {
   int begin = 0;
   int end = 0;
   std::vector<Subgraph> replacement;
+  int kept_at = 0;
+  int kept_begin = 0;
+  int kept_end = 0;
+  int kept() const { return kept_end - kept_begin; }
+  // Subgraphs in the new range.
+  int size() const { return static_cast<int>(replacement.size()) + kept(); }
 };
 
 // The schedule with the edit applied (what Commit() makes of the committed schedule).
 Schedule ApplyEdit(const Schedule& schedule, const ScheduleEdit& edit);
+// Copies the kept run of `edit` (of `schedule`) into its replacement: the same edit, with
+// nothing kept.
+void MaterializeKept(const Schedule& schedule, ScheduleEdit& edit);
 
 struct Candidate {
   bool valid = false;
@@ -163,6 +181,10 @@ class IncrementalEvaluator {
   bool ReadAfter(TensorId t, int position) const;
   // a subgraph at a position in [from, to) reads t as a boundary input;
   bool ReadBetween(TensorId t, int from, int to) const;
+  // a subgraph at a position in [from, to) writes t to slow memory;
+  bool WrittenBetween(TensorId t, int from, int to) const;
+  // the first position at or after `from` whose subgraph retains something (n when none).
+  int NextRetaining(int from) const;
   // the committed schedule has no failing subgraph, covers every op and writes every output.
   bool CommittedValid() const { return committed_.valid; }
   // ops the committed schedule runs in more than one subgraph (recomputation);
@@ -248,6 +270,8 @@ class IncrementalEvaluator {
   // Per tensor, the first label of writers_ (INT64_MAX when none), packed: WrittenBefore, asked
   // for every input a repair scans, reads one word instead of a list's header and its block.
   std::vector<int64_t> first_writer_;
+  // Ascending labels of the committed subgraphs with a non-empty retain list.
+  std::vector<int64_t> retaining_;
   std::vector<int> cover_count_;             // per op: subgraphs containing it
   int uncovered_ops_ = 0;
   int recomputed_ops_ = 0;  // ops in more than one subgraph
@@ -285,6 +309,14 @@ class IncrementalEvaluator {
   uint32_t stamp_ = 0;
   std::vector<int> old_region_writes_, new_region_writes_;  // per tensor, for the edited range
   std::vector<int> running_writes_;                         // per tensor, while scanning
+  // Per tensor, the writes before an edit's kept run (old [begin, kept_begin), new [0, kept_at)),
+  // and the tensors they count.
+  std::vector<int> old_part_writes_, new_part_writes_;
+  std::vector<TensorId> part_tensors_;
+  // Of the pending proposal's kept run: the committed positions after its first whose V7 status
+  // the edit may change (they read a tensor written before the run in one and not the other).
+  std::vector<int> kept_recheck_;
+  std::vector<Latency> kept_latencies_;  // Commit's scratch: the kept run's latencies
   std::vector<int> cover_delta_;                                           // per op
   std::vector<int> candidates_;  // positions whose V7 status an edit may change (Propose, Commit)
   std::vector<TensorId> touched_tensors_;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <random>
 #include <vector>
@@ -22,8 +23,13 @@ inline const std::vector<TensorId> kNothing;
 inline int Uniform(Rng& rng, int n) { return static_cast<int>(std::uniform_int_distribution<int>(0, n - 1)(rng)); }
 inline bool Coin(Rng& rng, double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; }
 
-inline bool Contains(const std::vector<OpId>& ops, OpId op) {
-  return std::find(ops.begin(), ops.end(), op) != ops.end();
+// Whether a short id list holds x. Forced inline: the repair's scan calls it per input, and the
+// compiler's budget for that large function otherwise leaves std::find a call.
+[[gnu::always_inline]] inline bool Contains(const std::vector<int32_t>& list, int32_t x) {
+  for (const int32_t y : list) {
+    if (y == x) return true;
+  }
+  return false;
 }
 
 // A subgraph-to-be of an edit: its ops, the retain set it wants, and a configuration hint.

@@ -76,6 +76,10 @@ struct MoveContext {
   // Whether the repair tries windows around the edit before the whole schedule (tests turn it
   // off to compare whole-schedule repairs).
   bool local_repair = true;
+  // An edit keeps a run of at least this many committed subgraphs that it leaves as they are
+  // (a move across a stretch) in place (ScheduleEdit::kept_begin) instead of copying them into
+  // its replacement; 0: never. The same edit once the run is copied in (tests compare both ways).
+  int min_kept_run = 4;
 };
 
 // True when some tensor made by an op is read by at least three ops: the fan-out (a normalised

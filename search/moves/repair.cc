@@ -97,6 +97,14 @@ struct RepairFrame {
   // The committed subgraph that position m may be a copy of (the same op list is checked), or
   // -1; null: none. Positions that borrow a committed subgraph are found without it.
   std::function<int(int m)> committed_guess;
+  // Positions [skip_begin, skip_end) (none when equal) borrow the committed subgraphs from
+  // skip_committed on, and position skip_begin - 1 borrows skip_committed - 1: a stretch an edit
+  // keeps (ScheduleEdit::kept_begin). The scan passes them as they are, their loads and writes
+  // read from the evaluator (ReadBetween, WrittenBetween), when it can tell that it would leave
+  // them so: see Repair; else it answers kRetry. committed_lo is the committed position where
+  // the window starts (the first of the positions it replaces: a window of the committed
+  // schedule, which holds before it what the committed schedule holds).
+  int skip_begin = 0, skip_end = 0, skip_committed = 0, committed_lo = 0;
 };
 
 // The committed subgraph whose op list position m of `schedule` has (so its facts are the
@@ -123,7 +131,7 @@ int CommittedTwin(const MoveContext& env, const RepairTarget& schedule, const Re
   return -1;
 }
 
-enum class RepairStatus { kDone, kGaveUp, kBeyondWindow };
+enum class RepairStatus { kDone, kGaveUp, kBeyondWindow, kRetry };
 
 RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const RepairFrame& frame) {
   const Problem& problem = env.problem;
@@ -137,9 +145,15 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   last_use.resize(num_tensors);
   scratch.last_use_set.Clear(num_tensors);
   scratch.written.Clear(num_tensors);
+  const bool skip = frame.skip_end > frame.skip_begin;
+  auto skipped = [&](int m) { return skip && m >= frame.skip_begin && m < frame.skip_end; };
+  // The committed position of skipped position m (or of skip_end).
+  auto committed_of = [&](int m) { return frame.skip_committed + (m - frame.skip_begin); };
+  bool past_skip = false;  // the scan passed the skipped positions: their writes count
   auto in_slow = [&](TensorId t) {
     return problem.producer[t] == kNoOp || scratch.written.Contains(t) ||
-           (frame.written_before && frame.written_before(t));
+           (frame.written_before && frame.written_before(t)) ||
+           (past_skip && env.committed->WrittenBetween(t, frame.skip_committed, committed_of(frame.skip_end)));
   };
   // Facts of every subgraph (and of the next one after a window), and the last subgraph
   // loading each tensor. Subgraph i is only modified when the scan reaches it, so both stay
@@ -151,10 +165,12 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
   scratch.committed_index.clear();
   const int with_next = frame.next_ops != nullptr ? n + 1 : n;
   for (int m = 0; m < with_next; ++m) {
-    const int c = m < n ? CommittedTwin(env, schedule, frame, m) : -1;
+    // A skipped position has no facts here (-1, empty lists).
+    const bool skip_m = skipped(m);
+    const int c = m < n && !skip_m ? CommittedTwin(env, schedule, frame, m) : -1;
     scratch.committed_index.push_back(c);
     if (c >= 0) env.committed->PrefetchCommittedFacts(c);
-    if (c < 0) AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
+    if (c < 0 && !skip_m) AppendOpsFacts(problem, m < n ? schedule[m].ops : *frame.next_ops, scratch.inputs, scratch.sinks);
     scratch.input_begin.push_back(static_cast<int>(scratch.inputs.size()));
     scratch.sink_begin.push_back(static_cast<int>(scratch.sinks.size()));
   }
@@ -179,14 +195,75 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
       last_use[t] = m;
     }
   }
+  // Of the skipped positions only the first one's inputs are read (the retain check of the
+  // position before it); their loads are the evaluator's (loaded_from).
+  if (skip) scratch.input_of[frame.skip_begin] = env.committed->CommittedInputs(frame.skip_committed);
   auto loaded_from = [&](TensorId t, int from) {
     if (scratch.last_use_set.Contains(t) && last_use[t] >= from) return true;
+    if (skip && from < frame.skip_end &&
+        env.committed->ReadBetween(t, committed_of(std::max(from, frame.skip_begin)), committed_of(frame.skip_end))) {
+      return true;
+    }
     return frame.loaded_beyond && frame.loaded_beyond(t, std::max(from, with_next));
+  };
+  // The filter of the retain list of position i (the next one's inputs are `next_inputs`):
+  // allowed, read by the next subgraph, and not loaded again later. Into scratch.kept. The scan
+  // below writes the same loop out.
+  auto filter_retain = [&](int i, const Subgraph& sg, std::span<const TensorId> next_inputs) {
+    std::vector<TensorId>& kept = scratch.kept;
+    kept.clear();
+    if (i + 1 < with_next && !sg.retain.empty()) {
+      for (TensorId t : sg.retain) {
+        // Every tensor has one producer op, so "produced by the subgraph" is "its producer is in".
+        if (problem.producer[t] == kNoOp || !Contains(sg.ops, problem.producer[t])) continue;
+        if (problem.IsGraphOutput(t)) continue;
+        if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) continue;
+        if (loaded_from(t, i + 2)) continue;
+        kept.push_back(t);
+      }
+      std::sort(kept.begin(), kept.end());
+      kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
+    }
+    return &kept;
   };
   auto inputs_of = [&](int m) { return scratch.input_of[m]; };
   auto sinks_of = [&](int m) { return scratch.sink_of[m]; };
+  // The skipped subgraphs are committed ones after their committed predecessor (position
+  // skip_begin - 1, unchanged), so each finds what it found in the valid committed schedule,
+  // where all it reads was available, unless a tensor written before the stretch there is not
+  // written before it here: checked on the committed writes between the window's start and the
+  // stretch. Then none pulls anything; and each keeps its retain list as it is when the filter
+  // passes it (checked on those that retain something). Their writes are theirs in the
+  // committed schedule. False: the scan would change one (or cannot tell). Out of line: the
+  // scan's loop stays as compact as it was.
+  auto pass_skipped = [&]() __attribute__((noinline)) {
+    const int i = frame.skip_begin;
+    if (changed[i - 1]) return false;
+    const int stretch_end = committed_of(frame.skip_end);
+    for (int c = frame.committed_lo; c < frame.skip_committed; ++c) {
+      for (TensorId t : env.committed->CommittedWrites(c)) {
+        if (!in_slow(t) && env.committed->ReadBetween(t, frame.skip_committed, stretch_end)) return false;
+      }
+    }
+    for (int c = env.committed->NextRetaining(frame.skip_committed); c < stretch_end;
+         c = env.committed->NextRetaining(c + 1)) {
+      const int at = frame.skip_begin + (c - frame.skip_committed);
+      const std::span<const TensorId> next_inputs = at + 1 < frame.skip_end ? env.committed->CommittedInputs(c + 1)
+                                                    : at + 1 < with_next   ? inputs_of(at + 1)
+                                                                           : std::span<const TensorId>();
+      if (*filter_retain(at, schedule[at], next_inputs) != schedule[at].retain) return false;
+    }
+    return true;
+  };
   const std::vector<TensorId>* retained_in = frame.retained_in != nullptr ? frame.retained_in : &kNothing;
   for (int i = 0; i < n; ++i) {
+    if (skip && i == frame.skip_begin) {
+      if (!pass_skipped()) return RepairStatus::kRetry;
+      past_skip = true;
+      i = frame.skip_end - 1;
+      retained_in = &schedule[i].retain;
+      continue;
+    }
     // Subgraph i's facts; they move to scratch.grown once the scan adds ops to it.
     std::span<const TensorId> inputs = inputs_of(i);
     std::span<const TensorId> sinks = sinks_of(i);
@@ -195,7 +272,7 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
       bool added = false;
       for (TensorId t : inputs) {
         const bool available =
-            in_slow(t) || std::find(retained_in->begin(), retained_in->end(), t) != retained_in->end();
+            in_slow(t) || Contains(*retained_in, t);
         if (available) continue;
         const OpId p = problem.producer[t];
         if (p == kNoOp || Contains(schedule[i].ops, p)) return RepairStatus::kGaveUp;
@@ -214,13 +291,13 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
     }
     const Subgraph& sg = schedule[i];
     // Keep only retains that are allowed and read by the next subgraph (UsefulRetain), and never
-    // keep back a tensor that a later subgraph still loads from slow memory.
+    // keep back a tensor that a later subgraph still loads from slow memory. (filter_retain's
+    // loop, written out: the scan's loop stays as compact as it was.)
     std::vector<TensorId>& kept = scratch.kept;
     kept.clear();
     if (i + 1 < with_next && !sg.retain.empty()) {
       const std::span<const TensorId> next_inputs = inputs_of(i + 1);
       for (TensorId t : sg.retain) {
-        // Every tensor has one producer op, so "produced by the subgraph" is "its producer is in".
         if (problem.producer[t] == kNoOp || !Contains(sg.ops, problem.producer[t])) continue;
         if (problem.IsGraphOutput(t)) continue;
         if (!std::binary_search(next_inputs.begin(), next_inputs.end(), t)) continue;
@@ -240,7 +317,7 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
     // Sinks not retained are written back.
     const Subgraph& done = schedule[i];
     for (TensorId out : sinks) {
-      if (std::find(done.retain.begin(), done.retain.end(), out) == done.retain.end()) scratch.written.Insert(out);
+      if (!Contains(done.retain, out)) scratch.written.Insert(out);
     }
     retained_in = &done.retain;
   }
@@ -278,14 +355,24 @@ const std::vector<TensorId>& RetainedInto(const Schedule& s, int index) {
 
 namespace {
 
+// Subgraph r of the new range of `edit` (of `s`): of its replacement, or of its kept run.
+const Subgraph* EditAt(const Schedule& s, const ScheduleEdit& edit, int r) {
+  if (r < edit.kept_at) return &edit.replacement[r];
+  if (r < edit.kept_at + edit.kept()) return &s.subgraphs[edit.kept_begin + (r - edit.kept_at)];
+  return &edit.replacement[r - edit.kept()];
+}
+
 // The smallest edit of `s` whose new positions [lo, hi) are `window` (the old ones being
 // [lo, old_end)): equal positions at both ends are left out. `edit` is the unrepaired edit
-// whose replacement the window may borrow (moved from when it does).
-ScheduleEdit DiffEdit(const Schedule& s, int lo, int old_end, RepairTarget& window, ScheduleEdit& edit) {
+// whose replacement the window may borrow (moved from when it does). The longest run of window
+// positions that still borrow consecutive subgraphs of `s` at most one place from where they
+// were (at least ctx.min_kept_run) is kept in place (ScheduleEdit::kept_begin), not copied.
+ScheduleEdit DiffEdit(const MoveContext& ctx, const Schedule& s, int lo, int old_end, RepairTarget& window,
+                      ScheduleEdit& edit) {
   const int old_n = old_end - lo;
   const int new_n = window.size();
   const int replaced_begin = edit.begin - lo;
-  const int replaced_end = replaced_begin + static_cast<int>(edit.replacement.size());
+  const int replaced_end = replaced_begin + edit.size();
   // A position still borrowing the same subgraph of `s` is equal without comparing.
   auto same = [&](int old_index, int new_index) {
     const Subgraph* now = window.at(new_index);
@@ -301,12 +388,53 @@ ScheduleEdit DiffEdit(const Schedule& s, int lo, int old_end, RepairTarget& wind
   ScheduleEdit diff;
   diff.begin = lo + prefix;
   diff.end = old_end - suffix;
-  diff.replacement.reserve(new_n - suffix - prefix);
+  // The kept run: window positions [run_begin, run_end), committed [run_c, ...).
+  int run_begin = 0, run_end = 0, run_c = 0;
+  // Only where the edit kept a stretch: elsewhere the window borrows too few in a row.
+  if (ctx.min_kept_run > 0 && edit.kept() > 0) {
+    const Subgraph* const base = s.subgraphs.data();
+    // The committed index position k borrows, within the diff's old range, or -1.
+    auto borrowed = [&](int k) {
+      if (window.copied(k)) return -1;
+      const Subgraph* at = window.at(k);
+      if (at < base + diff.begin || at >= base + diff.end) return -1;
+      const int c = static_cast<int>(at - base);
+      const int offset = lo + k - c;
+      return offset >= -1 && offset <= 1 ? c : -1;
+    };
+    int start = -1;
+    for (int k = prefix; k <= new_n - suffix; ++k) {
+      const int c = k < new_n - suffix ? borrowed(k) : -1;
+      const bool continues = c >= 0 && start >= 0 && c == borrowed(k - 1) + 1;
+      if (start >= 0 && !continues) {
+        if (k - start > run_end - run_begin) run_begin = start, run_end = k, run_c = borrowed(start);
+        start = -1;
+      }
+      if (c >= 0 && start < 0) start = k;
+    }
+    if (run_end > run_begin) {
+      // Its first after the retained-in list it had (the others follow their committed one).
+      const std::vector<TensorId>& now_in =
+          run_begin > 0 ? window[run_begin - 1].retain : RetainedInto(s, lo);
+      if (now_in != RetainedInto(s, run_c)) ++run_begin, ++run_c;
+      if (run_end - run_begin < ctx.min_kept_run) run_begin = run_end = 0;
+    }
+  }
+  diff.replacement.reserve(new_n - suffix - prefix - (run_end - run_begin));
   for (int k = prefix; k < new_n - suffix; ++k) {
+    if (k == run_begin && run_end > run_begin) {
+      diff.kept_at = static_cast<int>(diff.replacement.size());
+      diff.kept_begin = run_c;
+      diff.kept_end = run_c + (run_end - run_begin);
+      k = run_end - 1;
+      continue;
+    }
+    const int r = k - replaced_begin;
+    const bool own = k >= replaced_begin && k < replaced_end && (r < edit.kept_at || r >= edit.kept_at + edit.kept());
     if (window.copied(k)) {
       diff.replacement.push_back(std::move(window.Write(k)));
-    } else if (k >= replaced_begin && k < replaced_end) {
-      diff.replacement.push_back(std::move(edit.replacement[k - replaced_begin]));
+    } else if (own) {
+      diff.replacement.push_back(std::move(edit.replacement[r < edit.kept_at ? r : r - edit.kept()]));
     } else {
       diff.replacement.push_back(window[k]);
     }
@@ -324,7 +452,7 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
                                               const Schedule& s, ScheduleEdit& edit, int reach) {
   const Problem& problem = ctx.problem;
   const int old_n = static_cast<int>(s.subgraphs.size());
-  const int m = static_cast<int>(edit.replacement.size());
+  const int m = edit.size();
   const int shift = m - (edit.end - edit.begin);
   const int new_n = old_n + shift;
   const int lo = std::max(0, edit.begin - reach);
@@ -334,10 +462,9 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
   positions.clear();
   for (int k = lo; k < hi; ++k) {
     positions.push_back(k < edit.begin ? &s.subgraphs[k]
-                        : k < edit.begin + m ? &edit.replacement[k - edit.begin]
+                        : k < edit.begin + m ? EditAt(s, edit, k - edit.begin)
                                              : &s.subgraphs[k - shift]);
   }
-  RepairTarget window(positions);
   RepairFrame frame;
   frame.retained_in = lo > 0 ? &s.subgraphs[lo - 1].retain : nullptr;
   frame.written_before = [&](TensorId t) { return committed.WrittenBefore(t, lo); };
@@ -353,7 +480,23 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
     const int at = lo + k;
     return at >= edit.begin && at < edit.begin + m ? at : -1;
   };
-  const RepairStatus status = Repair(ctx, window, frame);
+  // The edit's kept stretch but its first subgraph is passed as it is when the scan can tell
+  // it would leave it so (Repair); else the window is repaired again without that.
+  const int stretch = edit.begin + edit.kept_at + 1 - lo;  // window position of its second one
+  if (ctx.committed_facts && edit.kept() >= 3) {
+    frame.skip_begin = stretch;
+    frame.skip_end = stretch + edit.kept() - 1;
+    frame.skip_committed = edit.kept_begin + 1;
+    frame.committed_lo = lo;
+  }
+  RepairTarget window(positions);
+  RepairStatus status = Repair(ctx, window, frame);
+  if (status == RepairStatus::kRetry) {
+    frame.skip_begin = frame.skip_end = 0;
+    window = RepairTarget(positions);
+    status = Repair(ctx, window, frame);
+  }
+  const bool skipped = frame.skip_end > frame.skip_begin;
   if (status == RepairStatus::kBeyondWindow) return std::nullopt;
   if (status == RepairStatus::kGaveUp) return std::move(edit);
   // Tensors the committed window wrote and the new one does not: a later load would starve.
@@ -381,16 +524,22 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
       if (std::find(sg.retain.begin(), sg.retain.end(), t) == sg.retain.end()) f(t);
     }
   };
+  // A skipped subgraph writes what it wrote, in the window either way: left out on both sides.
   for (int k = 0; k < window.size(); ++k) {
+    if (skipped && k >= frame.skip_begin && k < frame.skip_end) continue;
     const std::span<const TensorId> known = sinks_before(k);
     for_each_write(window[k], repaired.ops_grown[k] ? nullptr : &known, [&](TensorId t) { lost.written.Insert(t); });
   }
   bool reaches_further = false;
+  const int skipped_end = frame.skip_committed + (frame.skip_end - frame.skip_begin);
   auto lost_write = [&](TensorId t) {
-    reaches_further = reaches_further || (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
-                                          committed.ReadAfter(t, old_end - 1));
+    reaches_further = reaches_further ||
+                      (!lost.written.Contains(t) && !committed.WrittenBefore(t, lo) &&
+                       committed.ReadAfter(t, old_end - 1) &&
+                       !(skipped && committed.WrittenBetween(t, frame.skip_committed, skipped_end)));
   };
   for (int c = lo; c < old_end && !reaches_further; ++c) {
+    if (skipped && c >= frame.skip_committed && c < skipped_end) continue;
     if (ctx.committed_facts) {
       for (TensorId t : committed.CommittedWrites(c)) lost_write(t);
       continue;
@@ -401,7 +550,7 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
     for_each_write(s.subgraphs[c], k >= 0 ? &known : nullptr, lost_write);
   }
   if (reaches_further) return std::nullopt;
-  return DiffEdit(s, lo, old_end, window, edit);
+  return DiffEdit(ctx, s, lo, old_end, window, edit);
 }
 
 // The edit after repairing data availability of the whole edited schedule (a merge can make a
@@ -490,6 +639,8 @@ ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdi
       if (reach >= static_cast<int>(s.subgraphs.size())) break;
     }
   }
+  // The whole repair reads the edit's subgraphs from its replacement.
+  MaterializeKept(s, edit);
   const int old_n = static_cast<int>(s.subgraphs.size());
   const int m = static_cast<int>(edit.replacement.size());
   // The whole repair leaves the committed prefix it cannot change as it is: scan from there.
@@ -512,7 +663,7 @@ ScheduleEdit RepairedEdit(const MoveContext& ctx, const Schedule& s, ScheduleEdi
     };
   }
   if (Repair(ctx, repaired, whole) != RepairStatus::kDone) return edit;
-  return DiffEdit(s, lo, old_n, repaired, edit);
+  return DiffEdit(ctx, s, lo, old_n, repaired, edit);
 }
 
 }  // namespace
@@ -548,10 +699,53 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
       retained_in = &edit.replacement.back().retain;
     }
   }
+  // Kept pieces of consecutive subgraphs of `s` whose retain sets pass the filter as they are
+  // (a stretch the move leaves as it is) wait in [run_begin, run_end) of the pieces; the first
+  // run of at least ctx.min_kept_run stays out of the replacement (ScheduleEdit::kept_begin),
+  // shorter ones are copied in as any piece.
+  const Subgraph* const base = s.subgraphs.data();
+  size_t run_begin = 0, run_end = 0;
+  // Too few pieces for a run: as if none could be (no retain lists compared).
+  bool run_taken = ctx.min_kept_run <= 0 || static_cast<int>(pieces.size()) < ctx.min_kept_run;
+  auto copy_kept = [&](const Piece& piece) {
+    // The hint's configuration with its own retain set, in a spare subgraph's buffers.
+    Subgraph& same = edit.replacement.emplace_back(SpareSubgraphs::Take());
+    same.ops.assign(piece.hint->ops.begin(), piece.hint->ops.end());
+    same.granularity = piece.hint->granularity;
+    if (!piece.hint->traversal) {
+      same.traversal.reset();
+    } else if (same.traversal) {
+      same.traversal->assign(piece.hint->traversal->begin(), piece.hint->traversal->end());
+    } else {
+      same.traversal = piece.hint->traversal;
+    }
+    same.retain.assign(piece.hint->retain.begin(), piece.hint->retain.end());
+  };
+  auto close_run = [&]() __attribute__((noinline)) {
+    if (run_end == run_begin) return;
+    if (!run_taken && static_cast<int>(run_end - run_begin) >= ctx.min_kept_run && ctx.min_kept_run > 0) {
+      run_taken = true;
+      edit.kept_at = static_cast<int>(edit.replacement.size());
+      edit.kept_begin = static_cast<int>(pieces[run_begin].hint - base);
+      edit.kept_end = edit.kept_begin + static_cast<int>(run_end - run_begin);
+    } else {
+      for (size_t r = run_begin; r < run_end; ++r) copy_kept(pieces[r]);
+    }
+    run_begin = run_end = 0;
+  };
   for (size_t j = 0; j < pieces.size(); ++j) {
     const Piece& piece = pieces[j];
     const std::vector<OpId>* next = j + 1 < pieces.size() ? &pieces[j + 1].Ops() : after;
     std::vector<TensorId> retain = UsefulRetain(problem, piece.Ops(), piece.Retain(), next);
+    const bool in_s = piece.hint != nullptr && piece.hint >= base + begin && piece.hint < base + end;
+    if (!run_taken && ctx.min_kept_run > 0 && piece.kept && !piece.refit && in_s && retain == piece.hint->retain) {
+      if (run_end > run_begin && pieces[run_end - 1].hint + 1 != piece.hint) close_run();
+      if (run_end == run_begin) run_begin = run_end = j;
+      run_end = j + 1;
+      retained_in = &piece.hint->retain;
+      continue;
+    }
+    if (run_end > run_begin) close_run();
     if (!piece.refit && piece.hint != nullptr) {
       // The hint's configuration with the filtered retain set (its own is not copied first),
       // in a spare subgraph's buffers (eval/cost/incremental.h).
@@ -574,6 +768,7 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
     }
     retained_in = &edit.replacement.back().retain;
   }
+  if (run_end > run_begin) close_run();
   return RepairedEdit(ctx, s, std::move(edit));
 }
 }  // namespace move_kit
