@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "eval/cost/cost_cache.h"
@@ -186,6 +187,19 @@ TEST_CASE("feeds: with one side derived once, the answers of Feeds on every pair
   CHECK(feeding > 500);
 }
 
+// A random schedule of `problem` that retains often (its retains may be ones a repair filters,
+// and the walk's retention moves add more), or null when it is invalid: the walks then start
+// from the baseline.
+std::unique_ptr<Schedule> RetainingStart(const Problem& problem, std::mt19937_64& rng) {
+  RandomScheduleOptions options;
+  options.max_steps = 300;
+  options.invalid_probability = 0;
+  options.extra_retain_probability = 0.5;
+  auto start = std::make_unique<Schedule>(RandomSchedule(problem, rng, options));
+  if (!EvaluateOracle(problem, *start).ok()) return nullptr;
+  return start;
+}
+
 // A walk of random moves from the baseline, committing valid ones that are no more than 2 %
 // worse; every move is made twice from the same generator state, by `fast` and by `slow` (the
 // same context but for one switch), and the two edits must be equal. Returns the moves made.
@@ -252,14 +266,9 @@ TEST_CASE("moves: an edit that keeps a stretch in place is the edit that copies 
     std::mt19937_64 rng(300 + static_cast<int>(shape));
     for (int trial = 0; trial < 40; ++trial) {
       const Problem problem = RandomProblem(rng, shape, {.min_ops = 12, .max_ops = 64});
-      RandomScheduleOptions options;
-      options.max_steps = 300;
-      options.invalid_probability = 0;
-      options.extra_retain_probability = 0.5;
-      const Schedule start = RandomSchedule(problem, rng, options);
-      const bool valid_start = EvaluateOracle(problem, start).ok();
+      const std::unique_ptr<Schedule> start = RetainingStart(problem, rng);
       cache.Clear();
-      made += SameEditsBothWays(problem, cache, 500 + trial, 600, copy, any, valid_start ? &start : nullptr);
+      made += SameEditsBothWays(problem, cache, 500 + trial, 600, copy, any, start.get());
     }
   }
   MESSAGE("moves made both ways: " << made << ", with a kept run " << kept_runs_made);
@@ -305,17 +314,10 @@ TEST_CASE("moves: the whole-schedule repair from the first subgraph it can chang
     std::mt19937_64 rng(700 + static_cast<int>(shape));
     for (int trial = 0; trial < 20; ++trial) {
       const Problem problem = RandomProblem(rng, shape, {.min_ops = 6, .max_ops = 24});
-      RandomScheduleOptions options;
-      options.max_steps = 300;
-      options.invalid_probability = 0;
-      options.extra_retain_probability = 0.5;
-      // A random start when it is valid (its retains may be ones a repair filters), else the
-      // baseline; the walk's retention moves add retains either way.
-      const Schedule start = RandomSchedule(problem, rng, options);
-      const bool valid_start = EvaluateOracle(problem, start).ok();
-      starts += valid_start;
+      const std::unique_ptr<Schedule> start = RetainingStart(problem, rng);
+      starts += start != nullptr;
       cache.Clear();
-      made += SameEditsBothWays(problem, cache, 300 + trial, 250, derive, whole, valid_start ? &start : nullptr);
+      made += SameEditsBothWays(problem, cache, 300 + trial, 250, derive, whole, start.get());
     }
   }
   MESSAGE("moves made both ways: " << made << " (" << starts << " random starts)");
