@@ -45,16 +45,8 @@ SoleSums SoleSumValue(const Problem& p, const TapLines& taps, const std::vector<
     group.push_back(s.sum);
     double old_term = taps.Value(p, group);
     for (OpId o : group) old_term -= taps.compute[o];
-    std::vector<double> star(m + 1, kInf);
-    double mu = kInf, rho = kInf;
-    for (int j = 0; j <= m; ++j) {
-      if (!s.possible[j]) continue;
-      star[j] = std::max(s.by_j[j].at0, s.by_j[j].at1);
-      if (j >= 1) {
-        mu = std::min(mu, star[j]);
-        rho = std::min(rho, star[j] / j);
-      }
-    }
+    // S_1 with j1 producers fused slacks P*_{j1} = max(B_j1, A_j1); every other producer has a
+    // sink instance (S_1 loads its output, which only such an instance writes), claiming e_x.
     std::vector<double> e;
     for (OpId x : s.producers) e.push_back(taps.sole[x] < kInf ? std::max(0.0, taps.sole[x]) : kInf);
     std::sort(e.begin(), e.end());
@@ -62,12 +54,8 @@ SoleSums SoleSumValue(const Problem& p, const TapLines& taps, const std::vector<
     for (int i = 0; i < m; ++i) prefix[i + 1] = prefix[i] + e[i];
     double least = kInf;
     for (int j1 = 0; j1 <= m; ++j1) {
-      if (!(star[j1] < kInf)) continue;
-      for (int q = 0; q <= m - j1; ++q) {
-        if (q > 0 && !(mu < kInf)) break;
-        const double beside = q > 0 ? std::max(mu, q * rho) : 0.0;
-        least = std::min(least, star[j1] + beside + prefix[m - j1 - q]);
-      }
+      if (!s.possible[j1]) continue;
+      least = std::min(least, std::max(s.by_j[j1].at0, s.by_j[j1].at1) + prefix[m - j1]);
     }
     if (least < kInf && least > old_term) {
       r.value += least - old_term;
