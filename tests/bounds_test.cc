@@ -1832,7 +1832,9 @@ TEST_CASE("bound: P23 by hand, five MatMuls summed, near the exact solver's best
   const LowerBound bound = ComputeLowerBound(problem);
   CHECK(bound.sum_count == 1);
   CHECK(bound.sums == doctest::Approx(1002 + 6 + 138.0 * 25 / 26));
-  CHECK(bound.total() == doctest::Approx(bound.sums));
+  // P28 prices the one sum of its shape at each subgraph's larger weight: max(6, 144) at j = 0.
+  CHECK(bound.total() == doctest::Approx(bound.sole_sums));
+  CHECK(bound.sole_sums == doctest::Approx(1146));
   CHECK(std::max({bound.compute, bound.graph_io, bound.traffic, bound.combined, bound.streaming, bound.tiles,
                   bound.memory_floor}) == doctest::Approx(1002));
   Schedule schedule;
@@ -1985,7 +1987,10 @@ TEST_CASE("bound: P23 with a chip's rules by hand, three MatMuls summed, the vec
   const LowerBound bound = ComputeLowerBound(problem);
   CHECK(bound.sum_count == 1);
   CHECK(bound.sums == doctest::Approx(602 + 14 + 98.0 * 1192 / 1256));
-  CHECK(bound.total() == doctest::Approx(bound.sums));
+  // P28: the one sum of its shape at each subgraph's larger weight, max(B_0, A_0) = max(14, 112),
+  // each MatMul alone compute-bound (e_x = 0): 602 + 112, below the best schedule's 728.
+  CHECK(bound.total() == doctest::Approx(bound.sole_sums));
+  CHECK(bound.sole_sums == doctest::Approx(714));
   Problem rules_off = problem;
   rules_off.chip = {};
   CHECK(ComputeLowerBound(rules_off).sums == doctest::Approx(661.4074055451897));
