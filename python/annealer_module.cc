@@ -648,6 +648,7 @@ PYBIND11_MODULE(_core, m) {
         d["tiles"] = bound.tiles;
         d["sums"] = bound.sums;
         d["taps"] = bound.taps;
+        d["sole_sums"] = bound.sole_sums;
         d["weight"] = bound.weight;
         return d;
       },

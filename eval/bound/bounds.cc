@@ -16,6 +16,7 @@
 #include "eval/bound/first_instance.h"
 #include "eval/bound/islands.h"
 #include "eval/bound/sums.h"
+#include "eval/bound/sole_sums.h"
 #include "eval/bound/taps.h"
 #include "eval/bound/memory_floor.h"
 #include "eval/bound/perstep.h"
@@ -659,6 +660,23 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
     for (int i = 0; i < built.islands; ++i) island_taps[i] = taps.Value(problem, members[i]);
   }
+  // P28: P25's value with each shape that holds one priced sum and no lone tap at the larger of
+  // its per-subgraph maxima and P25's lambda-mixed term; whole and island by island.
+  const SoleSums sole = SoleSumValue(problem, taps, [&] {
+    std::vector<OpId> every(problem.ops.size());
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) every[op] = op;
+    return every;
+  }());
+  bound.sole_sums = sole.value;
+  bound.sole_sum_count = sole.shapes;
+  std::vector<double> island_sole(built.islands, 0);
+  if (built.islands == 1) {
+    island_sole[0] = sole.value;
+  } else if (taps.priced.size() > 0) {
+    std::vector<std::vector<OpId>> members(built.islands);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
+    for (int i = 0; i < built.islands; ++i) island_sole[i] = SoleSumValue(problem, taps, members[i]).value;
+  }
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);
@@ -675,7 +693,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.per_step_twins = per_step.twins;
   bound.first_in_loop_twins = per_step.first_in_loop;
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i],
+    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
   }

@@ -242,6 +242,15 @@
 //     min(min_j [P23_j + the m - j least e_t], min_j P23_j + min_{j>=1} P23_j) (a tap fused in S_s,
 //     a sink elsewhere, or run only beside other instances of s, whose slack is P23's). 0 excess
 //     with a weight path (H6).
+//  P28 (T1, T2, V1, V7, V12, G3, M2, R5, P23, P25) A sum alone in its shape. Where a set of ops
+//     (the problem, an island) holds one priced sum s of an output shape, all its producers and no
+//     tap read by nothing of that shape, each subgraph of that grid holds one kind of claim only:
+//     S_1 (s with j fused) P*_j = max of P23's two weights, both true of S_1; every producer not in
+//     S_1 has a sink instance (S_1 loads its output, never retained, which only a sink instance
+//     writes: V7, M2, R5), where it claims its P25 constant at the class's theta (no class gives a
+//     lambda line: no other priced sum can be there). So the shape claims min over j of P*_j + the
+//     m - j least e_x, or P25's term if larger (each bounds the shape's subgraphs alone;
+//     eval/bound/sole_sums.h).
 //  P24 (H6, T1, T2, C2, C4, D2, M1, V1, V5, V11, L1, P7, P12, P13, P14) The per-step excess of
 //     streamed weights, without prefetch (H5). With a weight path a step costs max(c, w / Bw, o / B)
 //     >= max(c, w / Bw) (with one path max(c, m), m >= w / B: the points below at b = 0), so
@@ -343,6 +352,11 @@ struct LowerBound {
   // must pay beyond its compute. Never below `sums`.
   Latency taps = 0;
   int tap_count = 0;  // the taps priced so
+  // P28: P25 with each output shape that holds one priced sum and no tap read by nothing priced at
+  // its subgraphs' maxima (each subgraph's larger weight, not a mix at one lambda). Never below
+  // `taps`.
+  Latency sole_sums = 0;
+  int sole_sum_count = 0;  // the shapes priced so
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -356,6 +370,7 @@ struct LowerBound {
     if (tiles > best) best = tiles;
     if (sums > best) best = sums;
     if (taps > best) best = taps;
+    if (sole_sums > best) best = sole_sums;
     return best;
   }
 };

@@ -64,6 +64,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
   r.priced = sums.priced;
   r.taps.assign(num_ops, {});
   r.lone.assign(num_ops, 0);
+  r.sole.assign(num_ops, 0);  // not computed: no claim
   std::vector<OpId> all(num_ops);
   for (OpId o = 0; o < num_ops; ++o) all[o] = o;
   if (!g_tap_excess || p.chip.two_paths()) {
@@ -179,6 +180,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
     const auto shape_tau = least_tau.find({height, width});
     const double sum_tau = shape_tau == least_tau.end() ? kInf : shape_tau->second;
     std::vector<double> least_const(members.size(), kInf);
+    std::vector<double> sole_const(members.size(), kInf);  // every class at theta, none a line (P28)
     // A tap whose LHS never fits and cannot be made in its subgraph (a graph input, the image's
     // gather of one, or a producer that cannot run upstream) loads all of it once per column tile
     // when n_k >= 2 (M1: consecutive steps ask different k-ranges), at least once otherwise; in a
@@ -348,12 +350,14 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
                                                                      : own + lhs_need + h * w) <= cap;
           // Another MatMul of the key as a sink brings its own tile (W1).
           const bool cosinks = own + lhs_need + h * w + (all_own ? k0 * w : 0) <= cap;
-          if (open && tau >= sum_tau) {
+          // Where a priced sum of t's shape may share S, P23's line at lambda; P28 (sole_sums.h) also
+          // asks the class's value as if none could (no other priced sum of the shape), below.
+          const bool lambda_line = open && tau >= sum_tau;
+          if (lambda_line) {
             for (size_t j = 0; j < set_compute.size(); ++j) {
               const double c = set_compute[j];
               lines[j].push_back({(tau - 1) * c, (1 - 1 / tau) * memory});
             }
-            continue;
           }
           const double steps = tiles * static_cast<double>(lo);
           // How many native tiles' worth an upstream op makes at least: a k-loop operand's strip
@@ -569,7 +573,9 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           }
           walk_deficit.clear();
           for (size_t i = 0; i < members.size(); ++i) {
-            least_const[i] = std::min(least_const[i], value_at(i, best_theta));
+            const double v = value_at(i, best_theta);
+            if (!lambda_line) least_const[i] = std::min(least_const[i], v);
+            sole_const[i] = std::min(sole_const[i], v);
           }
         }
       }
@@ -588,6 +594,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
     }
     for (size_t i = 0; i < members.size(); ++i) {
       const OpId t = members[i];
+      r.sole[t] = sole_const[i];
       std::vector<Line> kept = undercut[line_set[i]];
       if (least_const[i] < kInf) kept.push_back({least_const[i], least_const[i]});
       if (kept.empty()) continue;  // no subgraph holds t as a sink: every instance is fused

@@ -42,6 +42,12 @@ struct TapLines {
   std::vector<std::vector<Line>> taps;   // per tap, e_t(lambda) = max(0, least line); else empty
   std::vector<SumLines::Priced> priced;  // P23's priced sums
   std::vector<char> lone;                // per op: a tap read by nothing
+  // Per tap, for P28 (sole_sums.h): the least over the classes of its value at the class's theta,
+  // the open classes where a priced sum of its shape may share S taken at theta >= 1/tau as
+  // the others are (valid where no other priced sum of the shape can share S); +inf when no class
+  // holds it as a sink (every instance runs beside an instance of its sum); 0 for other ops and
+  // when P25 is not derived (a weight path, the test switch).
+  std::vector<double> sole;
   int tap_count = 0;                     // taps with a positive excess at some lambda
   double value = 0;                      // Value() over every op
   // The sum over `ops` of c_o plus, per output shape, the best lambda of the groups' E(lambda)
