@@ -19,14 +19,16 @@ replaces, in every block, the subgraphs holding its query/value projections and 
   - per value group: the LayerNorm, each head's value projection, bias and attn @ V (the k-loop,
     K = 197, one k-step), which loads the softmax;
 
-placed where the last of the replaced subgraphs was (after the key projections they read).
+placed where the last of the replaced subgraphs was (after the key projections they read). The
+schedule must be one whose query/value subgraphs hold only those ops (and the embedding's ops
+run again), as the tpu-v1 searches' do; otherwise the result names the rule it breaks.
 ViT-B/16's op layout is checked (a block is 159 ops from its first query projection); anything
 else is refused with a one-line error. It prints the latency and the gap of the result
 (`annealer evaluate`), whose every rule it checks.
 """
 import argparse
 import json
-import sys
+import subprocess
 
 from gap_common import InputError, load_json, run_json, run_main
 
@@ -128,9 +130,13 @@ def main():
     with open(a.out, "w", encoding="utf-8") as f:
         json.dump(out, f)
     before = run_json([a.annealer, "evaluate", a.problem, a.schedule, "--json"])
-    after = run_json([a.annealer, "evaluate", a.problem, a.out, "--json"])
+    done = subprocess.run([a.annealer, "evaluate", a.problem, a.out, "--json"], capture_output=True, text=True)
+    try:
+        after = json.loads(done.stdout)
+    except ValueError:
+        raise InputError(f"{a.out}: annealer evaluate printed no JSON: {done.stderr.strip()}") from None
     if not after.get("valid"):
-        raise InputError(f"{a.out}: invalid: {after.get('message')}")
+        raise InputError(f"{a.out}: the regrouped schedule is invalid: {after.get('message')}")
     print(f"before {before['total_latency']:,.1f} (gap {before['gap']:.1f} %)  "
           f"after {after['total_latency']:,.1f} (gap {after['gap']:.1f} %)  bound {after['lower_bound']:,.1f}")
 
