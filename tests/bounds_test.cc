@@ -2573,5 +2573,219 @@ TEST_CASE("bound: sharing per-op work between alike ops changes no value") {
   CHECK(taps > 0);
 }
 
+// P27's pattern: the token mixing of an MLP-Mixer at a small scale. An optional transpose (Layout)
+// of a graph input gives the LHS Y (H x K) of M = Y @ Wt (K > n, Wt a graph input), then a chain
+// of 1 to 4 Pointwise ops of M's shape H x W (a branch summed back now and then, a residual
+// graph input sometimes), whose end goes to nothing (a graph output), a transpose, or the LHS of a
+// MatMul with K = W > n (each leaves the chain in mode T only); sometimes a Pointwise-only chain
+// from a graph input beside it, and sometimes a MatMul with K <= n of shape H x W feeding the sum
+// (P27 must then claim nothing on that shape). Capacities around 2 n^2, where the native tile of
+// an epilogue and its second tensor does not fit; compute (at native tiles) from a tenth to ten
+// times the time to move every tensor once.
+Problem MixerTokenBlocks(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = make.Pick({4, 8});
+  const Elements n = problem.native;
+  const Elements rows = n * make.Pick({1, 2, 3}) + make.Pick({0, 0, 1, 3});
+  const Elements cols = make.Pick({n / 2, n, n + 2, 2 * n});
+  const Elements k = make.Pick({n + 1, n + 3, 2 * n});
+  const double scale = make.PickReal({0.1, 1, 10});
+  const auto base = [&](std::vector<double> v) { return scale * make.PickReal(std::move(v)); };
+  TensorId y = make.Coin(3) ? make.Tensor(rows, k) : make.Op(OpKind::Layout, {make.Tensor(k, rows)}, rows, k, 0);
+  TensorId z = make.Op(OpKind::MatMul, {y, make.Tensor(k, cols)}, rows, cols, base({2, 8, 30}));
+  if (make.Coin(4)) {
+    // A MatMul with K <= n of the chain's shape: a subgraph of that grid may run in one k-step.
+    const Elements q = make.Pick({1, n / 2, n});
+    const TensorId side = make.Op(OpKind::MatMul, {make.Tensor(rows, q), make.Tensor(q, cols)}, rows, cols, base({1, 8}));
+    z = make.Op(OpKind::Pointwise, {z, side}, rows, cols, base({0, 1, 4}));
+  }
+  const int chain = static_cast<int>(make.Pick({1, 2, 3, 4}));
+  TensorId branch = z;
+  for (int i = 0; i < chain; ++i) {
+    z = make.Op(OpKind::Pointwise, {z}, rows, cols, base({0, 1, 2, 8}));
+    if (i == 1 && make.Coin(2)) z = make.Op(OpKind::Pointwise, {branch, z}, rows, cols, base({0.5, 2}));
+  }
+  if (make.Coin(3)) z = make.Op(OpKind::Pointwise, {z, make.Tensor(rows, cols)}, rows, cols, base({1, 4}));
+  if (make.Coin(3)) {
+    TensorId x = make.Tensor(rows, cols);
+    for (int i = 0; i < 2; ++i) x = make.Op(OpKind::Pointwise, {x}, rows, cols, base({1, 4}));
+    z = make.Op(OpKind::Pointwise, {z, x}, rows, cols, base({0.5, 2}));
+  }
+  const int end = std::uniform_int_distribution<int>(0, 2)(rng);
+  if (end == 1) make.Op(OpKind::Layout, {z}, cols, rows, 0);
+  if (end == 2 && cols > n) {
+    const Elements out_cols = make.Pick({n, n + 2});
+    make.Op(OpKind::MatMul, {z, make.Tensor(cols, out_cols)}, rows, out_cols, base({2, 8}));
+  }
+  problem.fast_memory_capacity = make.Pick({n * n, 3 * n * n / 2, 2 * n * n - 1, 2 * n * n - 1, 2 * n * n, 3 * n * n, 16 * n * n});
+  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
+  REQUIRE(problem.Finalize() == "");
+  // Compute (at native tiles) a tenth to ten times the time to move every tensor once.
+  double moved = 0, compute = 0;
+  for (const annealer::Tensor& t : problem.tensors) moved += static_cast<double>(t.size());
+  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+    compute += problem.ops[o].base_cost * static_cast<double>(problem.NativeTiles(o));
+  }
+  const double ratio = make.PickReal({0.1, 0.5, 1, 2, 10});
+  if (compute > 0) {
+    for (annealer::Op& op : problem.ops) op.base_cost *= ratio * moved / problem.slow_memory_bandwidth / compute;
+  }
+  return problem;
+}
+
+// Calls `check` on every valid schedule that runs the ops of `group` in one subgraph at a tile
+// shape (w, h up to n; k = 1, half of K and the largest legal k when `group` holds a MatMul),
+// the baseline's subgraphs around it (WithFused); returns how many were valid.
+int ForEachGroupShape(const Problem& problem, const std::vector<OpId>& group, const std::function<void(const Evaluation&)>& check) {
+  const Schedule base = BuildBaseline(problem);
+  const Elements n = problem.native;
+  Elements k_full = 0;
+  for (OpId o : group) {
+    if (problem.ops[o].kind == OpKind::MatMul) k_full = std::max(k_full, problem.ReductionLength(o));
+  }
+  std::vector<Elements> ks = {1};
+  if (k_full > 0) ks = {1, std::max<Elements>(1, std::min(k_full, n) / 2), std::min(k_full, n)};
+  int valid = 0;
+  for (Elements h = 1; h <= n; ++h) {
+    for (Elements w = 1; w <= n; ++w) {
+      for (Elements kk : ks) {
+        Subgraph fused;
+        fused.ops = group;
+        fused.granularity = {w, h, kk};
+        for (bool drop : {true, false}) {
+          const Evaluation e = EvaluateOracle(problem, WithFused(base, fused, drop));
+          if (!e.ok()) continue;
+          ++valid;
+          check(e);
+        }
+      }
+    }
+  }
+  return valid;
+}
+
+// P27 against the oracle: MixerTokenBlocks, every schedule of RealRatioSchedules (also at the
+// capacity of its own peak working set), and, per problem, the Pointwise chain alone and the
+// MatMul with its chain at every tile shape. The bound, its tiles part (P18, where P27 enters) and
+// every suffix bound must hold; counts the problems where P27 raises the bound (against the
+// test-only switch g_pointwise_tiles = false).
+TEST_CASE("bound: P27's Pointwise tiles never above the oracle") {
+  int valid = 0, tight = 0, enumerated = 0, raised = 0, decided = 0, met = 0, forcing = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(2727);
+  for (int trial = 0; trial < 600; ++trial) {
+    const Problem problem = MixerTokenBlocks(rng);
+    CAPTURE(trial);
+    const LowerBound bound = ComputeLowerBound(problem);
+    bound_internal::g_pointwise_tiles = false;
+    const LowerBound without = ComputeLowerBound(problem);
+    bound_internal::g_pointwise_tiles = true;
+    CHECK(bound.total() >= without.total() * (1 - kSlack));
+    const bool rises = bound.total() > without.total() * (1 + 1e-9);
+    raised += rises ? 1 : 0;
+    forcing += bound.tiles > without.tiles * (1 + 1e-9) ? 1 : 0;
+    const auto check = [&](const Evaluation& e) {
+      CHECK(bound.tiles <= e.total * (1 + kSlack));
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      if (!rises) return;
+      ++decided;
+      tightest = std::max(tightest, bound.total() / e.total);
+      met += bound.total() >= e.total * (1 - 1e-9) ? 1 : 0;
+    };
+    const std::vector<Schedule> schedules = RealRatioSchedules(
+        problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.2); }, 8, 5);
+    tight += ForEachValidAndAtPeak(
+        problem, schedules, "P27 trial " + std::to_string(trial),
+        [&](const Evaluation& e) {
+          ++valid;
+          check(e);
+        },
+        [&](const Problem& squeezed, const Evaluation& e) {
+          const LowerBound at_peak = ComputeLowerBound(squeezed);
+          CHECK(at_peak.tiles <= e.total * (1 + kSlack));
+          CHECK(at_peak.total() <= e.total * (1 + kSlack));
+        });
+    // The first MatMul (op 0, or op 1 after the transpose) with the Pointwise ops after it, and
+    // those Pointwise ops alone (only the ones that read no graph input besides the chain).
+    std::vector<OpId> chain;
+    OpId matmul = kNoOp;
+    for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+      if (problem.ops[o].kind == OpKind::MatMul && matmul == kNoOp) {
+        matmul = o;
+        continue;
+      }
+      if (matmul == kNoOp || problem.ops[o].kind != OpKind::Pointwise) continue;
+      bool fed = false;
+      for (TensorId t : problem.ops[o].inputs) {
+        const OpId p = problem.producer[t];
+        fed = fed || p == matmul || std::find(chain.begin(), chain.end(), p) != chain.end();
+      }
+      if (fed) chain.push_back(o);
+    }
+    if (!chain.empty()) {
+      enumerated += ForEachGroupShape(problem, chain, check);
+      std::vector<OpId> with_matmul = {matmul};
+      with_matmul.insert(with_matmul.end(), chain.begin(), chain.end());
+      enumerated += ForEachGroupShape(problem, with_matmul, check);
+    }
+  }
+  MESSAGE("P27: P18 raised on " << forcing << " problems, the bound on " << raised << " problems, valid schedules " << valid << ", at their peak " << tight
+                                  << ", enumerated " << enumerated << ", checked against a raised bound " << decided
+                                  << " (met " << met << "), tightest bound/latency there " << tightest);
+  CHECK(valid > 1500);
+  CHECK(enumerated > 5000);
+  CHECK(raised > 50);
+  CHECK(met > 0);
+}
+
+// P27 by hand. X (8x8 graph input) -> P (Pointwise, base 10) -> Q (Pointwise, base 5), Q a graph
+// output, n = 4, capacity 24, B = 100 (compute-bound). A step holds a tile of Q (the sink) and a
+// slice of X, 2 r c <= 24: the fewest tiles are 6 ([4, 3] or [3, 4]), so P and Q compute at least
+// 6 x 15 = 90, not the native 4 x 15 = 60; {P, Q} at [4, 3, 1] meets it (6 steps of 15 against
+// (12 + 12) / 100 of memory). With P reading S = A @ B (A 8x1, B 1x8, base 1) instead of X, a
+// subgraph {S, P, Q} runs one k-step per tile (K = 1 <= n) and holds Q's tile and the 4 x 1 and
+// 1 x 4 strips: [4, 4, 1] fits (16 + 4 + 4 = 24) at the native 4 tiles, 4 x 16 = 64, below the 94
+// that a claim of 6 tiles would give, so P27 claims nothing on a shape where such a MatMul is.
+TEST_CASE("bound: P27 by hand, a Pointwise chain at the tiles the memory allows") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors = {{8, 8}, {8, 8}, {8, 8}};  // X, P, Q (width, height)
+  problem.ops.push_back({OpKind::Pointwise, {0}, 1, 10});
+  problem.ops.push_back({OpKind::Pointwise, {1}, 2, 5});
+  problem.fast_memory_capacity = 24;
+  problem.slow_memory_bandwidth = 100;
+  REQUIRE(problem.Finalize().empty());
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(90));
+  bound_internal::g_pointwise_tiles = false;
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(60));
+  bound_internal::g_pointwise_tiles = true;
+  Schedule schedule;
+  schedule.subgraphs.push_back({});
+  schedule.subgraphs[0].ops = {0, 1};
+  schedule.subgraphs[0].granularity = {4, 3, 1};
+  const Evaluation e = EvaluateOracle(problem, schedule);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(90));
+
+  Problem side;
+  side.native = 4;
+  side.tensors = {{1, 8}, {8, 1}, {8, 8}, {8, 8}, {8, 8}};  // A, B, S = A @ B, P, Q
+  side.ops.push_back({OpKind::MatMul, {0, 1}, 2, 1});
+  side.ops.push_back({OpKind::Pointwise, {2}, 3, 10});
+  side.ops.push_back({OpKind::Pointwise, {3}, 4, 5});
+  side.fast_memory_capacity = 24;
+  side.slow_memory_bandwidth = 100;
+  REQUIRE(side.Finalize().empty());
+  Schedule one;
+  one.subgraphs.push_back({});
+  one.subgraphs[0].ops = {0, 1, 2};
+  one.subgraphs[0].granularity = {4, 4, 1};
+  const Evaluation f = EvaluateOracle(side, one);
+  REQUIRE(f.ok());
+  CHECK(f.total == doctest::Approx(4 * 16));
+  CHECK(ComputeLowerBound(side).total() <= f.total * (1 + kSlack));
+}
+
 }  // namespace
 }  // namespace annealer
