@@ -2785,6 +2785,54 @@ TEST_CASE("bound: P27 by hand, a Pointwise chain at the tiles the memory allows"
   REQUIRE(f.ok());
   CHECK(f.total == doctest::Approx(4 * 16));
   CHECK(ComputeLowerBound(side).total() <= f.total * (1 + kSlack));
+
+  // A Pointwise op with a mode upstream of a k-loop makes strips, not tiles: X (4x4) -> P (base
+  // 10) -> P @ W (W 4x1, base 1, K = 4 = n), capacity 24. P alone would need 2 tiles (2 r c <= 24),
+  // but {P, mm} at [1, 4, 4] is one tile and one step (the 4x1 tile, P's 4x4 strip made from X's
+  // 4x4 slice, W's 4x1 strip: 24) and costs 11, so P claims its native tile only.
+  Problem strip;
+  strip.native = 4;
+  strip.tensors = {{4, 4}, {4, 4}, {1, 4}, {1, 4}};  // X, P, W, Y
+  strip.ops.push_back({OpKind::Pointwise, {0}, 1, 10});
+  strip.ops.push_back({OpKind::MatMul, {1, 2}, 3, 1});
+  strip.fast_memory_capacity = 24;
+  strip.slow_memory_bandwidth = 100;
+  REQUIRE(strip.Finalize().empty());
+  Schedule fused;
+  fused.subgraphs.push_back({});
+  fused.subgraphs[0].ops = {0, 1};
+  fused.subgraphs[0].granularity = {1, 4, 4};
+  const Evaluation g = EvaluateOracle(strip, fused);
+  REQUIRE(g.ok());
+  CHECK(g.total == doctest::Approx(11));
+  CHECK(ComputeLowerBound(strip).total() == doctest::Approx(11));
+
+  // The write across islands: X (4x8) -> P (Pointwise, base 0.001) -> O = P @ W (W 8x4, K = 8 > n,
+  // so P and the MatMul never meet, P1: two islands), capacity 32 (O's 32 elements cannot be
+  // retained), B = 1. P alone writes O (2 tiles: 32 in, 32 out, 64), the MatMul loads it
+  // (8 k-steps of 4 + 4, then its 16-element tile: 80): 144, which the islands part meets (64 + 80).
+  // P's island line claims O's write; the MatMul's island pays O's load, which P's must not claim.
+  Problem cross;
+  cross.native = 4;
+  cross.tensors = {{8, 4}, {8, 4}, {4, 8}, {4, 4}};  // X, P, W, O
+  cross.ops.push_back({OpKind::Pointwise, {0}, 1, 0.001});
+  cross.ops.push_back({OpKind::MatMul, {1, 2}, 3, 0.001});
+  cross.fast_memory_capacity = 32;
+  cross.slow_memory_bandwidth = 1;
+  REQUIRE(cross.Finalize().empty());
+  Schedule apart;
+  apart.subgraphs.push_back({});
+  apart.subgraphs[0].ops = {0};
+  apart.subgraphs[0].granularity = {4, 4, 1};
+  apart.subgraphs.push_back({});
+  apart.subgraphs[1].ops = {1};
+  apart.subgraphs[1].granularity = {4, 4, 1};
+  const Evaluation a = EvaluateOracle(cross, apart);
+  REQUIRE(a.ok());
+  CHECK(a.total == doctest::Approx(144));
+  const LowerBound cross_bound = ComputeLowerBound(cross);
+  CHECK(cross_bound.island_count == 2);
+  CHECK(cross_bound.total() == doctest::Approx(144));
 }
 
 }  // namespace
