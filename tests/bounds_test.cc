@@ -2148,7 +2148,7 @@ TEST_CASE("bound: the bundled problems, real values and schedules found by a sho
   };
   // Values of the bound (pinned; each lies below the best schedule known, see docs/lower-bound.md).
   const Expect expected[] = {{"mlsys-2026-1.json", 367001.6},  // equals the best schedule known
-                             {"mlsys-2026-5.json", 440183.4666666667},
+                             {"mlsys-2026-5.json", 449414.563768603},  // P27 (440,183.47 before)
                              {"mlsys-2026-9.json", 44669337.6},
                              {"mlsys-2026-13.json", 15596775.36}};
   for (const Expect& e : expected) {
