@@ -274,6 +274,13 @@
 //     fewest such tiles, which P18's line for e claims. And in P18's island lines an output too
 //     large to retain, read by an op of another island, was written by a sink of its producer's
 //     island (P12: no subgraph holds both; V7, M2, R3): the producer's claim includes the write.
+//  P28 (R5, M1, M2, W, W4, V8, P21) P21's second form, tightened: in the subgraph S_1 that runs x,
+//     an input of x too large to retain is loaded slice by slice (never retained, R5; consecutive
+//     steps differ in k-range, M1), and when every op of the island has an output too large to
+//     retain, S_1's sinks (of x's shape, at least one) write their tiles at each tile's last step
+//     (M2; narrow, none claimed under a wide write-back). A shape must fit W at tile 0's first step:
+//     the sink's tile (or retained whole), x's operand slices (a weight slice on H6's path counts
+//     in no term), and, with epilogue ops in S_1 (gamma > 0), x's accumulator (n_k >= 2, W4).
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
