@@ -2938,5 +2938,111 @@ TEST_CASE("bound: P28's MatMul with its epilogue, loads and tiles, never above t
   CHECK(raised > 50);
 }
 
+// P29's pattern: DeepLabV3's atrous pyramid at a small scale. One LHS A (R x K) read by one to
+// three groups of taps A @ W_i (W_i graph inputs), each group summed by a Pointwise op (or, one time
+// in four, a group of taps read by nothing); K above native three times in four; A made by a
+// Pointwise op (the case P29 is about), by a MatMul with K <= n (which may make A's strips beside
+// a tap: no P29), a graph input, or a transpose of one. Outputs too large to retain at the drawn
+// capacities (1.5 to 3 native tiles), compute from a tenth to ten times the time to move every
+// tensor once.
+Problem AsppTaps(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = make.Pick({4, 8});
+  const Elements n = problem.native;
+  const Elements rows = make.Pick({n + 1, 2 * n, 2 * n + 3, 3 * n});
+  const Elements k = make.Coin(4) ? make.Pick({n / 2, n}) : make.Pick({n + 1, 2 * n, 3 * n});
+  const Elements cols = make.Pick({n, n + 2, 2 * n});
+  TensorId a = -1;
+  switch (std::uniform_int_distribution<int>(0, 6)(rng)) {
+    case 0: a = make.Tensor(rows, k); break;
+    case 1: a = make.Op(OpKind::Layout, {make.Tensor(k, rows)}, rows, k, 0); break;
+    case 2: a = make.Op(OpKind::MatMul, {make.Tensor(rows, n / 2), make.Tensor(n / 2, k)}, rows, k, make.PickReal({1, 4})); break;
+    default: a = make.Op(OpKind::Pointwise, {make.Tensor(rows, k)}, rows, k, make.PickReal({1, 4})); break;
+  }
+  const int groups = static_cast<int>(make.Pick({1, 2, 3}));
+  for (int g = 0; g < groups; ++g) {
+    const int taps = static_cast<int>(make.Pick({1, 2, 3, 4}));
+    std::vector<TensorId> outs;
+    for (int i = 0; i < taps; ++i) {
+      outs.push_back(make.Op(OpKind::MatMul, {a, make.Tensor(k, cols)}, rows, cols, make.PickReal({4, 16})));
+    }
+    if (make.Coin(4)) continue;  // taps read by nothing (graph outputs)
+    const TensorId sum = outs.size() == 1 ? make.Op(OpKind::Pointwise, {outs[0]}, rows, cols, make.PickReal({0.5, 2}))
+                                          : make.Op(OpKind::Pointwise, outs, rows, cols, make.PickReal({0.5, 2}));
+    if (make.Coin(2)) make.Op(OpKind::Pointwise, {sum}, rows, cols, make.PickReal({0.5, 2}));
+  }
+  problem.fast_memory_capacity = make.Pick({3 * n * n / 2, 2 * n * n, 5 * n * n / 2, 3 * n * n});
+  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
+  REQUIRE(problem.Finalize() == "");
+  double moved = 0, compute = 0;
+  for (const annealer::Tensor& t : problem.tensors) moved += static_cast<double>(t.size());
+  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+    compute += problem.ops[o].base_cost * static_cast<double>(problem.NativeTiles(o));
+  }
+  const double ratio = make.PickReal({0.1, 0.5, 1, 2, 10});
+  for (annealer::Op& op : problem.ops) op.base_cost *= ratio * moved / problem.slow_memory_bandwidth / compute;
+  return problem;
+}
+
+// P29 against the oracle: AsppTaps, every schedule of RealRatioSchedules (also at its own peak
+// working set), every tap alone at every tile shape, the taps grouped with the sum (ForEachFusedSum)
+// and as co-sinks (ForEachTapGrouping). Counts the problems where P29 raises the bound (against the
+// test-only switch g_pointwise_lhs_loaded = false).
+TEST_CASE("bound: P29's isolated taps never above the oracle") {
+  int valid = 0, tight = 0, enumerated = 0, raised = 0, decided = 0, met = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(2929);
+  for (int trial = 0; trial < 700; ++trial) {
+    const Problem problem = AsppTaps(rng);
+    CAPTURE(trial);
+    const LowerBound bound = ComputeLowerBound(problem);
+    bound_internal::g_pointwise_lhs_loaded = false;
+    const LowerBound without = ComputeLowerBound(problem);
+    bound_internal::g_pointwise_lhs_loaded = true;
+    CHECK(bound.total() >= without.total() * (1 - kSlack));
+    const bool rises = bound.total() > without.total() * (1 + 1e-9);
+    raised += rises ? 1 : 0;
+    const auto check = [&](const Evaluation& e) {
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      CHECK(bound.taps <= e.total * (1 + kSlack));
+      if (!rises) return;
+      ++decided;
+      tightest = std::max(tightest, bound.total() / e.total);
+      met += bound.total() >= e.total * (1 - 1e-9) ? 1 : 0;
+    };
+    const std::vector<Schedule> schedules = RealRatioSchedules(
+        problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.3); }, 8, 5);
+    tight += ForEachValidAndAtPeak(
+        problem, schedules, "P29 trial " + std::to_string(trial),
+        [&](const Evaluation& e) {
+          ++valid;
+          check(e);
+        },
+        [&](const Problem& squeezed, const Evaluation& e) {
+          const LowerBound at_peak = ComputeLowerBound(squeezed);
+          CHECK(at_peak.total() <= e.total * (1 + kSlack));
+          CHECK(at_peak.taps <= e.total * (1 + kSlack));
+        });
+    // Every tap alone: the readers of A, the LHS of the last MatMul (always a tap).
+    TensorId a = -1;
+    for (const Op& op : problem.ops) {
+      if (op.kind == OpKind::MatMul) a = op.inputs[0];
+    }
+    const auto enumerated_check = [&](const Schedule&, const Evaluation& e) { check(e); };
+    for (OpId t : problem.consumers[a]) {
+      if (problem.ops[t].kind == OpKind::MatMul) enumerated += ForEachGroupShape(problem, {t}, check);
+    }
+    enumerated += ForEachTapGrouping(problem, enumerated_check);
+    enumerated += ForEachFusedSum(problem, enumerated_check);
+  }
+  MESSAGE("P29: bound raised on " << raised << " problems, valid schedules " << valid << ", at their peak " << tight
+                                  << ", enumerated " << enumerated << ", checked against a raised bound " << decided
+                                  << " (met " << met << "), tightest bound/latency there " << tightest);
+  CHECK(valid > 1500);
+  CHECK(enumerated > 5000);
+  CHECK(raised > 30);
+}
+
 }  // namespace
 }  // namespace annealer
