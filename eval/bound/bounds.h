@@ -281,6 +281,11 @@
 //     (M2; narrow, none claimed under a wide write-back). A shape must fit W at tile 0's first step:
 //     the sink's tile (or retained whole), x's operand slices (a weight slice on H6's path counts
 //     in no term), and, with epilogue ops in S_1 (gamma > 0), x's accumulator (n_k >= 2, W4).
+//  P29 (G3, V2, V5, V11, O8, R5, V8, P21, P25) An isolated tap: a P25 tap t with K > n whose LHS is
+//     a graph input or made by a Pointwise op has no internal edge in a sink instance S (its LHS
+//     cannot be made there, V11; its RHS is a graph input; its output has no reader in S), so
+//     S = {t} (V5): S loads t's LHS per column tile, and costs at least P21's lone price of t, so
+//     e_t >= that price - c_t at every lambda. Not under prefetch into double-buffered staging.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
