@@ -2836,7 +2836,7 @@ TEST_CASE("bound: P27 by hand, a Pointwise chain at the tiles the memory allows"
   CHECK(cross_bound.total() == doctest::Approx(144));
 }
 
-// P28's pattern: an island of one MatMul x = A @ W (K > n, W a graph input only x reads) and
+// P30's pattern: an island of one MatMul x = A @ W (K > n, W a graph input only x reads) and
 // Pointwise ops E made from it: A made by a Pointwise op (another island: it cannot feed K > n,
 // P1), E a chain of 1 to 3 ops with a branch summed back sometimes, its end read by a MatMul with
 // K > n (another island), written as a graph output, or both. Tensor sizes around the capacity
@@ -2879,11 +2879,11 @@ Problem MlpIslands(std::mt19937_64& rng) {
   return problem;
 }
 
-// P28 against the oracle: MlpIslands, every schedule of RealRatioSchedules (also at the capacity
+// P30 against the oracle: MlpIslands, every schedule of RealRatioSchedules (also at the capacity
 // of its own peak working set), and, per problem, x with its chain, x alone and the chain alone
-// at every tile shape. Counts the problems where P28 raises the bound (against the test-only
+// at every tile shape. Counts the problems where P30 raises the bound (against the test-only
 // switch g_alone_loads = false).
-TEST_CASE("bound: P28's MatMul with its epilogue, loads and tiles, never above the oracle") {
+TEST_CASE("bound: P30's MatMul with its epilogue, loads and tiles, never above the oracle") {
   int valid = 0, tight = 0, enumerated = 0, raised = 0, decided = 0, met = 0;
   double tightest = 0;
   std::mt19937_64 rng(2828);
@@ -2909,7 +2909,7 @@ TEST_CASE("bound: P28's MatMul with its epilogue, loads and tiles, never above t
     const std::vector<Schedule> schedules = RealRatioSchedules(
         problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.3); }, 8, 4);
     tight += ForEachValidAndAtPeak(
-        problem, schedules, "P28 trial " + std::to_string(trial),
+        problem, schedules, "P30 trial " + std::to_string(trial),
         [&](const Evaluation& e) {
           ++valid;
           check(e);
@@ -2930,7 +2930,7 @@ TEST_CASE("bound: P28's MatMul with its epilogue, loads and tiles, never above t
     enumerated += ForEachGroupShape(problem, {1}, check);
     if (!chain.empty()) enumerated += ForEachGroupShape(problem, chain, check);
   }
-  MESSAGE("P28: bound raised on " << raised << " problems, valid schedules " << valid << ", at their peak " << tight
+  MESSAGE("P30: bound raised on " << raised << " problems, valid schedules " << valid << ", at their peak " << tight
                                   << ", enumerated " << enumerated << ", checked against a raised bound " << decided
                                   << " (met " << met << "), tightest bound/latency there " << tightest);
   CHECK(valid > 1500);
@@ -2938,11 +2938,11 @@ TEST_CASE("bound: P28's MatMul with its epilogue, loads and tiles, never above t
   CHECK(raised > 50);
 }
 
-// P29's pattern: DeepLabV3's atrous pyramid at a small scale. One LHS A (R x K) read by one to
+// P31's pattern: DeepLabV3's atrous pyramid at a small scale. One LHS A (R x K) read by one to
 // three groups of taps A @ W_i (W_i graph inputs), each group summed by a Pointwise op (or, one time
 // in four, a group of taps read by nothing); K above native three times in four; A made by a
-// Pointwise op (the case P29 is about), by a MatMul with K <= n (which may make A's strips beside
-// a tap: no P29), a graph input, or a transpose of one. Outputs too large to retain at the drawn
+// Pointwise op (the case P31 is about), by a MatMul with K <= n (which may make A's strips beside
+// a tap: no P31), a graph input, or a transpose of one. Outputs too large to retain at the drawn
 // capacities (1.5 to 3 native tiles), compute from a tenth to ten times the time to move every
 // tensor once.
 Problem AsppTaps(std::mt19937_64& rng) {
@@ -2985,11 +2985,11 @@ Problem AsppTaps(std::mt19937_64& rng) {
   return problem;
 }
 
-// P29 against the oracle: AsppTaps, every schedule of RealRatioSchedules (also at its own peak
+// P31 against the oracle: AsppTaps, every schedule of RealRatioSchedules (also at its own peak
 // working set), every tap alone at every tile shape, the taps grouped with the sum (ForEachFusedSum)
-// and as co-sinks (ForEachTapGrouping). Counts the problems where P29 raises the bound (against the
+// and as co-sinks (ForEachTapGrouping). Counts the problems where P31 raises the bound (against the
 // test-only switch g_pointwise_lhs_loaded = false).
-TEST_CASE("bound: P29's isolated taps never above the oracle") {
+TEST_CASE("bound: P31's isolated taps never above the oracle") {
   int valid = 0, tight = 0, enumerated = 0, raised = 0, decided = 0, met = 0;
   double tightest = 0;
   std::mt19937_64 rng(2929);
@@ -3014,7 +3014,7 @@ TEST_CASE("bound: P29's isolated taps never above the oracle") {
     const std::vector<Schedule> schedules = RealRatioSchedules(
         problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.3); }, 8, 5);
     tight += ForEachValidAndAtPeak(
-        problem, schedules, "P29 trial " + std::to_string(trial),
+        problem, schedules, "P31 trial " + std::to_string(trial),
         [&](const Evaluation& e) {
           ++valid;
           check(e);
@@ -3036,7 +3036,7 @@ TEST_CASE("bound: P29's isolated taps never above the oracle") {
     enumerated += ForEachTapGrouping(problem, enumerated_check);
     enumerated += ForEachFusedSum(problem, enumerated_check);
   }
-  MESSAGE("P29: bound raised on " << raised << " problems, valid schedules " << valid << ", at their peak " << tight
+  MESSAGE("P31: bound raised on " << raised << " problems, valid schedules " << valid << ", at their peak " << tight
                                   << ", enumerated " << enumerated << ", checked against a raised bound " << decided
                                   << " (met " << met << "), tightest bound/latency there " << tightest);
   CHECK(valid > 1500);

@@ -103,7 +103,7 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
       const Elements full_cols = cols / w, rest_cols = cols % w;
       for (Elements k = std::min(n, reduction); k >= 1; --k) {
         if (!SideAllowed(rules, SideAxis::kK, k, reduction) || !roles_fit(h, w, k)) continue;
-        // P28 (W): tile 0's first step holds the sink's tile (or its retained whole) and x's
+        // P30 (W): tile 0's first step holds the sink's tile (or its retained whole) and x's
         // operand slices (or their retained wholes; a weight slice on H6's path counts in no
         // fast-memory term); with epilogue ops beside x (gamma > 0) x's output is consumed inside,
         // so its accumulator (n_k >= 2, W4) is one more tile.
@@ -212,7 +212,7 @@ AloneFloor IslandFloor(const Problem& problem, const std::vector<OpId>& island, 
   const Op& mm = problem.ops[x];
   if (mm.inputs[0] == mm.inputs[1]) return floor;
   // Inputs made elsewhere may be retained when they fit, and no write is counted unless every
-  // op's output is too large to retain: a floor at its least. P28: an input too large to retain
+  // op's output is too large to retain: a floor at its least. P30: an input too large to retain
   // is loaded slice by slice as in the first form (R5, M1), and when no output of the island can
   // be retained, the sinks of the subgraph that runs x write their tiles at each tile's last step
   // (M2; x's own write at the narrow width, which a Pointwise sink has, H4).

@@ -274,14 +274,14 @@
 //     fewest such tiles, which P18's line for e claims. And in P18's island lines an output too
 //     large to retain, read by an op of another island, was written by a sink of its producer's
 //     island (P12: no subgraph holds both; V7, M2, R3): the producer's claim includes the write.
-//  P28 (R5, M1, M2, W, W4, V8, P21) P21's second form, tightened: in the subgraph S_1 that runs x,
+//  P30 (R5, M1, M2, W, W4, V8, P21) P21's second form, tightened: in the subgraph S_1 that runs x,
 //     an input of x too large to retain is loaded slice by slice (never retained, R5; consecutive
 //     steps differ in k-range, M1), and when every op of the island has an output too large to
 //     retain, S_1's sinks (of x's shape, at least one) write their tiles at each tile's last step
 //     (M2; narrow, none claimed under a wide write-back). A shape must fit W at tile 0's first step:
 //     the sink's tile (or retained whole), x's operand slices (a weight slice on H6's path counts
 //     in no term), and, with epilogue ops in S_1 (gamma > 0), x's accumulator (n_k >= 2, W4).
-//  P29 (G3, V2, V5, V11, O8, R5, V8, P21, P25) An isolated tap: a P25 tap t with K > n whose LHS is
+//  P31 (G3, V2, V5, V11, O8, R5, V8, P21, P25) An isolated tap: a P25 tap t with K > n whose LHS is
 //     a graph input or made by a Pointwise op has no internal edge in a sink instance S (its LHS
 //     cannot be made there, V11; its RHS is a graph input; its output has no reader in S), so
 //     S = {t} (V5): S loads t's LHS per column tile, and costs at least P21's lone price of t, so

@@ -76,7 +76,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
   const Elements n = p.native;
   const Elements cap = p.fast_memory_capacity;
   const double bandwidth = p.slow_memory_bandwidth;
-  // P29 prices an isolated tap alone as P21 does, which H5's prefetch into double-buffered
+  // P31 prices an isolated tap alone as P21 does, which H5's prefetch into double-buffered
   // staging can undercut (P21's proof); one path here (P25 is off with a weight path).
   r.isolated.assign(num_ops, 0);
   const bool lone_prefetch = p.chip.prefetch && p.chip.double_staging;
@@ -196,7 +196,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       const TensorId lhs = p.ops[members[i]].inputs[0];
       const OpId x = p.producer[lhs];
       bool loaded = x == kNoOp || !upstream_capable(x);
-      // P29: a Pointwise producer never makes the LHS of a MatMul with K > n in its subgraph
+      // P31: a Pointwise producer never makes the LHS of a MatMul with K > n in its subgraph
       // (V11: it would need w >= K > n; P1), whatever else it may feed upstream.
       loaded = loaded || (g_pointwise_lhs_loaded && p.ops[x].kind == OpKind::Pointwise && reduction > n);
       if (x != kNoOp && p.ops[x].kind == OpKind::Layout && p.ops[x].inputs.size() == 1) {
@@ -608,7 +608,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
         for (const Line& x : kept) least = std::min(least, end == 0 ? x.at0 : x.at1);
         positive = positive || least > 0;
       }
-      // P29: an isolated tap (K > n, its LHS a graph input or made by a Pointwise op, which V11
+      // P31: an isolated tap (K > n, its LHS a graph input or made by a Pointwise op, which V11
       // keeps out of every subgraph where t is in F) has no internal edge in a sink instance S, so
       // S = {t} (V5) and costs at least P21's lone price: its slack over c_t, whatever lambda.
       const TensorId lhs = p.ops[t].inputs[0];

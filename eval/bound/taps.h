@@ -35,17 +35,17 @@ namespace annealer::bound_internal {
 // P23's least line with j >= 1: the group claims
 //   E(lambda) = min( min_j [P23_j + the m - j least e_t], min_j P23_j + min_{j>=1} P23_j ).
 // Not derived with a weight path (H6): then P25 claims nothing.
-// P29: a tap with K > n whose LHS is made by a Pointwise op loads that LHS like one made by an op
+// P31: a tap with K > n whose LHS is made by a Pointwise op loads that LHS like one made by an op
 // that cannot run upstream: V11 (P1) keeps the producer out of every subgraph where the tap is in F.
 extern bool g_tap_excess;  // test switch: false claims no tap excess (P23 alone)
-extern bool g_pointwise_lhs_loaded;  // test switch: false leaves P29 out (as before it)
+extern bool g_pointwise_lhs_loaded;  // test switch: false leaves P31 out (as before it)
 
 struct TapLines {
   std::vector<double> compute;           // per op, c_o
   std::vector<std::vector<Line>> taps;   // per tap, e_t(lambda) = max(0, least line); else empty
   std::vector<SumLines::Priced> priced;  // P23's priced sums
   std::vector<char> lone;                // per op: a tap read by nothing
-  std::vector<double> isolated;          // per op: P29's floor of e_t for an isolated tap, else 0
+  std::vector<double> isolated;          // per op: P31's floor of e_t for an isolated tap, else 0
   int tap_count = 0;                     // taps with a positive excess at some lambda
   double value = 0;                      // Value() over every op
   // The sum over `ops` of c_o plus, per output shape, the best lambda of the groups' E(lambda)
