@@ -6,6 +6,7 @@
 namespace annealer::bound_internal {
 
 bool g_lone_matmul_floor = true;
+bool g_alone_loads = true;
 
 double AloneFloor::Least() const {
   double least = std::numeric_limits<double>::infinity();
@@ -22,7 +23,7 @@ double AloneFloor::LeastApart(double share, double bandwidth) const {
 }
 
 double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>& weights, bool lhs_retained,
-                         bool rhs_retained, bool output_retained, double epilogue) {
+                         bool rhs_retained, bool output_retained, double epilogue, bool fit_memory) {
   const Op& op = problem.ops[x];
   const Tensor& out = problem.tensors[op.output];
   const Elements rows = out.height, cols = out.width, reduction = problem.ReductionLength(x);
@@ -102,6 +103,16 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
       const Elements full_cols = cols / w, rest_cols = cols % w;
       for (Elements k = std::min(n, reduction); k >= 1; --k) {
         if (!SideAllowed(rules, SideAxis::kK, k, reduction) || !roles_fit(h, w, k)) continue;
+        // P30 (W): tile 0's first step holds the sink's tile (or its retained whole) and x's
+        // operand slices (or their retained wholes; a weight slice on H6's path counts in no
+        // fast-memory term); with epilogue ops beside x (gamma > 0) x's output is consumed inside,
+        // so its accumulator (n_k >= 2, W4) is one more tile.
+        bool epilogue_fits = true;
+        if (fit_memory) {
+          const Elements one = h * w + (lhs_weight ? 0 : h * k) + (rhs_weight ? 0 : k * w);
+          if (one > problem.fast_memory_capacity) continue;
+          epilogue_fits = one + h * w <= problem.fast_memory_capacity;
+        }
         const Elements steps = CeilDiv(reduction, k);
         const Elements k_last = reduction - (steps - 1) * k;
         // Up to four tile classes (full or clipped rows x columns): count, inner steps' sum, last step.
@@ -127,7 +138,9 @@ double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>
           }
           return sum;
         };
-        least = std::min({least, total(0), total(epilogue)});
+        least = std::min(least, total(0));
+        if (!epilogue_fits) continue;
+        least = std::min(least, total(epilogue));
         for (int c = 0; c < used; ++c) {
           const double turn = classes[c].last.memory - classes[c].last.compute;
           if (turn > 0 && turn < epilogue) least = std::min(least, total(turn));
@@ -198,11 +211,19 @@ AloneFloor IslandFloor(const Problem& problem, const std::vector<OpId>& island, 
   if (x == kNoOp || problem.ReductionLength(x) <= problem.native) return floor;
   const Op& mm = problem.ops[x];
   if (mm.inputs[0] == mm.inputs[1]) return floor;
-  // Inputs made elsewhere may be retained, and no write is counted: a floor at its least.
-  const bool lhs_made = problem.producer[mm.inputs[0]] != kNoOp, rhs_made = problem.producer[mm.inputs[1]] != kNoOp;
+  // Inputs made elsewhere may be retained when they fit, and no write is counted unless every
+  // op's output is too large to retain: a floor at its least. P30: an input too large to retain
+  // is loaded slice by slice as in the first form (R5, M1), and when no output of the island can
+  // be retained, the sinks of the subgraph that runs x write their tiles at each tile's last step
+  // (M2; x's own write at the narrow width, which a Pointwise sink has, H4).
+  const auto fits = [&](TensorId t) { return problem.tensors[t].size() + 1 <= problem.fast_memory_capacity; };
+  const auto kept = [&](TensorId t) { return problem.producer[t] != kNoOp && (!g_alone_loads || fits(t)); };
+  bool written = g_alone_loads && !problem.chip.wide_writeback;
+  for (OpId op : island) written = written && !fits(problem.ops[op].output);
   floor.valid = true;
   floor.compute_point_only = true;
-  floor.options.push_back({LoneMatMulLatency(problem, x, weights, lhs_made, rhs_made, true, epilogue), 0});
+  floor.options.push_back(
+      {LoneMatMulLatency(problem, x, weights, kept(mm.inputs[0]), kept(mm.inputs[1]), !written, epilogue, g_alone_loads), 0});
   return floor;
 }
 

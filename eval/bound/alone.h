@@ -59,11 +59,18 @@ extern bool g_lone_matmul_floor;
 // gamma in [0, sum of E's bases] of the per-tile epilogue compute, of x's steps with gamma added
 // to each last step (inputs made elsewhere free, no write: a floor at its least) plus the rest of
 // E's compute at native tiles.
+// P30 tightens it: an input of x too large to retain (R5) is loaded slice by slice as in the first
+// form, and when every op of the island has an output too large to retain, the sinks of the
+// subgraph that runs x (one at least, in the island, of x's shape) write their tiles at each
+// tile's last step (M2), counted at the narrow width (none without a chip's wide write-back).
 AloneFloor IslandFloor(const Problem& problem, const std::vector<OpId>& island, const std::vector<char>& weights);
+extern bool g_alone_loads;  // test switch: false prices the second form as before P30
 
 // The least latency of x alone at one retention, over every tile shape (exposed for tests), with
 // `epilogue` of Pointwise base per tile that may fire at each tile's last step or run elsewhere.
+// With `fit_memory` (P30) a shape must also fit the fast memory (W): the sink's tile and x's
+// operand slices, plus x's accumulator tile when epilogue ops share the subgraph (gamma > 0).
 double LoneMatMulLatency(const Problem& problem, OpId x, const std::vector<char>& weights, bool lhs_retained,
-                         bool rhs_retained, bool output_retained, double epilogue = 0);
+                         bool rhs_retained, bool output_retained, double epilogue = 0, bool fit_memory = false);
 
 }  // namespace annealer::bound_internal

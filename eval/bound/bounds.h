@@ -271,13 +271,38 @@
 //     and x whose every path to another MatMul enters an op at or below a Layout op that x reaches
 //     (Dep(x): an instance of it needs an instance of x in an earlier subgraph, L1) is in F in the
 //     first subgraph holding it. Either way P24 drops x's upstream alternative: it claims delta(a).
+//  P27 (C1, C4, G2, G3, D1, L2, V5, V12, W, W1, W4, R5, P12, P18) Pointwise ops at the tiles the
+//     memory allows. A Pointwise op e (H x W) that the analysis allows mode T only is an epilogue
+//     op of every subgraph S holding it (G3's walk reaches it from a Pointwise sink), so S's grid
+//     has e's shape (V12) and e pays its base once per tile (C1, C4). When no MatMul of e's shape
+//     has K <= n, the top-left tile's step (r = min(h, H), c = min(w, W)) holds two distinct
+//     tensors of >= r c: a sink's tile or its retained whole (W1, R5), and a second sink's (every F
+//     MatMul a sink: e's sink is Pointwise), an F MatMul's accumulator (n_k >= 2, W4) or retained
+//     whole, or, with no F (no MatMul in S), a boundary slice r x c read by the first op or
+//     gathered for a Layout op (D1, L2). So 2 r c <= capacity (W): e computes at least base x the
+//     fewest such tiles, which P18's line for e claims. And in P18's island lines an output too
+//     large to retain, read by an op of another island, was written by a sink of its producer's
+//     island (P12: no subgraph holds both; V7, M2, R3): the producer's claim includes the write.
+//  P30 (R5, M1, M2, W, W4, V8, P21) P21's second form, tightened: in the subgraph S_1 that runs x,
+//     an input of x too large to retain is loaded slice by slice (never retained, R5; consecutive
+//     steps differ in k-range, M1), and when every op of the island has an output too large to
+//     retain, S_1's sinks (of x's shape, at least one) write their tiles at each tile's last step
+//     (M2; narrow, none claimed under a wide write-back). A shape must fit W at tile 0's first step:
+//     the sink's tile (or retained whole), x's operand slices (a weight slice on H6's path counts
+//     in no term), and, with epilogue ops in S_1 (gamma > 0), x's accumulator (n_k >= 2, W4).
+//  P31 (G3, V2, V5, V11, O8, R5, V8, P21, P25) An isolated tap: a P25 tap t with K > n whose LHS is
+//     a graph input or made by a Pointwise op has no internal edge in a sink instance S (its LHS
+//     cannot be made there, V11; its RHS is a graph input; its output has no reader in S), so
+//     S = {t} (V5): S loads t's LHS per column tile, and costs at least P21's lone price of t, so
+//     e_t >= that price - c_t at every lambda. Not under prefetch into double-buffered staging.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
 // the write, c's modes that cannot see t ephemeral carry the rest.
 // What it does not count: reuse lost to traversal order when operands are shared or K > n
-// beyond P5, working sets that force small tiles (except P10, P11, and P18 for k-loop MatMuls:
-// not for ops upstream of a k-loop beyond P22 nor for Pointwise ops' own tile counts), recomputation beyond P7 and
+// beyond P5, working sets that force small tiles (except P10, P11, P18 for k-loop MatMuls and
+// P27 for Pointwise ops on the tile side: not for ops upstream of a k-loop beyond P22),
+// recomputation beyond P7 and
 // P13, write-backs of sinks nobody reads, activations reloaded because retention lasts one
 // subgraph (except P15, P16), and the per-step max (only sums, per problem, island or P14's subgraph classes; except P21 for
 // a MatMul that sits alone, P23 per subgraph for a sum of outputs too large to retain, P25 for a
@@ -340,7 +365,8 @@ struct LowerBound {
   // and the reloads of sinks that sit alone beside a Pointwise producer. Memory only.
   Latency memory_floor = 0;
   // P18: per op, a x compute + (1 - a) x its own loads at the tiles the fast memory allows a
-  // k-loop MatMul (each tile pays the base, C2; k < K reloads operands per tile, M1), best a.
+  // k-loop MatMul (each tile pays the base, C2; k < K reloads operands per tile, M1), or a
+  // Pointwise op on the tile side (P27: base per tile, C1, C4), best a.
   Latency tiles = 0;
   // P23: per op its compute, plus for each sum of MatMul outputs too large to retain that can
   // only run at the grid's tiles the slack its subgraph must have: the tiles its working set

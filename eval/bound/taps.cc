@@ -1,6 +1,8 @@
 // P25 (eval/bound/taps.h).
 #include "eval/bound/taps.h"
 
+#include "eval/bound/alone.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -15,6 +17,7 @@
 namespace annealer::bound_internal {
 
 bool g_tap_excess = true;
+bool g_pointwise_lhs_loaded = true;
 bool g_share_work = true;
 
 namespace {
@@ -74,6 +77,11 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
   const Elements n = p.native;
   const Elements cap = p.fast_memory_capacity;
   const double bandwidth = p.slow_memory_bandwidth;
+  // P31 prices an isolated tap alone as P21 does, which H5's prefetch into double-buffered
+  // staging can undercut (P21's proof); one path here (P25 is off with a weight path).
+  r.isolated.assign(num_ops, 0);
+  const bool lone_prefetch = p.chip.prefetch && p.chip.double_staging;
+  const std::vector<char> no_weights(p.tensors.size(), 0);
   std::vector<int> group_of(num_ops, -1);
   for (size_t g = 0; g < r.priced.size(); ++g) {
     for (OpId x : r.priced[g].producers) group_of[x] = static_cast<int>(g);
@@ -190,6 +198,9 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       const TensorId lhs = p.ops[members[i]].inputs[0];
       const OpId x = p.producer[lhs];
       bool loaded = x == kNoOp || !upstream_capable(x);
+      // P31: a Pointwise producer never makes the LHS of a MatMul with K > n in its subgraph
+      // (V11: it would need w >= K > n; P1), whatever else it may feed upstream.
+      loaded = loaded || (g_pointwise_lhs_loaded && p.ops[x].kind == OpKind::Pointwise && reduction > n);
       if (x != kNoOp && p.ops[x].kind == OpKind::Layout && p.ops[x].inputs.size() == 1) {
         const TensorId z = p.ops[x].inputs[0];
         loaded = loaded || (p.producer[z] == kNoOp && p.consumers[z].size() == 1 &&
@@ -604,6 +615,19 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
         for (const Line& x : kept) least = std::min(least, end == 0 ? x.at0 : x.at1);
         positive = positive || least > 0;
       }
+      // P31: an isolated tap (K > n, its LHS a graph input or made by a Pointwise op, which V11
+      // keeps out of every subgraph where t is in F) has no internal edge in a sink instance S, so
+      // S = {t} (V5) and costs at least P21's lone price: its slack over c_t, whatever lambda.
+      const TensorId lhs = p.ops[t].inputs[0];
+      const OpId maker = p.producer[lhs];
+      if (g_pointwise_lhs_loaded && reduction > n && !lone_prefetch &&
+          (maker == kNoOp || p.ops[maker].kind == OpKind::Pointwise)) {
+        const bool may_keep = maker != kNoOp && !a.TooLarge(lhs);
+        double alone = LoneMatMulLatency(p, t, no_weights, false, false, false);
+        if (may_keep) alone = std::min(alone, LoneMatMulLatency(p, t, no_weights, true, false, false));
+        r.isolated[t] = std::max(0.0, alone - r.compute[t]);
+        positive = positive || r.isolated[t] > 0;
+      }
       r.taps[t] = std::move(kept);
       r.tap_count += positive ? 1 : 0;
     }
@@ -635,7 +659,7 @@ double TapLines::Value(const Problem& p, const std::vector<OpId>& ops) const {
     if (t == kNoOp || !in[t] || taps[t].empty()) return 0.0;
     double least = kInf;
     for (const Line& x : taps[t]) least = std::min(least, x.at0 + lambda * (x.at1 - x.at0));
-    return std::max(0.0, least);
+    return std::max({0.0, least, isolated.empty() ? 0.0 : isolated[t]});
   };
   for (const auto& [shape, members] : by_shape) {
     const auto& groups = members.first;  // named, not bound: captured below (clang 14)

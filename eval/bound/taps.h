@@ -35,7 +35,10 @@ namespace annealer::bound_internal {
 // P23's least line with j >= 1: the group claims
 //   E(lambda) = min( min_j [P23_j + the m - j least e_t], min_j P23_j + min_{j>=1} P23_j ).
 // Not derived with a weight path (H6): then P25 claims nothing.
+// P31: a tap with K > n whose LHS is made by a Pointwise op loads that LHS like one made by an op
+// that cannot run upstream: V11 (P1) keeps the producer out of every subgraph where the tap is in F.
 extern bool g_tap_excess;  // test switch: false claims no tap excess (P23 alone)
+extern bool g_pointwise_lhs_loaded;  // test switch: false leaves P31 out (as before it)
 
 struct TapLines {
   std::vector<double> compute;           // per op, c_o
@@ -48,6 +51,7 @@ struct TapLines {
   // holds it as a sink (every instance runs beside an instance of its sum); 0 for other ops and
   // when P25 is not derived (a weight path, the test switch).
   std::vector<double> sole;
+  std::vector<double> isolated;          // per op: P31's floor of e_t for an isolated tap, else 0
   int tap_count = 0;                     // taps with a positive excess at some lambda
   double value = 0;                      // Value() over every op
   // The sum over `ops` of c_o plus, per output shape, the best lambda of the groups' E(lambda)

@@ -6,12 +6,52 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace annealer::bound_internal {
 
 bool g_upstream_factor = true;
 bool g_upstream_streams = true;
+bool g_pointwise_tiles = true;
+
+std::vector<int64_t> ForcedPointwiseTiles(const Problem& p, const Analysis& modes) {
+  const auto num_ops = static_cast<OpId>(p.ops.size());
+  std::vector<int64_t> tiles(num_ops);
+  for (OpId op = 0; op < num_ops; ++op) tiles[op] = p.NativeTiles(op);
+  if (!g_pointwise_tiles) return tiles;
+  const Elements n = p.native, cap = p.fast_memory_capacity;
+  // Output shapes of MatMuls with K <= n: a subgraph of that grid may run its k-loop in one step.
+  std::set<std::pair<Elements, Elements>> one_step;
+  for (OpId x = 0; x < num_ops; ++x) {
+    if (p.ops[x].kind != OpKind::MatMul || p.ReductionLength(x) > n) continue;
+    const Tensor& t = p.tensors[p.ops[x].output];
+    one_step.insert({t.height, t.width});
+  }
+  std::map<std::pair<Elements, Elements>, int64_t> least_of;
+  for (OpId op = 0; op < num_ops; ++op) {
+    if (p.ops[op].kind != OpKind::Pointwise) continue;
+    bool tile_only = true;
+    for (int m = kSL; m < kModes; ++m) tile_only = tile_only && !modes.HasMode(op, m);
+    const Tensor& out = p.tensors[p.ops[op].output];
+    const std::pair<Elements, Elements> shape{out.height, out.width};
+    if (!tile_only || one_step.count(shape) != 0) continue;
+    auto it = least_of.find(shape);
+    if (it == least_of.end()) {
+      // The fewest tiles ceil(H/h) ceil(W/w) over h <= min(n, H), w <= min(n, W), 2 h w <= capacity.
+      int64_t least = std::numeric_limits<int64_t>::max();
+      for (Elements h = 1; h <= std::min(n, shape.first); ++h) {
+        const Elements w = std::min(std::min(n, shape.second), cap / (2 * h));
+        if (w < 1) break;
+        least = std::min(least, CeilDiv(shape.first, h) * CeilDiv(shape.second, w));
+      }
+      it = least_of.emplace(shape, least).first;
+    }
+    // No tile fits: no valid schedule holds the op, and any claim holds; keep the native count.
+    if (it->second != std::numeric_limits<int64_t>::max()) tiles[op] = std::max(tiles[op], it->second);
+  }
+  return tiles;
+}
 
 namespace {
 
@@ -89,24 +129,28 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
     int best_rank = -1;
     for (OpId e : p.consumers[o]) {
       if (p.IsLayout(e)) continue;
-      if (islands != nullptr && (*islands)[e] != (*islands)[y]) continue;  // S_e is another island's
+      // P27: a reader in another island never runs beside the op (P12), so the op wrote o in
+      // its own island; S_e's load of o is that other island's.
+      const bool other_island = islands != nullptr && (*islands)[e] != (*islands)[y];
+      if (other_island && !g_pointwise_tiles) continue;  // as before P27
       bool can = false;
       const Op& eop = p.ops[e];
-      for (int slot = 0; slot < static_cast<int>(eop.inputs.size()); ++slot) {
+      for (int slot = 0; slot < static_cast<int>(eop.inputs.size()) && !other_island; ++slot) {
         if (eop.inputs[slot] != o) continue;
         for (int mode = 0; mode < kModes; ++mode) {
           can = can || (analysis.HasMode(e, mode) && analysis.EdgeFeasible(y, e, slot, mode));
         }
       }
-      const bool pointwise = eop.kind == OpKind::Pointwise;
-      const int rank = (can ? 0 : 2) + (pointwise ? 1 : 0);
+      const bool load = eop.kind == OpKind::Pointwise && !other_island;
+      const int rank = (can ? 0 : 2) + (load ? 1 : 0);
       if (rank > best_rank) {
         best_rank = rank;
-        best = Reader{true, can, pointwise};
+        best = Reader{true, can, load};
       }
     }
     return best;
   };
+  const std::vector<int64_t> forced_tiles = ForcedPointwiseTiles(p, analysis);
   std::map<std::vector<int64_t>, std::vector<Line>> hull_memo;
   const auto lines_of = [&](OpId x, const Reader& reader) -> std::vector<Line> {
     const Op& op = p.ops[x];
@@ -118,7 +162,9 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       // Beside e it computes at least its native tiles (P7); else it wrote o (and S_e loads it).
       const double o_size = static_cast<double>(p.tensors[op.output].size());
       const double alone = (static_cast<double>(own(x)) + (reader.exists ? o_size : 0.0) + (reader.load ? o_size : 0.0)) / bandwidth;
-      return {{reader.beside ? own(x) / bandwidth : alone, native_compute}};
+      // P27: at the tiles its subgraph's working set allows.
+      const double compute = op.base_cost * static_cast<double>(forced_tiles[x]);
+      return {{reader.beside ? own(x) / bandwidth : alone, compute}};
     }
     const TensorId out = op.output;
     const Elements m = p.tensors[out].height, cols = p.tensors[out].width;

@@ -60,6 +60,23 @@ namespace annealer::bound_internal {
 extern bool g_upstream_factor;   // the factor (false: native compute, as before P22)
 extern bool g_upstream_streams;  // the streamed operand (false: once)
 
+// P27 (C1, C4, G2, G3, D1, W, W1, W4, R5, L2, V2, V5, V12; docs/lower-bound.md, "Pointwise ops at
+// the tiles the memory allows (P27)", proves it). A Pointwise op e (output H x W) that the analysis
+// allows mode T only is, in every subgraph S holding it, an epilogue op (G3's walk reaches it from
+// a Pointwise sink through Pointwise ops), so the grid has e's shape (V12) and e pays its base
+// once per tile (C1, C4). When every MatMul whose output is H x W has K > n, the top-left tile's
+// last step (r = min(h, H), c = min(w, W)) holds two distinct tensors of at least r c each: a
+// sink's tile or its retained whole (W1, R5), and either a second sink's (every F MatMul a sink:
+// e's sink is Pointwise), an F MatMul's accumulator (n_k >= 2 since k <= n < K, W4) or its
+// retained whole, or (no F: S has no MatMul) a boundary tensor's r x c slice or retained whole
+// requested by the first non-Layout op or gathered for a Layout op (D1, L2). So 2 r c <= capacity
+// (W), and e computes at least base x ForcedPointwiseTiles()[e] in S, the fewest tiles of an
+// H x W grid with 2 r c <= capacity. Else (not Pointwise, another mode, or a MatMul of e's shape
+// with K <= n) the answer is the op's native tiles. The tile rules of a chip (H1, H3) only shrink
+// the tiles further; a weight slice (H6) is read by a MatMul only, so none of the tensors above.
+std::vector<int64_t> ForcedPointwiseTiles(const Problem& problem, const Analysis& modes);
+extern bool g_pointwise_tiles;  // test switch: false answers the native tiles (as before P27)
+
 struct TileLines {
   std::vector<std::vector<Line>> lines;         // per op, its claim is the least of these at a
   std::vector<std::vector<Line>> island_lines;  // the same, claiming only its own island's transfers
