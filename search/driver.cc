@@ -322,6 +322,12 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     if (callbacks.on_improvement) callbacks.on_improvement(summary.best, summary.best_total, top.found_by);
   };
 
+  // Where some tensor has three or more readers (never on a contest problem), a start or a
+  // composed schedule has its readers' parts regrouped (RegroupReaderParts) before it is offered.
+  const bool regroup = MergeReadersApplies(problem) && params.workers.merge_readers_share > 0;
+  auto regrouped = [&](const Schedule& schedule) {
+    return regroup && !stopped() ? RegroupReaderParts(problem, pricer, schedule, stopped) : schedule;
+  };
   // Constructive starts. The baseline goes first and alone: it is the guaranteed valid start.
   ErrorSlot errors;
   const Schedule baseline = BuildBaseline(problem, pricer.cache());
@@ -366,6 +372,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
           // of its readers goes on where the pairwise merges stop.
           if (MergeReadersApplies(problem) && params.workers.merge_readers_share > 0 && !starts_stopped()) {
             fused = MergeReaderGroups(problem, pricer, fused, starts_stopped);
+            if (!starts_stopped()) fused = RegroupReaderParts(problem, pricer, fused, starts_stopped);
           }
           if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !starts_stopped()) {
             offer_checked(Polish(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles),
@@ -461,7 +468,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   std::optional<ExactResult> background_exact;
   std::optional<Schedule> background_composed;  // the repeated-block start's valid schedule
   if (!overlap) {
-    const auto offer_repeat = [&](const Schedule& schedule) { return offer_checked(schedule, "repeat"); };
+    const auto offer_repeat = [&](const Schedule& schedule) { return offer_checked(regrouped(schedule), "repeat"); };
     std::optional<RepeatStart> start =
         RunRepeatStart(params, repeat_plan, repeats_begun, threads, deadline, stop, offer_repeat);
     if (start) publish();
@@ -483,7 +490,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     // composed schedule, whichever is better (the driver's best changes meanwhile).
     background = std::thread([&, incumbent = summary.best, incumbent_total = summary.best_total]() mutable {
       background_errors.Run([&] {
-        const auto offer_repeat = [&](const Schedule& schedule) {
+        const auto offer_repeat = [&](const Schedule& composed) {
+          const Schedule schedule = regrouped(composed);
           const Candidate c = offer_checked(schedule, "repeat");
           if (c.valid && !repeats_done.load(std::memory_order_acquire)) background_composed = schedule;
           if (c.valid && c.total < incumbent_total) {
