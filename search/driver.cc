@@ -591,6 +591,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   // The workers' CPU time, in nanoseconds of their threads' CPU clocks.
   std::atomic<int64_t> worker_cpu_ns{0};
   int epoch = 0;
+  Latency regrouped_total = std::numeric_limits<Latency>::infinity();
   for (; !stopped(); ++epoch) {
     if (stop.load(std::memory_order_relaxed)) background_stop = true;
     if (background.joinable() && !rebased && repeats_done.load(std::memory_order_acquire)) take_repeats(workers);
@@ -634,6 +635,18 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     }
     errors.RethrowIfAny();
     publish();
+    // Each new best of the run has its readers' parts regrouped once (RegroupReaderParts): the
+    // workers' moves do not cross the valley to a regrouping, and the best they find is where it
+    // pays (ViT-B/16, tpu-v1: each head's query and value parts, docs/search.md).
+    if (regroup && have_best && summary.best_total < regrouped_total && !stopped()) {
+      regrouped_total = summary.best_total;
+      const Schedule better = RegroupReaderParts(problem, pricer, summary.best, stopped);
+      if (!stopped() && !(better == summary.best)) {
+        offer_checked(better, "regroup");
+        publish();
+        regrouped_total = summary.best_total;
+      }
+    }
     if (callbacks.on_progress) {
       const Clock::time_point now = Clock::now();
       if (std::chrono::duration<double>(now - last_progress).count() >= params.progress_interval) {
