@@ -592,6 +592,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   std::atomic<int64_t> worker_cpu_ns{0};
   int epoch = 0;
   Latency regrouped_total = std::numeric_limits<Latency>::infinity();
+  double regroup_seconds = 0;
   for (; !stopped(); ++epoch) {
     if (stop.load(std::memory_order_relaxed)) background_stop = true;
     if (background.joinable() && !rebased && repeats_done.load(std::memory_order_acquire)) take_repeats(workers);
@@ -638,9 +639,14 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     // Each new best of the run has its readers' parts regrouped once (RegroupReaderParts): the
     // workers' moves do not cross the valley to a regrouping, and the best they find is where it
     // pays (ViT-B/16, tpu-v1: each head's query and value parts, docs/search.md).
-    if (regroup && have_best && summary.best_total < regrouped_total && !stopped()) {
+    // At most a twentieth of the workers' time goes to it (on the GPT decoder, where nothing
+    // regroups, running it on every new best cost an eighth of the moves).
+    if (regroup && have_best && summary.best_total < regrouped_total && !stopped() &&
+        regroup_seconds <= 0.05 * std::chrono::duration<double>(Clock::now() - workers_started).count()) {
+      const Clock::time_point regroup_start = Clock::now();
       regrouped_total = summary.best_total;
       const Schedule better = RegroupReaderParts(problem, pricer, summary.best, stopped);
+      regroup_seconds += std::chrono::duration<double>(Clock::now() - regroup_start).count();
       if (!stopped() && !(better == summary.best)) {
         offer_checked(better, "regroup");
         publish();
