@@ -601,6 +601,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   int epoch = 0;
   Latency regrouped_total = std::numeric_limits<Latency>::infinity();
   double regroup_seconds = 0;
+  std::size_t regroup_cursor = 0;
   for (; !stopped(); ++epoch) {
     if (stop.load(std::memory_order_relaxed)) background_stop = true;
     if (background.joinable() && !rebased && repeats_done.load(std::memory_order_acquire)) take_repeats(workers);
@@ -647,13 +648,22 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     // Each new best of the run has its readers' parts regrouped once (RegroupReaderParts): the
     // workers' moves do not cross the valley to a regrouping, and the best they find is where it
     // pays (ViT-B/16, tpu-v1: each head's query and value parts, docs/search.md).
-    // At most a twentieth of the workers' time goes to it (on the GPT decoder, where nothing
-    // regroups, running it on every new best cost an eighth of the moves).
+    // At most a twentieth of the run goes to it, each pass cut when it has used up what is left
+    // of that and the next going on from the tensor where it stopped (ResNeXt-50, tpu-v1: a
+    // whole pass over a 10-s schedule takes 3 s and finds nothing).
+    // Deterministic mode: every pass whole, whatever it costs (the clock must not decide).
+    const double regroup_budget = 0.05 * std::chrono::duration<double>(deadline - started).count();
     if (regroup && have_best && summary.best_total < regrouped_total && !stopped() &&
-        regroup_seconds <= 0.05 * std::chrono::duration<double>(Clock::now() - workers_started).count()) {
+        (params.deterministic || regroup_seconds < regroup_budget)) {
       const Clock::time_point regroup_start = Clock::now();
+      const Clock::time_point regroup_end =
+          regroup_start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(regroup_budget - regroup_seconds));
+      const std::function<bool()> regroup_stopped = [&] {
+        return stopped() || (!params.deterministic && Clock::now() >= regroup_end);
+      };
       regrouped_total = summary.best_total;
-      const Schedule better = RegroupReaderParts(problem, pricer, summary.best, stopped);
+      const Schedule better = RegroupReaderParts(problem, pricer, summary.best, regroup_stopped, &regroup_cursor);
       regroup_seconds += std::chrono::duration<double>(Clock::now() - regroup_start).count();
       if (!stopped() && !(better == summary.best)) {
         offer_checked(better, "regroup");

@@ -303,7 +303,7 @@ Schedule MergeReaderGroups(const Problem& problem, const SubgraphPricer& pricer,
 }
 
 Schedule RegroupReaderParts(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
-                            const std::function<bool()>& stop) {
+                            const std::function<bool()>& stop, std::size_t* cursor) {
   static constexpr int kJoins = 2;
   static constexpr int kGroups[] = {2, 3, 4, 5, 6, 8};
   const std::vector<TensorId> tensors = RegroupReaderTensors(problem);
@@ -313,7 +313,10 @@ Schedule RegroupReaderParts(const Problem& problem, const SubgraphPricer& pricer
   Candidate current = evaluator.Reset(start);
   if (!current.valid) return start;
   const MoveContext context{problem, rank, pricer, stop, &evaluator, true, false};
-  for (TensorId t : tensors) {
+  const std::size_t first = cursor ? *cursor % tensors.size() : 0;
+  for (std::size_t done = 0; done < tensors.size(); ++done) {
+    const TensorId t = tensors[(first + done) % tensors.size()];
+    if (cursor) *cursor = (first + done) % tensors.size();
     // Every way tried on the same schedule; the best that lowers the total is committed.
     int best_join = -1, best_group = 0;
     Latency best_total = current.total;

@@ -47,8 +47,11 @@ Schedule MergeReaderGroups(const Problem& problem, const SubgraphPricer& pricer,
 //   regrouping needs costs a load of t per part until the groups form, a valley no single move
 //   crosses (ViT's heads: each head's query and value projections with its attention, regrouped
 //   into groups of query parts and of value parts that each run the LayerNorm again).
+//   `cursor` (optional): the tensors are tried from the one at that index of their list, round
+//   it, and it is left at the one being tried when `stop` ended the pass, so that passes cut
+//   short by a time budget go on where the last one stopped.
 Schedule RegroupReaderParts(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
-                            const std::function<bool()>& stop);
+                            const std::function<bool()>& stop, std::size_t* cursor = nullptr);
 
 Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
                          const std::function<bool()>& stop);
