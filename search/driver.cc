@@ -328,7 +328,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   // the pass took 0.7 s of a 10-s run's start phase (ResNeXt-50, 7,843 ops), which the workers'
   // moves missed more than the pass gained; the new bests of the run still get it, in its share.
   constexpr std::size_t kRegroupStartMaxOps = 4096;
-  const bool regroup = MergeReadersApplies(problem) && params.workers.merge_readers_share > 0;
+  const bool regroup =
+      params.workers.regroup_parts && MergeReadersApplies(problem) && params.workers.merge_readers_share > 0;
   auto regrouped = [&](const Schedule& schedule) {
     return regroup && problem.ops.size() <= kRegroupStartMaxOps && !stopped()
                ? RegroupReaderParts(problem, pricer, schedule, stopped)
@@ -378,7 +379,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
           // of its readers goes on where the pairwise merges stop.
           if (MergeReadersApplies(problem) && params.workers.merge_readers_share > 0 && !starts_stopped()) {
             fused = MergeReaderGroups(problem, pricer, fused, starts_stopped);
-            if (!starts_stopped() && problem.ops.size() <= kRegroupStartMaxOps) {
+            if (regroup && !starts_stopped() && problem.ops.size() <= kRegroupStartMaxOps) {
               fused = RegroupReaderParts(problem, pricer, fused, starts_stopped);
             }
           }
