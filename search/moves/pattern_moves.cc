@@ -2,7 +2,9 @@
 // tensor (a normalised activation feeding many projections) and gathering one reduction length
 // into a sum's k-loop (a convolution over a concatenation of many blocks). Each is drawn only
 // when its *Applies(problem) holds, so graphs without the pattern keep the move stream of the
-// general kinds (search/moves/moves.cc) exactly; docs/search.md describes both.
+// general kinds (search/moves/moves.cc) exactly; docs/search.md describes both. Also the edit of
+// the regrouping of reader parts (RegroupReaderPartsAt), which is no move kind: the start pass
+// RegroupReaderParts (search/starts/constructive.h) tries it at every such tensor.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
