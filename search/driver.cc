@@ -322,6 +322,19 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     if (callbacks.on_improvement) callbacks.on_improvement(summary.best, summary.best_total, top.found_by);
   };
 
+  // Where some tensor has three or more readers (never on a contest problem), a start or a
+  // composed schedule has its readers' parts regrouped (RegroupReaderParts) before it is offered.
+  // On graphs of more than kRegroupStartMaxOps ops the starts are offered as they are: there
+  // the pass took 0.7 s of a 10-s run's start phase (ResNeXt-50, 7,843 ops), which the workers'
+  // moves missed more than the pass gained; the new bests of the run still get it, in its share.
+  constexpr std::size_t kRegroupStartMaxOps = 4096;
+  const bool regroup =
+      params.workers.regroup_parts && MergeReadersApplies(problem) && params.workers.merge_readers_share > 0;
+  auto regrouped = [&](const Schedule& schedule) {
+    return regroup && problem.ops.size() <= kRegroupStartMaxOps && !stopped()
+               ? RegroupReaderParts(problem, pricer, schedule, stopped)
+               : schedule;
+  };
   // Constructive starts. The baseline goes first and alone: it is the guaranteed valid start.
   ErrorSlot errors;
   const Schedule baseline = BuildBaseline(problem, pricer.cache());
@@ -366,6 +379,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
           // of its readers goes on where the pairwise merges stop.
           if (MergeReadersApplies(problem) && params.workers.merge_readers_share > 0 && !starts_stopped()) {
             fused = MergeReaderGroups(problem, pricer, fused, starts_stopped);
+            if (regroup && !starts_stopped() && problem.ops.size() <= kRegroupStartMaxOps) {
+              fused = RegroupReaderParts(problem, pricer, fused, starts_stopped);
+            }
           }
           if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !starts_stopped()) {
             offer_checked(Polish(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles),
@@ -461,7 +477,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   std::optional<ExactResult> background_exact;
   std::optional<Schedule> background_composed;  // the repeated-block start's valid schedule
   if (!overlap) {
-    const auto offer_repeat = [&](const Schedule& schedule) { return offer_checked(schedule, "repeat"); };
+    const auto offer_repeat = [&](const Schedule& schedule) { return offer_checked(regrouped(schedule), "repeat"); };
     std::optional<RepeatStart> start =
         RunRepeatStart(params, repeat_plan, repeats_begun, threads, deadline, stop, offer_repeat);
     if (start) publish();
@@ -483,7 +499,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     // composed schedule, whichever is better (the driver's best changes meanwhile).
     background = std::thread([&, incumbent = summary.best, incumbent_total = summary.best_total]() mutable {
       background_errors.Run([&] {
-        const auto offer_repeat = [&](const Schedule& schedule) {
+        const auto offer_repeat = [&](const Schedule& composed) {
+          const Schedule schedule = regrouped(composed);
           const Candidate c = offer_checked(schedule, "repeat");
           if (c.valid && !repeats_done.load(std::memory_order_acquire)) background_composed = schedule;
           if (c.valid && c.total < incumbent_total) {
@@ -583,6 +600,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
   // The workers' CPU time, in nanoseconds of their threads' CPU clocks.
   std::atomic<int64_t> worker_cpu_ns{0};
   int epoch = 0;
+  Latency regrouped_total = std::numeric_limits<Latency>::infinity();
+  double regroup_seconds = 0;
+  std::size_t regroup_cursor = 0;
   for (; !stopped(); ++epoch) {
     if (stop.load(std::memory_order_relaxed)) background_stop = true;
     if (background.joinable() && !rebased && repeats_done.load(std::memory_order_acquire)) take_repeats(workers);
@@ -626,6 +646,32 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
     }
     errors.RethrowIfAny();
     publish();
+    // Each new best of the run has its readers' parts regrouped once (RegroupReaderParts): the
+    // workers' moves do not cross the valley to a regrouping, and the best they find is where it
+    // pays (ViT-B/16, tpu-v1: each head's query and value parts, docs/search.md).
+    // At most a twentieth of the run goes to it, each pass cut when it has used up what is left
+    // of that and the next going on from the tensor where it stopped (ResNeXt-50, tpu-v1: a
+    // whole pass over a 10-s schedule takes 3 s and finds nothing).
+    // Deterministic mode: every pass whole, whatever it costs (the clock must not decide).
+    const double regroup_budget = 0.05 * std::chrono::duration<double>(deadline - started).count();
+    if (regroup && have_best && summary.best_total < regrouped_total && !stopped() &&
+        (params.deterministic || regroup_seconds < regroup_budget)) {
+      const Clock::time_point regroup_start = Clock::now();
+      const Clock::time_point regroup_end =
+          regroup_start + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(regroup_budget - regroup_seconds));
+      const std::function<bool()> regroup_stopped = [&] {
+        return stopped() || (!params.deterministic && Clock::now() >= regroup_end);
+      };
+      regrouped_total = summary.best_total;
+      const Schedule better = RegroupReaderParts(problem, pricer, summary.best, regroup_stopped, &regroup_cursor);
+      regroup_seconds += std::chrono::duration<double>(Clock::now() - regroup_start).count();
+      if (!stopped() && !(better == summary.best)) {
+        offer_checked(better, "regroup");
+        publish();
+        regrouped_total = summary.best_total;
+      }
+    }
     if (callbacks.on_progress) {
       const Clock::time_point now = Clock::now();
       if (std::chrono::duration<double>(now - last_progress).count() >= params.progress_interval) {

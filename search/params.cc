@@ -108,6 +108,10 @@ std::vector<ParamSpec> BuildTable() {
                            "a Pointwise op sums MatMuls of different reduction lengths, 3+ of one, or 3+ "
                            "MatMuls of one K and one LHS larger than fast memory: a convolution's taps)",
                            [](P& p) -> double& { return p.workers.gather_kloop_share; }));
+  t.push_back(Make<bool>("workers.regroup_parts", B, 0, 1,
+                         "regroup the parts of the readers of a tensor with 3+ reading ops into groups that "
+                         "each recompute it (the starts and each new best; only where merge_readers_share > 0)",
+                         [](P& p) -> bool& { return p.workers.regroup_parts; }));
   t.push_back(Make<bool>("workers.polish", B, 0, 1,
                          "exact granularity/traversal/retention polish of every new worker best",
                          [](P& p) -> bool& { return p.workers.polish; }));

@@ -71,6 +71,10 @@ struct WorkerParams {
   // Weight of the gather-k-loop move (search/moves/moves.h) as a share of weight_partition; drawn only
   // where a Pointwise op reads MatMuls of different reduction lengths.
   double gather_kloop_share = 0.1;
+  // Regroup the readers' parts of a tensor read three or more times (RegroupReaderParts,
+  // search/starts/constructive.h) on the starts and the run's new bests; only where the
+  // merge-readers move is drawn (merge_readers_share > 0 and such a tensor exists).
+  bool regroup_parts = true;
   // Run the exact polish (granularity per subgraph, traversal, retention by DP) on every new
   // best schedule of a worker.
   bool polish = true;

@@ -110,6 +110,23 @@ bool MergeReadersCandidate(const MoveContext& context, const Schedule& schedule,
 std::optional<ScheduleEdit> MergeReadersAt(const MoveContext& context, const Schedule& schedule, int j,
                                            TensorId t);
 
+// Regrouping the readers of one produced tensor t by parts (docs/search.md, "Regroup reader
+// parts"). Every subgraph that loads t (does not make it, t not retained into it, no Layout op
+// there reads it) is split into one part per reader of t it holds: an op goes to the part of the
+// reader it descends from inside; ops that descend from several readers, and what they feed, go
+// to the `join`-th of those readers (modulo their number); ops descending from none go to the
+// part of their first consumer. Parts of equal shape (kinds, sides, reduction lengths in
+// topological order), in schedule order, then form groups of `group`, each with t's producer
+// recomputed inside (so the group loads t's inputs once instead of t once per part); a part left
+// alone keeps loading t. The loaders' span is rebuilt in a stable topological order (each piece
+// at its last source's place unless it must wait for a piece it reads); nullopt when the parts
+// cannot be split this way, a group has no valid configuration by the structural rules, or the
+// pieces form a cycle. RegroupReaderTensors lists the tensors worth trying (made by a non-Layout
+// op, three or more reading ops).
+std::vector<TensorId> RegroupReaderTensors(const Problem& problem);
+std::optional<ScheduleEdit> RegroupReaderPartsAt(const MoveContext& context, const Schedule& schedule, TensorId t,
+                                                 int join, int group);
+
 // One move of the given kind at a random place; nullopt when it does not apply.
 std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,
                                      const Schedule& schedule, std::mt19937_64& rng);

@@ -2,8 +2,12 @@
 // tensor (a normalised activation feeding many projections) and gathering one reduction length
 // into a sum's k-loop (a convolution over a concatenation of many blocks). Each is drawn only
 // when its *Applies(problem) holds, so graphs without the pattern keep the move stream of the
-// general kinds (search/moves/moves.cc) exactly; docs/search.md describes both.
+// general kinds (search/moves/moves.cc) exactly; docs/search.md describes both. Also the edit of
+// the regrouping of reader parts (RegroupReaderPartsAt), which is no move kind: the start pass
+// RegroupReaderParts (search/starts/constructive.h) tries it at every such tensor.
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <vector>
 
 #include "search/moves/move_kit.h"
@@ -319,6 +323,276 @@ bool MergeReadersApplies(const Problem& problem) {
     if (distinct >= 3) return true;
   }
   return false;
+}
+
+}  // namespace annealer
+
+namespace annealer {
+
+namespace {
+
+// Per op of `ops` (a subgraph's op list, topologically sorted), the bit set of the readers of t
+// in `ops` (bit r: readers[r]) it descends from within `ops`; readers are their own ancestors.
+std::vector<uint32_t> ReaderAncestry(const Problem& problem, const std::vector<OpId>& ops,
+                                     const std::vector<OpId>& readers) {
+  std::vector<uint32_t> mask(ops.size(), 0);
+  auto index_of = [&](OpId op) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i] == op) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    for (size_t r = 0; r < readers.size(); ++r) {
+      if (ops[i] == readers[r]) mask[i] |= 1u << r;
+    }
+    for (TensorId u : problem.ops[ops[i]].inputs) {
+      const OpId q = problem.producer[u];
+      if (q == kNoOp) continue;
+      const int at = index_of(q);
+      if (at >= 0) mask[i] |= mask[at];
+    }
+  }
+  return mask;
+}
+
+// The shape of a part: per op in topological order its kind, output sides and (MatMul) reduction
+// length. Parts of equal shape (one per head) are what a group puts together.
+std::vector<int64_t> PartShape(const Problem& problem, const std::vector<OpId>& ops) {
+  std::vector<int64_t> shape;
+  for (OpId op : ops) {
+    const Op& o = problem.ops[op];
+    shape.push_back(static_cast<int64_t>(o.kind));
+    shape.push_back(problem.tensors[o.output].width);
+    shape.push_back(problem.tensors[o.output].height);
+    shape.push_back(o.kind == OpKind::MatMul ? problem.ReductionLength(op) : -1);
+    shape.push_back(static_cast<int64_t>(o.inputs.size()));
+  }
+  return shape;
+}
+
+}  // namespace
+
+std::vector<TensorId> RegroupReaderTensors(const Problem& problem) {
+  std::vector<TensorId> tensors;
+  for (TensorId t = 0; t < static_cast<TensorId>(problem.consumers.size()); ++t) {
+    const OpId p = problem.producer[t];
+    if (p == kNoOp || problem.IsLayout(p)) continue;
+    const std::vector<OpId>& readers = problem.consumers[t];  // ascending, maybe repeated
+    int distinct = 0;
+    for (size_t i = 0; i < readers.size(); ++i) distinct += i == 0 || readers[i] != readers[i - 1];
+    if (distinct >= 3) tensors.push_back(t);
+  }
+  return tensors;
+}
+
+std::optional<ScheduleEdit> RegroupReaderPartsAt(const MoveContext& ctx, const Schedule& s, TensorId t, int join,
+                                                 int group) {
+  using namespace move_kit;
+  constexpr int kMaxReadersInSubgraph = 8;
+  const Problem& problem = ctx.problem;
+  const int n = static_cast<int>(s.subgraphs.size());
+  const OpId p = problem.producer[t];
+  if (p == kNoOp || problem.IsLayout(p) || group < 2) return std::nullopt;
+
+  // The subgraphs that load t (do not make it, t not retained into them, no Layout op reads it).
+  std::vector<int> loaders;
+  for (int i = 0; i < n; ++i) {
+    const std::vector<OpId>& ops = s.subgraphs[i].ops;
+    if (Contains(ops, p)) continue;
+    bool reads = false, layout = false;
+    for (OpId op : ops) {
+      const auto& ins = problem.ops[op].inputs;
+      if (std::find(ins.begin(), ins.end(), t) == ins.end()) continue;
+      reads = true;
+      layout = layout || problem.IsLayout(op);
+    }
+    if (!reads || layout) continue;
+    const std::vector<TensorId>& in = RetainedInto(s, i);
+    if (std::find(in.begin(), in.end(), t) != in.end()) continue;
+    loaders.push_back(i);
+  }
+  if (loaders.size() < 2) return std::nullopt;
+
+  // Split each loader into one part per reader of t in it: an op goes to the part of the one
+  // reader it descends from; ops descending from several go (with what follows them) to the
+  // `join`-th of those readers (modulo their count); ops descending from none go to the part of
+  // their first consumer inside.
+  struct Part {
+    std::vector<OpId> ops;
+    int from;  // the loader it came from
+  };
+  std::vector<Part> parts;
+  for (int i : loaders) {
+    const std::vector<OpId> ops = SortTopologically(ctx.rank, s.subgraphs[i].ops);
+    std::vector<OpId> readers;
+    for (OpId op : ops) {
+      const auto& ins = problem.ops[op].inputs;
+      if (std::find(ins.begin(), ins.end(), t) != ins.end()) readers.push_back(op);
+    }
+    if (readers.size() > kMaxReadersInSubgraph) return std::nullopt;
+    const std::vector<uint32_t> mask = ReaderAncestry(problem, ops, readers);
+    std::vector<int> part_of(ops.size(), -1);
+    for (size_t k = 0; k < ops.size(); ++k) {
+      const uint32_t m = mask[k];
+      if (m == 0) continue;
+      if ((m & (m - 1)) == 0) {
+        part_of[k] = std::countr_zero(m);
+        continue;
+      }
+      std::vector<int> bits;
+      for (int r = 0; r < static_cast<int>(readers.size()); ++r) {
+        if (m >> r & 1) bits.push_back(r);
+      }
+      part_of[k] = bits[join % static_cast<int>(bits.size())];
+    }
+    // An op descending from several readers pulls what it feeds along (its descendants' masks
+    // hold its readers too, but they must follow it, not the rule above).
+    for (size_t k = 0; k < ops.size(); ++k) {
+      for (TensorId u : problem.ops[ops[k]].inputs) {
+        const OpId q = problem.producer[u];
+        for (size_t a = 0; a < k; ++a) {
+          if (ops[a] != q) continue;
+          const uint32_t mq = mask[a];
+          if ((mq & (mq - 1)) != 0) part_of[k] = part_of[a];
+        }
+      }
+    }
+    for (size_t k = ops.size(); k-- > 0;) {
+      if (part_of[k] >= 0) continue;
+      for (OpId c : problem.consumers[problem.ops[ops[k]].output]) {
+        for (size_t a = k + 1; a < ops.size() && part_of[k] < 0; ++a) {
+          if (ops[a] == c) part_of[k] = part_of[a];
+        }
+      }
+      if (part_of[k] < 0) return std::nullopt;  // a sink of no reader's chain: leave it whole
+    }
+    for (int r = 0; r < static_cast<int>(readers.size()); ++r) {
+      Part part{{}, i};
+      for (size_t k = 0; k < ops.size(); ++k) {
+        if (part_of[k] == r) part.ops.push_back(ops[k]);
+      }
+      if (!part.ops.empty()) parts.push_back(std::move(part));
+    }
+  }
+
+  // Same-shaped parts, in schedule order, form groups of `group` (the last one smaller), each
+  // with t's producer recomputed inside; a shape with one part keeps it alone.
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::vector<int>> buckets;
+  for (int k = 0; k < static_cast<int>(parts.size()); ++k) {
+    std::vector<int64_t> shape = PartShape(problem, parts[k].ops);
+    auto at = std::find(shapes.begin(), shapes.end(), shape);
+    if (at == shapes.end()) {
+      shapes.push_back(std::move(shape));
+      buckets.push_back({k});
+    } else {
+      buckets[at - shapes.begin()].push_back(k);
+    }
+  }
+  struct NewPiece {
+    std::vector<OpId> ops;
+    int key;  // the last loader it takes ops from: where it goes in the order, if it can
+  };
+  std::vector<NewPiece> made;
+  bool grouped = false;
+  for (const std::vector<int>& bucket : buckets) {
+    for (size_t b = 0; b < bucket.size(); b += group) {
+      const size_t e = std::min(bucket.size(), b + static_cast<size_t>(group));
+      NewPiece piece{{}, 0};
+      for (size_t k = b; k < e; ++k) {
+        for (OpId op : parts[bucket[k]].ops) piece.ops.push_back(op);
+        piece.key = std::max(piece.key, parts[bucket[k]].from);
+      }
+      if (e - b >= 2) {
+        piece.ops.push_back(p);
+        piece.ops = SortTopologically(ctx.rank, piece.ops);
+        if (!NoGranularityFits(problem, piece.ops, kNothing, kNothing)) {
+          made.push_back(std::move(piece));
+          grouped = true;
+          continue;
+        }
+      }
+      // A part alone, or a group without a valid configuration (e.g. t's producer would be a
+      // Pointwise prologue of a k-split MatMul, V11): its parts stay alone, loading t.
+      for (size_t k = b; k < e; ++k) {
+        NewPiece alone{parts[bucket[k]].ops, parts[bucket[k]].from};
+        if (NoGranularityFits(problem, alone.ops, kNothing, kNothing)) return std::nullopt;
+        made.push_back(std::move(alone));
+      }
+    }
+  }
+  if (!grouped) return std::nullopt;
+
+  // The new order of [first loader, last loader]: the subgraphs left there and the new pieces,
+  // each where its key puts it unless a piece it reads from must come first (a stable
+  // topological order of the pieces; none when they form a cycle).
+  const int begin = loaders.front();
+  const int end = loaders.back() + 1;
+  struct Node {
+    const std::vector<OpId>* ops;
+    int key;
+    int kept;  // the subgraph index kept, or -1 for a new piece
+  };
+  std::vector<Node> nodes;
+  for (int m = begin; m < end; ++m) {
+    if (!std::binary_search(loaders.begin(), loaders.end(), m)) nodes.push_back({&s.subgraphs[m].ops, m, m});
+  }
+  for (const NewPiece& piece : made) nodes.push_back({&piece.ops, piece.key, -1});
+  const int count = static_cast<int>(nodes.size());
+  std::vector<std::vector<int>> after(count);
+  std::vector<int> waiting(count, 0);
+  // An op made in several pieces (t's producer, or one a loader recomputed) is a recompute: its
+  // output comes from slow memory, written before the span, and orders nothing.
+  std::vector<OpId> seen, duplicated{p};
+  for (const Node& node : nodes) {
+    for (OpId op : *node.ops) {
+      if (Contains(seen, op)) {
+        if (!Contains(duplicated, op)) duplicated.push_back(op);
+      } else {
+        seen.push_back(op);
+      }
+    }
+  }
+  for (int a = 0; a < count; ++a) {
+    const std::vector<TensorId> outs = ProducedTensors(problem, *nodes[a].ops);
+    for (int b = 0; b < count; ++b) {
+      if (a == b) continue;
+      bool reads = false;
+      for (OpId op : *nodes[b].ops) {
+        for (TensorId u : problem.ops[op].inputs) {
+          const OpId q = problem.producer[u];
+          reads = reads || (q != kNoOp && !Contains(duplicated, q) && !Contains(*nodes[b].ops, q) &&
+                            std::binary_search(outs.begin(), outs.end(), u));
+        }
+      }
+      if (!reads) continue;
+      after[a].push_back(b);
+      ++waiting[b];
+    }
+  }
+  std::vector<int> order;
+  std::vector<char> done(count, 0);
+  while (static_cast<int>(order.size()) < count) {
+    int pick = -1;
+    for (int a = 0; a < count; ++a) {
+      if (done[a] || waiting[a] > 0) continue;
+      if (pick < 0 || nodes[a].key < nodes[pick].key) pick = a;
+    }
+    if (pick < 0) return std::nullopt;
+    done[pick] = 1;
+    order.push_back(pick);
+    for (int b : after[pick]) --waiting[b];
+  }
+  std::vector<Piece> pieces;
+  for (int a : order) {
+    if (nodes[a].kept >= 0) {
+      pieces.push_back(Kept(s.subgraphs[nodes[a].kept]));
+    } else {
+      pieces.push_back({*nodes[a].ops, {}, nullptr, true});
+    }
+  }
+  return Finish(ctx, s, begin, end, std::move(pieces));
 }
 
 }  // namespace annealer

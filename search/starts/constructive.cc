@@ -302,6 +302,51 @@ Schedule MergeReaderGroups(const Problem& problem, const SubgraphPricer& pricer,
   return evaluator.schedule();
 }
 
+Schedule RegroupReaderParts(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
+                            const std::function<bool()>& stop, std::size_t* cursor) {
+  static constexpr int kJoins = 2;
+  static constexpr int kGroups[] = {2, 3, 4, 5, 6, 8};
+  const std::vector<TensorId> tensors = RegroupReaderTensors(problem);
+  if (tensors.empty()) return start;
+  const std::vector<int> rank = TopologicalRanks(problem);
+  IncrementalEvaluator evaluator(problem, pricer.cache());
+  Candidate current = evaluator.Reset(start);
+  if (!current.valid) return start;
+  const MoveContext context{problem, rank, pricer, stop, &evaluator, true, false};
+  const std::size_t first = cursor ? *cursor % tensors.size() : 0;
+  for (std::size_t done = 0; done < tensors.size(); ++done) {
+    const TensorId t = tensors[(first + done) % tensors.size()];
+    if (cursor) *cursor = (first + done) % tensors.size();
+    // Every way tried on the same schedule; the best that lowers the total is committed.
+    int best_join = -1, best_group = 0;
+    Latency best_total = current.total;
+    for (int join = 0; join < kJoins; ++join) {
+      for (int group : kGroups) {
+        if (stop && stop()) return evaluator.schedule();
+        std::optional<ScheduleEdit> edit = RegroupReaderPartsAt(context, evaluator.schedule(), t, join, group);
+        if (!edit) continue;
+        const Candidate& candidate = evaluator.Propose(std::move(*edit));
+        if (candidate.valid && candidate.total < best_total) {
+          best_total = candidate.total;
+          best_join = join;
+          best_group = group;
+        }
+        evaluator.Revert();
+      }
+    }
+    if (best_join < 0) continue;
+    std::optional<ScheduleEdit> edit = RegroupReaderPartsAt(context, evaluator.schedule(), t, best_join, best_group);
+    const Candidate& candidate = evaluator.Propose(std::move(*edit));
+    if (candidate.valid && candidate.total < current.total) {
+      evaluator.Commit();
+      current = candidate;
+    } else {
+      evaluator.Revert();
+    }
+  }
+  return evaluator.schedule();
+}
+
 Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
                          const std::function<bool()>& stop) {
   const std::vector<int> rank = TopologicalRanks(problem);

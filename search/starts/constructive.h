@@ -40,6 +40,19 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
 Schedule MergeReaderGroups(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
                            const std::function<bool()>& stop, int passes = 4);
 
+// - RegroupReaderParts: from a start schedule, for every tensor t that three or more ops read
+//   (RegroupReaderTensors), the regrouping of its loaders' parts (RegroupReaderPartsAt,
+//   search/moves/moves.h) tried with each join and group size on the same schedule, the best
+//   committed when the whole schedule's total falls. The split into one part per reader that a
+//   regrouping needs costs a load of t per part until the groups form, a valley no single move
+//   crosses (ViT's heads: each head's query and value projections with its attention, regrouped
+//   into groups of query parts and of value parts that each run the LayerNorm again).
+//   `cursor` (optional): the tensors are tried from the one at that index of their list, round
+//   it, and it is left at the one being tried when `stop` ended the pass, so that passes cut
+//   short by a time budget go on where the last one stopped.
+Schedule RegroupReaderParts(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
+                            const std::function<bool()>& stop, std::size_t* cursor = nullptr);
+
 Schedule PatternGrouping(const Problem& problem, const SubgraphPricer& pricer,
                          const std::function<bool()>& stop);
 
