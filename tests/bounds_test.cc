@@ -2817,9 +2817,9 @@ TEST_CASE("bound: P29's shared sums never above the oracle") {
 // U_j = 32 (3 - j) (the unfused outputs and the sum's write). With base 100 (c_x = 200) a MatMul
 // alone is compute-bound (sole = 0): G = 96, both sums at j = 0 apart (max(2, 48) each) or in one
 // subgraph (max(4, 96)), against P25's mix 2 x 44.59 (lambda = 200/216): the bound 893.19 -> 900
-// (compute 804), the exact solver's 992. With base 10 (c_x = 20, sole = 60: eight row tiles at
-// k = 4) a MatMul beside the other sum claims min((3 - 1) 20, (2/3)(32 + 16)) = 32, and G = 84
-// (each sum with both MatMuls, max(42, 16), apart or together): shared_sums 156.59 -> 168 (compute
+// (compute 804), the exact solver's 992. With base 10 (c_x = 20) a MatMul beside the other sum
+// claims min((3 - 1) 20, (2/3)(32 + 16)) = 32, and G = 84 (each sum with both MatMuls,
+// max(42, 16), apart or together; with one, max(22, 32) and the other's claim): shared_sums 156.59 -> 168 (compute
 // 84), below P18's 264; the exact solver's 448. Every schedule of ForEachFusedSum and
 // ForEachSharedHost and the exact solver's best are above.
 TEST_CASE("bound: P29 by hand, two sums of two MatMuls, grouped or apart") {
