@@ -649,6 +649,7 @@ PYBIND11_MODULE(_core, m) {
         d["sums"] = bound.sums;
         d["taps"] = bound.taps;
         d["sole_sums"] = bound.sole_sums;
+        d["shared_sums"] = bound.shared_sums;
         d["weight"] = bound.weight;
         return d;
       },

@@ -16,6 +16,7 @@
 #include "eval/bound/first_instance.h"
 #include "eval/bound/islands.h"
 #include "eval/bound/sums.h"
+#include "eval/bound/shared_sums.h"
 #include "eval/bound/sole_sums.h"
 #include "eval/bound/taps.h"
 #include "eval/bound/memory_floor.h"
@@ -677,6 +678,23 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
     for (int i = 0; i < built.islands; ++i) island_sole[i] = SoleSumValue(problem, taps, members[i]).value;
   }
+  // P29: P28's value with each shape of two to four priced sums (and no lone tap) priced by the
+  // groupings of its sums into subgraphs; whole and island by island.
+  const SharedSums shared = SharedSumValue(problem, taps, [&] {
+    std::vector<OpId> every(problem.ops.size());
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) every[op] = op;
+    return every;
+  }());
+  bound.shared_sums = shared.value;
+  bound.shared_sum_count = shared.shapes;
+  std::vector<double> island_shared(built.islands, 0);
+  if (built.islands == 1) {
+    island_shared[0] = shared.value;
+  } else if (taps.priced.size() > 0) {
+    std::vector<std::vector<OpId>> members(built.islands);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
+    for (int i = 0; i < built.islands; ++i) island_shared[i] = SharedSumValue(problem, taps, members[i]).value;
+  }
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);
@@ -693,7 +711,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.per_step_twins = per_step.twins;
   bound.first_in_loop_twins = per_step.first_in_loop;
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i],
+    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
   }

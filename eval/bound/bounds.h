@@ -251,6 +251,15 @@
 //     lambda line: no other priced sum can be there). So the shape claims min over j of P*_j + the
 //     m - j least e_x, or P25's term if larger (each bounds the shape's subgraphs alone;
 //     eval/bound/sole_sums.h).
+//  P29 (T1, T2, V1, V7, V12, G3, M2, R5, P23, P25, P28) Several sums of one shape. Where a set of
+//     ops holds 2..4 priced sums of a shape, all their producers and no tap read by nothing of it,
+//     the sums' picked subgraphs fall into groups, one subgraph each: a group claims the larger of
+//     (tau* - 1) sum X0 and (1 - 1/tau*) sum U (tau* the largest of its sums' tau_j, P23's two
+//     weights added over distinct ops and tensors); a producer outside its sum's subgraph claims
+//     in its sink instance its P25 constant (no priced sum there) or, beside an instance of another
+//     sum s', the least of (tau_least(s') - 1) c_x and (1 - 1/tau_least(s')) |o_x| / B (it is
+//     priced there and writes o_x). The shape claims the least over the groupings and j's, or P25's
+//     term if larger (eval/bound/shared_sums.h).
 //  P24 (H6, T1, T2, C2, C4, D2, M1, V1, V5, V11, L1, P7, P12, P13, P14) The per-step excess of
 //     streamed weights, without prefetch (H5). With a weight path a step costs max(c, w / Bw, o / B)
 //     >= max(c, w / Bw) (with one path max(c, m), m >= w / B: the points below at b = 0), so
@@ -383,6 +392,11 @@ struct LowerBound {
   // `taps`.
   Latency sole_sums = 0;
   int sole_sum_count = 0;  // the shapes priced so
+  // P29: P28 with each output shape that holds two to four priced sums (and no tap read by
+  // nothing) priced case by case: which sums share a subgraph, each group at its subgraph's
+  // larger weight, the other producers in their sink instances. Never below `sole_sums`.
+  Latency shared_sums = 0;
+  int shared_sum_count = 0;  // the shapes priced so
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
@@ -397,6 +411,7 @@ struct LowerBound {
     if (sums > best) best = sums;
     if (taps > best) best = taps;
     if (sole_sums > best) best = sole_sums;
+    if (shared_sums > best) best = shared_sums;
     return best;
   }
 };

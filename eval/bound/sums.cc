@@ -93,6 +93,7 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
     const Elements vec_cap = rules.vector_capacity;
     const Elements vec_unit = rules.double_vector ? 2 : 1;
     std::vector<double> least_tiles(m + 1, std::numeric_limits<double>::infinity());
+    std::vector<double> least_tiles_beside(m + 1, std::numeric_limits<double>::infinity());
     std::vector<Elements> strip(m);
     for (Elements r = 1; r <= std::min(n, height); ++r) {
       if (!SideAllowed(rules, SideAxis::kH, r, height)) continue;
@@ -110,6 +111,12 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
         if (c < 1) continue;
         const double tiles = static_cast<double>(CeilDiv(height, r) * CeilDiv(width, c));
         least_tiles[j] = std::min(least_tiles[j], tiles);
+        // P29: one more r x c tile in W (a sink MatMul beside s), the chip's caps unchanged.
+        Elements c2 = std::min(c, cap / (per_column + r));
+        if (c2 >= 1 && !SideAllowed(rules, SideAxis::kW, c2, width)) c2 = c2 / rules.base_w * rules.base_w;
+        if (c2 >= 1) {
+          least_tiles_beside[j] = std::min(least_tiles_beside[j], static_cast<double>(CeilDiv(height, r) * CeilDiv(width, c2)));
+        }
       }
     }
     std::vector<Line> lines;
@@ -119,6 +126,10 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
     priced.by_j.assign(m + 1, {});
     priced.possible.assign(m + 1, 0);
     priced.least_tau = std::numeric_limits<double>::infinity();
+    priced.tau.assign(m + 1, 0);
+    priced.tau_beside.assign(m + 1, 0);
+    priced.fused = fused;
+    priced.unfused = unfused;
     for (int j = 0; j <= m; ++j) {
       if (!(least_tiles[j] < std::numeric_limits<double>::infinity())) continue;  // no S holds s so
       const double tau = std::max(1.0, least_tiles[j] / native_tiles);
@@ -127,6 +138,10 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
       lines.push_back({b, a});
       priced.by_j[j] = {b, a};
       priced.possible[j] = 1;
+      priced.tau[j] = tau;
+      if (least_tiles_beside[j] < std::numeric_limits<double>::infinity()) {
+        priced.tau_beside[j] = std::max(1.0, least_tiles_beside[j] / native_tiles);
+      }
       priced.least_tau = std::min(priced.least_tau, tau);
     }
     if (lines.empty()) continue;  // s fits in no subgraph: any claim holds, no excess

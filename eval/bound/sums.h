@@ -56,6 +56,14 @@ struct SumLines {
     std::vector<Line> by_j;
     std::vector<char> possible;
     double least_tau = 1;
+    // Per j (where possible), P23's parts of its line, for P29 (shared_sums.h), which joins
+    // several sums' lines in one subgraph: tau_j, X0_j (c_s and the j least producers' c) and
+    // U_j (the m - j least loads, and a graph output's write), so by_j[j] = {(tau - 1) X0,
+    // (1 - 1/tau) U}.
+    std::vector<double> tau, fused, unfused;
+    // Per j, tau_j again with one more r x c tile in W (a MatMul sink beside s, writing its own
+    // output, P29), the chip's caps as for tau_j; 0 where not possible.
+    std::vector<double> tau_beside;
   };
   std::vector<Priced> priced;
   double value = 0;                      // Value() over every op

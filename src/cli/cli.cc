@@ -216,6 +216,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_sums\": " + FormatNumber(bound.sums) + ",\n";
   out += "  \"lower_bound_taps\": " + FormatNumber(bound.taps) + ",\n";
   out += "  \"lower_bound_sole_sums\": " + FormatNumber(bound.sole_sums) + ",\n";
+  out += "  \"lower_bound_shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
@@ -306,6 +307,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"tap_count\": " + std::to_string(bound.tap_count) + ",\n";
   out += "  \"sole_sums\": " + FormatNumber(bound.sole_sums) + ",\n";
   out += "  \"sole_sum_count\": " + std::to_string(bound.sole_sum_count) + ",\n";
+  out += "  \"shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
+  out += "  \"shared_sum_count\": " + std::to_string(bound.shared_sum_count) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -349,7 +352,9 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  taps       " + Readable(bound.taps) + "  (P23 + what " + std::to_string(bound.tap_count) +
          " MatMuls whose outputs leave their subgraphs pay there: the write and weight loads beyond their compute, P25)\n";
   out += "  sole sums  " + Readable(bound.sole_sums) + "  (P25 with " + std::to_string(bound.sole_sum_count) +
-         " output shapes of one priced sum each at their subgraphs' larger weight, not a mix, P28)\n\n";
+         " output shapes of one priced sum each at their subgraphs' larger weight, not a mix, P28)\n";
+  out += "  shared sums " + Readable(bound.shared_sums) + "  (P28 with " + std::to_string(bound.shared_sum_count) +
+         " output shapes of 2-4 priced sums priced by which sums share a subgraph, P29)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
