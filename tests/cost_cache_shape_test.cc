@@ -139,7 +139,7 @@ TEST_CASE("cost cache shapes: LookupValid answers valid and failing copies by sh
       SubgraphResult result;
       cache.LookupOrCompute(three, moved, in, result);
       CHECK(Same(result, direct));
-      // Asked again: the same answer (from the front or id table, or the thread's shapes).
+      // Asked again: the same answer (from the front table or the shared shapes).
       CHECK(cache.LookupValid(three, moved, in, report) == direct.ok());
       if (direct.ok()) CHECK(report == direct.report);
     }
@@ -151,10 +151,11 @@ TEST_CASE("cost cache shapes: LookupValid answers valid and failing copies by sh
   CHECK(failing > 20);
 }
 
-TEST_CASE("cost cache shapes: LookupValid stays exact from another thread and after a thread's table has wrapped") {
-  // Many contexts with explicit traversals (a key word per tile) overrun a thread's ring of
-  // shape keys several times; every answer must still be CostSubgraph's, and another thread,
-  // whose own table is empty, must be answered by the shared table without pricing.
+TEST_CASE("cost cache shapes: LookupValid stays exact from another thread on many long keys") {
+  // Many contexts with explicit traversals (a key word per tile; a thread's ring of key words,
+  // 2^18 of them when one held shapes, would wrap several times): every answer must still be
+  // CostSubgraph's, and another thread, whose own tables are empty, must be answered by the
+  // shared table without pricing.
   std::mt19937_64 rng(99);
   RandomScheduleOptions options;
   options.max_steps = 4096;

@@ -567,11 +567,14 @@ struct alignas(64) CostCache::CounterBlock {
   }
 };
 
-// A thread's table of recent contexts keyed by words, valid and failing: one holds shapes (see
-// BuildShapeKey), one the ids of contexts the front table cannot key (an explicit traversal,
-// more than 12 ids; see BuildIdKey). A deep graph's layers make the same few thousand shapes
-// over and over, and a worker the same few hundred contexts; answering them here takes no
-// lock and reads no line another core writes. Two-way sets; each key (the words, then the
+// A thread's table of recent contexts keyed by words, valid and failing: the ids of contexts
+// the front table cannot key (an explicit traversal, more than 12 ids; see BuildIdKey), which
+// the evaluator asks for again and again (a worker prices the same few hundred contexts);
+// answering them here takes no lock and reads no line another core writes. (A second such
+// table of recent shapes stood before the shared shapes until speed round 6: on ResNet-50 it
+// answered 18 % of the shape lookups, each of the others copied a key of ~43 words into its
+// 2 MB ring, and a hit read as many lines as a shared one: a third of the last-level misses
+// per move.) Two-way sets; each key (the words, then the
 // traversal) is kept whole, so a hash collision is never an answer, in a ring of words: an
 // entry whose words were overwritten since is stale. Keys longer than kMaxKeyWords are not
 // kept. Bound like the front table it belongs to (one cache, one problem): a rebinding bumps
@@ -682,16 +685,9 @@ struct CostCache::FrontTable {
   const Problem* problem = nullptr;
   CounterBlock* counters = nullptr;  // the bound cache's block for this thread
   std::unique_ptr<Entry[]> entries;  // set s holds entries 2s and 2s + 1, most recent first
-  // Bound with this table, allocated on first use: recent shapes (8,192 entries, 2 MB of key
-  // words) and recent contexts the front table cannot key (4,096 entries, 512 KB).
-  std::unique_ptr<WordTable> shapes, ids;
-  WordTable& Shapes() {
-    if (!shapes) {
-      shapes = std::make_unique<WordTable>(12, size_t{1} << 18);
-      shapes->Bind();
-    }
-    return *shapes;
-  }
+  // Bound with this table, allocated on first use: recent contexts the front table cannot key
+  // (4,096 entries, 512 KB of key words).
+  std::unique_ptr<WordTable> ids;
   WordTable& Ids() {
     if (!ids) {
       ids = std::make_unique<WordTable>(11, size_t{1} << 16);
@@ -702,7 +698,6 @@ struct CostCache::FrontTable {
 
   void Bind(uint64_t cache_serial, const Problem& p, CostCache::CounterBlock* block) {
     if (!entries) entries.reset(new Entry[2 * kSets]);
-    if (shapes) shapes->Bind();
     if (ids) ids->Bind();
     for (size_t i = 0; i < 2 * kSets; ++i) entries[i].key.words[0] = 0;
     serial = cache_serial;
@@ -848,7 +843,7 @@ void CostCache::LookupOrComputeAll(const Problem& problem, const Schedule& sched
   }
 }
 
-CostCache::ShapeAnswer CostCache::AnswerByShape(FrontTable& local, const Problem& problem,
+CostCache::ShapeAnswer CostCache::AnswerByShape(const Problem& problem,
                                                 const Subgraph& subgraph,
                                                 const std::vector<TensorId>& retained_in,
                                                 SubgraphReport& report, SubgraphResult& priced_result,
@@ -858,11 +853,6 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(FrontTable& local, const Problem
   thread_local std::vector<uint64_t> shape_key;
   if (!BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, shape_key)) return ShapeAnswer::kNoShape;
   const uint64_t shape_hash = HashWords(shape_key, subgraph);
-  WordTable& shapes = local.Shapes();
-  if (const WordTable::Entry* e = shapes.Find(shape_hash, shape_key, subgraph)) {
-    report = e->report;
-    return e->verdict == Verdict::kValid ? ShapeAnswer::kValid : ShapeAnswer::kFails;
-  }
   Shard& shard = shards_[shape_hash >> 60];
   bool found = false;
   Verdict verdict = Verdict::kValid;
@@ -886,7 +876,6 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(FrontTable& local, const Problem
       shard.InsertShape({shape_hash, shape_key, subgraph.traversal, verdict, report}, entries_per_shard_);
     }
   }
-  shapes.Insert(shape_hash, shape_key, subgraph, verdict, report);
   return verdict == Verdict::kValid ? ShapeAnswer::kValid : ShapeAnswer::kFails;
 }
 
@@ -986,7 +975,7 @@ void CostCache::ResolveBehindFront(FrontTable& local, const Problem& problem,
                                    SmallSequenceFacts* facts) {
   SubgraphReport report;
   bool priced = false;
-  const ShapeAnswer answer = AnswerByShape(local, problem, subgraph, retained_in, report, result, priced);
+  const ShapeAnswer answer = AnswerByShape(problem, subgraph, retained_in, report, result, priced);
   if (answer == ShapeAnswer::kValid) {
     if (priced) {
       CounterBlock::Count(local.counters->misses);
@@ -1018,34 +1007,18 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in, SubgraphReport& report) {
   FrontTable& local = BoundFront(problem);
   FrontKey key;
-  const bool keyed = key.Build(subgraph, retained_in);
-  const uint64_t front_hash = keyed ? key.Hash() : 0;
-  if (keyed) {
-    if (const FrontTable::Entry* e = local.Find(key, front_hash)) {
+  if (key.Build(subgraph, retained_in)) {
+    if (const FrontTable::Entry* e = local.Find(key, key.Hash())) {
       CounterBlock::Count(local.counters->hits);
       report = e->report;
       return true;
     }
-    return ResolveValid(local, problem, subgraph, retained_in, &key, front_hash, report);
   }
-  // A context the front table cannot key: the thread's id table first.
-  thread_local std::vector<uint64_t> id_key;
-  BuildIdKey(subgraph, retained_in, id_key);
-  const uint64_t id_hash = HashWords(id_key, subgraph);
-  WordTable& ids = local.Ids();
-  if (const WordTable::Entry* e = ids.Find(id_hash, id_key, subgraph)) {
-    CounterBlock::Count(local.counters->hits);
-    report = e->report;
-    return e->verdict == Verdict::kValid;
-  }
-  const bool valid = ResolveValid(local, problem, subgraph, retained_in, nullptr, 0, report);
-  ids.Insert(id_hash, id_key, subgraph, valid ? Verdict::kValid : Verdict::kInvalid, report);
-  return valid;
+  return ResolveValid(local, problem, subgraph, retained_in, report);
 }
 
 bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
-                             const std::vector<TensorId>& retained_in, const FrontKey* key,
-                             uint64_t front_hash, SubgraphReport& report) {
+                             const std::vector<TensorId>& retained_in, SubgraphReport& report) {
   thread_local SubgraphResult full;
   bool priced = false;
   ShapeAnswer answer;
@@ -1053,23 +1026,20 @@ bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Su
     // A failure priced here is kept by its shape only (verdict and report), and `full` is
     // dropped: its words are never read.
     const ViolationWordsOff no_words;
-    answer = AnswerByShape(local, problem, subgraph, retained_in, report, full, priced);
+    answer = AnswerByShape(problem, subgraph, retained_in, report, full, priced);
   }
   if (answer == ShapeAnswer::kNoShape) {
     LookupExact(local, problem, subgraph, retained_in, false, full);
     report = full.report;
-    if (!full.ok()) return false;
-  } else {
-    if (priced) {
-      CounterBlock::Count(local.counters->misses);
-    } else {
-      CounterBlock::Count(local.counters->hits);
-      CounterBlock::Count(local.counters->shape_hits);
-    }
-    if (answer == ShapeAnswer::kFails) return false;
+    return full.ok();
   }
-  StoreFront(local, problem, subgraph, key, front_hash, report, nullptr);
-  return true;
+  if (priced) {
+    CounterBlock::Count(local.counters->misses);
+  } else {
+    CounterBlock::Count(local.counters->hits);
+    CounterBlock::Count(local.counters->shape_hits);
+  }
+  return answer == ShapeAnswer::kValid;
 }
 
 const FlatProblem* CostCache::Flat(const Problem& problem) {
