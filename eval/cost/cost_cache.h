@@ -85,6 +85,15 @@ bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
                        const std::vector<TensorId>& retained_in, const std::vector<TensorId>& retain,
                        std::vector<uint64_t>& words);
 
+// The words by which the cache's word keys (a context's shape, a thread's id keys) hold an
+// explicit traversal `order`, appended to `words`: a tag, then either the tiles (tag 0) or, when
+// shorter, the first tile and the runs of equal steps between consecutive tiles, each as its step
+// (64-bit wrapping difference) and its length (tag 1). The named patterns are two runs per row or
+// column, so a fit's traversal of up to 2,048 tiles takes a few dozen words instead of one word
+// per tile to copy and compare. The key's header holds order.size(), so the words decode to the
+// order: two orders of one length have equal words exactly when they are equal.
+void AppendTraversalWords(const std::vector<int64_t>& order, std::vector<uint64_t>& words);
+
 class CostCache {
  public:
   // `max_entries` bounds the number of stored subgraph contexts (at least one per shard).
