@@ -604,9 +604,9 @@ struct alignas(64) CostCache::CounterBlock {
 // table of recent shapes stood before the shared shapes until speed round 6: on ResNet-50 it
 // answered 18 % of the shape lookups, each of the others copied a key of ~43 words into its
 // 2 MB ring, and a hit read as many lines as a shared one: a third of the last-level misses
-// per move.) Two-way sets; each key (the words, then the
-// traversal's words) is kept whole, so a hash collision is never an answer, in a ring of words: an
-// entry whose words were overwritten since is stale. Keys longer than kMaxKeyWords are not
+// per move.) Two-way sets; each key (its words, the traversal's included) is kept whole, so a
+// hash collision is never an answer, in a ring of words: an entry whose words were overwritten
+// since is stale. Keys longer than kMaxKeyWords are not
 // kept. Bound like the front table it belongs to (one cache, one problem): a rebinding bumps
 // `epoch`, and entries of another epoch are empty.
 struct CostCache::WordTable {
