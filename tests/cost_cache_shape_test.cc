@@ -4,11 +4,15 @@
 // priced fact (a shape, a base cost, an edge) is not.
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <numeric>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
 
 #include "eval/cost/cost_cache.h"
+#include "eval/model/traversal.h"
 #include "eval/random_schedule.h"
 #include "eval/cost/subgraph_cost.h"
 
@@ -139,7 +143,7 @@ TEST_CASE("cost cache shapes: LookupValid answers valid and failing copies by sh
       SubgraphResult result;
       cache.LookupOrCompute(three, moved, in, result);
       CHECK(Same(result, direct));
-      // Asked again: the same answer (from the front or id table, or the thread's shapes).
+      // Asked again: the same answer (from the front table or the shared shapes).
       CHECK(cache.LookupValid(three, moved, in, report) == direct.ok());
       if (direct.ok()) CHECK(report == direct.report);
     }
@@ -151,10 +155,11 @@ TEST_CASE("cost cache shapes: LookupValid answers valid and failing copies by sh
   CHECK(failing > 20);
 }
 
-TEST_CASE("cost cache shapes: LookupValid stays exact from another thread and after a thread's table has wrapped") {
-  // Many contexts with explicit traversals (a key word per tile) overrun a thread's ring of
-  // shape keys several times; every answer must still be CostSubgraph's, and another thread,
-  // whose own table is empty, must be answered by the shared table without pricing.
+TEST_CASE("cost cache shapes: LookupValid stays exact from another thread on many long keys") {
+  // Many contexts with explicit traversals (a key word per tile; a thread's ring of key words,
+  // 2^18 of them when one held shapes, would wrap several times): every answer must still be
+  // CostSubgraph's, and another thread, whose own tables are empty, must be answered by the
+  // shared table without pricing.
   std::mt19937_64 rng(99);
   RandomScheduleOptions options;
   options.max_steps = 4096;
@@ -230,6 +235,102 @@ TEST_CASE("cost cache shapes: a copy that differs in a shape, a base cost or an 
   fresh.LookupOrCompute(two, Shifted(all, one, 1), {}, result);
   CHECK(fresh.stats().hits == 1);
   CHECK(Same(result, CostSubgraph(two, Shifted(all, one, 1), {})));
+}
+
+}  // namespace
+}  // namespace annealer
+
+namespace annealer {
+namespace {
+
+// AppendTraversalWords' format read back (see eval/cost/cost_cache.h), given the order's length
+// as the key's header holds it; empty when the words are not a whole encoding of that length.
+std::optional<std::vector<int64_t>> DecodeTraversalWords(const std::vector<uint64_t>& words, size_t length) {
+  if (words.empty()) return std::nullopt;
+  std::vector<int64_t> order;
+  if (words[0] == 0) {
+    if (words.size() != 1 + length) return std::nullopt;
+    for (size_t i = 1; i < words.size(); ++i) order.push_back(static_cast<int64_t>(words[i]));
+    return order;
+  }
+  if (words[0] != 1 || words.size() < 2 || words.size() % 2 != 0) return std::nullopt;
+  uint64_t tile = words[1];
+  order.push_back(static_cast<int64_t>(tile));
+  for (size_t i = 2; i + 1 < words.size(); i += 2) {
+    if (words[i + 1] == 0 || order.size() + words[i + 1] > length) return std::nullopt;
+    for (uint64_t r = 0; r < words[i + 1]; ++r) {
+      tile += words[i];
+      order.push_back(static_cast<int64_t>(tile));
+    }
+  }
+  if (order.size() != length) return std::nullopt;
+  return order;
+}
+
+// MakeTraversal's order, raster's (nullopt) written out.
+std::vector<int64_t> Tiles(TraversalPattern pattern, int64_t rows, int64_t cols) {
+  std::optional<std::vector<int64_t>> order = MakeTraversal(pattern, rows, cols);
+  if (order) return *order;
+  std::vector<int64_t> raster(static_cast<size_t>(rows * cols));
+  std::iota(raster.begin(), raster.end(), 0);
+  return raster;
+}
+
+TEST_CASE("cost cache: a traversal's key words decode to the traversal, and the named patterns take few") {
+  std::mt19937_64 rng(2026);
+  int checked = 0, by_runs = 0;
+  std::vector<std::vector<int64_t>> orders;
+  // The named patterns on grids up to 64 x 64, and with a tile or two swapped (no longer a
+  // pattern, a few runs more); random orders; sequences of equal and extreme tiles.
+  for (int64_t rows = 1; rows <= 64; rows += 1 + static_cast<int64_t>(rng() % 5)) {
+    for (int64_t cols = 1; cols <= 64; cols += 1 + static_cast<int64_t>(rng() % 5)) {
+      for (TraversalPattern pattern : kAllTraversalPatterns) {
+        std::vector<int64_t> order = Tiles(pattern, rows, cols);
+        orders.push_back(order);
+        if (order.size() >= 2) {
+          std::swap(order[rng() % order.size()], order[rng() % order.size()]);
+          orders.push_back(order);
+        }
+      }
+    }
+  }
+  for (int trial = 0; trial < 8000; ++trial) {
+    const size_t n = 1 + rng() % 40;
+    std::vector<int64_t> order(n);
+    const int kind = static_cast<int>(rng() % 4);
+    for (size_t i = 0; i < n; ++i) {
+      switch (kind) {
+        case 0: order[i] = static_cast<int64_t>(rng() % 8); break;                 // many equal steps
+        case 1: order[i] = static_cast<int64_t>(rng());  break;                     // any bits
+        case 2: order[i] = i % 2 == 0 ? INT64_MIN : INT64_MAX; break;               // wrapping steps
+        default: order[i] = static_cast<int64_t>(i * 3) - static_cast<int64_t>(rng() % 2);  // near-runs
+      }
+    }
+    orders.push_back(order);
+  }
+  orders.push_back({});
+  for (const std::vector<int64_t>& order : orders) {
+    std::vector<uint64_t> words{42};  // appended after what is there
+    AppendTraversalWords(order, words);
+    REQUIRE(words[0] == 42);
+    words.erase(words.begin());
+    const std::optional<std::vector<int64_t>> back = DecodeTraversalWords(words, order.size());
+    REQUIRE(back.has_value());
+    CHECK(*back == order);
+    CHECK(words.size() <= order.size() + 1);  // never longer than the tiles and the tag
+    by_runs += words[0] == 1;
+    ++checked;
+  }
+  // A named pattern of R rows (or columns) is at most 1 + 2 * (2R) words after the tag.
+  for (TraversalPattern pattern : kAllTraversalPatterns) {
+    std::vector<uint64_t> words;
+    AppendTraversalWords(Tiles(pattern, 32, 64), words);
+    CHECK(words.size() <= 2 + 4 * 64);
+    CHECK(words.size() < 2048 / 4);
+  }
+  MESSAGE(checked << " orders, " << by_runs << " keyed by runs");
+  CHECK(checked > 10000);
+  CHECK(by_runs > 3000);
 }
 
 }  // namespace

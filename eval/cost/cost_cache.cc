@@ -78,9 +78,8 @@ bool ShapeKeyFits(const Subgraph& subgraph, const std::vector<TensorId>& retaine
 }
 
 // Four independent multiply-add lanes (no serial chain through every word), then a
-// finalizer. The traversal (kept beside the words, see Shard::ShapeEntry) is sampled at 16 entries:
-// distinct traversals of one subgraph almost always differ there, and matches compare it all.
-uint64_t HashWords(const std::vector<uint64_t>& words, const Subgraph& subgraph) {
+// finalizer. (A key's traversal is among its words: AppendTraversalWords.)
+uint64_t HashWords(const std::vector<uint64_t>& words) {
   uint64_t lanes[4] = {words.size(), 0x9e3779b97f4a7c15ULL, 0xbf58476d1ce4e5b9ULL, 0x94d049bb133111ebULL};
   const size_t size = words.size();
   size_t i = 0;
@@ -88,13 +87,6 @@ uint64_t HashWords(const std::vector<uint64_t>& words, const Subgraph& subgraph)
     for (int j = 0; j < 4; ++j) lanes[j] = lanes[j] * kPrime + words[i + j];
   }
   for (; i < size; ++i) lanes[i & 3] = lanes[i & 3] * kPrime + words[i];
-  if (subgraph.traversal) {
-    const auto& order = *subgraph.traversal;
-    const size_t stride = order.size() <= 16 ? 1 : order.size() / 16;
-    for (size_t t = 0; t < order.size(); t += stride) {
-      lanes[t & 3] = lanes[t & 3] * kPrime + static_cast<uint64_t>(order[t]);
-    }
-  }
   return Mix(lanes[0] ^ Mix(lanes[1] ^ Mix(lanes[2] ^ Mix(lanes[3]))));
 }
 
@@ -243,7 +235,8 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
 
 // BuildShapeKey, remembering the last context's words within a ContextReuse scope
 // (eval/cost/context_reuse.h): a key's words depend on the granularity and the traversal only through
-// its header, which is rebuilt for each call.
+// its header, which is rebuilt for each call; then the traversal's words (AppendTraversalWords),
+// which make the key of a context with an explicit traversal.
 bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
                           const std::vector<TensorId>& retained_in, ShapeScratch& scratch,
                           std::vector<uint64_t>& key) {
@@ -264,6 +257,7 @@ bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
     AppendHeader(problem, subgraph, retained_in, header);
     key.assign(memo.words.begin(), memo.words.end());
     std::copy(header.begin(), header.end(), key.begin());
+    if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, key);
     return true;
   }
   memo.generation = 0;
@@ -276,10 +270,44 @@ bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
     memo.retained_in.assign(retained_in.begin(), retained_in.end());
     memo.words.assign(key.begin(), key.end());
   }
+  if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, key);
   return true;
 }
 
 }  // namespace
+
+void AppendTraversalWords(const std::vector<int64_t>& order, std::vector<uint64_t>& words) {
+  const size_t n = order.size();
+  const size_t begin = words.size();
+  // One pass writing the runs (steps in 64-bit unsigned arithmetic, wrapping, so defined for
+  // any tiles: tile i is tile i - 1 plus the step, modulo 2^64, which gives back its bits); the
+  // tiles themselves instead once the runs would be no shorter (more than (n - 2) / 2 of them).
+  if (n >= 4) {
+    const size_t max_runs = (n - 2) / 2;
+    const int64_t* tiles = order.data();
+    words.push_back(1);
+    words.push_back(static_cast<uint64_t>(tiles[0]));
+    uint64_t step = static_cast<uint64_t>(tiles[1]) - static_cast<uint64_t>(tiles[0]);
+    size_t run_begin = 1, runs = 1;
+    for (size_t i = 2; i < n; ++i) {
+      const uint64_t s = static_cast<uint64_t>(tiles[i]) - static_cast<uint64_t>(tiles[i - 1]);
+      if (s == step) continue;
+      if (++runs > max_runs) break;
+      words.push_back(step);
+      words.push_back(i - run_begin);
+      step = s;
+      run_begin = i;
+    }
+    if (runs <= max_runs) {
+      words.push_back(step);
+      words.push_back(n - run_begin);
+      return;
+    }
+    words.resize(begin);
+  }
+  words.push_back(0);
+  for (int64_t tile : order) words.push_back(static_cast<uint64_t>(tile));
+}
 
 bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
                        const std::vector<TensorId>& retained_in, const std::vector<TensorId>& retain,
@@ -295,7 +323,8 @@ namespace {
 
 // The ids of a context as words, the key of a thread's id table (contexts the front table cannot
 // key: an explicit traversal, more than 12 ids): the counts, the granularity, the ops as listed,
-// then the sorted retained sets, 32-bit ids two to a word. The table keeps the traversal beside.
+// then the sorted retained sets, 32-bit ids two to a word, then the traversal's words
+// (AppendTraversalWords).
 void BuildIdKey(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
                 std::vector<uint64_t>& key) {
   const Granularity& g = subgraph.granularity;
@@ -313,6 +342,8 @@ void BuildIdKey(const Subgraph& subgraph, const std::vector<TensorId>& retained_
   PutSorted(retained_in, same, packer);
   packer.Flush();
   PutSorted(subgraph.retain, same, packer);
+  packer.Flush();
+  if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, key);
 }
 
 // Odd multipliers for the front key's words (splitmix64 outputs).
@@ -512,18 +543,17 @@ struct alignas(64) CostCache::Shard {
   // name ids). Indexed like `entries`, in their own slots.
   struct ShapeEntry {
     uint64_t hash;
-    std::vector<uint64_t> key;
-    std::optional<std::vector<int64_t>> traversal;
+    std::vector<uint64_t> key;  // the traversal's words included
     Verdict verdict;
     SubgraphReport report;
   };
   std::vector<ShapeEntry> shape_entries;
   SlotIndex shape_index;
 
-  const ShapeEntry* FindShape(uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& s) const {
+  const ShapeEntry* FindShape(uint64_t hash, const std::vector<uint64_t>& key) const {
     const int64_t i = shape_index.Find(hash, [&](uint32_t e) {
       const ShapeEntry& entry = shape_entries[e];
-      return entry.hash == hash && entry.key == key && entry.traversal == s.traversal;
+      return entry.hash == hash && entry.key == key;
     });
     return i < 0 ? nullptr : &shape_entries[i];
   }
@@ -567,13 +597,16 @@ struct alignas(64) CostCache::CounterBlock {
   }
 };
 
-// A thread's table of recent contexts keyed by words, valid and failing: one holds shapes (see
-// BuildShapeKey), one the ids of contexts the front table cannot key (an explicit traversal,
-// more than 12 ids; see BuildIdKey). A deep graph's layers make the same few thousand shapes
-// over and over, and a worker the same few hundred contexts; answering them here takes no
-// lock and reads no line another core writes. Two-way sets; each key (the words, then the
-// traversal) is kept whole, so a hash collision is never an answer, in a ring of words: an
-// entry whose words were overwritten since is stale. Keys longer than kMaxKeyWords are not
+// A thread's table of recent contexts keyed by words, valid and failing: the ids of contexts
+// the front table cannot key (an explicit traversal, more than 12 ids; see BuildIdKey), which
+// the evaluator asks for again and again (a worker prices the same few hundred contexts);
+// answering them here takes no lock and reads no line another core writes. (A second such
+// table of recent shapes stood before the shared shapes until speed round 6: on ResNet-50 it
+// answered 18 % of the shape lookups, each of the others copied a key of ~43 words into its
+// 2 MB ring, and a hit read as many lines as a shared one: a third of the last-level misses
+// per move.) Two-way sets; each key (its words, the traversal's included) is kept whole, so a
+// hash collision is never an answer, in a ring of words: an entry whose words were overwritten
+// since is stale. Keys longer than kMaxKeyWords are not
 // kept. Bound like the front table it belongs to (one cache, one problem): a rebinding bumps
 // `epoch`, and entries of another epoch are empty.
 struct CostCache::WordTable {
@@ -612,50 +645,32 @@ struct CostCache::WordTable {
     }
   }
 
-  static size_t KeyWords(const std::vector<uint64_t>& key, const Subgraph& subgraph) {
-    return key.size() + (subgraph.traversal ? subgraph.traversal->size() : 0);
-  }
-
-  bool Matches(const Entry& e, uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& subgraph) const {
-    if (e.epoch != epoch || e.hash != hash || e.words != KeyWords(key, subgraph) ||
-        written - e.position > ring_words) {
+  bool Matches(const Entry& e, uint64_t hash, const std::vector<uint64_t>& key) const {
+    if (e.epoch != epoch || e.hash != hash || e.words != key.size() || written - e.position > ring_words) {
       return false;
     }
     const uint64_t* stored = &ring[e.position & (ring_words - 1)];
     for (size_t i = 0; i < key.size(); ++i) {
       if (stored[i] != key[i]) return false;
     }
-    if (subgraph.traversal) {
-      stored += key.size();
-      const std::vector<int64_t>& order = *subgraph.traversal;
-      for (size_t i = 0; i < order.size(); ++i) {
-        if (stored[i] != static_cast<uint64_t>(order[i])) return false;
-      }
-    }
     return true;
   }
 
-  const Entry* Find(uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& subgraph) const {
+  const Entry* Find(uint64_t hash, const std::vector<uint64_t>& key) const {
     const size_t first = 2 * (hash >> (64 - set_bits));
     const Entry* set = &entries[first];
-    if (hashes[first] == hash && Matches(set[0], hash, key, subgraph)) return &set[0];
-    if (hashes[first + 1] == hash && Matches(set[1], hash, key, subgraph)) return &set[1];
+    if (hashes[first] == hash && Matches(set[0], hash, key)) return &set[0];
+    if (hashes[first + 1] == hash && Matches(set[1], hash, key)) return &set[1];
     return nullptr;
   }
 
-  void Insert(uint64_t hash, const std::vector<uint64_t>& key, const Subgraph& subgraph, Verdict verdict,
-              const SubgraphReport& report) {
-    const size_t words = KeyWords(key, subgraph);
+  void Insert(uint64_t hash, const std::vector<uint64_t>& key, Verdict verdict, const SubgraphReport& report) {
+    const size_t words = key.size();
     if (words > kMaxKeyWords) return;
     // A key is stored in one piece: one that would run past the ring's end starts at its
     // beginning (the words skipped count as written).
     if ((written & (ring_words - 1)) + words > ring_words) written = (written | (ring_words - 1)) + 1;
-    uint64_t* out = &ring[written & (ring_words - 1)];
-    std::copy(key.begin(), key.end(), out);
-    if (subgraph.traversal) {
-      out += key.size();
-      for (int64_t tile : *subgraph.traversal) *out++ = static_cast<uint64_t>(tile);
-    }
+    std::copy(key.begin(), key.end(), &ring[written & (ring_words - 1)]);
     const size_t first = 2 * (hash >> (64 - set_bits));
     Entry* set = &entries[first];
     set[1] = set[0];
@@ -682,16 +697,9 @@ struct CostCache::FrontTable {
   const Problem* problem = nullptr;
   CounterBlock* counters = nullptr;  // the bound cache's block for this thread
   std::unique_ptr<Entry[]> entries;  // set s holds entries 2s and 2s + 1, most recent first
-  // Bound with this table, allocated on first use: recent shapes (8,192 entries, 2 MB of key
-  // words) and recent contexts the front table cannot key (4,096 entries, 512 KB).
-  std::unique_ptr<WordTable> shapes, ids;
-  WordTable& Shapes() {
-    if (!shapes) {
-      shapes = std::make_unique<WordTable>(12, size_t{1} << 18);
-      shapes->Bind();
-    }
-    return *shapes;
-  }
+  // Bound with this table, allocated on first use: recent contexts the front table cannot key
+  // (4,096 entries, 512 KB of key words).
+  std::unique_ptr<WordTable> ids;
   WordTable& Ids() {
     if (!ids) {
       ids = std::make_unique<WordTable>(11, size_t{1} << 16);
@@ -702,7 +710,6 @@ struct CostCache::FrontTable {
 
   void Bind(uint64_t cache_serial, const Problem& p, CostCache::CounterBlock* block) {
     if (!entries) entries.reset(new Entry[2 * kSets]);
-    if (shapes) shapes->Bind();
     if (ids) ids->Bind();
     for (size_t i = 0; i < 2 * kSets; ++i) entries[i].key.words[0] = 0;
     serial = cache_serial;
@@ -848,7 +855,7 @@ void CostCache::LookupOrComputeAll(const Problem& problem, const Schedule& sched
   }
 }
 
-CostCache::ShapeAnswer CostCache::AnswerByShape(FrontTable& local, const Problem& problem,
+CostCache::ShapeAnswer CostCache::AnswerByShape(const Problem& problem,
                                                 const Subgraph& subgraph,
                                                 const std::vector<TensorId>& retained_in,
                                                 SubgraphReport& report, SubgraphResult& priced_result,
@@ -857,18 +864,13 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(FrontTable& local, const Problem
   thread_local ShapeScratch scratch;
   thread_local std::vector<uint64_t> shape_key;
   if (!BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, shape_key)) return ShapeAnswer::kNoShape;
-  const uint64_t shape_hash = HashWords(shape_key, subgraph);
-  WordTable& shapes = local.Shapes();
-  if (const WordTable::Entry* e = shapes.Find(shape_hash, shape_key, subgraph)) {
-    report = e->report;
-    return e->verdict == Verdict::kValid ? ShapeAnswer::kValid : ShapeAnswer::kFails;
-  }
+  const uint64_t shape_hash = HashWords(shape_key);
   Shard& shard = shards_[shape_hash >> 60];
   bool found = false;
   Verdict verdict = Verdict::kValid;
   {
     std::lock_guard lock(shard.mutex);
-    if (const Shard::ShapeEntry* e = shard.FindShape(shape_hash, shape_key, subgraph)) {
+    if (const Shard::ShapeEntry* e = shard.FindShape(shape_hash, shape_key)) {
       found = true;
       verdict = e->verdict;
       report = e->report;
@@ -882,11 +884,10 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(FrontTable& local, const Problem
     verdict = priced_result.verdict;
     report = priced_result.report;
     std::lock_guard lock(shard.mutex);
-    if (!shard.FindShape(shape_hash, shape_key, subgraph)) {
-      shard.InsertShape({shape_hash, shape_key, subgraph.traversal, verdict, report}, entries_per_shard_);
+    if (!shard.FindShape(shape_hash, shape_key)) {
+      shard.InsertShape({shape_hash, shape_key, verdict, report}, entries_per_shard_);
     }
   }
-  shapes.Insert(shape_hash, shape_key, subgraph, verdict, report);
   return verdict == Verdict::kValid ? ShapeAnswer::kValid : ShapeAnswer::kFails;
 }
 
@@ -967,9 +968,9 @@ void CostCache::LookupBehindFront(FrontTable& local, const Problem& problem,
   // a failing one lacks the violation's words).
   thread_local std::vector<uint64_t> id_key;
   BuildIdKey(subgraph, retained_in, id_key);
-  const uint64_t id_hash = HashWords(id_key, subgraph);
+  const uint64_t id_hash = HashWords(id_key);
   WordTable& ids = local.Ids();
-  const WordTable::Entry* e = ids.Find(id_hash, id_key, subgraph);
+  const WordTable::Entry* e = ids.Find(id_hash, id_key);
   if (e != nullptr && e->verdict == Verdict::kValid) {
     CounterBlock::Count(local.counters->hits);
     MarkValid(result, e->report);
@@ -977,7 +978,7 @@ void CostCache::LookupBehindFront(FrontTable& local, const Problem& problem,
     return;
   }
   ResolveBehindFront(local, problem, subgraph, retained_in, nullptr, 0, result, facts);
-  if (e == nullptr) ids.Insert(id_hash, id_key, subgraph, result.verdict, result.report);
+  if (e == nullptr) ids.Insert(id_hash, id_key, result.verdict, result.report);
 }
 
 void CostCache::ResolveBehindFront(FrontTable& local, const Problem& problem,
@@ -986,7 +987,7 @@ void CostCache::ResolveBehindFront(FrontTable& local, const Problem& problem,
                                    SmallSequenceFacts* facts) {
   SubgraphReport report;
   bool priced = false;
-  const ShapeAnswer answer = AnswerByShape(local, problem, subgraph, retained_in, report, result, priced);
+  const ShapeAnswer answer = AnswerByShape(problem, subgraph, retained_in, report, result, priced);
   if (answer == ShapeAnswer::kValid) {
     if (priced) {
       CounterBlock::Count(local.counters->misses);
@@ -1018,34 +1019,18 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in, SubgraphReport& report) {
   FrontTable& local = BoundFront(problem);
   FrontKey key;
-  const bool keyed = key.Build(subgraph, retained_in);
-  const uint64_t front_hash = keyed ? key.Hash() : 0;
-  if (keyed) {
-    if (const FrontTable::Entry* e = local.Find(key, front_hash)) {
+  if (key.Build(subgraph, retained_in)) {
+    if (const FrontTable::Entry* e = local.Find(key, key.Hash())) {
       CounterBlock::Count(local.counters->hits);
       report = e->report;
       return true;
     }
-    return ResolveValid(local, problem, subgraph, retained_in, &key, front_hash, report);
   }
-  // A context the front table cannot key: the thread's id table first.
-  thread_local std::vector<uint64_t> id_key;
-  BuildIdKey(subgraph, retained_in, id_key);
-  const uint64_t id_hash = HashWords(id_key, subgraph);
-  WordTable& ids = local.Ids();
-  if (const WordTable::Entry* e = ids.Find(id_hash, id_key, subgraph)) {
-    CounterBlock::Count(local.counters->hits);
-    report = e->report;
-    return e->verdict == Verdict::kValid;
-  }
-  const bool valid = ResolveValid(local, problem, subgraph, retained_in, nullptr, 0, report);
-  ids.Insert(id_hash, id_key, subgraph, valid ? Verdict::kValid : Verdict::kInvalid, report);
-  return valid;
+  return ResolveValid(local, problem, subgraph, retained_in, report);
 }
 
 bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
-                             const std::vector<TensorId>& retained_in, const FrontKey* key,
-                             uint64_t front_hash, SubgraphReport& report) {
+                             const std::vector<TensorId>& retained_in, SubgraphReport& report) {
   thread_local SubgraphResult full;
   bool priced = false;
   ShapeAnswer answer;
@@ -1053,23 +1038,20 @@ bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Su
     // A failure priced here is kept by its shape only (verdict and report), and `full` is
     // dropped: its words are never read.
     const ViolationWordsOff no_words;
-    answer = AnswerByShape(local, problem, subgraph, retained_in, report, full, priced);
+    answer = AnswerByShape(problem, subgraph, retained_in, report, full, priced);
   }
   if (answer == ShapeAnswer::kNoShape) {
     LookupExact(local, problem, subgraph, retained_in, false, full);
     report = full.report;
-    if (!full.ok()) return false;
-  } else {
-    if (priced) {
-      CounterBlock::Count(local.counters->misses);
-    } else {
-      CounterBlock::Count(local.counters->hits);
-      CounterBlock::Count(local.counters->shape_hits);
-    }
-    if (answer == ShapeAnswer::kFails) return false;
+    return full.ok();
   }
-  StoreFront(local, problem, subgraph, key, front_hash, report, nullptr);
-  return true;
+  if (priced) {
+    CounterBlock::Count(local.counters->misses);
+  } else {
+    CounterBlock::Count(local.counters->hits);
+    CounterBlock::Count(local.counters->shape_hits);
+  }
+  return answer == ShapeAnswer::kValid;
 }
 
 const FlatProblem* CostCache::Flat(const Problem& problem) {

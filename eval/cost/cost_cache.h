@@ -28,15 +28,19 @@
 //   but on a deep graph they seldom repeat.
 // - for a context the front table cannot key (an explicit traversal, more than 12 ids), a
 //   per-thread id table: its ids as words, valid and failing, each key kept whole in a ring of
-//   words (512 KB) and compared in full; 4096 entries. A failing entry answers LookupValid only.
-// - a per-thread shape table: the recent shapes, valid and failing, kept the same way (2 MB of
-//   key words, 8192 entries). No lock, and no line another core writes: on a deep graph most
-//   lookups end here.
+//   words (512 KB) and compared in full; 4096 entries. LookupOrCompute only (see LookupValid).
 // - the shared tables: shards, each with its own spin lock, share of the budget and open-
 //   addressing indexes, one of shapes and one of exact contexts (failures and contexts without
 //   a shape key; violation strings in a side table), so what one thread priced another finds.
 //   Memory is bounded by the entry budget: a full shard is flushed whole (generation flush) —
 //   simple, and a search re-fills the hot entries within a few moves.
+// The per-thread tables are filled by LookupOrCompute only: the evaluator asks for the same
+// contexts again and again, while a granularity fit (LookupValid) asks for a dozen contexts per
+// move that are mostly new, whose entries would only evict others (on ResNet-50 the thread's
+// tables answered 13 % of LookupValid's lookups, and its stores cost more than the hits saved).
+// No per-thread table holds shapes: on a deep graph a shape recurs mostly after thousands of
+// others (another layer, another move), beyond a thread table's reach, and its key (~43 words
+// on ResNet-50) costs as many cache lines to compare there as in the shared table.
 // A thread's tables serve one cache and one problem at a time (a serial number unique per
 // cache object and per Clear()); using another empties them.
 // Hits and misses are counted per thread in counter blocks the cache owns (each written by its
@@ -81,6 +85,15 @@ bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
                        const std::vector<TensorId>& retained_in, const std::vector<TensorId>& retain,
                        std::vector<uint64_t>& words);
 
+// The words by which the cache's word keys (a context's shape, a thread's id keys) hold an
+// explicit traversal `order`, appended to `words`: a tag, then either the tiles (tag 0) or, when
+// shorter, the first tile and the runs of equal steps between consecutive tiles, each as its step
+// (64-bit wrapping difference) and its length (tag 1). The named patterns are two runs per row or
+// column, so a fit's traversal of up to 2,048 tiles takes a few dozen words instead of one word
+// per tile to copy and compare. The key's header holds order.size(), so the words decode to the
+// order: two orders of one length have equal words exactly when they are equal.
+void AppendTraversalWords(const std::vector<int64_t>& order, std::vector<uint64_t>& words);
+
 class CostCache {
  public:
   // `max_entries` bounds the number of stored subgraph contexts (at least one per shard).
@@ -104,9 +117,9 @@ class CostCache {
   // (granularity fitting tries a dozen contexts per move, most of them never seen before on a
   // deep graph) is answered by the context's shape whether that shape was priced valid or
   // failing, so what it costs does not grow with the number of copies of a layer. Order: the
-  // front table (or, for a context it cannot key, the thread's id table), then the thread's
-  // and the shared shape tables (no probe of the exact table), then pricing, stored under the
-  // shape only. A context without a shape key goes to the exact table.
+  // front table (a context it cannot key skips it), then the shared shape table (no probe of the
+  // exact table), then pricing, stored under the shape only; nothing is stored per thread. A
+  // context without a shape key goes to the exact table.
   bool LookupValid(const Problem& problem, const Subgraph& subgraph,
                    const std::vector<TensorId>& retained_in, SubgraphReport& report);
 
@@ -160,15 +173,14 @@ class CostCache {
   void ResolveBehindFront(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
                           const std::vector<TensorId>& retained_in, const FrontKey* key,
                           uint64_t front_hash, SubgraphResult& result, SmallSequenceFacts* facts);
-  // LookupValid past the front and id tables.
+  // LookupValid past the front table: by shape (or the exact table), storing nothing per thread.
   bool ResolveValid(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
-                    const std::vector<TensorId>& retained_in, const FrontKey* key, uint64_t front_hash,
-                    SubgraphReport& report);
+                    const std::vector<TensorId>& retained_in, SubgraphReport& report);
   enum class ShapeAnswer { kNoShape, kValid, kFails };
-  // The verdict of a context by its shape (report in `report`): from the thread's shape table,
-  // the shared one, or by pricing, when `priced` is set and `priced_result` holds the whole
-  // result, words included. kNoShape: the context has no shape key, nothing was done.
-  ShapeAnswer AnswerByShape(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
+  // The verdict of a context by its shape (report in `report`): from the shared shape table, or
+  // by pricing, when `priced` is set and `priced_result` holds the whole result, words
+  // included. kNoShape: the context has no shape key, nothing was done.
+  ShapeAnswer AnswerByShape(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in, SubgraphReport& report,
                             SubgraphResult& priced_result, bool& priced);
   // The exact table, then (a shape `known_to_fail` first tries StructuralFailure) pricing;

@@ -115,7 +115,11 @@ std::optional<ScheduleEdit> MergeIntoConsumer(const MoveContext& ctx, const Sche
 
 // A random topological order of the subgraph's ops (Kahn with random ties).
 std::vector<OpId> RandomOrder(const Problem& problem, const std::vector<OpId>& ops, Rng& rng) {
-  std::vector<int> missing(ops.size(), 0);
+  // Per-thread buffers: a split draws one order per move, and the ready list was a fresh
+  // allocation per op placed.
+  thread_local std::vector<int> missing, ready;
+  thread_local std::vector<char> done;
+  missing.assign(ops.size(), 0);
   for (size_t a = 0; a < ops.size(); ++a) {
     for (TensorId t : problem.ops[ops[a]].inputs) {
       const OpId p = problem.producer[t];
@@ -123,9 +127,10 @@ std::vector<OpId> RandomOrder(const Problem& problem, const std::vector<OpId>& o
     }
   }
   std::vector<OpId> order;
-  std::vector<char> done(ops.size(), 0);
+  order.reserve(ops.size());
+  done.assign(ops.size(), 0);
   while (order.size() < ops.size()) {
-    std::vector<int> ready;
+    ready.clear();
     for (size_t a = 0; a < ops.size(); ++a) {
       if (!done[a] && missing[a] == 0) ready.push_back(static_cast<int>(a));
     }
@@ -151,19 +156,20 @@ std::optional<ScheduleEdit> Split(const MoveContext& ctx, const Schedule& s, Rng
   std::vector<OpId> first(order.begin(), order.begin() + cut);
   std::vector<OpId> second(order.begin() + cut, order.end());
   std::vector<std::vector<OpId>> parts;
-  for (auto& part : {first, second}) {
-    for (auto& component : Components(ctx.problem, SortTopologically(ctx.rank, part))) {
+  for (const std::vector<OpId>* part : {&first, &second}) {
+    for (auto& component : Components(ctx.problem, SortTopologically(ctx.rank, *part))) {
       parts.push_back(SortTopologically(ctx.rank, component));
     }
   }
   std::vector<Piece> pieces;
+  pieces.reserve(parts.size());
   for (size_t p = 0; p < parts.size(); ++p) {
-    Piece piece{parts[p], {}, &sg, true};
+    Piece piece{std::move(parts[p]), {}, &sg, true};
     if (p + 1 == parts.size()) {
       piece.retain = sg.retain;
     } else if (Coin(rng, 0.5)) {
       // Keep tensors that only the next part reads in fast memory (no write, no load).
-      for (TensorId t : ProducedTensors(ctx.problem, parts[p])) {
+      for (TensorId t : ProducedTensors(ctx.problem, piece.ops)) {
         if (AllConsumersIn(ctx.problem, t, parts[p + 1])) piece.retain.push_back(t);
       }
     }
