@@ -383,6 +383,9 @@ struct LowerBound {
   // `taps`.
   Latency sole_sums = 0;
   int sole_sum_count = 0;  // the shapes priced so
+  // P32: tensors too large to retain whose write (and loads, unless P19 streams them) one
+  // island's P14 lines claim beside their own (inside `islands`, no part of its own).
+  int island_activations = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {
