@@ -3426,5 +3426,40 @@ TEST_CASE("bound: P32 by hand, the write of an activation a k-split MatMul reads
   CHECK(without.total() == doctest::Approx(464));  // the traffic and islands parts reach it alone here
 }
 
+
+// P32 claims nothing where the reader may run upstream of a k-loop. x (8x1) -> LayerNorm-like
+// Pointwise -> f1 = ln @ W1 (K = 1) -> g = Pointwise(f1) (8x8, too large for capacity 48) -> f2 =
+// g @ W2 (K = 8 > n = 4) -> add(x, f2) -> pool = ones(1x8) @ add (K = 8) -> out = pool @ Wh (K = 1).
+// f2 cannot take g in its k-loop (V11), but the whole graph fits one subgraph under out's k-loop
+// (pool a strip producer, f2, f1 and every Pointwise op upstream, D3), where g is ephemeral and
+// never written: g's write is no forced write, and that schedule stays at or above the bound.
+TEST_CASE("bound: P32 by hand, a reader that may run upstream") {
+  Problem problem;
+  problem.native = 4;
+  // x, ln, W1, f1, g, W2, f2, add, ones, pool, Wh, out (width, height)
+  problem.tensors = {{1, 8}, {1, 8}, {8, 1}, {8, 8}, {8, 8}, {1, 8}, {1, 8}, {1, 8}, {8, 1}, {1, 1}, {4, 1}, {4, 1}};
+  problem.ops.push_back({OpKind::Pointwise, {0}, 1, 1});
+  problem.ops.push_back({OpKind::MatMul, {1, 2}, 3, 1});
+  problem.ops.push_back({OpKind::Pointwise, {3}, 4, 1});
+  problem.ops.push_back({OpKind::MatMul, {4, 5}, 6, 1});
+  problem.ops.push_back({OpKind::Pointwise, {0, 6}, 7, 1});
+  problem.ops.push_back({OpKind::MatMul, {8, 7}, 9, 1});
+  problem.ops.push_back({OpKind::MatMul, {9, 10}, 11, 1});
+  problem.fast_memory_capacity = 48;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize().empty());
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.island_activations == 0);
+  Schedule schedule;
+  schedule.subgraphs.push_back({});
+  schedule.subgraphs[0].ops = {0, 1, 2, 3, 4, 5, 6};
+  schedule.subgraphs[0].granularity = {4, 1, 1};
+  const Evaluation e = EvaluateOracle(problem, schedule);
+  REQUIRE(e.ok());
+  CHECK(bound.total() <= e.total * (1 + kSlack));
+  CHECK(bound.streaming <= e.total * (1 + kSlack));
+  MESSAGE("upstream hand: latency " << e.total << " bound " << bound.total() << " streaming " << bound.streaming);
+}
+
 }  // namespace
 }  // namespace annealer

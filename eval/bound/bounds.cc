@@ -639,7 +639,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
       for (OpId op : members[i]) lines.push_back(streaming.lines[op]);
       const double extra = static_cast<double>(loads[i]) / bandwidth;
       island_streaming[i] = std::max(island_streaming[i], BestOverWeight(lines, [](OpId) { return true; },
-                                                                         [extra](double) { return extra; }));
+                                                                         [extra](double w) { return (1 - w) * extra; }));
     }
   }
   // P18 (0 with a weight path), whole and island by island: its claims are per subgraph too.
