@@ -18,6 +18,7 @@
 #include "eval/bound/sums.h"
 #include "eval/bound/shared_sums.h"
 #include "eval/bound/sole_sums.h"
+#include "eval/bound/activations.h"
 #include "eval/bound/taps.h"
 #include "eval/bound/memory_floor.h"
 #include "eval/bound/perstep.h"
@@ -602,9 +603,11 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.island_count = built.islands;
   // P14's choice of heavy ops is a heuristic that higher factors (P13's cases) can mislead: keep
   // the better of the two pricings of full modes (each a bound; the lines kept are its own).
-  Streaming streaming = StreamingBound(problem, Analysis(problem));
+  const std::vector<char> forced_writes = ForcedWrites(problem, Analysis(problem), built);  // P32
+  bound.island_activations = static_cast<int>(std::count(forced_writes.begin(), forced_writes.end(), 1));
+  Streaming streaming = StreamingBound(problem, Analysis(problem), &forced_writes);
   {
-    Streaming plain = StreamingBound(problem, Analysis(problem, false));
+    Streaming plain = StreamingBound(problem, Analysis(problem, false), &forced_writes);
     if (plain.value > streaming.value) streaming = std::move(plain);
   }
   bound.streaming = streaming.value;
@@ -621,6 +624,23 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
       std::vector<std::vector<Line>> lines;
       for (OpId op : members[i]) lines.push_back(streaming.lines[op]);
       island_streaming[i] = BestOverWeight(lines, [](OpId) { return true; });
+    }
+  }
+  // P32: per island, P14's lines plus (1 - a) x the loads of activations too large to retain that
+  // its subgraphs make and no line counts (eval/bound/activations.h). The lines alone, not P15's
+  // term (its reloads are produced tensors' loads too).
+  {
+    const std::vector<Elements> loads = IslandActivationLoads(problem, Analysis(problem), built);
+    const double bandwidth = problem.slow_memory_bandwidth + problem.chip.weight_bandwidth;
+    std::vector<std::vector<OpId>> members(built.islands);
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
+    for (int i = 0; i < built.islands; ++i) {
+      if (loads[i] == 0) continue;
+      std::vector<std::vector<Line>> lines;
+      for (OpId op : members[i]) lines.push_back(streaming.lines[op]);
+      const double extra = static_cast<double>(loads[i]) / bandwidth;
+      island_streaming[i] = std::max(island_streaming[i], BestOverWeight(lines, [](OpId) { return true; },
+                                                                         [extra](double w) { return (1 - w) * extra; }));
     }
   }
   // P18 (0 with a weight path), whole and island by island: its claims are per subgraph too.

@@ -304,6 +304,14 @@
 //     cannot be made there, V11; its RHS is a graph input; its output has no reader in S), so
 //     S = {t} (V5): S loads t's LHS per column tile, and costs at least P21's lone price of t, so
 //     e_t >= that price - c_t at every lambda. Not under prefetch into double-buffered staging.
+//  P32 (P1, P2, P3, P4, P9, P12, P14, P19, G2, D1, V7, M2, R3, R5) Activations too large to retain.
+//     A tensor t made by p, read, no graph output, |t| + 1 > capacity, with a reader c that never
+//     shares a subgraph with p (c in another island, or every mode of c has an edge from t that
+//     cannot be internal): c's subgraph loads t (never retained), so a sink instance of p wrote it
+//     whole. A Pointwise p's picked instance is that sink (T), its write among its own transfers in
+//     P14's lines, as a graph output's; inside the islands part an island's P14 value adds
+//     (1 - a) x the loads of such t its subgraphs make (|t| per reading island apart from p; none
+//     for P19's tensors, whose loads its lines count). eval/bound/activations.h.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -397,6 +405,9 @@ struct LowerBound {
   // larger weight, the other producers in their sink instances. Never below `sole_sums`.
   Latency shared_sums = 0;
   int shared_sum_count = 0;  // the shapes priced so
+  // P32: tensors too large to retain whose write (and loads, unless P19 streams them) one
+  // island's P14 lines claim beside their own (inside `islands`, no part of its own).
+  int island_activations = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
   Latency total() const {

@@ -35,7 +35,7 @@ double StreamedActivations(const Problem& problem, OpId x) {
   return elements;
 }
 
-Streaming StreamingBound(const Problem& problem, const Analysis& a) {
+Streaming StreamingBound(const Problem& problem, const Analysis& a, const std::vector<char>* forced_writes) {
   const int num_ops = static_cast<int>(problem.ops.size());
   const Elements n = problem.native;
   // H6: on a chip with a weight path the problem here is WeightPathRelaxed's, and a subgraph's
@@ -73,7 +73,10 @@ Streaming StreamingBound(const Problem& problem, const Analysis& a) {
       once += size;
       streamed += k_split ? size * (slot == 0 ? CeilDiv(out.width, n) : CeilDiv(out.height, n)) : size;
     }
-    const bool graph_output = problem.IsGraphOutput(op.output);
+    // P32: a Pointwise op whose output every schedule writes from a sink instance claims that
+    // instance, as for a graph output.
+    const bool graph_output = problem.IsGraphOutput(op.output) ||
+                              (forced_writes != nullptr && op.kind == OpKind::Pointwise && (*forced_writes)[op.output]);
     if (graph_output) streamed += out.size();
     own_t[x] = static_cast<double>(streamed) / bandwidth;
     if (k_split) own_t[x] += StreamedActivations(problem, x) / bandwidth;

@@ -90,6 +90,9 @@ double StreamedActivations(const Problem& problem, OpId x);
 // StreamedActivations 0, the bound as before P19. Not thread-safe; never set elsewhere.
 extern bool g_streamed_activations;
 
-Streaming StreamingBound(const Problem& problem, const Analysis& a);
+// `forced_writes` (P32, activations.h): per tensor, whether every schedule writes it from a sink
+// instance of its producer; a Pointwise producer's T-only instance then counts the write among its
+// own, as a graph output's writer does.
+Streaming StreamingBound(const Problem& problem, const Analysis& a, const std::vector<char>* forced_writes = nullptr);
 
 }  // namespace annealer::bound_internal

@@ -217,6 +217,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_taps\": " + FormatNumber(bound.taps) + ",\n";
   out += "  \"lower_bound_sole_sums\": " + FormatNumber(bound.sole_sums) + ",\n";
   out += "  \"lower_bound_shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
+  out += "  \"lower_bound_island_activations\": " + std::to_string(bound.island_activations) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
   out += "  \"warnings\": [";
@@ -296,6 +297,7 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"island_count\": " + std::to_string(bound.island_count) + ",\n";
   out += "  \"per_step_twins\": " + std::to_string(bound.per_step_twins) + ",\n";
   out += "  \"first_in_loop_twins\": " + std::to_string(bound.first_in_loop_twins) + ",\n";
+  out += "  \"island_activations\": " + std::to_string(bound.island_activations) + ",\n";
   out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"streaming_ops\": " + std::to_string(bound.streaming_ops) + ",\n";
   out += "  \"crossing\": " + FormatNumber(bound.crossing) + ",\n";
@@ -337,7 +339,8 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
          " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21, P23, P25, P24: per-step excess of " +
          std::to_string(bound.per_step_twins) + " weight-streaming MatMuls, " +
-         std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26))\n";
+         std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26; P14 with the transfers of " +
+         std::to_string(bound.island_activations) + " activations too large to retain, P32))\n";
   out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
          std::to_string(bound.streaming_ops) +
          " MatMuls that no other op's compute can hide, streamed activations + reloads of ops that sit alone, P14-P15, P19)\n";
