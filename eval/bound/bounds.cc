@@ -660,61 +660,49 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const SumLines sums = SumFloor(problem, tile_modes);
   bound.sums = sums.value;
   bound.sum_count = sums.sums;
-  std::vector<double> island_sums(built.islands, 0);
-  if (built.islands == 1) {
-    island_sums[0] = sums.value;
-  } else if (sums.sums > 0) {
-    std::vector<std::vector<OpId>> members(built.islands);
-    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
-    for (int i = 0; i < built.islands; ++i) island_sums[i] = sums.Value(problem, members[i]);
-  }
+  // The parts priced island by island as well as whole (P23, P25, P28, P29): one island is the
+  // whole value; an island's members are listed once, when a part first has something to price.
+  std::vector<std::vector<OpId>> island_members;
+  const auto by_island = [&](double whole, bool any, const auto& value_of) {
+    std::vector<double> values(built.islands, 0);
+    if (built.islands == 1) {
+      values[0] = whole;
+    } else if (any) {
+      if (island_members.empty()) {
+        island_members.resize(built.islands);
+        for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) island_members[built.island_of[op]].push_back(op);
+      }
+      for (int i = 0; i < built.islands; ++i) values[i] = value_of(island_members[i]);
+    }
+    return values;
+  };
+  const std::vector<double> island_sums =
+      by_island(sums.value, sums.sums > 0, [&](const std::vector<OpId>& ops) { return sums.Value(problem, ops); });
   // P25: P23's prices with the taps' excess, whole and island by island (its claims are per
   // subgraph too); it includes P23's claims, so it is never below `sums`.
   const TapLines taps = TapFloor(problem, tile_modes, sums);
   bound.taps = taps.value;
   bound.tap_count = taps.tap_count;
-  std::vector<double> island_taps(built.islands, 0);
-  if (built.islands == 1) {
-    island_taps[0] = taps.value;
-  } else if (taps.tap_count > 0) {
-    std::vector<std::vector<OpId>> members(built.islands);
-    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
-    for (int i = 0; i < built.islands; ++i) island_taps[i] = taps.Value(problem, members[i]);
-  }
+  const std::vector<double> island_taps =
+      by_island(taps.value, taps.tap_count > 0, [&](const std::vector<OpId>& ops) { return taps.Value(problem, ops); });
+  std::vector<OpId> all_ops(problem.ops.size());
+  for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) all_ops[op] = op;
   // P28: P25's value with each shape that holds one priced sum and no lone tap at the larger of
   // its per-subgraph maxima and P25's lambda-mixed term; whole and island by island.
-  const SoleSums sole = SoleSumValue(problem, taps, [&] {
-    std::vector<OpId> every(problem.ops.size());
-    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) every[op] = op;
-    return every;
-  }());
+  const SoleSums sole = SoleSumValue(problem, taps, all_ops);
   bound.sole_sums = sole.value;
   bound.sole_sum_count = sole.shapes;
-  std::vector<double> island_sole(built.islands, 0);
-  if (built.islands == 1) {
-    island_sole[0] = sole.value;
-  } else if (taps.priced.size() > 0) {
-    std::vector<std::vector<OpId>> members(built.islands);
-    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
-    for (int i = 0; i < built.islands; ++i) island_sole[i] = SoleSumValue(problem, taps, members[i]).value;
-  }
+  const std::vector<double> island_sole = by_island(sole.value, !taps.priced.empty(), [&](const std::vector<OpId>& ops) {
+    return SoleSumValue(problem, taps, ops).value;
+  });
   // P29: P28's value with each shape of two to four priced sums (and no lone tap) priced by the
   // groupings of its sums into subgraphs; whole and island by island.
-  const SharedSums shared = SharedSumValue(problem, taps, [&] {
-    std::vector<OpId> every(problem.ops.size());
-    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) every[op] = op;
-    return every;
-  }());
+  const SharedSums shared = SharedSumValue(problem, taps, all_ops);
   bound.shared_sums = shared.value;
   bound.shared_sum_count = shared.shapes;
-  std::vector<double> island_shared(built.islands, 0);
-  if (built.islands == 1) {
-    island_shared[0] = shared.value;
-  } else if (taps.priced.size() > 0) {
-    std::vector<std::vector<OpId>> members(built.islands);
-    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) members[built.island_of[op]].push_back(op);
-    for (int i = 0; i < built.islands; ++i) island_shared[i] = SharedSumValue(problem, taps, members[i]).value;
-  }
+  const std::vector<double> island_shared = by_island(shared.value, !taps.priced.empty(), [&](const std::vector<OpId>& ops) {
+    return SharedSumValue(problem, taps, ops).value;
+  });
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);

@@ -55,17 +55,7 @@ SharedSums SharedSumValue(const Problem& p, const TapLines& taps, const std::vec
   if (!g_shared_sums || p.chip.two_paths()) return r;
   std::vector<char> in(p.ops.size(), 0);
   for (OpId o : ops) in[o] = 1;
-  std::map<std::pair<Elements, Elements>, std::pair<std::vector<int>, bool>> by_shape;
-  for (size_t g = 0; g < taps.priced.size(); ++g) {
-    if (!in[taps.priced[g].sum]) continue;
-    const Tensor& out = p.tensors[p.ops[taps.priced[g].sum].output];
-    by_shape[{out.height, out.width}].first.push_back(static_cast<int>(g));
-  }
-  for (OpId o : ops) {
-    if (!taps.lone[o]) continue;
-    const Tensor& out = p.tensors[p.ops[o].output];
-    by_shape[{out.height, out.width}].second = true;
-  }
+  const PricedShapes by_shape = PricedSumsByShape(p, taps, ops, in);
   const double bandwidth = p.slow_memory_bandwidth;
   for (const auto& [shape, what] : by_shape) {
     const int k = static_cast<int>(what.first.size());

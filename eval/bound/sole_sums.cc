@@ -14,15 +14,9 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 }  // namespace
 
-SoleSums SoleSumValue(const Problem& p, const TapLines& taps, const std::vector<OpId>& ops) {
-  SoleSums r;
-  r.value = taps.Value(p, ops);
-  if (!g_sole_sums || p.chip.two_paths()) return r;
-  std::vector<char> in(p.ops.size(), 0);
-  for (OpId o : ops) in[o] = 1;
-  // Per output shape among `ops`: the priced sums (index into taps.priced) and whether a tap read
-  // by nothing has that shape.
-  std::map<std::pair<Elements, Elements>, std::pair<std::vector<int>, bool>> by_shape;
+PricedShapes PricedSumsByShape(const Problem& p, const TapLines& taps, const std::vector<OpId>& ops,
+                               const std::vector<char>& in) {
+  PricedShapes by_shape;
   for (size_t g = 0; g < taps.priced.size(); ++g) {
     if (!in[taps.priced[g].sum]) continue;
     const Tensor& out = p.tensors[p.ops[taps.priced[g].sum].output];
@@ -33,6 +27,16 @@ SoleSums SoleSumValue(const Problem& p, const TapLines& taps, const std::vector<
     const Tensor& out = p.tensors[p.ops[o].output];
     by_shape[{out.height, out.width}].second = true;
   }
+  return by_shape;
+}
+
+SoleSums SoleSumValue(const Problem& p, const TapLines& taps, const std::vector<OpId>& ops) {
+  SoleSums r;
+  r.value = taps.Value(p, ops);
+  if (!g_sole_sums || p.chip.two_paths()) return r;
+  std::vector<char> in(p.ops.size(), 0);
+  for (OpId o : ops) in[o] = 1;
+  const PricedShapes by_shape = PricedSumsByShape(p, taps, ops, in);
   for (const auto& [shape, what] : by_shape) {
     if (what.first.size() != 1 || what.second) continue;
     const SumLines::Priced& s = taps.priced[what.first[0]];

@@ -2,6 +2,8 @@
 // "A sum alone in its shape (P28)", proves it).
 #pragma once
 
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "eval/bound/taps.h"
@@ -33,5 +35,12 @@ struct SoleSums {
   int shapes = 0;    // sole shapes where G is above P25's term
 };
 SoleSums SoleSumValue(const Problem& problem, const TapLines& taps, const std::vector<OpId>& ops);
+
+// Per output shape among `ops` (`in` marks them): the priced sums whose sum is in `ops` (indices
+// into taps.priced) and whether a tap read by nothing has that shape. P28 and P29 price a shape
+// only where no such tap is.
+using PricedShapes = std::map<std::pair<Elements, Elements>, std::pair<std::vector<int>, bool>>;
+PricedShapes PricedSumsByShape(const Problem& problem, const TapLines& taps, const std::vector<OpId>& ops,
+                               const std::vector<char>& in);
 
 }  // namespace annealer::bound_internal
