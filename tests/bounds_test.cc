@@ -44,6 +44,16 @@ namespace {
 
 constexpr double kSlack = 1e-9;
 
+// The bound with a part on (returned) and with its test switch off (`without`), for the drivers
+// that count the problems where the part raises the bound.
+LowerBound BoundAndWithout(const Problem& problem, bool& part, LowerBound& without) {
+  const LowerBound bound = ComputeLowerBound(problem);
+  part = false;
+  without = ComputeLowerBound(problem);
+  part = true;
+  return bound;
+}
+
 using testing::ReadBundledProblem;
 
 // Checks the bound and every suffix bound of a valid schedule; returns false if invalid.
@@ -1920,10 +1930,8 @@ TEST_CASE("bound: P23's sums never above the oracle") {
   for (int trial = 0; trial < 600; ++trial) {
     const Problem problem = SumNets(rng);
     CAPTURE(trial);
-    const LowerBound bound = ComputeLowerBound(problem);
-    bound_internal::g_sum_excess = false;
-    const LowerBound without = ComputeLowerBound(problem);
-    bound_internal::g_sum_excess = true;
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_sum_excess, without);
     designated += bound.sum_count > 0 ? 1 : 0;
     const bool rises = bound.total() > without.total() * (1 + 1e-9);
     raised += rises ? 1 : 0;
@@ -2353,10 +2361,8 @@ TEST_CASE("bound: P25's taps never above the oracle") {
   for (int trial = 0; trial < 700; ++trial) {
     const Problem problem = TapNets(rng);
     CAPTURE(trial);
-    const LowerBound bound = ComputeLowerBound(problem);
-    bound_internal::g_tap_excess = false;
-    const LowerBound without = ComputeLowerBound(problem);
-    bound_internal::g_tap_excess = true;
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_tap_excess, without);
     priced += bound.tap_count > 0 ? 1 : 0;
     CHECK(bound.taps >= bound.sums * (1 - kSlack));
     const bool rises = bound.total() > without.total() * (1 + 1e-9);
@@ -2504,10 +2510,8 @@ TEST_CASE("bound: P28's sole sums never above the oracle") {
   for (int trial = 0; trial < 700; ++trial) {
     const Problem problem = trial % 2 == 0 ? TapNets(rng) : SumNets(rng, trial % 4 == 1);
     CAPTURE(trial);
-    const LowerBound bound = ComputeLowerBound(problem);
-    bound_internal::g_sole_sums = false;
-    const LowerBound without = ComputeLowerBound(problem);
-    bound_internal::g_sole_sums = true;
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_sole_sums, without);
     priced += bound.sole_sum_count > 0 ? 1 : 0;
     CHECK(bound.sole_sums >= bound.taps * (1 - kSlack));
     CHECK(without.sole_sums == doctest::Approx(without.taps));
@@ -2769,10 +2773,8 @@ TEST_CASE("bound: P29's shared sums never above the oracle") {
   for (int trial = 0; trial < 600; ++trial) {
     const Problem problem = trial % 3 != 2 ? SharedSumNets(rng) : trial % 6 == 2 ? TapNets(rng) : SumNets(rng);
     CAPTURE(trial);
-    const LowerBound bound = ComputeLowerBound(problem);
-    bound_internal::g_shared_sums = false;
-    const LowerBound without = ComputeLowerBound(problem);
-    bound_internal::g_shared_sums = true;
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_shared_sums, without);
     priced += bound.shared_sum_count > 0 ? 1 : 0;
     CHECK(bound.shared_sums >= bound.sole_sums * (1 - kSlack));
     CHECK(without.shared_sums == doctest::Approx(without.sole_sums));
@@ -3128,10 +3130,8 @@ TEST_CASE("bound: P27's Pointwise tiles never above the oracle") {
   for (int trial = 0; trial < 600; ++trial) {
     const Problem problem = MixerTokenBlocks(rng);
     CAPTURE(trial);
-    const LowerBound bound = ComputeLowerBound(problem);
-    bound_internal::g_pointwise_tiles = false;
-    const LowerBound without = ComputeLowerBound(problem);
-    bound_internal::g_pointwise_tiles = true;
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_pointwise_tiles, without);
     CHECK(bound.total() >= without.total() * (1 - kSlack));
     const bool rises = bound.total() > without.total() * (1 + 1e-9);
     raised += rises ? 1 : 0;
@@ -3340,10 +3340,8 @@ TEST_CASE("bound: P30's MatMul with its epilogue, loads and tiles, never above t
   for (int trial = 0; trial < 600; ++trial) {
     const Problem problem = MlpIslands(rng);
     CAPTURE(trial);
-    const LowerBound bound = ComputeLowerBound(problem);
-    bound_internal::g_alone_loads = false;
-    const LowerBound without = ComputeLowerBound(problem);
-    bound_internal::g_alone_loads = true;
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_alone_loads, without);
     CHECK(bound.total() >= without.total() * (1 - kSlack));
     const bool rises = bound.total() > without.total() * (1 + 1e-9);
     raised += rises ? 1 : 0;
@@ -3446,10 +3444,8 @@ TEST_CASE("bound: P31's isolated taps never above the oracle") {
   for (int trial = 0; trial < 700; ++trial) {
     const Problem problem = AsppTaps(rng);
     CAPTURE(trial);
-    const LowerBound bound = ComputeLowerBound(problem);
-    bound_internal::g_pointwise_lhs_loaded = false;
-    const LowerBound without = ComputeLowerBound(problem);
-    bound_internal::g_pointwise_lhs_loaded = true;
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_pointwise_lhs_loaded, without);
     CHECK(bound.total() >= without.total() * (1 - kSlack));
     const bool rises = bound.total() > without.total() * (1 + 1e-9);
     raised += rises ? 1 : 0;
@@ -3573,10 +3569,8 @@ TEST_CASE("bound: P32's activations too large to retain never above the oracle")
   for (int trial = 0; trial < 600; ++trial) {
     const Problem problem = ChannelMlpBlocks(rng);
     CAPTURE(trial);
-    const LowerBound bound = ComputeLowerBound(problem);
-    bound_internal::g_island_activations = false;
-    const LowerBound without = ComputeLowerBound(problem);
-    bound_internal::g_island_activations = true;
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_island_activations, without);
     CHECK(without.island_activations == 0);
     CHECK(bound.total() >= without.total() * (1 - kSlack));
     CHECK(bound.islands >= without.islands * (1 - kSlack));
