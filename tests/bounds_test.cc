@@ -3490,6 +3490,66 @@ TEST_CASE("bound: P31's isolated taps never above the oracle") {
   CHECK(raised > 30);
 }
 
+// P28 and P29 with P31's floor for an isolated producer (sole_sums.h, g_isolated_in_sole): AsppTaps,
+// every schedule of RealRatioSchedules (also at its own peak), every tap alone at every tile shape,
+// the taps grouped with the sum and as co-sinks. Counts the problems where the floor raises P28's
+// or P29's part.
+TEST_CASE("bound: P28 and P29 with P31's isolated producers never above the oracle") {
+  int valid = 0, enumerated = 0, raised = 0, decided = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(3131);
+  for (int trial = 0; trial < 600; ++trial) {
+    const Problem problem = AsppTaps(rng);
+    CAPTURE(trial);
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_isolated_in_sole, without);
+    CHECK(bound.sole_sums >= without.sole_sums * (1 - kSlack));
+    CHECK(bound.shared_sums >= without.shared_sums * (1 - kSlack));
+    CHECK(bound.total() >= without.total() * (1 - kSlack));
+    const bool rises = bound.sole_sums > without.sole_sums * (1 + 1e-9) || bound.shared_sums > without.shared_sums * (1 + 1e-9);
+    raised += rises ? 1 : 0;
+    const auto check = [&](const Evaluation& e) {
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      CHECK(bound.sole_sums <= e.total * (1 + kSlack));
+      CHECK(bound.shared_sums <= e.total * (1 + kSlack));
+      if (!rises) return;
+      ++decided;
+      tightest = std::max(tightest, std::max(bound.sole_sums, bound.shared_sums) / e.total);
+    };
+    const std::vector<Schedule> schedules = RealRatioSchedules(
+        problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.3); }, 8, 5);
+    ForEachValidAndAtPeak(
+        problem, schedules, "P28/P31 trial " + std::to_string(trial),
+        [&](const Evaluation& e) {
+          ++valid;
+          check(e);
+        },
+        [&](const Problem& squeezed, const Evaluation& e) {
+          const LowerBound at_peak = ComputeLowerBound(squeezed);
+          CHECK(at_peak.total() <= e.total * (1 + kSlack));
+          CHECK(at_peak.sole_sums <= e.total * (1 + kSlack));
+          CHECK(at_peak.shared_sums <= e.total * (1 + kSlack));
+        });
+    TensorId a = -1;
+    for (const Op& op : problem.ops) {
+      if (op.kind == OpKind::MatMul) a = op.inputs[0];
+    }
+    const auto enumerated_check = [&](const Schedule&, const Evaluation& e) { check(e); };
+    for (OpId t : problem.consumers[a]) {
+      if (problem.ops[t].kind == OpKind::MatMul) enumerated += ForEachGroupShape(problem, {t}, check);
+    }
+    enumerated += ForEachTapGrouping(problem, enumerated_check);
+    enumerated += ForEachFusedSum(problem, enumerated_check);
+    enumerated += ForEachSumTwice(problem, enumerated_check);
+  }
+  MESSAGE("P28/P29 with P31's floor: raised on " << raised << " problems, valid schedules " << valid << ", enumerated "
+                                                 << enumerated << ", checked against a raised part " << decided
+                                                 << ", tightest part/latency there " << tightest);
+  CHECK(valid > 1500);
+  CHECK(enumerated > 5000);
+  CHECK(raised > 10);
+}
+
 
 // MLP-Mixer's and the transformers' trunk at a small scale: a residual stream x (rows x d), per
 // block a Pointwise "LayerNorm" into fc1 (d -> hidden, K = d), a Pointwise chain on its output into

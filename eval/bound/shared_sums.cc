@@ -81,7 +81,7 @@ SharedSums SharedSumValue(const Problem& p, const TapLines& taps, const std::vec
     for (int a = 0; a < k; ++a) {
       std::vector<double> f;
       for (OpId x : sums[a]->producers) {
-        double v = taps.sole[x] < kInf ? std::max(0.0, taps.sole[x]) : kInf;
+        double v = taps.sole[x] < kInf ? std::max({0.0, taps.sole[x], IsolatedFloor(taps, x)}) : kInf;
         // What S_x surely moves for x: o_x written (M2, never retained: R5) and, for a tap (its
         // RHS a graph input only x reads, V8), that weight loaded, again for every row tile when
         // K > n (n_k >= 2: every step loads its slice, M1).

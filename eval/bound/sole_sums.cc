@@ -9,6 +9,7 @@
 namespace annealer::bound_internal {
 
 bool g_sole_sums = true;
+bool g_isolated_in_sole = true;
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -52,7 +53,7 @@ SoleSums SoleSumValue(const Problem& p, const TapLines& taps, const std::vector<
     // S_1 with j1 producers fused slacks P*_{j1} = max(B_j1, A_j1); every other producer has a
     // sink instance (S_1 loads its output, which only such an instance writes), claiming e_x.
     std::vector<double> e;
-    for (OpId x : s.producers) e.push_back(taps.sole[x] < kInf ? std::max(0.0, taps.sole[x]) : kInf);
+    for (OpId x : s.producers) e.push_back(taps.sole[x] < kInf ? std::max({0.0, taps.sole[x], IsolatedFloor(taps, x)}) : kInf);
     std::sort(e.begin(), e.end());
     std::vector<double> prefix(m + 1, 0);
     for (int i = 0; i < m; ++i) prefix[i + 1] = prefix[i] + e[i];

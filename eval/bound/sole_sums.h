@@ -29,6 +29,13 @@ namespace annealer::bound_internal {
 // term of P25's Value bounds its own subgraphs, so the part takes per such shape the larger of G
 // and P25's lambda-mixed term.
 extern bool g_sole_sums;  // test switch: false claims nothing beyond P25
+// With P31 (taps.h), an isolated producer's sink instance is {x} alone (V11, V5), so its claim
+// there is also at least P31's floor: e_x = max(0, sole[x], isolated[x]) in P28 and in P29's
+// case of a producer with no priced sum beside it. Test switch: false leaves out P31's floor.
+extern bool g_isolated_in_sole;
+inline double IsolatedFloor(const TapLines& taps, OpId x) {
+  return g_isolated_in_sole && !taps.isolated.empty() ? taps.isolated[x] : 0.0;  // empty: P25 not derived
+}
 
 struct SoleSums {
   double value = 0;  // P25's Value over the ops, with each sole shape at the larger term
