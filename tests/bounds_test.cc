@@ -3433,6 +3433,24 @@ Problem AsppTaps(std::mt19937_64& rng) {
   return problem;
 }
 
+// AsppTaps' enumerated configurations: every tap alone at every tile shape (the readers of A, the
+// LHS of the last MatMul, always a tap), the taps as co-sinks (ForEachTapGrouping) and grouped with
+// their sum (ForEachFusedSum). Returns how many were checked.
+int ForEachAsppConfiguration(const Problem& problem, const std::function<void(const Evaluation&)>& check) {
+  TensorId a = -1;
+  for (const Op& op : problem.ops) {
+    if (op.kind == OpKind::MatMul) a = op.inputs[0];
+  }
+  int enumerated = 0;
+  const auto enumerated_check = [&](const Schedule&, const Evaluation& e) { check(e); };
+  for (OpId t : problem.consumers[a]) {
+    if (problem.ops[t].kind == OpKind::MatMul) enumerated += ForEachGroupShape(problem, {t}, check);
+  }
+  enumerated += ForEachTapGrouping(problem, enumerated_check);
+  enumerated += ForEachFusedSum(problem, enumerated_check);
+  return enumerated;
+}
+
 // P31 against the oracle: AsppTaps, every schedule of RealRatioSchedules (also at its own peak
 // working set), every tap alone at every tile shape, the taps grouped with the sum (ForEachFusedSum)
 // and as co-sinks (ForEachTapGrouping). Counts the problems where P31 raises the bound (against the
@@ -3470,17 +3488,7 @@ TEST_CASE("bound: P31's isolated taps never above the oracle") {
           CHECK(at_peak.total() <= e.total * (1 + kSlack));
           CHECK(at_peak.taps <= e.total * (1 + kSlack));
         });
-    // Every tap alone: the readers of A, the LHS of the last MatMul (always a tap).
-    TensorId a = -1;
-    for (const Op& op : problem.ops) {
-      if (op.kind == OpKind::MatMul) a = op.inputs[0];
-    }
-    const auto enumerated_check = [&](const Schedule&, const Evaluation& e) { check(e); };
-    for (OpId t : problem.consumers[a]) {
-      if (problem.ops[t].kind == OpKind::MatMul) enumerated += ForEachGroupShape(problem, {t}, check);
-    }
-    enumerated += ForEachTapGrouping(problem, enumerated_check);
-    enumerated += ForEachFusedSum(problem, enumerated_check);
+    enumerated += ForEachAsppConfiguration(problem, check);
   }
   MESSAGE("P31: bound raised on " << raised << " problems, valid schedules " << valid << ", at their peak " << tight
                                   << ", enumerated " << enumerated << ", checked against a raised bound " << decided
@@ -3530,17 +3538,8 @@ TEST_CASE("bound: P28 and P29 with P31's isolated producers never above the orac
           CHECK(at_peak.sole_sums <= e.total * (1 + kSlack));
           CHECK(at_peak.shared_sums <= e.total * (1 + kSlack));
         });
-    TensorId a = -1;
-    for (const Op& op : problem.ops) {
-      if (op.kind == OpKind::MatMul) a = op.inputs[0];
-    }
-    const auto enumerated_check = [&](const Schedule&, const Evaluation& e) { check(e); };
-    for (OpId t : problem.consumers[a]) {
-      if (problem.ops[t].kind == OpKind::MatMul) enumerated += ForEachGroupShape(problem, {t}, check);
-    }
-    enumerated += ForEachTapGrouping(problem, enumerated_check);
-    enumerated += ForEachFusedSum(problem, enumerated_check);
-    enumerated += ForEachSumTwice(problem, enumerated_check);
+    enumerated += ForEachAsppConfiguration(problem, check);
+    enumerated += ForEachSumTwice(problem, [&](const Schedule&, const Evaluation& e) { check(e); });
   }
   MESSAGE("P28/P29 with P31's floor: raised on " << raised << " problems, valid schedules " << valid << ", enumerated "
                                                  << enumerated << ", checked against a raised part " << decided
