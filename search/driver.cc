@@ -288,12 +288,13 @@ void ProveRepeatClasses(const SearchParams& params, const RepeatPlan& plan, Repe
 
 }  // namespace
 
-SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Clock::time_point deadline,
+SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock::time_point deadline,
                         const std::atomic<bool>& stop, const SearchCallbacks& callbacks,
                         std::shared_ptr<const BoundModel> bound_model) {
-  if (const std::string error = ValidateParams(params); !error.empty()) {
+  if (const std::string error = ValidateParams(given); !error.empty()) {
     throw std::invalid_argument("search parameters: " + error);
   }
+  const SearchParams params = ResolveAuto(given, problem);
   const Clock::time_point started = Clock::now();
   const int threads = params.threads > 0 ? params.threads : std::max(1, tbb::info::default_concurrency());
   tbb::task_arena arena(threads);
@@ -384,7 +385,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
             }
           }
           if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !starts_stopped()) {
-            offer_checked(Polish(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles),
+            offer_checked(Polish(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles == Switch::kOn),
                           "greedy-fusion");
           }
         }));
@@ -395,7 +396,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& params, Cloc
         errors.Run(until_cancelled([&] {
           const Schedule grouped = PatternGrouping(problem, pricer, starts_stopped);
           if (offer_checked(grouped, "pattern").valid && params.workers.polish && !starts_stopped()) {
-            offer_checked(Polish(problem, pricer, grouped, starts_stopped, params.workers.partial_edge_tiles), "pattern");
+            offer_checked(Polish(problem, pricer, grouped, starts_stopped, params.workers.partial_edge_tiles == Switch::kOn), "pattern");
           }
         }));
       });

@@ -18,11 +18,17 @@ ParamSpec Make(std::string key, ParamType type, double min, double max, std::str
   spec.max = max;
   spec.doc = std::move(doc);
   spec.get = [field](const SearchParams& p) {
-    return static_cast<double>(field(const_cast<SearchParams&>(p)));
+    if constexpr (std::is_enum_v<Field>) {
+      return static_cast<double>(static_cast<int>(field(const_cast<SearchParams&>(p))));
+    } else {
+      return static_cast<double>(field(const_cast<SearchParams&>(p)));
+    }
   };
   spec.set = [field](SearchParams& p, double v) {
     if constexpr (std::is_same_v<Field, bool>) {
       field(p) = v != 0;
+    } else if constexpr (std::is_same_v<Field, Switch>) {
+      field(p) = v == 0 ? Switch::kOff : v == 1 ? Switch::kOn : Switch::kAuto;
     } else {
       field(p) = static_cast<Field>(v);
     }
@@ -115,9 +121,10 @@ std::vector<ParamSpec> BuildTable() {
   t.push_back(Make<bool>("workers.polish", B, 0, 1,
                          "exact granularity/traversal/retention polish of every new worker best",
                          [](P& p) -> bool& { return p.workers.polish; }));
-  t.push_back(Make<bool>("workers.partial_edge_tiles", B, 0, 1,
-                         "let the polish pick sides that leave partial edge tiles (latency per spec O9)",
-                         [](P& p) -> bool& { return p.workers.partial_edge_tiles; }));
+  t.push_back(Make<Switch>("workers.partial_edge_tiles", ParamType::kSwitch, 0, 2,
+                           "let the polish pick sides that leave partial edge tiles (latency per spec O9); auto: "
+                           "only where some tensor dimension is not a multiple of the native side",
+                           [](P& p) -> Switch& { return p.workers.partial_edge_tiles; }));
   t.push_back(Make<bool>("constructive.greedy_fusion", B, 0, 1, "seed the pool with greedy fusion",
                          [](P& p) -> bool& { return p.constructive.greedy_fusion; }));
   t.push_back(Make<bool>("constructive.pattern_grouping", B, 0, 1, "seed the pool with pattern grouping",
@@ -224,6 +231,18 @@ std::string ValidateParams(const SearchParams& params) {
     return "workers.weight_* are all 0: at least one move family needs a positive weight";
   }
   return "";
+}
+
+SearchParams ResolveAuto(const SearchParams& params, const Problem& problem) {
+  SearchParams resolved = params;
+  if (resolved.workers.partial_edge_tiles == Switch::kAuto) {
+    bool partial = false;
+    for (const Tensor& t : problem.tensors) {
+      partial = partial || t.width % problem.native != 0 || t.height % problem.native != 0;
+    }
+    resolved.workers.partial_edge_tiles = partial ? Switch::kOn : Switch::kOff;
+  }
+  return resolved;
 }
 
 }  // namespace annealer

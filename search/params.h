@@ -8,7 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "eval/model/problem.h"
+
 namespace annealer {
+
+// A setting a problem may decide: off, on, or auto (the key documents its rule; ResolveAuto
+// turns auto into off or on before the search reads it).
+enum class Switch : uint8_t { kOff = 0, kOn = 1, kAuto = 2 };
+
 
 // Simulated annealing workers: Metropolis acceptance on the latency difference, geometric
 // cooling per epoch, reheats when stuck and restarts from the elite pool.
@@ -81,8 +88,10 @@ struct WorkerParams {
   // Let the polish pick tile sides and k that do not divide their dimension (partial edge
   // tiles). Their latency rests on spec O9 (clipped transfers at the edges), which the
   // official evaluator may read differently; off, every schedule stays where all readings
-  // agree.
-  bool partial_edge_tiles = false;
+  // agree. Auto (ResolveAuto) turns it on only where some tensor dimension is not a multiple
+  // of the native side: there the native and power-of-two tiles leave partial edge tiles
+  // already, so every schedule rests on O9 and keeping to dividing sides protects nothing.
+  Switch partial_edge_tiles = Switch::kAuto;
 };
 
 struct ConstructiveParams {
@@ -166,7 +175,7 @@ struct SearchParams {
   RepeatParams repeats;
 };
 
-enum class ParamType { kInt, kReal, kBool };
+enum class ParamType { kInt, kReal, kBool, kSwitch };  // kSwitch: false, true or auto (0, 1, 2)
 
 struct ParamSpec {
   std::string key;  // "sa.initial_temperature"
@@ -183,5 +192,9 @@ const std::vector<ParamSpec>& ParamTable();
 // "" when every value is in range and consistent, else a one-line message quoting the bad
 // value, e.g. "sa.cooling = 1.5 is out of range [0.5, 0.99999]".
 std::string ValidateParams(const SearchParams& params);
+
+// `params` with every auto switch decided for `problem`; RunSearch reads only these, so a
+// nested search (a repeated block) inherits the whole problem's decision.
+SearchParams ResolveAuto(const SearchParams& params, const Problem& problem);
 
 }  // namespace annealer

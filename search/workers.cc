@@ -169,7 +169,7 @@ void SaWorker::RunEpoch(int64_t budget, std::chrono::steady_clock::time_point ep
       polish_cursor_ = end;
     }
     const Schedule polished = Polish(env_.problem, env_.pricer, pending_polish_, env_.stop,
-                                     env_.params.workers.partial_edge_tiles, begin, end);
+                                     env_.params.workers.partial_edge_tiles == Switch::kOn, begin, end);
     if (!env_.stop()) {
       IncrementalEvaluator check(env_.problem, env_.pricer.cache());
       const Candidate c = check.Reset(polished);

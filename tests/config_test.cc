@@ -178,6 +178,9 @@ TEST_CASE("config: --print-config output loads back to the same params") {
       case ParamType::kBool:
         value = spec.get(changed) != 0 ? 0 : 1;
         break;
+      case ParamType::kSwitch:
+        value = spec.get(changed) == 2 ? 0 : 2;
+        break;
       case ParamType::kInt:
         value = std::floor(spec.min + (spec.max - spec.min) * 0.37);
         break;

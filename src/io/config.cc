@@ -27,6 +27,8 @@ std::string FormatValue(const ParamSpec& spec, double value) {
   switch (spec.type) {
     case ParamType::kBool:
       return value != 0 ? "true" : "false";
+    case ParamType::kSwitch:
+      return value == 0 ? "false" : value == 1 ? "true" : "auto";
     case ParamType::kInt:
       return std::to_string(static_cast<int64_t>(value));
     case ParamType::kReal:
@@ -39,6 +41,8 @@ const char* TypeName(ParamType type) {
   switch (type) {
     case ParamType::kBool:
       return "a bool (true or false)";
+    case ParamType::kSwitch:
+      return "true, false or auto";
     case ParamType::kInt:
       return "an integer";
     case ParamType::kReal:
@@ -160,10 +164,13 @@ std::string ApplyValue(const ParamSpec& spec, std::string_view text, SearchParam
   double value = 0;
   switch (spec.type) {
     case ParamType::kBool:
+    case ParamType::kSwitch:
       if (text == "true" || text == "True" || text == "TRUE") {
         value = 1;
       } else if (text == "false" || text == "False" || text == "FALSE") {
         value = 0;
+      } else if (spec.type == ParamType::kSwitch && (text == "auto" || text == "Auto" || text == "AUTO")) {
+        value = 2;
       } else {
         return wrong_type();
       }
@@ -282,7 +289,7 @@ std::string FormatConfigYaml(const SearchParams& params) {
     if (parts.empty()) out << "\n";
     out << indent << "# " << spec.doc << "\n"
         << indent << "# " << TypeName(spec.type);
-    if (spec.type != ParamType::kBool) out << " in " << RangeText(spec);
+    if (spec.type != ParamType::kBool && spec.type != ParamType::kSwitch) out << " in " << RangeText(spec);
     out << "; default " << FormatValue(spec, spec.get(defaults)) << "\n"
         << indent << name << ": " << FormatValue(spec, spec.get(params)) << "\n";
     printed[index] = true;
@@ -329,9 +336,10 @@ std::string FormatConfigMarkdown() {
     for (const ParamSpec& spec : table) {
       if (section_of(spec.key) != section) continue;
       out << "| `" << spec.key << "` | `" << FormatValue(spec, spec.get(defaults)) << "` | "
-          << (spec.type == ParamType::kBool ? std::string("true or false")
-                                            : std::string(spec.type == ParamType::kInt ? "integer" : "real") +
-                                                  " in " + RangeText(spec))
+          << (spec.type == ParamType::kBool     ? std::string("true or false")
+              : spec.type == ParamType::kSwitch ? std::string("true, false or auto")
+                                                : std::string(spec.type == ParamType::kInt ? "integer" : "real") +
+                                                      " in " + RangeText(spec))
           << " | " << cell(spec.doc) << " |\n";
     }
   }
