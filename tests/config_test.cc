@@ -9,6 +9,7 @@
 #include <string>
 
 #include "src/io/config.h"
+#include "tests/graph_builder.h"
 
 namespace annealer {
 namespace {
@@ -50,6 +51,28 @@ std::string ReadFile(const std::string& path) {
 
 std::string ConfigPath(const std::string& name) {
   return std::string(ANNEALER_SOURCE_DIR) + "/configs/" + name;
+}
+
+TEST_CASE("config: workers.partial_edge_tiles auto is on only where a dimension is not a multiple of the native side") {
+  // A tensor of 197 rows: native (128) and power-of-two tiles leave a partial edge tile anyway.
+  const auto problem = [](Elements rows) {
+    testing::GraphBuilder b(30000, 10);
+    const TensorId x = b.Tensor(rows, 256);
+    const TensorId w = b.Tensor(256, 128);
+    const TensorId y = b.Tensor(rows, 128);
+    b.Op(OpKind::MatMul, {x, w}, y, 1000);
+    return b.Build();
+  };
+  SearchParams params;
+  REQUIRE(params.workers.partial_edge_tiles == Switch::kAuto);
+  CHECK(ResolveAuto(params, problem(256)).workers.partial_edge_tiles == Switch::kOff);
+  CHECK(ResolveAuto(params, problem(197)).workers.partial_edge_tiles == Switch::kOn);
+  ApplySetting("workers.partial_edge_tiles=false", params);
+  CHECK(ResolveAuto(params, problem(197)).workers.partial_edge_tiles == Switch::kOff);
+  ApplySetting("workers.partial_edge_tiles=true", params);
+  CHECK(ResolveAuto(params, problem(256)).workers.partial_edge_tiles == Switch::kOn);
+  ApplySetting("workers.partial_edge_tiles=auto", params);
+  CHECK(params.workers.partial_edge_tiles == Switch::kAuto);
 }
 
 }  // namespace
@@ -114,6 +137,10 @@ TEST_CASE("config: values of the wrong type are rejected") {
         "t.yaml:1: deterministic expects a bool (true or false), got \"1\"");
   CHECK(YamlError("deterministic: yes\n") ==
         "t.yaml:1: deterministic expects a bool (true or false), got \"yes\"");
+  CHECK(YamlError("workers:\n  partial_edge_tiles: maybe\n") ==
+        "t.yaml:2: workers.partial_edge_tiles expects true, false or auto, got \"maybe\"");
+  CHECK(YamlError("deterministic: auto\n") ==
+        "t.yaml:1: deterministic expects a bool (true or false), got \"auto\"");
   CHECK(YamlError("seed: \"5\"\n") == "t.yaml:1: seed expects an integer, got the string \"5\"");
   CHECK(YamlError("seed: [1, 2]\n") == "t.yaml:1: seed expects an integer, not a list");
   CHECK(YamlError("seed:\n") == "t.yaml:1: seed has no value; it expects an integer");
