@@ -783,6 +783,67 @@ TEST_CASE("starts: GatherTapGroups gathers a sum's taps into its subgraph at a p
   }
 }
 
+TEST_CASE("starts: GatherTapGroups keeps schedules valid and never worse, on random convolutions with their taps") {
+  // Random convolutions as the importer lowers them: one or two LHS tensors (a Pointwise op of
+  // a graph input, or a graph input), each read by 2-9 tap MatMuls of one K, their sum, an
+  // optional Pointwise epilogue chain, at capacities from below one LHS to several native tiles.
+  std::mt19937_64 rng(2026);
+  const auto never = [] { return false; };
+  auto pick = [&](std::initializer_list<Elements> values) {
+    return *(values.begin() + std::uniform_int_distribution<int>(0, static_cast<int>(values.size()) - 1)(rng));
+  };
+  int changed = 0, cases = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const Elements rows = pick({64, 96, 128, 200, 256, 512}), cols = pick({16, 32, 48, 64, 128});
+    const Elements k = pick({8, 16, 32, 64});
+    const int lhs = std::uniform_int_distribution<int>(1, 2)(rng);
+    const Elements capacity = pick({4000, 8000, 12000, 20000, 30000, 50000});
+    testing::GraphBuilder b(capacity, pick({1, 5, 10, 40}));
+    b.problem.native = 32;
+    std::vector<TensorId> parts;
+    for (int j = 0; j < lhs; ++j) {
+      TensorId a = b.Tensor(rows, k);
+      if (std::uniform_int_distribution<int>(0, 1)(rng)) {
+        const TensorId made = b.Tensor(rows, k);
+        b.Op(OpKind::Pointwise, {a}, made, pick({10, 50, 200}));
+        a = made;
+      }
+      const int taps = std::uniform_int_distribution<int>(2, 9)(rng);
+      for (int i = 0; i < taps; ++i) {
+        const TensorId m = b.Tensor(rows, cols);
+        b.Op(OpKind::MatMul, {a, b.Tensor(k, cols)}, m, pick({100, 500, 1000}));
+        parts.push_back(m);
+      }
+    }
+    TensorId z = b.Tensor(rows, cols);
+    b.Op(OpKind::Pointwise, parts, z, pick({10, 100, 200}));
+    for (int e = std::uniform_int_distribution<int>(0, 2)(rng); e > 0; --e) {
+      const TensorId next = b.Tensor(rows, cols);
+      b.Op(OpKind::Pointwise, {z}, next, pick({10, 100, 800}));
+      z = next;
+    }
+    const Problem problem = b.Build();
+    CostCache cache(1 << 14);
+    SubgraphPricer pricer(problem, &cache);
+    const Schedule baseline = BuildBaseline(problem);
+    if (!EvaluateOracle(problem, baseline).ok()) continue;
+    const Schedule start = round % 2 == 0 ? baseline : GreedyFusion(problem, pricer, baseline, never);
+    const Evaluation before = EvaluateOracle(problem, start);
+    REQUIRE(before.ok());
+    const bool partial = round % 3 != 0;
+    const Schedule after = GatherTapGroups(problem, pricer, start, never, partial);
+    const Evaluation e = EvaluateOracle(problem, after);
+    REQUIRE_MESSAGE(e.ok(), "round " << round << ": " << e.violation.Message());
+    CHECK(e.total <= before.total);
+    CHECK(GatherTapGroups(problem, pricer, start, never, partial) == after);
+    ++cases;
+    changed += !(after == start);
+  }
+  MESSAGE(cases << " problems, " << changed << " schedules changed");
+  CHECK(cases > 1500);
+  CHECK(changed > 200);
+}
+
 TEST_CASE("granularity fit: a remembered fit is the fit computed afresh, on random contexts of random problems") {
   // FitSubgraph memoizes complete fits per thread and pricer (search/subgraph_tools.h). Each
   // context is fitted twice by one pricer (the second answer comes from the memo) and once by a
