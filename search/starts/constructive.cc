@@ -351,7 +351,10 @@ Schedule GatherTapGroups(const Problem& problem, const SubgraphPricer& pricer, c
       const Candidate tried = evaluator.Reset(trial);
       if (tried.valid && tried.total < current.total) {
         current = tried;
-        break;  // j now holds the gathered subgraph; its other lengths are another group's
+        // The taps left earlier subgraphs, so the gathered one may sit before j now: go on
+        // after it (its other lengths are another group's).
+        if (at >= 0) j = at;
+        break;
       }
       current = evaluator.Reset(before);
     }
