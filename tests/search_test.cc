@@ -695,6 +695,155 @@ TEST_CASE("moves: gather-k-loop pulls a convolution's taps into their sum's k-lo
   }
 }
 
+// A convolution's taps on a small scratchpad, as U-Net's decoder convolutions on mlsys-2026: `lhs`
+// LHS tensors A_j (1024x32, each larger than the fast memory of 30,000 elements), `per_lhs` taps
+// M = A_j @ W (W 32x32, K = 32, base 1,000) of each, summed by one Pointwise op S (base 200) into
+// Z (1024x32, a graph output). Bandwidth 10.
+Problem SmallTaps(int lhs, int per_lhs) {
+  testing::GraphBuilder b(30000, 10);
+  std::vector<TensorId> parts;
+  for (int j = 0; j < lhs; ++j) {
+    const TensorId a = b.Tensor(1024, 32);
+    for (int i = 0; i < per_lhs; ++i) {
+      const TensorId m = b.Tensor(1024, 32);
+      b.Op(OpKind::MatMul, {a, b.Tensor(32, 32)}, m, 1000);
+      parts.push_back(m);
+    }
+  }
+  b.Op(OpKind::Pointwise, parts, b.Tensor(1024, 32), 200);
+  return b.Build();
+}
+
+TEST_CASE("starts: GatherTapGroups gathers a sum's taps into its subgraph at a polished fit") {
+  const auto never = [] { return false; };
+  {
+    // Nine taps of one A: each alone is compute-bound (8 tiles of 1,000 against 66,560 elements
+    // moved, 6,656), the sum alone loads nine 32,768-element outputs. Gathered at [32, 128, 32]
+    // (9 weights 9,216 + a 128x32 strip of A and the output tile: 17,408) every op runs at its
+    // native tiles, 8 x (9 x 1,000 + 200) = 73,600, which the bound (compute) meets.
+    const Problem problem = SmallTaps(1, 9);
+    REQUIRE(GatherKLoopApplies(problem));
+    CostCache cache(1 << 16);
+    SubgraphPricer pricer(problem, &cache);
+    std::vector<std::vector<OpId>> alone;
+    for (OpId op = 0; op < 10; ++op) alone.push_back({op});
+    const Schedule start = FittedGroups(pricer, alone);
+    const Evaluation before = EvaluateOracle(problem, start);
+    REQUIRE(before.ok());
+    CHECK(before.total > 73600 + 10000);
+    const Schedule gathered = GatherTapGroups(problem, pricer, start, never, false);
+    const Evaluation e = EvaluateOracle(problem, gathered);
+    REQUIRE_MESSAGE(e.ok(), e.violation.Message());
+    CHECK(e.total == doctest::Approx(73600));
+    CHECK(gathered.subgraphs.size() == 1);
+    CHECK(GatherTapGroups(problem, pricer, start, never, false) == gathered);  // deterministic
+  }
+  {
+    // Nine taps of each of two A (U-Net's 18 taps over a concatenation): beside the sum they
+    // fit at [32, h, 32] only while 18 x 1,024 + 3 x 32h <= 30,000, h <= 120, which no power
+    // of two and no divisor of 1,024 above 64 meets. Apart: 17 taps alone (8,000 each) and
+    // the sum with one loading 17 outputs. At h = 64 (16 tiles) the gathered subgraph costs
+    // 16 x 18,200 = 291,200, more than apart, so the move's own fit never pays; at h = 120
+    // (9 tiles, the last one partial, spec O9) it costs 9 x 18,200 = 163,800.
+    const Problem problem = SmallTaps(2, 9);
+    REQUIRE(GatherKLoopApplies(problem));
+    CostCache cache(1 << 16);
+    SubgraphPricer pricer(problem, &cache);
+    std::vector<std::vector<OpId>> groups;
+    for (OpId op = 0; op < 17; ++op) groups.push_back({op});
+    groups.push_back({17, 18});
+    const Schedule start = FittedGroups(pricer, groups);
+    const Evaluation before = EvaluateOracle(problem, start);
+    REQUIRE(before.ok());
+    CHECK(before.total > 163800 + 10000);
+    CHECK(before.total < 291200);
+    const Schedule partial = GatherTapGroups(problem, pricer, start, never, true);
+    const Evaluation e = EvaluateOracle(problem, partial);
+    REQUIRE_MESSAGE(e.ok(), e.violation.Message());
+    CHECK(e.total == doctest::Approx(163800));
+    REQUIRE(partial.subgraphs.size() == 1);
+    CHECK((1024 + partial.subgraphs[0].granularity.h - 1) / partial.subgraphs[0].granularity.h == 9);
+    // Sides that divide their dimension only: nothing gathered pays, the start stays.
+    CHECK(GatherTapGroups(problem, pricer, start, never, false) == start);
+  }
+  {
+    // Problem 5 (where the driver never runs the pass: GatherKLoopApplies is false there) has
+    // subgraphs whose Pointwise ops load three MatMuls of one K between them: the pass keeps
+    // only what lowers the total, and the result is valid.
+    const Problem five = ReadBundledProblem("mlsys-2026-5.json");
+    CostCache cache(1 << 16);
+    SubgraphPricer pricer(five, &cache);
+    const Schedule start = GreedyFusion(five, pricer, BuildBaseline(five), never);
+    const Evaluation before = EvaluateOracle(five, start);
+    const Schedule after = GatherTapGroups(five, pricer, start, never, true);
+    const Evaluation e = EvaluateOracle(five, after);
+    REQUIRE_MESSAGE(e.ok(), e.violation.Message());
+    CHECK(e.total <= before.total);
+    MESSAGE("mlsys-2026-5 greedy start " << before.total << ", gathered " << e.total);
+  }
+}
+
+TEST_CASE("starts: GatherTapGroups keeps schedules valid and never worse, on random convolutions with their taps") {
+  // Random convolutions as the importer lowers them: one or two LHS tensors (a Pointwise op of
+  // a graph input, or a graph input), each read by 2-9 tap MatMuls of one K, their sum, an
+  // optional Pointwise epilogue chain, at capacities from below one LHS to several native tiles.
+  std::mt19937_64 rng(2026);
+  const auto never = [] { return false; };
+  auto pick = [&](std::initializer_list<Elements> values) {
+    return *(values.begin() + std::uniform_int_distribution<int>(0, static_cast<int>(values.size()) - 1)(rng));
+  };
+  int changed = 0, cases = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const Elements rows = pick({64, 96, 128, 200, 256, 512}), cols = pick({16, 32, 48, 64, 128});
+    const Elements k = pick({8, 16, 32, 64});
+    const int lhs = std::uniform_int_distribution<int>(1, 2)(rng);
+    const Elements capacity = pick({4000, 8000, 12000, 20000, 30000, 50000});
+    testing::GraphBuilder b(capacity, pick({1, 5, 10, 40}));
+    b.problem.native = 32;
+    std::vector<TensorId> parts;
+    for (int j = 0; j < lhs; ++j) {
+      TensorId a = b.Tensor(rows, k);
+      if (std::uniform_int_distribution<int>(0, 1)(rng)) {
+        const TensorId made = b.Tensor(rows, k);
+        b.Op(OpKind::Pointwise, {a}, made, pick({10, 50, 200}));
+        a = made;
+      }
+      const int taps = std::uniform_int_distribution<int>(2, 9)(rng);
+      for (int i = 0; i < taps; ++i) {
+        const TensorId m = b.Tensor(rows, cols);
+        b.Op(OpKind::MatMul, {a, b.Tensor(k, cols)}, m, pick({100, 500, 1000}));
+        parts.push_back(m);
+      }
+    }
+    TensorId z = b.Tensor(rows, cols);
+    b.Op(OpKind::Pointwise, parts, z, pick({10, 100, 200}));
+    for (int e = std::uniform_int_distribution<int>(0, 2)(rng); e > 0; --e) {
+      const TensorId next = b.Tensor(rows, cols);
+      b.Op(OpKind::Pointwise, {z}, next, pick({10, 100, 800}));
+      z = next;
+    }
+    const Problem problem = b.Build();
+    CostCache cache(1 << 14);
+    SubgraphPricer pricer(problem, &cache);
+    const Schedule baseline = BuildBaseline(problem);
+    if (!EvaluateOracle(problem, baseline).ok()) continue;
+    const Schedule start = round % 2 == 0 ? baseline : GreedyFusion(problem, pricer, baseline, never);
+    const Evaluation before = EvaluateOracle(problem, start);
+    REQUIRE(before.ok());
+    const bool partial = round % 3 != 0;
+    const Schedule after = GatherTapGroups(problem, pricer, start, never, partial);
+    const Evaluation e = EvaluateOracle(problem, after);
+    REQUIRE_MESSAGE(e.ok(), "round " << round << ": " << e.violation.Message());
+    CHECK(e.total <= before.total);
+    CHECK(GatherTapGroups(problem, pricer, start, never, partial) == after);
+    ++cases;
+    changed += !(after == start);
+  }
+  MESSAGE(cases << " problems, " << changed << " schedules changed");
+  CHECK(cases > 1500);
+  CHECK(changed > 200);
+}
+
 TEST_CASE("granularity fit: a remembered fit is the fit computed afresh, on random contexts of random problems") {
   // FitSubgraph memoizes complete fits per thread and pricer (search/subgraph_tools.h). Each
   // context is fitted twice by one pricer (the second answer comes from the memo) and once by a

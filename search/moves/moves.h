@@ -110,6 +110,15 @@ bool MergeReadersCandidate(const MoveContext& context, const Schedule& schedule,
 std::optional<ScheduleEdit> MergeReadersAt(const MoveContext& context, const Schedule& schedule, int j,
                                            TensorId t);
 
+// The gather-k-loop move (kGatherKLoop) at a chosen place, without its random draws: the
+// reduction lengths of the MatMuls whose outputs subgraph j's Pointwise ops load (made elsewhere,
+// not retained into j), in the order first met, and the move's edit pulling those of length K
+// into j (nullopt when there are none, or the merged ops cannot form a subgraph). The move draws
+// j and K and calls these; the start GatherTapGroups (search/starts/constructive.h) tries every
+// sum of taps.
+std::vector<Elements> GatherKLoopLengths(const MoveContext& context, const Schedule& schedule, int j);
+std::optional<ScheduleEdit> GatherKLoopAt(const MoveContext& context, const Schedule& schedule, int j, Elements K);
+
 // Regrouping the readers of one produced tensor t by parts (docs/search.md, "Regroup reader
 // parts"). Every subgraph that loads t (does not make it, t not retained into it, no Layout op
 // there reads it) is split into one part per reader of t it holds: an op goes to the part of the

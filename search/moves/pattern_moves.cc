@@ -152,6 +152,33 @@ std::optional<ScheduleEdit> MergeReadersAt(const MoveContext& ctx, const Schedul
 
 namespace move_kit {
 
+// The MatMul-made tensors subgraph j's Pointwise ops read: `loaded` (made elsewhere, not
+// retained into j, one entry per producer), `inside` (made in j) and the reduction lengths of the
+// loaded ones, in the order first met.
+namespace {
+void GatherSources(const Problem& problem, const Schedule& s, int j, std::vector<OpId>& loaded,
+                   std::vector<OpId>& inside, std::vector<Elements>& lengths) {
+  const Subgraph& sg = s.subgraphs[j];
+  const std::vector<TensorId>& retained = RetainedInto(s, j);
+  const std::vector<TensorId> made = ProducedTensors(problem, sg.ops);
+  for (OpId op : sg.ops) {
+    if (problem.ops[op].kind != OpKind::Pointwise) continue;
+    for (TensorId t : problem.ops[op].inputs) {
+      const OpId p = problem.producer[t];
+      if (p == kNoOp || problem.ops[p].kind != OpKind::MatMul) continue;
+      if (std::binary_search(made.begin(), made.end(), t)) {
+        if (Contains(sg.ops, p) && !Contains(inside, p)) inside.push_back(p);
+        continue;
+      }
+      if (std::find(retained.begin(), retained.end(), t) != retained.end() || Contains(loaded, p)) continue;
+      loaded.push_back(p);
+      const Elements k = problem.ReductionLength(p);
+      if (std::find(lengths.begin(), lengths.end(), k) == lengths.end()) lengths.push_back(k);
+    }
+  }
+}
+}  // namespace
+
 // A Pointwise op that sums MatMuls of different reduction lengths (a convolution over a channel
 // concatenation: one MatMul per concatenated block) can hold only the MatMuls of one K in its
 // subgraph's k-loop (G3); the others are made elsewhere and their outputs, as wide as the sum,
@@ -184,29 +211,33 @@ std::optional<ScheduleEdit> GatherKLoop(const MoveContext& ctx, const Schedule& 
     return false;
   });
   if (j < 0) return std::nullopt;
-  const Subgraph& sg = s.subgraphs[j];
-  const std::vector<TensorId>& retained = RetainedInto(s, j);
-  // MatMul-made tensors j's Pointwise ops read: loaded (outside) or made inside.
   std::vector<OpId> loaded, inside;
   std::vector<Elements> lengths;
-  const std::vector<TensorId> made = ProducedTensors(problem, sg.ops);
-  for (OpId op : sg.ops) {
-    if (problem.ops[op].kind != OpKind::Pointwise) continue;
-    for (TensorId t : problem.ops[op].inputs) {
-      const OpId p = problem.producer[t];
-      if (p == kNoOp || problem.ops[p].kind != OpKind::MatMul) continue;
-      if (std::binary_search(made.begin(), made.end(), t)) {
-        if (Contains(sg.ops, p) && !Contains(inside, p)) inside.push_back(p);
-        continue;
-      }
-      if (std::find(retained.begin(), retained.end(), t) != retained.end() || Contains(loaded, p)) continue;
-      loaded.push_back(p);
-      const Elements k = problem.ReductionLength(p);
-      if (std::find(lengths.begin(), lengths.end(), k) == lengths.end()) lengths.push_back(k);
-    }
-  }
+  GatherSources(problem, s, j, loaded, inside, lengths);
   if (loaded.empty()) return std::nullopt;
   const Elements K = lengths[Uniform(rng, static_cast<int>(lengths.size()))];
+  return GatherKLoopAt(ctx, s, j, K);
+}
+
+}  // namespace move_kit
+
+std::vector<Elements> GatherKLoopLengths(const MoveContext& ctx, const Schedule& s, int j) {
+  using namespace move_kit;
+  std::vector<OpId> loaded, inside;
+  std::vector<Elements> lengths;
+  GatherSources(ctx.problem, s, j, loaded, inside, lengths);
+  return lengths;
+}
+
+std::optional<ScheduleEdit> GatherKLoopAt(const MoveContext& ctx, const Schedule& s, int j, Elements K) {
+  using namespace move_kit;
+  const Problem& problem = ctx.problem;
+  const int n = static_cast<int>(s.subgraphs.size());
+  const Subgraph& sg = s.subgraphs[j];
+  std::vector<OpId> loaded, inside;
+  std::vector<Elements> lengths;
+  GatherSources(problem, s, j, loaded, inside, lengths);
+  if (loaded.empty()) return std::nullopt;
 
   std::vector<OpId> merged = sg.ops;
   std::vector<OpId> pulled;
@@ -280,8 +311,6 @@ std::optional<ScheduleEdit> GatherKLoop(const MoveContext& ctx, const Schedule& 
   pieces.push_back({merged, sg.retain, &sg, true});
   return Finish(ctx, s, begin, j + 1, std::move(pieces));
 }
-
-}  // namespace move_kit
 
 using move_kit::Contains;
 

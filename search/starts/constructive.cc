@@ -302,6 +302,66 @@ Schedule MergeReaderGroups(const Problem& problem, const SubgraphPricer& pricer,
   return evaluator.schedule();
 }
 
+Schedule GatherTapGroups(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
+                         const std::function<bool()>& stop, bool partial_edge_tiles) {
+  static constexpr int kMinTaps = 3;
+  const std::vector<int> rank = TopologicalRanks(problem);
+  IncrementalEvaluator evaluator(problem, pricer.cache());
+  Candidate current = evaluator.Reset(start);
+  if (!current.valid) return start;
+  const MoveContext context{problem, rank, pricer, stop, &evaluator, true, false};
+  // The loaded MatMuls of reduction length K that j's Pointwise ops read.
+  auto loaded_taps = [&](const Schedule& s, int j, Elements K) {
+    const std::vector<OpId>& ops = s.subgraphs[j].ops;
+    std::vector<OpId> taps;
+    for (OpId op : ops) {
+      if (problem.ops[op].kind != OpKind::Pointwise) continue;
+      for (TensorId t : problem.ops[op].inputs) {
+        const OpId p = problem.producer[t];
+        if (p == kNoOp || problem.ops[p].kind != OpKind::MatMul || problem.ReductionLength(p) != K) continue;
+        if (std::find(ops.begin(), ops.end(), p) != ops.end()) continue;
+        if (std::find(taps.begin(), taps.end(), p) == taps.end()) taps.push_back(p);
+      }
+    }
+    return taps;
+  };
+  for (int j = 0; j < static_cast<int>(evaluator.schedule().subgraphs.size()); ++j) {
+    if (stop && stop()) break;
+    const std::vector<Elements> lengths = GatherKLoopLengths(context, evaluator.schedule(), j);
+    for (Elements K : lengths) {
+      const Schedule& s = evaluator.schedule();
+      if (static_cast<int>(loaded_taps(s, j, K).size()) < kMinTaps) continue;
+      // The subgraph keeps its last op (a sum is after its taps in every topological order).
+      const OpId anchor = s.subgraphs[j].ops.back();
+      std::optional<ScheduleEdit> edit = GatherKLoopAt(context, s, j, K);
+      if (!edit) continue;
+      const Schedule before = s;
+      if (!evaluator.Propose(std::move(*edit)).valid) {
+        evaluator.Revert();
+        continue;
+      }
+      evaluator.Commit();
+      Schedule trial = evaluator.schedule();
+      int at = -1;
+      for (int m = 0; m < static_cast<int>(trial.subgraphs.size()) && at < 0; ++m) {
+        const std::vector<OpId>& ops = trial.subgraphs[m].ops;
+        if (std::find(ops.begin(), ops.end(), anchor) != ops.end()) at = m;
+      }
+      if (at >= 0) trial = Polish(problem, pricer, trial, stop, partial_edge_tiles, at, at + 1);
+      const Candidate tried = evaluator.Reset(trial);
+      if (tried.valid && tried.total < current.total) {
+        current = tried;
+        // The taps left earlier subgraphs, so the gathered one may sit before j now: go on
+        // after it (its other lengths are another group's).
+        if (at >= 0) j = at;
+        break;
+      }
+      current = evaluator.Reset(before);
+    }
+  }
+  return evaluator.schedule();
+}
+
 Schedule RegroupReaderParts(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
                             const std::function<bool()>& stop, std::size_t* cursor) {
   static constexpr int kJoins = 2;

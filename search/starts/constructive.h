@@ -40,6 +40,18 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
 Schedule MergeReaderGroups(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
                            const std::function<bool()>& stop, int passes = 4);
 
+// - GatherTapGroups: from a start schedule, the gather-k-loop move (search/moves/moves.h,
+//   GatherKLoopAt) at every subgraph whose Pointwise ops load the outputs of three or more
+//   MatMuls of one reduction length (a convolution's taps and their sum), for each such length,
+//   in schedule order; the gathered subgraph is then polished alone (a thorough fit, with sides
+//   that do not divide their dimension when `partial_edge_tiles`), and the result is committed
+//   when the whole schedule's total falls. The move's own fit tries powers of two only, and a
+//   tight memory often allows all the taps beside their sum only between two of them (U-Net's
+//   18 taps 16384x32 @ 32x32 on mlsys-2026 fit at 120 rows, not 128, and cost 4.7 M at 64 rows
+//   against 2.8 M left apart), so the search never accepted the gathered group.
+Schedule GatherTapGroups(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
+                         const std::function<bool()>& stop, bool partial_edge_tiles);
+
 // - RegroupReaderParts: from a start schedule, for every tensor t that three or more ops read
 //   (RegroupReaderTensors), the regrouping of its loaders' parts (RegroupReaderPartsAt,
 //   search/moves/moves.h) tried with each join and group size on the same schedule, the best
