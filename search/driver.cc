@@ -387,7 +387,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
           // Where a Pointwise op sums three or more taps of one LHS too large to keep (never on a
           // contest problem), each sum's taps are gathered into its subgraph at a polished fit.
           if (GatherKLoopApplies(problem) && params.workers.gather_kloop_share > 0 && !starts_stopped()) {
-            fused = GatherTapGroups(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles);
+            fused = GatherTapGroups(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles == Switch::kOn);
           }
           if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !starts_stopped()) {
             offer_checked(Polish(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles == Switch::kOn),
