@@ -719,10 +719,13 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const PerStepIsland per_step = PerStepIslands(problem, tile_modes, built, weights, first_in_loop);
   bound.per_step_twins = per_step.twins;
   bound.first_in_loop_twins = per_step.first_in_loop;
+  bound.island_of = built.island_of;
+  bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i],
+    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
+    bound.islands += bound.island_values[i];
   }
   // P16's weights are picked by a coordinate ascent, which P21's values can lead to another end:
   // keep the better of the two (each is a bound), so that P21 never lowers it.

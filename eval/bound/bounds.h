@@ -422,6 +422,10 @@ struct LowerBound {
   // `crossing`.
   Latency recompute = 0;
   int recompute_count = 0;  // the crossing tensors priced so
+  // P12's islands: per op its island, per island its value in the islands part (the largest of
+  // its compute, traffic and the parts priced island by island); they sum to `islands`.
+  std::vector<int> island_of;
+  std::vector<double> island_values;
   // P32: tensors too large to retain whose write (and loads, unless P19 streams them) one
   // island's P14 lines claim beside their own (inside `islands`, no part of its own).
   int island_activations = 0;

@@ -314,6 +314,11 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"sole_sum_count\": " + std::to_string(bound.sole_sum_count) + ",\n";
   out += "  \"shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
   out += "  \"shared_sum_count\": " + std::to_string(bound.shared_sum_count) + ",\n";
+  out += "  \"island_of\": [";
+  for (size_t i = 0; i < bound.island_of.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(bound.island_of[i]);
+  out += "],\n  \"island_values\": [";
+  for (size_t i = 0; i < bound.island_values.size(); ++i) out += (i > 0 ? ", " : "") + FormatNumber(bound.island_values[i]);
+  out += "],\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
