@@ -128,17 +128,22 @@ TEST_CASE("P35 by hand: ops that depend on the heads through a Layout op stay ou
   }
 }
 
-// Random problems: X (an activation graph input) through 1-3 Pointwise ops (now and then a MatMul
-// with K <= n among them, which leaves the tensor unpriced) to p's output t, read by 2-4 MatMul
-// heads with K > n and a weight each (islands of their own, P1), their outputs followed by nothing,
-// a Pointwise op or a Layout op, or all gathered by one Layout op that a Pointwise op of p's island
-// reads beside t; sometimes a second crossing tensor of the trunk with readers of its own, or
-// sharing one of t's. Real-chip ratios, a weight path at 0.5-10 times B, the FIFO unchecked or
-// checked.
+// Random problems: X (an activation graph input) through 1-3 Pointwise ops (a residual now and
+// then, or a MatMul with a weight, which leaves the tensor unpriced) to p's output t, read by 2-4
+// MatMul heads with K > n and a weight each (islands of their own, P1), their outputs followed by
+// nothing, a Pointwise op or a Layout op, or all gathered by one Layout op that a Pointwise op of
+// p's island reads beside t; sometimes two islands that each read t and an earlier trunk tensor u
+// (a head on each and their sum: one chain serves both tensors), and sometimes a second crossing
+// tensor of the trunk with readers of its own. Real-chip ratios, a weight path at 0.5-10 times B,
+// the FIFO unchecked or checked.
 struct Trunk {
   Problem problem;
   std::vector<OpId> chain;  // the trunk's ops, X's reader first, p last
   std::vector<OpId> heads;  // t's readers
+  // Islands that read t and an earlier trunk tensor u (two heads and their sum, one subgraph
+  // when served): one chain serves both tensors.
+  std::vector<std::vector<OpId>> pairs;
+  TensorId u = -1;
 };
 
 Trunk ServedHeads(std::mt19937_64& rng) {
@@ -180,6 +185,17 @@ Trunk ServedHeads(std::mt19937_64& rng) {
     const TensorId cat = make.Op(OpKind::Layout, outs, rows, d, 0);
     make.Op(OpKind::Pointwise, {cat, t}, rows, d, make.PickReal({0, 1, 4}));
   }
+  if (trunk_tensors.size() >= 2 && make.Coin(3)) {  // islands reading t and u
+    trunk.u = trunk_tensors[std::uniform_int_distribution<size_t>(0, trunk_tensors.size() - 2)(rng)];
+    for (int j = 0; j < 2; ++j) {
+      const Elements width = make.Pick({4, 8});
+      const TensorId a = make.Op(OpKind::MatMul, {t, make.Tensor(d, width)}, rows, width, make.PickReal({0, 0.5}));
+      const TensorId b = make.Op(OpKind::MatMul, {trunk.u, make.Tensor(d, width)}, rows, width, make.PickReal({0, 0.5}));
+      make.Op(OpKind::Pointwise, {a, b}, rows, width, make.PickReal({0, 1}));
+      const auto last = static_cast<OpId>(problem.ops.size() - 1);
+      trunk.pairs.push_back({last - 2, last - 1, last});
+    }
+  }
   if (make.Coin(3)) {  // a second crossing tensor of the trunk
     const TensorId u = trunk_tensors[std::uniform_int_distribution<size_t>(0, trunk_tensors.size() - 1)(rng)];
     for (int j = 0; j < 2; ++j) make.Op(OpKind::MatMul, {u, make.Tensor(d, 4)}, rows, 4, make.PickReal({0, 1}));
@@ -202,6 +218,11 @@ Schedule ServeEveryHead(const Trunk& trunk, Elements native) {
     s.subgraphs.push_back(One(trunk.chain, Granularity{native, native, 1}, {t}));
     s.subgraphs.push_back(One({h}, Granularity{native, native, native}));
     placed[h] = 1;
+  }
+  for (const std::vector<OpId>& pair : trunk.pairs) {
+    s.subgraphs.push_back(One(trunk.chain, Granularity{native, native, 1}, {trunk.u, t}));
+    s.subgraphs.push_back(One(pair, Granularity{native, native, native}));
+    for (OpId op : pair) placed[op] = 1;
   }
   s.subgraphs.push_back(One(trunk.chain, Granularity{native, native, 1}));  // t written for the others
   for (OpId op : trunk.chain) placed[op] = 1;
