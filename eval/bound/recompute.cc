@@ -88,10 +88,11 @@ std::vector<RecomputeCut> RecomputeCuts(const Problem& problem, const Problem& o
     bool ok = true;
     for (int j : readers) {
       ++pass;
-      // The ops that depend on a reader of t in J, on the problem itself (its Layout ops read
-      // their inputs from slow memory, L1, so they come after their producers too).
+      // The ops that depend on a reader of t in J (P16's readers: the image's, so no Layout op),
+      // on the problem itself (its Layout ops read their inputs from slow memory, L1, so they come
+      // after their producers too).
       stack.clear();
-      for (OpId r : original.consumers[t]) {
+      for (OpId r : problem.consumers[t]) {
         if (built.island_of[r] != j) continue;
         for (OpId c : original.consumers[original.ops[r].output]) {
           if (later[c] != pass) {
@@ -188,8 +189,8 @@ std::vector<RecomputeCut> RecomputeCuts(const Problem& problem, const Problem& o
     cuts[t].any = inner[p];
     cuts[t].compute = compute;
     cuts[t].traffic = traffic;
-    by_home[home].push_back({t, std::move(readers), static_cast<double>(cuts[t].any) * 1.0});
-    by_home[home].back().potential *= static_cast<double>(by_home[home].back().readers.size());
+    const double potential = static_cast<double>(readers.size()) * cuts[t].any;
+    by_home[home].push_back({t, std::move(readers), potential});
   }
   if (work >= kWorkBudget) return std::vector<RecomputeCut>(num_tensors);  // too large to price
   // Per home island, the tensors priced: greedily by potential (ties by tensor id), each reading
