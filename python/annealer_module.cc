@@ -644,6 +644,7 @@ PYBIND11_MODULE(_core, m) {
         d["islands"] = bound.islands;
         d["streaming"] = bound.streaming;
         d["crossing"] = bound.crossing;
+        d["recompute"] = bound.recompute;  // P35
         d["memory_floor"] = bound.memory_floor;
         d["tiles"] = bound.tiles;
         d["sums"] = bound.sums;

@@ -527,6 +527,9 @@ struct Built {
   std::vector<double> island_compute;
   std::vector<Elements> island_traffic;
   std::vector<Elements> island_weight_traffic;  // H6: the part on the weight path
+  // Per graph input on the activation path, the elements P12 counts for it, per island that reads
+  // it: (island, elements). P35 subtracts them from the loads it claims (eval/bound/recompute.h).
+  std::vector<std::vector<std::pair<int, Elements>>> input_claims;
 };
 
 inline std::string Str(int64_t v) { return std::to_string(v); }

@@ -15,6 +15,7 @@
 #include "eval/bound/crossing.h"
 #include "eval/bound/first_instance.h"
 #include "eval/bound/islands.h"
+#include "eval/bound/recompute.h"
 #include "eval/bound/sums.h"
 #include "eval/bound/shared_sums.h"
 #include "eval/bound/sole_sums.h"
@@ -499,7 +500,7 @@ BoundModel BuildDecoupledBoundModel(const Problem& problem) {
 }
 
 LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights,
-                                      const std::vector<char>& first_in_loop);
+                                      const std::vector<char>& first_in_loop, const Problem& original);
 LowerBound ComputeOneLowerBound(const Problem& problem, BoundModel* model_out);
 LowerBound ComputeImageLowerBound(const Problem& problem, BoundModel* model_out);
 
@@ -561,7 +562,7 @@ LowerBound ComputeImageLowerBound(const Problem& problem, BoundModel* model_out)
     const Decoupled d = Decouple(problem);
     std::vector<char> weights = WeightTensors(problem);
     weights.resize(d.problem.tensors.size(), 0);  // the Zs are read by Layout ops: never weights
-    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out, weights, FirstInstanceInLoop(problem));  // P26 reads L1
+    LowerBound bound = ComputeDecoupledLowerBound(d.problem, model_out, weights, FirstInstanceInLoop(problem), problem);  // P26 reads L1
     const auto first_extra = static_cast<TensorId>(problem.tensors.size());
     for (BoundTerm& term : bound.explanation) {
       if (term.tensor >= first_extra) {
@@ -571,11 +572,11 @@ LowerBound ComputeImageLowerBound(const Problem& problem, BoundModel* model_out)
     }
     return bound;
   }
-  return ComputeDecoupledLowerBound(problem, model_out, WeightTensors(problem), FirstInstanceInLoop(problem));
+  return ComputeDecoupledLowerBound(problem, model_out, WeightTensors(problem), FirstInstanceInLoop(problem), problem);
 }
 
 LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_out, const std::vector<char>& weights,
-                                      const std::vector<char>& first_in_loop) {
+                                      const std::vector<char>& first_in_loop, const Problem& original) {
   LowerBound bound;
   for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
     bound.compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
@@ -718,15 +719,30 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const PerStepIsland per_step = PerStepIslands(problem, tile_modes, built, weights, first_in_loop);
   bound.per_step_twins = per_step.twins;
   bound.first_in_loop_twins = per_step.first_in_loop;
+  bound.island_of = built.island_of;
+  bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i],
+    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
+    bound.islands += bound.island_values[i];
   }
   // P16's weights are picked by a coordinate ascent, which P21's values can lead to another end:
   // keep the better of the two (each is a bound), so that P21 never lowers it.
   bound.crossing = std::max(CrossingBound(problem, built, streaming.lines, streaming.beside_memory, alone, &per_step),
                             CrossingBound(problem, built, streaming.lines, streaming.beside_memory));
+  // P35: P16 with the loads of the chains that serve islands again; never below P16.
+  {
+    const std::vector<char> no_weights(problem.tensors.size(), 0);
+    const std::vector<RecomputeCut> cuts =
+        RecomputeCuts(problem, original, tile_modes, built, weights.empty() ? no_weights : weights);
+    bound.recompute_count = static_cast<int>(
+        std::count_if(cuts.begin(), cuts.end(), [](const RecomputeCut& c) { return c.priced; }));
+    bound.recompute = std::max(
+        {bound.crossing,
+         CrossingBound(problem, built, streaming.lines, streaming.beside_memory, alone, &per_step, &cuts),
+         CrossingBound(problem, built, streaming.lines, streaming.beside_memory, {}, nullptr, &cuts)});
+  }
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {
     if (info.option >= 0 && at.choice[info.owner] != info.option) continue;

@@ -312,6 +312,18 @@
 //     P14's lines, as a graph output's; inside the islands part an island's P14 value adds
 //     (1 - a) x the loads of such t its subgraphs make (|t| per reading island apart from p; none
 //     for P19's tensors, whose loads its lines count). eval/bound/activations.h.
+//  P35 (P3, P12, P16, R1, R2, V5, V6, V7, V8, L1, T1, H6, D3, G3) Producers run again to serve an
+//     island. In P16, a served island J's earliest subgraph S_J reading t follows Q_J, which runs p
+//     and retains t; Q_J and the subgraphs before it that retain what the next needs to make t (its
+//     chain) lie in p's island I, before S_J, so hold no op that depends on a reader of t in J (on
+//     the problem itself, Layout inputs included, L1): their ops lie in U, the ops of I joined to
+//     p's ancestors in I by edges that can be internal without such ops. A chain loads a tensor on
+//     every path from a graph input to t inside I (V8, P3): at least `any` elements on the
+//     activation path, so it costs any / B alone (T1, H6); chains of distinct islands are
+//     disjoint. Where U holds no MatMul, no other crossing producer and no tensor too large to
+//     retain, P12's form of I counts at most a C_U + (1 - a - b) T_U / B inside chains, so s served
+//     islands cost at least s any / B less that, plus P16's unserved loads and write, in place of
+//     P16's s instances. eval/bound/recompute.h.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -405,6 +417,15 @@ struct LowerBound {
   // larger weight, the other producers in their sink instances. Never below `sole_sums`.
   Latency shared_sums = 0;
   int shared_sum_count = 0;  // the shapes priced so
+  // P35: P16 with the loads that an island served by its producer run again costs the chain of
+  // subgraphs that make the crossing tensor before it (eval/bound/recompute.h); never below
+  // `crossing`.
+  Latency recompute = 0;
+  int recompute_count = 0;  // the crossing tensors priced so
+  // P12's islands: per op its island, per island its value in the islands part (the largest of
+  // its compute, traffic and the parts priced island by island); they sum to `islands`.
+  std::vector<int> island_of;
+  std::vector<double> island_values;
   // P32: tensors too large to retain whose write (and loads, unless P19 streams them) one
   // island's P14 lines claim beside their own (inside `islands`, no part of its own).
   int island_activations = 0;
@@ -417,6 +438,7 @@ struct LowerBound {
     if (islands > best) best = islands;
     if (streaming > best) best = streaming;
     if (crossing > best) best = crossing;
+    if (recompute > best) best = recompute;
     if (memory_floor > best) best = memory_floor;
     if (tiles > best) best = tiles;
     if (sums > best) best = sums;

@@ -10,7 +10,7 @@ namespace annealer::bound_internal {
 
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
                      const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone,
-                     const PerStepIsland* per_step) {
+                     const PerStepIsland* per_step, const std::vector<RecomputeCut>* cuts) {
   if (built.islands < 2) return 0;
   const int num_ops = static_cast<int>(problem.ops.size());
   const int islands = built.islands;
@@ -42,6 +42,7 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
   struct Value {
     double value = 0;
     char p14_form = 0;
+    char linear = 0;  // P12's form (P35 prices its served islands' chains only there)
     double share = 0, path = 1;
   };
   std::vector<std::vector<Value>> value(islands, std::vector<Value>(num_points));
@@ -70,6 +71,7 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
       Value& v = value[i][k];
       v.value = std::max(lines_sum, linear);
       v.p14_form = lines_sum > linear;
+      v.linear = !v.p14_form;
       v.share = v.p14_form ? 1 - a : std::max(0.0, 1 - a - b);
       v.path = v.p14_form ? p14_path : bandwidth;
       // P21: every subgraph of the island runs its MatMul alone; the least such subgraph, less
@@ -80,7 +82,7 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
       if (i < static_cast<int>(alone.size()) && alone[i].valid && (!alone[i].compute_point_only || (a == 1 && b == 0))) {
         const double share = std::max(0.0, 1 - a - b);
         const double floor = alone[i].LeastApart(share, bandwidth);
-        if (floor > v.value) v = Value{floor, 0, share, bandwidth};
+        if (floor > v.value) v = Value{floor, 0, 0, share, bandwidth};
       }
     }
   }
@@ -139,16 +141,23 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
     loads.clear();
     for (int j : c.readers) loads.push_back(moved(j));
     std::sort(loads.begin(), loads.end(), std::greater<double>());
-    // Serve the s islands with the largest loads. An instance of p whose subgraph retains t does
-    // not write it (R3), so with an island unserved the instances number s + 1 (one writes),
-    // with every island served r; one instance is free.
+    // P35: serving s islands costs their chains' loads, any / B each, less what I's P12 form may
+    // count inside the chains (eval/bound/recompute.h), in place of the s instances' compute.
+    const RecomputeCut* cut = cuts != nullptr && (*cuts)[c.tensor].priced && home.linear ? &(*cuts)[c.tensor] : nullptr;
+    const double inside = cut == nullptr ? 0.0
+                                         : points[choice[c.home]].a * cut->compute + home.share * (cut->traffic / bandwidth);
     double unserved = 0;
     for (double l : loads) unserved += l;
     double best = unserved + write;  // s = 0: one instance writes t, every island loads it
     for (size_t s = 1; s <= loads.size(); ++s) {
       unserved -= loads[s - 1];
-      const double cost = s < loads.size() ? sigma * static_cast<double>(s) + unserved + write
-                                           : sigma * static_cast<double>(s - 1);
+      double cost = s < loads.size() ? sigma * static_cast<double>(s) + unserved + write
+                                     : sigma * static_cast<double>(s - 1);
+      if (cut != nullptr) {
+        const double chains = static_cast<double>(s) * cut->any / bandwidth - inside +
+                              (s < loads.size() ? unserved + write : 0.0);
+        cost = std::max(cost, chains);
+      }
       best = std::min(best, cost);
     }
     return best;

@@ -7,6 +7,7 @@
 #include "eval/bound/alone.h"
 #include "eval/bound/analysis.h"
 #include "eval/bound/perstep.h"
+#include "eval/bound/recompute.h"
 #include "eval/bound/streaming.h"
 
 namespace annealer::bound_internal {
@@ -36,8 +37,11 @@ namespace annealer::bound_internal {
 // P24 (`per_step`, H6 only): P12's form adds the island's per-step claims at its point
 // (PerStepIsland::Extra; they hold whatever the steps move on the activation path, so the
 // crossing tensors' loads and writes still count at 1 - a - b).
+// P35 (`cuts`, eval/bound/recompute.h): where the home island takes P12's form, serving s
+// islands costs at least s any / B less a C_U + (1 - a - b) T_U / B, plus the unserved loads and
+// the write, when that is more than P16's price.
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
                      const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone = {},
-                     const PerStepIsland* per_step = nullptr);
+                     const PerStepIsland* per_step = nullptr, const std::vector<RecomputeCut>* cuts = nullptr);
 
 }  // namespace annealer::bound_internal

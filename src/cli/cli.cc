@@ -211,6 +211,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_islands\": " + FormatNumber(bound.islands) + ",\n";
   out += "  \"lower_bound_streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"lower_bound_crossing\": " + FormatNumber(bound.crossing) + ",\n";
+  out += "  \"lower_bound_recompute\": " + FormatNumber(bound.recompute) + ",\n";
   out += "  \"lower_bound_memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
   out += "  \"lower_bound_tiles\": " + FormatNumber(bound.tiles) + ",\n";
   out += "  \"lower_bound_sums\": " + FormatNumber(bound.sums) + ",\n";
@@ -301,6 +302,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"streaming_ops\": " + std::to_string(bound.streaming_ops) + ",\n";
   out += "  \"crossing\": " + FormatNumber(bound.crossing) + ",\n";
+  out += "  \"recompute\": " + FormatNumber(bound.recompute) + ",\n";
+  out += "  \"recompute_count\": " + std::to_string(bound.recompute_count) + ",\n";
   out += "  \"memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
   out += "  \"tiles\": " + FormatNumber(bound.tiles) + ",\n";
   out += "  \"sums\": " + FormatNumber(bound.sums) + ",\n";
@@ -311,6 +314,11 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"sole_sum_count\": " + std::to_string(bound.sole_sum_count) + ",\n";
   out += "  \"shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
   out += "  \"shared_sum_count\": " + std::to_string(bound.shared_sum_count) + ",\n";
+  out += "  \"island_of\": [";
+  for (size_t i = 0; i < bound.island_of.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(bound.island_of[i]);
+  out += "],\n  \"island_values\": [";
+  for (size_t i = 0; i < bound.island_values.size(); ++i) out += (i > 0 ? ", " : "") + FormatNumber(bound.island_values[i]);
+  out += "],\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -346,6 +354,8 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          " MatMuls that no other op's compute can hide, streamed activations + reloads of ops that sit alone, P14-P15, P19)\n";
   out += "  crossing   " + Readable(bound.crossing) +
          "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16; with P21, P24)\n";
+  out += "  recompute  " + Readable(bound.recompute) + "  (P16 with " + std::to_string(bound.recompute_count) +
+         " crossing tensors whose producer, run again to serve an island, reloads what it is made from first, P35)\n";
   out += "  memory     " + Readable(bound.memory_floor) +
          "  (graph I/O + Layout inputs written + reloads of sinks that sit alone, P17)\n";
   out += "  tiles      " + Readable(bound.tiles) +
