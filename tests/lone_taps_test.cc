@@ -110,7 +110,10 @@ Problem LoneTapNet(std::mt19937_64& rng, bool ascend) {
   const Elements k = make.Pick({n + 2, 2 * n, 2 * n, 3 * n});
   const double mm = make.PickReal({1, 4, 10, 30}), pw = make.PickReal({0, 1, 3});
   TensorId a = make.Tensor(rows, k);
-  if (make.Coin(2)) a = make.Op(OpKind::Pointwise, {a}, rows, k, pw);
+  const bool lhs_made = make.Coin(2);
+  if (lhs_made) a = make.Op(OpKind::Pointwise, {a}, rows, k, pw);
+  // Sometimes each tap reads an LHS of its own, made by a Pointwise op (retainable into it alone).
+  const bool own_lhs = lhs_made && make.Coin(3);
   const int m = static_cast<int>(make.Pick({1, 2, 3, 4, 5, 6}));
   std::vector<TensorId> parts;
   TensorId shared = -1;
@@ -118,7 +121,14 @@ Problem LoneTapNet(std::mt19937_64& rng, bool ascend) {
     TensorId w = make.Tensor(k, cols);
     if (i > 0 && make.Coin(5)) w = shared;
     shared = w;
-    parts.push_back(make.Op(OpKind::MatMul, {a, w}, rows, cols, mm));
+    const TensorId lhs = own_lhs ? make.Op(OpKind::Pointwise, {make.Tensor(rows, k)}, rows, k, pw) : a;
+    parts.push_back(make.Op(OpKind::MatMul, {lhs, w}, rows, cols, mm));
+  }
+  // Sometimes a MatMul with K <= n among the sum's inputs (no lone tap: a prologue is legal).
+  if (make.Coin(4)) {
+    const Elements small = make.Pick({n / 2, n});
+    const TensorId lhs = make.Op(OpKind::Pointwise, {make.Tensor(rows, small)}, rows, small, pw);
+    parts.push_back(make.Op(OpKind::MatMul, {lhs, make.Tensor(small, cols)}, rows, cols, mm));
   }
   if (make.Coin(5)) parts.push_back(make.Tensor(rows, cols));
   if (make.Coin(5)) parts.push_back(make.Op(OpKind::MatMul, {make.Tensor(rows, n), make.Tensor(n, cols)}, rows, cols, mm));
@@ -180,7 +190,7 @@ int ForEachTapGrouping(const Problem& p, const std::function<void(const Evaluati
     for (Elements w : {Elements{1}, n / 2, n}) {
       for (Elements h : {Elements{1}, n / 2, n}) {
         for (Elements kk : {std::max<Elements>(1, p.chip.base_k), n}) {
-          for (int lone_shape = 0; lone_shape < 2; ++lone_shape) {
+          for (int lone_shape = 0; lone_shape < 3; ++lone_shape) {
             for (int retain = 0; retain < 2; ++retain) {
               Subgraph first;
               first.ops.assign(taps.begin(), taps.begin() + static_cast<std::ptrdiff_t>(j));
@@ -202,10 +212,23 @@ int ForEachTapGrouping(const Problem& p, const std::function<void(const Evaluati
                   continue;
                 }
                 Subgraph copy = sg;
-                if (lone_shape == 1 && std::find(taps.begin(), taps.end(), o) != taps.end()) {
+                if (lone_shape >= 1 && std::find(taps.begin(), taps.end(), o) != taps.end()) {
                   copy.granularity = {std::max<Elements>(1, n / 2), std::max<Elements>(1, n / 2), kk};
                 }
                 schedule.subgraphs.push_back(copy);
+              }
+              // lone_shape 2: every subgraph that makes a tap's LHS read by that tap alone retains
+              // it into the tap's subgraph just after it (a retained LHS, loaded by no one).
+              if (lone_shape == 2) {
+                for (size_t i = 0; i + 1 < schedule.subgraphs.size(); ++i) {
+                  const Subgraph& next = schedule.subgraphs[i + 1];
+                  for (OpId o : schedule.subgraphs[i].ops) {
+                    const TensorId t = p.ops[o].output;
+                    if (p.consumers[t].size() == 1 && next.ops.size() == 1 && p.consumers[t][0] == next.ops[0]) {
+                      schedule.subgraphs[i].retain.push_back(t);
+                    }
+                  }
+                }
               }
               const Evaluation e = EvaluateOracle(p, schedule);
               if (!e.ok()) continue;
@@ -234,7 +257,7 @@ SearchSummary ShortSearch(const Problem& problem, uint64_t seed) {
 TEST_CASE("P33: the bound is never above the oracle on sums of k-split taps (property)") {
   std::mt19937_64 rng(3333);
   int valid = 0, enumerated = 0, priced = 0, raised = 0;
-  double closest = 0;
+  double closest = 0, closest_raised = 0;
   for (int trial = 0; trial < 500; ++trial) {
     const bool ascend = trial % 2 == 0;
     const Problem p = LoneTapNet(rng, ascend);
@@ -244,8 +267,10 @@ TEST_CASE("P33: the bound is never above the oracle on sums of k-split taps (pro
     g_lone_taps = false;
     const double before = ComputeLowerBound(p).total();
     g_lone_taps = true;
-    if (bound.total() > before * (1 + 1e-9)) ++raised;
+    const bool raises = bound.total() > before * (1 + 1e-9);
+    if (raises) ++raised;
     std::vector<Schedule> schedules;
+    try {
     for (int s = 0; s < 6; ++s) {
       RandomScheduleOptions options;
       options.fuse_probability = 0.2 + 0.15 * s;
@@ -258,10 +283,14 @@ TEST_CASE("P33: the bound is never above the oracle on sums of k-split taps (pro
     testing::AppendBaselines(p, schedules);
     if (trial % 25 == 0) schedules.push_back(ShortSearch(p, 1 + trial).best);
     if (trial % 10 == 0) testing::AppendExactBest(p, schedules);
+    } catch (const std::runtime_error&) {
+      continue;  // some op fits the fast memory at no granularity alone: no valid schedule
+    }
     const auto check = [&](const Evaluation& e) {
       CHECK(e.total >= bound.total() * (1 - 1e-9));
       CHECK(e.total >= bound.lone_taps * (1 - 1e-9));
       closest = std::max(closest, bound.lone_taps / e.total);
+      if (raises) closest_raised = std::max(closest_raised, bound.total() / e.total);
     };
     for (const Schedule& schedule : schedules) {
       const Evaluation e = EvaluateOracle(p, schedule);
@@ -272,7 +301,7 @@ TEST_CASE("P33: the bound is never above the oracle on sums of k-split taps (pro
     enumerated += ForEachTapGrouping(p, check);
   }
   MESSAGE("P33 property: ", valid, " valid schedules, ", enumerated, " enumerated groupings, ", priced,
-          " problems priced, ", raised, " bounds raised, closest ", closest);
+          " problems priced, ", raised, " bounds raised, closest ", closest, " (", closest_raised, " where P33 raises it)");
   CHECK(valid > 1000);
   CHECK(enumerated > 5000);
   CHECK(priced > 100);
