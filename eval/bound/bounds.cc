@@ -727,10 +727,13 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.per_step_twins = per_step.twins;
   bound.first_in_loop_twins = per_step.first_in_loop;
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i],
-                               paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
-                               alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
+    const double value = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i],
+                                   paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
+                                   alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
+    bound.islands += value;
+    bound.island_values.push_back(value);
   }
+  bound.island_of = built.island_of;
   // P16's weights are picked by a coordinate ascent, which P21's values can lead to another end:
   // keep the better of the two (each is a bound), so that P21 never lowers it.
   bound.crossing = std::max(CrossingBound(problem, built, streaming.lines, streaming.beside_memory, alone, &per_step),

@@ -367,6 +367,10 @@ struct LowerBound {
   // sums).
   Latency islands = 0;
   int island_count = 0;
+  // Per island (P12): its value inside `islands` (their sum is `islands`), and per op its island,
+  // so that a schedule's subgraphs can be set against the value of the island they lie in.
+  std::vector<Latency> island_values;
+  std::vector<int> island_of;
   // P24: MatMuls whose per-step excess (weights streamed over k-steps that compute less) the
   // islands part counts, on a chip with a weight path (H6).
   int per_step_twins = 0;

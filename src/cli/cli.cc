@@ -296,6 +296,10 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"weight\": " + FormatNumber(bound.weight) + ",\n";
   out += "  \"islands\": " + FormatNumber(bound.islands) + ",\n";
   out += "  \"island_count\": " + std::to_string(bound.island_count) + ",\n";
+  out += "  \"island_values\": [";
+  for (size_t i = 0; i < bound.island_values.size(); ++i) out += (i > 0 ? ", " : "") + FormatNumber(bound.island_values[i]);
+  out += "],\n";
+  out += "  \"island_of\": [" + JoinIds(std::vector<int32_t>(bound.island_of.begin(), bound.island_of.end()), ", ") + "],\n";
   out += "  \"per_step_twins\": " + std::to_string(bound.per_step_twins) + ",\n";
   out += "  \"first_in_loop_twins\": " + std::to_string(bound.first_in_loop_twins) + ",\n";
   out += "  \"island_activations\": " + std::to_string(bound.island_activations) + ",\n";
