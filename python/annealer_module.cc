@@ -651,6 +651,7 @@ PYBIND11_MODULE(_core, m) {
         d["taps"] = bound.taps;
         d["sole_sums"] = bound.sole_sums;
         d["shared_sums"] = bound.shared_sums;
+        d["lone_taps"] = bound.lone_taps;
         d["island_activations"] = bound.island_activations;  // P32: a count inside `islands`
         d["weight"] = bound.weight;
         return d;

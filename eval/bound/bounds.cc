@@ -17,6 +17,7 @@
 #include "eval/bound/islands.h"
 #include "eval/bound/recompute.h"
 #include "eval/bound/sums.h"
+#include "eval/bound/lone_taps.h"
 #include "eval/bound/shared_sums.h"
 #include "eval/bound/sole_sums.h"
 #include "eval/bound/activations.h"
@@ -704,6 +705,13 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const std::vector<double> island_shared = by_island(shared.value, !taps.priced.empty(), [&](const std::vector<OpId>& ops) {
     return SharedSumValue(problem, taps, ops).value;
   });
+  // P33, whole and island by island (every subgraph lies in one island, its claims are per
+  // subgraph).
+  const LoneTaps lone_taps = LoneTapFloor(problem, tile_modes);
+  bound.lone_taps = lone_taps.value;
+  bound.lone_tap_sums = lone_taps.sums;
+  const std::vector<double> island_lone = by_island(lone_taps.value, lone_taps.sums > 0,
+                                                    [&](const std::vector<OpId>& ops) { return lone_taps.Value(ops); });
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);
@@ -722,7 +730,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.island_of = built.island_of;
   bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {
-    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i],
+    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
     bound.islands += bound.island_values[i];

@@ -324,6 +324,13 @@
 //     retain, P12's form of I counts at most a C_U + (1 - a - b) T_U / B inside chains, so s served
 //     islands cost at least s any / B less that, plus P16's unserved loads and write, in place of
 //     P16's s instances. eval/bound/recompute.h.
+//  P33 (T1, T2, H5, P7, P3, P5, V5, V8, V9, V11, G3, W, W1, W4, H1-H4, R1, R3, R5, M1, M2, D2)
+//     Taps that sit alone: a Pointwise s (mode T only) summing MatMuls x with K > n, RHS a graph
+//     input, LHS a graph input or Pointwise-made, outputs read by s alone. In s's first subgraph
+//     S1 each x is fused (P23's tiles), found retained from the subgraph just before (at most one:
+//     that subgraph is {x}) or loaded, and then written before by an instance without s, which
+//     is {x} alone (V5, V11) and costs at least max(c_x, its memory at native tiles), prefetch or
+//     not. Lines a c_o + (1 - a) own loads per op, best a. eval/bound/lone_taps.h.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -372,6 +379,10 @@ struct LowerBound {
   // sums).
   Latency islands = 0;
   int island_count = 0;
+  // Per island (P12): its value inside `islands` (their sum is `islands`), and per op its island,
+  // so that a schedule's subgraphs can be set against the value of the island they lie in.
+  std::vector<Latency> island_values;
+  std::vector<int> island_of;
   // P24: MatMuls whose per-step excess (weights streamed over k-steps that compute less) the
   // islands part counts, on a chip with a weight path (H6).
   int per_step_twins = 0;
@@ -422,10 +433,11 @@ struct LowerBound {
   // `crossing`.
   Latency recompute = 0;
   int recompute_count = 0;  // the crossing tensors priced so
-  // P12's islands: per op its island, per island its value in the islands part (the largest of
-  // its compute, traffic and the parts priced island by island); they sum to `islands`.
-  std::vector<int> island_of;
-  std::vector<double> island_values;
+  // P33: per op a x compute + (1 - a) x its own loads, plus for each sum of taps that sit alone
+  // when it leaves them out (K > n, LHS a graph input or Pointwise-made) what its first subgraph's
+  // tiles and the lone taps' own subgraphs must pay; best a.
+  Latency lone_taps = 0;
+  int lone_tap_sums = 0;  // the sums priced so
   // P32: tensors too large to retain whose write (and loads, unless P19 streams them) one
   // island's P14 lines claim beside their own (inside `islands`, no part of its own).
   int island_activations = 0;
@@ -445,6 +457,7 @@ struct LowerBound {
     if (taps > best) best = taps;
     if (sole_sums > best) best = sole_sums;
     if (shared_sums > best) best = shared_sums;
+    if (lone_taps > best) best = lone_taps;
     return best;
   }
 };

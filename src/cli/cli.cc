@@ -218,6 +218,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_taps\": " + FormatNumber(bound.taps) + ",\n";
   out += "  \"lower_bound_sole_sums\": " + FormatNumber(bound.sole_sums) + ",\n";
   out += "  \"lower_bound_shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
+  out += "  \"lower_bound_lone_taps\": " + FormatNumber(bound.lone_taps) + ",\n";
   out += "  \"lower_bound_island_activations\": " + std::to_string(bound.island_activations) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
@@ -296,6 +297,10 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"weight\": " + FormatNumber(bound.weight) + ",\n";
   out += "  \"islands\": " + FormatNumber(bound.islands) + ",\n";
   out += "  \"island_count\": " + std::to_string(bound.island_count) + ",\n";
+  out += "  \"island_values\": [";
+  for (size_t i = 0; i < bound.island_values.size(); ++i) out += (i > 0 ? ", " : "") + FormatNumber(bound.island_values[i]);
+  out += "],\n";
+  out += "  \"island_of\": [" + JoinIds(std::vector<int32_t>(bound.island_of.begin(), bound.island_of.end()), ", ") + "],\n";
   out += "  \"per_step_twins\": " + std::to_string(bound.per_step_twins) + ",\n";
   out += "  \"first_in_loop_twins\": " + std::to_string(bound.first_in_loop_twins) + ",\n";
   out += "  \"island_activations\": " + std::to_string(bound.island_activations) + ",\n";
@@ -314,11 +319,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"sole_sum_count\": " + std::to_string(bound.sole_sum_count) + ",\n";
   out += "  \"shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
   out += "  \"shared_sum_count\": " + std::to_string(bound.shared_sum_count) + ",\n";
-  out += "  \"island_of\": [";
-  for (size_t i = 0; i < bound.island_of.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(bound.island_of[i]);
-  out += "],\n  \"island_values\": [";
-  for (size_t i = 0; i < bound.island_values.size(); ++i) out += (i > 0 ? ", " : "") + FormatNumber(bound.island_values[i]);
-  out += "],\n";
+  out += "  \"lone_taps\": " + FormatNumber(bound.lone_taps) + ",\n";
+  out += "  \"lone_tap_sums\": " + std::to_string(bound.lone_tap_sums) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -367,7 +369,10 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  sole sums  " + Readable(bound.sole_sums) + "  (P25 with " + std::to_string(bound.sole_sum_count) +
          " output shapes of one priced sum each at their subgraphs' larger weight, not a mix, P28)\n";
   out += "  shared sums " + Readable(bound.shared_sums) + "  (P28 with " + std::to_string(bound.shared_sum_count) +
-         " output shapes of 2-4 priced sums priced by which sums share a subgraph, P29)\n\n";
+         " output shapes of 2-4 priced sums priced by which sums share a subgraph, P29)\n";
+  out += "  lone taps  " + Readable(bound.lone_taps) + "  (a x compute + (1-a) x own loads, + what " +
+         std::to_string(bound.lone_tap_sums) +
+         " sums of K > n taps cost their first subgraph's tiles and the taps that then sit alone, P33)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
