@@ -335,3 +335,56 @@ TEST_CASE("cost cache: a traversal's key words decode to the traversal, and the 
 
 }  // namespace
 }  // namespace annealer
+
+namespace annealer {
+namespace {
+
+TEST_CASE("cost cache shapes: keys longer than an arena block, across flushes, stay exact") {
+  // A shard keeps its shapes in blocks of 2^15 words; a key longer than that (a random order of
+  // 36,864 tiles: a word per tile) gets a block of its own, and a flush keeps the blocks for the
+  // next generation. Long and short keys in turn, under a budget that flushes a shard at every
+  // insert and one that keeps everything: every answer is CostSubgraph's, and a copy of a long
+  // context met again without a flush is answered by its shape.
+  Problem one;
+  one.native = 4;
+  one.fast_memory_capacity = 1 << 20;
+  one.slow_memory_bandwidth = 2;
+  one.tensors = {{192, 192}, {192, 192}};
+  one.ops = {{OpKind::Pointwise, {0}, 1, 3.0}};
+  REQUIRE(one.Finalize().empty());
+  const Problem two = Copies(one, 2);
+  std::mt19937_64 rng(5);
+  std::vector<Subgraph> contexts;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<int64_t> order(192 * 192);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    contexts.push_back({{0}, Granularity{1, 1, 1}, order, {}});
+  }
+  for (Elements side : {4, 8, 16, 64}) contexts.push_back({{0}, Granularity{side, side, 1}, std::nullopt, {}});
+  std::vector<SubgraphResult> direct;
+  for (const Subgraph& s : contexts) direct.push_back(CostSubgraph(two, s, {}));
+  REQUIRE(direct[0].ok());
+  for (std::size_t budget : {std::size_t{16}, std::size_t{1} << 10}) {
+    INFO("budget " << budget);
+    CostCache cache(budget);
+    for (int round = 0; round < 60; ++round) {
+      const size_t i = rng() % contexts.size();
+      for (int c = 0; c < 2; ++c) {
+        const Subgraph moved = Shifted(contexts[i], one, c);
+        const uint64_t misses = cache.stats().misses;
+        SubgraphReport report;
+        REQUIRE(cache.LookupValid(two, moved, {}, report) == direct[i].ok());
+        if (direct[i].ok()) CHECK(report == direct[i].report);
+        // Copy 1 right after copy 0: the same shape, in the shard copy 0 just left it in.
+        if (c == 1) CHECK(cache.stats().misses == misses);
+      }
+    }
+    const CacheStats stats = cache.stats();
+    if (budget > 16) CHECK(stats.misses == contexts.size());
+    CHECK(stats.hits + stats.misses == 120);
+  }
+}
+
+}  // namespace
+}  // namespace annealer

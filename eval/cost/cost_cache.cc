@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 #include "eval/cost/context_reuse.h"
 #include "eval/cost/hash_mix.h"
@@ -457,6 +458,109 @@ class SpinLock {
 
 }  // namespace
 
+namespace {
+
+// A shape's record in a shard's arena, in consecutive words: this header (the key's length and
+// the verdict, then the report), then the key's words.
+struct ShapeRecord {
+  uint64_t words;  // the key's length
+  Verdict verdict;
+  SubgraphReport report;
+  const uint64_t* key() const { return reinterpret_cast<const uint64_t*>(this + 1); }
+  bool Matches(const std::vector<uint64_t>& other) const {
+    return words == other.size() && std::memcmp(key(), other.data(), words * sizeof(uint64_t)) == 0;
+  }
+};
+static_assert(sizeof(ShapeRecord) % sizeof(uint64_t) == 0 && alignof(ShapeRecord) <= alignof(uint64_t));
+static_assert(std::is_trivially_copyable_v<ShapeRecord>);
+constexpr size_t kShapeHeaderWords = sizeof(ShapeRecord) / sizeof(uint64_t);
+
+// A shard's shape records, appended into blocks of words that a flush keeps for the next
+// generation (no allocation per shape, none freed per flush). A record never spans two blocks;
+// one longer than a block gets a block of its own.
+class ShapeArena {
+ public:
+  const ShapeRecord* Add(const std::vector<uint64_t>& key, Verdict verdict, const SubgraphReport& report) {
+    const size_t need = kShapeHeaderWords + key.size();
+    while (current_ < blocks_.size() && fill_ + need > blocks_[current_].size) {
+      ++current_;
+      fill_ = 0;
+    }
+    if (current_ == blocks_.size()) {
+      const size_t size = std::max(kBlockWords, need);
+      blocks_.push_back({std::make_unique<uint64_t[]>(size), size});
+      fill_ = 0;
+    }
+    uint64_t* at = blocks_[current_].words.get() + fill_;
+    fill_ += need;
+    ShapeRecord header{key.size(), verdict, report};
+    std::memcpy(at, &header, sizeof(header));
+    std::memcpy(at + kShapeHeaderWords, key.data(), key.size() * sizeof(uint64_t));
+    return reinterpret_cast<const ShapeRecord*>(at);
+  }
+  void Clear() {
+    current_ = 0;
+    fill_ = 0;
+  }
+
+ private:
+  static constexpr size_t kBlockWords = size_t{1} << 15;  // 256 KB
+  struct Block {
+    std::unique_ptr<uint64_t[]> words;
+    size_t size;
+  };
+  std::vector<Block> blocks_;
+  size_t current_ = 0;  // the block being filled
+  size_t fill_ = 0;     // words used in it
+};
+
+// Open addressing, linear probing, over (hash, record) slots: a probe reads a record only when
+// the whole hash matches, and goes from the slot straight to the record. Never deleted from (a
+// flush clears everything), so probing needs no tombstones. Kept at most half full.
+class ShapeSlots {
+ public:
+  const ShapeRecord* Find(uint64_t hash, const std::vector<uint64_t>& key) const {
+    if (slots_.empty()) return nullptr;
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash & mask;; i = (i + 1) & mask) {
+      const Slot& slot = slots_[i];
+      if (slot.record == nullptr) return nullptr;
+      if (slot.hash == hash && slot.record->Matches(key)) return slot.record;
+    }
+  }
+  void Add(uint64_t hash, const ShapeRecord* record) {
+    if (2 * (count_ + 1) > slots_.size()) {
+      std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
+      old.swap(slots_);
+      for (const Slot& slot : old) {
+        if (slot.record != nullptr) Place(slot);
+      }
+    }
+    Place({hash, record});
+    ++count_;
+  }
+  void Clear() {
+    std::fill(slots_.begin(), slots_.end(), Slot{});
+    count_ = 0;
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    const ShapeRecord* record = nullptr;  // null: empty
+  };
+  void Place(const Slot& slot) {
+    const size_t mask = slots_.size() - 1;
+    size_t i = slot.hash & mask;
+    while (slots_[i].record != nullptr) i = (i + 1) & mask;
+    slots_[i] = slot;
+  }
+  std::vector<Slot> slots_;
+  size_t count_ = 0;
+};
+
+}  // namespace
+
 struct alignas(64) CostCache::Shard {
   struct Entry {
     uint64_t hash;
@@ -540,40 +644,37 @@ struct alignas(64) CostCache::Shard {
 
   // The shapes of priced contexts (see BuildShapeKey): a valid one answers for every context of
   // that shape; a failed one only says that such a context fails (the words of a violation
-  // name ids). Indexed like `entries`, in their own slots.
-  struct ShapeEntry {
-    uint64_t hash;
-    std::vector<uint64_t> key;  // the traversal's words included
-    Verdict verdict;
-    SubgraphReport report;
-  };
-  std::vector<ShapeEntry> shape_entries;
-  SlotIndex shape_index;
+  // name ids). Each is one record in the shard's arena (ShapeArena): its verdict and report,
+  // then its key's words, so that a hit reads one run of consecutive lines after its slot (a
+  // key kept in its own heap block was a third dependent miss per hit, and a malloc per shape
+  // priced). Indexed by ShapeSlots.
+  ShapeArena shape_arena;
+  ShapeSlots shape_index;
+  size_t shape_count = 0;
 
-  const ShapeEntry* FindShape(uint64_t hash, const std::vector<uint64_t>& key) const {
-    const int64_t i = shape_index.Find(hash, [&](uint32_t e) {
-      const ShapeEntry& entry = shape_entries[e];
-      return entry.hash == hash && entry.key == key;
-    });
-    return i < 0 ? nullptr : &shape_entries[i];
+  const ShapeRecord* FindShape(uint64_t hash, const std::vector<uint64_t>& key) const {
+    return shape_index.Find(hash, key);
   }
 
   // Both kinds of entries share the shard's budget; a full shard is emptied whole.
   void FlushIfFull(size_t budget) {
-    if (entries.size() + shape_entries.size() >= budget) Clear();
+    if (entries.size() + shape_count >= budget) Clear();
   }
   void Clear() {
     entries.clear();
     violations.clear();
     index.Clear();
-    shape_entries.clear();
+    shape_arena.Clear();
     shape_index.Clear();
+    shape_count = 0;
   }
 
-  void InsertShape(ShapeEntry entry, size_t budget) {
+  void InsertShape(uint64_t hash, const std::vector<uint64_t>& key, Verdict verdict,
+                   const SubgraphReport& report, size_t budget) {
     FlushIfFull(budget);
-    shape_entries.push_back(std::move(entry));
-    shape_index.Add(shape_entries.size(), [&](uint32_t i) { return shape_entries[i].hash; });
+    const ShapeRecord* record = shape_arena.Add(key, verdict, report);
+    shape_index.Add(hash, record);
+    ++shape_count;
   }
 
   void Insert(Entry entry, const Violation& violation, size_t budget) {
@@ -870,7 +971,7 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(const Problem& problem,
   Verdict verdict = Verdict::kValid;
   {
     std::lock_guard lock(shard.mutex);
-    if (const Shard::ShapeEntry* e = shard.FindShape(shape_hash, shape_key)) {
+    if (const ShapeRecord* e = shard.FindShape(shape_hash, shape_key)) {
       found = true;
       verdict = e->verdict;
       report = e->report;
@@ -885,7 +986,7 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(const Problem& problem,
     report = priced_result.report;
     std::lock_guard lock(shard.mutex);
     if (!shard.FindShape(shape_hash, shape_key)) {
-      shard.InsertShape({shape_hash, shape_key, verdict, report}, entries_per_shard_);
+      shard.InsertShape(shape_hash, shape_key, verdict, report, entries_per_shard_);
     }
   }
   return verdict == Verdict::kValid ? ShapeAnswer::kValid : ShapeAnswer::kFails;
@@ -1075,7 +1176,7 @@ CacheStats CostCache::stats() const {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mutex);
     stats.entries += shard.entries.size();
-    stats.shape_entries += shard.shape_entries.size();
+    stats.shape_entries += shard.shape_count;
   }
   std::lock_guard lock(counters_mutex_);
   for (const auto& block : counter_blocks_) {
