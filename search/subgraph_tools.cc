@@ -272,11 +272,23 @@ SubgraphResult SubgraphPricer::Price(const Subgraph& subgraph,
   return CostSubgraph(problem_, subgraph, retained_in);
 }
 
+bool SubgraphPricer::PrepareLatency(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
+                                    ValidTicket& ticket) const {
+  if (cache_ == nullptr) return false;
+  cache_->PrepareValid(problem_, subgraph, retained_in, ticket);
+  return true;
+}
+
+void SubgraphPricer::PrefetchRecord(const ValidTicket& ticket) const {
+  if (cache_ != nullptr) cache_->PrefetchRecord(ticket);
+}
+
 std::optional<Latency> SubgraphPricer::PriceLatency(const Subgraph& subgraph,
-                                                    const std::vector<TensorId>& retained_in) const {
+                                                    const std::vector<TensorId>& retained_in,
+                                                    const ValidTicket* ticket) const {
   if (cache_ != nullptr) {
     SubgraphReport report;
-    if (!cache_->LookupValid(problem_, subgraph, retained_in, report)) return std::nullopt;
+    if (!cache_->LookupValid(problem_, subgraph, retained_in, report, ticket)) return std::nullopt;
     return report.latency;
   }
   const SubgraphResult result = CostSubgraph(problem_, subgraph, retained_in);
@@ -543,6 +555,17 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   };
   thread_local std::vector<Priced> memo;
   memo.clear();
+  // The candidates of a descent round prepared for pricing (SubgraphPricer::PrepareLatency):
+  // tickets[i] is prepared_keys[i]'s context, i < prepared.
+  thread_local std::vector<ValidTicket> tickets;
+  thread_local std::vector<Key> prepared_keys;
+  size_t prepared = 0;
+  auto ticket_of = [&](const Key& key) -> const ValidTicket* {
+    for (size_t i = 0; i < prepared; ++i) {
+      if (prepared_keys[i] == key) return &tickets[i];
+    }
+    return nullptr;
+  };
   const ScopedPricingStop pricing_stop(stop);
   auto price_uncached = [&](const Key& key) -> std::optional<Latency> {
     std::optional<Latency> latency;
@@ -550,7 +573,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     scratch.granularity = {key.w, key.h, key.k};
     scratch.traversal.swap(slot.order);
     try {
-      latency = pricer.PriceLatency(scratch, retained_in);
+      latency = pricer.PriceLatency(scratch, retained_in, ticket_of(key));
     } catch (const PricingCancelled&) {
       // Out of time inside a step-by-step pricing: the candidate counts as not priced, and
       // the loops below see `stop` and return the best found so far.
@@ -564,20 +587,23 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     }
     return nullptr;
   };
+  // A named traversal whose order is raster's on this grid (one row or one column, where every
+  // pattern walks the tiles in index order) prices as raster does: pricing reads nothing of a
+  // traversal but its order. Such grids are common on a network (a tensor no wider than native
+  // is one column); each would otherwise be priced anew as an explicit order.
+  auto priced_as = [&](const Key& key) {
+    Key as = key;
+    if (key.t != 0) {
+      const int64_t rows = CeilDiv(sink_shape.height, key.h), cols = CeilDiv(sink_shape.width, key.w);
+      if (IsIndexOrder(kAllTraversalPatterns[key.t], rows, cols)) as.t = 0;
+    }
+    return as;
+  };
   auto price = [&](const Key& key) -> std::optional<Latency> {
     if (const Priced* p = recalled(key)) return p->latency;
     std::optional<Latency> latency;
     if (traversal_allowed(key) && !too_fine(key)) {
-      // A named traversal whose order is raster's on this grid (one row or one column, where
-      // every pattern walks the tiles in index order) prices as raster does: pricing reads
-      // nothing of a traversal but its order. Such grids are common on a network (a tensor no
-      // wider than native is one column); each would otherwise be priced anew as an explicit
-      // order.
-      Key as = key;
-      if (key.t != 0) {
-        const int64_t rows = CeilDiv(sink_shape.height, key.h), cols = CeilDiv(sink_shape.width, key.w);
-        if (IsIndexOrder(kAllTraversalPatterns[key.t], rows, cols)) as.t = 0;
-      }
+      const Key as = priced_as(key);
       if (as == key) {
         latency = price_uncached(key);
       } else if (const Priced* p = recalled(as)) {
@@ -589,6 +615,23 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     }
     memo.push_back({key, latency});
     return latency;
+  };
+  // Prepares the context `price(key)` would look up, if it would look one up (the conditions
+  // of price and price_uncached), unless it is prepared already.
+  auto prepare = [&](const Key& key) {
+    if (recalled(key) || !traversal_allowed(key) || too_fine(key)) return;
+    const Key as = priced_as(key);
+    if ((as != key && recalled(as)) || ticket_of(as) != nullptr) return;
+    if (prepared == tickets.size()) {
+      tickets.emplace_back();
+      prepared_keys.emplace_back();
+    }
+    TraversalSlot& slot = traversal_slot(as);
+    scratch.granularity = {as.w, as.h, as.k};
+    scratch.traversal.swap(slot.order);
+    const bool ok = pricer.PrepareLatency(scratch, retained_in, tickets[prepared]);
+    scratch.traversal.swap(slot.order);
+    if (ok) prepared_keys[prepared++] = as;
   };
 
   // The start's pattern: the index of the named order its traversal is on the grid of its
@@ -747,6 +790,11 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     for (int t = 0; t < num_traversals; ++t) {
       if (t != c.t) add(c.w, c.h, c.k, t);
     }
+    // The round's lookups are independent: their keys are derived first and the table lines
+    // they read are fetched together (the slots, then the records the slots name), instead of
+    // one lookup waiting for its slot and then its record before the next starts.
+    for (const Key& key : neighbours) prepare(key);
+    for (size_t i = 0; i < prepared; ++i) pricer.PrefetchRecord(tickets[i]);
     Key next = current;
     Latency next_latency = *best;
     for (const Key& key : neighbours) {
@@ -756,6 +804,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
         next_latency = *latency;
       }
     }
+    prepared = 0;
     if (next == current) break;
     current = next;
     best = next_latency;

@@ -388,3 +388,63 @@ TEST_CASE("cost cache shapes: keys longer than an arena block, across flushes, s
 
 }  // namespace
 }  // namespace annealer
+
+namespace annealer {
+namespace {
+
+TEST_CASE("cost cache shapes: LookupValid with a prepared ticket answers as without it") {
+  // PrepareValid derives a context's key ahead and prefetches (ValidTicket); a batch of contexts
+  // prepared first, their records prefetched, then looked up with their tickets, must get
+  // CostSubgraph's verdict and report, and leave the cache counting what a cache asked without
+  // tickets counts.
+  std::mt19937_64 rng(4242);
+  RandomScheduleOptions options;
+  options.max_steps = 512;
+  const Problem one = RandomProblem(rng, DagShape::kMixed, {.min_ops = 6, .max_ops = 12});
+  const Problem three = Copies(one, 3);
+  CostCache with(1 << 12), without(1 << 12);
+  int checked = 0, valid = 0, shape_hits = 0;
+  for (int round = 0; round < 150; ++round) {
+    const Schedule schedule = RandomSchedule(one, rng, options);
+    std::vector<TensorId> retained_in;
+    for (const Subgraph& s : schedule.subgraphs) {
+      // One context at several settings, in one of the copies: a fit's batch.
+      const int c = static_cast<int>(rng() % 3);
+      const std::vector<TensorId> in = Shifted(retained_in, one, c);
+      std::vector<Subgraph> batch;
+      for (int variant = 0; variant < 6; ++variant) {
+        Subgraph sub = s;
+        if (variant > 0) RandomizeSettings(one, sub, rng, options);
+        batch.push_back(Shifted(sub, one, c));
+      }
+      std::vector<ValidTicket> tickets(batch.size());
+      for (size_t i = 0; i < batch.size(); ++i) with.PrepareValid(three, batch[i], in, tickets[i]);
+      for (const ValidTicket& ticket : tickets) with.PrefetchRecord(ticket);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const SubgraphResult direct = CostSubgraph(three, batch[i], in);
+        SubgraphReport by_ticket, plain;
+        REQUIRE(with.LookupValid(three, batch[i], in, by_ticket, &tickets[i]) == direct.ok());
+        REQUIRE(without.LookupValid(three, batch[i], in, plain) == direct.ok());
+        if (direct.ok()) {
+          CHECK(by_ticket == direct.report);
+          CHECK(plain == direct.report);
+          ++valid;
+        }
+        ++checked;
+      }
+      retained_in = s.retain;
+    }
+  }
+  const CacheStats a = with.stats(), b = without.stats();
+  CHECK(a.hits == b.hits);
+  CHECK(a.misses == b.misses);
+  CHECK(a.shape_hits == b.shape_hits);
+  shape_hits = static_cast<int>(a.shape_hits);
+  MESSAGE(checked << " lookups, " << valid << " valid, " << shape_hits << " answered by shape");
+  CHECK(checked > 3000);
+  CHECK(valid > checked / 4);
+  CHECK(shape_hits > checked / 10);
+}
+
+}  // namespace
+}  // namespace annealer

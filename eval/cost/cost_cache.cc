@@ -1,6 +1,7 @@
 #include "eval/cost/cost_cache.h"
 
 #include <algorithm>
+#include <cassert>
 #include <array>
 #include <cstring>
 #include <mutex>
@@ -488,7 +489,7 @@ class ShapeArena {
     }
     if (current_ == blocks_.size()) {
       const size_t size = std::max(kBlockWords, need);
-      blocks_.push_back({std::make_unique<uint64_t[]>(size), size});
+      blocks_.push_back({std::make_unique_for_overwrite<uint64_t[]>(size), size});  // no zeroing: every word is written before it is read
       fill_ = 0;
     }
     uint64_t* at = blocks_[current_].words.get() + fill_;
@@ -517,45 +518,91 @@ class ShapeArena {
 // Open addressing, linear probing, over (hash, record) slots: a probe reads a record only when
 // the whole hash matches, and goes from the slot straight to the record. Never deleted from (a
 // flush clears everything), so probing needs no tombstones. Kept at most half full.
+// Find, Add and Clear run under the shard's lock. Prefetch runs without it: it only reads the
+// current table's slots (atomics, relaxed: a torn or stale pair only misdirects a prefetch) and
+// issues prefetches, which never fault. So that it never reads freed memory, a table replaced
+// by a larger one is kept until the index is destroyed (together they are at most as large as
+// the current one).
 class ShapeSlots {
  public:
   const ShapeRecord* Find(uint64_t hash, const std::vector<uint64_t>& key) const {
-    if (slots_.empty()) return nullptr;
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = hash & mask;; i = (i + 1) & mask) {
-      const Slot& slot = slots_[i];
-      if (slot.record == nullptr) return nullptr;
-      if (slot.hash == hash && slot.record->Matches(key)) return slot.record;
+    const Table* table = table_.load(std::memory_order_relaxed);
+    if (table == nullptr) return nullptr;
+    for (size_t i = hash & table->mask;; i = (i + 1) & table->mask) {
+      const Slot& slot = table->slots[i];
+      const ShapeRecord* record = slot.record.load(std::memory_order_relaxed);
+      if (record == nullptr) return nullptr;
+      if (slot.hash.load(std::memory_order_relaxed) == hash && record->Matches(key)) return record;
     }
   }
   void Add(uint64_t hash, const ShapeRecord* record) {
-    if (2 * (count_ + 1) > slots_.size()) {
-      std::vector<Slot> old(std::max<size_t>(64, 2 * slots_.size()));
-      old.swap(slots_);
-      for (const Slot& slot : old) {
-        if (slot.record != nullptr) Place(slot);
+    const Table* table = table_.load(std::memory_order_relaxed);
+    const size_t size = table == nullptr ? 0 : table->mask + 1;
+    if (2 * (count_ + 1) > size) {
+      auto grown = std::make_unique<Table>(std::max<size_t>(64, 2 * size));
+      if (table != nullptr) {
+        for (size_t i = 0; i < size; ++i) {
+          const ShapeRecord* r = table->slots[i].record.load(std::memory_order_relaxed);
+          if (r != nullptr) Place(*grown, table->slots[i].hash.load(std::memory_order_relaxed), r);
+        }
       }
+      // Published with release: an unlocked reader that sees the new table sees its slots.
+      table_.store(grown.get(), std::memory_order_release);
+      tables_.push_back(std::move(grown));
     }
-    Place({hash, record});
+    Place(*tables_.back(), hash, record);
     ++count_;
   }
   void Clear() {
-    std::fill(slots_.begin(), slots_.end(), Slot{});
+    if (const Table* table = table_.load(std::memory_order_relaxed)) {
+      for (size_t i = 0; i <= table->mask; ++i) {
+        table->slots[i].record.store(nullptr, std::memory_order_relaxed);
+        table->slots[i].hash.store(0, std::memory_order_relaxed);
+      }
+    }
     count_ = 0;
+  }
+  // Without the shard's lock (see above): prefetches `hash`'s first slot when `records` is
+  // false; else reads the slots from there on and prefetches the first two lines of the first
+  // record whose hash matches (what Find will read).
+  void Prefetch(uint64_t hash, bool records) const {
+    const Table* table = table_.load(std::memory_order_acquire);
+    if (table == nullptr) return;
+    size_t i = hash & table->mask;
+    if (!records) {
+      __builtin_prefetch(&table->slots[i]);
+      return;
+    }
+    for (int probes = 0; probes < 8; ++probes, i = (i + 1) & table->mask) {
+      const Slot& slot = table->slots[i];
+      const ShapeRecord* record = slot.record.load(std::memory_order_relaxed);
+      if (record == nullptr) return;
+      if (slot.hash.load(std::memory_order_relaxed) == hash) {
+        __builtin_prefetch(record);
+        __builtin_prefetch(reinterpret_cast<const char*>(record) + 64);
+        return;
+      }
+    }
   }
 
  private:
   struct Slot {
-    uint64_t hash = 0;
-    const ShapeRecord* record = nullptr;  // null: empty
+    std::atomic<uint64_t> hash{0};
+    std::atomic<const ShapeRecord*> record{nullptr};  // null: empty
   };
-  void Place(const Slot& slot) {
-    const size_t mask = slots_.size() - 1;
-    size_t i = slot.hash & mask;
-    while (slots_[i].record != nullptr) i = (i + 1) & mask;
-    slots_[i] = slot;
+  struct Table {
+    explicit Table(size_t size) : mask(size - 1), slots(new Slot[size]) {}
+    const size_t mask;
+    const std::unique_ptr<Slot[]> slots;
+  };
+  static void Place(Table& table, uint64_t hash, const ShapeRecord* record) {
+    size_t i = hash & table.mask;
+    while (table.slots[i].record.load(std::memory_order_relaxed) != nullptr) i = (i + 1) & table.mask;
+    table.slots[i].hash.store(hash, std::memory_order_relaxed);
+    table.slots[i].record.store(record, std::memory_order_relaxed);
   }
-  std::vector<Slot> slots_;
+  std::atomic<const Table*> table_{nullptr};
+  std::vector<std::unique_ptr<Table>> tables_;  // the current one last
   size_t count_ = 0;
 };
 
@@ -960,12 +1007,28 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(const Problem& problem,
                                                 const Subgraph& subgraph,
                                                 const std::vector<TensorId>& retained_in,
                                                 SubgraphReport& report, SubgraphResult& priced_result,
-                                                bool& priced) {
+                                                bool& priced, const ValidTicket* ticket) {
   priced = false;
   thread_local ShapeScratch scratch;
-  thread_local std::vector<uint64_t> shape_key;
-  if (!BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, shape_key)) return ShapeAnswer::kNoShape;
-  const uint64_t shape_hash = HashWords(shape_key);
+  thread_local std::vector<uint64_t> built_key;
+  uint64_t shape_hash;
+  const std::vector<uint64_t>* key = &built_key;
+  if (ticket != nullptr) {
+#ifndef NDEBUG
+    {  // The caller's promise (see ValidTicket), checked in debug builds.
+      std::vector<uint64_t> check;
+      const bool has = BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, check);
+      assert(has == ticket->has_shape && (!has || check == ticket->key));
+    }
+#endif
+    if (!ticket->has_shape) return ShapeAnswer::kNoShape;
+    key = &ticket->key;
+    shape_hash = ticket->hash;
+  } else {
+    if (!BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, built_key)) return ShapeAnswer::kNoShape;
+    shape_hash = HashWords(built_key);
+  }
+  const std::vector<uint64_t>& shape_key = *key;
   Shard& shard = shards_[shape_hash >> 60];
   bool found = false;
   Verdict verdict = Verdict::kValid;
@@ -1117,7 +1180,8 @@ void CostCache::ResolveBehindFront(FrontTable& local, const Problem& problem,
 }
 
 bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
-                            const std::vector<TensorId>& retained_in, SubgraphReport& report) {
+                            const std::vector<TensorId>& retained_in, SubgraphReport& report,
+                            const ValidTicket* ticket) {
   FrontTable& local = BoundFront(problem);
   FrontKey key;
   if (key.Build(subgraph, retained_in)) {
@@ -1127,11 +1191,28 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
       return true;
     }
   }
-  return ResolveValid(local, problem, subgraph, retained_in, report);
+  return ResolveValid(local, problem, subgraph, retained_in, report, ticket);
+}
+
+void CostCache::PrepareValid(const Problem& problem, const Subgraph& subgraph,
+                             const std::vector<TensorId>& retained_in, ValidTicket& ticket) {
+  FrontTable& local = BoundFront(problem);
+  FrontKey key;
+  if (key.Build(subgraph, retained_in)) local.Prefetch(key.Hash());
+  thread_local ShapeScratch scratch;
+  ticket.has_shape = BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, ticket.key);
+  if (!ticket.has_shape) return;
+  ticket.hash = HashWords(ticket.key);
+  shards_[ticket.hash >> 60].shape_index.Prefetch(ticket.hash, false);
+}
+
+void CostCache::PrefetchRecord(const ValidTicket& ticket) const {
+  if (ticket.has_shape) shards_[ticket.hash >> 60].shape_index.Prefetch(ticket.hash, true);
 }
 
 bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
-                             const std::vector<TensorId>& retained_in, SubgraphReport& report) {
+                             const std::vector<TensorId>& retained_in, SubgraphReport& report,
+                             const ValidTicket* ticket) {
   thread_local SubgraphResult full;
   bool priced = false;
   ShapeAnswer answer;
@@ -1139,7 +1220,7 @@ bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Su
     // A failure priced here is kept by its shape only (verdict and report), and `full` is
     // dropped: its words are never read.
     const ViolationWordsOff no_words;
-    answer = AnswerByShape(problem, subgraph, retained_in, report, full, priced);
+    answer = AnswerByShape(problem, subgraph, retained_in, report, full, priced, ticket);
   }
   if (answer == ShapeAnswer::kNoShape) {
     LookupExact(local, problem, subgraph, retained_in, false, full);
