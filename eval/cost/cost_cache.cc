@@ -562,14 +562,14 @@ class ShapeSlots {
     }
     count_ = 0;
   }
-  // Without the shard's lock (see above): prefetches `hash`'s first slot when `records` is
-  // false; else reads the slots from there on and prefetches the first two lines of the first
-  // record whose hash matches (what Find will read).
-  void Prefetch(uint64_t hash, bool records) const {
+  // Without the shard's lock (see above): prefetches `hash`'s first slot when `key_words` is 0;
+  // else reads the slots from there on and prefetches the lines of the first record whose hash
+  // matches, as long as a record of a `key_words`-word key (what Find will read to compare).
+  void Prefetch(uint64_t hash, size_t key_words) const {
     const Table* table = table_.load(std::memory_order_acquire);
     if (table == nullptr) return;
     size_t i = hash & table->mask;
-    if (!records) {
+    if (key_words == 0) {
       __builtin_prefetch(&table->slots[i]);
       return;
     }
@@ -578,8 +578,11 @@ class ShapeSlots {
       const ShapeRecord* record = slot.record.load(std::memory_order_relaxed);
       if (record == nullptr) return;
       if (slot.hash.load(std::memory_order_relaxed) == hash) {
-        __builtin_prefetch(record);
-        __builtin_prefetch(reinterpret_cast<const char*>(record) + 64);
+        const char* begin = reinterpret_cast<const char*>(record);
+        // (At most 16 lines: a longer key's compare streams, and the hardware follows it.)
+        const char* end = reinterpret_cast<const char*>(record->key() + std::min<size_t>(key_words, 120));
+        for (const char* line = begin; line < end; line += 64) __builtin_prefetch(line);
+        __builtin_prefetch(end - 1);  // the last line, when the record does not start on a line
         return;
       }
     }
@@ -1203,11 +1206,11 @@ void CostCache::PrepareValid(const Problem& problem, const Subgraph& subgraph,
   ticket.has_shape = BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, ticket.key);
   if (!ticket.has_shape) return;
   ticket.hash = HashWords(ticket.key);
-  shards_[ticket.hash >> 60].shape_index.Prefetch(ticket.hash, false);
+  shards_[ticket.hash >> 60].shape_index.Prefetch(ticket.hash, 0);
 }
 
 void CostCache::PrefetchRecord(const ValidTicket& ticket) const {
-  if (ticket.has_shape) shards_[ticket.hash >> 60].shape_index.Prefetch(ticket.hash, true);
+  if (ticket.has_shape) shards_[ticket.hash >> 60].shape_index.Prefetch(ticket.hash, ticket.key.size());
 }
 
 bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
