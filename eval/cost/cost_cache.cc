@@ -767,68 +767,69 @@ struct CostCache::WordTable {
   const int set_bits;
   const size_t sets;
   const size_t ring_words;  // a power of two
-  struct Entry {
+  // A set's two ways in one line, most recent first; each names its record in the ring: the
+  // verdict and report, then the key's words (ShapeRecord's layout). A lookup reads the set's
+  // line, then (on a hash match) one run of lines in the ring: two waits, where an entry array
+  // between them (hashes, then an entry holding the report and the key's place, then the key)
+  // made three.
+  struct Way {
     uint64_t hash = 0;
-    uint64_t position = 0;  // of the key's first word in the ring (a running count)
-    uint32_t words = 0;
+    uint64_t position = 0;  // of the record's first word in the ring (a running count)
+    uint32_t words = 0;     // of the key
     uint32_t epoch = 0;     // 0: empty
-    Verdict verdict = Verdict::kValid;
-    SubgraphReport report;
   };
-  std::unique_ptr<Entry[]> entries;
-  // Per entry, its hash (set s: 2s and 2s + 1, like `entries`), packed apart: a lookup reads
-  // an entry (80 bytes, a set spans three cache lines) only when its hash matches, and most
-  // lookups on a deep graph miss the thread's table.
-  std::unique_ptr<uint64_t[]> hashes;
+  struct alignas(64) Set {
+    Way way[2];
+  };
+  std::unique_ptr<Set[]> table;
   std::unique_ptr<uint64_t[]> ring;
   uint64_t written = 0;  // words written to the ring so far
   uint32_t epoch = 0;
 
   void Bind() {
-    if (!entries) {
-      entries.reset(new Entry[2 * sets]);
-      hashes.reset(new uint64_t[2 * sets]());
-      ring.reset(new uint64_t[ring_words]);
+    if (!table) {
+      table.reset(new Set[sets]);
+      ring = std::make_unique_for_overwrite<uint64_t[]>(ring_words);
     }
     if (++epoch == 0) {  // wrapped: clear for real
-      for (size_t i = 0; i < 2 * sets; ++i) entries[i].epoch = 0;
+      for (size_t i = 0; i < sets; ++i) table[i] = Set{};
       epoch = 1;
     }
   }
 
-  bool Matches(const Entry& e, uint64_t hash, const std::vector<uint64_t>& key) const {
-    if (e.epoch != epoch || e.hash != hash || e.words != key.size() || written - e.position > ring_words) {
-      return false;
+  const ShapeRecord* Match(const Way& way, uint64_t hash, const std::vector<uint64_t>& key) const {
+    if (way.epoch != epoch || way.hash != hash || way.words != key.size() || written - way.position > ring_words) {
+      return nullptr;
     }
-    const uint64_t* stored = &ring[e.position & (ring_words - 1)];
+    const auto* record = reinterpret_cast<const ShapeRecord*>(&ring[way.position & (ring_words - 1)]);
+    const uint64_t* stored = record->key();
     for (size_t i = 0; i < key.size(); ++i) {
-      if (stored[i] != key[i]) return false;
+      if (stored[i] != key[i]) return nullptr;
     }
-    return true;
+    return record;
   }
 
-  const Entry* Find(uint64_t hash, const std::vector<uint64_t>& key) const {
-    const size_t first = 2 * (hash >> (64 - set_bits));
-    const Entry* set = &entries[first];
-    if (hashes[first] == hash && Matches(set[0], hash, key)) return &set[0];
-    if (hashes[first + 1] == hash && Matches(set[1], hash, key)) return &set[1];
-    return nullptr;
+  const ShapeRecord* Find(uint64_t hash, const std::vector<uint64_t>& key) const {
+    const Set& set = table[hash >> (64 - set_bits)];
+    if (const ShapeRecord* record = Match(set.way[0], hash, key)) return record;
+    return Match(set.way[1], hash, key);
   }
 
   void Insert(uint64_t hash, const std::vector<uint64_t>& key, Verdict verdict, const SubgraphReport& report) {
     const size_t words = key.size();
     if (words > kMaxKeyWords) return;
-    // A key is stored in one piece: one that would run past the ring's end starts at its
+    const size_t need = kShapeHeaderWords + words;
+    // A record is stored in one piece: one that would run past the ring's end starts at its
     // beginning (the words skipped count as written).
-    if ((written & (ring_words - 1)) + words > ring_words) written = (written | (ring_words - 1)) + 1;
-    std::copy(key.begin(), key.end(), &ring[written & (ring_words - 1)]);
-    const size_t first = 2 * (hash >> (64 - set_bits));
-    Entry* set = &entries[first];
-    set[1] = set[0];
-    set[0] = {hash, written, static_cast<uint32_t>(words), epoch, verdict, report};
-    hashes[first + 1] = hashes[first];
-    hashes[first] = hash;
-    written += words;
+    if ((written & (ring_words - 1)) + need > ring_words) written = (written | (ring_words - 1)) + 1;
+    uint64_t* at = &ring[written & (ring_words - 1)];
+    const ShapeRecord header{words, verdict, report};
+    std::memcpy(at, &header, sizeof(header));
+    std::copy(key.begin(), key.end(), at + kShapeHeaderWords);
+    Set& set = table[hash >> (64 - set_bits)];
+    set.way[1] = set.way[0];
+    set.way[0] = {hash, written, static_cast<uint32_t>(words), epoch};
+    written += need;
   }
 };
 
@@ -849,7 +850,7 @@ struct CostCache::FrontTable {
   CounterBlock* counters = nullptr;  // the bound cache's block for this thread
   std::unique_ptr<Entry[]> entries;  // set s holds entries 2s and 2s + 1, most recent first
   // Bound with this table, allocated on first use: recent contexts the front table cannot key
-  // (4,096 entries, 512 KB of key words).
+  // (4,096 entries in 2,048 sets, 512 KB of records).
   std::unique_ptr<WordTable> ids;
   WordTable& Ids() {
     if (!ids) {
@@ -1137,7 +1138,7 @@ void CostCache::LookupBehindFront(FrontTable& local, const Problem& problem,
   BuildIdKey(subgraph, retained_in, id_key);
   const uint64_t id_hash = HashWords(id_key);
   WordTable& ids = local.Ids();
-  const WordTable::Entry* e = ids.Find(id_hash, id_key);
+  const ShapeRecord* e = ids.Find(id_hash, id_key);
   if (e != nullptr && e->verdict == Verdict::kValid) {
     CounterBlock::Count(local.counters->hits);
     MarkValid(result, e->report);
