@@ -275,9 +275,9 @@ SubgraphResult SubgraphPricer::Price(const Subgraph& subgraph,
 }
 
 bool SubgraphPricer::PrepareLatency(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
-                                    ValidTicket& ticket) const {
+                                    ValidTicket& ticket, const std::vector<uint64_t>* traversal_words) const {
   if (cache_ == nullptr) return false;
-  cache_->PrepareValid(problem_, subgraph, retained_in, ticket);
+  cache_->PrepareValid(problem_, subgraph, retained_in, ticket, traversal_words);
   return true;
 }
 
@@ -457,11 +457,19 @@ class FitMemo {
 // tiles, only at a fit's start (Trim). Raster's order is nullopt, as MakeTraversal gives it.
 class OrderCache {
  public:
-  std::optional<std::vector<int64_t>>& Get(int t, int64_t rows, int64_t cols) {
+  struct Entry {
+    std::optional<std::vector<int64_t>> order;
+    std::vector<uint64_t> words;  // AppendTraversalWords' for `order` (empty for raster)
+  };
+  Entry& Get(int t, int64_t rows, int64_t cols) {
     const auto [it, inserted] = orders_.try_emplace(Grid{t, rows, cols});
     if (inserted) {
-      it->second = MakeTraversal(kAllTraversalPatterns[t], rows, cols);
-      if (it->second) tiles_ += it->second->size();
+      Entry& e = it->second;
+      e.order = MakeTraversal(kAllTraversalPatterns[t], rows, cols);
+      if (e.order) {
+        AppendTraversalWords(*e.order, e.words);
+        tiles_ += e.order->size() + e.words.size();
+      }
     }
     return it->second;
   }
@@ -485,7 +493,7 @@ class OrderCache {
                                             static_cast<uint64_t>(g.cols) << 2 ^ static_cast<uint64_t>(g.t)));
     }
   };
-  std::unordered_map<Grid, std::optional<std::vector<int64_t>>, GridHash> orders_;
+  std::unordered_map<Grid, Entry, GridHash> orders_;
   size_t tiles_ = 0;
 };
 
@@ -596,9 +604,10 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   scratch.retain = retain;
   thread_local OrderCache orders;
   orders.Trim();
-  auto traversal_of = [&](const Key& key) -> std::optional<std::vector<int64_t>>& {
+  auto cached_order = [&](const Key& key) -> OrderCache::Entry& {
     return orders.Get(key.t, CeilDiv(sink_shape.height, key.h), CeilDiv(sink_shape.width, key.w));
   };
+  auto traversal_of = [&](const Key& key) -> std::optional<std::vector<int64_t>>& { return cached_order(key).order; };
   struct Priced {
     Key key;
     std::optional<Latency> latency;
@@ -677,8 +686,9 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     scratch.granularity = {as.w, as.h, as.k};
     bool ok;
     {
-      const LentOrder lent(traversal_of(as), scratch.traversal);
-      ok = pricer.PrepareLatency(scratch, retained_in, tickets[prepared]);
+      OrderCache::Entry& cached = cached_order(as);
+      const LentOrder lent(cached.order, scratch.traversal);
+      ok = pricer.PrepareLatency(scratch, retained_in, tickets[prepared], &cached.words);
     }
     if (ok) prepared_keys[prepared++] = as;
   };

@@ -119,7 +119,7 @@ class SubgraphPricer {
   // A batch's PriceLatency calls prepared ahead (CostCache::PrepareValid, PrefetchRecord):
   // false, and nothing done, without a cache.
   bool PrepareLatency(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
-                      ValidTicket& ticket) const;
+                      ValidTicket& ticket, const std::vector<uint64_t>* traversal_words = nullptr) const;
   void PrefetchRecord(const ValidTicket& ticket) const;
   const Problem& problem() const { return problem_; }
   CostCache* cache() const { return cache_; }

@@ -239,9 +239,20 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
 // (eval/cost/context_reuse.h): a key's words depend on the granularity and the traversal only through
 // its header, which is rebuilt for each call; then the traversal's words (AppendTraversalWords),
 // which make the key of a context with an explicit traversal.
+// `traversal_words`, when given, are AppendTraversalWords' words for subgraph.traversal (a
+// caller that lends the same order to many pricings derives them once).
 bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
                           const std::vector<TensorId>& retained_in, ShapeScratch& scratch,
-                          std::vector<uint64_t>& key) {
+                          std::vector<uint64_t>& key,
+                          const std::vector<uint64_t>* traversal_words = nullptr) {
+  auto append_traversal = [&] {
+    if (!subgraph.traversal) return;
+    if (traversal_words != nullptr) {
+      key.insert(key.end(), traversal_words->begin(), traversal_words->end());
+    } else {
+      AppendTraversalWords(*subgraph.traversal, key);
+    }
+  };
   struct Memo {
     uint64_t generation = 0;
     const Problem* problem = nullptr;
@@ -259,7 +270,7 @@ bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
     AppendHeader(problem, subgraph, retained_in, header);
     key.assign(memo.words.begin(), memo.words.end());
     std::copy(header.begin(), header.end(), key.begin());
-    if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, key);
+    append_traversal();
     return true;
   }
   memo.generation = 0;
@@ -272,7 +283,7 @@ bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
     memo.retained_in.assign(retained_in.begin(), retained_in.end());
     memo.words.assign(key.begin(), key.end());
   }
-  if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, key);
+  append_traversal();
   return true;
 }
 
@@ -1199,12 +1210,20 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
 }
 
 void CostCache::PrepareValid(const Problem& problem, const Subgraph& subgraph,
-                             const std::vector<TensorId>& retained_in, ValidTicket& ticket) {
+                             const std::vector<TensorId>& retained_in, ValidTicket& ticket,
+                             const std::vector<uint64_t>* traversal_words) {
+#ifndef NDEBUG
+  if (traversal_words != nullptr) {  // the caller's promise, checked in debug builds
+    std::vector<uint64_t> check;
+    if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, check);
+    assert(check == *traversal_words);
+  }
+#endif
   FrontTable& local = BoundFront(problem);
   FrontKey key;
   if (key.Build(subgraph, retained_in)) local.Prefetch(key.Hash());
   thread_local ShapeScratch scratch;
-  ticket.has_shape = BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, ticket.key);
+  ticket.has_shape = BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, ticket.key, traversal_words);
   if (!ticket.has_shape) return;
   ticket.hash = HashWords(ticket.key);
   shards_[ticket.hash >> 60].shape_index.Prefetch(ticket.hash, 0);

@@ -139,8 +139,11 @@ class CostCache {
   // set and that of its first shape slot; PrefetchRecord then, after the slots of a batch have
   // had time to arrive, prefetches the record the slot names. Both only hint: LookupValid with
   // the ticket answers exactly as without it, and only skips deriving the key again.
+  // `traversal_words`, when given, must be AppendTraversalWords' words for subgraph.traversal
+  // (a caller that lends one order to many pricings derives them once).
   void PrepareValid(const Problem& problem, const Subgraph& subgraph,
-                    const std::vector<TensorId>& retained_in, ValidTicket& ticket);
+                    const std::vector<TensorId>& retained_in, ValidTicket& ticket,
+                    const std::vector<uint64_t>* traversal_words = nullptr);
   void PrefetchRecord(const ValidTicket& ticket) const;
 
   // The costs of all subgraphs of `schedule`, each after its predecessor's retained set, into
