@@ -4,9 +4,11 @@
 #include <atomic>
 #include <numeric>
 #include <tuple>
+#include <unordered_map>
 
 #include "eval/cost/context_reuse.h"
 #include "eval/cost/cost_cache.h"
+#include "eval/cost/hash_mix.h"
 #include "eval/cost/pricing_stop.h"
 #include "eval/cost/subgraph_cost.h"
 #include "eval/model/subgraph_structure.h"
@@ -272,11 +274,23 @@ SubgraphResult SubgraphPricer::Price(const Subgraph& subgraph,
   return CostSubgraph(problem_, subgraph, retained_in);
 }
 
+bool SubgraphPricer::PrepareLatency(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
+                                    ValidTicket& ticket, const std::vector<uint64_t>* traversal_words) const {
+  if (cache_ == nullptr) return false;
+  cache_->PrepareValid(problem_, subgraph, retained_in, ticket, traversal_words);
+  return true;
+}
+
+void SubgraphPricer::PrefetchRecord(const ValidTicket& ticket) const {
+  if (cache_ != nullptr) cache_->PrefetchRecord(ticket);
+}
+
 std::optional<Latency> SubgraphPricer::PriceLatency(const Subgraph& subgraph,
-                                                    const std::vector<TensorId>& retained_in) const {
+                                                    const std::vector<TensorId>& retained_in,
+                                                    const ValidTicket* ticket) const {
   if (cache_ != nullptr) {
     SubgraphReport report;
-    if (!cache_->LookupValid(problem_, subgraph, retained_in, report)) return std::nullopt;
+    if (!cache_->LookupValid(problem_, subgraph, retained_in, report, ticket)) return std::nullopt;
     return report.latency;
   }
   const SubgraphResult result = CostSubgraph(problem_, subgraph, retained_in);
@@ -435,6 +449,71 @@ class FitMemo {
   int start_t_ = 0;
 };
 
+// The orders of the named traversal patterns by (pattern, rows, cols), each built once per
+// thread and lent to the fits that price it (LentOrder): a thread's fits try the same grids again
+// and again, and building, allocating and freeing each order in each fit was ~1.5k instructions
+// and ~2 last-level misses per move on ResNet-50. Node-stable: a fit holds references to entries,
+// so they are only added while fits run; the cache is emptied, when it holds more than kMaxTiles
+// tiles, only at a fit's start (Trim). Raster's order is nullopt, as MakeTraversal gives it.
+class OrderCache {
+ public:
+  struct Entry {
+    std::optional<std::vector<int64_t>> order;
+    std::vector<uint64_t> words;  // AppendTraversalWords' for `order` (empty for raster)
+  };
+  Entry& Get(int t, int64_t rows, int64_t cols) {
+    const auto [it, inserted] = orders_.try_emplace(Grid{t, rows, cols});
+    if (inserted) {
+      Entry& e = it->second;
+      e.order = MakeTraversal(kAllTraversalPatterns[t], rows, cols);
+      if (e.order) {
+        AppendTraversalWords(*e.order, e.words);
+        tiles_ += e.order->size() + e.words.size();
+      }
+    }
+    return it->second;
+  }
+  void Trim() {
+    if (tiles_ > kMaxTiles) {
+      orders_.clear();
+      tiles_ = 0;
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxTiles = size_t{1} << 20;  // 8 MB of tiles
+  struct Grid {
+    int t;
+    int64_t rows, cols;
+    bool operator==(const Grid&) const = default;
+  };
+  struct GridHash {
+    size_t operator()(const Grid& g) const {
+      return static_cast<size_t>(SplitMix64(static_cast<uint64_t>(g.rows) * 0x9e3779b97f4a7c15ull ^
+                                            static_cast<uint64_t>(g.cols) << 2 ^ static_cast<uint64_t>(g.t)));
+    }
+  };
+  std::unordered_map<Grid, Entry, GridHash> orders_;
+  size_t tiles_ = 0;
+};
+
+// Swaps a cached order into a scratch subgraph's traversal for the lifetime of the object and
+// back (also when pricing throws: the cache must keep its orders).
+class LentOrder {
+ public:
+  LentOrder(std::optional<std::vector<int64_t>>& cached, std::optional<std::vector<int64_t>>& scratch)
+      : cached_(cached), scratch_(scratch) {
+    scratch_.swap(cached_);
+  }
+  ~LentOrder() { scratch_.swap(cached_); }
+  LentOrder(const LentOrder&) = delete;
+  LentOrder& operator=(const LentOrder&) = delete;
+
+ private:
+  std::optional<std::vector<int64_t>>& cached_;
+  std::optional<std::vector<int64_t>>& scratch_;
+};
+
 }  // namespace
 
 bool NoGranularityFits(const Problem& problem, const std::vector<OpId>& ops,
@@ -523,39 +602,40 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   Subgraph scratch;
   scratch.ops = ops;
   scratch.retain = retain;
-  struct TraversalSlot {
-    int t;
-    int64_t rows, cols;
-    std::optional<std::vector<int64_t>> order;
+  thread_local OrderCache orders;
+  orders.Trim();
+  auto cached_order = [&](const Key& key) -> OrderCache::Entry& {
+    return orders.Get(key.t, CeilDiv(sink_shape.height, key.h), CeilDiv(sink_shape.width, key.w));
   };
-  std::vector<TraversalSlot> traversals;
-  auto traversal_slot = [&](const Key& key) -> TraversalSlot& {
-    const int64_t rows = CeilDiv(sink_shape.height, key.h), cols = CeilDiv(sink_shape.width, key.w);
-    for (TraversalSlot& slot : traversals) {
-      if (slot.t == key.t && slot.rows == rows && slot.cols == cols) return slot;
-    }
-    traversals.push_back({key.t, rows, cols, MakeTraversal(kAllTraversalPatterns[key.t], rows, cols)});
-    return traversals.back();
-  };
+  auto traversal_of = [&](const Key& key) -> std::optional<std::vector<int64_t>>& { return cached_order(key).order; };
   struct Priced {
     Key key;
     std::optional<Latency> latency;
   };
   thread_local std::vector<Priced> memo;
   memo.clear();
+  // The candidates of a descent round prepared for pricing (SubgraphPricer::PrepareLatency):
+  // tickets[i] is prepared_keys[i]'s context, i < prepared.
+  thread_local std::vector<ValidTicket> tickets;
+  thread_local std::vector<Key> prepared_keys;
+  size_t prepared = 0;
+  auto ticket_of = [&](const Key& key) -> const ValidTicket* {
+    for (size_t i = 0; i < prepared; ++i) {
+      if (prepared_keys[i] == key) return &tickets[i];
+    }
+    return nullptr;
+  };
   const ScopedPricingStop pricing_stop(stop);
   auto price_uncached = [&](const Key& key) -> std::optional<Latency> {
     std::optional<Latency> latency;
-    TraversalSlot& slot = traversal_slot(key);
     scratch.granularity = {key.w, key.h, key.k};
-    scratch.traversal.swap(slot.order);
+    const LentOrder lent(traversal_of(key), scratch.traversal);
     try {
-      latency = pricer.PriceLatency(scratch, retained_in);
+      latency = pricer.PriceLatency(scratch, retained_in, ticket_of(key));
     } catch (const PricingCancelled&) {
       // Out of time inside a step-by-step pricing: the candidate counts as not priced, and
       // the loops below see `stop` and return the best found so far.
     }
-    scratch.traversal.swap(slot.order);
     return latency;
   };
   auto recalled = [&](const Key& key) -> const Priced* {
@@ -564,20 +644,23 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     }
     return nullptr;
   };
+  // A named traversal whose order is raster's on this grid (one row or one column, where every
+  // pattern walks the tiles in index order) prices as raster does: pricing reads nothing of a
+  // traversal but its order. Such grids are common on a network (a tensor no wider than native
+  // is one column); each would otherwise be priced anew as an explicit order.
+  auto priced_as = [&](const Key& key) {
+    Key as = key;
+    if (key.t != 0) {
+      const int64_t rows = CeilDiv(sink_shape.height, key.h), cols = CeilDiv(sink_shape.width, key.w);
+      if (IsIndexOrder(kAllTraversalPatterns[key.t], rows, cols)) as.t = 0;
+    }
+    return as;
+  };
   auto price = [&](const Key& key) -> std::optional<Latency> {
     if (const Priced* p = recalled(key)) return p->latency;
     std::optional<Latency> latency;
     if (traversal_allowed(key) && !too_fine(key)) {
-      // A named traversal whose order is raster's on this grid (one row or one column, where
-      // every pattern walks the tiles in index order) prices as raster does: pricing reads
-      // nothing of a traversal but its order. Such grids are common on a network (a tensor no
-      // wider than native is one column); each would otherwise be priced anew as an explicit
-      // order.
-      Key as = key;
-      if (key.t != 0) {
-        const int64_t rows = CeilDiv(sink_shape.height, key.h), cols = CeilDiv(sink_shape.width, key.w);
-        if (IsIndexOrder(kAllTraversalPatterns[key.t], rows, cols)) as.t = 0;
-      }
+      const Key as = priced_as(key);
       if (as == key) {
         latency = price_uncached(key);
       } else if (const Priced* p = recalled(as)) {
@@ -589,6 +672,25 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     }
     memo.push_back({key, latency});
     return latency;
+  };
+  // Prepares the context `price(key)` would look up, if it would look one up (the conditions
+  // of price and price_uncached), unless it is prepared already.
+  auto prepare = [&](const Key& key) {
+    if (recalled(key) || !traversal_allowed(key) || too_fine(key)) return;
+    const Key as = priced_as(key);
+    if ((as != key && recalled(as)) || ticket_of(as) != nullptr) return;
+    if (prepared == tickets.size()) {
+      tickets.emplace_back();
+      prepared_keys.emplace_back();
+    }
+    scratch.granularity = {as.w, as.h, as.k};
+    bool ok;
+    {
+      OrderCache::Entry& cached = cached_order(as);
+      const LentOrder lent(cached.order, scratch.traversal);
+      ok = pricer.PrepareLatency(scratch, retained_in, tickets[prepared], &cached.words);
+    }
+    if (ok) prepared_keys[prepared++] = as;
   };
 
   // The start's pattern: the index of the named order its traversal is on the grid of its
@@ -617,7 +719,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     if (!known.valid) return std::nullopt;
     FitResult fit{std::move(scratch), known.latency};
     fit.subgraph.granularity = {known.key.w, known.key.h, known.key.k};
-    fit.subgraph.traversal = std::move(traversal_slot(known.key).order);
+    fit.subgraph.traversal = traversal_of(known.key);
     return fit;
   };
   by_ids.SetStartPattern(start_t);
@@ -747,6 +849,11 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     for (int t = 0; t < num_traversals; ++t) {
       if (t != c.t) add(c.w, c.h, c.k, t);
     }
+    // The round's lookups are independent: their keys are derived first and the table lines
+    // they read are fetched together (the slots, then the records the slots name), instead of
+    // one lookup waiting for its slot and then its record before the next starts.
+    for (const Key& key : neighbours) prepare(key);
+    for (size_t i = 0; i < prepared; ++i) pricer.PrefetchRecord(tickets[i]);
     Key next = current;
     Latency next_latency = *best;
     for (const Key& key : neighbours) {
@@ -756,6 +863,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
         next_latency = *latency;
       }
     }
+    prepared = 0;
     if (next == current) break;
     current = next;
     best = next_latency;
@@ -841,7 +949,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   remember(true);
   FitResult fit{std::move(scratch), *best};
   fit.subgraph.granularity = {current.w, current.h, current.k};
-  fit.subgraph.traversal = std::move(traversal_slot(current).order);
+  fit.subgraph.traversal = traversal_of(current);
   return fit;
 }
 

@@ -15,6 +15,7 @@
 namespace annealer {
 
 class CostCache;
+struct ValidTicket;
 
 // Topological rank of every op (its index in problem.topological_order).
 std::vector<int> TopologicalRanks(const Problem& problem);
@@ -111,8 +112,15 @@ class SubgraphPricer {
   SubgraphResult Price(const Subgraph& subgraph, const std::vector<TensorId>& retained_in) const;
   // The latency of a valid context, nullopt for an invalid one (CostCache::LookupValid: no
   // violation words, so a shape answers either way).
-  std::optional<Latency> PriceLatency(const Subgraph& subgraph,
-                                      const std::vector<TensorId>& retained_in) const;
+  // With a ticket that PrepareLatency filled for this context, the lookup does not derive the
+  // context's key again (CostCache::PrepareValid).
+  std::optional<Latency> PriceLatency(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
+                                      const ValidTicket* ticket = nullptr) const;
+  // A batch's PriceLatency calls prepared ahead (CostCache::PrepareValid, PrefetchRecord):
+  // false, and nothing done, without a cache.
+  bool PrepareLatency(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
+                      ValidTicket& ticket, const std::vector<uint64_t>* traversal_words = nullptr) const;
+  void PrefetchRecord(const ValidTicket& ticket) const;
   const Problem& problem() const { return problem_; }
   CostCache* cache() const { return cache_; }
   // Unique per pricer object (copies share it): what FitSubgraph's per-thread memo is bound to,

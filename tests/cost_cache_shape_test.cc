@@ -335,3 +335,116 @@ TEST_CASE("cost cache: a traversal's key words decode to the traversal, and the 
 
 }  // namespace
 }  // namespace annealer
+
+namespace annealer {
+namespace {
+
+TEST_CASE("cost cache shapes: keys longer than an arena block, across flushes, stay exact") {
+  // A shard keeps its shapes in blocks of 2^15 words; a key longer than that (a random order of
+  // 36,864 tiles: a word per tile) gets a block of its own, and a flush keeps the blocks for the
+  // next generation. Long and short keys in turn, under a budget that flushes a shard at every
+  // insert and one that keeps everything: every answer is CostSubgraph's, and a copy of a long
+  // context met again without a flush is answered by its shape.
+  Problem one;
+  one.native = 4;
+  one.fast_memory_capacity = 1 << 20;
+  one.slow_memory_bandwidth = 2;
+  one.tensors = {{192, 192}, {192, 192}};
+  one.ops = {{OpKind::Pointwise, {0}, 1, 3.0}};
+  REQUIRE(one.Finalize().empty());
+  const Problem two = Copies(one, 2);
+  std::mt19937_64 rng(5);
+  std::vector<Subgraph> contexts;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<int64_t> order(192 * 192);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    contexts.push_back({{0}, Granularity{1, 1, 1}, order, {}});
+  }
+  for (Elements side : {4, 8, 16, 64}) contexts.push_back({{0}, Granularity{side, side, 1}, std::nullopt, {}});
+  std::vector<SubgraphResult> direct;
+  for (const Subgraph& s : contexts) direct.push_back(CostSubgraph(two, s, {}));
+  REQUIRE(direct[0].ok());
+  for (std::size_t budget : {std::size_t{16}, std::size_t{1} << 10}) {
+    INFO("budget " << budget);
+    CostCache cache(budget);
+    for (int round = 0; round < 60; ++round) {
+      const size_t i = rng() % contexts.size();
+      for (int c = 0; c < 2; ++c) {
+        const Subgraph moved = Shifted(contexts[i], one, c);
+        const uint64_t misses = cache.stats().misses;
+        SubgraphReport report;
+        REQUIRE(cache.LookupValid(two, moved, {}, report) == direct[i].ok());
+        if (direct[i].ok()) CHECK(report == direct[i].report);
+        // Copy 1 right after copy 0: the same shape, in the shard copy 0 just left it in.
+        if (c == 1) CHECK(cache.stats().misses == misses);
+      }
+    }
+    const CacheStats stats = cache.stats();
+    if (budget > 16) CHECK(stats.misses == contexts.size());
+    CHECK(stats.hits + stats.misses == 120);
+  }
+}
+
+}  // namespace
+}  // namespace annealer
+
+namespace annealer {
+namespace {
+
+TEST_CASE("cost cache shapes: LookupValid with a prepared ticket answers as without it") {
+  // PrepareValid derives a context's key ahead and prefetches (ValidTicket); a batch of contexts
+  // prepared first, their records prefetched, then looked up with their tickets, must get
+  // CostSubgraph's verdict and report, and leave the cache counting what a cache asked without
+  // tickets counts.
+  std::mt19937_64 rng(4242);
+  RandomScheduleOptions options;
+  options.max_steps = 512;
+  const Problem one = RandomProblem(rng, DagShape::kMixed, {.min_ops = 6, .max_ops = 12});
+  const Problem three = Copies(one, 3);
+  CostCache with(1 << 12), without(1 << 12);
+  int checked = 0, valid = 0, shape_hits = 0;
+  for (int round = 0; round < 150; ++round) {
+    const Schedule schedule = RandomSchedule(one, rng, options);
+    std::vector<TensorId> retained_in;
+    for (const Subgraph& s : schedule.subgraphs) {
+      // One context at several settings, in one of the copies: a fit's batch.
+      const int c = static_cast<int>(rng() % 3);
+      const std::vector<TensorId> in = Shifted(retained_in, one, c);
+      std::vector<Subgraph> batch;
+      for (int variant = 0; variant < 6; ++variant) {
+        Subgraph sub = s;
+        if (variant > 0) RandomizeSettings(one, sub, rng, options);
+        batch.push_back(Shifted(sub, one, c));
+      }
+      std::vector<ValidTicket> tickets(batch.size());
+      for (size_t i = 0; i < batch.size(); ++i) with.PrepareValid(three, batch[i], in, tickets[i]);
+      for (const ValidTicket& ticket : tickets) with.PrefetchRecord(ticket);
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const SubgraphResult direct = CostSubgraph(three, batch[i], in);
+        SubgraphReport by_ticket, plain;
+        REQUIRE(with.LookupValid(three, batch[i], in, by_ticket, &tickets[i]) == direct.ok());
+        REQUIRE(without.LookupValid(three, batch[i], in, plain) == direct.ok());
+        if (direct.ok()) {
+          CHECK(by_ticket == direct.report);
+          CHECK(plain == direct.report);
+          ++valid;
+        }
+        ++checked;
+      }
+      retained_in = s.retain;
+    }
+  }
+  const CacheStats a = with.stats(), b = without.stats();
+  CHECK(a.hits == b.hits);
+  CHECK(a.misses == b.misses);
+  CHECK(a.shape_hits == b.shape_hits);
+  shape_hits = static_cast<int>(a.shape_hits);
+  MESSAGE(checked << " lookups, " << valid << " valid, " << shape_hits << " answered by shape");
+  CHECK(checked > 3000);
+  CHECK(valid > checked / 4);
+  CHECK(shape_hits > checked / 10);
+}
+
+}  // namespace
+}  // namespace annealer

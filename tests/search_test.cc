@@ -18,6 +18,7 @@
 #include "eval/random_schedule.h"
 #include "eval/cost/subgraph_cost.h"
 #include "eval/model/subgraph_structure.h"
+#include "eval/model/traversal.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/driver.h"
@@ -887,6 +888,62 @@ TEST_CASE("granularity fit: a remembered fit is the fit computed afresh, on rand
   CHECK(compared > 1000);
   CHECK(valid > compared / 2);
   CHECK(with_start == compared / 2);
+}
+
+TEST_CASE("granularity fit: the traversals lent from the thread's order cache are the named orders of their grids") {
+  // FitSubgraph lends each candidate the order of its (pattern, rows, cols) from a per-thread
+  // cache and copies the winner's into its result. Over thousands of fits on random problems
+  // (fits of one grid after another, so the cache's orders are lent many times): the result's
+  // traversal is MakeTraversal's order of a named pattern on the grid of the result's sides, and
+  // the result priced afresh (no cache) has the fit's latency.
+  std::mt19937_64 rng(717);
+  const auto never = std::function<bool()>([] { return false; });
+  int fits = 0, explicit_orders = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const Problem problem = RandomProblem(rng, kAllDagShapes[trial % std::size(kAllDagShapes)], {.min_ops = 3, .max_ops = 10});
+    CostCache cache(1 << 14);
+    const SubgraphPricer pricer(problem, &cache);
+    const Schedule schedule = RandomSchedule(problem, rng);
+    for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
+      const Subgraph& sg = schedule.subgraphs[i];
+      const std::vector<TensorId>& retained_in = i == 0 ? std::vector<TensorId>{} : schedule.subgraphs[i - 1].retain;
+      for (int variant = 0; variant < 2; ++variant) {
+        const auto fit = FitSubgraph(pricer, sg.ops, retained_in, sg.retain, variant == 1 ? &sg : nullptr,
+                                     variant == 1, never, false);
+        if (!fit) continue;
+        ++fits;
+        const SubgraphResult afresh = CostSubgraph(problem, fit->subgraph, retained_in);
+        REQUIRE(afresh.ok());
+        CHECK(afresh.report.latency == fit->latency);
+        if (!fit->subgraph.traversal) continue;
+        ++explicit_orders;
+        // The grid of the sink's tiles: every sink of a valid subgraph has the same shape (V12).
+        std::vector<TensorId> produced, read;
+        for (OpId op : fit->subgraph.ops) {
+          produced.push_back(problem.ops[op].output);
+          read.insert(read.end(), problem.ops[op].inputs.begin(), problem.ops[op].inputs.end());
+        }
+        TensorId sink = produced.back();
+        for (TensorId t : produced) {
+          if (std::find(read.begin(), read.end(), t) == read.end()) {
+            sink = t;
+            break;
+          }
+        }
+        const Tensor& shape = problem.tensors[sink];
+        const Granularity& g = fit->subgraph.granularity;
+        const int64_t rows = (shape.height + g.h - 1) / g.h, cols = (shape.width + g.w - 1) / g.w;
+        bool named = false;
+        for (TraversalPattern pattern : kAllTraversalPatterns) {
+          named = named || (pattern != TraversalPattern::kRaster && MakeTraversal(pattern, rows, cols) == fit->subgraph.traversal);
+        }
+        CHECK(named);
+      }
+    }
+  }
+  MESSAGE(fits << " fits, " << explicit_orders << " with an explicit order");
+  CHECK(fits > 1000);
+  CHECK(explicit_orders > 100);
 }
 
 TEST_CASE("granularity fit: a fit remembered by shape, in another copy of a stacked problem, is the fit computed afresh") {

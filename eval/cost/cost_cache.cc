@@ -1,11 +1,13 @@
 #include "eval/cost/cost_cache.h"
 
 #include <algorithm>
+#include <cassert>
 #include <array>
 #include <cstring>
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 #include "eval/cost/context_reuse.h"
 #include "eval/cost/hash_mix.h"
@@ -237,9 +239,20 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
 // (eval/cost/context_reuse.h): a key's words depend on the granularity and the traversal only through
 // its header, which is rebuilt for each call; then the traversal's words (AppendTraversalWords),
 // which make the key of a context with an explicit traversal.
+// `traversal_words`, when given, are AppendTraversalWords' words for subgraph.traversal (a
+// caller that lends the same order to many pricings derives them once).
 bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
                           const std::vector<TensorId>& retained_in, ShapeScratch& scratch,
-                          std::vector<uint64_t>& key) {
+                          std::vector<uint64_t>& key,
+                          const std::vector<uint64_t>* traversal_words = nullptr) {
+  auto append_traversal = [&] {
+    if (!subgraph.traversal) return;
+    if (traversal_words != nullptr) {
+      key.insert(key.end(), traversal_words->begin(), traversal_words->end());
+    } else {
+      AppendTraversalWords(*subgraph.traversal, key);
+    }
+  };
   struct Memo {
     uint64_t generation = 0;
     const Problem* problem = nullptr;
@@ -257,7 +270,7 @@ bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
     AppendHeader(problem, subgraph, retained_in, header);
     key.assign(memo.words.begin(), memo.words.end());
     std::copy(header.begin(), header.end(), key.begin());
-    if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, key);
+    append_traversal();
     return true;
   }
   memo.generation = 0;
@@ -270,7 +283,7 @@ bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
     memo.retained_in.assign(retained_in.begin(), retained_in.end());
     memo.words.assign(key.begin(), key.end());
   }
-  if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, key);
+  append_traversal();
   return true;
 }
 
@@ -457,6 +470,158 @@ class SpinLock {
 
 }  // namespace
 
+namespace {
+
+// A shape's record in a shard's arena, in consecutive words: this header (the key's length and
+// the verdict, then the report), then the key's words.
+struct ShapeRecord {
+  uint64_t words;  // the key's length
+  Verdict verdict;
+  SubgraphReport report;
+  const uint64_t* key() const { return reinterpret_cast<const uint64_t*>(this + 1); }
+  bool Matches(const std::vector<uint64_t>& other) const {
+    return words == other.size() && std::memcmp(key(), other.data(), words * sizeof(uint64_t)) == 0;
+  }
+};
+static_assert(sizeof(ShapeRecord) % sizeof(uint64_t) == 0 && alignof(ShapeRecord) <= alignof(uint64_t));
+static_assert(std::is_trivially_copyable_v<ShapeRecord>);
+constexpr size_t kShapeHeaderWords = sizeof(ShapeRecord) / sizeof(uint64_t);
+
+// A shard's shape records, appended into blocks of words that a flush keeps for the next
+// generation (no allocation per shape, none freed per flush). A record never spans two blocks;
+// one longer than a block gets a block of its own.
+class ShapeArena {
+ public:
+  const ShapeRecord* Add(const std::vector<uint64_t>& key, Verdict verdict, const SubgraphReport& report) {
+    const size_t need = kShapeHeaderWords + key.size();
+    while (current_ < blocks_.size() && fill_ + need > blocks_[current_].size) {
+      ++current_;
+      fill_ = 0;
+    }
+    if (current_ == blocks_.size()) {
+      const size_t size = std::max(kBlockWords, need);
+      blocks_.push_back({std::make_unique_for_overwrite<uint64_t[]>(size), size});  // no zeroing: every word is written before it is read
+      fill_ = 0;
+    }
+    uint64_t* at = blocks_[current_].words.get() + fill_;
+    fill_ += need;
+    ShapeRecord header{key.size(), verdict, report};
+    std::memcpy(at, &header, sizeof(header));
+    std::memcpy(at + kShapeHeaderWords, key.data(), key.size() * sizeof(uint64_t));
+    return reinterpret_cast<const ShapeRecord*>(at);
+  }
+  void Clear() {
+    current_ = 0;
+    fill_ = 0;
+  }
+
+ private:
+  static constexpr size_t kBlockWords = size_t{1} << 15;  // 256 KB
+  struct Block {
+    std::unique_ptr<uint64_t[]> words;
+    size_t size;
+  };
+  std::vector<Block> blocks_;
+  size_t current_ = 0;  // the block being filled
+  size_t fill_ = 0;     // words used in it
+};
+
+// Open addressing, linear probing, over (hash, record) slots: a probe reads a record only when
+// the whole hash matches, and goes from the slot straight to the record. Never deleted from (a
+// flush clears everything), so probing needs no tombstones. Kept at most half full.
+// Find, Add and Clear run under the shard's lock. Prefetch runs without it: it only reads the
+// current table's slots (atomics, relaxed: a torn or stale pair only misdirects a prefetch) and
+// issues prefetches, which never fault. So that it never reads freed memory, a table replaced
+// by a larger one is kept until the index is destroyed (together they are at most as large as
+// the current one).
+class ShapeSlots {
+ public:
+  const ShapeRecord* Find(uint64_t hash, const std::vector<uint64_t>& key) const {
+    const Table* table = table_.load(std::memory_order_relaxed);
+    if (table == nullptr) return nullptr;
+    for (size_t i = hash & table->mask;; i = (i + 1) & table->mask) {
+      const Slot& slot = table->slots[i];
+      const ShapeRecord* record = slot.record.load(std::memory_order_relaxed);
+      if (record == nullptr) return nullptr;
+      if (slot.hash.load(std::memory_order_relaxed) == hash && record->Matches(key)) return record;
+    }
+  }
+  void Add(uint64_t hash, const ShapeRecord* record) {
+    const Table* table = table_.load(std::memory_order_relaxed);
+    const size_t size = table == nullptr ? 0 : table->mask + 1;
+    if (2 * (count_ + 1) > size) {
+      auto grown = std::make_unique<Table>(std::max<size_t>(64, 2 * size));
+      if (table != nullptr) {
+        for (size_t i = 0; i < size; ++i) {
+          const ShapeRecord* r = table->slots[i].record.load(std::memory_order_relaxed);
+          if (r != nullptr) Place(*grown, table->slots[i].hash.load(std::memory_order_relaxed), r);
+        }
+      }
+      // Published with release: an unlocked reader that sees the new table sees its slots.
+      table_.store(grown.get(), std::memory_order_release);
+      tables_.push_back(std::move(grown));
+    }
+    Place(*tables_.back(), hash, record);
+    ++count_;
+  }
+  void Clear() {
+    if (const Table* table = table_.load(std::memory_order_relaxed)) {
+      for (size_t i = 0; i <= table->mask; ++i) {
+        table->slots[i].record.store(nullptr, std::memory_order_relaxed);
+        table->slots[i].hash.store(0, std::memory_order_relaxed);
+      }
+    }
+    count_ = 0;
+  }
+  // Without the shard's lock (see above): prefetches `hash`'s first slot when `key_words` is 0;
+  // else reads the slots from there on and prefetches the lines of the first record whose hash
+  // matches, as long as a record of a `key_words`-word key (what Find will read to compare).
+  void Prefetch(uint64_t hash, size_t key_words) const {
+    const Table* table = table_.load(std::memory_order_acquire);
+    if (table == nullptr) return;
+    size_t i = hash & table->mask;
+    if (key_words == 0) {
+      __builtin_prefetch(&table->slots[i]);
+      return;
+    }
+    for (int probes = 0; probes < 8; ++probes, i = (i + 1) & table->mask) {
+      const Slot& slot = table->slots[i];
+      const ShapeRecord* record = slot.record.load(std::memory_order_relaxed);
+      if (record == nullptr) return;
+      if (slot.hash.load(std::memory_order_relaxed) == hash) {
+        const char* begin = reinterpret_cast<const char*>(record);
+        // (At most 16 lines: a longer key's compare streams, and the hardware follows it.)
+        const char* end = reinterpret_cast<const char*>(record->key() + std::min<size_t>(key_words, 120));
+        for (const char* line = begin; line < end; line += 64) __builtin_prefetch(line);
+        __builtin_prefetch(end - 1);  // the last line, when the record does not start on a line
+        return;
+      }
+    }
+  }
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> hash{0};
+    std::atomic<const ShapeRecord*> record{nullptr};  // null: empty
+  };
+  struct Table {
+    explicit Table(size_t size) : mask(size - 1), slots(new Slot[size]) {}
+    const size_t mask;
+    const std::unique_ptr<Slot[]> slots;
+  };
+  static void Place(Table& table, uint64_t hash, const ShapeRecord* record) {
+    size_t i = hash & table.mask;
+    while (table.slots[i].record.load(std::memory_order_relaxed) != nullptr) i = (i + 1) & table.mask;
+    table.slots[i].hash.store(hash, std::memory_order_relaxed);
+    table.slots[i].record.store(record, std::memory_order_relaxed);
+  }
+  std::atomic<const Table*> table_{nullptr};
+  std::vector<std::unique_ptr<Table>> tables_;  // the current one last
+  size_t count_ = 0;
+};
+
+}  // namespace
+
 struct alignas(64) CostCache::Shard {
   struct Entry {
     uint64_t hash;
@@ -540,40 +705,37 @@ struct alignas(64) CostCache::Shard {
 
   // The shapes of priced contexts (see BuildShapeKey): a valid one answers for every context of
   // that shape; a failed one only says that such a context fails (the words of a violation
-  // name ids). Indexed like `entries`, in their own slots.
-  struct ShapeEntry {
-    uint64_t hash;
-    std::vector<uint64_t> key;  // the traversal's words included
-    Verdict verdict;
-    SubgraphReport report;
-  };
-  std::vector<ShapeEntry> shape_entries;
-  SlotIndex shape_index;
+  // name ids). Each is one record in the shard's arena (ShapeArena): its verdict and report,
+  // then its key's words, so that a hit reads one run of consecutive lines after its slot (a
+  // key kept in its own heap block was a third dependent miss per hit, and a malloc per shape
+  // priced). Indexed by ShapeSlots.
+  ShapeArena shape_arena;
+  ShapeSlots shape_index;
+  size_t shape_count = 0;
 
-  const ShapeEntry* FindShape(uint64_t hash, const std::vector<uint64_t>& key) const {
-    const int64_t i = shape_index.Find(hash, [&](uint32_t e) {
-      const ShapeEntry& entry = shape_entries[e];
-      return entry.hash == hash && entry.key == key;
-    });
-    return i < 0 ? nullptr : &shape_entries[i];
+  const ShapeRecord* FindShape(uint64_t hash, const std::vector<uint64_t>& key) const {
+    return shape_index.Find(hash, key);
   }
 
   // Both kinds of entries share the shard's budget; a full shard is emptied whole.
   void FlushIfFull(size_t budget) {
-    if (entries.size() + shape_entries.size() >= budget) Clear();
+    if (entries.size() + shape_count >= budget) Clear();
   }
   void Clear() {
     entries.clear();
     violations.clear();
     index.Clear();
-    shape_entries.clear();
+    shape_arena.Clear();
     shape_index.Clear();
+    shape_count = 0;
   }
 
-  void InsertShape(ShapeEntry entry, size_t budget) {
+  void InsertShape(uint64_t hash, const std::vector<uint64_t>& key, Verdict verdict,
+                   const SubgraphReport& report, size_t budget) {
     FlushIfFull(budget);
-    shape_entries.push_back(std::move(entry));
-    shape_index.Add(shape_entries.size(), [&](uint32_t i) { return shape_entries[i].hash; });
+    const ShapeRecord* record = shape_arena.Add(key, verdict, report);
+    shape_index.Add(hash, record);
+    ++shape_count;
   }
 
   void Insert(Entry entry, const Violation& violation, size_t budget) {
@@ -616,68 +778,69 @@ struct CostCache::WordTable {
   const int set_bits;
   const size_t sets;
   const size_t ring_words;  // a power of two
-  struct Entry {
+  // A set's two ways in one line, most recent first; each names its record in the ring: the
+  // verdict and report, then the key's words (ShapeRecord's layout). A lookup reads the set's
+  // line, then (on a hash match) one run of lines in the ring: two waits, where an entry array
+  // between them (hashes, then an entry holding the report and the key's place, then the key)
+  // made three.
+  struct Way {
     uint64_t hash = 0;
-    uint64_t position = 0;  // of the key's first word in the ring (a running count)
-    uint32_t words = 0;
+    uint64_t position = 0;  // of the record's first word in the ring (a running count)
+    uint32_t words = 0;     // of the key
     uint32_t epoch = 0;     // 0: empty
-    Verdict verdict = Verdict::kValid;
-    SubgraphReport report;
   };
-  std::unique_ptr<Entry[]> entries;
-  // Per entry, its hash (set s: 2s and 2s + 1, like `entries`), packed apart: a lookup reads
-  // an entry (80 bytes, a set spans three cache lines) only when its hash matches, and most
-  // lookups on a deep graph miss the thread's table.
-  std::unique_ptr<uint64_t[]> hashes;
+  struct alignas(64) Set {
+    Way way[2];
+  };
+  std::unique_ptr<Set[]> table;
   std::unique_ptr<uint64_t[]> ring;
   uint64_t written = 0;  // words written to the ring so far
   uint32_t epoch = 0;
 
   void Bind() {
-    if (!entries) {
-      entries.reset(new Entry[2 * sets]);
-      hashes.reset(new uint64_t[2 * sets]());
-      ring.reset(new uint64_t[ring_words]);
+    if (!table) {
+      table.reset(new Set[sets]);
+      ring = std::make_unique_for_overwrite<uint64_t[]>(ring_words);
     }
     if (++epoch == 0) {  // wrapped: clear for real
-      for (size_t i = 0; i < 2 * sets; ++i) entries[i].epoch = 0;
+      for (size_t i = 0; i < sets; ++i) table[i] = Set{};
       epoch = 1;
     }
   }
 
-  bool Matches(const Entry& e, uint64_t hash, const std::vector<uint64_t>& key) const {
-    if (e.epoch != epoch || e.hash != hash || e.words != key.size() || written - e.position > ring_words) {
-      return false;
+  const ShapeRecord* Match(const Way& way, uint64_t hash, const std::vector<uint64_t>& key) const {
+    if (way.epoch != epoch || way.hash != hash || way.words != key.size() || written - way.position > ring_words) {
+      return nullptr;
     }
-    const uint64_t* stored = &ring[e.position & (ring_words - 1)];
+    const auto* record = reinterpret_cast<const ShapeRecord*>(&ring[way.position & (ring_words - 1)]);
+    const uint64_t* stored = record->key();
     for (size_t i = 0; i < key.size(); ++i) {
-      if (stored[i] != key[i]) return false;
+      if (stored[i] != key[i]) return nullptr;
     }
-    return true;
+    return record;
   }
 
-  const Entry* Find(uint64_t hash, const std::vector<uint64_t>& key) const {
-    const size_t first = 2 * (hash >> (64 - set_bits));
-    const Entry* set = &entries[first];
-    if (hashes[first] == hash && Matches(set[0], hash, key)) return &set[0];
-    if (hashes[first + 1] == hash && Matches(set[1], hash, key)) return &set[1];
-    return nullptr;
+  const ShapeRecord* Find(uint64_t hash, const std::vector<uint64_t>& key) const {
+    const Set& set = table[hash >> (64 - set_bits)];
+    if (const ShapeRecord* record = Match(set.way[0], hash, key)) return record;
+    return Match(set.way[1], hash, key);
   }
 
   void Insert(uint64_t hash, const std::vector<uint64_t>& key, Verdict verdict, const SubgraphReport& report) {
     const size_t words = key.size();
     if (words > kMaxKeyWords) return;
-    // A key is stored in one piece: one that would run past the ring's end starts at its
+    const size_t need = kShapeHeaderWords + words;
+    // A record is stored in one piece: one that would run past the ring's end starts at its
     // beginning (the words skipped count as written).
-    if ((written & (ring_words - 1)) + words > ring_words) written = (written | (ring_words - 1)) + 1;
-    std::copy(key.begin(), key.end(), &ring[written & (ring_words - 1)]);
-    const size_t first = 2 * (hash >> (64 - set_bits));
-    Entry* set = &entries[first];
-    set[1] = set[0];
-    set[0] = {hash, written, static_cast<uint32_t>(words), epoch, verdict, report};
-    hashes[first + 1] = hashes[first];
-    hashes[first] = hash;
-    written += words;
+    if ((written & (ring_words - 1)) + need > ring_words) written = (written | (ring_words - 1)) + 1;
+    uint64_t* at = &ring[written & (ring_words - 1)];
+    const ShapeRecord header{words, verdict, report};
+    std::memcpy(at, &header, sizeof(header));
+    std::copy(key.begin(), key.end(), at + kShapeHeaderWords);
+    Set& set = table[hash >> (64 - set_bits)];
+    set.way[1] = set.way[0];
+    set.way[0] = {hash, written, static_cast<uint32_t>(words), epoch};
+    written += need;
   }
 };
 
@@ -698,7 +861,7 @@ struct CostCache::FrontTable {
   CounterBlock* counters = nullptr;  // the bound cache's block for this thread
   std::unique_ptr<Entry[]> entries;  // set s holds entries 2s and 2s + 1, most recent first
   // Bound with this table, allocated on first use: recent contexts the front table cannot key
-  // (4,096 entries, 512 KB of key words).
+  // (4,096 entries in 2,048 sets, 512 KB of records).
   std::unique_ptr<WordTable> ids;
   WordTable& Ids() {
     if (!ids) {
@@ -859,18 +1022,34 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(const Problem& problem,
                                                 const Subgraph& subgraph,
                                                 const std::vector<TensorId>& retained_in,
                                                 SubgraphReport& report, SubgraphResult& priced_result,
-                                                bool& priced) {
+                                                bool& priced, const ValidTicket* ticket) {
   priced = false;
   thread_local ShapeScratch scratch;
-  thread_local std::vector<uint64_t> shape_key;
-  if (!BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, shape_key)) return ShapeAnswer::kNoShape;
-  const uint64_t shape_hash = HashWords(shape_key);
+  thread_local std::vector<uint64_t> built_key;
+  uint64_t shape_hash;
+  const std::vector<uint64_t>* key = &built_key;
+  if (ticket != nullptr) {
+#ifndef NDEBUG
+    {  // The caller's promise (see ValidTicket), checked in debug builds.
+      std::vector<uint64_t> check;
+      const bool has = BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, check);
+      assert(has == ticket->has_shape && (!has || check == ticket->key));
+    }
+#endif
+    if (!ticket->has_shape) return ShapeAnswer::kNoShape;
+    key = &ticket->key;
+    shape_hash = ticket->hash;
+  } else {
+    if (!BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, built_key)) return ShapeAnswer::kNoShape;
+    shape_hash = HashWords(built_key);
+  }
+  const std::vector<uint64_t>& shape_key = *key;
   Shard& shard = shards_[shape_hash >> 60];
   bool found = false;
   Verdict verdict = Verdict::kValid;
   {
     std::lock_guard lock(shard.mutex);
-    if (const Shard::ShapeEntry* e = shard.FindShape(shape_hash, shape_key)) {
+    if (const ShapeRecord* e = shard.FindShape(shape_hash, shape_key)) {
       found = true;
       verdict = e->verdict;
       report = e->report;
@@ -885,7 +1064,7 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(const Problem& problem,
     report = priced_result.report;
     std::lock_guard lock(shard.mutex);
     if (!shard.FindShape(shape_hash, shape_key)) {
-      shard.InsertShape({shape_hash, shape_key, verdict, report}, entries_per_shard_);
+      shard.InsertShape(shape_hash, shape_key, verdict, report, entries_per_shard_);
     }
   }
   return verdict == Verdict::kValid ? ShapeAnswer::kValid : ShapeAnswer::kFails;
@@ -970,7 +1149,7 @@ void CostCache::LookupBehindFront(FrontTable& local, const Problem& problem,
   BuildIdKey(subgraph, retained_in, id_key);
   const uint64_t id_hash = HashWords(id_key);
   WordTable& ids = local.Ids();
-  const WordTable::Entry* e = ids.Find(id_hash, id_key);
+  const ShapeRecord* e = ids.Find(id_hash, id_key);
   if (e != nullptr && e->verdict == Verdict::kValid) {
     CounterBlock::Count(local.counters->hits);
     MarkValid(result, e->report);
@@ -1016,7 +1195,8 @@ void CostCache::ResolveBehindFront(FrontTable& local, const Problem& problem,
 }
 
 bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
-                            const std::vector<TensorId>& retained_in, SubgraphReport& report) {
+                            const std::vector<TensorId>& retained_in, SubgraphReport& report,
+                            const ValidTicket* ticket) {
   FrontTable& local = BoundFront(problem);
   FrontKey key;
   if (key.Build(subgraph, retained_in)) {
@@ -1026,11 +1206,36 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
       return true;
     }
   }
-  return ResolveValid(local, problem, subgraph, retained_in, report);
+  return ResolveValid(local, problem, subgraph, retained_in, report, ticket);
+}
+
+void CostCache::PrepareValid(const Problem& problem, const Subgraph& subgraph,
+                             const std::vector<TensorId>& retained_in, ValidTicket& ticket,
+                             const std::vector<uint64_t>* traversal_words) {
+#ifndef NDEBUG
+  if (traversal_words != nullptr) {  // the caller's promise, checked in debug builds
+    std::vector<uint64_t> check;
+    if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, check);
+    assert(check == *traversal_words);
+  }
+#endif
+  FrontTable& local = BoundFront(problem);
+  FrontKey key;
+  if (key.Build(subgraph, retained_in)) local.Prefetch(key.Hash());
+  thread_local ShapeScratch scratch;
+  ticket.has_shape = BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, ticket.key, traversal_words);
+  if (!ticket.has_shape) return;
+  ticket.hash = HashWords(ticket.key);
+  shards_[ticket.hash >> 60].shape_index.Prefetch(ticket.hash, 0);
+}
+
+void CostCache::PrefetchRecord(const ValidTicket& ticket) const {
+  if (ticket.has_shape) shards_[ticket.hash >> 60].shape_index.Prefetch(ticket.hash, ticket.key.size());
 }
 
 bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
-                             const std::vector<TensorId>& retained_in, SubgraphReport& report) {
+                             const std::vector<TensorId>& retained_in, SubgraphReport& report,
+                             const ValidTicket* ticket) {
   thread_local SubgraphResult full;
   bool priced = false;
   ShapeAnswer answer;
@@ -1038,7 +1243,7 @@ bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Su
     // A failure priced here is kept by its shape only (verdict and report), and `full` is
     // dropped: its words are never read.
     const ViolationWordsOff no_words;
-    answer = AnswerByShape(problem, subgraph, retained_in, report, full, priced);
+    answer = AnswerByShape(problem, subgraph, retained_in, report, full, priced, ticket);
   }
   if (answer == ShapeAnswer::kNoShape) {
     LookupExact(local, problem, subgraph, retained_in, false, full);
@@ -1075,7 +1280,7 @@ CacheStats CostCache::stats() const {
     Shard& shard = shards_[i];
     std::lock_guard lock(shard.mutex);
     stats.entries += shard.entries.size();
-    stats.shape_entries += shard.shape_entries.size();
+    stats.shape_entries += shard.shape_count;
   }
   std::lock_guard lock(counters_mutex_);
   for (const auto& block : counter_blocks_) {

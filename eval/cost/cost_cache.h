@@ -94,6 +94,18 @@ bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
 // order: two orders of one length have equal words exactly when they are equal.
 void AppendTraversalWords(const std::vector<int64_t>& order, std::vector<uint64_t>& words);
 
+// What LookupValid derives of a context before it reads the shared tables: its shape key and the
+// key's hash. CostCache::PrepareValid derives it ahead, so that a caller with several lookups to
+// make (FitSubgraph's descent prices up to a dozen candidates of one context at a time) can have
+// the memory they will read fetched for all of them at once, instead of waiting for each
+// lookup's table slot and then its record in turn. A ticket answers for the one context
+// (problem, subgraph, retained-in set) it was prepared for, unchanged since.
+struct ValidTicket {
+  std::vector<uint64_t> key;
+  uint64_t hash = 0;
+  bool has_shape = false;
+};
+
 class CostCache {
  public:
   // `max_entries` bounds the number of stored subgraph contexts (at least one per shard).
@@ -121,7 +133,18 @@ class CostCache {
   // exact table), then pricing, stored under the shape only; nothing is stored per thread. A
   // context without a shape key goes to the exact table.
   bool LookupValid(const Problem& problem, const Subgraph& subgraph,
-                   const std::vector<TensorId>& retained_in, SubgraphReport& report);
+                   const std::vector<TensorId>& retained_in, SubgraphReport& report,
+                   const ValidTicket* ticket = nullptr);
+  // Fills `ticket` for the context (see ValidTicket) and prefetches the line of its front-table
+  // set and that of its first shape slot; PrefetchRecord then, after the slots of a batch have
+  // had time to arrive, prefetches the record the slot names. Both only hint: LookupValid with
+  // the ticket answers exactly as without it, and only skips deriving the key again.
+  // `traversal_words`, when given, must be AppendTraversalWords' words for subgraph.traversal
+  // (a caller that lends one order to many pricings derives them once).
+  void PrepareValid(const Problem& problem, const Subgraph& subgraph,
+                    const std::vector<TensorId>& retained_in, ValidTicket& ticket,
+                    const std::vector<uint64_t>* traversal_words = nullptr);
+  void PrefetchRecord(const ValidTicket& ticket) const;
 
   // The costs of all subgraphs of `schedule`, each after its predecessor's retained set, into
   // results[0, n) (grown as needed): the same as LookupOrCompute on each in turn, but every
@@ -175,14 +198,17 @@ class CostCache {
                           uint64_t front_hash, SubgraphResult& result, SmallSequenceFacts* facts);
   // LookupValid past the front table: by shape (or the exact table), storing nothing per thread.
   bool ResolveValid(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
-                    const std::vector<TensorId>& retained_in, SubgraphReport& report);
+                    const std::vector<TensorId>& retained_in, SubgraphReport& report,
+                    const ValidTicket* ticket);
   enum class ShapeAnswer { kNoShape, kValid, kFails };
   // The verdict of a context by its shape (report in `report`): from the shared shape table, or
   // by pricing, when `priced` is set and `priced_result` holds the whole result, words
-  // included. kNoShape: the context has no shape key, nothing was done.
+  // included. kNoShape: the context has no shape key, nothing was done. With a ticket, its key
+  // and hash are the context's (not derived again).
   ShapeAnswer AnswerByShape(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in, SubgraphReport& report,
-                            SubgraphResult& priced_result, bool& priced);
+                            SubgraphResult& priced_result, bool& priced,
+                            const ValidTicket* ticket = nullptr);
   // The exact table, then (a shape `known_to_fail` first tries StructuralFailure) pricing;
   // what it derives is stored under the exact context. Counts the lookup.
   void LookupExact(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
