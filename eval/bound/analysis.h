@@ -26,6 +26,22 @@ inline constexpr const char* kModeName[kModes] = {"T", "SL", "SR", "FL", "FR"};
 
 inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// The inputs of op s that a MatMul makes and no op but s reads, each once: (tensor, its MatMul),
+// in input order. The sums P23 and P33 price are Pointwise ops over such outputs.
+inline std::vector<std::pair<TensorId, OpId>> MatMulInputsReadOnlyBy(const Problem& p, OpId s) {
+  std::vector<std::pair<TensorId, OpId>> found;
+  const std::vector<TensorId>& inputs = p.ops[s].inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorId t = inputs[i];
+    if (std::find(inputs.begin(), inputs.begin() + i, t) != inputs.begin() + i) continue;
+    const OpId x = p.producer[t];
+    if (x == kNoOp || p.ops[x].kind != OpKind::MatMul) continue;
+    if (std::any_of(p.consumers[t].begin(), p.consumers[t].end(), [s](OpId c) { return c != s; })) continue;
+    found.emplace_back(t, x);
+  }
+  return found;
+}
+
 class Analysis {
  public:
   // `path_cases`: full modes priced by the case their path gives (P13's cases); false takes the
@@ -47,6 +63,9 @@ class Analysis {
 
   const Problem& problem() const { return p_; }
   bool HasMode(OpId op, int m) const { return (modes_[op] >> m) & 1; }
+  // Mode T only: the op is never upstream of a k-loop in a strip or full mode, so every
+  // instance of it computes a tile of its own output.
+  bool OnlyTileMode(OpId op) const { return (modes_[op] >> kSL) == 0; }
   int64_t Factor(OpId op, int m) const { return factor_[op][m]; }
   int64_t StreamTiles(OpId op, int m) const { return stream_tiles_[op][m]; }
   // P22: in a strip mode (SL, SR), the least native tile count ceil(M_f/n) ceil(N_f/n) over the

@@ -73,15 +73,11 @@ LoneTaps LoneTapFloor(const Problem& p, const Analysis& analysis) {
   for (OpId s = 0; s < num_ops; ++s) {
     const Op& op = p.ops[s];
     if (op.kind != OpKind::Pointwise) continue;
-    bool tile_only = true;
-    for (int m = kSL; m < kModes; ++m) tile_only = tile_only && !analysis.HasMode(s, m);
-    if (!tile_only) continue;
+    if (!analysis.OnlyTileMode(s)) continue;
     std::vector<Tap> taps;
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      const TensorId t = op.inputs[i];
-      if (std::find(op.inputs.begin(), op.inputs.begin() + i, t) != op.inputs.begin() + i) continue;
-      const OpId x = p.producer[t];
-      if (x == kNoOp || p.ops[x].kind != OpKind::MatMul || !ReadOnlyBy(p, t, s)) continue;
+    for (const auto& input : MatMulInputsReadOnlyBy(p, s)) {
+      const TensorId t = input.first;  // named apart, not bound: lambdas below may capture them
+      const OpId x = input.second;
       if (p.ReductionLength(x) <= n) continue;
       const TensorId lhs = p.ops[x].inputs[0], rhs = p.ops[x].inputs[1];
       if (lhs == rhs || p.producer[rhs] != kNoOp) continue;

@@ -39,19 +39,12 @@ SumLines SumFloor(const Problem& p, const Analysis& analysis) {
   for (OpId s = 0; s < num_ops; ++s) {
     const Op& op = p.ops[s];
     if (op.kind != OpKind::Pointwise) continue;
-    bool tile_only = true;
-    for (int m = kSL; m < kModes; ++m) tile_only = tile_only && !analysis.HasMode(s, m);
-    if (!tile_only) continue;
+    if (!analysis.OnlyTileMode(s)) continue;
     std::vector<Input> in;
-    for (size_t i = 0; i < op.inputs.size(); ++i) {
-      const TensorId t = op.inputs[i];
-      if (std::find(op.inputs.begin(), op.inputs.begin() + i, t) != op.inputs.begin() + i) continue;
-      const OpId x = p.producer[t];
-      if (x == kNoOp || p.ops[x].kind != OpKind::MatMul) continue;
+    for (const auto& input : MatMulInputsReadOnlyBy(p, s)) {
+      const TensorId t = input.first;  // named apart, not bound: lambdas below may capture them
+      const OpId x = input.second;
       if (p.tensors[t].size() + 1 <= cap) continue;
-      bool only_s = true;
-      for (OpId c : p.consumers[t]) only_s = only_s && c == s;
-      if (!only_s) continue;
       Input d;
       d.producer = x;
       d.load = static_cast<double>(p.tensors[t].size()) / bandwidth;

@@ -31,8 +31,7 @@ std::vector<int64_t> ForcedPointwiseTiles(const Problem& p, const Analysis& mode
   std::map<std::pair<Elements, Elements>, int64_t> least_of;
   for (OpId op = 0; op < num_ops; ++op) {
     if (p.ops[op].kind != OpKind::Pointwise) continue;
-    bool tile_only = true;
-    for (int m = kSL; m < kModes; ++m) tile_only = tile_only && !modes.HasMode(op, m);
+    const bool tile_only = modes.OnlyTileMode(op);
     const Tensor& out = p.tensors[p.ops[op].output];
     const std::pair<Elements, Elements> shape{out.height, out.width};
     if (!tile_only || one_step.count(shape) != 0) continue;
