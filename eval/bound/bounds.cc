@@ -18,6 +18,7 @@
 #include "eval/bound/sums.h"
 #include "eval/bound/shared_sums.h"
 #include "eval/bound/sole_sums.h"
+#include "eval/bound/upstream_sums.h"
 #include "eval/bound/activations.h"
 #include "eval/bound/taps.h"
 #include "eval/bound/memory_floor.h"
@@ -703,6 +704,14 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const std::vector<double> island_shared = by_island(shared.value, !taps.priced.empty(), [&](const std::vector<OpId>& ops) {
     return SharedSumValue(problem, taps, ops).value;
   });
+  // P34: P23's sums and the sums that may run upstream of a k-loop, at three weights per
+  // subgraph mixed by one lambda; whole and island by island.
+  const UpstreamSums upstream = UpstreamSumFloor(problem, tile_modes);
+  bound.upstream_sums = upstream.value;
+  bound.upstream_sum_count = upstream.upstream_count;
+  const std::vector<double> island_upstream = by_island(upstream.value, upstream.upstream_count > 0, [&](const std::vector<OpId>& ops) {
+    return upstream.Value(problem, ops);
+  });
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);
@@ -719,7 +728,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.per_step_twins = per_step.twins;
   bound.first_in_loop_twins = per_step.first_in_loop;
   for (int i = 0; i < built.islands; ++i) {
-    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i],
+    bound.islands += std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_upstream[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
   }

@@ -405,6 +405,13 @@ struct LowerBound {
   // larger weight, the other producers in their sink instances. Never below `sole_sums`.
   Latency shared_sums = 0;
   int shared_sum_count = 0;  // the shapes priced so
+  // P34: per op its compute, plus P23's sums and the sums that may run upstream of a k-loop (their
+  // outputs reach one MatMul's LHS with K <= n through Pointwise ops), each priced over the ways
+  // its subgraph can hold it (mode T at the tiles its working set allows, or making the MatMul's
+  // LHS strips in one k-step or in several, loading its unfused inputs once per column tile), at
+  // three weights per subgraph mixed by one lambda.
+  Latency upstream_sums = 0;
+  int upstream_sum_count = 0;  // the upstream sums among its claimants
   // P32: tensors too large to retain whose write (and loads, unless P19 streams them) one
   // island's P14 lines claim beside their own (inside `islands`, no part of its own).
   int island_activations = 0;
@@ -423,6 +430,7 @@ struct LowerBound {
     if (taps > best) best = taps;
     if (sole_sums > best) best = sole_sums;
     if (shared_sums > best) best = shared_sums;
+    if (upstream_sums > best) best = upstream_sums;
     return best;
   }
 };

@@ -217,6 +217,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_taps\": " + FormatNumber(bound.taps) + ",\n";
   out += "  \"lower_bound_sole_sums\": " + FormatNumber(bound.sole_sums) + ",\n";
   out += "  \"lower_bound_shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
+  out += "  \"lower_bound_upstream_sums\": " + FormatNumber(bound.upstream_sums) + ",\n";
   out += "  \"lower_bound_island_activations\": " + std::to_string(bound.island_activations) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
@@ -311,6 +312,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"sole_sum_count\": " + std::to_string(bound.sole_sum_count) + ",\n";
   out += "  \"shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
   out += "  \"shared_sum_count\": " + std::to_string(bound.shared_sum_count) + ",\n";
+  out += "  \"upstream_sums\": " + FormatNumber(bound.upstream_sums) + ",\n";
+  out += "  \"upstream_sum_count\": " + std::to_string(bound.upstream_sum_count) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -357,7 +360,9 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  sole sums  " + Readable(bound.sole_sums) + "  (P25 with " + std::to_string(bound.sole_sum_count) +
          " output shapes of one priced sum each at their subgraphs' larger weight, not a mix, P28)\n";
   out += "  shared sums " + Readable(bound.shared_sums) + "  (P28 with " + std::to_string(bound.shared_sum_count) +
-         " output shapes of 2-4 priced sums priced by which sums share a subgraph, P29)\n\n";
+         " output shapes of 2-4 priced sums priced by which sums share a subgraph, P29)\n";
+  out += "  upstream sums " + Readable(bound.upstream_sums) + "  (compute + P23's sums and " + std::to_string(bound.upstream_sum_count) +
+         " sums that may make a k-loop MatMul's LHS strips, each at the least of its ways, three weights mixed, P34)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
