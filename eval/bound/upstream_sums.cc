@@ -239,22 +239,33 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
           configs.push_back({v1, va, vc});
         }
       }
-      // (c) n_k >= 2: w >= K (V11); per distinct C the narrowest w (the most tiles held).
-      const Elements slices = (m - j) * h;
+      // (c) n_k >= 2: w >= K (V11); per distinct C the narrowest w and per n_k = ceil(K / k) the
+      // smallest k (the most tiles held: the first step holds the (m - j) unfused slices h x k,
+      // each fused producer's RHS slice K_x x k and F's RHS slice k x w when they are their own
+      // graph inputs, and a tile per k-loop MatMul).
       int64_t last_c = -1;
       for (Elements w = K; w <= n; ++w) {
         const int64_t cols = CeilDiv(NF, w);
         if (cols == last_c) continue;
         last_c = cols;
         const Elements wide = std::min(w, NF);
-        if (slices + h * wide > cap) continue;
-        const auto q = static_cast<size_t>((cap - slices) / (h * wide));
         const double C = static_cast<double>(cols), tau = std::max(1.0, R * C / grid_native);
         const double fs = std::max(tau, C);
         const double v1 = (fs - 1) * fused[j];
         const double va = (1 - 1 / tau) * C * unfused[j];
-        const double vc = C <= tau ? va : std::max(0.0, (C - 1) * unfused[j] - deficit(tau, C, R, 2, q));
-        configs.push_back({v1, va, vc});
+        if (C <= tau) {
+          if ((m - j) * h + fused_k[j] + (f_own ? wide : 0) + h * wide <= cap) configs.push_back({v1, va, va});
+          continue;
+        }
+        for (Elements steps = 2; steps <= K; ++steps) {
+          const Elements k = CeilDiv(K, steps);
+          if (CeilDiv(K, k) != steps) continue;
+          const Elements held = (m - j) * h * k + fused_k[j] * k + (f_own ? k * wide : 0);
+          if (held + h * wide > cap) continue;
+          const auto q = static_cast<size_t>((cap - held) / (h * wide));
+          const double vc = std::max(0.0, (C - 1) * unfused[j] - deficit(tau, C, R, static_cast<double>(steps), q));
+          configs.push_back({v1, va, vc});
+        }
       }
     }
   }
