@@ -312,6 +312,18 @@
 //     P14's lines, as a graph output's; inside the islands part an island's P14 value adds
 //     (1 - a) x the loads of such t its subgraphs make (|t| per reading island apart from p; none
 //     for P19's tensors, whose loads its lines count). eval/bound/activations.h.
+//  P34 (T1, T2, C3, C6, D2-D5, G3, G4, M1, R5, V8, V11, V12, W, W1, W4, P12, P23) A sum that may
+//     run upstream of a k-loop: a Pointwise s with P23's designated inputs, modes T and SL, whose
+//     chain (one consumer each) reaches the LHS of one MatMul F (K <= n, mode T only). Its picked
+//     subgraph holds it in mode T (P23's step 2), or makes F's LHS strips with n_k = 1 (the
+//     unfused inputs' h x K slices, a sink's tile and the own weights' slices in W: the tiles
+//     shrink) or with n_k >= 2 (w >= K by V11; every step loads a new slice, M1: each unfused
+//     input C times; at most q k-loop MatMuls of the grid hold a tile, W1/W4). In P23's frame at
+//     three weights per subgraph, theta = 1, 1/tau and 1/max(tau, C), mixed by one lambda: the
+//     compute slack of its own ops, its loads' share, and at 1/C its loads' share less a bound D
+//     of what the ops charged under C times their price fall short (sum (a - D)^+ <= slack).
+//     e_s = the least over its configurations; P23's sums join as mode-T claimants.
+//     eval/bound/upstream_sums.h.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
