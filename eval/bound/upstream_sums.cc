@@ -42,6 +42,60 @@ std::vector<std::array<double, 3>> ParetoLeast(std::vector<std::array<double, 3>
   return kept;
 }
 
+// The most a set P of nodes can gain, sum over P of reward - the penalties it incurs: each
+// penalty (its readers, its producer or -1, its amount) is paid once when a reader is in P and its
+// producer is not. A project selection: the positive rewards less a minimum cut (Edmonds-Karp on a
+// small graph: the set's ops of the grid's shape and their inputs).
+struct Penalty {
+  std::vector<int> readers;
+  int producer = -1;
+  double amount = 0;
+};
+double MostGain(const std::vector<double>& reward, const std::vector<Penalty>& penalties) {
+  const int nodes = static_cast<int>(reward.size()), source = nodes + static_cast<int>(penalties.size()),
+            sink = source + 1, total = sink + 1;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  std::vector<std::vector<double>> cap(total, std::vector<double>(total, 0));
+  double gain = 0;
+  for (int v = 0; v < nodes; ++v) {
+    if (reward[v] > 0) {
+      cap[source][v] = reward[v];
+      gain += reward[v];
+    } else {
+      cap[v][sink] = -reward[v];  // in P at a cost
+    }
+  }
+  for (size_t i = 0; i < penalties.size(); ++i) {
+    const int z = nodes + static_cast<int>(i);
+    for (int r : penalties[i].readers) cap[r][z] = kInf;
+    cap[z][penalties[i].producer >= 0 ? penalties[i].producer : sink] += penalties[i].amount;
+  }
+  double cut = 0;
+  while (true) {
+    std::vector<int> from(total, -1);
+    from[source] = source;
+    std::vector<int> queue = {source};
+    for (size_t at = 0; at < queue.size() && from[sink] < 0; ++at) {
+      const int u = queue[at];
+      for (int v = 0; v < total; ++v) {
+        if (from[v] < 0 && cap[u][v] > 1e-9) {
+          from[v] = u;
+          queue.push_back(v);
+        }
+      }
+    }
+    if (from[sink] < 0) break;
+    double push = kInf;
+    for (int v = sink; v != source; v = from[v]) push = std::min(push, cap[from[v]][v]);
+    for (int v = sink; v != source; v = from[v]) {
+      cap[from[v]][v] -= push;
+      cap[v][from[v]] += push;
+    }
+    cut += push;
+  }
+  return std::max(0.0, gain - cut);
+}
+
 }  // namespace
 
 UpstreamSums UpstreamSumFloor(const Problem& p, const Analysis& analysis) {
@@ -197,6 +251,83 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
       others[p.NativeTiles(o)] += compute[o];
     }
   }
+  // The ops of the grid's shape that may run in S without making the claim's deficit a bound of
+  // their compute alone: its Pointwise ops and its MatMuls of reduction K (index_of), and the inputs
+  // each of them loads when it runs in S without their producer (every op of S makes all of its
+  // output over the steps, so asks all of each input of its shape): a tensor too large to retain
+  // (R5) that no upstream sum reads, made outside the set, by a Layout op (L2), or by another such op
+  // left out of S. Any other MatMul, or one of s's own ops, may make it in S: no load.
+  std::vector<OpId> grid_ops;
+  std::vector<int> index_of(p.ops.size(), -1);
+  std::vector<char> in_ops(p.ops.size(), 0), read_by_claimant(p.tensors.size(), 0);
+  for (OpId o : ops) in_ops[o] = 1;
+  // At theta = 1/C with C > tau only the upstream sums claim loads (a mode-T claimant claims 0).
+  for (const Claimant& other : claimants) {
+    if (!other.upstream) continue;
+    for (TensorId t : p.ops[other.sum].inputs) read_by_claimant[t] = 1;
+  }
+  for (OpId o : ops) {
+    const Tensor& t = p.tensors[p.ops[o].output];
+    if (own[o] || p.IsLayout(o) || t.height != M || t.width != NF) continue;
+    if (p.ops[o].kind == OpKind::MatMul && p.ReductionLength(o) != K) continue;
+    index_of[o] = static_cast<int>(grid_ops.size());
+    grid_ops.push_back(o);
+  }
+  std::vector<Penalty> penalties;
+  {
+    std::map<TensorId, size_t> penalty_of;
+    for (OpId o : grid_ops) {
+      if (p.ops[o].kind != OpKind::Pointwise) continue;
+      for (TensorId t : p.ops[o].inputs) {
+        const Tensor& tt = p.tensors[t];
+        if (tt.height != M || tt.width != NF || tt.size() + 1 <= cap || read_by_claimant[t]) continue;
+        const OpId u = p.producer[t];
+        if (u != kNoOp && in_ops[u] && (own[u] || (p.ops[u].kind == OpKind::MatMul && index_of[u] < 0))) continue;
+        auto [it, fresh] = penalty_of.emplace(t, penalties.size());
+        if (fresh) {
+          Penalty pen;
+          pen.producer = u != kNoOp && in_ops[u] ? index_of[u] : -1;
+          pen.amount = static_cast<double>(tt.size()) / p.slow_memory_bandwidth;
+          penalties.push_back(pen);
+        }
+        auto& readers = penalties[it->second].readers;
+        if (std::find(readers.begin(), readers.end(), index_of[o]) == readers.end()) readers.push_back(index_of[o]);
+      }
+    }
+  }
+  // The deficit of the grid's ops in S at theta = 1/C, at most q of its MatMuls of reduction K
+  // holding a tile (the others, if in S, upstream at least up_grid times their price): for any
+  // mu >= 0 it is at most mu q plus the most a set can gain with those MatMuls' rewards less mu
+  // (Lagrange), each op's reward its shortfall, each load's penalty its share (1 - 1/C) |t| / B.
+  std::map<std::array<double, 3>, double> grid_deficit_memo;
+  const auto grid_deficit = [&](double tau, double C, double up_grid, size_t q) {
+    const double a = std::max(0.0, 1 - tau / C), a_up = std::max(0.0, 1 - up_grid / C), b = 1 - 1 / C;
+    if (b <= 0) return 0.0;
+    const std::array<double, 3> key{a, a_up, static_cast<double>(q)};
+    if (auto it = grid_deficit_memo.find(key); it != grid_deficit_memo.end()) return it->second;
+    std::vector<double> mus = {0};
+    for (OpId o : grid_ops) {
+      if (p.ops[o].kind != OpKind::MatMul) continue;
+      for (double f : {0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0}) mus.push_back(f * a * compute[o]);
+    }
+    // Each op of the set in S at least up_grid times its price if it runs upstream; in mode T (on a
+    // Pointwise path from a sink, so a MatMul there is in F and holds a tile) at least tau times,
+    // and then each input of its shape is made in S in mode T too (its producer is on that path) or
+    // loaded. So the deficit is at most sum a_up c plus the most the mode-T set gains at (a - a_up) c.
+    double upstream_part = 0;
+    for (OpId o : grid_ops) upstream_part += a_up * compute[o];
+    double least = std::numeric_limits<double>::infinity();
+    for (double mu : mus) {
+      std::vector<double> reward;
+      for (OpId o : grid_ops) {
+        reward.push_back((a - a_up) * compute[o] - (p.ops[o].kind == OpKind::MatMul ? mu : 0.0));
+      }
+      std::vector<Penalty> scaled = penalties;
+      for (Penalty& pen : scaled) pen.amount *= b;
+      least = std::min(least, upstream_part + mu * static_cast<double>(q) + MostGain(reward, scaled));
+    }
+    return grid_deficit_memo[key] = least;
+  };
   std::sort(grid_matmuls.rbegin(), grid_matmuls.rend());
   std::vector<double> prefix(grid_matmuls.size() + 1, 0);
   for (size_t i = 0; i < grid_matmuls.size(); ++i) prefix[i + 1] = prefix[i] + grid_matmuls[i];
@@ -206,7 +337,8 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
     const auto short_of = [&](double factor) { return std::max(0.0, 1 - factor / C); };
     const double up_grid = std::max(tau, std::min({C, R, tau * nk}));
     const size_t held = std::min(q, grid_matmuls.size());
-    double d = short_of(tau) * (grid_pointwise + prefix[held]) + short_of(up_grid) * (prefix.back() - prefix[held]);
+    double d = std::min(short_of(tau) * (grid_pointwise + prefix[held]) + short_of(up_grid) * (prefix.back() - prefix[held]),
+                        grid_deficit(tau, C, up_grid, q));
     for (const auto& [tiles, sum] : others) {
       d += short_of(std::max(tau, std::min({C, R, R * C * nk / static_cast<double>(tiles)}))) * sum;
     }
