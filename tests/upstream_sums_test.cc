@@ -381,5 +381,35 @@ TEST_CASE("bound: P34 by hand, two k-loop MatMuls of one grid share the deficit"
   CHECK(best < std::numeric_limits<double>::infinity());
 }
 
+// P34 by hand, the cut: the first hand case with F's output added to a graph input G (8x8, too large
+// to retain; the add, base 1, c = 4, is a graph output). In configuration c at [4, 4, 1] (q = 1) the
+// count prices the add's shortfall, (1 - 1/2)(4 + 40) = 22; but the add in mode T in S loads G
+// whole, a share (1 - 1/2) 64 = 32 of the third weight's slack that outweighs its 2, so the cut
+// leaves it out: the deficit is F's 20 and the configuration (2, 0, 32 - 20 = 12), not (2, 0, 10).
+TEST_CASE("bound: P34 by hand, a Pointwise op of the grid that must load an input") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors = {{4, 8}, {4, 4}, {4, 8}, {4, 8}, {8, 4}, {8, 8}, {8, 8}, {8, 8}};  // A W o s V out G sum
+  problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 10});
+  problem.ops.push_back({OpKind::Pointwise, {2}, 3, 1});
+  problem.ops.push_back({OpKind::MatMul, {3, 4}, 5, 10});
+  problem.ops.push_back({OpKind::Pointwise, {5, 6}, 7, 1});
+  problem.fast_memory_capacity = 24;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize().empty());
+  const bound_internal::Analysis analysis(problem);
+  const bound_internal::UpstreamSums part = bound_internal::UpstreamSumFloor(problem, analysis);
+  REQUIRE(!part.claimants.empty());
+  REQUIRE(part.claimants[0].upstream);
+  const auto configs = part.Configurations(problem, part.claimants[0], {0, 1, 2, 3});
+  const auto has = [&](double v1, double va, double vc) {
+    return std::any_of(configs.begin(), configs.end(), [&](const auto& v) {
+      return std::abs(v[0] - v1) < 1e-9 && std::abs(v[1] - va) < 1e-9 && std::abs(v[2] - vc) < 1e-9;
+    });
+  };
+  CHECK(has(2, 0, 12));
+  CHECK(!has(2, 0, 10));
+}
+
 }  // namespace
 }  // namespace annealer
