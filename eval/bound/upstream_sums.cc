@@ -12,7 +12,7 @@ bool g_upstream_sums = true;
 
 namespace {
 
-constexpr int kLambdaSteps = 20;  // lambda on the simplex in steps of 1/20
+constexpr int kLambdaSteps = 100;  // lambda on the simplex in steps of 1/100
 
 bool OnlyMode(const Analysis& a, OpId op, int keep_mask) {
   for (int m = 0; m < kModes; ++m) {
