@@ -13,6 +13,7 @@ bool g_upstream_sums = true;
 namespace {
 
 constexpr int kLambdaSteps = 100;  // lambda on the simplex in steps of 1/100
+constexpr size_t kMaxCutOps = 48;  // P34's cut over at most this many ops of the grid's shape
 
 bool OnlyMode(const Analysis& a, OpId op, int keep_mask) {
   for (int m = 0; m < kModes; ++m) {
@@ -301,6 +302,8 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
   // (Lagrange), each op's reward its shortfall, each load's penalty its share (1 - 1/C) |t| / B.
   std::map<std::array<double, 3>, double> grid_deficit_memo;
   const auto grid_deficit = [&](double tau, double C, double up_grid, size_t q) {
+    // The count alone past kMaxCutOps ops (a cut there would cost more than it is likely to give).
+    if (grid_ops.size() > kMaxCutOps) return std::numeric_limits<double>::infinity();
     const double a = std::max(0.0, 1 - tau / C), a_up = std::max(0.0, 1 - up_grid / C), b = 1 - 1 / C;
     if (b <= 0) return 0.0;
     const std::array<double, 3> key{a, a_up, static_cast<double>(q)};
@@ -310,6 +313,8 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
       if (p.ops[o].kind != OpKind::MatMul) continue;
       for (double f : {0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0}) mus.push_back(f * a * compute[o]);
     }
+    std::sort(mus.begin(), mus.end());
+    mus.erase(std::unique(mus.begin(), mus.end()), mus.end());
     // Each op of the set in S at least up_grid times its price if it runs upstream; in mode T (on a
     // Pointwise path from a sink, so a MatMul there is in F and holds a tile) at least tau times,
     // and then each input of its shape is made in S in mode T too (its producer is on that path) or
