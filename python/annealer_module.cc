@@ -652,6 +652,7 @@ PYBIND11_MODULE(_core, m) {
         d["sole_sums"] = bound.sole_sums;
         d["shared_sums"] = bound.shared_sums;
         d["lone_taps"] = bound.lone_taps;
+        d["upstream_sums"] = bound.upstream_sums;
         d["island_activations"] = bound.island_activations;  // P32: a count inside `islands`
         d["weight"] = bound.weight;
         return d;

@@ -20,6 +20,7 @@
 #include "eval/bound/lone_taps.h"
 #include "eval/bound/shared_sums.h"
 #include "eval/bound/sole_sums.h"
+#include "eval/bound/upstream_sums.h"
 #include "eval/bound/activations.h"
 #include "eval/bound/taps.h"
 #include "eval/bound/memory_floor.h"
@@ -712,6 +713,14 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.lone_tap_sums = lone_taps.sums;
   const std::vector<double> island_lone = by_island(lone_taps.value, lone_taps.sums > 0,
                                                     [&](const std::vector<OpId>& ops) { return lone_taps.Value(ops); });
+  // P34: P23's sums and the sums that may run upstream of a k-loop, at three weights per
+  // subgraph mixed by one lambda; whole and island by island.
+  const UpstreamSums upstream = UpstreamSumFloor(problem, tile_modes);
+  bound.upstream_sums = upstream.value;
+  bound.upstream_sum_count = upstream.upstream_count;
+  const std::vector<double> island_upstream = by_island(upstream.value, upstream.upstream_count > 0, [&](const std::vector<OpId>& ops) {
+    return upstream.Value(problem, ops);
+  });
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);
@@ -730,7 +739,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.island_of = built.island_of;
   bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {
-    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i],
+    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i], island_upstream[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
     bound.islands += bound.island_values[i];

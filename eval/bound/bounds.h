@@ -331,6 +331,18 @@
 //     that subgraph is {x}) or loaded, and then written before by an instance without s, which
 //     is {x} alone (V5, V11) and costs at least max(c_x, its memory at native tiles), prefetch or
 //     not. Lines a c_o + (1 - a) own loads per op, best a. eval/bound/lone_taps.h.
+//  P34 (T1, T2, C3, C6, D2-D5, G3, G4, M1, R5, V8, V11, V12, W, W1, W4, P12, P23) A sum that may
+//     run upstream of a k-loop: a Pointwise s with P23's designated inputs, modes T and SL, whose
+//     chain (one consumer each) reaches the LHS of one MatMul F (K <= n, mode T only). Its picked
+//     subgraph holds it in mode T (P23's step 2), or makes F's LHS strips with n_k = 1 (the
+//     unfused inputs' h x K slices, a sink's tile and the own weights' slices in W: the tiles
+//     shrink) or with n_k >= 2 (w >= K by V11; every step loads a new slice, M1: each unfused
+//     input C times; at most q k-loop MatMuls of the grid hold a tile, W1/W4). In P23's frame at
+//     three weights per subgraph, theta = 1, 1/tau and 1/max(tau, C), mixed by one lambda: the
+//     compute slack of its own ops, its loads' share, and at 1/C its loads' share less a bound D
+//     of what the ops charged under C times their price fall short (sum (a - D)^+ <= slack).
+//     e_s = the least over its configurations; P23's sums join as mode-T claimants.
+//     eval/bound/upstream_sums.h.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -438,6 +450,13 @@ struct LowerBound {
   // tiles and the lone taps' own subgraphs must pay; best a.
   Latency lone_taps = 0;
   int lone_tap_sums = 0;  // the sums priced so
+  // P34: per op its compute, plus P23's sums and the sums that may run upstream of a k-loop (their
+  // outputs reach one MatMul's LHS with K <= n through Pointwise ops), each priced over the ways
+  // its subgraph can hold it (mode T at the tiles its working set allows, or making the MatMul's
+  // LHS strips in one k-step or in several, loading its unfused inputs once per column tile), at
+  // three weights per subgraph mixed by one lambda.
+  Latency upstream_sums = 0;
+  int upstream_sum_count = 0;  // the upstream sums among its claimants
   // P32: tensors too large to retain whose write (and loads, unless P19 streams them) one
   // island's P14 lines claim beside their own (inside `islands`, no part of its own).
   int island_activations = 0;
@@ -458,6 +477,7 @@ struct LowerBound {
     if (sole_sums > best) best = sole_sums;
     if (shared_sums > best) best = shared_sums;
     if (lone_taps > best) best = lone_taps;
+    if (upstream_sums > best) best = upstream_sums;
     return best;
   }
 };

@@ -219,6 +219,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_sole_sums\": " + FormatNumber(bound.sole_sums) + ",\n";
   out += "  \"lower_bound_shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
   out += "  \"lower_bound_lone_taps\": " + FormatNumber(bound.lone_taps) + ",\n";
+  out += "  \"lower_bound_upstream_sums\": " + FormatNumber(bound.upstream_sums) + ",\n";
   out += "  \"lower_bound_island_activations\": " + std::to_string(bound.island_activations) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
@@ -321,6 +322,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"shared_sum_count\": " + std::to_string(bound.shared_sum_count) + ",\n";
   out += "  \"lone_taps\": " + FormatNumber(bound.lone_taps) + ",\n";
   out += "  \"lone_tap_sums\": " + std::to_string(bound.lone_tap_sums) + ",\n";
+  out += "  \"upstream_sums\": " + FormatNumber(bound.upstream_sums) + ",\n";
+  out += "  \"upstream_sum_count\": " + std::to_string(bound.upstream_sum_count) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -373,6 +376,8 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  lone taps  " + Readable(bound.lone_taps) + "  (a x compute + (1-a) x own loads, + what " +
          std::to_string(bound.lone_tap_sums) +
          " sums of K > n taps cost their first subgraph's tiles and the taps that then sit alone, P33)\n\n";
+  out += "  upstream sums " + Readable(bound.upstream_sums) + "  (compute + P23's sums and " + std::to_string(bound.upstream_sum_count) +
+         " sums that may make a k-loop MatMul's LHS strips, each at the least of its ways, three weights mixed, P34)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
