@@ -33,6 +33,7 @@
 #include "search/exact/exact.h"
 #include "search/params.h"
 #include "src/io/problem_reader.h"
+#include "tests/graph_builder.h"
 #include "tests/problem_maker.h"
 #include "tests/sample_schedules.h"
 #include "tests/suffix_bounds.h"
@@ -2397,6 +2398,38 @@ TEST_CASE("bound: P25's taps never above the oracle") {
   CHECK(valid > 1500);
   CHECK(enumerated > 5000);
   CHECK(raised > 20);
+}
+
+// A MatMul read by nothing whose LHS is made upstream: four taps A @ W_i (A 12x2, W_i 2x4, base
+// 20) summed by s (base 5) into F = s @ V (V 4x4, base 20, a graph output), capacity 38, B = 1,
+// n = 4. All six ops in one subgraph at [4, 4, 1] cost 320.25 (the compute is 315): the taps hide
+// F's write and weight. P25 took F for a tap and claimed 14 (bound 329); it claims nothing now.
+TEST_CASE("bound: P25: a MatMul read by nothing whose LHS is made upstream claims nothing") {
+  testing::GraphBuilder b(38, 1);
+  b.problem.native = 4;
+  const TensorId a = b.Tensor(12, 2);
+  std::vector<TensorId> taps;
+  for (int i = 0; i < 4; ++i) {
+    const TensorId w = b.Tensor(2, 4);
+    const TensorId out = b.Tensor(12, 4);
+    b.Op(OpKind::MatMul, {a, w}, out, 20);
+    taps.push_back(out);
+  }
+  const TensorId sum = b.Tensor(12, 4);
+  b.Op(OpKind::Pointwise, taps, sum, 5);
+  const TensorId v = b.Tensor(4, 4);
+  const TensorId f = b.Tensor(12, 4);
+  b.Op(OpKind::MatMul, {sum, v}, f, 20);
+  const Problem problem = b.Build();
+  Schedule schedule;
+  schedule.subgraphs.push_back(testing::Sg({0, 1, 2, 3, 4, 5}, {4, 4, 1}));
+  const Evaluation e = EvaluateOracle(problem, schedule);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(320.25));
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.tap_count == 0);
+  CHECK(bound.taps == doctest::Approx(315));
+  CHECK(bound.total() <= e.total);
 }
 
 // P25 by hand: one MatMul t = A @ W (A 12x4 and W 4x4 graph inputs, n = 4, base 10, so c_t = 30),

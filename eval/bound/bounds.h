@@ -224,7 +224,8 @@
 //     hide its loads. 0 excess with a weight path (H6).
 //  P25 (T1, T2, C1-C6, D1-D5, G2, G3, M1, M2, R5, V5, V8, V12, W, W1, W4, O8, P23) A MatMul whose
 //     output leaves its subgraph. P23's frame, with a *tap* t (a MatMul whose output o_t never fits,
-//     whose RHS is a graph input only t reads, read by nothing or by a priced sum alone) priced at
+//     whose RHS is a graph input only t reads, read by nothing with no MatMul among its LHS's
+//     ancestors, or by a priced sum alone) priced at
 //     c_t + e_t. In S where t runs without o_t's readers t is a sink: S writes o_t (M2, R5) and
 //     loads W_t, once per row tile when n_k >= 2 (M1), and the grid has t's shape (V12). Per class
 //     of shapes (row tiles, column tiles, n_k bucket; tau = tiles / t's native tiles): where a

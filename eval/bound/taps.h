@@ -14,7 +14,8 @@ namespace annealer::bound_internal {
 // P25 (T1, T2, C1-C6, D1-D5, G2, G3, M1, M2, R5, V8, V12, W, W1, W4, P23). The frame is P23's: every
 // op priced at c_o, a priced sum s (P23) at c_s + e_s, and now a *tap* t at c_t + e_t: a MatMul
 // whose output o_t cannot be retained (|o_t| + 1 > capacity), whose RHS is a graph input only t
-// reads, and whose output is read by nothing or by a priced sum alone. In a subgraph S where t runs
+// reads, and whose output is read by nothing (then no MatMul among its LHS's ancestors) or by a
+// priced sum alone. In a subgraph S where t runs
 // with none of o_t's readers, t is a sink (G3): S writes o_t (M2, R5) and loads t's weight, once
 // per row tile when n_k >= 2 (M1), so M_S >= M_t(sigma) at S's shape sigma, and the grid has t's
 // shape (V12): tau = T / N_t. Per class of shapes (row tiles, column tiles, n_k = 1 or >= 2):

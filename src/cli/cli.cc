@@ -375,7 +375,7 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          " output shapes of 2-4 priced sums priced by which sums share a subgraph, P29)\n";
   out += "  lone taps  " + Readable(bound.lone_taps) + "  (a x compute + (1-a) x own loads, + what " +
          std::to_string(bound.lone_tap_sums) +
-         " sums of K > n taps cost their first subgraph's tiles and the taps that then sit alone, P33)\n\n";
+         " sums of K > n taps cost their first subgraph's tiles and the taps that then sit alone, P33)\n";
   out += "  upstream sums " + Readable(bound.upstream_sums) + "  (compute + P23's sums and " + std::to_string(bound.upstream_sum_count) +
          " sums that may make a k-loop MatMul's LHS strips, each at the least of its ways, three weights mixed, P34)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
