@@ -272,6 +272,64 @@ TEST_CASE("chip rules: the fast path, EvaluateFast and the cache equal the oracl
   CHECK(whole_valid > 100);
 }
 
+// Under H5 the step classes price each step and the slack is replayed step by step
+// (PriceByClasses): the same doubles as the plain walk, in the same order of additions, so the
+// two agree to the bit, not to rounding. Traffic-dominated problems make the slack matter.
+TEST_CASE("chip rules: with prefetch the class prices replayed step by step equal the walk to the bit") {
+  int compared = 0, hidden = 0, invalid = 0;
+  for (DagShape shape : kAllDagShapes) {
+    std::mt19937_64 rng(28000 + static_cast<int>(shape));
+    for (int trial = 0; trial < 120; ++trial) {
+      RandomProblemOptions problem_options;
+      problem_options.max_ops = 3 + trial % 8;
+      problem_options.native = trial % 2 == 0 ? 8 : 32;
+      Problem problem = RandomProblem(rng, shape, problem_options);
+      problem.chip = RandomChipRules(problem, rng);
+      if (!problem.chip.prefetch) continue;
+      if (trial % 2 == 0) {
+        for (Op& op : problem.ops) op.base_cost *= 0.05;
+        problem.slow_memory_bandwidth = 1;
+      }
+      for (int s = 0; s < 3; ++s) {
+        RandomScheduleOptions options;
+        options.fuse_probability = 0.3 + 0.3 * s;
+        options.invalid_probability = 0.1;
+        options.max_steps = 500;
+        const Schedule schedule = RandomSchedule(problem, rng, options);
+        std::vector<TensorId> retained_in;
+        for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
+          const Subgraph& sg = schedule.subgraphs[i];
+          if (CostSubgraphUsesStepClasses(problem, sg, retained_in)) {
+            const SubgraphResult classes = CostSubgraph(problem, sg, retained_in);
+            const SubgraphResult walk = CostSubgraphStepByStep(problem, sg, retained_in);
+            INFO("shape " << static_cast<int>(shape) << " trial " << trial << " schedule " << s << " subgraph " << i);
+            REQUIRE(classes.verdict == walk.verdict);
+            CHECK(classes.violation.Message() == walk.violation.Message());
+            CHECK(classes.report.latency == walk.report.latency);
+            CHECK(classes.report.compute_time == walk.report.compute_time);
+            CHECK(classes.report.memory_time == walk.report.memory_time);
+            CHECK(classes.report.peak_working_set == walk.report.peak_working_set);
+            CHECK(classes.report.tiles == walk.report.tiles);
+            CHECK(classes.report.k_steps == walk.report.k_steps);
+            ++compared;
+            invalid += !walk.ok();
+            if (walk.ok()) {
+              Problem plain = problem;
+              plain.chip.prefetch = false;
+              hidden += walk.report.latency < CostSubgraphStepByStep(plain, sg, retained_in).report.latency;
+            }
+          }
+          retained_in = sg.retain;
+        }
+      }
+    }
+  }
+  MESSAGE("chip rules, prefetch by classes: " << compared << " subgraphs compared, " << hidden
+                                              << " where prefetch lowers the latency, " << invalid << " invalid");
+  CHECK(compared > 1000);
+  CHECK(hidden > 50);
+}
+
 TEST_CASE("chip rules: incremental evaluation equals the oracle over random edits") {
   const testing::WalkTally walk = testing::IncrementalWalk(26500, [](Problem& problem, std::mt19937_64& rng, int trial) {
     (void)trial;

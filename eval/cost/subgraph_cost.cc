@@ -1155,6 +1155,33 @@ SubgraphResult SubgraphPricer::PriceByClasses() {
   report.tiles = tiles;
   report.k_steps = k_steps_;
   report.peak_working_set = peak;
+  if (rules_on_ && problem_.chip.prefetch) {
+    // H5: a step's exposed loads depend on the slack the steps before it left, which the
+    // classes do not carry. Each step's price is its class's, so the steps are replayed in
+    // execution order with PriceStepByStep's arithmetic, in its order of additions: the same
+    // doubles, at a few operations per step instead of deriving and pricing its requests.
+    double slack = 0;
+    int64_t step = 0;
+    int64_t pr = -1, pc = -1;
+    for (int64_t p = 0; p < tiles; ++p) {
+      const int64_t tile = subgraph_.traversal ? (*subgraph_.traversal)[p] : p;
+      const int64_t r = tile / cols_, c = tile % cols_;
+      const int move = p == 0 ? kNoPrev : (r != pr ? kRowChanged : 0) | (c != pc ? kColChanged : 0);
+      const int re = edge_r(r), ce = edge_c(c);
+      for (int64_t j = 0; j < k_steps_; ++j, ++step) {
+        if ((step & (kStepsBetweenStopPolls - 1)) == kStepsBetweenStopPolls - 1) PollPricingStop();
+        const StepPrice& price = j == 0 ? first[re][ce][move] : j == last_j ? last[re][ce] : middle[re][ce];
+        const PrefetchSplit split = ApplyPrefetch(price.compute, price.memory, price.prefetchable, slack);
+        slack = split.slack;
+        report.compute_time += price.compute;
+        report.memory_time += price.memory;
+        report.latency += std::max(price.compute, split.exposed);
+      }
+      pr = r;
+      pc = c;
+    }
+    return result;
+  }
   auto add = [&](const StepPrice& price, int64_t count) {
     const double m = static_cast<double>(count);
     report.compute_time += price.compute * m;
@@ -1183,8 +1210,8 @@ SubgraphResult CostSubgraph(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in) {
   SubgraphPricer pricer(problem, subgraph, retained_in);
   if (auto failure = pricer.Analyse()) return *failure;
-  // H5 makes a step's latency depend on the step before it, which step classes do not see.
-  return pricer.step_classes_apply() && !problem.chip.prefetch ? pricer.PriceByClasses() : pricer.PriceStepByStep();
+  // Under H5 the classes price the steps and PriceByClasses replays the slack step by step.
+  return pricer.step_classes_apply() ? pricer.PriceByClasses() : pricer.PriceStepByStep();
 }
 
 std::optional<SubgraphResult> StructuralFailure(const Problem& problem, const Subgraph& subgraph,
@@ -1207,7 +1234,7 @@ bool CostSubgraphUsesStepClasses(const Problem& problem, const Subgraph& subgrap
                                  const std::vector<TensorId>& retained_in) {
   SubgraphPricer pricer(problem, subgraph, retained_in);
   if (pricer.Analyse()) return false;
-  return pricer.step_classes_apply() && !problem.chip.prefetch;
+  return pricer.step_classes_apply();
 }
 
 Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCache* cache) {
