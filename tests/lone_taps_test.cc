@@ -27,11 +27,13 @@ using bound_internal::g_lone_taps;
 
 // Three taps A @ W (A 4 x 8 and W 8 x 4 graph inputs read by all three, K = 8 > n = 4, base 10)
 // summed by s (base 1, 4 x 4, a graph output); an accumulator of one native tile.
-Problem ThreeTaps() {
+// Three taps A @ W summed; with `gathered`, A is a Layout op's gather of a graph input.
+Problem ThreeTaps(bool gathered = false) {
   std::mt19937_64 rng(1);
   testing::ProblemMaker make{rng};
   make.problem.native = 4;
-  const TensorId a = make.Tensor(4, 8), w = make.Tensor(8, 4);
+  const TensorId w = make.Tensor(8, 4);
+  const TensorId a = gathered ? make.Op(OpKind::Layout, {make.Tensor(8, 4)}, 4, 8, 0) : make.Tensor(4, 8);
   std::vector<TensorId> taps;
   for (int i = 0; i < 3; ++i) taps.push_back(make.Op(OpKind::MatMul, {a, w}, 4, 4, 10));
   make.Op(OpKind::Pointwise, taps, 4, 4, 1);
@@ -79,19 +81,7 @@ TEST_CASE("P33 by hand: prefetch and the chip's tile bases leave the part as it 
   REQUIRE(p.Finalize().empty());
   CHECK(ComputeLowerBound(p).lone_taps == doctest::Approx(52));
   // A Layout-made LHS can sit beside its tap (a gather, L2): no tap is lone, nothing priced.
-  std::mt19937_64 rng(2);
-  testing::ProblemMaker make{rng};
-  make.problem.native = 4;
-  const TensorId x = make.Tensor(8, 4), w = make.Tensor(8, 4);
-  const TensorId a = make.Op(OpKind::Layout, {x}, 4, 8, 0);
-  std::vector<TensorId> taps;
-  for (int i = 0; i < 3; ++i) taps.push_back(make.Op(OpKind::MatMul, {a, w}, 4, 4, 10));
-  make.Op(OpKind::Pointwise, taps, 4, 4, 1);
-  make.problem.fast_memory_capacity = 1000;
-  make.problem.slow_memory_bandwidth = 1;
-  make.problem.chip.accumulator_capacity = 16;
-  REQUIRE(make.problem.Finalize().empty());
-  CHECK(ComputeLowerBound(make.problem).lone_tap_sums == 0);
+  CHECK(ComputeLowerBound(ThreeTaps(true)).lone_tap_sums == 0);
 }
 
 // A sum of 1 to 6 k-split taps at a small scale: one LHS A (a graph input, or made by a Pointwise
