@@ -14,8 +14,9 @@ namespace {
 
 constexpr int64_t kInfinite = std::numeric_limits<int64_t>::max() / 4;
 // Ancestors of X walked for the cut; past it the walk stops and the tensors it leaves cost
-// nothing (a smaller cut: the claim only falls).
-constexpr size_t kCutOps = 4096;
+// nothing (a smaller cut: the claim only falls). Small enough that Dinic's recursive push stays
+// shallow on any thread's stack and the part costs little per multiply.
+constexpr size_t kCutOps = 512;
 
 // Dinic's max-flow on integer capacities (elements).
 class MaxFlow {
