@@ -18,6 +18,7 @@
 #include "eval/bound/recompute.h"
 #include "eval/bound/sums.h"
 #include "eval/bound/lone_taps.h"
+#include "eval/bound/squeeze.h"
 #include "eval/bound/shared_sums.h"
 #include "eval/bound/sole_sums.h"
 #include "eval/bound/upstream_sums.h"
@@ -721,6 +722,15 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const std::vector<double> island_upstream = by_island(upstream.value, upstream.upstream_count > 0, [&](const std::vector<OpId>& ops) {
     return upstream.Value(problem, ops);
   });
+  // P36: per op its compute, plus what the first subgraph of each multiply that waits for a tensor
+  // gathered from its own input's descendants pays beyond it; on the problem itself (L1), whole
+  // and island by island (that subgraph lies in the multiply's island).
+  const Squeeze squeeze = SqueezeFloor(original);
+  bound.squeeze = squeeze.value;
+  bound.squeeze_count = squeeze.count;
+  const std::vector<double> island_squeeze = by_island(squeeze.value, squeeze.count > 0, [&](const std::vector<OpId>& ops) {
+    return squeeze.Value(ops);
+  });
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);
@@ -739,7 +749,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.island_of = built.island_of;
   bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {
-    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i], island_upstream[i],
+    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i], island_upstream[i], island_squeeze[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
     bound.islands += bound.island_values[i];

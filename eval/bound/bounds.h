@@ -344,6 +344,18 @@
 //     of what the ops charged under C times their price fall short (sum (a - D)^+ <= slack).
 //     e_s = the least over its configurations; P23's sums join as mode-T claimants.
 //     eval/bound/upstream_sums.h.
+//  P36 (T1, T2, H5, H6, P3, P4, P7, P8, V1, V2, V5, V7, V8, V9, V11, G2, D1, L1, L2, R5) A multiply
+//     that waits for its own squeeze: a Pointwise m with one input X not made by a Layout op and
+//     inputs E_i made by Layout ops l_i, its output Y read by nothing or by MatMuls with K > n only
+//     (so m is a sink wherever it runs, V11, V2), where X's producer reaches an input of some l_i.
+//     In m's first subgraph S_1 every op reaching an l_i input ran before (L1): S_1 runs it again.
+//     S_1 gathers or loads every E_i too large to retain (L2, P4), writes Y (too large, or a graph
+//     output), and loads X or makes it again from a cut of its ancestry (graph inputs off H6's
+//     weight path and tensors too large to retain, min vertex cut). Its first runs are m and ops
+//     joined to it outside Y's descendants and the rerun set (none another such m), so it costs
+//     its first runs' native compute plus claim_m = max(0, min(loads with X / B - F, max(c_{p_X},
+//     loads with the cut / B - F))): the total is >= sum_o c_o + sum_m claim_m, whole and island
+//     by island. eval/bound/squeeze.h.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -458,6 +470,11 @@ struct LowerBound {
   // three weights per subgraph mixed by one lambda.
   Latency upstream_sums = 0;
   int upstream_sum_count = 0;  // the upstream sums among its claimants
+  // P36: per op its compute, plus, for each Pointwise op that waits for a tensor gathered (Layout)
+  // from its other input's descendants and whose output no reader can share its subgraph, what its
+  // first subgraph's loads and write cost beyond that subgraph's first runs' compute.
+  Latency squeeze = 0;
+  int squeeze_count = 0;  // the multiplies priced so
   // P32: tensors too large to retain whose write (and loads, unless P19 streams them) one
   // island's P14 lines claim beside their own (inside `islands`, no part of its own).
   int island_activations = 0;
@@ -479,6 +496,7 @@ struct LowerBound {
     if (shared_sums > best) best = shared_sums;
     if (lone_taps > best) best = lone_taps;
     if (upstream_sums > best) best = upstream_sums;
+    if (squeeze > best) best = squeeze;
     return best;
   }
 };
