@@ -21,6 +21,7 @@
 #include "eval/cost/subgraph_cost.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
+#include "search/starts/layer_chains.h"
 #include "search/elite_pool.h"
 #include "search/exact/exact.h"
 #include "search/moves/moves.h"
@@ -389,6 +390,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
           if (GatherKLoopApplies(problem) && params.workers.gather_kloop_share > 0 && !starts_stopped()) {
             fused = GatherTapGroups(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles == Switch::kOn);
           }
+          // Where a sum of three or more MatMuls has two reduction lengths in its private ancestry
+          // (never on a contest problem), each is rebuilt as a chain tied by retention.
+          if (params.workers.layer_chains && !starts_stopped()) fused = LayerChains(problem, pricer, fused, starts_stopped);
           if (offer_checked(fused, "greedy-fusion").valid && params.workers.polish && !starts_stopped()) {
             offer_checked(Polish(problem, pricer, fused, starts_stopped, params.workers.partial_edge_tiles == Switch::kOn),
                           "greedy-fusion");
