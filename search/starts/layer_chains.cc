@@ -30,6 +30,16 @@ bool IsSumOfMatMuls(const Problem& problem, OpId op) {
   return true;
 }
 
+// A sum whose MatMuls have one reduction length: a convolution's taps (not the partial products
+// over a concatenation, whose lengths differ).
+bool IsConvolutionSum(const Problem& problem, OpId op) {
+  if (!IsSumOfMatMuls(problem, op)) return false;
+  const std::vector<TensorId>& inputs = problem.ops[op].inputs;
+  return std::all_of(inputs.begin(), inputs.end(), [&](TensorId u) {
+    return problem.ReductionLength(problem.producer[u]) == problem.ReductionLength(problem.producer[inputs[0]]);
+  });
+}
+
 // `roots` and every op (not a Layout op; inside `within` when it is given) whose output only ops
 // of the set read, walked up to a fixed point; sorted by op id.
 std::vector<OpId> PrivateClosure(const Problem& problem, std::vector<OpId> roots, const std::vector<OpId>* within,
@@ -45,7 +55,7 @@ std::vector<OpId> PrivateClosure(const Problem& problem, std::vector<OpId> roots
         const OpId q = problem.producer[u];
         if (q == kNoOp || problem.IsLayout(q) || std::binary_search(set.begin(), set.end(), q)) continue;
         if (within != nullptr && !std::binary_search(within->begin(), within->end(), q)) continue;
-        if (stop_at_sums && IsSumOfMatMuls(problem, q)) continue;
+        if (stop_at_sums && IsConvolutionSum(problem, q)) continue;
         const std::vector<OpId>& readers = problem.consumers[problem.ops[q].output];
         const bool only_ours = std::all_of(readers.begin(), readers.end(), [&](OpId c) {
           return std::binary_search(set.begin(), set.end(), c);

@@ -18,9 +18,10 @@
 //   - taps of two lengths and no others: [a] -> [b], a the private ancestry of the taps of the
 //     length with fewer MatMuls (retained into b), b the rest with the sum.
 //
-// When the group fits neither case, it is taken again bounded at the other sums (their outputs
-// are its boundary: DenseNet's transition reads the last layer's sum through a private
-// prologue, and that layer's taps and partial products would make three lengths). Every other
+// When the group fits neither case, it is taken again bounded at the other sums whose MatMuls
+// have one length (convolutions, not sums of partial products): DenseNet's last layer's output
+// is read only by the next layer's (or the transition's) private prologue, so the unbounded group
+// holds the layer before it too, with three lengths. Every other
 // case is left alone. The pieces replace the group's ops wherever they run; what is
 // left of those subgraphs is split into its connected components, and the span is ordered
 // topologically, the chain at the place of the subgraph that ran the sum first. Finish (the
