@@ -106,18 +106,21 @@ std::vector<OpId> Minus(const std::vector<OpId>& a, const std::vector<OpId>& b) 
 std::vector<OpId> LayerChainSums(const Problem& problem) {
   std::vector<OpId> sums;
   std::vector<int> rank;
+  bool concatenation = false;
   for (OpId op : problem.topological_order) {
     if (!IsSumOfMatMuls(problem, op)) continue;
     if (rank.empty()) rank = TopologicalRanks(problem);
-    if (LayerChainPieces(problem, rank, op)) sums.push_back(op);
+    if (LayerChainPieces(problem, rank, op, true)) sums.push_back(op);
+    concatenation = concatenation || LayerChainPieces(problem, rank, op, false).has_value();
   }
+  if (!concatenation) sums.clear();
   return sums;
 }
 
 namespace {
 
 std::optional<std::vector<ChainPiece>> PiecesOf(const Problem& problem, const std::vector<int>& rank, OpId sum,
-                                                bool stop_at_sums) {
+                                                bool stop_at_sums, bool single) {
   const std::vector<OpId> group = PrivateClosure(problem, {sum}, nullptr, stop_at_sums);
   if (group.size() > kMaxGroupOps) return std::nullopt;
   std::vector<OpId> taps;
@@ -131,7 +134,7 @@ std::optional<std::vector<ChainPiece>> PiecesOf(const Problem& problem, const st
     by_length[problem.ReductionLength(x)].push_back(x);
   }
   std::vector<std::vector<OpId>> parts;  // a (maybe), b, c (maybe), by op id
-  if (tap_lengths.size() == 1 && !other_lengths.empty() && other_lengths.size() <= 2) {
+  if (tap_lengths.size() == 1 && (other_lengths.size() == 2 || (single && other_lengths.size() == 1))) {
     std::vector<OpId> c = taps;
     c.insert(std::upper_bound(c.begin(), c.end(), sum), sum);
     std::vector<OpId> a;
@@ -167,16 +170,16 @@ std::optional<std::vector<ChainPiece>> PiecesOf(const Problem& problem, const st
 }  // namespace
 
 std::optional<std::vector<ChainPiece>> LayerChainPieces(const Problem& problem, const std::vector<int>& rank,
-                                                        OpId sum) {
+                                                        OpId sum, bool single) {
   if (!IsSumOfMatMuls(problem, sum)) return std::nullopt;
-  std::optional<std::vector<ChainPiece>> pieces = PiecesOf(problem, rank, sum, false);
-  return pieces ? pieces : PiecesOf(problem, rank, sum, true);
+  std::optional<std::vector<ChainPiece>> pieces = PiecesOf(problem, rank, sum, false, single);
+  return pieces ? pieces : PiecesOf(problem, rank, sum, true, single);
 }
 
 std::optional<ScheduleEdit> LayerChainAt(const MoveContext& ctx, const Schedule& s, OpId sum) {
   using namespace move_kit;
   const Problem& problem = ctx.problem;
-  std::optional<std::vector<ChainPiece>> chain = LayerChainPieces(problem, ctx.rank, sum);
+  std::optional<std::vector<ChainPiece>> chain = LayerChainPieces(problem, ctx.rank, sum, true);
   if (!chain) return std::nullopt;
   std::vector<OpId> group;
   for (const ChainPiece& piece : *chain) group.insert(group.end(), piece.ops.begin(), piece.ops.end());

@@ -40,18 +40,23 @@
 
 namespace annealer {
 
-// The sums the pass works on, in topological order: those with a chain (LayerChainPieces).
-// Empty on every contest problem (none sums three MatMuls), so the pass never runs there.
+// The sums the pass works on, in topological order: those with a chain (LayerChainPieces with
+// `single`), and none unless some sum reads a concatenation (a chain without `single`): on
+// ResNets, whose sums have no concatenation, the chains of the first case with one other length
+// (a bottleneck's reduction before its 3x3 taps) gave the search better starts but 10-s results
+// 0-1.5 % worse (wide ResNet-50 on tpu-v1, two runs each way). Empty on every contest problem (none
+// sums three MatMuls), so the pass never runs there.
 std::vector<OpId> LayerChainSums(const Problem& problem);
 
 // The chain's pieces for `sum` (each an op list in topological order and its retain set), or
-// nullopt when its group is none of the two cases above.
+// nullopt when its group is none of the two cases above; without `single`, the first case needs
+// others of two lengths (the sum reads a concatenation through them).
 struct ChainPiece {
   std::vector<OpId> ops;
   std::vector<TensorId> retain;
 };
 std::optional<std::vector<ChainPiece>> LayerChainPieces(const Problem& problem, const std::vector<int>& rank,
-                                                        OpId sum);
+                                                        OpId sum, bool single = true);
 
 // The edit that puts `sum`'s chain into `schedule` (nullopt when it has none, or a piece does not
 // fit, or the span has no topological order).
