@@ -6,7 +6,7 @@
 // dataset/workloads/resnet50/layer_count.yaml). Each layer is built in memory as an ONNX Conv
 // (or Gemm) with stripped weights, lowered for gemmini-default with those two memory sizes and
 // its chip rules, and priced by the layer-by-layer baseline (deterministic). The bands asserted
-// are the ones docs/hardware.md states ("Calibration"); bench/gemmini_calibration.py prints the
+// are the ones docs/hardware.md states ("Calibration"); bench/calibration/gemmini_calibration.py prints the
 // whole table, searches included.
 #include <doctest/doctest.h>
 

@@ -1,4 +1,4 @@
-// bench/stack_problem's library part: chained copies of a problem (src/io/problem_stack.h) and the
+// bench/tools/stack_problem's library part: chained copies of a problem (src/io/problem_stack.h) and the
 // problem writer (src/io/problem_writer.h).
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 // tpu-v1 against the TPU v1's measured throughput (Jouppi et al., ISCA 2017, Table 3's TeraOps/s
 // of six production applications; Table 1's weights, layers and ops per weight byte). Each
 // application is stood in for by a chain of equal FC MatMuls with its weights and its ops per
-// weight byte as the activation's rows (bench/tpu_v1_calibration.py builds the same problems),
+// weight byte as the activation's rows (bench/calibration/tpu_v1_calibration.py builds the same problems),
 // priced under tpu-v1 (its weight path, H6) by the resident and the layer-by-layer baselines
 // (deterministic, no timing). The bands asserted are the ones docs/hardware.md states
 // ("Calibration"); the script prints the whole table, searches and the one-path profile included.

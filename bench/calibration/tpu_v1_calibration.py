@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The tpu-v1 profile against the TPU v1's measured throughput (Jouppi et al., ISCA 2017).
 
-Usage:  /usr/bin/python3 bench/tpu_v1_calibration.py [--annealer build/annealer] [--out DIR]
+Usage:  /usr/bin/python3 bench/calibration/tpu_v1_calibration.py [--annealer build/annealer] [--out DIR]
             [--config configs/deterministic.yaml] [--no-search]
 
 Measured (N. P. Jouppi et al., "In-Datacenter Performance Analysis of a Tensor Processing Unit",

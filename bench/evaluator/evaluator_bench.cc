@@ -17,7 +17,7 @@
 //   MoveDeltaRetainCached/<problem>/<schedule> a one-subgraph edit that toggles the retained
 //                                       set instead (the general path: facts, successor re-priced)
 //
-// After the run, bench/main.cc prints the issue-3 target ratios; bench/ratios.sh runs the
+// After the run, bench/evaluator/main.cc prints the issue-3 target ratios; bench/ratios.sh runs the
 // -17 set that defines them.
 //
 // Run: build/annealer_bench --benchmark_filter=mlsys-2026-17

@@ -1,4 +1,4 @@
-// The single Google Benchmark entry point of annealer_bench; bench/*.cc only register cases.
+// The single Google Benchmark entry point of annealer_bench; bench/evaluator/*.cc only register cases.
 //
 // After the run it prints the evaluator targets (issue 3) for every problem/schedule whose
 // benchmarks ran, from the same run's times (the median when --benchmark_repetitions > 1):

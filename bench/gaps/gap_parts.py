@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much of a gap is the bound's: one schedule of an imported model, priced per subgraph.
 
-    bench/gap_parts.py [--annealer BIN] [--before BIN] PROBLEM.json SCHEDULE.json [...pairs]
+    bench/gaps/gap_parts.py [--annealer BIN] [--before BIN] PROBLEM.json SCHEDULE.json [...pairs]
 
 For each (problem, schedule) pair prints one markdown row (docs/lower-bound.md, "How much of
 each gap is the bound's"): the latency, the bound (and, with --before, an older binary's bound),

@@ -1,4 +1,4 @@
-"""Hand-written architectures for bench/heldout_exports.py: the ones tests/models/export_torch.py
+"""Hand-written architectures for bench/heldout/heldout_exports.py: the ones tests/models/export_torch.py
 does not have, each written the way its reference implementation writes it (HF BERT and T5, DETR,
 ConvNeXt-V2, timm's MobileViT, QuartzNet, milesial's U-Net, EDSR, ESPCN, SENet), at small
 widths so that an export takes seconds."""

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where a schedule pays beyond the ops' native compute, by kind of subgraph.
 
-    bench/gap_classes.py [--annealer BIN] [--top N] PROBLEM.json SCHEDULE.json [...pairs]
+    bench/gaps/gap_classes.py [--annealer BIN] [--top N] PROBLEM.json SCHEDULE.json [...pairs]
 
 For each (problem, schedule) pair prints one markdown row (docs/lower-bound.md, "The gaps on
 ascend910-core"): the latency, the bound, the compute part (base x native tiles, every op once),

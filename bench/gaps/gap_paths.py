@@ -2,7 +2,7 @@
 """How much of a gap on a chip with a weight path (H6) is the bound's: one schedule, priced per
 subgraph and per path.
 
-    bench/gap_paths.py [--annealer BIN] PROBLEM.json SCHEDULE.json [...pairs]
+    bench/gaps/gap_paths.py [--annealer BIN] PROBLEM.json SCHEDULE.json [...pairs]
 
 H6 prices a step's memory at max(weight loads / Bw, other transfers / B). The schedule is priced
 three times by `annealer evaluate --json`: on the problem itself (latency L_S, compute C_S), with

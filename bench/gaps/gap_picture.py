@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The gap distribution of `bench/models.sh` tables: a picture and a summary per profile.
 
-    bench/gap_picture.py TABLE.md [TABLE.md ...] [-o PICTURE.png] [--title TEXT]
+    bench/gaps/gap_picture.py TABLE.md [TABLE.md ...] [-o PICTURE.png] [--title TEXT]
 
 Reads every markdown table `bench/models.sh` printed into the files (rows of other tables
 are skipped: a table counts when its header has "model", "profile" and "gap" columns), draws

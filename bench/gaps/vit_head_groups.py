@@ -2,7 +2,7 @@
 """How much of ViT-B/16's tpu-v1 gap is the search's: rebuild a schedule's attention heads into
 groups that share one run of the block's LayerNorm, and price it.
 
-    bench/vit_head_groups.py [--annealer BIN] PROBLEM.json SCHEDULE.json OUT.json
+    bench/gaps/vit_head_groups.py [--annealer BIN] PROBLEM.json SCHEDULE.json OUT.json
                              [--q-groups 4,4,4] [--q-gran 256,256,64]
                              [--v-groups 4,4,4] [--v-gran 64,256,197]
 

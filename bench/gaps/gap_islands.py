@@ -2,8 +2,8 @@
 """Where a schedule pays beyond the islands part of the bound: its subgraphs' latencies summed per
 island (P12: every subgraph lies in one island) against the island's value in the bound.
 
-    bench/gap_islands.py [--annealer BIN] [--top N] PROBLEM.json SCHEDULE.json [...pairs]
-    bench/gap_islands.py --per-island [--annealer BIN] [--top N] PROBLEM.json SCHEDULE.json
+    bench/gaps/gap_islands.py [--annealer BIN] [--top N] PROBLEM.json SCHEDULE.json [...pairs]
+    bench/gaps/gap_islands.py --per-island [--annealer BIN] [--top N] PROBLEM.json SCHEDULE.json
 
 One markdown row per pair: the latency, the bound, the islands part, the number of islands, and
 the N islands (default 5) where the schedule pays most beyond the island's value, each as

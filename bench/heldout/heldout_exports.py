@@ -2,7 +2,7 @@
 """Held-back real exports (issue 23): which torch.onnx exports outside tests/models/torch/ still
 fail to import, and how the 10-s search does on the ones that import.
 
-    /usr/bin/python3 bench/heldout_exports.py OUTDIR [--annealer build/annealer] [--only A,B]
+    /usr/bin/python3 bench/heldout/heldout_exports.py OUTDIR [--annealer build/annealer] [--only A,B]
         [--time 10s] [--redo] [--table]
 
 For every case below (other torchvision sizes and families, other opsets, other export options,
@@ -21,12 +21,12 @@ Results accumulate in OUTDIR/results.json (a rerun skips the cases already there
 --redo); the table goes to stdout and OUTDIR/table.md. A dynamic-shape export is first imported
 without --input (the message is recorded) and then with the case's --input.
 
-    /usr/bin/python3 bench/heldout_exports.py OUTDIR --extra-searches 2
+    /usr/bin/python3 bench/heldout/heldout_exports.py OUTDIR --extra-searches 2
 runs 2 more searches on every imported case (nothing else): the table then shows the first
 run's wall seconds and the largest of all runs, and a case meets the time criterion only if
 every run does.
 
-    /usr/bin/python3 bench/heldout_exports.py OUTDIR --node CASE NODE_NAME
+    /usr/bin/python3 bench/heldout/heldout_exports.py OUTDIR --node CASE NODE_NAME
 prints one node of OUTDIR/CASE.onnx: op type, attributes, its inputs' inferred shapes and its
 producers (for reading an import error).
 """
@@ -40,7 +40,7 @@ import subprocess
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tests", "models"))
 
 HARDWARE = "tpu-v5e"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Cut a piece out of a problem (and its schedule) to search, bound or solve it on its own.
 
-    bench/slice_problem.py PROBLEM.json SCHEDULE.json OPS OUT_PREFIX
+    bench/gaps/slice_problem.py PROBLEM.json SCHEDULE.json OPS OUT_PREFIX
 
 OPS lists op ids and ranges (`61-81`, `64-75,80`). Writes OUT_PREFIX.problem.json: those ops, in
 their order, with the tensors they read or make (a tensor made outside becomes a graph input; one

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The gemmini-default profile against Gemmini measured in RTL simulation, layer by layer.
 
-Usage:  /usr/bin/python3 bench/gemmini_calibration.py [--annealer build/annealer] [--time 5s]
+Usage:  /usr/bin/python3 bench/calibration/gemmini_calibration.py [--annealer build/annealer] [--time 5s]
             [--out DIR] [--layers N]
 
 Measured: every unique convolution and the fully-connected layer of ResNet-50 (batch 1), run on
@@ -90,7 +90,7 @@ def run(cmd):
 
 def main():
     parser = argparse.ArgumentParser()
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser.add_argument("--annealer", default=os.path.join(repo, "build", "annealer"))
     parser.add_argument("--time", default="5s")
     parser.add_argument("--out", default=None)
