@@ -118,6 +118,11 @@ std::vector<ParamSpec> BuildTable() {
                          "regroup the parts of the readers of a tensor with 3+ reading ops into groups that "
                          "each recompute it (the starts and each new best; only where merge_readers_share > 0)",
                          [](P& p) -> bool& { return p.workers.regroup_parts; }));
+  t.push_back(Make<bool>("workers.layer_chains", B, 0, 1,
+                         "rebuild each sum of 3+ MatMuls whose private ancestry holds two reduction lengths "
+                         "as a chain of subgraphs tied by retention (the greedy start; a concatenation's "
+                         "convolution, as in DenseNet)",
+                         [](P& p) -> bool& { return p.workers.layer_chains; }));
   t.push_back(Make<bool>("workers.polish", B, 0, 1,
                          "exact granularity/traversal/retention polish of every new worker best",
                          [](P& p) -> bool& { return p.workers.polish; }));

@@ -82,6 +82,10 @@ struct WorkerParams {
   // search/starts/constructive.h) on the starts and the run's new bests; only where the
   // merge-readers move is drawn (merge_readers_share > 0 and such a tensor exists).
   bool regroup_parts = true;
+  // Rebuild each sum of MatMuls over a concatenation as a chain of subgraphs tied by retention
+  // (LayerChains, search/starts/layer_chains.h) on the greedy start; only where such a sum has
+  // MatMuls of two reduction lengths in its private ancestry (never on a contest problem).
+  bool layer_chains = true;
   // Run the exact polish (granularity per subgraph, traversal, retention by DP) on every new
   // best schedule of a worker.
   bool polish = true;
