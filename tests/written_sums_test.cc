@@ -171,8 +171,8 @@ Problem WrittenSumNet(std::mt19937_64& rng, bool ascend) {
 
 // Every grouping of the first sum's producers: the first j beside the sum (j = 0 to all) at tile
 // shapes w, h in {1, n/2, n} and k in {base, n}, the others alone as the baseline runs them, the
-// last of them just before the sum's subgraph and retained into it or not; the rest of the
-// baseline as it is. `check` sees every valid one; returns how many.
+// last of them just before the sum's subgraph and retained into it or not; the sum alone or with
+// its chain to a MatMul (then upstream of its k-loop); the rest of the baseline as it is. `check` sees every valid one; returns how many.
 int ForEachGrouping(const Problem& p, const std::function<void(const Evaluation&)>& check) {
   OpId s = kNoOp;
   std::vector<OpId> taps;
@@ -191,8 +191,22 @@ int ForEachGrouping(const Problem& p, const std::function<void(const Evaluation&
   } catch (const std::runtime_error&) {
     return 0;
   }
+  // s's chain to a MatMul f (one reader each, Pointwise ops between): with it in the first
+  // subgraph s runs upstream of f's k-loop, making its LHS strips (mode SL).
+  std::vector<OpId> chain;
+  for (OpId o = s;;) {
+    const TensorId out = p.ops[o].output;
+    if (p.consumers[out].size() != 1) break;
+    const OpId c = p.consumers[out][0];
+    if (p.ops[c].kind == OpKind::Layout) break;
+    chain.push_back(c);
+    if (p.ops[c].kind == OpKind::MatMul) break;
+    o = c;
+  }
+  if (chain.empty() || p.ops[chain.back()].kind != OpKind::MatMul) chain.clear();
   const Elements n = p.native;
   int checked = 0;
+  for (int up = 0; up < (chain.empty() ? 1 : 2); ++up)
   for (size_t j = 0; j <= taps.size(); ++j) {
     for (Elements w : {Elements{1}, n / 2, n}) {
       for (Elements h : {Elements{1}, n / 2, n}) {
@@ -201,6 +215,7 @@ int ForEachGrouping(const Problem& p, const std::function<void(const Evaluation&
             Subgraph first;
             first.ops.assign(taps.begin(), taps.begin() + static_cast<std::ptrdiff_t>(j));
             first.ops.push_back(s);
+            if (up == 1) first.ops.insert(first.ops.end(), chain.begin(), chain.end());
             first.granularity = {w, h, kk};
             const bool escape = retain == 1 && j < taps.size();
             const OpId last = escape ? taps.back() : kNoOp;
@@ -209,7 +224,7 @@ int ForEachGrouping(const Problem& p, const std::function<void(const Evaluation&
               const OpId o = sg.ops[0];
               const bool fused = std::find(first.ops.begin(), first.ops.end(), o) != first.ops.end() && o != s;
               if (fused || o == last) continue;
-              if (o == s) {
+              if (o == s) {  // (the chain's ops come after s in the baseline: dropped above)
                 if (escape) schedule.subgraphs.push_back({{last}, {n, n, kk}, std::nullopt, {p.ops[last].output}});
                 schedule.subgraphs.push_back(first);
                 continue;

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <cstdio>
-#include <cstdlib>
 
 #include "eval/bound/streaming.h"
 #include "eval/model/chip_rules.h"
@@ -31,7 +29,7 @@ std::vector<Line> SumLines38(const Problem& p, const Analysis& analysis, OpId s,
   for (int i = 0; i < m; ++i) {
     const auto [t, x] = in[i];
     const double size = static_cast<double>(p.tensors[t].size());
-    moved.push_back((p.IsGraphOutput(t) ? size : 2 * size) / bandwidth);
+    moved.push_back(2 * size / bandwidth);  // o_i has a reader, s: no graph output, so written too
     computes.push_back(compute(x));
     sizes.push_back(p.tensors[t].size());
     const TensorId rhs = p.ops[x].inputs[1];
@@ -131,11 +129,6 @@ WrittenSums WrittenSumIslands(const Problem& p, const Analysis& analysis, const 
     for (const auto& input : in) same_island = same_island && built.island_of[input.second] == island;
     if (!same_island) continue;
     std::vector<Line> own = SumLines38(p, analysis, s, in);
-    if (getenv("P38_DEBUG")) {
-      fprintf(stderr, "sum %d island %d m %zu C %.0f T %.0f:", s, island, in.size(), built.island_compute[island], built.island_traffic[island] / p.slow_memory_bandwidth);
-      for (const Line& l : own) fprintf(stderr, " (%.0f,%.0f)", l.at0, l.at1);
-      fprintf(stderr, "\n");
-    }
     if (!own.empty()) lines[island].push_back(std::move(own));
   }
   for (int i = 0; i < built.islands; ++i) {
