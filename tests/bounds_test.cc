@@ -25,6 +25,7 @@
 #include "eval/bound/sole_sums.h"
 #include "eval/bound/taps.h"
 #include "eval/bound/tiles.h"
+#include "eval/bound/written_sums.h"
 #include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
@@ -1867,7 +1868,12 @@ TEST_CASE("bound: P23 by hand, five MatMuls summed, near the exact solver's best
   REQUIRE(best.best);
   CHECK(EvaluateOracle(problem, *best.best).total == doctest::Approx(1192));
   bound_internal::g_sum_excess = false;
+  // P38 alone (eval/bound/written_sums.h): at lambda = 1, C_I plus the least (tau_j - 1) X0_j, j = 0's
+  // 3 x 2: 1,008 (its lines rise all the way to lambda = 1); without it the compute part.
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(1008));
+  bound_internal::g_written_sums = false;
   CHECK(ComputeLowerBound(problem).total() == doctest::Approx(1002));
+  bound_internal::g_written_sums = true;
   bound_internal::g_sum_excess = true;
 }
 
@@ -2028,7 +2034,11 @@ TEST_CASE("bound: P23 with a chip's rules by hand, three MatMuls summed, the vec
   REQUIRE(f.ok());
   CHECK(f.subgraphs[1].compute_time == doctest::Approx(4 * 402));
   bound_internal::g_sum_excess = false;
+  // P38 alone: C_I plus j = 0's (tau - 1) X0 = 7 x 2 at lambda = 1; without it the compute part.
+  CHECK(ComputeLowerBound(problem).total() == doctest::Approx(616));
+  bound_internal::g_written_sums = false;
   CHECK(ComputeLowerBound(problem).total() == doctest::Approx(602));
+  bound_internal::g_written_sums = true;
   bound_internal::g_sum_excess = true;
 }
 

@@ -22,6 +22,7 @@
 #include "eval/bound/shared_sums.h"
 #include "eval/bound/sole_sums.h"
 #include "eval/bound/upstream_sums.h"
+#include "eval/bound/written_sums.h"
 #include "eval/bound/activations.h"
 #include "eval/bound/taps.h"
 #include "eval/bound/memory_floor.h"
@@ -742,6 +743,9 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
       alone[i] = IslandFloor(problem, members[i], weights.empty() ? no_weights : weights);
     }
   }
+  // P38: per island, P23's sums with their unfused inputs written and loaded there.
+  const WrittenSums written = WrittenSumIslands(problem, tile_modes, built);
+  bound.written_sum_count = written.sums;
   // P24 (H6 only): per island, the per-step excess of its weight-streaming twin MatMuls.
   const PerStepIsland per_step = PerStepIslands(problem, tile_modes, built, weights, first_in_loop);
   bound.per_step_twins = per_step.twins;
@@ -751,7 +755,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   for (int i = 0; i < built.islands; ++i) {
     bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i], island_upstream[i], island_squeeze[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
-                               alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i]});
+                               alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i], written.island_value[i]});
     bound.islands += bound.island_values[i];
   }
   // P16's weights are picked by a coordinate ascent, which P21's values can lead to another end:

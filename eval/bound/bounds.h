@@ -356,6 +356,13 @@
 //     its first runs' native compute plus claim_m = max(0, min(loads with X / B - F, max(c_{p_X},
 //     loads with the cut / B - F))): the total is >= sum_o c_o + sum_m claim_m, whole and island
 //     by island. eval/bound/squeeze.h.
+//  P38 (T1, T2, H5, P12, P23, C3, P22, V1, V7, R1-R5, W, W1, W4, H1-H4, P3) The unfused inputs of
+//     a sum, written and loaded: a Pointwise s in modes T or SL only, its inputs o_i made by
+//     MatMuls x_i and read by s alone (any size). In its picked subgraph S_s, j of the x_i are fused
+//     (T: P23's tiles with the rho retained o_i whole in W, tau; SL: Factor(s, SL) passes), rho
+//     retained (fitting together) and the rest loaded there and written before, in s's island. Over
+//     the island's subgraphs sum C_S >= C_I + sum_s (tau - 1) X0_j and sum M_S >= T_I / B + sum_s
+//     W_{j,rho}; at one lambda per island, inside the islands part. eval/bound/written_sums.h.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -475,6 +482,9 @@ struct LowerBound {
   // first subgraph's loads and write cost beyond that subgraph's first runs' compute.
   Latency squeeze = 0;
   int squeeze_count = 0;  // the multiplies priced so
+  // P38: priced sums (P23) whose unfused inputs, written and loaded inside their island, raise the
+  // island's value (inside `islands`, no part of its own; eval/bound/written_sums.h).
+  int written_sum_count = 0;
   // P32: tensors too large to retain whose write (and loads, unless P19 streams them) one
   // island's P14 lines claim beside their own (inside `islands`, no part of its own).
   int island_activations = 0;

@@ -306,6 +306,7 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"per_step_twins\": " + std::to_string(bound.per_step_twins) + ",\n";
   out += "  \"first_in_loop_twins\": " + std::to_string(bound.first_in_loop_twins) + ",\n";
   out += "  \"island_activations\": " + std::to_string(bound.island_activations) + ",\n";
+  out += "  \"written_sums\": " + std::to_string(bound.written_sum_count) + ",\n";
   out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"streaming_ops\": " + std::to_string(bound.streaming_ops) + ",\n";
   out += "  \"crossing\": " + FormatNumber(bound.crossing) + ",\n";
@@ -356,7 +357,8 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21, P23, P25, P24: per-step excess of " +
          std::to_string(bound.per_step_twins) + " weight-streaming MatMuls, " +
          std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26; P14 with the transfers of " +
-         std::to_string(bound.island_activations) + " activations too large to retain, P32))\n";
+         std::to_string(bound.island_activations) + " activations too large to retain, P32; " +
+         std::to_string(bound.written_sum_count) + " sums whose unfused inputs are written and loaded, P38))\n";
   out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
          std::to_string(bound.streaming_ops) +
          " MatMuls that no other op's compute can hide, streamed activations + reloads of ops that sit alone, P14-P15, P19)\n";
