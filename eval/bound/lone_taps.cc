@@ -5,11 +5,13 @@
 #include <limits>
 #include <numeric>
 
+#include "eval/bound/retained_lhs.h"
 #include "eval/model/chip_rules.h"
 
 namespace annealer::bound_internal {
 
 bool g_lone_taps = true;
+bool g_retained_lhs = true;
 
 namespace {
 
@@ -91,17 +93,22 @@ LoneTaps LoneTapFloor(const Problem& p, const Analysis& analysis) {
       // step (M2). Fewer, larger tiles load less: native tiles load the least.
       const auto size = [&](TensorId u) { return static_cast<double>(p.tensors[u].size()); };
       const bool lhs_retainable = lhs_producer != kNoOp && p.tensors[lhs].size() + 1 <= cap;
-      const double alone_memory =
-          ((lhs_retainable ? 0.0 : column_tiles * size(lhs)) + row_tiles * size(rhs) + size(t)) / bandwidth;
+      const double alone_memory = (column_tiles * size(lhs) + row_tiles * size(rhs) + size(t)) / bandwidth;
       Tap tap;
       tap.compute = compute[x];
+      tap.alone = std::max(tap.compute, alone_memory);
+      // Retained, the LHS is read free but held whole in every step: the tiles it leaves (P39).
+      if (lhs_retainable) {
+        const double retained = g_retained_lhs ? RetainedLhsAlone(p, x)
+                                               : std::max(tap.compute, (row_tiles * size(rhs) + size(t)) / bandwidth);
+        tap.alone = std::min(tap.alone, retained);
+      }
       // l_x: streamed as P5 states wherever x runs (always in a k-loop: alone it is the sink, beside
       // s it is reached from s's sink through Pointwise ops, s being in mode T).
       double streamed = 0;
       if (ReadOnlyBy(p, rhs, x)) streamed += row_tiles * size(rhs);
       if (lhs_producer == kNoOp && ReadOnlyBy(p, lhs, x)) streamed += column_tiles * size(lhs);
       tap.own = streamed / bandwidth;
-      tap.alone = std::max(tap.compute, alone_memory);
       tap.out = size(t) / bandwidth;
       tap.fits = p.tensors[t].size() + 1 <= cap;
       taps.push_back(tap);

@@ -25,13 +25,16 @@ namespace annealer::bound_internal {
 //   at a = 0: the (m - j - e) least |o| / B + the (m - j - e) least (max(c_x, L_x) - l_x),
 // e = 1 when some tap's output fits the fast memory (the one S1 may find retained from the
 // subgraph just before it, which is then that tap alone), else 0; L_x = the memory of {x} at
-// native tiles: its RHS once per row tile, its LHS once per column tile unless it has a producer
-// and fits (retained), its output written; tau_j P23's tile ratio with m - j - e loaded slices
+// native tiles: its RHS once per row tile, its LHS once per column tile, its output written (when
+// the LHS has a producer and fits, the least of that and P39's price with the LHS retained); tau_j P23's tile ratio with m - j - e loaded slices
 // and j accumulators; X_j c_s plus the j least c_x. Every other tap's output is loaded in S1,
 // so written before by an instance of it without s, which sits alone and costs at least
 // max(C, M) >= max(c_x, L_x) (H5 too). Each j is one line; the part is the best a of the sum.
 // Not derived with a weight path (H6): compute only.
 extern bool g_lone_taps;  // test switch: false prices every op at c_o (the compute part)
+// Test switch: false prices a tap whose LHS may be retained at max(c_x, L_x) with that LHS read
+// free (P33 as it was), true at the least of that LHS loaded and P39's price of it retained.
+extern bool g_retained_lhs;
 
 struct LoneTaps {
   std::vector<std::vector<Line>> lines;  // per op, its claim is the least of these
