@@ -35,6 +35,9 @@ extern bool g_lone_taps;  // test switch: false prices every op at c_o (the comp
 // Test switch: false prices a tap whose LHS may be retained at max(c_x, L_x) with that LHS read
 // free (P33 as it was), true at the least of that LHS loaded and P39's price of it retained.
 extern bool g_retained_lhs;
+// Test switch: false leaves a sum that may run upstream of a k-loop unpriced (P33 alone); true
+// prices one that never makes an LHS strip (P39's lines beside P33's).
+extern bool g_upstream_lone_sums;
 
 struct LoneTaps {
   std::vector<std::vector<Line>> lines;  // per op, its claim is the least of these

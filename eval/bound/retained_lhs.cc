@@ -29,4 +29,16 @@ double RetainedLhsAlone(const Problem& p, OpId x) {
   return best;
 }
 
+double UpstreamTapCompute(const Problem& p, OpId x, Elements columns) {
+  const Op& op = p.ops[x];
+  const Elements n = p.native;
+  const Tensor& out = p.tensors[op.output];
+  const Elements c = std::min(n, columns);
+  if (c < 1) return std::numeric_limits<double>::infinity();
+  const double strips = op.base_cost * static_cast<double>(CeilDiv(out.height, n) * CeilDiv(out.width, c));
+  const double regions = op.base_cost * static_cast<double>(out.height) * static_cast<double>(out.width) /
+                         (static_cast<double>(std::min(out.height, n)) * static_cast<double>(std::min(out.width, c)));
+  return std::min(strips, regions);
+}
+
 }  // namespace annealer::bound_internal

@@ -18,4 +18,16 @@ namespace annealer::bound_internal {
 // and max(C_S, M_S) holds under prefetch (H5).
 double RetainedLhsAlone(const Problem& problem, OpId x);
 
+// P39 (D3, C3, C5, C6, W, V8). A MatMul x run upstream of a k-loop (an RHS strip or a full region:
+// never in the k-loop, never an LHS strip) whose RHS is a graph input makes each region from the
+// RHS slice [0, K) x (the region's columns), a slice of the working set beside the other fused
+// taps' (distinct tensors), so no region is wider than `columns` = floor(capacity / their K sum).
+// Its regions cover its output (every op of a subgraph makes all of it: the sinks' grid covers
+// theirs and D1-D3 pass whole rows and columns up), each charged base x its native tiles (C3: per
+// tile for a strip, per step further up; C5 merges only identical regions). As an RHS strip the
+// regions of one tile are its K* = H rows by the tile's columns: at least ceil(H/n) ceil(W/min(n,
+// columns)) bases; as full regions, each of area a at least base a / (min(H, n) min(W, n,
+// columns)). Returns the lesser of the two.
+double UpstreamTapCompute(const Problem& problem, OpId x, Elements columns);
+
 }  // namespace annealer::bound_internal
