@@ -230,7 +230,8 @@ int ForEachRetainedTap(const Problem& p, const std::function<void(OpId, const Ev
   return checked;
 }
 
-// The first sum s of k-split taps whose chain of Pointwise ops ends in the RHS of a MatMul y: the
+// The first sum s of k-split taps whose chain of Pointwise ops ends in an operand of a MatMul y
+// (the RHS of a pooling MatMul: SR; the LHS of a MatMul: SL, where P39 must not price s): the
 // first j taps, s, the chain and y in one subgraph (s upstream of y's k-loop) at tile shapes w in
 // {1, 2, n/2, n}, h in {1, 2}, k in {1, 2, n/2, n} up to y's K, the other taps alone as the
 // baseline runs them, the last of them just before and retained into it or not. `check` sees
@@ -258,7 +259,7 @@ int ForEachUpstreamGrouping(const Problem& p, const std::function<void(const Eva
     if (std::find(op.inputs.begin(), op.inputs.end(), last) == op.inputs.end()) continue;
     if (op.kind == OpKind::Pointwise) {
       chain.push_back(o);
-    } else if (op.kind == OpKind::MatMul && op.inputs[1] == last && op.inputs[0] != last) {
+    } else if (op.kind == OpKind::MatMul && (op.inputs[1] == last) != (op.inputs[0] == last)) {
       y = o;
     } else {
       return 0;
@@ -277,7 +278,7 @@ int ForEachUpstreamGrouping(const Problem& p, const std::function<void(const Eva
     return 0;
   }
   const Elements n = p.native;
-  const Elements ky = p.ReductionLength(y);
+  const Elements ky = std::min(p.ReductionLength(y), n);
   int checked = 0;
   for (size_t j = 0; j <= taps.size(); ++j) {
     for (Elements w : {Elements{1}, Elements{2}, n / 2, n}) {
