@@ -232,8 +232,8 @@ int ForEachRetainedTap(const Problem& p, const std::function<void(OpId, const Ev
 
 // The first sum s of k-split taps whose chain of Pointwise ops ends in an operand of a MatMul y
 // (the RHS of a pooling MatMul: SR; the LHS of a MatMul: SL, where P39 must not price s): the
-// first j taps, s, the chain and y in one subgraph (s upstream of y's k-loop) at tile shapes w in
-// {1, 2, n/2, n}, h in {1, 2}, k in {1, 2, n/2, n} up to y's K, the other taps alone as the
+// first j taps, s, the chain and y in one subgraph (s upstream of y's k-loop) at tile shapes w, h
+// in {1, 2, n/2, n}, k in {1, 2, n/2, n} up to y's K, the other taps alone as the
 // baseline runs them, the last of them just before and retained into it or not. `check` sees
 // every valid one; returns how many.
 int ForEachUpstreamGrouping(const Problem& p, const std::function<void(const Evaluation&)>& check) {
@@ -282,7 +282,7 @@ int ForEachUpstreamGrouping(const Problem& p, const std::function<void(const Eva
   int checked = 0;
   for (size_t j = 0; j <= taps.size(); ++j) {
     for (Elements w : {Elements{1}, Elements{2}, n / 2, n}) {
-      for (Elements h : {Elements{1}, Elements{2}}) {
+      for (Elements h : {Elements{1}, Elements{2}, n / 2, n}) {
         for (Elements kk : {Elements{1}, Elements{2}, n / 2, n}) {
           if (kk > ky) continue;
           for (int retain = 0; retain < 2; ++retain) {
