@@ -16,7 +16,11 @@ namespace annealer::bound_internal {
 // that runs x without s runs x alone: x is then a sink, so in the k-loop (G3) with k <= n < K,
 // and it has no internal edge (o has no reader there, the RHS no producer, a Pointwise LHS
 // producer would be a prologue of a k-split MatMul, V11), so {x} is the whole subgraph (V5).
-// Priced sum s: a Pointwise op the analysis allows mode T only, with m >= 1 lone taps.
+// Priced sum s: a Pointwise op the analysis allows mode T only, with m >= 1 lone taps; with P39
+// (eval/bound/retained_lhs.h) also one whose other modes are SR, FL, FR (never SL) and whose taps'
+// RHS are distinct, which adds lines for a first instance where s lies on no Pointwise path from a
+// sink: no tile ratio, each fused tap at least UpstreamTapCompute at the columns its RHS slices
+// leave, and its own loads at least once (P5's per-tile streaming need not hold upstream).
 // Prices at the weight a: every op a c_o + (1 - a) l_o, with c_o its native compute and l_o its
 // own loads / B (graph inputs it alone reads, streamed once per row / column tile for a lone
 // tap's RHS / LHS when K > n, P5; and its output when it is a graph output, except for a priced
