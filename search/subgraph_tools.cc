@@ -900,6 +900,46 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
         }
       }
     }
+    // The widest side that fits at k = K* (one k-step per tile: the weight strip stays while the
+    // tiles pass): a tight capacity puts it far below the descent's optimum at a small k, out of
+    // the joint scan's band and of single steps (a lone ResNet-18 3x3 tap on mlsys-2026, 784 x 128
+    // with K = 128 in 30,000: the descent stops at 128x128x16, 21,026, where 128x53x128 costs
+    // 15,997). The working set grows with either side, so a bisection over the tile-count-minimal
+    // sides finds the widest valid one, at the current other side and at native.
+    if (min_reduction > 0 && ks[0] != current.k) {
+      const Key center = current;
+      for (int axis = 0; axis < 2; ++axis) {
+        const Elements dim = axis == 0 ? sink_shape.width : sink_shape.height;
+        const Elements other = axis == 0 ? center.h : center.w;
+        // Descending: values[0] is the widest side.
+        const std::vector<Elements> values = FineValuesBetween(dim, 0, std::min(n, dim) + 1, partial_edge_tiles);
+        if (values.empty()) continue;
+        for (Elements fixed : {other, std::min(n, axis == 0 ? sink_shape.height : sink_shape.width)}) {
+          if (stop && stop()) break;
+          auto key_at = [&](size_t i) {
+            Key key{0, 0, ks[0], 0};
+            (axis == 0 ? key.w : key.h) = values[i];
+            (axis == 0 ? key.h : key.w) = fixed;
+            return key;
+          };
+          size_t lo = 0, hi = values.size() - 1;  // values[hi] must fit, values[lo] need not
+          if (!price(key_at(hi))) continue;
+          if (!price(key_at(lo))) {
+            while (hi - lo > 1) {
+              const size_t mid = lo + (hi - lo) / 2;
+              (price(key_at(mid)) ? hi : lo) = mid;
+            }
+          } else {
+            hi = lo;
+          }
+          const Key key = key_at(hi);
+          if (auto latency = price(key); latency && *latency < *best * (1 - 1e-9)) {
+            current = key;
+            best = latency;
+          }
+        }
+      }
+    }
     for (int round = 0; round < 4; ++round) {
       bool improved = false;
       for (int axis = 0; axis < 3; ++axis) {

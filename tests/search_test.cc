@@ -28,6 +28,7 @@
 #include "src/io/problem_reader.h"
 #include "src/io/problem_stack.h"
 #include "tests/graph_builder.h"
+#include "tests/problem_maker.h"
 #include "tests/test_files.h"
 
 namespace annealer {
@@ -482,14 +483,16 @@ TEST_CASE("starts: RegroupReaderParts splits heads into query and value parts an
       {0}, {0, 1, 2, 3, 6, 7, 8}, {0, 4, 5, 9, 10}, {0, 11, 12, 13, 16, 17, 18}, {0, 14, 15, 19, 20}};
   REQUIRE(regrouped.subgraphs.size() == expected.size());
   for (size_t i = 0; i < expected.size(); ++i) CHECK(regrouped.subgraphs[i].ops == expected[i]);
-  CHECK(start_total == doctest::Approx(11108.1).epsilon(1e-5));
+  // The start's heads at their thorough fits (11,108.1 before the fit bisected the widest side at
+  // k = K*, which now gives every head its tallest tiles beside the whole weight strips).
+  CHECK(start_total == doctest::Approx(5148.48351648).epsilon(1e-5));
   CHECK(e.total == doctest::Approx(4163.63).epsilon(1e-5));
-  // No move kind gets below 9,231 in one move from the start (merge-readers cannot merge a head
-  // whole with N at all here).
+  // No move kind gets below 4,761 in one move from the start, 14 % above the regrouped schedule
+  // (merge-readers cannot merge a head whole with N at all here; 9,231 from the old start).
   const MoveContext context{problem, rank, pricer, never, &evaluator};
   const std::array<Latency, kNumMoveKinds> best = BestInOneMove(problem, context, evaluator);
   for (int kind = 0; kind < kNumMoveKinds; ++kind) {
-    CHECK_MESSAGE(best[kind] > 9231, MoveName(static_cast<MoveKind>(kind)));
+    CHECK_MESSAGE(best[kind] > 4761, MoveName(static_cast<MoveKind>(kind)));
   }
   // Deterministic, and a no-op on a contest problem (no tensor with three readers).
   CHECK(RegroupReaderParts(problem, pricer, start, never) == regrouped);
@@ -1120,6 +1123,41 @@ TEST_CASE("granularity fit: with partial edge tiles allowed, the thorough fit fi
   const SubgraphResult truth = EvaluateSubgraphOracle(problem, thorough->subgraph, none);
   REQUIRE(truth.ok());
   CHECK(truth.report.latency == doctest::Approx(thorough->latency).epsilon(1e-9));
+}
+
+TEST_CASE("granularity fit: the thorough fit finds the widest side that fits at k = K*") {
+  // A lone ResNet-18 layer-2 tap on mlsys-2026: 784 x 128 @ 128 x 128 (K = n = 128, base 1000),
+  // capacity 30,000, bandwidth 15. The descent stops at 128 x 128 x 16 (21,026.13: the weight
+  // reloaded once per row tile); at k = 128 the weight strip stays, and the tallest tile beside it
+  // and the 128-wide LHS strip and output tile is 53 rows (29,952 elements): 15 tiles, 15,996.8.
+  // 53 lies below the joint scan's band around 128, so only the bisection at k = K* reaches it;
+  // with whole tiles only, 49 (a divisor of 784): 16 tiles, 16,928.53.
+  std::mt19937_64 rng(1);
+  testing::ProblemMaker make{rng};
+  make.problem.native = 128;
+  make.Op(OpKind::MatMul, {make.Tensor(784, 128), make.Tensor(128, 128)}, 784, 128, 1000);
+  make.problem.fast_memory_capacity = 30000;
+  make.problem.slow_memory_bandwidth = 15;
+  REQUIRE(make.problem.Finalize().empty());
+  const Problem& problem = make.problem;
+  CostCache cache(1 << 16);
+  SubgraphPricer pricer(problem, &cache);
+  const std::vector<TensorId> none;
+  const auto never = std::function<bool()>([] { return false; });
+  const auto quick = FitSubgraph(pricer, {0}, none, none, nullptr, false, never);
+  const auto whole = FitSubgraph(pricer, {0}, none, none, nullptr, true, never);
+  const auto partial = FitSubgraph(pricer, {0}, none, none, nullptr, true, never, true);
+  REQUIRE(quick.has_value());
+  REQUIRE(whole.has_value());
+  REQUIRE(partial.has_value());
+  CHECK(quick->latency == doctest::Approx(21026.1333333).epsilon(1e-9));
+  CHECK(whole->latency == doctest::Approx(16928.5333333).epsilon(1e-9));
+  CHECK(whole->subgraph.granularity == Granularity{128, 49, 128});
+  CHECK(partial->latency == doctest::Approx(15996.8).epsilon(1e-9));
+  CHECK(partial->subgraph.granularity == Granularity{128, 53, 128});
+  const SubgraphResult truth = EvaluateSubgraphOracle(problem, partial->subgraph, none);
+  REQUIRE(truth.ok());
+  CHECK(truth.report.latency == doctest::Approx(partial->latency).epsilon(1e-9));
 }
 
 TEST_CASE("constructive starts are valid on all five problems and never worse than the baseline") {

@@ -332,6 +332,16 @@
 //     that subgraph is {x}) or loaded, and then written before by an instance without s, which
 //     is {x} alone (V5, V11) and costs at least max(c_x, its memory at native tiles), prefetch or
 //     not. Lines a c_o + (1 - a) own loads per op, best a. eval/bound/lone_taps.h.
+//  P39 (W, W1, R1, R5, C2, C3, C5, C6, D2, D3, M1, M2, P5, V8, T1, H5, P33) Lone taps beyond P33.
+//     (a) A lone tap alone whose LHS comes retained holds it whole in every step, beside an RHS
+//     slice and its output tile: |LHS| + c + r c <= capacity, base per tile, its RHS once per row
+//     tile, its output written; P33 prices such a tap alone at the least of that and its LHS
+//     loaded, no longer at the LHS read free. (b) A sum that may run upstream of a k-loop but
+//     never as an LHS strip (modes T, SR, FL, FR) is priced by P33's lines and, for a first
+//     subgraph where it is on no Pointwise path from a sink, lines without P23's tiles: j taps
+//     fused there are upstream, hold their RHS slices (distinct graph inputs), so make regions at
+//     most floor(capacity / the j least K) wide, each charged its native tiles (C3), and load
+//     their own inputs at least once. eval/bound/retained_lhs.h, eval/bound/lone_taps.h.
 //  P34 (T1, T2, C3, C6, D2-D5, G3, G4, M1, R5, V8, V11, V12, W, W1, W4, P12, P23) A sum that may
 //     run upstream of a k-loop: a Pointwise s with P23's designated inputs, modes T and SL, whose
 //     chain (one consumer each) reaches the LHS of one MatMul F (K <= n, mode T only). Its picked

@@ -2,14 +2,18 @@
 #include "eval/bound/lone_taps.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
+#include "eval/bound/retained_lhs.h"
 #include "eval/model/chip_rules.h"
 
 namespace annealer::bound_internal {
 
 bool g_lone_taps = true;
+bool g_retained_lhs = true;
+bool g_upstream_lone_sums = true;
 
 namespace {
 
@@ -26,6 +30,10 @@ struct Tap {
   double alone = 0;    // max(c_x, L_x)
   double out = 0;      // |o| / B
   bool fits = false;   // |o| + 1 <= capacity
+  OpId op = kNoOp;
+  TensorId rhs = -1;
+  double reduction = 0;  // K
+  double least_own = 0;  // its graph inputs it alone reads, once / B: any instance loads them
 };
 
 // The sum of the k least values (k <= size).
@@ -73,7 +81,10 @@ LoneTaps LoneTapFloor(const Problem& p, const Analysis& analysis) {
   for (OpId s = 0; s < num_ops; ++s) {
     const Op& op = p.ops[s];
     if (op.kind != OpKind::Pointwise) continue;
-    if (!analysis.OnlyTileMode(s)) continue;
+    // A sum that may also make an RHS strip or a full region upstream of a k-loop (SR, FL, FR, never
+    // SL) takes P39's lines beside P33's; one that may make an LHS strip claims nothing.
+    const bool tile_only = analysis.OnlyTileMode(s);
+    if (!tile_only && (!g_upstream_lone_sums || analysis.HasMode(s, kSL))) continue;
     std::vector<Tap> taps;
     for (const auto& input : MatMulInputsReadOnlyBy(p, s)) {
       const TensorId t = input.first;  // named apart, not bound: lambdas below may capture them
@@ -91,23 +102,39 @@ LoneTaps LoneTapFloor(const Problem& p, const Analysis& analysis) {
       // step (M2). Fewer, larger tiles load less: native tiles load the least.
       const auto size = [&](TensorId u) { return static_cast<double>(p.tensors[u].size()); };
       const bool lhs_retainable = lhs_producer != kNoOp && p.tensors[lhs].size() + 1 <= cap;
-      const double alone_memory =
-          ((lhs_retainable ? 0.0 : column_tiles * size(lhs)) + row_tiles * size(rhs) + size(t)) / bandwidth;
+      const double alone_memory = (column_tiles * size(lhs) + row_tiles * size(rhs) + size(t)) / bandwidth;
       Tap tap;
       tap.compute = compute[x];
+      tap.alone = std::max(tap.compute, alone_memory);
+      // Retained, the LHS is read free but held whole in every step: the tiles it leaves (P39).
+      if (lhs_retainable) {
+        const double retained = g_retained_lhs ? RetainedLhsAlone(p, x)
+                                               : std::max(tap.compute, (row_tiles * size(rhs) + size(t)) / bandwidth);
+        tap.alone = std::min(tap.alone, retained);
+      }
       // l_x: streamed as P5 states wherever x runs (always in a k-loop: alone it is the sink, beside
       // s it is reached from s's sink through Pointwise ops, s being in mode T).
       double streamed = 0;
       if (ReadOnlyBy(p, rhs, x)) streamed += row_tiles * size(rhs);
       if (lhs_producer == kNoOp && ReadOnlyBy(p, lhs, x)) streamed += column_tiles * size(lhs);
       tap.own = streamed / bandwidth;
-      tap.alone = std::max(tap.compute, alone_memory);
       tap.out = size(t) / bandwidth;
       tap.fits = p.tensors[t].size() + 1 <= cap;
+      tap.op = x;
+      tap.rhs = rhs;
+      tap.reduction = static_cast<double>(p.ReductionLength(x));
+      tap.least_own = own[x];
       taps.push_back(tap);
-      result.lines[x] = {{tap.own, tap.compute}};
     }
     if (taps.empty()) continue;
+    // P39's fused taps each hold a slice of their own RHS: distinct tensors.
+    if (!tile_only) {
+      std::vector<TensorId> weights;
+      for (const Tap& x : taps) weights.push_back(x.rhs);
+      std::sort(weights.begin(), weights.end());
+      if (std::adjacent_find(weights.begin(), weights.end()) != weights.end()) continue;
+    }
+    for (const Tap& x : taps) result.lines[x.op] = {{x.own, x.compute}};
     const auto m = static_cast<int>(taps.size());
     const int escape = std::any_of(taps.begin(), taps.end(), [](const Tap& x) { return x.fits; }) ? 1 : 0;
     const Elements height = p.tensors[op.output].height, width = p.tensors[op.output].width;
@@ -142,6 +169,32 @@ LoneTaps LoneTapFloor(const Problem& p, const Analysis& analysis) {
       const double fused = compute[s] + Least(computes, j);
       lines.push_back({sum_own + Least(outs, loaded) + Least(over_own, loaded),
                        compute[s] + (tau - 1) * fused + Least(over_compute, loaded)});
+    }
+    if (!tile_only) {
+      // P39: s's first instance with j taps upstream of a k-loop beside it. Each fused tap holds a
+      // slice of its RHS K columns deep and as wide as the regions it makes, so those are at most
+      // floor(capacity / the j least K) wide; it pays at least UpstreamTapCompute there and loads
+      // its own graph inputs at least once (not per row tile: its P5 line is lowered by that).
+      std::vector<double> reductions, shortfall;
+      for (const Tap& x : taps) {
+        reductions.push_back(x.reduction);
+        shortfall.push_back(x.least_own - x.own);  // <= 0
+      }
+      for (int j = 0; j <= m; ++j) {
+        const int loaded = std::max(0, m - j - escape);
+        double extra = 0;
+        if (j > 0) {
+          const double columns = std::floor(static_cast<double>(cap) / Least(reductions, j));
+          if (columns < 1) break;  // j taps' RHS slices do not fit: nor do more
+          std::vector<double> excess;
+          for (const Tap& x : taps) {
+            excess.push_back(std::max(0.0, UpstreamTapCompute(p, x.op, static_cast<Elements>(columns)) - x.compute));
+          }
+          extra = Least(excess, j);
+        }
+        lines.push_back({sum_own + Least(outs, loaded) + Least(over_own, loaded) + Least(shortfall, j),
+                         compute[s] + extra + Least(over_compute, loaded)});
+      }
     }
     if (lines.empty()) continue;  // s fits in no subgraph: any claim holds
     result.lines[s] = std::move(lines);
