@@ -32,6 +32,31 @@ inline bool Coin(Rng& rng, double p) { return std::uniform_real_distribution<dou
   return false;
 }
 
+// The nodes 0..n-1 (n = after.size()) in an order where each comes before the nodes `after` lists
+// for it, taking at each step the ready node of least key(a), the first on ties: Kahn's algorithm
+// with a fixed choice, so a move or start that reorders pieces stays deterministic. waiting[b]
+// counts the nodes b waits for. nullopt on a cycle.
+template <typename Key>
+std::optional<std::vector<int>> OrderByLeastKey(const std::vector<std::vector<int>>& after,
+                                                std::vector<int> waiting, const Key& key) {
+  const int count = static_cast<int>(after.size());
+  std::vector<int> order;
+  order.reserve(count);
+  std::vector<char> done(count, 0);
+  while (static_cast<int>(order.size()) < count) {
+    int pick = -1;
+    for (int a = 0; a < count; ++a) {
+      if (done[a] || waiting[a] > 0) continue;
+      if (pick < 0 || key(a) < key(pick)) pick = a;
+    }
+    if (pick < 0) return std::nullopt;
+    done[pick] = 1;
+    order.push_back(pick);
+    for (int b : after[pick]) --waiting[b];
+  }
+  return order;
+}
+
 // A subgraph-to-be of an edit: its ops, the retain set it wants, and a configuration hint.
 struct Piece {
   std::vector<OpId> ops;

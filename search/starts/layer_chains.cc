@@ -247,21 +247,11 @@ std::optional<ScheduleEdit> LayerChainAt(const MoveContext& ctx, const Schedule&
       ++waiting[b];
     }
   }
-  std::vector<int> order;
-  std::vector<char> done(count, 0);
-  while (static_cast<int>(order.size()) < count) {
-    int pick = -1;
-    for (int a = 0; a < count; ++a) {
-      if (done[a] || waiting[a] > 0) continue;
-      if (pick < 0 || nodes[a].key < nodes[pick].key) pick = a;
-    }
-    if (pick < 0) return std::nullopt;
-    done[pick] = 1;
-    order.push_back(pick);
-    for (int b : after[pick]) --waiting[b];
-  }
+  const std::optional<std::vector<int>> order =
+      move_kit::OrderByLeastKey(after, std::move(waiting), [&](int a) { return nodes[a].key; });
+  if (!order) return std::nullopt;
   std::vector<Piece> pieces;
-  for (int a : order) {
+  for (int a : *order) {
     const Node& node = nodes[a];
     if (node.kept >= 0) {
       pieces.push_back(Kept(s.subgraphs[node.kept]));
