@@ -234,16 +234,7 @@ TEST_CASE("bound: never above the oracle on the valid spec cases") {
   CHECK(checked >= 20);
 }
 
-SearchSummary ShortSearch(const Problem& problem, uint64_t seed, int epochs) {
-  SearchParams params;
-  params.seed = seed;
-  params.threads = 2;
-  params.deterministic = true;
-  params.epoch_moves = 300;
-  params.max_epochs = epochs;
-  std::atomic<bool> stop{false};
-  return RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
-}
+using testing::ShortSearch;
 
 // Random valid schedules of at most 400 steps with these probabilities.
 RandomScheduleOptions ValidRandomOptions(double fuse, double recompute, double extra_retain) {

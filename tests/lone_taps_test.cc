@@ -233,16 +233,7 @@ int ForEachTapGrouping(const Problem& p, const std::function<void(const Evaluati
   return checked;
 }
 
-SearchSummary ShortSearch(const Problem& problem, uint64_t seed) {
-  SearchParams params;
-  params.seed = seed;
-  params.threads = 2;
-  params.deterministic = true;
-  params.epoch_moves = 300;
-  params.max_epochs = 2;
-  std::atomic<bool> stop{false};
-  return RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
-}
+using testing::ShortSearch;
 
 TEST_CASE("P33: the bound is never above the oracle on sums of k-split taps (property)") {
   std::mt19937_64 rng(3333);

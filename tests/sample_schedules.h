@@ -4,6 +4,9 @@
 // solver's best within a small budget (the schedules that come closest to a tight bound).
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -11,6 +14,7 @@
 #include "eval/model/problem.h"
 #include "eval/random_schedule.h"
 #include "eval/model/schedule.h"
+#include "search/driver.h"
 #include "search/exact/exact.h"
 #include "search/starts/baseline.h"
 
@@ -49,6 +53,19 @@ inline std::vector<Schedule> SampleSchedules(const Problem& problem, std::mt1993
   AppendBaselines(problem, schedules);
   if (with_exact) AppendExactBest(problem, schedules);
   return schedules;
+}
+
+// A short deterministic search (2 threads, 300 moves an epoch): schedules a random sample does not
+// reach, for the property tests that want them every so many problems.
+inline SearchSummary ShortSearch(const Problem& problem, uint64_t seed, int epochs = 2) {
+  SearchParams params;
+  params.seed = seed;
+  params.threads = 2;
+  params.deterministic = true;
+  params.epoch_moves = 300;
+  params.max_epochs = epochs;
+  std::atomic<bool> stop{false};
+  return RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
 }
 
 }  // namespace annealer::testing

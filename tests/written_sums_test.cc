@@ -243,16 +243,7 @@ int ForEachGrouping(const Problem& p, const std::function<void(const Evaluation&
   return checked;
 }
 
-SearchSummary ShortSearch(const Problem& problem, uint64_t seed) {
-  SearchParams params;
-  params.seed = seed;
-  params.threads = 2;
-  params.deterministic = true;
-  params.epoch_moves = 300;
-  params.max_epochs = 2;
-  std::atomic<bool> stop{false};
-  return RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
-}
+using testing::ShortSearch;
 
 TEST_CASE("P38: the bound is never above the oracle on sums of MatMul outputs (property)") {
   std::mt19937_64 rng(3838);
