@@ -20,8 +20,11 @@ struct ValidTicket;
 // Topological rank of every op (its index in problem.topological_order).
 std::vector<int> TopologicalRanks(const Problem& problem);
 
-// Sorts and de-duplicates `ops` by topological rank.
+// Sorts and de-duplicates `ops` by topological rank (`rank`: TopologicalRanks, distinct).
 std::vector<OpId> SortTopologically(const std::vector<int>& rank, std::vector<OpId> ops);
+// The same by std::sort and std::unique: the reference SortTopologically's one- and two-run
+// fast paths answer to (tests/subgraph_tools_test.cc).
+std::vector<OpId> SortTopologicallyReference(const std::vector<int>& rank, std::vector<OpId> ops);
 
 // True when the ops are weakly connected through tensors produced and consumed among them (V5).
 bool IsConnected(const Problem& problem, const std::vector<OpId>& ops);
@@ -114,8 +117,11 @@ class SubgraphPricer {
   // violation words, so a shape answers either way).
   // With a ticket that PrepareLatency filled for this context, the lookup does not derive the
   // context's key again (CostCache::PrepareValid).
+  // Without a ticket, `traversal_words` (when given) are AppendTraversalWords' words for
+  // subgraph.traversal, which the lookup then does not derive (as for PrepareLatency).
   std::optional<Latency> PriceLatency(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
-                                      const ValidTicket* ticket = nullptr) const;
+                                      const ValidTicket* ticket = nullptr,
+                                      const std::vector<uint64_t>* traversal_words = nullptr) const;
   // A batch's PriceLatency calls prepared ahead (CostCache::PrepareValid, PrefetchRecord):
   // false, and nothing done, without a cache.
   bool PrepareLatency(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,

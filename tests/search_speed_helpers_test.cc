@@ -271,5 +271,42 @@ TEST_CASE("components: the union-find by positions and the pairwise one (an op l
   CHECK(short_lists == 3000);
 }
 
+TEST_CASE("topological sort: the one- and two-run paths give the plain sort's list") {
+  // Lists of the shapes the moves pass (one sorted run, two sorted runs with or without shared
+  // ops, an op appended, duplicates) and shuffled ones, on random graphs.
+  std::mt19937_64 rng(2024);
+  int runs[4] = {};
+  for (int g = 0; g < 20; ++g) {
+    const Problem problem = RandomProblem(rng, kAllDagShapes[g % std::size(kAllDagShapes)], {.min_ops = 20, .max_ops = 200});
+    const std::vector<int> rank = TopologicalRanks(problem);
+    const auto num_ops = static_cast<OpId>(problem.ops.size());
+    auto subset = [&] {
+      std::vector<OpId> ops;
+      const double keep = std::uniform_real_distribution<double>(0.0, 0.6)(rng);
+      for (OpId op = 0; op < num_ops; ++op) {
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < keep) ops.push_back(op);
+      }
+      return SortTopologicallyReference(rank, ops);
+    };
+    for (int trial = 0; trial < 500; ++trial) {
+      std::vector<OpId> ops = subset();
+      const int shape = trial % 4;
+      if (shape == 1 || shape == 2) {
+        const std::vector<OpId> other = subset();
+        ops.insert(ops.end(), other.begin(), other.end());  // two runs (shared ops in both at times)
+        if (shape == 2 && !other.empty()) ops.push_back(other.front());  // a third run
+      } else if (shape == 3) {
+        std::shuffle(ops.begin(), ops.end(), rng);
+        if (!ops.empty()) ops.push_back(ops[rng() % ops.size()]);
+      }
+      if (num_ops > 0 && trial % 5 == 0) ops.push_back(static_cast<OpId>(rng() % num_ops));
+      ++runs[shape];
+      INFO("graph " << g << " trial " << trial << ", " << ops.size() << " ops");
+      CHECK(SortTopologically(rank, ops) == SortTopologicallyReference(rank, ops));
+    }
+  }
+  CHECK(runs[1] == 2500);
+}
+
 }  // namespace
 }  // namespace annealer
