@@ -302,12 +302,24 @@ void AppendTraversalWords(const std::vector<int64_t>& order, std::vector<uint64_
     words.push_back(static_cast<uint64_t>(tiles[0]));
     uint64_t step = static_cast<uint64_t>(tiles[1]) - static_cast<uint64_t>(tiles[0]);
     size_t run_begin = 1, runs = 1;
-    // Eight steps at a time, each block passed in one test when all eight continue the run (a
-    // named order's runs are rows or columns: on ResNet-50's grids of up to 1,568 tiles this was
-    // ~1.7k instructions per move), else stepped through one by one as before.
+    // Once a run is eight steps long, eight steps at a time, each block passed in one test when
+    // all eight continue the run (a named order's runs are rows or columns, up to 56 tiles on
+    // ResNet-50's grids), else stepped through one by one as before; short runs step one by one.
     auto diff = [&](size_t i) { return static_cast<uint64_t>(tiles[i]) - static_cast<uint64_t>(tiles[i - 1]); };
     size_t i = 2;
     while (i < n && runs <= max_runs) {
+      if (i - run_begin < 8) {
+        const uint64_t s = diff(i);
+        if (s != step) {
+          if (++runs > max_runs) break;
+          words.push_back(step);
+          words.push_back(i - run_begin);
+          step = s;
+          run_begin = i;
+        }
+        ++i;
+        continue;
+      }
       if (i + 8 <= n) {
         uint64_t differs = 0;
         for (size_t d = 0; d < 8; ++d) differs |= diff(i + d) ^ step;
@@ -334,7 +346,7 @@ void AppendTraversalWords(const std::vector<int64_t>& order, std::vector<uint64_
     words.resize(begin);
   }
   words.push_back(0);
-  for (int64_t tile : order) words.push_back(static_cast<uint64_t>(tile));
+  words.insert(words.end(), order.begin(), order.end());  // each tile's bits as a word
 }
 
 bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
