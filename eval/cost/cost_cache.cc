@@ -302,41 +302,14 @@ void AppendTraversalWords(const std::vector<int64_t>& order, std::vector<uint64_
     words.push_back(static_cast<uint64_t>(tiles[0]));
     uint64_t step = static_cast<uint64_t>(tiles[1]) - static_cast<uint64_t>(tiles[0]);
     size_t run_begin = 1, runs = 1;
-    // Once a run is eight steps long, eight steps at a time, each block passed in one test when
-    // all eight continue the run (a named order's runs are rows or columns, up to 56 tiles on
-    // ResNet-50's grids), else stepped through one by one as before; short runs step one by one.
-    auto diff = [&](size_t i) { return static_cast<uint64_t>(tiles[i]) - static_cast<uint64_t>(tiles[i - 1]); };
-    size_t i = 2;
-    while (i < n && runs <= max_runs) {
-      if (i - run_begin < 8) {
-        const uint64_t s = diff(i);
-        if (s != step) {
-          if (++runs > max_runs) break;
-          words.push_back(step);
-          words.push_back(i - run_begin);
-          step = s;
-          run_begin = i;
-        }
-        ++i;
-        continue;
-      }
-      if (i + 8 <= n) {
-        uint64_t differs = 0;
-        for (size_t d = 0; d < 8; ++d) differs |= diff(i + d) ^ step;
-        if (differs == 0) {
-          i += 8;
-          continue;
-        }
-      }
-      for (const size_t block_end = std::min(n, i + 8); i < block_end; ++i) {
-        const uint64_t s = diff(i);
-        if (s == step) continue;
-        if (++runs > max_runs) break;
-        words.push_back(step);
-        words.push_back(i - run_begin);
-        step = s;
-        run_begin = i;
-      }
+    for (size_t i = 2; i < n; ++i) {
+      const uint64_t s = static_cast<uint64_t>(tiles[i]) - static_cast<uint64_t>(tiles[i - 1]);
+      if (s == step) continue;
+      if (++runs > max_runs) break;
+      words.push_back(step);
+      words.push_back(i - run_begin);
+      step = s;
+      run_begin = i;
     }
     if (runs <= max_runs) {
       words.push_back(step);
