@@ -281,6 +281,42 @@ void AppendOpsFacts(const Problem& problem, const std::vector<OpId>& ops, std::v
   }
 }
 
+void GrowOpsFacts(const Problem& problem, const std::vector<int>& rank, const std::vector<OpId>& ops,
+                  std::span<const TensorId> inputs, std::span<const TensorId> sinks,
+                  const std::vector<OpId>& pulled, OpsFacts& facts) {
+  facts.inputs.clear();
+  facts.sinks.clear();
+  // Made inside the grown list: its producer is among `ops` (found by rank).
+  auto made_inside = [&](TensorId t) {
+    const OpId p = problem.producer[t];
+    if (p == kNoOp) return false;
+    const auto at = std::lower_bound(ops.begin(), ops.end(), p, [&](OpId a, OpId b) { return rank[a] < rank[b]; });
+    return at != ops.end() && *at == p;
+  };
+  // The old inputs but those the pulled ops make, then the pulled ops' inputs made outside.
+  for (TensorId t : inputs) {
+    if (!made_inside(t)) facts.inputs.push_back(t);
+  }
+  const size_t old_inputs = facts.inputs.size();
+  for (OpId p : pulled) {
+    for (TensorId t : problem.ops[p].inputs) {
+      if (!made_inside(t)) facts.inputs.push_back(t);
+    }
+  }
+  if (facts.inputs.size() > old_inputs) {
+    std::sort(facts.inputs.begin(), facts.inputs.end());
+    facts.inputs.erase(std::unique(facts.inputs.begin(), facts.inputs.end()), facts.inputs.end());
+  }
+  // The old sinks but those a pulled op reads, in their order (the old ops' order in `ops`).
+  for (TensorId s : sinks) {
+    bool read = false;
+    for (OpId p : pulled) {
+      for (TensorId t : problem.ops[p].inputs) read = read || t == s;
+    }
+    if (!read) facts.sinks.push_back(s);
+  }
+}
+
 void ComputeOpsFacts(const Problem& problem, const std::vector<OpId>& ops, OpsFacts& facts) {
   facts.inputs.clear();
   facts.sinks.clear();

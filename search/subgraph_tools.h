@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "eval/oracle.h"
@@ -107,6 +108,15 @@ void ComputeOpsFacts(const Problem& problem, const std::vector<OpId>& ops, OpsFa
 // Appends the same facts to two lists, so that those of many subgraphs can lie back to back.
 void AppendOpsFacts(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& inputs,
                     std::vector<TensorId>& sinks);
+// ComputeOpsFacts(ops) from the facts (inputs, sinks) of an op list that grew into `ops` by the
+// ops `pulled`: `ops` sorted by `rank` (TopologicalRanks) and distinct, `pulled` distinct ops
+// it did not hold, each the producer of one of its boundary inputs (so no pulled op is a sink).
+// Work in proportion to the old facts and the pulled ops, not to `ops` (a repair pulling a
+// producer into a subgraph of ~70 ops recomputed its facts each round). `facts` must not be
+// what `inputs` or `sinks` view.
+void GrowOpsFacts(const Problem& problem, const std::vector<int>& rank, const std::vector<OpId>& ops,
+                  std::span<const TensorId> inputs, std::span<const TensorId> sinks,
+                  const std::vector<OpId>& pulled, OpsFacts& facts);
 
 // Prices one subgraph in context through the shared cache when there is one.
 class SubgraphPricer {

@@ -308,5 +308,54 @@ TEST_CASE("topological sort: the one- and two-run paths give the plain sort's li
   CHECK(runs[1] == 2500);
 }
 
+TEST_CASE("grown facts: GrowOpsFacts after pulling producers of inputs gives ComputeOpsFacts' facts") {
+  // A repair's rounds: an op list, then producers of some of its boundary inputs pulled in,
+  // round after round, on the bundled problems and random graphs.
+  std::mt19937_64 rng(909);
+  std::vector<Problem> problems;
+  for (const char* name : {"mlsys-2026-5.json", "mlsys-2026-13.json", "mlsys-2026-17.json"}) {
+    problems.push_back(ReadBundledProblem(name));
+  }
+  for (int g = 0; g < 8; ++g) {
+    problems.push_back(RandomProblem(rng, kAllDagShapes[g % std::size(kAllDagShapes)], {.min_ops = 30, .max_ops = 250}));
+  }
+  int rounds = 0, pulled_total = 0;
+  for (const Problem& problem : problems) {
+    const std::vector<int> rank = TopologicalRanks(problem);
+    const auto num_ops = static_cast<OpId>(problem.ops.size());
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<OpId> ops;
+      const double keep = std::uniform_real_distribution<double>(0.01, 0.5)(rng);
+      for (OpId op = 0; op < num_ops; ++op) {
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < keep) ops.push_back(op);
+      }
+      if (ops.empty()) ops.push_back(static_cast<OpId>(rng() % num_ops));
+      ops = SortTopologicallyReference(rank, ops);
+      OpsFacts facts;
+      ComputeOpsFacts(problem, ops, facts);
+      for (int round = 0; round < 4; ++round) {
+        std::vector<OpId> pulled;
+        for (TensorId t : facts.inputs) {
+          const OpId p = problem.producer[t];
+          if (p != kNoOp && rng() % 3 != 0) pulled.push_back(p);
+        }
+        if (pulled.empty()) break;
+        ops.insert(ops.end(), pulled.begin(), pulled.end());
+        ops = SortTopologicallyReference(rank, ops);
+        OpsFacts grown, reference;
+        GrowOpsFacts(problem, rank, ops, facts.inputs, facts.sinks, pulled, grown);
+        ComputeOpsFacts(problem, ops, reference);
+        INFO("trial " << trial << " round " << round << ", " << ops.size() << " ops, " << pulled.size() << " pulled");
+        REQUIRE(grown == reference);
+        facts = grown;
+        ++rounds;
+        pulled_total += static_cast<int>(pulled.size());
+      }
+    }
+  }
+  MESSAGE(rounds << " rounds, " << pulled_total << " ops pulled");
+  CHECK(rounds > 3000);
+}
+
 }  // namespace
 }  // namespace annealer
