@@ -72,6 +72,44 @@ std::vector<OpId> RandomOps(const Problem& problem, const std::vector<int>& rank
   return ops;
 }
 
+// MakeTraversal as it was written before its lines were walked by stride: per entry.
+std::optional<std::vector<int64_t>> ReferenceTraversal(TraversalPattern pattern, int64_t rows, int64_t cols) {
+  if (pattern == TraversalPattern::kRaster) return std::nullopt;
+  std::vector<int64_t> order;
+  const bool by_rows = pattern == TraversalPattern::kRowSnake;
+  const bool snake = pattern != TraversalPattern::kColumnMajor;
+  const int64_t outer = by_rows ? rows : cols;
+  const int64_t inner = by_rows ? cols : rows;
+  for (int64_t a = 0; a < outer; ++a) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t b = snake && a % 2 == 1 ? inner - 1 - i : i;
+      order.push_back(by_rows ? a * cols + b : b * cols + a);
+    }
+  }
+  return order;
+}
+
+TEST_CASE("named traversals: MakeTraversal builds the reference's orders, IsTraversal recognises one entry changed") {
+  std::mt19937_64 rng(5);
+  int changed = 0;
+  for (int64_t rows = 0; rows <= 70; rows += 1 + static_cast<int64_t>(rng() % 4)) {
+    for (int64_t cols = 0; cols <= 70; cols += 1 + static_cast<int64_t>(rng() % 4)) {
+      for (TraversalPattern p : kAllTraversalPatterns) {
+        const std::optional<std::vector<int64_t>> built = MakeTraversal(p, rows, cols);
+        REQUIRE(built == ReferenceTraversal(p, rows, cols));
+        CHECK(IsTraversal(p, rows, cols, built));
+        if (built && !built->empty()) {
+          std::optional<std::vector<int64_t>> other = built;
+          (*other)[rng() % other->size()] += 1 + static_cast<int64_t>(rng() % 3);
+          CHECK_FALSE(IsTraversal(p, rows, cols, other));
+          ++changed;
+        }
+      }
+    }
+  }
+  CHECK(changed > 1000);
+}
+
 TEST_CASE("named traversals: IsTraversal and IsIndexOrder answer as the built orders do") {
   // Every pattern and grid up to 9 x 9 (empty grids included), against every pattern's order of
   // the same grid and of the transposed one (same size, other entries), and raster's nullopt.
