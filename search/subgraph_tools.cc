@@ -1,6 +1,7 @@
 #include "search/subgraph_tools.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <numeric>
 #include <tuple>
@@ -293,9 +294,19 @@ void GrowOpsFacts(const Problem& problem, const std::vector<int>& rank, const st
     const auto at = std::lower_bound(ops.begin(), ops.end(), p, [&](OpId a, OpId b) { return rank[a] < rank[b]; });
     return at != ops.end() && *at == p;
   };
-  // The old inputs but those the pulled ops make, then the pulled ops' inputs made outside.
+  // The old inputs but those the pulled ops make (no old op makes one), then the pulled ops'
+  // inputs made outside.
+  auto pulled_makes = [&](TensorId t) {
+    const OpId p = problem.producer[t];
+    if (p == kNoOp) return false;
+    for (const OpId q : pulled) {
+      if (q == p) return true;
+    }
+    return false;
+  };
+  const bool few = pulled.size() <= 8;
   for (TensorId t : inputs) {
-    if (!made_inside(t)) facts.inputs.push_back(t);
+    if (!(few ? pulled_makes(t) : made_inside(t))) facts.inputs.push_back(t);
   }
   const size_t old_inputs = facts.inputs.size();
   for (OpId p : pulled) {
@@ -523,7 +534,14 @@ class OrderCache {
     std::vector<uint64_t> words;  // AppendTraversalWords' for `order` (empty for raster)
   };
   Entry& Get(int t, int64_t rows, int64_t cols) {
-    const auto [it, inserted] = orders_.try_emplace(Grid{t, rows, cols});
+    // A few grids recently asked for, in front of the map: a fit asks for the same few grids
+    // again and again (a candidate prepared, then priced; ~1k instructions per move of map
+    // lookups on ResNet-50).
+    const Grid grid{t, rows, cols};
+    Recent& recent = recent_[static_cast<size_t>(static_cast<uint64_t>(rows * 31 + cols) * 4 + static_cast<uint64_t>(t)) %
+                             kRecent];
+    if (recent.entry != nullptr && recent.grid == grid) return *recent.entry;
+    const auto [it, inserted] = orders_.try_emplace(grid);
     if (inserted) {
       Entry& e = it->second;
       e.order = MakeTraversal(kAllTraversalPatterns[t], rows, cols);
@@ -532,12 +550,14 @@ class OrderCache {
         tiles_ += e.order->size() + e.words.size();
       }
     }
+    recent = {grid, &it->second};
     return it->second;
   }
   void Trim() {
     if (tiles_ > kMaxTiles) {
       orders_.clear();
       tiles_ = 0;
+      for (Recent& r : recent_) r.entry = nullptr;
     }
   }
 
@@ -556,6 +576,13 @@ class OrderCache {
   };
   std::unordered_map<Grid, Entry, GridHash> orders_;
   size_t tiles_ = 0;
+  // Direct-mapped by grid; an entry points into orders_ (node-stable until Trim empties both).
+  struct Recent {
+    Grid grid{};
+    Entry* entry = nullptr;
+  };
+  static constexpr size_t kRecent = 16;
+  std::array<Recent, kRecent> recent_{};
 };
 
 // Swaps a cached order into a scratch subgraph's traversal for the lifetime of the object and
@@ -622,15 +649,9 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   by_ids.AddIds(retain);
   by_ids.End();
   const Elements n = problem.native;
+  // The ops' reduction lengths, derived past the memo (a hit needs neither; see below).
   Elements min_reduction = 0;
   Elements max_reduction = 0;
-  for (OpId op : ops) {
-    if (problem.ops[op].kind == OpKind::MatMul) {
-      const Elements k = problem.ReductionLength(op);
-      min_reduction = min_reduction == 0 ? k : std::min(min_reduction, k);
-      max_reduction = std::max(max_reduction, k);
-    }
-  }
   // The sink shape fixes the tile grid (spec G2); any sink will do, V12 rejects mixed shapes.
   thread_local StampSet consumed_inside;
   consumed_inside.Clear(problem.tensors.size());
@@ -795,6 +816,13 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     if (const auto* known = by_shape.Find()) {
       by_ids.Store(*known);
       return answer(*known);
+    }
+  }
+  for (OpId op : ops) {
+    if (problem.ops[op].kind == OpKind::MatMul) {
+      const Elements k = problem.ReductionLength(op);
+      min_reduction = min_reduction == 0 ? k : std::min(min_reduction, k);
+      max_reduction = std::max(max_reduction, k);
     }
   }
   const Elements k_top = min_reduction == 0 ? 1 : std::min(n, min_reduction);
