@@ -479,5 +479,26 @@ TEST_CASE("cost cache shapes: LookupValid with a prepared ticket answers as with
   CHECK(shape_hits > checked / 10);
 }
 
+TEST_CASE("cost cache: SortById sorts and de-duplicates as std::sort and std::unique, and leaves its bitmap zero") {
+  std::mt19937_64 rng(31337);
+  int repeats = 0;
+  for (int trial = 0; trial < 5000; ++trial) {
+    const size_t range = 1 + rng() % (trial % 3 == 0 ? 64 : 20000);
+    std::vector<uint64_t> bits((range + 63) / 64, 0);
+    std::vector<int32_t> ids(rng() % 300);
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % range);
+    std::vector<int32_t> reference = ids;
+    std::sort(reference.begin(), reference.end());
+    const bool repeated = std::adjacent_find(reference.begin(), reference.end()) != reference.end();
+    reference.erase(std::unique(reference.begin(), reference.end()), reference.end());
+    INFO("trial " << trial << ", " << ids.size() << " ids below " << range);
+    CHECK(SortById(ids, bits) == repeated);
+    CHECK(ids == reference);
+    CHECK(std::all_of(bits.begin(), bits.end(), [](uint64_t w) { return w == 0; }));
+    repeats += repeated;
+  }
+  CHECK(repeats > 1000);
+}
+
 }  // namespace
 }  // namespace annealer

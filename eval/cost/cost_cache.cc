@@ -1,6 +1,7 @@
 #include "eval/cost/cost_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <array>
 #include <cstring>
@@ -155,7 +156,35 @@ struct ShapeScratch {
   // Per op and per tensor of the problem: the local id in the context being keyed (only the
   // context's own entries are written, then read).
   std::vector<uint32_t> op_rank, tensor_local;
+  // Per 64 ops and per 64 tensors of the problem: bits, all zero between keys (SortById).
+  std::vector<uint64_t> op_bits, tensor_bits;
 };
+
+}  // namespace
+
+bool SortById(std::vector<int32_t>& ids, std::vector<uint64_t>& bits) {
+  if (ids.empty()) return false;
+  size_t lo = bits.size(), hi = 0;
+  bool repeated = false;
+  for (const int32_t id : ids) {
+    const size_t w = static_cast<size_t>(id) >> 6;
+    const uint64_t bit = uint64_t{1} << (id & 63);
+    repeated = repeated || (bits[w] & bit) != 0;
+    bits[w] |= bit;
+    lo = std::min(lo, w);
+    hi = std::max(hi, w);
+  }
+  // No more distinct ids than ids: written over the list in place, then cut.
+  size_t n = 0;
+  for (size_t w = lo; w <= hi; ++w) {
+    for (uint64_t x = bits[w]; x != 0; x &= x - 1) ids[n++] = static_cast<int32_t>(w * 64 + std::countr_zero(x));
+    bits[w] = 0;
+  }
+  ids.resize(n);
+  return repeated;
+}
+
+namespace {
 
 // The shape key of a context whose ids are all in range and whose tensor sides are below
 // 2^32 (false otherwise). Ranks keep the order of ids, so pricing the context and pricing its
@@ -187,9 +216,15 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
       tensors.push_back(t);
     }
   }
-  std::sort(ops.begin(), ops.end());
-  std::sort(tensors.begin(), tensors.end());
-  tensors.erase(std::unique(tensors.begin(), tensors.end()), tensors.end());
+  // Ids in range (checked above for ops and the retained sets; the problem's own tensors are).
+  scratch.op_bits.resize((static_cast<size_t>(num_ops) + 63) / 64);
+  scratch.tensor_bits.resize((static_cast<size_t>(num_tensors) + 63) / 64);
+  if (SortById(ops, scratch.op_bits)) {
+    // An op listed twice stays twice (its rank is its last place), as the sort keeps it.
+    ops.assign(subgraph.ops.begin(), subgraph.ops.end());
+    std::sort(ops.begin(), ops.end());
+  }
+  SortById(tensors, scratch.tensor_bits);
   constexpr Elements kMaxSide = Elements{1} << 32;
   for (TensorId t : tensors) {
     const Tensor& tensor = problem.tensors[t];
