@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "eval/oracle.h"
@@ -20,8 +21,11 @@ struct ValidTicket;
 // Topological rank of every op (its index in problem.topological_order).
 std::vector<int> TopologicalRanks(const Problem& problem);
 
-// Sorts and de-duplicates `ops` by topological rank.
+// Sorts and de-duplicates `ops` by topological rank (`rank`: TopologicalRanks, distinct).
 std::vector<OpId> SortTopologically(const std::vector<int>& rank, std::vector<OpId> ops);
+// The same by std::sort and std::unique: the reference SortTopologically's one- and two-run
+// fast paths answer to (tests/subgraph_tools_test.cc).
+std::vector<OpId> SortTopologicallyReference(const std::vector<int>& rank, std::vector<OpId> ops);
 
 // True when the ops are weakly connected through tensors produced and consumed among them (V5).
 bool IsConnected(const Problem& problem, const std::vector<OpId>& ops);
@@ -104,6 +108,15 @@ void ComputeOpsFacts(const Problem& problem, const std::vector<OpId>& ops, OpsFa
 // Appends the same facts to two lists, so that those of many subgraphs can lie back to back.
 void AppendOpsFacts(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& inputs,
                     std::vector<TensorId>& sinks);
+// ComputeOpsFacts(ops) from the facts (inputs, sinks) of an op list that grew into `ops` by the
+// ops `pulled`: `ops` sorted by `rank` (TopologicalRanks) and distinct, `pulled` distinct ops
+// it did not hold, each the producer of one of its boundary inputs (so no pulled op is a sink).
+// Work in proportion to the old facts and the pulled ops, not to `ops` (a repair pulling a
+// producer into a subgraph of ~70 ops recomputed its facts each round). `facts` must not be
+// what `inputs` or `sinks` view.
+void GrowOpsFacts(const Problem& problem, const std::vector<int>& rank, const std::vector<OpId>& ops,
+                  std::span<const TensorId> inputs, std::span<const TensorId> sinks,
+                  const std::vector<OpId>& pulled, OpsFacts& facts);
 
 // Prices one subgraph in context through the shared cache when there is one.
 class SubgraphPricer {
@@ -114,8 +127,11 @@ class SubgraphPricer {
   // violation words, so a shape answers either way).
   // With a ticket that PrepareLatency filled for this context, the lookup does not derive the
   // context's key again (CostCache::PrepareValid).
+  // Without a ticket, `traversal_words` (when given) are AppendTraversalWords' words for
+  // subgraph.traversal, which the lookup then does not derive (as for PrepareLatency).
   std::optional<Latency> PriceLatency(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
-                                      const ValidTicket* ticket = nullptr) const;
+                                      const ValidTicket* ticket = nullptr,
+                                      const std::vector<uint64_t>* traversal_words = nullptr) const;
   // A batch's PriceLatency calls prepared ahead (CostCache::PrepareValid, PrefetchRecord):
   // false, and nothing done, without a cache.
   bool PrepareLatency(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,

@@ -267,6 +267,36 @@ std::optional<std::vector<int64_t>> DecodeTraversalWords(const std::vector<uint6
   return order;
 }
 
+// AppendTraversalWords as it was written before its blocks of eight steps: one step at a time.
+void ReferenceTraversalWords(const std::vector<int64_t>& order, std::vector<uint64_t>& words) {
+  const size_t n = order.size();
+  const size_t begin = words.size();
+  if (n >= 4) {
+    const size_t max_runs = (n - 2) / 2;
+    words.push_back(1);
+    words.push_back(static_cast<uint64_t>(order[0]));
+    uint64_t step = static_cast<uint64_t>(order[1]) - static_cast<uint64_t>(order[0]);
+    size_t run_begin = 1, runs = 1;
+    for (size_t i = 2; i < n; ++i) {
+      const uint64_t s = static_cast<uint64_t>(order[i]) - static_cast<uint64_t>(order[i - 1]);
+      if (s == step) continue;
+      if (++runs > max_runs) break;
+      words.push_back(step);
+      words.push_back(i - run_begin);
+      step = s;
+      run_begin = i;
+    }
+    if (runs <= max_runs) {
+      words.push_back(step);
+      words.push_back(n - run_begin);
+      return;
+    }
+    words.resize(begin);
+  }
+  words.push_back(0);
+  for (int64_t tile : order) words.push_back(static_cast<uint64_t>(tile));
+}
+
 // MakeTraversal's order, raster's (nullopt) written out.
 std::vector<int64_t> Tiles(TraversalPattern pattern, int64_t rows, int64_t cols) {
   std::optional<std::vector<int64_t>> order = MakeTraversal(pattern, rows, cols);
@@ -295,7 +325,7 @@ TEST_CASE("cost cache: a traversal's key words decode to the traversal, and the 
     }
   }
   for (int trial = 0; trial < 8000; ++trial) {
-    const size_t n = 1 + rng() % 40;
+    const size_t n = 1 + rng() % (trial % 4 == 0 ? 300 : 40);
     std::vector<int64_t> order(n);
     const int kind = static_cast<int>(rng() % 4);
     for (size_t i = 0; i < n; ++i) {
@@ -303,7 +333,7 @@ TEST_CASE("cost cache: a traversal's key words decode to the traversal, and the 
         case 0: order[i] = static_cast<int64_t>(rng() % 8); break;                 // many equal steps
         case 1: order[i] = static_cast<int64_t>(rng());  break;                     // any bits
         case 2: order[i] = i % 2 == 0 ? INT64_MIN : INT64_MAX; break;               // wrapping steps
-        default: order[i] = static_cast<int64_t>(i * 3) - static_cast<int64_t>(rng() % 2);  // near-runs
+        default: order[i] = static_cast<int64_t>(i * 3) - static_cast<int64_t>(rng() % (trial % 8 == 3 ? 40 : 2));  // near-runs
       }
     }
     orders.push_back(order);
@@ -312,6 +342,9 @@ TEST_CASE("cost cache: a traversal's key words decode to the traversal, and the 
   for (const std::vector<int64_t>& order : orders) {
     std::vector<uint64_t> words{42};  // appended after what is there
     AppendTraversalWords(order, words);
+    std::vector<uint64_t> reference{42};
+    ReferenceTraversalWords(order, reference);
+    CHECK(words == reference);
     REQUIRE(words[0] == 42);
     words.erase(words.begin());
     const std::optional<std::vector<int64_t>> back = DecodeTraversalWords(words, order.size());
@@ -444,6 +477,27 @@ TEST_CASE("cost cache shapes: LookupValid with a prepared ticket answers as with
   CHECK(checked > 3000);
   CHECK(valid > checked / 4);
   CHECK(shape_hits > checked / 10);
+}
+
+TEST_CASE("cost cache: SortById sorts and de-duplicates as std::sort and std::unique, and leaves its bitmap zero") {
+  std::mt19937_64 rng(31337);
+  int repeats = 0;
+  for (int trial = 0; trial < 5000; ++trial) {
+    const size_t range = 1 + rng() % (trial % 3 == 0 ? 64 : 20000);
+    std::vector<uint64_t> bits((range + 63) / 64, 0);
+    std::vector<int32_t> ids(rng() % 300);
+    for (int32_t& id : ids) id = static_cast<int32_t>(rng() % range);
+    std::vector<int32_t> reference = ids;
+    std::sort(reference.begin(), reference.end());
+    const bool repeated = std::adjacent_find(reference.begin(), reference.end()) != reference.end();
+    reference.erase(std::unique(reference.begin(), reference.end()), reference.end());
+    INFO("trial " << trial << ", " << ids.size() << " ids below " << range);
+    CHECK(SortById(ids, bits) == repeated);
+    CHECK(ids == reference);
+    CHECK(std::all_of(bits.begin(), bits.end(), [](uint64_t w) { return w == 0; }));
+    repeats += repeated;
+  }
+  CHECK(repeats > 1000);
 }
 
 }  // namespace

@@ -72,6 +72,44 @@ std::vector<OpId> RandomOps(const Problem& problem, const std::vector<int>& rank
   return ops;
 }
 
+// MakeTraversal as it was written before its lines were walked by stride: per entry.
+std::optional<std::vector<int64_t>> ReferenceTraversal(TraversalPattern pattern, int64_t rows, int64_t cols) {
+  if (pattern == TraversalPattern::kRaster) return std::nullopt;
+  std::vector<int64_t> order;
+  const bool by_rows = pattern == TraversalPattern::kRowSnake;
+  const bool snake = pattern != TraversalPattern::kColumnMajor;
+  const int64_t outer = by_rows ? rows : cols;
+  const int64_t inner = by_rows ? cols : rows;
+  for (int64_t a = 0; a < outer; ++a) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t b = snake && a % 2 == 1 ? inner - 1 - i : i;
+      order.push_back(by_rows ? a * cols + b : b * cols + a);
+    }
+  }
+  return order;
+}
+
+TEST_CASE("named traversals: MakeTraversal builds the reference's orders, IsTraversal recognises one entry changed") {
+  std::mt19937_64 rng(5);
+  int changed = 0;
+  for (int64_t rows = 0; rows <= 70; rows += 1 + static_cast<int64_t>(rng() % 4)) {
+    for (int64_t cols = 0; cols <= 70; cols += 1 + static_cast<int64_t>(rng() % 4)) {
+      for (TraversalPattern p : kAllTraversalPatterns) {
+        const std::optional<std::vector<int64_t>> built = MakeTraversal(p, rows, cols);
+        REQUIRE(built == ReferenceTraversal(p, rows, cols));
+        CHECK(IsTraversal(p, rows, cols, built));
+        if (built && !built->empty()) {
+          std::optional<std::vector<int64_t>> other = built;
+          (*other)[rng() % other->size()] += 1 + static_cast<int64_t>(rng() % 3);
+          CHECK_FALSE(IsTraversal(p, rows, cols, other));
+          ++changed;
+        }
+      }
+    }
+  }
+  CHECK(changed > 1000);
+}
+
 TEST_CASE("named traversals: IsTraversal and IsIndexOrder answer as the built orders do") {
   // Every pattern and grid up to 9 x 9 (empty grids included), against every pattern's order of
   // the same grid and of the transposed one (same size, other entries), and raster's nullopt.
@@ -269,6 +307,92 @@ TEST_CASE("components: the union-find by positions and the pairwise one (an op l
   }
   CHECK(connected > 1000);
   CHECK(short_lists == 3000);
+}
+
+TEST_CASE("topological sort: the one- and two-run paths give the plain sort's list") {
+  // Lists of the shapes the moves pass (one sorted run, two sorted runs with or without shared
+  // ops, an op appended, duplicates) and shuffled ones, on random graphs.
+  std::mt19937_64 rng(2024);
+  int runs[4] = {};
+  for (int g = 0; g < 20; ++g) {
+    const Problem problem = RandomProblem(rng, kAllDagShapes[g % std::size(kAllDagShapes)], {.min_ops = 20, .max_ops = 200});
+    const std::vector<int> rank = TopologicalRanks(problem);
+    const auto num_ops = static_cast<OpId>(problem.ops.size());
+    auto subset = [&] {
+      std::vector<OpId> ops;
+      const double keep = std::uniform_real_distribution<double>(0.0, 0.6)(rng);
+      for (OpId op = 0; op < num_ops; ++op) {
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < keep) ops.push_back(op);
+      }
+      return SortTopologicallyReference(rank, ops);
+    };
+    for (int trial = 0; trial < 500; ++trial) {
+      std::vector<OpId> ops = subset();
+      const int shape = trial % 4;
+      if (shape == 1 || shape == 2) {
+        const std::vector<OpId> other = subset();
+        ops.insert(ops.end(), other.begin(), other.end());  // two runs (shared ops in both at times)
+        if (shape == 2 && !other.empty()) ops.push_back(other.front());  // a third run
+      } else if (shape == 3) {
+        std::shuffle(ops.begin(), ops.end(), rng);
+        if (!ops.empty()) ops.push_back(ops[rng() % ops.size()]);
+      }
+      if (num_ops > 0 && trial % 5 == 0) ops.push_back(static_cast<OpId>(rng() % num_ops));
+      ++runs[shape];
+      INFO("graph " << g << " trial " << trial << ", " << ops.size() << " ops");
+      CHECK(SortTopologically(rank, ops) == SortTopologicallyReference(rank, ops));
+    }
+  }
+  CHECK(runs[1] == 2500);
+}
+
+TEST_CASE("grown facts: GrowOpsFacts after pulling producers of inputs gives ComputeOpsFacts' facts") {
+  // A repair's rounds: an op list, then producers of some of its boundary inputs pulled in,
+  // round after round, on the bundled problems and random graphs.
+  std::mt19937_64 rng(909);
+  std::vector<Problem> problems;
+  for (const char* name : {"mlsys-2026-5.json", "mlsys-2026-13.json", "mlsys-2026-17.json"}) {
+    problems.push_back(ReadBundledProblem(name));
+  }
+  for (int g = 0; g < 8; ++g) {
+    problems.push_back(RandomProblem(rng, kAllDagShapes[g % std::size(kAllDagShapes)], {.min_ops = 30, .max_ops = 250}));
+  }
+  int rounds = 0, pulled_total = 0;
+  for (const Problem& problem : problems) {
+    const std::vector<int> rank = TopologicalRanks(problem);
+    const auto num_ops = static_cast<OpId>(problem.ops.size());
+    for (int trial = 0; trial < 300; ++trial) {
+      std::vector<OpId> ops;
+      const double keep = std::uniform_real_distribution<double>(0.01, 0.5)(rng);
+      for (OpId op = 0; op < num_ops; ++op) {
+        if (std::uniform_real_distribution<double>(0, 1)(rng) < keep) ops.push_back(op);
+      }
+      if (ops.empty()) ops.push_back(static_cast<OpId>(rng() % num_ops));
+      ops = SortTopologicallyReference(rank, ops);
+      OpsFacts facts;
+      ComputeOpsFacts(problem, ops, facts);
+      for (int round = 0; round < 4; ++round) {
+        std::vector<OpId> pulled;
+        for (TensorId t : facts.inputs) {
+          const OpId p = problem.producer[t];
+          if (p != kNoOp && rng() % 3 != 0) pulled.push_back(p);
+        }
+        if (pulled.empty()) break;
+        ops.insert(ops.end(), pulled.begin(), pulled.end());
+        ops = SortTopologicallyReference(rank, ops);
+        OpsFacts grown, reference;
+        GrowOpsFacts(problem, rank, ops, facts.inputs, facts.sinks, pulled, grown);
+        ComputeOpsFacts(problem, ops, reference);
+        INFO("trial " << trial << " round " << round << ", " << ops.size() << " ops, " << pulled.size() << " pulled");
+        REQUIRE(grown == reference);
+        facts = grown;
+        ++rounds;
+        pulled_total += static_cast<int>(pulled.size());
+      }
+    }
+  }
+  MESSAGE(rounds << " rounds, " << pulled_total << " ops pulled");
+  CHECK(rounds > 3000);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "eval/cost/cost_cache.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <array>
 #include <cstring>
@@ -155,7 +156,35 @@ struct ShapeScratch {
   // Per op and per tensor of the problem: the local id in the context being keyed (only the
   // context's own entries are written, then read).
   std::vector<uint32_t> op_rank, tensor_local;
+  // Per 64 ops and per 64 tensors of the problem: bits, all zero between keys (SortById).
+  std::vector<uint64_t> op_bits, tensor_bits;
 };
+
+}  // namespace
+
+bool SortById(std::vector<int32_t>& ids, std::vector<uint64_t>& bits) {
+  if (ids.empty()) return false;
+  size_t lo = bits.size(), hi = 0;
+  bool repeated = false;
+  for (const int32_t id : ids) {
+    const size_t w = static_cast<size_t>(id) >> 6;
+    const uint64_t bit = uint64_t{1} << (id & 63);
+    repeated = repeated || (bits[w] & bit) != 0;
+    bits[w] |= bit;
+    lo = std::min(lo, w);
+    hi = std::max(hi, w);
+  }
+  // No more distinct ids than ids: written over the list in place, then cut.
+  size_t n = 0;
+  for (size_t w = lo; w <= hi; ++w) {
+    for (uint64_t x = bits[w]; x != 0; x &= x - 1) ids[n++] = static_cast<int32_t>(w * 64 + std::countr_zero(x));
+    bits[w] = 0;
+  }
+  ids.resize(n);
+  return repeated;
+}
+
+namespace {
 
 // The shape key of a context whose ids are all in range and whose tensor sides are below
 // 2^32 (false otherwise). Ranks keep the order of ids, so pricing the context and pricing its
@@ -187,9 +216,15 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
       tensors.push_back(t);
     }
   }
-  std::sort(ops.begin(), ops.end());
-  std::sort(tensors.begin(), tensors.end());
-  tensors.erase(std::unique(tensors.begin(), tensors.end()), tensors.end());
+  // Ids in range (checked above for ops and the retained sets; the problem's own tensors are).
+  scratch.op_bits.resize((static_cast<size_t>(num_ops) + 63) / 64);
+  scratch.tensor_bits.resize((static_cast<size_t>(num_tensors) + 63) / 64);
+  if (SortById(ops, scratch.op_bits)) {
+    // An op listed twice stays twice (its rank is its last place), as the sort keeps it.
+    ops.assign(subgraph.ops.begin(), subgraph.ops.end());
+    std::sort(ops.begin(), ops.end());
+  }
+  SortById(tensors, scratch.tensor_bits);
   constexpr Elements kMaxSide = Elements{1} << 32;
   for (TensorId t : tensors) {
     const Tensor& tensor = problem.tensors[t];
@@ -239,16 +274,16 @@ bool BuildShapeKey(const Problem& problem, const Subgraph& subgraph,
 // (eval/cost/context_reuse.h): a key's words depend on the granularity and the traversal only through
 // its header, which is rebuilt for each call; then the traversal's words (AppendTraversalWords),
 // which make the key of a context with an explicit traversal.
-// `traversal_words`, when given, are AppendTraversalWords' words for subgraph.traversal (a
-// caller that lends the same order to many pricings derives them once).
+// `traversal_words`, when not empty, are AppendTraversalWords' words for subgraph.traversal (a
+// caller that lends the same order to many pricings, or has them in another key, derives them
+// once; the words of an order are never empty).
 bool BuildShapeKeyReusing(const Problem& problem, const Subgraph& subgraph,
                           const std::vector<TensorId>& retained_in, ShapeScratch& scratch,
-                          std::vector<uint64_t>& key,
-                          const std::vector<uint64_t>* traversal_words = nullptr) {
+                          std::vector<uint64_t>& key, std::span<const uint64_t> traversal_words = {}) {
   auto append_traversal = [&] {
     if (!subgraph.traversal) return;
-    if (traversal_words != nullptr) {
-      key.insert(key.end(), traversal_words->begin(), traversal_words->end());
+    if (!traversal_words.empty()) {
+      key.insert(key.end(), traversal_words.begin(), traversal_words.end());
     } else {
       AppendTraversalWords(*subgraph.traversal, key);
     }
@@ -319,7 +354,7 @@ void AppendTraversalWords(const std::vector<int64_t>& order, std::vector<uint64_
     words.resize(begin);
   }
   words.push_back(0);
-  for (int64_t tile : order) words.push_back(static_cast<uint64_t>(tile));
+  words.insert(words.end(), order.begin(), order.end());  // each tile's bits as a word
 }
 
 bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
@@ -337,9 +372,9 @@ namespace {
 // The ids of a context as words, the key of a thread's id table (contexts the front table cannot
 // key: an explicit traversal, more than 12 ids): the counts, the granularity, the ops as listed,
 // then the sorted retained sets, 32-bit ids two to a word, then the traversal's words
-// (AppendTraversalWords).
-void BuildIdKey(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
-                std::vector<uint64_t>& key) {
+// (AppendTraversalWords). Returns where those begin (the key's size when there is no traversal).
+size_t BuildIdKey(const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
+                  std::vector<uint64_t>& key) {
   const Granularity& g = subgraph.granularity;
   key.clear();
   key.push_back(subgraph.ops.size());
@@ -356,7 +391,9 @@ void BuildIdKey(const Subgraph& subgraph, const std::vector<TensorId>& retained_
   packer.Flush();
   PutSorted(subgraph.retain, same, packer);
   packer.Flush();
+  const size_t traversal_at = key.size();
   if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, key);
+  return traversal_at;
 }
 
 // Odd multipliers for the front key's words (splitmix64 outputs).
@@ -1022,7 +1059,8 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(const Problem& problem,
                                                 const Subgraph& subgraph,
                                                 const std::vector<TensorId>& retained_in,
                                                 SubgraphReport& report, SubgraphResult& priced_result,
-                                                bool& priced, const ValidTicket* ticket) {
+                                                bool& priced, const ValidTicket* ticket,
+                                                std::span<const uint64_t> traversal_words) {
   priced = false;
   thread_local ShapeScratch scratch;
   thread_local std::vector<uint64_t> built_key;
@@ -1040,7 +1078,16 @@ CostCache::ShapeAnswer CostCache::AnswerByShape(const Problem& problem,
     key = &ticket->key;
     shape_hash = ticket->hash;
   } else {
-    if (!BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, built_key)) return ShapeAnswer::kNoShape;
+#ifndef NDEBUG
+    if (!traversal_words.empty()) {  // the caller's promise, checked in debug builds
+      std::vector<uint64_t> check;
+      if (subgraph.traversal) AppendTraversalWords(*subgraph.traversal, check);
+      assert(!subgraph.traversal || std::equal(check.begin(), check.end(), traversal_words.begin(), traversal_words.end()));
+    }
+#endif
+    if (!BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, built_key, traversal_words)) {
+      return ShapeAnswer::kNoShape;
+    }
     shape_hash = HashWords(built_key);
   }
   const std::vector<uint64_t>& shape_key = *key;
@@ -1146,7 +1193,8 @@ void CostCache::LookupBehindFront(FrontTable& local, const Problem& problem,
   // A context the front table cannot key: the thread's id table first (a valid entry answers;
   // a failing one lacks the violation's words).
   thread_local std::vector<uint64_t> id_key;
-  BuildIdKey(subgraph, retained_in, id_key);
+  // The key ends with the traversal's words, which a shape key ends with too (a miss builds one).
+  const size_t traversal_at = BuildIdKey(subgraph, retained_in, id_key);
   const uint64_t id_hash = HashWords(id_key);
   WordTable& ids = local.Ids();
   const ShapeRecord* e = ids.Find(id_hash, id_key);
@@ -1156,17 +1204,19 @@ void CostCache::LookupBehindFront(FrontTable& local, const Problem& problem,
     if (facts) *facts = {};
     return;
   }
-  ResolveBehindFront(local, problem, subgraph, retained_in, nullptr, 0, result, facts);
+  ResolveBehindFront(local, problem, subgraph, retained_in, nullptr, 0, result, facts,
+                     std::span<const uint64_t>(id_key).subspan(traversal_at));
   if (e == nullptr) ids.Insert(id_hash, id_key, result.verdict, result.report);
 }
 
 void CostCache::ResolveBehindFront(FrontTable& local, const Problem& problem,
                                    const Subgraph& subgraph, const std::vector<TensorId>& retained_in,
                                    const FrontKey* key, uint64_t front_hash, SubgraphResult& result,
-                                   SmallSequenceFacts* facts) {
+                                   SmallSequenceFacts* facts, std::span<const uint64_t> traversal_words) {
   SubgraphReport report;
   bool priced = false;
-  const ShapeAnswer answer = AnswerByShape(problem, subgraph, retained_in, report, result, priced);
+  const ShapeAnswer answer =
+      AnswerByShape(problem, subgraph, retained_in, report, result, priced, nullptr, traversal_words);
   if (answer == ShapeAnswer::kValid) {
     if (priced) {
       CounterBlock::Count(local.counters->misses);
@@ -1196,7 +1246,7 @@ void CostCache::ResolveBehindFront(FrontTable& local, const Problem& problem,
 
 bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
                             const std::vector<TensorId>& retained_in, SubgraphReport& report,
-                            const ValidTicket* ticket) {
+                            const ValidTicket* ticket, const std::vector<uint64_t>* traversal_words) {
   FrontTable& local = BoundFront(problem);
   FrontKey key;
   if (key.Build(subgraph, retained_in)) {
@@ -1206,7 +1256,8 @@ bool CostCache::LookupValid(const Problem& problem, const Subgraph& subgraph,
       return true;
     }
   }
-  return ResolveValid(local, problem, subgraph, retained_in, report, ticket);
+  return ResolveValid(local, problem, subgraph, retained_in, report, ticket,
+                      traversal_words != nullptr ? std::span<const uint64_t>(*traversal_words) : std::span<const uint64_t>());
 }
 
 void CostCache::PrepareValid(const Problem& problem, const Subgraph& subgraph,
@@ -1223,7 +1274,9 @@ void CostCache::PrepareValid(const Problem& problem, const Subgraph& subgraph,
   FrontKey key;
   if (key.Build(subgraph, retained_in)) local.Prefetch(key.Hash());
   thread_local ShapeScratch scratch;
-  ticket.has_shape = BuildShapeKeyReusing(problem, subgraph, retained_in, scratch, ticket.key, traversal_words);
+  ticket.has_shape = BuildShapeKeyReusing(
+      problem, subgraph, retained_in, scratch, ticket.key,
+      traversal_words != nullptr ? std::span<const uint64_t>(*traversal_words) : std::span<const uint64_t>());
   if (!ticket.has_shape) return;
   ticket.hash = HashWords(ticket.key);
   shards_[ticket.hash >> 60].shape_index.Prefetch(ticket.hash, 0);
@@ -1235,7 +1288,7 @@ void CostCache::PrefetchRecord(const ValidTicket& ticket) const {
 
 bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Subgraph& subgraph,
                              const std::vector<TensorId>& retained_in, SubgraphReport& report,
-                             const ValidTicket* ticket) {
+                             const ValidTicket* ticket, std::span<const uint64_t> traversal_words) {
   thread_local SubgraphResult full;
   bool priced = false;
   ShapeAnswer answer;
@@ -1243,7 +1296,7 @@ bool CostCache::ResolveValid(FrontTable& local, const Problem& problem, const Su
     // A failure priced here is kept by its shape only (verdict and report), and `full` is
     // dropped: its words are never read.
     const ViolationWordsOff no_words;
-    answer = AnswerByShape(problem, subgraph, retained_in, report, full, priced, ticket);
+    answer = AnswerByShape(problem, subgraph, retained_in, report, full, priced, ticket, traversal_words);
   }
   if (answer == ShapeAnswer::kNoShape) {
     LookupExact(local, problem, subgraph, retained_in, false, full);

@@ -12,20 +12,40 @@ std::string_view TraversalName(TraversalPattern pattern) {
   return "?";
 }
 
+namespace {
+
+// The entries of line `a` of a named order (a row of a row snake, a column of the others), in
+// order: `inner` of them, each handed to `put` until it answers false. The line's direction and
+// stride are fixed before its loop (once per line, not per entry, as a tile count of thousands
+// on a network made the per-entry form a cost of the search).
+template <typename Put>
+bool ForEachInLine(bool by_rows, bool reversed, int64_t a, int64_t inner, int64_t cols, Put put) {
+  // Entry i of the line is first + i * stride.
+  const int64_t stride = (by_rows ? 1 : cols) * (reversed ? -1 : 1);
+  const int64_t first = by_rows ? a * cols + (reversed ? inner - 1 : 0) : (reversed ? inner - 1 : 0) * cols + a;
+  int64_t value = first;
+  for (int64_t i = 0; i < inner; ++i, value += stride) {
+    if (!put(value)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<std::vector<int64_t>> MakeTraversal(TraversalPattern pattern, int64_t rows,
                                                   int64_t cols) {
   if (pattern == TraversalPattern::kRaster) return std::nullopt;
-  std::vector<int64_t> order;
-  order.reserve(rows * cols);
   const bool by_rows = pattern == TraversalPattern::kRowSnake;
   const bool snake = pattern != TraversalPattern::kColumnMajor;
   const int64_t outer = by_rows ? rows : cols;
   const int64_t inner = by_rows ? cols : rows;
+  std::vector<int64_t> order(static_cast<size_t>(outer > 0 && inner > 0 ? outer * inner : 0));
+  int64_t* out = order.data();
   for (int64_t a = 0; a < outer; ++a) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const int64_t b = snake && a % 2 == 1 ? inner - 1 - i : i;
-      order.push_back(by_rows ? a * cols + b : b * cols + a);
-    }
+    ForEachInLine(by_rows, snake && a % 2 == 1, a, inner, cols, [&](int64_t v) {
+      *out++ = v;
+      return true;
+    });
   }
   return order;
 }
@@ -43,9 +63,8 @@ bool IsTraversal(TraversalPattern pattern, int64_t rows, int64_t cols,
   const int64_t inner = by_rows ? cols : rows;
   const int64_t* entry = order->data();
   for (int64_t a = 0; a < outer; ++a) {
-    for (int64_t i = 0; i < inner; ++i) {
-      const int64_t b = snake && a % 2 == 1 ? inner - 1 - i : i;
-      if (*entry++ != (by_rows ? a * cols + b : b * cols + a)) return false;
+    if (!ForEachInLine(by_rows, snake && a % 2 == 1, a, inner, cols, [&](int64_t v) { return *entry++ == v; })) {
+      return false;
     }
   }
   return true;

@@ -67,6 +67,8 @@ struct RepairScratch {
   std::vector<int> committed_index;  // per position: the committed subgraph whose facts it has, or -1
   std::vector<std::span<const TensorId>> input_of, sink_of;
   OpsFacts grown;  // of the subgraph being scanned, once the scan added ops to it
+  OpsFacts grown_next;  // the next round's, derived from `grown` (GrowOpsFacts), then swapped in
+  std::vector<OpId> pulled;  // the producers a round pulls in
   std::vector<int> last_use;  // last subgraph loading each tensor, where last_use_set holds it
   StampSet last_use_set;
   StampSet written;           // written to slow memory by a scanned subgraph
@@ -270,6 +272,7 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
     // Pull in producers of unavailable inputs until everything it reads is available.
     for (int round = 0; round < static_cast<int>(problem.ops.size()); ++round) {
       bool added = false;
+      scratch.pulled.clear();
       for (TensorId t : inputs) {
         const bool available =
             in_slow(t) || Contains(*retained_in, t);
@@ -278,12 +281,15 @@ RepairStatus Repair(const MoveContext& env, RepairTarget& schedule, const Repair
         if (p == kNoOp || Contains(schedule[i].ops, p)) return RepairStatus::kGaveUp;
         if (frame.may_pull && !frame.may_pull(t)) return RepairStatus::kBeyondWindow;
         schedule.Write(i).ops.push_back(p);
+        scratch.pulled.push_back(p);
         added = true;
       }
       if (!added) break;
       Subgraph& sg = schedule.Write(i);
       sg.ops = SortTopologically(env.rank, std::move(sg.ops));
-      ComputeOpsFacts(problem, sg.ops, scratch.grown);
+      // Each pulled op makes an input of the list (its producer), as GrowOpsFacts requires.
+      GrowOpsFacts(problem, env.rank, sg.ops, inputs, sinks, scratch.pulled, scratch.grown_next);
+      std::swap(scratch.grown, scratch.grown_next);
       inputs = scratch.grown.inputs;
       sinks = scratch.grown.sinks;
       changed[i] = 1;
