@@ -279,17 +279,7 @@ TEST_CASE("P36: the bound is never above the oracle on squeeze-excite blocks (pr
     raised += raises;
     std::vector<Schedule> schedules;
     try {
-      for (int s = 0; s < 6; ++s) {
-        RandomScheduleOptions options;
-        options.fuse_probability = 0.2 + 0.15 * s;
-        options.recompute_probability = s % 2 == 0 ? 0.2 : 0.5;
-        options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
-        options.invalid_probability = 0;
-        options.max_steps = 400;
-        schedules.push_back(RandomSchedule(p, rng, options));
-      }
-      testing::AppendBaselines(p, schedules);
-      if (trial % 8 == 0) testing::AppendExactBest(p, schedules);
+      schedules = testing::SampleSchedules(p, rng, trial % 8 == 0);
     } catch (const std::runtime_error&) {
       continue;  // some op fits the fast memory at no granularity alone: no valid schedule
     }
