@@ -22,6 +22,7 @@
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/starts/layer_chains.h"
+#include "search/starts/serve_retained.h"
 #include "search/elite_pool.h"
 #include "search/exact/exact.h"
 #include "search/moves/moves.h"
@@ -332,9 +333,15 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   constexpr std::size_t kRegroupStartMaxOps = 4096;
   const bool regroup =
       params.workers.regroup_parts && MergeReadersApplies(problem) && params.workers.merge_readers_share > 0;
+  // After the regrouping, a loader of such a tensor may take it retained from a subgraph that
+  // makes it again (ServeLoadsByRetention; ViT's key projections after the head groups).
+  const bool serve = regroup && params.workers.serve_retained;
+  auto served = [&](const Schedule& schedule, const std::function<bool()>& stop) {
+    return serve && !stop() ? ServeLoadsByRetention(problem, pricer, schedule, stop) : schedule;
+  };
   auto regrouped = [&](const Schedule& schedule) {
     return regroup && problem.ops.size() <= kRegroupStartMaxOps && !stopped()
-               ? RegroupReaderParts(problem, pricer, schedule, stopped)
+               ? served(RegroupReaderParts(problem, pricer, schedule, stopped), stopped)
                : schedule;
   };
   // Constructive starts. The baseline goes first and alone: it is the guaranteed valid start.
@@ -382,7 +389,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
           if (MergeReadersApplies(problem) && params.workers.merge_readers_share > 0 && !starts_stopped()) {
             fused = MergeReaderGroups(problem, pricer, fused, starts_stopped);
             if (regroup && !starts_stopped() && problem.ops.size() <= kRegroupStartMaxOps) {
-              fused = RegroupReaderParts(problem, pricer, fused, starts_stopped);
+              fused = served(RegroupReaderParts(problem, pricer, fused, starts_stopped), starts_stopped);
             }
           }
           // Where a Pointwise op sums three or more taps of one LHS too large to keep (never on a
@@ -685,7 +692,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
         return stopped() || (!params.deterministic && Clock::now() >= regroup_end);
       };
       regrouped_total = summary.best_total;
-      const Schedule better = RegroupReaderParts(problem, pricer, summary.best, regroup_stopped, &regroup_cursor);
+      const Schedule better =
+          served(RegroupReaderParts(problem, pricer, summary.best, regroup_stopped, &regroup_cursor), regroup_stopped);
       regroup_seconds += std::chrono::duration<double>(Clock::now() - regroup_start).count();
       if (!stopped() && !(better == summary.best)) {
         offer_checked(better, "regroup");

@@ -118,6 +118,10 @@ std::vector<ParamSpec> BuildTable() {
                          "regroup the parts of the readers of a tensor with 3+ reading ops into groups that "
                          "each recompute it (the starts and each new best; only where merge_readers_share > 0)",
                          [](P& p) -> bool& { return p.workers.regroup_parts; }));
+  t.push_back(Make<bool>("workers.serve_retained", B, 0, 1,
+                         "after each regrouping, move a loader of a tensor with 3+ reading ops right after a "
+                         "subgraph that makes it again and retains it (only where regroup_parts applies)",
+                         [](P& p) -> bool& { return p.workers.serve_retained; }));
   t.push_back(Make<bool>("workers.layer_chains", B, 0, 1,
                          "rebuild each sum of 3+ MatMuls whose private ancestry holds two reduction lengths "
                          "as a chain of subgraphs tied by retention (the greedy start; a concatenation's "

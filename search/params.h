@@ -82,6 +82,9 @@ struct WorkerParams {
   // search/starts/constructive.h) on the starts and the run's new bests; only where the
   // merge-readers move is drawn (merge_readers_share > 0 and such a tensor exists).
   bool regroup_parts = true;
+  // After each regrouping, move a loader of such a tensor right after a subgraph that makes it
+  // again, which retains it (ServeLoadsByRetention, search/starts/serve_retained.h).
+  bool serve_retained = true;
   // Rebuild each sum of MatMuls over a concatenation as a chain of subgraphs tied by retention
   // (LayerChains, search/starts/layer_chains.h) on the greedy start; only where such a sum has
   // MatMuls of two reduction lengths in its private ancestry (never on a contest problem).

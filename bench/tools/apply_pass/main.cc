@@ -1,7 +1,8 @@
 // apply_pass: one of the search's schedule passes applied once to a given schedule, for the
 // figures of docs/search.md: how much of a schedule the pass alone recovers. `regroup` is
 // RegroupReaderParts (search/starts/constructive.h, "Regroup reader parts"), `layer-chains`
-// LayerChains (search/starts/layer_chains.h, "Layer chains").
+// LayerChains (search/starts/layer_chains.h, "Layer chains"), `serve` ServeLoadsByRetention
+// (search/starts/serve_retained.h, "Serve a loader by retention").
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -13,17 +14,19 @@
 #include "eval/oracle.h"
 #include "search/starts/constructive.h"
 #include "search/starts/layer_chains.h"
+#include "search/starts/serve_retained.h"
 #include "src/io/problem_reader.h"
 #include "src/io/schedule_io.h"
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: apply_pass regroup|layer-chains PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
+    "usage: apply_pass regroup|layer-chains|serve PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
     "\n"
     "Applies one of the search's passes to SCHEDULE.json, a valid schedule of PROBLEM.json:\n"
     "  regroup       the regrouping of reader parts (RegroupReaderParts)\n"
     "  layer-chains  the layer chains (LayerChains)\n"
+    "  serve         loaders served by retention (ServeLoadsByRetention)\n"
     "prints the latency before and after (both checked by the oracle), the subgraph counts and\n"
     "the pass's time, and writes the result to OUT.json.\n";
 
@@ -62,8 +65,10 @@ int main(int argc, char** argv) {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return RegroupReaderParts(p, pricer, s, never); };
   } else if (positional[0] == "layer-chains") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return LayerChains(p, pricer, s, never); };
+  } else if (positional[0] == "serve") {
+    pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return ServeLoadsByRetention(p, pricer, s, never); };
   } else {
-    return Fail("unknown pass '" + positional[0] + "' (regroup or layer-chains)");
+    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains or serve)");
   }
   try {
     const Problem problem = ReadProblemFile(positional[1]);
