@@ -655,6 +655,7 @@ PYBIND11_MODULE(_core, m) {
         d["upstream_sums"] = bound.upstream_sums;
         d["island_activations"] = bound.island_activations;  // P32: a count inside `islands`
         d["squeeze"] = bound.squeeze;                        // P36
+        d["tap_weights"] = bound.tap_weights;                // P42
         d["written_sums"] = bound.written_sum_count;         // P38: a count inside `islands`
         d["weight"] = bound.weight;
         return d;

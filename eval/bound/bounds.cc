@@ -19,6 +19,7 @@
 #include "eval/bound/sums.h"
 #include "eval/bound/lone_taps.h"
 #include "eval/bound/squeeze.h"
+#include "eval/bound/tap_weights.h"
 #include "eval/bound/shared_sums.h"
 #include "eval/bound/sole_sums.h"
 #include "eval/bound/upstream_sums.h"
@@ -732,6 +733,11 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const std::vector<double> island_squeeze = by_island(squeeze.value, squeeze.count > 0, [&](const std::vector<OpId>& ops) {
     return squeeze.Value(ops);
   });
+  // P42: per op its compute, plus half of what one class's weights exceed the compute that may
+  // hide them; on the problem itself (Layout ops stop the walks), whole only.
+  const TapWeights tap_weights = TapWeightFloor(original);
+  bound.tap_weights = tap_weights.value;
+  bound.tap_weight_members = tap_weights.members;
   // P21: an island that is one MatMul with K > n, or one with its epilogue ops, priced step by
   // step over every tile shape.
   std::vector<AloneFloor> alone(built.islands);

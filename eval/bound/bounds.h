@@ -366,6 +366,14 @@
 //     its first runs' native compute plus claim_m = max(0, min(loads with X / B - F, max(c_{p_X},
 //     loads with the cut / B - F))): the total is >= sum_o c_o + sum_m claim_m, whole and island
 //     by island. eval/bound/squeeze.h.
+//  P42 (T1, T2, H6, C3, C6, G3, D2, D3, V3, V5, V8, V11, M1; P14's worlds) Weights that little
+//     compute can hide: with a weight path and a checked FIFO, a class of MatMuls with one K > n
+//     and one output shape, no input made by a MatMul, its members reading weights. A member in a
+//     k-loop shares its subgraph only with the class and Pointwise ops of its shape (T); upstream
+//     of a k-loop (priced only when the FIFO bars one step holding it and the first MatMul it
+//     reaches, each reached class reading weights) every op but the k-loop's class, its epilogues
+//     and its inputs' producers (F1) computes twice. So the total is >= sum_o c_o + max(0, (sum of
+//     the members' weights / Bw - C(T u F1)) / 2), the largest over classes. eval/bound/tap_weights.h.
 //  P38 (T1, T2, H5, P12, P23, C3, P22, V1, V7, R1-R5, W, W1, W4, H1-H4, P3) The unfused inputs of
 //     a sum, written and loaded: a Pointwise s in modes T or SL only, its inputs o_i made by
 //     MatMuls x_i and read by s alone (any size). In its picked subgraph S_s, j of the x_i are fused
@@ -492,6 +500,10 @@ struct LowerBound {
   // first subgraph's loads and write cost beyond that subgraph's first runs' compute.
   Latency squeeze = 0;
   int squeeze_count = 0;  // the multiplies priced so
+  // P42 (weight path and FIFO only): per op its compute, plus half of what the weights of one class
+  // of k-split MatMuls (one K > n, one output shape) exceed the compute that may hide them.
+  Latency tap_weights = 0;
+  int tap_weight_members = 0;  // the members of the class priced (0: none)
   // P38: priced sums (P23) whose unfused inputs, written and loaded inside their island, raise the
   // island's value (inside `islands`, no part of its own; eval/bound/written_sums.h).
   int written_sum_count = 0;
@@ -517,6 +529,7 @@ struct LowerBound {
     if (lone_taps > best) best = lone_taps;
     if (upstream_sums > best) best = upstream_sums;
     if (squeeze > best) best = squeeze;
+    if (tap_weights > best) best = tap_weights;
     return best;
   }
 };

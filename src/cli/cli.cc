@@ -221,6 +221,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_lone_taps\": " + FormatNumber(bound.lone_taps) + ",\n";
   out += "  \"lower_bound_upstream_sums\": " + FormatNumber(bound.upstream_sums) + ",\n";
   out += "  \"lower_bound_squeeze\": " + FormatNumber(bound.squeeze) + ",\n";
+  out += "  \"lower_bound_tap_weights\": " + FormatNumber(bound.tap_weights) + ",\n";
   out += "  \"lower_bound_island_activations\": " + std::to_string(bound.island_activations) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
@@ -328,6 +329,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"upstream_sum_count\": " + std::to_string(bound.upstream_sum_count) + ",\n";
   out += "  \"squeeze\": " + FormatNumber(bound.squeeze) + ",\n";
   out += "  \"squeeze_count\": " + std::to_string(bound.squeeze_count) + ",\n";
+  out += "  \"tap_weights\": " + FormatNumber(bound.tap_weights) + ",\n";
+  out += "  \"tap_weight_members\": " + std::to_string(bound.tap_weight_members) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -384,7 +387,9 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  upstream sums " + Readable(bound.upstream_sums) + "  (compute + P23's sums and " + std::to_string(bound.upstream_sum_count) +
          " sums that may make a k-loop MatMul's LHS strips, each at the least of its ways, three weights mixed, P34)\n";
   out += "  squeeze    " + Readable(bound.squeeze) + "  (compute + what the first subgraphs of " + std::to_string(bound.squeeze_count) +
-         " multiplies waiting for a tensor gathered from their own input pay beyond it: loads and write, P36)\n\n";
+         " multiplies waiting for a tensor gathered from their own input pay beyond it: loads and write, P36)\n";
+  out += "  tap weights " + Readable(bound.tap_weights) + "  (compute + half of what the weights of " +
+         std::to_string(bound.tap_weight_members) + " k-split MatMuls of one class exceed the compute that may hide them, P42)\n\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
