@@ -17,6 +17,7 @@
 #include "eval/bound/islands.h"
 #include "eval/bound/recompute.h"
 #include "eval/bound/sums.h"
+#include "eval/bound/lhs_strip_sums.h"
 #include "eval/bound/lone_taps.h"
 #include "eval/bound/squeeze.h"
 #include "eval/bound/tap_weights.h"
@@ -724,6 +725,15 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const std::vector<double> island_upstream = by_island(upstream.value, upstream.upstream_count > 0, [&](const std::vector<OpId>& ops) {
     return upstream.Value(problem, ops);
   });
+  // P40: P34 with fanned-out upstream sums; whole and island by island.
+  const UpstreamSums lhs_strip = LhsStripSumFloor(problem, tile_modes);
+  // Its wider set of upstream sums can also lower a P34 claimant's e_s (their inputs leave the
+  // cut's loads, D), so the part is the larger of the two: both are bounds.
+  bound.lhs_strip_sums = std::max(lhs_strip.value, upstream.value);
+  bound.lhs_strip_sum_count = lhs_strip.upstream_count;
+  const std::vector<double> island_lhs_strip = by_island(lhs_strip.value, lhs_strip.upstream_count > 0, [&](const std::vector<OpId>& ops) {
+    return lhs_strip.Value(problem, ops);
+  });
   // P36: per op its compute, plus what the first subgraph of each multiply that waits for a tensor
   // gathered from its own input's descendants pays beyond it; on the problem itself (L1), whole
   // and island by island (that subgraph lies in the multiply's island).
@@ -759,7 +769,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.island_of = built.island_of;
   bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {
-    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i], island_upstream[i], island_squeeze[i],
+    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i], island_upstream[i], island_lhs_strip[i], island_squeeze[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i], written.island_value[i]});
     bound.islands += bound.island_values[i];

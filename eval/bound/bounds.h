@@ -354,6 +354,13 @@
 //     of what the ops charged under C times their price fall short (sum (a - D)^+ <= slack).
 //     e_s = the least over its configurations; P23's sums join as mode-T claimants.
 //     eval/bound/upstream_sums.h.
+//  P40 (P34, P13, G3, C6, D1-D4, M1, R5, V8, W, W1) A sum that may make the next MatMul's LHS
+//     strip: P34's frame with claimants in modes T, SL and FL, their output fanning out through
+//     Pointwise ops of any number of consumers. On no Pointwise path from a sink, s is SL (some
+//     MatMul reading a Pointwise descendant as LHS is a k-loop MatMul, the grid is its own: P34's
+//     b and c configurations for each such MatMul) or FL only (every step asks full-width rows of
+//     each unfused input: rows <= rho_j, s and its fused producers made f_j times over; with tile
+//     rows, tau_S >= f_j and the loads' share (1 - 1/f_j) U_j). eval/bound/lhs_strip_sums.h.
 //  P36 (T1, T2, H5, H6, P3, P4, P7, P8, V1, V2, V5, V7, V8, V9, V11, G2, D1, L1, L2, R5) A multiply
 //     that waits for its own squeeze: a Pointwise m with one input X not made by a Layout op and
 //     inputs E_i made by Layout ops l_i, its output Y read by nothing or by MatMuls with K > n only
@@ -495,6 +502,11 @@ struct LowerBound {
   // three weights per subgraph mixed by one lambda.
   Latency upstream_sums = 0;
   int upstream_sum_count = 0;  // the upstream sums among its claimants
+  // P40: P34 with the upstream sums' outputs allowed to fan out to several MatMuls' LHS (through
+  // Pointwise ops of any number of consumers) and with sums that may run FL; never below
+  // `upstream_sums`.
+  Latency lhs_strip_sums = 0;
+  int lhs_strip_sum_count = 0;  // the upstream sums among its claimants
   // P36: per op its compute, plus, for each Pointwise op that waits for a tensor gathered (Layout)
   // from its other input's descendants and whose output no reader can share its subgraph, what its
   // first subgraph's loads and write cost beyond that subgraph's first runs' compute.
@@ -528,6 +540,7 @@ struct LowerBound {
     if (shared_sums > best) best = shared_sums;
     if (lone_taps > best) best = lone_taps;
     if (upstream_sums > best) best = upstream_sums;
+    if (lhs_strip_sums > best) best = lhs_strip_sums;
     if (squeeze > best) best = squeeze;
     if (tap_weights > best) best = tap_weights;
     return best;

@@ -97,9 +97,45 @@ double MostGain(const std::vector<double>& reward, const std::vector<Penalty>& p
   return std::max(0.0, gain - cut);
 }
 
+// P34's targets: the chain of Pointwise ops of one consumer each (reading it once, of s's shape)
+// from s to the LHS of one MatMul F with K = s's width <= n and F in mode T only.
+StripScope SingleChainTarget(const Problem& p, const Analysis& analysis, OpId s) {
+  if (!OnlyMode(analysis, s, (1 << kT) | (1 << kSL)) || !analysis.HasMode(s, kSL)) return {};
+  const Tensor& out = p.tensors[p.ops[s].output];
+  OpId cur = s;
+  OpId f = kNoOp;
+  while (true) {
+    const TensorId t = p.ops[cur].output;
+    if (p.consumers[t].size() != 1) break;
+    const OpId z = p.consumers[t][0];
+    const auto& in = p.ops[z].inputs;
+    if (std::count(in.begin(), in.end(), t) != 1) break;
+    if (p.ops[z].kind == OpKind::Pointwise) {
+      const Tensor& zo = p.tensors[p.ops[z].output];
+      if (zo.height != out.height || zo.width != out.width) break;
+      cur = z;
+      continue;
+    }
+    if (p.ops[z].kind == OpKind::MatMul && in[0] == t) f = z;
+    break;
+  }
+  if (f == kNoOp) return {};
+  const Tensor& lhs = p.tensors[p.ops[f].inputs[0]];
+  if (lhs.height != out.height || lhs.width != out.width || lhs.width > p.native) return {};
+  if (!OnlyMode(analysis, f, 1 << kT)) return {};
+  StripScope scope;
+  scope.in_scope = true;
+  scope.fs = {f};
+  return scope;
+}
+
 }  // namespace
 
 UpstreamSums UpstreamSumFloor(const Problem& p, const Analysis& analysis) {
+  return UpstreamSumFloor(p, analysis, g_upstream_sums, &SingleChainTarget);
+}
+
+UpstreamSums UpstreamSumFloor(const Problem& p, const Analysis& analysis, bool enabled, StripScopeOf scope_of) {
   UpstreamSums result;
   const auto num_ops = static_cast<OpId>(p.ops.size());
   for (OpId o = 0; o < num_ops; ++o) {
@@ -108,7 +144,7 @@ UpstreamSums UpstreamSumFloor(const Problem& p, const Analysis& analysis) {
   std::vector<OpId> all(num_ops);
   for (OpId o = 0; o < num_ops; ++o) all[o] = o;
   const Elements cap = p.fast_memory_capacity;
-  if (!g_upstream_sums || p.chip.two_paths()) {
+  if (!enabled || p.chip.two_paths()) {
     result.value = result.Value(p, all);
     return result;
   }
@@ -147,31 +183,13 @@ UpstreamSums UpstreamSumFloor(const Problem& p, const Analysis& analysis) {
       result.claimants.push_back(std::move(cl));
       continue;
     }
-    if (!OnlyMode(analysis, s, (1 << kT) | (1 << kSL)) || !analysis.HasMode(s, kSL)) continue;
-    // The chain: Pointwise ops of one consumer each (read once), ending at one MatMul's LHS.
-    OpId cur = s;
-    OpId f = kNoOp;
-    while (true) {
-      const TensorId t = p.ops[cur].output;
-      if (p.consumers[t].size() != 1) break;
-      const OpId z = p.consumers[t][0];
-      const auto& in = p.ops[z].inputs;
-      if (std::count(in.begin(), in.end(), t) != 1) break;
-      if (p.ops[z].kind == OpKind::Pointwise) {
-        const Tensor& zo = p.tensors[p.ops[z].output];
-        if (zo.height != out.height || zo.width != out.width) break;
-        cur = z;
-        continue;
-      }
-      if (p.ops[z].kind == OpKind::MatMul && in[0] == t) f = z;
-      break;
-    }
-    if (f == kNoOp) continue;
-    const Tensor& lhs = p.tensors[p.ops[f].inputs[0]];
-    if (lhs.height != out.height || lhs.width != out.width || lhs.width > p.native) continue;
-    if (!OnlyMode(analysis, f, 1 << kT)) continue;
+    StripScope scope = scope_of(p, analysis, s);
+    if (!scope.in_scope) continue;
+    cl.fs = std::move(scope.fs);
+    cl.f = cl.fs.empty() ? kNoOp : cl.fs.front();
+    cl.full_left = scope.full_left;
+    cl.tile_rows = scope.tile_rows;
     cl.upstream = true;
-    cl.f = f;
     result.claimants.push_back(std::move(cl));
     ++result.upstream_count;
   }
@@ -219,189 +237,218 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
     }
   }
   if (!cl.upstream) return ParetoLeast(std::move(configs));
-  // SL of F: F's grid (M x NF), K = s's width.
-  const OpId f = cl.f;
-  const Tensor& fo = p.tensors[p.ops[f].output];
-  const Elements M = fo.height, NF = fo.width, K = out.width;
-  const int64_t R0 = CeilDiv(M, n), C0 = CeilDiv(NF, n);
-  const double grid_native = static_cast<double>(R0 * C0);
-  bool f_own = true;
-  {
-    const TensorId rhs = p.ops[f].inputs[1];
-    f_own = p.producer[rhs] == kNoOp && p.ops[f].inputs[0] != rhs;
-    for (OpId c : p.consumers[rhs]) f_own = f_own && c == f;
-  }
-  // The deficits' data over `ops`, without s and its producers (their f is at least C).
-  std::vector<char> own(p.ops.size(), 0);
-  own[cl.sum] = 1;
-  for (OpId x : cl.producers) own[x] = 1;
-  double grid_pointwise = 0;
-  std::vector<double> grid_matmuls;
-  std::map<int64_t, double> others;  // native tiles -> sum of c
-  for (OpId o : ops) {
-    if (own[o] || p.IsLayout(o) || compute[o] == 0) continue;
-    const Tensor& t = p.tensors[p.ops[o].output];
-    // A MatMul of the grid's shape with another K is never in F (G3), so never T there.
-    if (t.height == M && t.width == NF && (p.ops[o].kind != OpKind::MatMul || p.ReductionLength(o) == K)) {
-      if (p.ops[o].kind == OpKind::MatMul) {
-        grid_matmuls.push_back(compute[o]);
-      } else {
-        grid_pointwise += compute[o];
-      }
-    } else {
-      others[p.NativeTiles(o)] += compute[o];
-    }
-  }
-  // The ops of the grid's shape that may run in S without making the claim's deficit a bound of
-  // their compute alone: its Pointwise ops and its MatMuls of reduction K (index_of), and the inputs
-  // each of them loads when it runs in S without their producer (every op of S makes all of its
-  // output over the steps, so asks all of each input of its shape): a tensor too large to retain
-  // (R5) that no upstream sum reads, made outside the set, by a Layout op (L2), or by another such op
-  // left out of S. Any other MatMul, or one of s's own ops, may make it in S: no load.
-  std::vector<OpId> grid_ops;
-  std::vector<int> index_of(p.ops.size(), -1);
-  std::vector<char> in_ops(p.ops.size(), 0), read_by_claimant(p.tensors.size(), 0);
-  for (OpId o : ops) in_ops[o] = 1;
-  // At theta = 1/C with C > tau only the upstream sums claim loads (a mode-T claimant claims 0).
-  for (const Claimant& other : claimants) {
-    if (!other.upstream) continue;
-    for (TensorId t : p.ops[other.sum].inputs) read_by_claimant[t] = 1;
-  }
-  for (OpId o : ops) {
-    const Tensor& t = p.tensors[p.ops[o].output];
-    if (own[o] || p.IsLayout(o) || t.height != M || t.width != NF) continue;
-    if (p.ops[o].kind == OpKind::MatMul && p.ReductionLength(o) != K) continue;
-    index_of[o] = static_cast<int>(grid_ops.size());
-    grid_ops.push_back(o);
-  }
-  std::vector<Penalty> penalties;
-  {
-    std::map<TensorId, size_t> penalty_of;
-    for (OpId o : grid_ops) {
-      if (p.ops[o].kind != OpKind::Pointwise) continue;
-      for (TensorId t : p.ops[o].inputs) {
-        const Tensor& tt = p.tensors[t];
-        if (tt.height != M || tt.width != NF || tt.size() + 1 <= cap || read_by_claimant[t]) continue;
-        const OpId u = p.producer[t];
-        if (u != kNoOp && in_ops[u] && (own[u] || (p.ops[u].kind == OpKind::MatMul && index_of[u] < 0))) continue;
-        auto [it, fresh] = penalty_of.emplace(t, penalties.size());
-        if (fresh) {
-          Penalty pen;
-          pen.producer = u != kNoOp && in_ops[u] ? index_of[u] : -1;
-          pen.amount = static_cast<double>(tt.size()) / p.slow_memory_bandwidth;
-          penalties.push_back(pen);
-        }
-        auto& readers = penalties[it->second].readers;
-        if (std::find(readers.begin(), readers.end(), index_of[o]) == readers.end()) readers.push_back(index_of[o]);
-      }
-    }
-  }
-  // The deficit of the grid's ops in S at theta = 1/C, at most q of its MatMuls of reduction K
-  // holding a tile (the others, if in S, upstream at least up_grid times their price): for any
-  // mu >= 0 it is at most mu q plus the most a set can gain with those MatMuls' rewards less mu
-  // (Lagrange), each op's reward its shortfall, each load's penalty its share (1 - 1/C) |t| / B.
-  std::map<std::array<double, 3>, double> grid_deficit_memo;
-  const auto grid_deficit = [&](double tau, double C, double up_grid, size_t q) {
-    // The count alone past kMaxCutOps ops (a cut there would cost more than it is likely to give).
-    if (grid_ops.size() > kMaxCutOps) return std::numeric_limits<double>::infinity();
-    const double a = std::max(0.0, 1 - tau / C), a_up = std::max(0.0, 1 - up_grid / C), b = 1 - 1 / C;
-    if (b <= 0) return 0.0;
-    const std::array<double, 3> key{a, a_up, static_cast<double>(q)};
-    if (auto it = grid_deficit_memo.find(key); it != grid_deficit_memo.end()) return it->second;
-    std::vector<double> mus = {0};
-    for (OpId o : grid_ops) {
-      if (p.ops[o].kind != OpKind::MatMul) continue;
-      for (double f : {0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0}) mus.push_back(f * a * compute[o]);
-    }
-    std::sort(mus.begin(), mus.end());
-    mus.erase(std::unique(mus.begin(), mus.end()), mus.end());
-    // Each op of the set in S at least up_grid times its price if it runs upstream; in mode T (on a
-    // Pointwise path from a sink, so a MatMul there is in F and holds a tile) at least tau times,
-    // and then each input of its shape is made in S in mode T too (its producer is on that path) or
-    // loaded. So the deficit is at most sum a_up c plus the most the mode-T set gains at (a - a_up) c.
-    double upstream_part = 0;
-    for (OpId o : grid_ops) upstream_part += a_up * compute[o];
-    double least = std::numeric_limits<double>::infinity();
-    for (double mu : mus) {
-      std::vector<double> reward;
-      for (OpId o : grid_ops) {
-        reward.push_back((a - a_up) * compute[o] - (p.ops[o].kind == OpKind::MatMul ? mu : 0.0));
-      }
-      std::vector<Penalty> scaled = penalties;
-      for (Penalty& pen : scaled) pen.amount *= b;
-      least = std::min(least, upstream_part + mu * static_cast<double>(q) + MostGain(reward, scaled));
-    }
-    return grid_deficit_memo[key] = least;
-  };
-  std::sort(grid_matmuls.rbegin(), grid_matmuls.rend());
-  std::vector<double> prefix(grid_matmuls.size() + 1, 0);
-  for (size_t i = 0; i < grid_matmuls.size(); ++i) prefix[i + 1] = prefix[i] + grid_matmuls[i];
-  // D at theta = 1/C: every op charged at least tau c_o; one that is not of the grid's shape, or a
-  // MatMul of it beyond the q that hold a tile, is upstream: at least min(C, R, T n_k / N_o) too.
-  const auto deficit = [&](double tau, double C, double R, double nk, size_t q) {
-    const auto short_of = [&](double factor) { return std::max(0.0, 1 - factor / C); };
-    const double up_grid = std::max(tau, std::min({C, R, tau * nk}));
-    const size_t held = std::min(q, grid_matmuls.size());
-    double d = std::min(short_of(tau) * (grid_pointwise + prefix[held]) + short_of(up_grid) * (prefix.back() - prefix[held]),
-                        grid_deficit(tau, C, up_grid, q));
-    for (const auto& [tiles, sum] : others) {
-      d += short_of(std::max(tau, std::min({C, R, R * C * nk / static_cast<double>(tiles)}))) * sum;
-    }
-    return d;
-  };
-  std::vector<Elements> fused_k(m + 1, 0);  // the j least q_i
-  {
+  // P40's FL: each step s makes rows x [0, W) of its output (its consumer, upstream, asks its full
+  // reduction), so every step holds those rows of each unfused input, each fused producer's own
+  // RHS whole (K_x x W) and a sink's element: rows <= rho; its rows cover H, so s and its fused
+  // producers are charged at least ceil(H / min(rho, n)) native row tiles of their width. With
+  // tile_rows those rows are the tile's, so tau_S is at least the same factor.
+  if (cl.full_left) {
+    const Elements height = out.height, width = out.width;
     std::vector<Elements> qs = cl.q;
     std::sort(qs.begin(), qs.end());
-    for (int j = 1; j <= m; ++j) fused_k[j] = fused_k[j - 1] + qs[j - 1];
-  }
-  for (Elements h = 1; h <= std::min(n, M); ++h) {
-    const double R = static_cast<double>(CeilDiv(M, h));
+    Elements fused_rhs = 0;
     for (int j = 0; j <= m; ++j) {
-      // (b) n_k = 1: k >= K; per distinct C the widest w.
-      const Elements need = (m - j) * h * K + fused_k[j] * K;
-      if (need < cap) {
-        const Elements wmax = std::min(std::min(n, NF), (cap - need) / (h + (f_own ? K : 0)));
+      if (j > 0) fused_rhs += qs[j - 1] * width;
+      if (fused_rhs + 1 > cap) break;
+      double factor = 1;
+      if (j < m) {
+        const Elements rho = (cap - 1 - fused_rhs) / ((m - j) * width);
+        if (rho < 1) continue;
+        factor = static_cast<double>(CeilDiv(height, std::min(rho, n))) / static_cast<double>(CeilDiv(height, n));
+      }
+      const double va = cl.tile_rows ? (1 - 1 / factor) * unfused[j] : 0.0;
+      configs.push_back({(factor - 1) * fused[j], va, 0.0});
+    }
+  }
+  if (cl.fs.empty()) return ParetoLeast(std::move(configs));
+  // SL of F: F's grid (M x NF), K = s's width. The targets differ only in NF and whether F's RHS
+  // is its own graph input: one pass for each such pair.
+  std::vector<std::pair<Elements, bool>> seen;
+  for (const OpId f : cl.fs) {
+    const Tensor& fo = p.tensors[p.ops[f].output];
+    const Elements M = fo.height, NF = fo.width, K = out.width;
+    const int64_t R0 = CeilDiv(M, n), C0 = CeilDiv(NF, n);
+    const double grid_native = static_cast<double>(R0 * C0);
+    bool f_own = true;
+    {
+      const TensorId rhs = p.ops[f].inputs[1];
+      f_own = p.producer[rhs] == kNoOp && p.ops[f].inputs[0] != rhs;
+      for (OpId c : p.consumers[rhs]) f_own = f_own && c == f;
+    }
+    if (std::find(seen.begin(), seen.end(), std::make_pair(NF, f_own)) != seen.end()) continue;
+    seen.emplace_back(NF, f_own);
+    // The deficits' data over `ops`, without s and its producers (their f is at least C).
+    std::vector<char> own(p.ops.size(), 0);
+    own[cl.sum] = 1;
+    for (OpId x : cl.producers) own[x] = 1;
+    double grid_pointwise = 0;
+    std::vector<double> grid_matmuls;
+    std::map<int64_t, double> others;  // native tiles -> sum of c
+    for (OpId o : ops) {
+      if (own[o] || p.IsLayout(o) || compute[o] == 0) continue;
+      const Tensor& t = p.tensors[p.ops[o].output];
+      // A MatMul of the grid's shape with another K is never in F (G3), so never T there.
+      if (t.height == M && t.width == NF && (p.ops[o].kind != OpKind::MatMul || p.ReductionLength(o) == K)) {
+        if (p.ops[o].kind == OpKind::MatMul) {
+          grid_matmuls.push_back(compute[o]);
+        } else {
+          grid_pointwise += compute[o];
+        }
+      } else {
+        others[p.NativeTiles(o)] += compute[o];
+      }
+    }
+    // The ops of the grid's shape that may run in S without making the claim's deficit a bound of
+    // their compute alone: its Pointwise ops and its MatMuls of reduction K (index_of), and the inputs
+    // each of them loads when it runs in S without their producer (every op of S makes all of its
+    // output over the steps, so asks all of each input of its shape): a tensor too large to retain
+    // (R5) that no upstream sum reads, made outside the set, by a Layout op (L2), or by another such op
+    // left out of S. Any other MatMul, or one of s's own ops, may make it in S: no load.
+    std::vector<OpId> grid_ops;
+    std::vector<int> index_of(p.ops.size(), -1);
+    std::vector<char> in_ops(p.ops.size(), 0), read_by_claimant(p.tensors.size(), 0);
+    for (OpId o : ops) in_ops[o] = 1;
+    // At theta = 1/C with C > tau only the upstream sums claim loads (a mode-T claimant claims 0).
+    for (const Claimant& other : claimants) {
+      if (!other.upstream) continue;
+      for (TensorId t : p.ops[other.sum].inputs) read_by_claimant[t] = 1;
+    }
+    for (OpId o : ops) {
+      const Tensor& t = p.tensors[p.ops[o].output];
+      if (own[o] || p.IsLayout(o) || t.height != M || t.width != NF) continue;
+      if (p.ops[o].kind == OpKind::MatMul && p.ReductionLength(o) != K) continue;
+      index_of[o] = static_cast<int>(grid_ops.size());
+      grid_ops.push_back(o);
+    }
+    std::vector<Penalty> penalties;
+    {
+      std::map<TensorId, size_t> penalty_of;
+      for (OpId o : grid_ops) {
+        if (p.ops[o].kind != OpKind::Pointwise) continue;
+        for (TensorId t : p.ops[o].inputs) {
+          const Tensor& tt = p.tensors[t];
+          if (tt.height != M || tt.width != NF || tt.size() + 1 <= cap || read_by_claimant[t]) continue;
+          const OpId u = p.producer[t];
+          if (u != kNoOp && in_ops[u] && (own[u] || (p.ops[u].kind == OpKind::MatMul && index_of[u] < 0))) continue;
+          auto [it, fresh] = penalty_of.emplace(t, penalties.size());
+          if (fresh) {
+            Penalty pen;
+            pen.producer = u != kNoOp && in_ops[u] ? index_of[u] : -1;
+            pen.amount = static_cast<double>(tt.size()) / p.slow_memory_bandwidth;
+            penalties.push_back(pen);
+          }
+          auto& readers = penalties[it->second].readers;
+          if (std::find(readers.begin(), readers.end(), index_of[o]) == readers.end()) readers.push_back(index_of[o]);
+        }
+      }
+    }
+    // The deficit of the grid's ops in S at theta = 1/C, at most q of its MatMuls of reduction K
+    // holding a tile (the others, if in S, upstream at least up_grid times their price): for any
+    // mu >= 0 it is at most mu q plus the most a set can gain with those MatMuls' rewards less mu
+    // (Lagrange), each op's reward its shortfall, each load's penalty its share (1 - 1/C) |t| / B.
+    std::map<std::array<double, 3>, double> grid_deficit_memo;
+    const auto grid_deficit = [&](double tau, double C, double up_grid, size_t q) {
+      // The count alone past kMaxCutOps ops (a cut there would cost more than it is likely to give).
+      if (grid_ops.size() > kMaxCutOps) return std::numeric_limits<double>::infinity();
+      const double a = std::max(0.0, 1 - tau / C), a_up = std::max(0.0, 1 - up_grid / C), b = 1 - 1 / C;
+      if (b <= 0) return 0.0;
+      const std::array<double, 3> key{a, a_up, static_cast<double>(q)};
+      if (auto it = grid_deficit_memo.find(key); it != grid_deficit_memo.end()) return it->second;
+      std::vector<double> mus = {0};
+      for (OpId o : grid_ops) {
+        if (p.ops[o].kind != OpKind::MatMul) continue;
+        for (double f : {0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0}) mus.push_back(f * a * compute[o]);
+      }
+      std::sort(mus.begin(), mus.end());
+      mus.erase(std::unique(mus.begin(), mus.end()), mus.end());
+      // Each op of the set in S at least up_grid times its price if it runs upstream; in mode T (on a
+      // Pointwise path from a sink, so a MatMul there is in F and holds a tile) at least tau times,
+      // and then each input of its shape is made in S in mode T too (its producer is on that path) or
+      // loaded. So the deficit is at most sum a_up c plus the most the mode-T set gains at (a - a_up) c.
+      double upstream_part = 0;
+      for (OpId o : grid_ops) upstream_part += a_up * compute[o];
+      double least = std::numeric_limits<double>::infinity();
+      for (double mu : mus) {
+        std::vector<double> reward;
+        for (OpId o : grid_ops) {
+          reward.push_back((a - a_up) * compute[o] - (p.ops[o].kind == OpKind::MatMul ? mu : 0.0));
+        }
+        std::vector<Penalty> scaled = penalties;
+        for (Penalty& pen : scaled) pen.amount *= b;
+        least = std::min(least, upstream_part + mu * static_cast<double>(q) + MostGain(reward, scaled));
+      }
+      return grid_deficit_memo[key] = least;
+    };
+    std::sort(grid_matmuls.rbegin(), grid_matmuls.rend());
+    std::vector<double> prefix(grid_matmuls.size() + 1, 0);
+    for (size_t i = 0; i < grid_matmuls.size(); ++i) prefix[i + 1] = prefix[i] + grid_matmuls[i];
+    // D at theta = 1/C: every op charged at least tau c_o; one that is not of the grid's shape, or a
+    // MatMul of it beyond the q that hold a tile, is upstream: at least min(C, R, T n_k / N_o) too.
+    const auto deficit = [&](double tau, double C, double R, double nk, size_t q) {
+      const auto short_of = [&](double factor) { return std::max(0.0, 1 - factor / C); };
+      const double up_grid = std::max(tau, std::min({C, R, tau * nk}));
+      const size_t held = std::min(q, grid_matmuls.size());
+      double d = std::min(short_of(tau) * (grid_pointwise + prefix[held]) + short_of(up_grid) * (prefix.back() - prefix[held]),
+                          grid_deficit(tau, C, up_grid, q));
+      for (const auto& [tiles, sum] : others) {
+        d += short_of(std::max(tau, std::min({C, R, R * C * nk / static_cast<double>(tiles)}))) * sum;
+      }
+      return d;
+    };
+    std::vector<Elements> fused_k(m + 1, 0);  // the j least q_i
+    {
+      std::vector<Elements> qs = cl.q;
+      std::sort(qs.begin(), qs.end());
+      for (int j = 1; j <= m; ++j) fused_k[j] = fused_k[j - 1] + qs[j - 1];
+    }
+    for (Elements h = 1; h <= std::min(n, M); ++h) {
+      const double R = static_cast<double>(CeilDiv(M, h));
+      for (int j = 0; j <= m; ++j) {
+        // (b) n_k = 1: k >= K; per distinct C the widest w.
+        const Elements need = (m - j) * h * K + fused_k[j] * K;
+        if (need < cap) {
+          const Elements wmax = std::min(std::min(n, NF), (cap - need) / (h + (f_own ? K : 0)));
+          int64_t last_c = -1;
+          for (Elements w = wmax; w >= 1; --w) {
+            const int64_t cols = CeilDiv(NF, w);
+            if (cols == last_c) continue;
+            last_c = cols;
+            const double C = static_cast<double>(cols), tau = std::max(1.0, R * C / grid_native);
+            const double fs = std::max(tau, C);
+            const double v1 = (fs - 1) * fused[j];
+            const double va = (1 - 1 / tau) * unfused[j];
+            const double vc = C <= tau ? va
+                                       : std::max(0.0, (1 - 1 / C) * unfused[j] - deficit(tau, C, R, 1, std::numeric_limits<size_t>::max()));
+            configs.push_back({v1, va, vc});
+          }
+        }
+        // (c) n_k >= 2: w >= K (V11); per distinct C the narrowest w and per n_k = ceil(K / k) the
+        // smallest k (the most tiles held: the first step holds the (m - j) unfused slices h x k,
+        // each fused producer's RHS slice K_x x k and F's RHS slice k x w when they are their own
+        // graph inputs, and a tile per k-loop MatMul).
         int64_t last_c = -1;
-        for (Elements w = wmax; w >= 1; --w) {
+        for (Elements w = K; w <= n; ++w) {
           const int64_t cols = CeilDiv(NF, w);
           if (cols == last_c) continue;
           last_c = cols;
+          const Elements wide = std::min(w, NF);
           const double C = static_cast<double>(cols), tau = std::max(1.0, R * C / grid_native);
           const double fs = std::max(tau, C);
           const double v1 = (fs - 1) * fused[j];
-          const double va = (1 - 1 / tau) * unfused[j];
-          const double vc = C <= tau ? va
-                                     : std::max(0.0, (1 - 1 / C) * unfused[j] - deficit(tau, C, R, 1, std::numeric_limits<size_t>::max()));
-          configs.push_back({v1, va, vc});
-        }
-      }
-      // (c) n_k >= 2: w >= K (V11); per distinct C the narrowest w and per n_k = ceil(K / k) the
-      // smallest k (the most tiles held: the first step holds the (m - j) unfused slices h x k,
-      // each fused producer's RHS slice K_x x k and F's RHS slice k x w when they are their own
-      // graph inputs, and a tile per k-loop MatMul).
-      int64_t last_c = -1;
-      for (Elements w = K; w <= n; ++w) {
-        const int64_t cols = CeilDiv(NF, w);
-        if (cols == last_c) continue;
-        last_c = cols;
-        const Elements wide = std::min(w, NF);
-        const double C = static_cast<double>(cols), tau = std::max(1.0, R * C / grid_native);
-        const double fs = std::max(tau, C);
-        const double v1 = (fs - 1) * fused[j];
-        const double va = (1 - 1 / tau) * C * unfused[j];
-        if (C <= tau) {
-          if ((m - j) * h + fused_k[j] + (f_own ? wide : 0) + h * wide <= cap) configs.push_back({v1, va, va});
-          continue;
-        }
-        for (Elements steps = 2; steps <= K; ++steps) {
-          const Elements k = CeilDiv(K, steps);
-          if (CeilDiv(K, k) != steps) continue;
-          const Elements held = (m - j) * h * k + fused_k[j] * k + (f_own ? k * wide : 0);
-          if (held + h * wide > cap) continue;
-          const auto q = static_cast<size_t>((cap - held) / (h * wide));
-          const double vc = std::max(0.0, (C - 1) * unfused[j] - deficit(tau, C, R, static_cast<double>(steps), q));
-          configs.push_back({v1, va, vc});
+          const double va = (1 - 1 / tau) * C * unfused[j];
+          if (C <= tau) {
+            if ((m - j) * h + fused_k[j] + (f_own ? wide : 0) + h * wide <= cap) configs.push_back({v1, va, va});
+            continue;
+          }
+          for (Elements steps = 2; steps <= K; ++steps) {
+            const Elements k = CeilDiv(K, steps);
+            if (CeilDiv(K, k) != steps) continue;
+            const Elements held = (m - j) * h * k + fused_k[j] * k + (f_own ? k * wide : 0);
+            if (held + h * wide > cap) continue;
+            const auto q = static_cast<size_t>((cap - held) / (h * wide));
+            const double vc = std::max(0.0, (C - 1) * unfused[j] - deficit(tau, C, R, static_cast<double>(steps), q));
+            configs.push_back({v1, va, vc});
+          }
         }
       }
     }

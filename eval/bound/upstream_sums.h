@@ -40,7 +40,10 @@ struct UpstreamSums {
     OpId sum = kNoOp;
     std::vector<OpId> producers;  // of the designated inputs
     bool upstream = false;        // may run SL (else mode T only, P23's)
-    OpId f = kNoOp;               // the MatMul it feeds, when upstream
+    OpId f = kNoOp;               // the MatMul it feeds, when upstream (the first of `fs`)
+    std::vector<OpId> fs;         // every MatMul whose LHS strips it may make (P34: one; P40: any)
+    bool full_left = false;       // P40: may also run FL (its region every step, all its columns)
+    bool tile_rows = false;       // P40: FL only ever at the grid's tile rows (tau_S >= its factor)
     std::vector<double> loads;    // designated inputs' |o_i| / B, ascending
     std::vector<double> computes; // their producers' c, ascending
     std::vector<Elements> q;      // K_x when x's RHS is a graph input only x reads, else 0
@@ -57,5 +60,19 @@ struct UpstreamSums {
   double Value(const Problem& problem, const std::vector<OpId>& ops) const;
 };
 UpstreamSums UpstreamSumFloor(const Problem& problem, const Analysis& modes);
+
+// Which upstream modes a sum s (not T only) is priced in: the MatMuls whose LHS strips it may make
+// (SL), and whether it may run FL; in_scope false when s is not priced.
+struct StripScope {
+  bool in_scope = false;
+  std::vector<OpId> fs;
+  bool full_left = false;
+  bool tile_rows = false;
+};
+using StripScopeOf = StripScope (*)(const Problem& problem, const Analysis& modes, OpId s);
+// P34's frame with the claimants' scope found by `scope` (P34: modes T and SL, the single chain
+// of Pointwise ops of one consumer each; P40, eval/bound/lhs_strip_sums.h: modes T, SL and FL, any
+// Pointwise path). `enabled` false claims nothing (sum c_o).
+UpstreamSums UpstreamSumFloor(const Problem& problem, const Analysis& modes, bool enabled, StripScopeOf scope);
 
 }  // namespace annealer::bound_internal

@@ -89,7 +89,7 @@ def test_evaluate_out_of_memory_names_the_subgraph(p1):
 def test_lower_bound_parts(p1):
     parts = annealer.lower_bound(p1, parts=True)
     assert parts["total"] == annealer.lower_bound(p1)
-    assert set(parts) == {"total", "compute", "graph_io", "traffic", "combined", "weight", "islands", "streaming", "crossing", "recompute", "memory_floor", "tiles", "sums", "taps", "sole_sums", "shared_sums", "lone_taps", "upstream_sums", "island_activations", "squeeze", "tap_weights", "written_sums"}
+    assert set(parts) == {"total", "compute", "graph_io", "traffic", "combined", "weight", "islands", "streaming", "crossing", "recompute", "memory_floor", "tiles", "sums", "taps", "sole_sums", "shared_sums", "lone_taps", "upstream_sums", "lhs_strip_sums", "island_activations", "squeeze", "tap_weights", "written_sums"}
     # P23 claims no excess on -1: its part is the compute, and so are P25's and P28's.
     assert parts["sums"] == parts["compute"] == 112000
     assert parts["taps"] == parts["sole_sums"] == parts["shared_sums"] == 112000
@@ -97,6 +97,8 @@ def test_lower_bound_parts(p1):
     assert parts["lone_taps"] == 112000
     # P34: -1 holds no sum that may run upstream of a k-loop, so its part is the compute too.
     assert parts["upstream_sums"] == 112000
+    # P40: nor one whose output fans out to several MatMuls' LHS.
+    assert parts["lhs_strip_sums"] == 112000
     # P36 and P38: -1 has no Layout op (no squeeze-excite multiply) and no sum that raises its island.
     assert parts["squeeze"] == 112000 and parts["written_sums"] == 0
     # P42: no weight path, nothing priced: the compute part.

@@ -1,0 +1,383 @@
+// P40 (eval/bound/lhs_strip_sums.h): the part never exceeds the oracle latency of a valid schedule
+// on random problems at real-chip ratios (a fast memory of 1.5 to 2.5 native tiles, as
+// mlsys-2026's 30,000 elements are 1.83 of 128 x 128; MatMul tiles about as costly to compute as
+// to load, Pointwise tiles a fifth to a twentieth), where the sums fan out to several MatMuls'
+// LHS or may run FL; plus its value by hand.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "eval/bound/analysis.h"
+#include "eval/bound/bounds.h"
+#include "eval/bound/lhs_strip_sums.h"
+#include "eval/bound/upstream_sums.h"
+#include "eval/oracle.h"
+#include "search/exact/exact.h"
+#include "search/starts/baseline.h"
+#include "tests/sample_schedules.h"
+
+namespace annealer {
+namespace {
+
+constexpr double kSlack = 1e-9;
+
+// A sum of taps whose output fans out (n = 4): A (M x Ka, a graph input or Pointwise-made) -> m
+// taps A @ W_i (Ka x K) -> their sum s (sometimes with a residual graph input) -> 0 to 2
+// Pointwise ops -> p, then one of
+//  - SL fan-out: 1 to 3 MatMuls p @ V_i (K <= n, a V sometimes shared), sometimes also a residual
+//    add of p and a graph input, its ReLU the LHS of one more MatMul;
+//  - FL: p @ W' (K x K2, K up to 2n) -> a Pointwise op -> F = . @ V (K2 <= n x NF), so that the
+//    sum may run FL through W''s MatMul upstream of F's k-loop (and SL when K <= n), sometimes
+//    with a pooling MatMul reading the Pointwise op's output as RHS (rows not the tile's);
+// every MatMul's output through 0 or 1 Pointwise op to a graph output. Topological ids.
+Problem FannedNets(std::mt19937_64& rng) {
+  auto pick = [&](std::vector<Elements> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
+  auto coin = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
+  Problem problem;
+  problem.native = 4;
+  auto tensor = [&](Elements h, Elements w) {
+    problem.tensors.push_back({w, h});
+    return static_cast<TensorId>(problem.tensors.size() - 1);
+  };
+  const double mm_base = static_cast<double>(pick({8, 14, 20})), pw_base = static_cast<double>(pick({1, 3, 5}));
+  auto op = [&](OpKind kind, std::vector<TensorId> in, TensorId out) {
+    problem.ops.push_back({kind, std::move(in), out, kind == OpKind::MatMul ? mm_base : pw_base});
+  };
+  const auto tail = [&](TensorId y, Elements h, Elements w) {
+    if (coin(0.5)) op(OpKind::Pointwise, {y}, tensor(h, w));
+  };
+  const bool full_left = coin(0.5);
+  const Elements M = pick({8, 12, 16, 20}), Ka = pick({2, 4}), K = full_left ? pick({2, 4, 6, 8}) : pick({2, 3, 4});
+  TensorId a = tensor(M, Ka);
+  if (coin(0.5)) {
+    const TensorId made = tensor(M, Ka);
+    op(OpKind::Pointwise, {a}, made);
+    a = made;
+  }
+  const int m = static_cast<int>(pick({1, 2, 3, 4, 6}));
+  std::vector<TensorId> outs;
+  for (int i = 0; i < m; ++i) {
+    const TensorId w = tensor(Ka, K), o = tensor(M, K);
+    op(OpKind::MatMul, {a, w}, o);
+    outs.push_back(o);
+  }
+  if (coin(0.2)) outs.push_back(tensor(M, K));
+  TensorId p = tensor(M, K);
+  op(OpKind::Pointwise, outs, p);
+  for (int c = static_cast<int>(pick({0, 1, 2})); c > 0; --c) {
+    const TensorId q = tensor(M, K);
+    op(OpKind::Pointwise, {p}, q);
+    p = q;
+  }
+  if (!full_left) {
+    const int fans = static_cast<int>(pick({1, 2, 3}));
+    TensorId shared = -1;
+    for (int i = 0; i < fans; ++i) {
+      const Elements nf = pick({2, 4, 8});
+      TensorId v = tensor(K, nf);
+      if (i > 0 && coin(0.3) && problem.tensors[shared].width == nf) v = shared;
+      shared = v;
+      const TensorId f = tensor(M, nf);
+      op(OpKind::MatMul, {p, v}, f);
+      tail(f, M, nf);
+    }
+    if (fans == 1 || coin(0.5)) {
+      const TensorId r = tensor(M, K), relu = tensor(M, K);
+      op(OpKind::Pointwise, {p, tensor(M, K)}, r);
+      op(OpKind::Pointwise, {r}, relu);
+      const Elements nf = pick({2, 4});
+      const TensorId f = tensor(M, nf);
+      op(OpKind::MatMul, {relu, tensor(K, nf)}, f);
+      tail(f, M, nf);
+    }
+  } else {
+    const Elements k2 = pick({2, 4}), nf = pick({2, 4, 8});
+    const TensorId x = tensor(M, k2), q = tensor(M, k2);
+    op(OpKind::MatMul, {p, tensor(K, k2)}, x);
+    op(OpKind::Pointwise, {x}, q);
+    const TensorId f = tensor(M, nf);
+    op(OpKind::MatMul, {q, tensor(k2, nf)}, f);
+    tail(f, M, nf);
+    if (coin(0.3)) {
+      const TensorId pooled = tensor(1, k2);
+      op(OpKind::MatMul, {tensor(1, M), q}, pooled);
+    }
+  }
+  problem.fast_memory_capacity =
+      static_cast<Elements>(std::uniform_real_distribution<double>(1.5, 2.5)(rng) * problem.native * problem.native);
+  problem.slow_memory_bandwidth = static_cast<double>(pick({1, 1, 2}));
+  REQUIRE(problem.Finalize().empty());
+  return problem;
+}
+
+// `base` with `group` run as one subgraph where the last of its ops (in topological order) ran,
+// its ops taken out of the subgraphs they were in.
+Schedule WithGroup(const Schedule& base, const Subgraph& group) {
+  const OpId last = *std::max_element(group.ops.begin(), group.ops.end());
+  Schedule schedule;
+  for (const Subgraph& sg : base.subgraphs) {
+    Subgraph rest = sg;
+    std::erase_if(rest.ops, [&](OpId o) { return std::find(group.ops.begin(), group.ops.end(), o) != group.ops.end(); });
+    const bool has_last = std::find(sg.ops.begin(), sg.ops.end(), last) != sg.ops.end();
+    if (!rest.ops.empty()) schedule.subgraphs.push_back(rest);
+    if (has_last) schedule.subgraphs.push_back(group);
+  }
+  return schedule;
+}
+
+// The schedules that run the first claimant P40 adds (a fanned or FL sum) with 0, 1, half or all
+// of its producers and the first d of the ops after it (every d; a disconnected group is invalid
+// and skipped), at every w, h up to n and three k, the rest as the baseline runs it.
+int ForEachStripConfiguration(const Problem& problem, const std::function<void(const Evaluation&)>& check) {
+  const bound_internal::Analysis analysis(problem);
+  const bound_internal::UpstreamSums part = bound_internal::LhsStripSumFloor(problem, analysis);
+  const bound_internal::UpstreamSums::Claimant* claimant = nullptr;
+  for (const auto& cl : part.claimants) {
+    if (cl.upstream) {
+      claimant = &cl;
+      break;
+    }
+  }
+  if (claimant == nullptr) return 0;
+  Schedule base;
+  try {
+    base = BuildBaseline(problem);
+  } catch (const std::runtime_error&) {
+    return 0;
+  }
+  const Elements n = problem.native;
+  const size_t m = claimant->producers.size();
+  std::vector<size_t> fused = {0, 1, m / 2, m};
+  std::sort(fused.begin(), fused.end());
+  fused.erase(std::unique(fused.begin(), fused.end()), fused.end());
+  int checked = 0;
+  const auto num_ops = static_cast<OpId>(problem.ops.size());
+  for (size_t j : fused) {
+    for (OpId d = 0; claimant->sum + d < num_ops; ++d) {
+      Subgraph group;
+      group.ops.assign(claimant->producers.begin(), claimant->producers.begin() + static_cast<std::ptrdiff_t>(j));
+      for (OpId o = claimant->sum; o <= claimant->sum + d; ++o) group.ops.push_back(o);
+      std::sort(group.ops.begin(), group.ops.end());
+      for (Elements h = 1; h <= n; ++h) {
+        for (Elements w = 1; w <= n; ++w) {
+          for (Elements kk : {Elements{1}, Elements{2}, n}) {
+            group.granularity = {w, h, kk};
+            const Evaluation e = EvaluateOracle(problem, WithGroup(base, group));
+            if (!e.ok()) continue;
+            ++checked;
+            INFO("granularity ", w, "x", h, "x", kk, " fused ", j, " ops after the sum ", d);
+            check(e);
+          }
+        }
+      }
+    }
+  }
+  return checked;
+}
+
+TEST_CASE("bound: P40's LHS-strip sums never above the oracle") {
+  int valid = 0, tight = 0, enumerated = 0, decided = 0, raised = 0, in_scope = 0, earlier = 0, full_left = 0, fl_no_rows = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(4040);
+  for (int trial = 0; trial < 2000; ++trial) {
+    const Problem problem = FannedNets(rng);
+    CAPTURE(trial);
+    const LowerBound bound = ComputeLowerBound(problem);
+    bound_internal::g_lhs_strip_sums = false;
+    const LowerBound without = ComputeLowerBound(problem);
+    bound_internal::g_lhs_strip_sums = true;
+    CHECK(bound.lhs_strip_sums >= bound.upstream_sums * (1 - kSlack));
+    in_scope += bound.lhs_strip_sum_count > bound.upstream_sum_count ? 1 : 0;
+    {
+      const bound_internal::Analysis analysis(problem);
+      for (const auto& cl : bound_internal::LhsStripSumFloor(problem, analysis).claimants) {
+        if (cl.full_left) {
+          ++full_left;
+          fl_no_rows += cl.tile_rows ? 0 : 1;
+          break;
+        }
+      }
+    }
+    const bool rises = bound.total() > without.total() * (1 + 1e-9);
+    raised += rises ? 1 : 0;
+    // The whole bound is checked where it holds without P40 (else another part is above the
+    // schedule: `earlier` counts those).
+    const auto check = [&](const Evaluation& e) {
+      CHECK(bound.lhs_strip_sums <= e.total * (1 + kSlack));
+      if (without.total() <= e.total * (1 + kSlack)) {
+        CHECK(bound.total() <= e.total * (1 + kSlack));
+      } else {
+        ++earlier;
+      }
+      if (bound.lhs_strip_sums > bound.upstream_sums * (1 + 1e-9)) {
+        ++decided;
+        tightest = std::max(tightest, bound.lhs_strip_sums / e.total);
+      }
+    };
+    const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, trial % 4 == 0);
+    for (const Schedule& schedule : schedules) {
+      const Evaluation e = EvaluateOracle(problem, schedule);
+      if (!e.ok()) continue;
+      ++valid;
+      check(e);
+      // Again at the capacity of its own peak working set, the tightest memory it still fits.
+      Elements peak = 0;
+      for (const SubgraphReport& r : e.subgraphs) peak = std::max(peak, r.peak_working_set);
+      Problem squeezed = problem;
+      squeezed.fast_memory_capacity = peak;
+      const Evaluation at_peak = EvaluateOracle(squeezed, schedule);
+      if (at_peak.ok()) {
+        ++tight;
+        CHECK(ComputeLowerBound(squeezed).lhs_strip_sums <= at_peak.total * (1 + kSlack));
+      }
+    }
+    enumerated += ForEachStripConfiguration(problem, check);
+  }
+  MESSAGE("P40: problems with a claimant beyond P34's " << in_scope << " (FL " << full_left << ", of them without tile rows " << fl_no_rows << "), bound raised on "
+                                                      << raised << ", valid schedules " << valid << ", at their peak " << tight
+                                                      << ", enumerated " << enumerated
+                                                      << ", checked where P40 is above P34 " << decided
+                                                      << ", tightest part/latency there " << tightest
+                                                      << "; schedules below the bound without P40 (another part) " << earlier);
+  CHECK(valid > 4000);
+  CHECK(enumerated > 200000);
+  CHECK(in_scope > 1000);
+  CHECK(full_left > 500);
+  CHECK(raised > 300);
+}
+
+// P40 by hand, a sum that may run FL: two taps x_i = A @ W_i (8x4 @ 4x4, base 20, c = 40) summed
+// by s (base 1, c_s = 2), whose output is the LHS of y = s @ W' (4x4, base 20), ReLU'd (base 1)
+// into F = g @ V (4x4, base 20, a graph output); n = 4, capacity 24, B = 1, compute 164. y may
+// run upstream of F's k-loop, so s has modes T, SL (y's strips) and FL (y's full reduction): out
+// of P34's scope (its MatMul y is not T only). m = 2, U_0 = 64, X_0 = 2, X_2 = 82. FL at j = 0:
+// rho = floor((24 - 1) / (2 x 4)) = 2, f = ceil(8/2) / ceil(8/4) = 2, with tile rows (no MatMul
+// reads s's rows as RHS): (X_0, U_0 / 2, 0) = (2, 32, 0); at j = 1 the fused W_i (16) leaves rho =
+// 1, f = 4: (66, 24, 0), above SL's (41, 0, 0) (c with both taps fused at h = 3). SL (P34's c with
+// F = y, w = 4, k = 1): h = 3, tau = 1.5: (1, 64/3, 64/3), j = 1 (21, 32/3, 32/3), j = 2 (41, 0, 0).
+// At lambda = (0.35, 0.65, 0) the least is SL's first, 0.35 + 0.65 x 64/3 = 14.2167 (the others:
+// FL 21.5, 41 x 0.35 = 14.35, 7.35 + 6.93 = 14.28), the best on the grid: 164 + 14.2167. The exact
+// solver's optimum (no recomputation) is 448.
+TEST_CASE("bound: P40 by hand, a sum that may run FL") {
+  Problem problem;
+  problem.native = 4;
+  // {width, height}: A W1 o1 W2 o2 s W' y g V out
+  problem.tensors = {{4, 8}, {4, 4}, {4, 8}, {4, 4}, {4, 8}, {4, 8}, {4, 4}, {4, 8}, {4, 8}, {4, 4}, {4, 8}};
+  problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 20});
+  problem.ops.push_back({OpKind::MatMul, {0, 3}, 4, 20});
+  problem.ops.push_back({OpKind::Pointwise, {2, 4}, 5, 1});
+  problem.ops.push_back({OpKind::MatMul, {5, 6}, 7, 20});
+  problem.ops.push_back({OpKind::Pointwise, {7}, 8, 1});
+  problem.ops.push_back({OpKind::MatMul, {8, 9}, 10, 20});
+  problem.fast_memory_capacity = 24;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize().empty());
+  const bound_internal::Analysis analysis(problem);
+  CHECK(analysis.HasMode(2, bound_internal::kFL));
+  CHECK(analysis.HasMode(3, bound_internal::kSL));
+  const bound_internal::UpstreamSums part = bound_internal::LhsStripSumFloor(problem, analysis);
+  const bound_internal::UpstreamSums::Claimant* s = nullptr;
+  for (const auto& cl : part.claimants) {
+    if (cl.sum == 2) s = &cl;
+  }
+  REQUIRE(s != nullptr);
+  CHECK(s->upstream);
+  CHECK(s->full_left);
+  CHECK(s->tile_rows);
+  CHECK(s->fs == std::vector<OpId>{3});
+  const auto configs = part.Configurations(problem, *s, {0, 1, 2, 3, 4, 5});
+  const auto has = [&](double v1, double va, double vc) {
+    return std::any_of(configs.begin(), configs.end(), [&](const auto& v) {
+      return std::abs(v[0] - v1) < 1e-9 && std::abs(v[1] - va) < 1e-9 && std::abs(v[2] - vc) < 1e-9;
+    });
+  };
+  CHECK(has(2, 32, 0));
+  CHECK(has(1, 64.0 / 3, 64.0 / 3));
+  CHECK(has(21, 32.0 / 3, 32.0 / 3));
+  CHECK(has(41, 0, 0));
+  CHECK(configs.size() == 4);
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.compute == doctest::Approx(164));
+  CHECK(bound.upstream_sums == doctest::Approx(164));
+  CHECK(bound.lhs_strip_sums == doctest::Approx(164 + 0.35 + 0.65 * 64.0 / 3));
+  CHECK(bound.total() == doctest::Approx(164 + 0.35 + 0.65 * 64.0 / 3));
+  ExactOptions exact;
+  const ExactResult best = SolveExact(problem, exact);
+  REQUIRE(best.best);
+  const Evaluation e = EvaluateOracle(problem, *best.best);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(448));
+  CHECK(bound.total() <= e.total);
+  // The FL rule: s, y, g and F in one subgraph at one row per tile (its unfused inputs' 1 x 4 rows,
+  // y's and F's weight slices and the output tile fit 24), 8 tiles of 4 steps; s makes its 1 x 4
+  // rows at every step, 32 regions of its 2 native tiles' 16 rows: 16 x its price.
+  Schedule schedule;
+  Subgraph x1, x2, rest;
+  x1.ops = {0};
+  x1.granularity = {4, 4, 1};
+  x2.ops = {1};
+  x2.granularity = {4, 4, 1};
+  rest.ops = {2, 3, 4, 5};
+  rest.granularity = {4, 1, 1};
+  schedule.subgraphs = {x1, x2, rest};
+  const Evaluation fl = EvaluateOracle(problem, schedule);
+  REQUIRE(fl.ok());
+  CHECK(fl.total >= bound.total());
+  bound_internal::g_lhs_strip_sums = false;
+  CHECK(ComputeLowerBound(problem).lhs_strip_sums == doctest::Approx(164));
+  bound_internal::g_lhs_strip_sums = true;
+}
+
+// P40 by hand, a sum whose output fans out: P34's hand case (x = A @ W, 8x4 @ 4x4, base 10; s =
+// Pointwise(x), base 1; F = s @ V, 4x8, base 10) with a second MatMul F2 = s @ V2 (4x8, base 10)
+// reading s too: out of P34's scope (two consumers), P40 prices it over F's and F2's grids (one
+// shape, one pass): P34's configurations (1, 32/3, 32/3), (11, 0, 0) and (2, 0, 12). At [4, 4, 1]
+// only one k-loop tile fits beside the slices (q = 1), so of F and F2 one is short by (1 - 1/2) 40
+// and the other runs upstream at its strip factor 2 = C, short by none: D = 20, as in P34's case.
+// The part 102 + 5.64; the exact solver's optimum 469.
+TEST_CASE("bound: P40 by hand, a sum whose output fans out to two MatMuls") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors = {{4, 8}, {4, 4}, {4, 8}, {4, 8}, {8, 4}, {8, 8}, {8, 4}, {8, 8}};  // A W o s V out V2 out2
+  problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 10});
+  problem.ops.push_back({OpKind::Pointwise, {2}, 3, 1});
+  problem.ops.push_back({OpKind::MatMul, {3, 4}, 5, 10});
+  problem.ops.push_back({OpKind::MatMul, {3, 6}, 7, 10});
+  problem.fast_memory_capacity = 24;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize().empty());
+  const bound_internal::Analysis analysis(problem);
+  CHECK(bound_internal::UpstreamSumFloor(problem, analysis).upstream_count == 0);
+  const bound_internal::UpstreamSums part = bound_internal::LhsStripSumFloor(problem, analysis);
+  REQUIRE(part.claimants.size() == 1);
+  CHECK(part.claimants[0].upstream);
+  CHECK(!part.claimants[0].full_left);
+  CHECK(part.claimants[0].fs == std::vector<OpId>{2, 3});
+  const auto configs = part.Configurations(problem, part.claimants[0], {0, 1, 2, 3});
+  const auto has = [&](double v1, double va, double vc) {
+    return std::any_of(configs.begin(), configs.end(), [&](const auto& v) {
+      return std::abs(v[0] - v1) < 1e-9 && std::abs(v[1] - va) < 1e-9 && std::abs(v[2] - vc) < 1e-9;
+    });
+  };
+  CHECK(has(1, 32.0 / 3, 32.0 / 3));
+  CHECK(has(11, 0, 0));
+  CHECK(has(2, 0, 12));
+  const LowerBound bound = ComputeLowerBound(problem);
+  CHECK(bound.upstream_sums == doctest::Approx(102));
+  CHECK(bound.lhs_strip_sums == doctest::Approx(107.64));
+  ExactOptions exact;
+  const ExactResult best = SolveExact(problem, exact);
+  REQUIRE(best.best);
+  const Evaluation e = EvaluateOracle(problem, *best.best);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(469));
+  CHECK(bound.lhs_strip_sums <= e.total);
+}
+
+}  // namespace
+}  // namespace annealer
