@@ -26,6 +26,7 @@
 #include "search/elite_pool.h"
 #include "search/exact/exact.h"
 #include "search/moves/moves.h"
+#include "search/repeats/pieces.h"
 #include "search/repeats/repeats.h"
 #include "search/subgraph_tools.h"
 #include "search/task_group.h"
@@ -78,7 +79,15 @@ RepeatPlan RepeatStartPlan(const Problem& problem, const SearchParams& params) {
   RepeatOptions options;
   options.max_block_ops = params.repeats.max_block_ops;
   options.min_block_ops = params.repeats.min_block_ops;
-  return FindRepeatedBlocks(problem, options);
+  RepeatPlan plan = FindRepeatedBlocks(problem, options);
+  if (plan.blocks.empty() && params.repeats.piece_ops > 0) {
+    PieceOptions pieces;
+    pieces.max_piece_ops = params.repeats.piece_ops;
+    pieces.min_piece_ops = std::max<int64_t>(1, params.repeats.piece_ops / 4);
+    plan = CutIntoPieces(problem, pieces);
+    plan.pieces = !plan.blocks.empty();
+  }
+  return plan;
 }
 
 // What the repeated-block start leaves for its block proofs (ProveRepeatClasses): per class its
@@ -125,6 +134,7 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
   std::vector<Latency>& class_totals = start.totals;
   std::vector<Latency>& class_bounds = start.bounds;
   std::vector<int>& proven = start.proven;
+  result.pieces = plan.pieces;
   result.blocks = static_cast<int>(plan.blocks.size());
   result.classes = static_cast<int>(plan.representative.size());
   result.repeated_blocks = plan.repeated_blocks();
@@ -161,11 +171,18 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
       nested.max_epochs = params.repeats.deterministic_epochs;
     } else {
       const Clock::time_point now = Clock::now();
-      if (now >= share_end || stop.load(std::memory_order_relaxed)) {
+      // Pieces past the share still get a search with no time, which returns as far as its
+      // starts got (at least the piece's baseline), so that the others' work is composed: a slice
+      // of a few tens of milliseconds is overrun by a nested search's set-up (Inception-v3, 48
+      // pieces), and a broken-off piece start had left nothing. The workers do not move to a
+      // composition that is behind their best (take_repeats).
+      const bool late = now >= share_end;
+      if (stop.load(std::memory_order_relaxed) || (late && !plan.pieces)) {
         result.note = "out of time before every block class was solved";
         break;
       }
-      class_deadline = now + std::chrono::duration_cast<Clock::duration>((share_end - now) * (weight / weight_left));
+      class_deadline =
+          late ? now : now + std::chrono::duration_cast<Clock::duration>((share_end - now) * (weight / weight_left));
     }
     weight_left -= weight;
     // A block whose schedule meets its lower bound, or that the exact solver solved (optimal
@@ -173,7 +190,10 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
     // workers on the whole graph may still find what lies outside the family.) Both are set
     // between phases, never during an epoch, so deterministic runs stay deterministic; the outer
     // stop flag is passed on at the progress calls.
-    const Latency bound = ComputeLowerBound(sub).total();
+    // A piece's bound is not computed: its slice is a few tens of milliseconds (Inception-v3: 48
+    // pieces in 2.3 s), and the bound of one 30-op piece took 0.67 s. (0: no piece is ever
+    // taken to meet its bound.)
+    const Latency bound = plan.pieces ? 0 : ComputeLowerBound(sub).total();
     std::atomic<bool> nested_stop{stop.load()};
     bool exact_optimal = false;  // the nested exact solver proved its schedule optimal in its family
     SearchCallbacks nested_callbacks;
@@ -479,7 +499,21 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   // exact solver alone, and the lone worker's schedules would crowd the constructive starts out
   // of the pool (GoogLeNet, tpu-v5e, 10 s: 108-126k with the overlap, 108.4-108.9k without).
   const Clock::time_point repeats_begun = Clock::now();
-  const RepeatPlan repeat_plan = RepeatStartPlan(problem, params);
+  // Free mode: pieces only when each gets at least kPieceSeconds of the share. Below that a
+  // piece's search is mostly its set-up and the composition falls behind the workers' best
+  // (Inception-v3, 48 pieces in 2-4 s: composed 8.3-9.6 M against 8.1 M on ascend910-core and
+  // 18.7-21.0 M against 16.6 M on mlsys-2026, and the run ended up to 1.5 % higher on
+  // mlsys-2026), while GoogLeNet's 35 pieces in 4-4.5 s took its 10-s runs on ascend910-core
+  // from 2.02-2.04 M to 1.88-1.95 M when the machine was not overloaded.
+  constexpr double kPieceSeconds = 0.1;
+  const RepeatPlan repeat_plan = [&] {
+    RepeatPlan plan = RepeatStartPlan(problem, params);
+    const double share = std::chrono::duration<double>(deadline - repeats_begun).count() * params.repeats.time_share;
+    if (plan.pieces && !params.deterministic && share < kPieceSeconds * static_cast<double>(plan.count.size())) {
+      return RepeatPlan{};
+    }
+    return plan;
+  }();
   const bool overlap = !params.deterministic && params.repeats.overlap && threads >= 2 &&
                        !repeat_plan.blocks.empty();
   std::thread background;
@@ -504,8 +538,27 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   std::optional<RepeatResult> background_repeats;
   std::optional<ExactResult> background_exact;
   std::optional<Schedule> background_composed;  // the repeated-block start's valid schedule
+  Latency background_composed_total = 0;
+  // The piece start's composition is polished before the workers take it: a piece's nested search
+  // has tens of milliseconds (Inception-v3: 48 pieces in 2-4 s), too little for its own start's
+  // polish, and the workers polish only new bests (Inception-v3, ascend910-core: composed 8.4-10.0 M
+  // against 8.1 M from the polished greedy start). The composed schedule itself is offered first:
+  // the start checks its total against the pieces' sum.
+  auto polished_pieces = [&](const Schedule& composed, const Candidate& offered,
+                             const std::function<bool()>& stop_polish) -> std::optional<std::pair<Schedule, Candidate>> {
+    if (!repeat_plan.pieces || !offered.valid || !params.workers.polish || stop_polish()) return std::nullopt;
+    Schedule better = Polish(problem, pricer, composed, stop_polish, params.workers.partial_edge_tiles == Switch::kOn);
+    const Candidate c = offer_checked(better, "repeat");
+    if (!c.valid || c.total >= offered.total) return std::nullopt;
+    return std::make_pair(std::move(better), c);
+  };
   if (!overlap) {
-    const auto offer_repeat = [&](const Schedule& schedule) { return offer_checked(regrouped(schedule), "repeat"); };
+    const auto offer_repeat = [&](const Schedule& composed) {
+      const Schedule schedule = regrouped(composed);
+      const Candidate c = offer_checked(schedule, "repeat");
+      polished_pieces(schedule, c, stopped);
+      return c;
+    };
     std::optional<RepeatStart> start =
         RunRepeatStart(params, repeat_plan, repeats_begun, threads, deadline, stop, offer_repeat);
     if (start) publish();
@@ -528,12 +581,20 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     background = std::thread([&, incumbent = summary.best, incumbent_total = summary.best_total]() mutable {
       background_errors.Run([&] {
         const auto offer_repeat = [&](const Schedule& composed) {
-          const Schedule schedule = regrouped(composed);
+          Schedule schedule = regrouped(composed);
           const Candidate c = offer_checked(schedule, "repeat");
-          if (c.valid && !repeats_done.load(std::memory_order_acquire)) background_composed = schedule;
-          if (c.valid && c.total < incumbent_total) {
+          Candidate best = c;
+          if (auto polished = polished_pieces(schedule, c, [&] { return stopped() || background_stop.load(); })) {
+            schedule = std::move(polished->first);
+            best = polished->second;
+          }
+          if (best.valid && !repeats_done.load(std::memory_order_acquire)) {
+            background_composed = schedule;
+            background_composed_total = best.total;
+          }
+          if (best.valid && best.total < incumbent_total) {
             incumbent = schedule;
-            incumbent_total = c.total;
+            incumbent_total = best.total;
           }
           return c;
         };
@@ -566,7 +627,11 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   auto take_repeats = [&](std::vector<std::unique_ptr<Worker>>& workers) {
     rebased = true;
     publish();  // the composed schedule, offered before repeats_done was set
-    if (background_composed) {
+    // A piece start's composition that the lone worker has beaten is no basin to move to: it
+    // keeps no fusion or retention across the pieces, and on Inception-v3 (ascend910-core) it
+    // stayed above the best from the polished greedy start (8.2-10.0 M against 8.1 M).
+    const bool composed_behind = repeat_plan.pieces && background_composed_total > summary.best_total * (1 + 1e-12);
+    if (background_composed && !composed_behind) {
       // The workers go on as a run without the overlap would: from the composed schedule and
       // the constructive starts. The lone worker's schedules leave the pool (the best stays the
       // search's best): kept, they drew the restarts and the GA into their own basin, and on

@@ -186,6 +186,10 @@ std::vector<ParamSpec> BuildTable() {
                             "block proofs in deterministic mode: exact-solver states per block class instead of the "
                             "clock; 0 = off",
                             [](P& p) -> int64_t& { return p.repeats.proof_states; }));
+  t.push_back(Make<int64_t>("repeats.piece_ops", I, 0, 100000,
+                            "piece start: where nothing repeats, cut a graph of at least repeats.min_ops ops into "
+                            "pieces of at most this many ops, search each alone and compose them; 0 = off",
+                            [](P& p) -> int64_t& { return p.repeats.piece_ops; }));
   return t;
 }
 

@@ -160,6 +160,11 @@ struct RepeatParams {
   // 30 s, no proof; its bottleneck blocks are proven in 0.4-7.4 s each).
   double proof_share = 0.1;
   int64_t proof_states = 20'000;
+  // The piece start (search/repeats/pieces.h): where nothing repeats enough for the
+  // repeated-block start, a graph of at least min_ops ops is cut into pieces of at most
+  // piece_ops ops (and at least a quarter of that), searched alone and composed in the same
+  // way and the same share of the time; 0 = off. Never on a contest problem (under min_ops).
+  int64_t piece_ops = 32;
 };
 
 struct SearchParams {

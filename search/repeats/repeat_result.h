@@ -10,6 +10,7 @@
 namespace annealer {
 
 struct RepeatResult {
+  bool pieces = false;      // the piece start (search/repeats/pieces.h): the blocks are pieces
   int blocks = 0;           // blocks the graph was cut into (repeated ones and the rest)
   int classes = 0;          // distinct blocks up to isomorphism (each solved once)
   int repeated_blocks = 0;  // blocks whose class occurs at least twice

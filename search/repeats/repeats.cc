@@ -5,8 +5,10 @@
 #include <stdexcept>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 
 #include "eval/cost/hash_mix.h"
+#include "search/repeats/layout.h"
 
 namespace annealer {
 
@@ -31,14 +33,6 @@ uint64_t HashProblem(const Problem& p) {
   }
   return h;
 }
-
-// What detection works on: the layer-preserving order, each op's position in it and the
-// width of the cut before each position.
-struct Layout {
-  std::vector<OpId> order;
-  std::vector<int> pos;    // per op
-  std::vector<int> width;  // width[p]: tensors produced before position p and consumed at or after
-};
 
 // Longest path from the sources, in ops, over the ops for which `inside` holds (all: the graph).
 template <typename Inside>
@@ -91,6 +85,8 @@ void DeepestFirstPostOrder(const Problem& problem, const std::vector<int>& level
   }
 }
 
+}  // namespace
+
 Layout MakeLayout(const Problem& problem) {
   const int n = static_cast<int>(problem.ops.size());
   const std::vector<int> level = Levels(problem, problem.topological_order, [](OpId) { return true; });
@@ -116,6 +112,13 @@ Layout MakeLayout(const Problem& problem) {
   layout.order.reserve(n);
   DeepestFirstPostOrder(problem, level, sinks, [](OpId) { return true; }, [](OpId op) { return op; }, seen,
                         layout.order);
+  return LayoutOfOrder(problem, std::move(layout.order));
+}
+
+Layout LayoutOfOrder(const Problem& problem, std::vector<OpId> order) {
+  const int n = static_cast<int>(problem.ops.size());
+  Layout layout;
+  layout.order = std::move(order);
   layout.pos.assign(n, 0);
   for (int p = 0; p < n; ++p) layout.pos[layout.order[p]] = p;
   std::vector<int> diff(n + 2, 0);
@@ -178,6 +181,8 @@ std::vector<OpId> CanonicalOrder(const Problem& problem, const Layout& layout, i
   DeepestFirstPostOrder(problem, level_local, sinks, inside, [&](OpId op) { return layout.pos[op] - a; }, seen, out);
   return out;
 }
+
+namespace {
 
 struct Repetition {
   int start = 0;    // first segment
@@ -279,6 +284,44 @@ int RepeatPlan::repeated_ops() const {
   return total;
 }
 
+RepeatPlan PlanFromRanges(const Problem& problem, const Layout& layout,
+                          const std::vector<std::pair<int, int>>& best_ranges) {
+  RepeatPlan plan;
+  std::unordered_map<uint64_t, std::vector<int>> classes_by_hash;
+  for (size_t i = 0; i < best_ranges.size(); ++i) {
+    int a = best_ranges[i].first;
+    int b = best_ranges[i].second;
+    Subproblem sub = ExtractSubproblem(problem, CanonicalOrder(problem, layout, a, b));
+    // Condition (a) of eval/model/subproblem.h; the last block exports nothing, so this ends.
+    while (!ExportsAreSinks(problem, sub)) {
+      if (i + 1 == best_ranges.size()) throw std::logic_error("PlanFromRanges: the last block exports a tensor");
+      b = best_ranges[++i].second;
+      sub = ExtractSubproblem(problem, CanonicalOrder(problem, layout, a, b));
+    }
+    RepeatBlock block;
+    std::vector<int>& candidates = classes_by_hash[HashProblem(sub.problem)];
+    block.class_id = -1;
+    for (const int c : candidates) {
+      if (plan.blocks[plan.representative[c]].sub.problem == sub.problem) block.class_id = c;
+    }
+    if (block.class_id < 0) {
+      block.class_id = static_cast<int>(plan.representative.size());
+      candidates.push_back(block.class_id);
+      plan.representative.push_back(static_cast<int>(plan.blocks.size()));
+      plan.count.push_back(0);
+    }
+    ++plan.count[block.class_id];
+    block.sub = std::move(sub);
+    plan.blocks.push_back(std::move(block));
+  }
+  // H6: a block must see each tensor on the path the whole graph sends it (condition (d) of
+  // eval/model/subproblem.h), else its schedule would be priced differently there.
+  for (const RepeatBlock& block : plan.blocks) {
+    if (!SameWeightPaths(problem, block.sub)) return {};
+  }
+  return plan;
+}
+
 RepeatPlan FindRepeatedBlocks(const Problem& problem, const RepeatOptions& options) {
   const int n = static_cast<int>(problem.ops.size());
   if (n < 4) return {};
@@ -377,41 +420,9 @@ RepeatPlan FindRepeatedBlocks(const Problem& problem, const RepeatOptions& optio
     cursor = run.start + run.repeats * run.ops;
   }
   if (cursor < n) best_ranges.emplace_back(cursor, n);
-  RepeatPlan plan;
-  std::unordered_map<uint64_t, std::vector<int>> classes_by_hash;
-  for (size_t i = 0; i < best_ranges.size(); ++i) {
-    int a = best_ranges[i].first;
-    int b = best_ranges[i].second;
-    Subproblem sub = ExtractSubproblem(problem, CanonicalOrder(problem, layout, a, b));
-    // Condition (a) of eval/model/subproblem.h; the last block exports nothing, so this ends.
-    while (!ExportsAreSinks(problem, sub)) {
-      if (i + 1 == best_ranges.size()) throw std::logic_error("FindRepeatedBlocks: the last block exports a tensor");
-      b = best_ranges[++i].second;
-      sub = ExtractSubproblem(problem, CanonicalOrder(problem, layout, a, b));
-    }
-    RepeatBlock block;
-    std::vector<int>& candidates = classes_by_hash[HashProblem(sub.problem)];
-    block.class_id = -1;
-    for (const int c : candidates) {
-      if (plan.blocks[plan.representative[c]].sub.problem == sub.problem) block.class_id = c;
-    }
-    if (block.class_id < 0) {
-      block.class_id = static_cast<int>(plan.representative.size());
-      candidates.push_back(block.class_id);
-      plan.representative.push_back(static_cast<int>(plan.blocks.size()));
-      plan.count.push_back(0);
-    }
-    ++plan.count[block.class_id];
-    block.sub = std::move(sub);
-    plan.blocks.push_back(std::move(block));
-  }
+  RepeatPlan plan = PlanFromRanges(problem, layout, best_ranges);
   // Solving apart pays only when most of the graph repeats.
   if (plan.repeated_ops() * 2 < n) return {};
-  // H6: a block must see each tensor on the path the whole graph sends it (condition (d) of
-  // eval/model/subproblem.h), else its schedule would be priced differently there.
-  for (const RepeatBlock& block : plan.blocks) {
-    if (!SameWeightPaths(problem, block.sub)) return {};
-  }
   return plan;
 }
 

@@ -57,6 +57,7 @@ struct RepeatPlan {
   std::vector<RepeatBlock> blocks;         // in execution order; their ops partition the graph's
   std::vector<int> representative;         // per class: its first block
   std::vector<int> count;                  // per class: its blocks
+  bool pieces = false;                     // cut by CutIntoPieces (search/repeats/pieces.h), not by repeats
   int repeated_blocks() const;             // blocks of classes with count >= 2
   int repeated_ops() const;                // their ops
 };

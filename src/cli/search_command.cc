@@ -426,7 +426,8 @@ int RunSearchCommand(int argc, char** argv) {
       const RepeatResult& r = *summary.repeats;
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%.2f s", r.seconds);
-      std::string line = "annealer: repeated-block start (" + std::string(seconds) +
+      std::string line = std::string(r.pieces ? "annealer: piece start (" : "annealer: repeated-block start (") +
+                         std::string(seconds) +
                          (r.overlapped ? ", beside the workers" : "") + ", " + Compact(static_cast<double>(r.moves)) +
                          " moves): " + std::to_string(r.blocks) +
                          " blocks in " + std::to_string(r.classes) + (r.classes == 1 ? " class" : " classes") + ", " +
