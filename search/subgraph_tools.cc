@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "eval/cost/compute_floor.h"
 #include "eval/cost/context_reuse.h"
 #include "eval/cost/cost_cache.h"
 #include "eval/cost/hash_mix.h"
@@ -893,6 +894,14 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     }
   }
   const Elements k_top = min_reduction == 0 ? 1 : std::min(n, min_reduction);
+  // A floor under any candidate's latency (eval/cost/compute_floor.h): a candidate whose floor is
+  // above the best it must beat cannot win, so it is not priced where only a win would matter
+  // (not where a loop asks whether a candidate is valid). Its price would only have entered this
+  // fit's list and the cost cache, whose answers are exact: the fit picks the same candidate.
+  const double floor_per_tile = ComputeFloorPerTile(problem, ops);
+  auto cannot_beat = [&](const Key& key, Latency bar) {
+    return ComputeFloor(floor_per_tile, sink_shape.height, sink_shape.width, key.h, key.w) > bar;
+  };
   // Buffers reused by every fit on this thread (a fit never runs inside another).
   thread_local std::vector<Elements> ws, hs, ks;
   CoarseValues(n, thorough ? 6 : 5, start ? start->granularity.w : 0, ws);
@@ -1009,12 +1018,15 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
     // The round's lookups are independent: their keys are derived first and the table lines
     // they read are fetched together (the slots, then the records the slots name), instead of
     // one lookup waiting for its slot and then its record before the next starts.
-    for (const Key& key : neighbours) prepare(key);
+    for (const Key& key : neighbours) {
+      if (!cannot_beat(key, *best)) prepare(key);
+    }
     for (size_t i = 0; i < prepared; ++i) pricer.PrefetchRecord(tickets[i]);
     Key next = current;
     Latency next_latency = *best;
     for (const Key& key : neighbours) {
       if (stop && stop()) break;
+      if (cannot_beat(key, next_latency)) continue;
       if (auto latency = price(key); latency && *latency < next_latency) {
         next = key;
         next_latency = *latency;
@@ -1049,6 +1061,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
           for (Elements k : k_options) {
             if (stop && stop()) break;
             const Key key{w, h, k, center.t};
+            if (cannot_beat(key, *best)) continue;
             if (auto latency = price(key); latency && *latency < *best * (1 - 1e-9)) {
               current = key;
               best = latency;
@@ -1121,6 +1134,7 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
           const std::vector<Elements> k_options = axis == 2 ? std::vector<Elements>{candidate} : ks;
           for (Elements k : k_options) {
             key.k = k;
+            if (cannot_beat(key, *best)) continue;
             // Only a real gain (not summation noise) is worth an odd side.
             if (auto latency = price(key); latency && *latency < *best * (1 - 1e-9)) {
               current = key;
