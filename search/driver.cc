@@ -36,6 +36,11 @@ namespace annealer {
 
 namespace {
 
+// The piece start's slice per piece in free mode (RunSearch, RunRepeatStart): at least
+// kPieceSeconds or none at all, at most kPieceSecondsMax.
+constexpr double kPieceSeconds = 0.1;
+constexpr double kPieceSecondsMax = 0.15;
+
 // The calling thread's CPU clock (POSIX): what a worker's epoch cost, whatever else ran on the
 // cores meanwhile.
 int64_t ThreadCpuNanoseconds() {
@@ -147,8 +152,17 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
   // Each class gets a part by its weight and the time a class leaves unused passes to the next.
   // A share of what the constructive starts left: they may have taken half of the budget on a
   // long graph, and the workers must still get time on the whole graph.
-  const Clock::time_point share_end =
+  Clock::time_point share_end =
       begun + std::chrono::duration_cast<Clock::duration>((deadline - begun) * params.repeats.time_share);
+  // Pieces get at most kPieceSecondsMax each in free mode: the composition helps only while the
+  // lone worker's best is still behind it. GoogLeNet's 35 pieces at 0.12-0.13 s each (a 10-s
+  // run) took ascend910-core from 2.02 M to 1.82-1.95 M; with a 60-s run's share (~0.8 s each)
+  // the lone worker had gone further by the time they were composed, the workers stayed on their
+  // own best, and the run ended at 1.99 M, where it ended without pieces.
+  if (plan.pieces && !params.deterministic) {
+    share_end = std::min(share_end, begun + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+                                                kPieceSecondsMax * static_cast<double>(plan.count.size()))));
+  }
   // A class's weight: its block's ops times the square root of its count. A repeated block's
   // quality counts once per copy, but a one-off head or tail of as many ops is as hard to
   // solve and still needs a schedule; it gets less, not almost nothing.
@@ -505,7 +519,6 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   // 18.7-21.0 M against 16.6 M on mlsys-2026, and the run ended up to 1.5 % higher on
   // mlsys-2026), while GoogLeNet's 35 pieces in 4-4.5 s took its 10-s runs on ascend910-core
   // from 2.02-2.04 M to 1.88-1.95 M when the machine was not overloaded.
-  constexpr double kPieceSeconds = 0.1;
   const RepeatPlan repeat_plan = [&] {
     RepeatPlan plan = RepeatStartPlan(problem, params);
     const double share = std::chrono::duration<double>(deadline - repeats_begun).count() * params.repeats.time_share;
