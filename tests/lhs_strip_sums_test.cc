@@ -115,21 +115,6 @@ Problem FannedNets(std::mt19937_64& rng) {
   return problem;
 }
 
-// `base` with `group` run as one subgraph where the last of its ops (in topological order) ran,
-// its ops taken out of the subgraphs they were in.
-Schedule WithGroup(const Schedule& base, const Subgraph& group) {
-  const OpId last = *std::max_element(group.ops.begin(), group.ops.end());
-  Schedule schedule;
-  for (const Subgraph& sg : base.subgraphs) {
-    Subgraph rest = sg;
-    std::erase_if(rest.ops, [&](OpId o) { return std::find(group.ops.begin(), group.ops.end(), o) != group.ops.end(); });
-    const bool has_last = std::find(sg.ops.begin(), sg.ops.end(), last) != sg.ops.end();
-    if (!rest.ops.empty()) schedule.subgraphs.push_back(rest);
-    if (has_last) schedule.subgraphs.push_back(group);
-  }
-  return schedule;
-}
-
 // The schedules that run the first claimant P40 adds (a fanned or FL sum) with 0, 1, half or all
 // of its producers and the first d of the ops after it (every d; a disconnected group is invalid
 // and skipped), at every w, h up to n and three k, the rest as the baseline runs it.
@@ -167,7 +152,7 @@ int ForEachStripConfiguration(const Problem& problem, const std::function<void(c
         for (Elements w = 1; w <= n; ++w) {
           for (Elements kk : {Elements{1}, Elements{2}, n}) {
             group.granularity = {w, h, kk};
-            const Evaluation e = EvaluateOracle(problem, WithGroup(base, group));
+            const Evaluation e = EvaluateOracle(problem, testing::WithGroup(base, group));
             if (!e.ok()) continue;
             ++checked;
             INFO("granularity ", w, "x", h, "x", kk, " fused ", j, " ops after the sum ", d);

@@ -4,6 +4,7 @@
 // solver's best within a small budget (the schedules that come closest to a tight bound).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -19,6 +20,21 @@
 #include "search/starts/baseline.h"
 
 namespace annealer::testing {
+
+// `base` with `group` run as one subgraph where the last of its ops (in topological order) ran,
+// its ops taken out of the subgraphs they were in.
+inline Schedule WithGroup(const Schedule& base, const Subgraph& group) {
+  const OpId last = *std::max_element(group.ops.begin(), group.ops.end());
+  Schedule schedule;
+  for (const Subgraph& sg : base.subgraphs) {
+    Subgraph rest = sg;
+    std::erase_if(rest.ops, [&](OpId o) { return std::find(group.ops.begin(), group.ops.end(), o) != group.ops.end(); });
+    const bool has_last = std::find(sg.ops.begin(), sg.ops.end(), last) != sg.ops.end();
+    if (!rest.ops.empty()) schedule.subgraphs.push_back(rest);
+    if (has_last) schedule.subgraphs.push_back(group);
+  }
+  return schedule;
+}
 
 // Both layer-by-layer baselines, where they exist (an op alone may not fit).
 inline void AppendBaselines(const Problem& problem, std::vector<Schedule>& schedules) {

@@ -99,21 +99,6 @@ Problem UpstreamNets(std::mt19937_64& rng) {
   return problem;
 }
 
-// `base` with `group` run as one subgraph where the last of its ops (in topological order) ran,
-// its ops taken out of the subgraphs they were in.
-Schedule WithGroup(const Schedule& base, const Subgraph& group) {
-  const OpId last = *std::max_element(group.ops.begin(), group.ops.end());
-  Schedule schedule;
-  for (const Subgraph& sg : base.subgraphs) {
-    Subgraph rest = sg;
-    std::erase_if(rest.ops, [&](OpId o) { return std::find(group.ops.begin(), group.ops.end(), o) != group.ops.end(); });
-    const bool has_last = std::find(sg.ops.begin(), sg.ops.end(), last) != sg.ops.end();
-    if (!rest.ops.empty()) schedule.subgraphs.push_back(rest);
-    if (has_last) schedule.subgraphs.push_back(group);
-  }
-  return schedule;
-}
-
 // The schedules that run the first upstream sum's chain as P34's configurations do: the sum with
 // its first j producers, alone (mode T), with its chain, and with its chain and F (and F's
 // epilogue ops, and the second block's ops of F's grid), at every w, h up to n and three k, the
@@ -165,7 +150,7 @@ int ForEachUpstreamConfiguration(const Problem& problem, const std::function<voi
         for (Elements w = 1; w <= n; ++w) {
           for (Elements kk : {Elements{1}, std::max<Elements>(1, k_full / 2), k_full}) {
             group.granularity = {w, h, kk};
-            const Schedule schedule = WithGroup(base, group);
+            const Schedule schedule = testing::WithGroup(base, group);
             const Evaluation e = EvaluateOracle(problem, schedule);
             if (!e.ok()) continue;
             ++checked;
