@@ -177,18 +177,11 @@ Problem TapNet(std::mt19937_64& rng, int variant) {
     for (size_t op : makers) problem.ops[op].base_cost = share * weight_time / (tiles * static_cast<double>(makers.size()));
   }
   if (variant == 2 && make.Coin(2)) {  // H1-H4 beside the weight path (H5 never: H6 refuses it)
-    const ChipRules rules = RandomChipRules(problem, rng);
-    problem.chip.staging_capacity = rules.staging_capacity;
-    problem.chip.accumulator_capacity = rules.accumulator_capacity;
-    problem.chip.vector_capacity = rules.vector_capacity;
-    problem.chip.double_staging = rules.double_staging;
-    problem.chip.double_accumulator = rules.double_accumulator;
-    problem.chip.double_vector = rules.double_vector;
-    problem.chip.base_w = rules.base_w;
-    problem.chip.base_h = rules.base_h;
-    problem.chip.base_k = rules.base_k;
-    problem.chip.accumulator_factor = rules.accumulator_factor;
-    problem.chip.wide_writeback = rules.wide_writeback;
+    ChipRules rules = RandomChipRules(problem, rng);
+    rules.prefetch = problem.chip.prefetch;
+    rules.weight_bandwidth = problem.chip.weight_bandwidth;
+    rules.weight_fifo_capacity = problem.chip.weight_fifo_capacity;
+    problem.chip = rules;
   }
   REQUIRE(problem.Finalize().empty());
   return problem;
