@@ -257,6 +257,22 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
       if (a.name() == "group" && a.i() <= 0) Fail(origin, field + "attribute group must be positive");
     }
   }
+  // libonnx 1.12's shape inference dereferences what these leave out (a SEGV the fuzzer found on a
+  // ConvTranspose whose weight initializer had no element type and no dims).
+  std::map<std::string, const onnx::TensorProto*> initializer_of;
+  for (const auto& t : graph->initializer()) {
+    if (t.data_type() == onnx::TensorProto::UNDEFINED)
+      Fail(origin, "initializer '" + t.name() + "' has no element type (data_type 0)");
+    initializer_of[t.name()] = &t;
+  }
+  for (int i = 0; i < graph->node_size(); ++i) {
+    const auto& node = graph->node(i);
+    if ((node.op_type() != "Conv" && node.op_type() != "ConvTranspose") || node.input_size() < 2) continue;
+    const auto w = initializer_of.find(node.input(1));
+    if (w != initializer_of.end() && w->second->dims_size() < 3)
+      Fail(origin, "node '" + NodeName(node, i) + "' (" + node.op_type() + "): weight '" + node.input(1) + "' has rank " +
+                       std::to_string(w->second->dims_size()) + "; a convolution's weight has rank 3 or more");
+  }
   try {
     onnx::ShapeInferenceOptions options{false, 0, true};
     onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
