@@ -146,9 +146,14 @@ MemoryFloorTerms MemoryFloorTermsOf(const Problem& problem, const std::vector<Op
     bool consumed = false;
     for (OpId c : problem.consumers[out]) consumed = consumed || in_list(c);
     if (!consumed && !listed(retain, out)) terms.writes += static_cast<double>(problem.tensors[out].size());
+    // A Layout sink loads its output's region at every tile (L4).
+    if (!consumed && o.kind == OpKind::Layout) terms.once += static_cast<double>(problem.tensors[out].size());
     for (size_t slot = 0; slot < o.inputs.size(); ++slot) {
       const TensorId t = o.inputs[slot];
-      if (seen[t] != 0 || in_list(problem.producer[t]) || listed(retained_in, t)) continue;
+      // A Layout op's output is loaded as a boundary tensor (L2).
+      const OpId producer = problem.producer[t];
+      const bool gathered = in_list(producer) && problem.ops[producer].kind == OpKind::Layout;
+      if (seen[t] != 0 || (in_list(producer) && !gathered) || listed(retained_in, t)) continue;
       seen[t] = 1;
       seen_list.push_back(t);
       Request request = Request::kUnknown;

@@ -32,9 +32,10 @@ inline double ComputeFloor(double per_tile, Elements height, Elements width, Ele
 // by the tile grid and k. Without chip rules a step costs max(compute, memory) (T1), so a
 // subgraph costs at least its total memory time (M3: loads and writes add). Counted:
 //  - `writes`: the sinks not retained, each written once, tile by tile (M2, R3);
-//  - the boundary tensors not retained in (R2), by how every step requests them (D1-D5; the
-//    roles by the walk from the sinks, G3): a tensor read in one way only by ops whose regions
-//    the walk knows. A step loads a request unless the step before asked for the same slice or
+//  - a Layout sink's output, loaded once (L4);
+//  - the boundary tensors not retained in (R2) and the outputs of Layout ops in the list (L2),
+//    by how every step requests them (D1-D5; the roles by the walk from the sinks, G3): a
+//    tensor read in one way only by ops whose regions the walk knows. A step loads a request unless the step before asked for the same slice or
 //    the whole tensor (M1), and identical requests of one step are one copy (D5):
 //    `lhs`: R x kappa (F's LHS, the Pointwise ops upstream of it): with more than one k-step
 //      per tile consecutive steps differ in kappa and none asks for the whole tensor, so every
