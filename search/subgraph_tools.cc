@@ -898,9 +898,14 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   // above the best it must beat cannot win, so it is not priced where only a win would matter
   // (not where a loop asks whether a candidate is valid). Its price would only have entered this
   // fit's list and the cost cache, whose answers are exact: the fit picks the same candidate.
+  // Without chip rules the memory traffic every pricing moves is a second floor
+  // (eval/cost/compute_floor.h): the memory-bound candidates the compute floor lets through.
   const double floor_per_tile = ComputeFloorPerTile(problem, ops);
+  const MemoryFloorTerms memory_floor = MemoryFloorTermsOf(problem, ops, retained_in, retain);
   auto cannot_beat = [&](const Key& key, Latency bar) {
-    return ComputeFloor(floor_per_tile, sink_shape.height, sink_shape.width, key.h, key.w) > bar;
+    return ComputeFloor(floor_per_tile, sink_shape.height, sink_shape.width, key.h, key.w) > bar ||
+           MemoryFloor(memory_floor, problem.slow_memory_bandwidth, sink_shape.height, sink_shape.width, key.h,
+                       key.w, key.k) > bar;
   };
   // Buffers reused by every fit on this thread (a fit never runs inside another).
   thread_local std::vector<Elements> ws, hs, ks;
