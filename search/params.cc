@@ -190,6 +190,10 @@ std::vector<ParamSpec> BuildTable() {
                             "piece start: where nothing repeats, cut a graph of at least repeats.min_ops ops into "
                             "pieces of at most this many ops, search each alone and compose them; 0 = off",
                             [](P& p) -> int64_t& { return p.repeats.piece_ops; }));
+  t.push_back(Make<double>("repeats.piece_rebase_margin", R, 0, 1,
+                           "piece start beside the workers: they move to the pieces' composition unless it is more "
+                           "than this fraction above the best found meanwhile",
+                           [](P& p) -> double& { return p.repeats.piece_rebase_margin; }));
   return t;
 }
 

@@ -2,7 +2,8 @@
 // figures of docs/search.md: how much of a schedule the pass alone recovers. `regroup` is
 // RegroupReaderParts (search/starts/constructive.h, "Regroup reader parts"), `layer-chains`
 // LayerChains (search/starts/layer_chains.h, "Layer chains"), `serve` ServeLoadsByRetention
-// (search/starts/serve_retained.h, "Serve a loader by retention").
+// (search/starts/serve_retained.h, "Serve a loader by retention"). `refit` prices an op
+// partition made elsewhere (another profile's schedule of the same model, a hand edit) here.
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -15,18 +16,22 @@
 #include "search/starts/constructive.h"
 #include "search/starts/layer_chains.h"
 #include "search/starts/serve_retained.h"
+#include "search/subgraph_tools.h"
 #include "src/io/problem_reader.h"
 #include "src/io/schedule_io.h"
 
 namespace {
 
 constexpr const char* kUsage =
-    "usage: apply_pass regroup|layer-chains|serve PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
+    "usage: apply_pass regroup|layer-chains|serve|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
     "\n"
     "Applies one of the search's passes to SCHEDULE.json, a valid schedule of PROBLEM.json:\n"
     "  regroup       the regrouping of reader parts (RegroupReaderParts)\n"
     "  layer-chains  the layer chains (LayerChains)\n"
     "  serve         loaders served by retention (ServeLoadsByRetention)\n"
+    "  refit         every subgraph fitted again in its context, then Polish: SCHEDULE.json may be\n"
+    "                another profile's schedule of the same model, or a hand edit (it need not be\n"
+    "                valid; a subgraph with no valid fit runs its ops one by one)\n"
     "prints the latency before and after (both checked by the oracle), the subgraph counts and\n"
     "the pass's time, and writes the result to OUT.json.\n";
 
@@ -65,16 +70,46 @@ int main(int argc, char** argv) {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return RegroupReaderParts(p, pricer, s, never); };
   } else if (positional[0] == "layer-chains") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return LayerChains(p, pricer, s, never); };
+  } else if (positional[0] == "refit") {
+    // Every subgraph fitted again in its own context (its retained-in and retain sets), then the
+    // whole polished: a partition found on one profile priced on another (docs/search.md,
+    // "Three pairs just above 25 %").
+    pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) {
+      // A subgraph with no valid fit here (V11 at this native side) runs its ops one by one,
+      // nothing retained into or out of them.
+      Schedule fitted;
+      for (std::size_t i = 0; i < s.subgraphs.size(); ++i) {
+        const Subgraph& sub = s.subgraphs[i];
+        std::vector<TensorId> in = fitted.subgraphs.empty() ? std::vector<TensorId>{} : fitted.subgraphs.back().retain;
+        if (auto fit = FitSubgraph(pricer, sub.ops, in, sub.retain, nullptr, true, never)) {
+          fitted.subgraphs.push_back(fit->subgraph);
+          continue;
+        }
+        if (!in.empty()) {
+          Subgraph& prev = fitted.subgraphs.back();
+          const std::vector<TensorId> prev_in =
+              fitted.subgraphs.size() > 1 ? fitted.subgraphs[fitted.subgraphs.size() - 2].retain : std::vector<TensorId>{};
+          if (auto fit = FitSubgraph(pricer, prev.ops, prev_in, {}, nullptr, true, never)) prev = fit->subgraph;
+          prev.retain.clear();
+        }
+        for (OpId op : sub.ops) {
+          if (auto fit = FitSubgraph(pricer, {op}, {}, {}, nullptr, true, never)) fitted.subgraphs.push_back(fit->subgraph);
+        }
+      }
+      return Polish(p, pricer, fitted, never, false);
+    };
   } else if (positional[0] == "serve") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return ServeLoadsByRetention(p, pricer, s, never); };
   } else {
-    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains or serve)");
+    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve or refit)");
   }
   try {
     const Problem problem = ReadProblemFile(positional[1]);
     const Schedule schedule = ReadScheduleFile(positional[2]);
     const Evaluation before = EvaluateOracle(problem, schedule);
-    if (!before.ok()) return Fail(positional[2] + ": not a valid schedule: " + before.violation.Message());
+    if (!before.ok() && positional[0] != "refit") {
+      return Fail(positional[2] + ": not a valid schedule: " + before.violation.Message());
+    }
     CostCache cache(1 << 20);
     SubgraphPricer pricer(problem, &cache);
     const auto start = std::chrono::steady_clock::now();
@@ -82,7 +117,10 @@ int main(int argc, char** argv) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const Evaluation after = EvaluateOracle(problem, result);
     if (!after.ok()) return Fail("the schedule after the pass is invalid: " + after.violation.Message());
-    std::printf("before %.1f after %.1f subgraphs %zu -> %zu pass %.2f s\n", before.total, after.total,
+    char total_text[64];
+    std::snprintf(total_text, sizeof total_text, "%.1f", before.total);
+    const std::string before_text = before.ok() ? std::string(total_text) : "invalid (" + before.violation.rule + ")";
+    std::printf("before %s after %.1f subgraphs %zu -> %zu pass %.2f s\n", before_text.c_str(), after.total,
                 schedule.subgraphs.size(), result.subgraphs.size(), seconds);
     if (!out.empty()) {
       std::vector<Latency> latencies;
