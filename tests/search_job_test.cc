@@ -47,7 +47,7 @@ TEST_CASE("search job: the log starts with the baseline, the result passed the o
   };
   const std::atomic<bool> stop{false};
   const SearchJobResult result =
-      RunSearchJob(problem, params, {.time = std::chrono::milliseconds(500), .name = "p13"}, stop, hooks);
+      RunSearchJob(problem, params, {.time = std::chrono::milliseconds(500), .name = "p13", .output_path = {}}, stop, hooks);
   CHECK(starts == 1);
   REQUIRE(!logged.empty());
   CHECK(logged.front().worker == "baseline");
@@ -66,7 +66,7 @@ TEST_CASE("search job: a stop flag set before the run still returns a valid sche
   const Problem problem = ReadBundledProblem("mlsys-2026-5.json");
   const std::atomic<bool> stop{true};
   const SearchJobResult result =
-      RunSearchJob(problem, SearchParams{}, {.time = std::chrono::seconds(30), .name = "p5"}, stop);
+      RunSearchJob(problem, SearchParams{}, {.time = std::chrono::seconds(30), .name = "p5", .output_path = {}}, stop);
   CHECK(result.stopped);
   CHECK(result.elapsed_seconds < 5);
   CHECK(EvaluateOracle(problem, result.best).ok());
@@ -76,7 +76,7 @@ TEST_CASE("search job: no valid start schedule is a SearchJobError naming the pr
   Problem problem = ReadBundledProblem("mlsys-2026-1.json");
   problem.fast_memory_capacity = 1;
   const std::atomic<bool> stop{false};
-  CHECK_THROWS_WITH_AS(RunSearchJob(problem, SearchParams{}, {.time = std::chrono::seconds(1), .name = "tiny"}, stop),
+  CHECK_THROWS_WITH_AS(RunSearchJob(problem, SearchParams{}, {.time = std::chrono::seconds(1), .name = "tiny", .output_path = {}}, stop),
                        doctest::Contains("tiny: no valid start schedule: "), SearchJobError);
 }
 
