@@ -330,8 +330,8 @@ TEST_CASE("repeats: the search's start on 12 copies of -5 is 12 optimal copies, 
   CHECK(mixed.repeats->total >= 12 * 777693.86666666 * (1 - 1e-12));
   CHECK(mixed.best_total <= mixed.repeats->total);
   CHECK(EvaluateOracle(changed, mixed.best).ok());
-  // Below repeats.min_ops (200) the start does not run: the bundled problems search as before.
-  CHECK_FALSE(DeterministicSearch(Stack(Bundled(5), 10)).repeats.has_value());
+  // Below repeats.min_ops (120) the start does not run: the bundled problems search as before.
+  CHECK_FALSE(DeterministicSearch(Stack(Bundled(5), 6)).repeats.has_value());
 }
 
 TEST_CASE("repeats: in free mode the start runs beside the workers' first epochs and its schedule joins the pool") {
