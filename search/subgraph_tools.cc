@@ -900,11 +900,17 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   // fit's list and the cost cache, whose answers are exact: the fit picks the same candidate.
   // Without chip rules the memory traffic every pricing moves is a second floor
   // (eval/cost/compute_floor.h): the memory-bound candidates the compute floor lets through.
-  const double floor_per_tile = ComputeFloorPerTile(problem, ops);
-  const MemoryFloorTerms memory_floor = MemoryFloorTermsOf(problem, ops, retained_in, retain);
+  // Both are derived when first asked: a fit that ends before any candidate is weighed (no
+  // granularity fits, the first one walked down) needs neither, and a candidate the compute
+  // floor rules out needs no memory floor (on ResNet-50 a memory floor's terms cost ~2.7k
+  // instructions).
+  std::optional<double> floor_per_tile;
+  std::optional<MemoryFloorTerms> memory_floor;
   auto cannot_beat = [&](const Key& key, Latency bar) {
-    return ComputeFloor(floor_per_tile, sink_shape.height, sink_shape.width, key.h, key.w) > bar ||
-           MemoryFloor(memory_floor, problem.slow_memory_bandwidth, sink_shape.height, sink_shape.width, key.h,
+    if (!floor_per_tile) floor_per_tile = ComputeFloorPerTile(problem, ops);
+    if (ComputeFloor(*floor_per_tile, sink_shape.height, sink_shape.width, key.h, key.w) > bar) return true;
+    if (!memory_floor) memory_floor = MemoryFloorTermsOf(problem, ops, retained_in, retain);
+    return MemoryFloor(*memory_floor, problem.slow_memory_bandwidth, sink_shape.height, sink_shape.width, key.h,
                        key.w, key.k) > bar;
   };
   // Buffers reused by every fit on this thread (a fit never runs inside another).

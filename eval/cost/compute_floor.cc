@@ -100,10 +100,19 @@ MemoryFloorTerms MemoryFloorTermsOf(const Problem& problem, const std::vector<Op
     current = current == Role::kNone ? role : Role::kOther;
     stack.push_back(op);
   };
-  for (OpId op : ops) {
-    bool consumed = false;
-    for (OpId c : problem.consumers[problem.ops[op].output]) consumed = consumed || in_list(c);
-    if (consumed) continue;
+  // Per op of the list, whether an op of the list reads its output (kept for the tensors below).
+  thread_local std::vector<uint8_t> consumed_of;
+  consumed_of.resize(ops.size());
+  auto read_inside = [&](TensorId t) {
+    for (OpId c : problem.consumers[t]) {
+      if (in_list(c)) return true;
+    }
+    return false;
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpId op = ops[i];
+    consumed_of[i] = read_inside(problem.ops[op].output);
+    if (consumed_of[i] != 0) continue;
     const OpKind kind = problem.ops[op].kind;
     assign(op, kind == OpKind::Pointwise ? Role::kEpilogue : kind == OpKind::MatMul ? Role::kKLoop : Role::kOther);
     if (terms.k_star == 0 && kind == OpKind::MatMul) terms.k_star = problem.ReductionLength(op);
@@ -135,16 +144,22 @@ MemoryFloorTerms MemoryFloorTermsOf(const Problem& problem, const std::vector<Op
     }
     return false;
   };
-  // Each boundary tensor once, at the first op of the list that reads it.
+  // Each boundary tensor once, at the first op of the list that reads it; a tensor retained in
+  // is marked seen from the start, as it counts nothing.
   thread_local std::vector<uint8_t> seen;  // per tensor; reset below
   if (seen.size() < problem.tensors.size()) seen.resize(problem.tensors.size(), 0);
   thread_local std::vector<TensorId> seen_list;
   seen_list.clear();
-  for (OpId op : ops) {
+  for (TensorId t : retained_in) {
+    if (t < 0 || static_cast<size_t>(t) >= problem.tensors.size() || seen[t] != 0) continue;
+    seen[t] = 1;
+    seen_list.push_back(t);
+  }
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const OpId op = ops[i];
     const Op& o = problem.ops[op];
     const TensorId out = o.output;
-    bool consumed = false;
-    for (OpId c : problem.consumers[out]) consumed = consumed || in_list(c);
+    const bool consumed = consumed_of[i] != 0;
     if (!consumed && !listed(retain, out)) terms.writes += static_cast<double>(problem.tensors[out].size());
     // A Layout sink loads its output's region at every tile (L4).
     if (!consumed && o.kind == OpKind::Layout) terms.once += static_cast<double>(problem.tensors[out].size());
@@ -153,7 +168,7 @@ MemoryFloorTerms MemoryFloorTermsOf(const Problem& problem, const std::vector<Op
       // A Layout op's output is loaded as a boundary tensor (L2).
       const OpId producer = problem.producer[t];
       const bool gathered = in_list(producer) && problem.ops[producer].kind == OpKind::Layout;
-      if (seen[t] != 0 || (in_list(producer) && !gathered) || listed(retained_in, t)) continue;
+      if (seen[t] != 0 || (in_list(producer) && !gathered)) continue;
       seen[t] = 1;
       seen_list.push_back(t);
       Request request = Request::kUnknown;

@@ -12,6 +12,7 @@
 
 #include "search/moves/move_kit.h"
 #include "search/moves/moves.h"
+#include "search/no_fit_memo.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {
@@ -126,7 +127,7 @@ std::optional<ScheduleEdit> MergeReadersAt(const MoveContext& ctx, const Schedul
       if (!Contains(candidate, op)) candidate.push_back(op);
     }
     candidate = SortTopologically(ctx.rank, candidate);  // V6 is among the rules checked
-    if (NoGranularityFits(problem, candidate, kNothing, kNothing)) continue;
+    if (NoGranularityFitsAlone(ctx.pricer, problem, candidate)) continue;
     merged = std::move(candidate);
     absorbed[i] = 1;
     ++count;
@@ -272,7 +273,7 @@ std::optional<ScheduleEdit> GatherKLoopAt(const MoveContext& ctx, const Schedule
   }
   if (merged.empty()) return std::nullopt;
   merged = SortTopologically(ctx.rank, merged);
-  if (!IsConnected(problem, merged) || NoGranularityFits(problem, merged, kNothing, kNothing)) return std::nullopt;
+  if (!IsConnected(problem, merged) || NoGranularityFitsAlone(ctx.pricer, problem, merged)) return std::nullopt;
 
   // Take a pulled MatMul out of an earlier subgraph where nothing else reads it (it is a sink
   // there) when j now makes every reader's input.
@@ -536,7 +537,7 @@ std::optional<ScheduleEdit> RegroupReaderPartsAt(const MoveContext& ctx, const S
       if (e - b >= 2) {
         piece.ops.push_back(p);
         piece.ops = SortTopologically(ctx.rank, piece.ops);
-        if (!NoGranularityFits(problem, piece.ops, kNothing, kNothing)) {
+        if (!NoGranularityFitsAlone(ctx.pricer, problem, piece.ops)) {
           made.push_back(std::move(piece));
           grouped = true;
           continue;
@@ -546,7 +547,7 @@ std::optional<ScheduleEdit> RegroupReaderPartsAt(const MoveContext& ctx, const S
       // Pointwise prologue of a k-split MatMul, V11): its parts stay alone, loading t.
       for (size_t k = b; k < e; ++k) {
         NewPiece alone{parts[bucket[k]].ops, parts[bucket[k]].from};
-        if (NoGranularityFits(problem, alone.ops, kNothing, kNothing)) return std::nullopt;
+        if (NoGranularityFitsAlone(ctx.pricer, problem, alone.ops)) return std::nullopt;
         made.push_back(std::move(alone));
       }
     }
