@@ -1,6 +1,5 @@
 #include "search/no_fit_memo.h"
 
-#include <array>
 #include <cstdint>
 
 #include "eval/cost/hash_mix.h"
@@ -28,8 +27,8 @@ class NoFitMemo {
   }
 
  private:
-  static constexpr size_t kSlots = 4096;
-  std::array<Slot, kSlots> slots_{};
+  static constexpr size_t kSlots = size_t{1} << 15;
+  std::vector<Slot> slots_ = std::vector<Slot>(kSlots);  // on the heap: not in each thread's static TLS
 };
 
 }  // namespace
