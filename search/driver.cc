@@ -379,7 +379,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   // tensor, which the walk rejects before the retention can pay.
   const bool retain_recomputed = regroup && params.workers.retain_recomputed;
   auto unrecomputed = [&](const Schedule& schedule, const std::function<bool()>& stop) {
-    return retain_recomputed && !stop() ? RetainRecomputed(problem, pricer, schedule, stop) : schedule;
+    return retain_recomputed && !stop() ? RetainRecomputed(problem, pricer, schedule, stop, params.workers.partial_edge_tiles == Switch::kOn) : schedule;
   };
   auto regrouped = [&](const Schedule& schedule) {
     return regroup && problem.ops.size() <= kRegroupStartMaxOps && !stopped()
@@ -780,7 +780,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     // 310-op graph (ResNet-50) used up its twentieth of a 10-s run on the first bests.
     if (retain_recomputed && have_best && summary.best_total < unrecomputed_total && !stopped()) {
       unrecomputed_total = summary.best_total;
-      const Schedule better = RetainRecomputed(problem, pricer, summary.best, stopped);
+      const Schedule better = RetainRecomputed(problem, pricer, summary.best, stopped, params.workers.partial_edge_tiles == Switch::kOn);
       if (!stopped() && !(better == summary.best)) {
         offer_checked(better, "retain-recomputed");
         publish();

@@ -20,10 +20,11 @@ namespace annealer {
 
 // For each subgraph i > 0 (schedule order) that holds ops the subgraph before it holds too: those
 // ops dropped from i, and every tensor that i then reads and i-1 makes retained by i-1 (both
-// subgraphs fitted again); committed when the whole schedule's total falls. Leaves the schedule as
+// subgraphs fitted again, then polished as a pair: `partial_edge_tiles` as in Polish); committed
+// when the whole schedule's total falls. Leaves the schedule as
 // it is where no tensor has three or more reading ops (MergeReadersApplies: never on a contest
 // problem). Deterministic; `stop` is polled between tries.
 Schedule RetainRecomputed(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
-                          const std::function<bool()>& stop);
+                          const std::function<bool()>& stop, bool partial_edge_tiles);
 
 }  // namespace annealer
