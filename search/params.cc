@@ -122,6 +122,10 @@ std::vector<ParamSpec> BuildTable() {
                          "after each regrouping, move a loader of a tensor with 3+ reading ops right after a "
                          "subgraph that makes it again and retains it (only where regroup_parts applies)",
                          [](P& p) -> bool& { return p.workers.serve_retained; }));
+  t.push_back(Make<bool>("workers.retain_recomputed", B, 0, 1,
+                         "where a subgraph runs again ops the one before it holds, drop them and retain what "
+                         "they made instead (the starts and each new best; only where regroup_parts applies)",
+                         [](P& p) -> bool& { return p.workers.retain_recomputed; }));
   t.push_back(Make<bool>("workers.layer_chains", B, 0, 1,
                          "rebuild each sum of 3+ MatMuls whose private ancestry holds two reduction lengths "
                          "as a chain of subgraphs tied by retention (the greedy start; a concatenation's "

@@ -85,6 +85,10 @@ struct WorkerParams {
   // After each regrouping, move a loader of such a tensor right after a subgraph that makes it
   // again, which retains it (ServeLoadsByRetention, search/starts/serve_retained.h).
   bool serve_retained = true;
+  // Where the subgraph after another runs again ops that one holds, drop them and retain what
+  // they made instead (RetainRecomputed, search/starts/retain_recomputed.h): the starts, the
+  // compositions and each new best, before the regrouping; only where regroup_parts applies.
+  bool retain_recomputed = true;
   // Rebuild each sum of MatMuls over a concatenation as a chain of subgraphs tied by retention
   // (LayerChains, search/starts/layer_chains.h) on the greedy start; only where such a sum has
   // MatMuls of two reduction lengths in its private ancestry (never on a contest problem).
