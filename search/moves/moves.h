@@ -9,7 +9,7 @@
 //               across, duplicate a producer into a consumer (recompute), drop a duplicate,
 //               merge the readers of one tensor (recomputing its producer) so it loads once,
 //               gather the MatMuls of one K into the k-loop of a sum of MatMuls (evicting the
-//               other K's)
+//               other K's), split one in two parts that both compute its cheap first ops again
 //   order       swap independent neighbours, move a consumer right after its producer
 //   granularity halve / double one of w, h, k, or refit all of them
 //   traversal   another named traversal order
