@@ -144,7 +144,8 @@ std::optional<ScheduleEdit> SplitRecomputeAt(const MoveContext& ctx, const Sched
     }
   }
   if (recomputed < 2) return std::nullopt;
-  // Head ops neither part descends from (a head sink read only outside) stay in the first piece.
+  // A head op neither part descends from (a head sink read only outside the subgraph) would be
+  // made nowhere: no split.
   for (int a = 0; a < n; ++a) {
     if (!shape.head[a]) continue;
     bool placed = false;
