@@ -114,6 +114,11 @@ std::vector<ParamSpec> BuildTable() {
                            "a Pointwise op sums MatMuls of different reduction lengths, 3+ of one, or 3+ "
                            "MatMuls of one K and one LHS larger than fast memory: a convolution's taps)",
                            [](P& p) -> double& { return p.workers.gather_kloop_share; }));
+  t.push_back(Make<double>("workers.split_recompute_share", R, 0, 1000,
+                           "weight of the split-recompute move (a subgraph cut in two, both parts computing its "
+                           "cheap first ops again) as a share of weight_partition (drawn only where the "
+                           "merge-readers move is)",
+                           [](P& p) -> double& { return p.workers.split_recompute_share; }));
   t.push_back(Make<bool>("workers.regroup_parts", B, 0, 1,
                          "regroup the parts of the readers of a tensor with 3+ reading ops into groups that "
                          "each recompute it (the starts and each new best; only where merge_readers_share > 0)",

@@ -78,6 +78,9 @@ struct WorkerParams {
   // Weight of the gather-k-loop move (search/moves/moves.h) as a share of weight_partition; drawn only
   // where a Pointwise op reads MatMuls of different reduction lengths.
   double gather_kloop_share = 0.1;
+  // Weight of the split-recompute move (search/moves/moves.h) as a share of weight_partition;
+  // drawn only where the merge-readers move is (some produced tensor has three or more readers).
+  double split_recompute_share = 0.1;
   // Regroup the readers' parts of a tensor read three or more times (RegroupReaderParts,
   // search/starts/constructive.h) on the starts and the run's new bests; only where the
   // merge-readers move is drawn (merge_readers_share > 0 and such a tensor exists).

@@ -114,5 +114,7 @@ inline int RandomPosition(Rng& rng, int n, const Accept& accept) {
 // The kinds of pattern_moves.cc (see MoveKind).
 std::optional<ScheduleEdit> MergeReaders(const MoveContext& ctx, const Schedule& s, Rng& rng);
 std::optional<ScheduleEdit> GatherKLoop(const MoveContext& ctx, const Schedule& s, Rng& rng);
+// The kind of search/moves/split_recompute.cc.
+std::optional<ScheduleEdit> SplitRecompute(const MoveContext& ctx, const Schedule& s, Rng& rng);
 
 }  // namespace annealer::move_kit

@@ -28,6 +28,7 @@ const char* MoveName(MoveKind kind) {
     case MoveKind::kRetention: return "retention";
     case MoveKind::kMergeReaders: return "merge-readers";
     case MoveKind::kGatherKLoop: return "gather-k-loop";
+    case MoveKind::kSplitRecompute: return "split-recompute";
   }
   return "?";
 }
@@ -444,6 +445,7 @@ std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,
     case MoveKind::kRetention: return ToggleRetention(context, schedule, rng);
     case MoveKind::kMergeReaders: return MergeReaders(context, schedule, rng);
     case MoveKind::kGatherKLoop: return GatherKLoop(context, schedule, rng);
+    case MoveKind::kSplitRecompute: return SplitRecompute(context, schedule, rng);
   }
   return std::nullopt;
 }
@@ -458,7 +460,8 @@ std::optional<ScheduleEdit> RandomMove(const MoveContext& context, const WorkerP
       weights.weight_order * 0.4,      weights.weight_order * 0.6,      weights.weight_granularity,
       weights.weight_traversal,        weights.weight_retention,
       weights.weight_partition * weights.merge_readers_share,
-      weights.weight_partition * weights.gather_kloop_share};
+      weights.weight_partition * weights.gather_kloop_share,
+      weights.weight_partition * weights.split_recompute_share};
   // Without the fan-out the draw is over the first eleven kinds exactly as before kMergeReaders
   // existed (a zero weight at the end could still shift a draw: the last cumulative sum is
   // rounded to one).
@@ -466,10 +469,20 @@ std::optional<ScheduleEdit> RandomMove(const MoveContext& context, const WorkerP
   // merge-readers weight stays in the list (zero when that move does not apply).
   const bool readers = context.merge_readers && weights.merge_readers_share > 0;
   const bool gather = context.gather_kloop && weights.gather_kloop_share > 0;
+  // kSplitRecompute only where kMergeReaders may be drawn (the merged heads it cuts come from
+  // there); with it the list is whole, the kinds that do not apply weighted zero.
+  const bool split = context.merge_readers && weights.split_recompute_share > 0;
   double w_used[kNumMoveKinds];
   std::copy(std::begin(w), std::end(w), w_used);
-  if (gather && !readers) w_used[kNumMoveKinds - 2] = 0;
-  const size_t kinds = gather ? kNumMoveKinds : kNumMoveKinds - (readers ? 1 : 2);
+  size_t kinds;
+  if (split) {
+    if (!readers) w_used[kNumMoveKinds - 3] = 0;
+    if (!gather) w_used[kNumMoveKinds - 2] = 0;
+    kinds = kNumMoveKinds;
+  } else {
+    if (gather && !readers) w_used[kNumMoveKinds - 3] = 0;
+    kinds = gather ? kNumMoveKinds - 1 : kNumMoveKinds - (readers ? 2 : 3);
+  }
   // Built once per thread and set of weights (it allocates); drawing from it keeps no state.
   thread_local std::array<double, kNumMoveKinds> built_for{};
   thread_local std::discrete_distribution<int> pick;

@@ -9,7 +9,7 @@
 //               across, duplicate a producer into a consumer (recompute), drop a duplicate,
 //               merge the readers of one tensor (recomputing its producer) so it loads once,
 //               gather the MatMuls of one K into the k-loop of a sum of MatMuls (evicting the
-//               other K's)
+//               other K's), split one in two parts that both compute its cheap first ops again
 //   order       swap independent neighbours, move a consumer right after its producer
 //   granularity halve / double one of w, h, k, or refit all of them
 //   traversal   another named traversal order
@@ -48,8 +48,11 @@ enum class MoveKind {
   // Drawn only where a Pointwise op reads MatMuls of different reduction lengths, or three
   // taps of one LHS larger than fast memory (see GatherKLoopApplies).
   kGatherKLoop,
+  // Drawn only where kMergeReaders is (see SplitRecomputeAt): a subgraph cut in two whose parts
+  // both compute its cheap first ops again.
+  kSplitRecompute,
 };
-inline constexpr int kNumMoveKinds = 13;
+inline constexpr int kNumMoveKinds = 14;
 const char* MoveName(MoveKind kind);
 
 struct MoveContext {
@@ -65,7 +68,8 @@ struct MoveContext {
   // effects reach past the window (a tensor the window no longer writes is read later, a
   // retain set the window must drop belongs to an earlier subgraph).
   const IncrementalEvaluator* committed = nullptr;
-  // MergeReadersApplies(problem): RandomMove draws kMergeReaders only when true.
+  // MergeReadersApplies(problem): RandomMove draws kMergeReaders (and kSplitRecompute, which
+  // undoes too large a merge of readers) only when true.
   bool merge_readers = false;
   // GatherKLoopApplies(problem): RandomMove draws kGatherKLoop only when true.
   bool gather_kloop = false;
@@ -135,6 +139,27 @@ std::optional<ScheduleEdit> GatherKLoopAt(const MoveContext& context, const Sche
 std::vector<TensorId> RegroupReaderTensors(const Problem& problem);
 std::optional<ScheduleEdit> RegroupReaderPartsAt(const MoveContext& context, const Schedule& schedule, TensorId t,
                                                  int join, int group);
+
+// The split-recompute move (kSplitRecompute) at a chosen place (docs/search.md, "Split with
+// recompute"). A subgraph's head is its Pointwise, non-Layout ops whose producers inside it are
+// all head ops too (a residual add and the LayerNorm after it); the rest is its body. The body
+// is cut in two: the first part is every body op of the pivot's class (same kind, depth inside
+// the subgraph and output shape: the same op of each parallel branch) with its ancestors in the
+// body (the pivot alone with its ancestors when that is the whole body), the second part the
+// rest; each part takes the head ops it descends from, so both compute them again rather than
+// the second loading what the first made. Each part's connected components become subgraphs,
+// the first part's before the second's; with `retain` a piece keeps what only the next piece
+// reads in fast memory. nullopt when the subgraph has no head, the cut leaves a part empty,
+// fewer than two parts recompute a head op, or the fit or repair fails.
+struct SplitRecomputeShape {
+  std::vector<char> head;   // per position in the subgraph's ops
+  std::vector<int> depth;   // longest path from the subgraph's sources, in ops inside it
+  std::vector<int> body;    // positions of the non-head ops, in order
+  int head_ops = 0;
+};
+SplitRecomputeShape SplitRecomputeShapeOf(const Problem& problem, const std::vector<OpId>& ops);
+std::optional<ScheduleEdit> SplitRecomputeAt(const MoveContext& context, const Schedule& schedule, int i,
+                                             OpId pivot, bool retain);
 
 // One move of the given kind at a random place; nullopt when it does not apply.
 std::optional<ScheduleEdit> MakeMove(const MoveContext& context, MoveKind kind,
