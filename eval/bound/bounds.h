@@ -490,6 +490,12 @@ struct LowerBound {
   // `crossing`.
   Latency recompute = 0;
   int recompute_count = 0;  // the crossing tensors priced so
+  // P43: P16 with, in islands where every tensor it prices qualifies, the heads there that load
+  // their operand in their first subgraph (MatMuls P26 keeps in their k-loop, V11 keeping the
+  // operand's Pointwise producer out) counted beside the reading islands, and every serving chain
+  // but the earliest priced at its loads (eval/bound/internal_heads.h); never below `crossing`.
+  Latency internal_heads = 0;
+  int internal_head_count = 0;  // the heads in islands priced so
   // P33: per op a x compute + (1 - a) x its own loads, plus for each sum of taps that sit alone
   // when it leaves them out (K > n, LHS a graph input or Pointwise-made) what its first subgraph's
   // tiles and the lone taps' own subgraphs must pay; best a.
@@ -532,6 +538,7 @@ struct LowerBound {
     if (streaming > best) best = streaming;
     if (crossing > best) best = crossing;
     if (recompute > best) best = recompute;
+    if (internal_heads > best) best = internal_heads;
     if (memory_floor > best) best = memory_floor;
     if (tiles > best) best = tiles;
     if (sums > best) best = sums;
