@@ -645,6 +645,7 @@ PYBIND11_MODULE(_core, m) {
         d["streaming"] = bound.streaming;
         d["crossing"] = bound.crossing;
         d["recompute"] = bound.recompute;  // P35
+        d["internal_heads"] = bound.internal_heads;  // P43
         d["memory_floor"] = bound.memory_floor;
         d["tiles"] = bound.tiles;
         d["sums"] = bound.sums;

@@ -549,6 +549,8 @@ struct Built {
   // Per graph input on the activation path, the elements P12 counts for it, per island that reads
   // it: (island, elements). P35 subtracts them from the loads it claims (eval/bound/recompute.h).
   std::vector<std::vector<std::pair<int, Elements>>> input_claims;
+  // The same for graph inputs on the weight path (H6): P43 gives a head's weight to its budget.
+  std::vector<std::vector<std::pair<int, Elements>>> weight_claims;
 };
 
 inline std::string Str(int64_t v) { return std::to_string(v); }

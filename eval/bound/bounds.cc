@@ -16,6 +16,7 @@
 #include "eval/bound/first_instance.h"
 #include "eval/bound/islands.h"
 #include "eval/bound/recompute.h"
+#include "eval/bound/internal_heads.h"
 #include "eval/bound/sums.h"
 #include "eval/bound/lhs_strip_sums.h"
 #include "eval/bound/lone_taps.h"
@@ -789,6 +790,16 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
         {bound.crossing,
          CrossingBound(problem, built, streaming.lines, streaming.beside_memory, alone, &per_step, &cuts),
          CrossingBound(problem, built, streaming.lines, streaming.beside_memory, {}, nullptr, &cuts)});
+  }
+  // P43: P16 with the heads inside an island and every serving chain but the earliest priced.
+  {
+    const std::vector<char> no_weights(problem.tensors.size(), 0);
+    const InternalHeads heads = FindInternalHeads(problem, original, tile_modes, built, weights.empty() ? no_weights : weights);
+    bound.internal_head_count = heads.heads;
+    bound.internal_heads = std::max(
+        {bound.crossing,
+         CrossingBound(problem, built, streaming.lines, streaming.beside_memory, alone, &per_step, nullptr, &heads),
+         CrossingBound(problem, built, streaming.lines, streaming.beside_memory, {}, nullptr, nullptr, &heads)});
   }
   // The explanation follows the modes chosen at the best weight.
   for (const TermInfo& info : built.terms) {

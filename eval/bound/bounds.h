@@ -381,6 +381,17 @@
 //     reaches, each reached class reading weights) every op but the k-loop's class, its epilogues
 //     and its inputs' producers (F1) computes twice. So the total is >= sum_o c_o + max(0, (sum of
 //     the members' weights / Bw - C(T u F1)) / 2), the largest over classes. eval/bound/tap_weights.h.
+//  P43 (T1, T2, H6, V1, V5-V8, V11, R1-R3, L1, M1, M2, P3, P7, P12, P16, P24, P26, P35) Heads that
+//     load their operand first: a MatMul h with K > n that P26's reason (b) keeps in its k-loop at
+//     its first instance S_1(h), reading x made by a Pointwise op p of h's island (V11 keeps p out)
+//     and a graph input or Layout output: S_1(h) loads x whole or the subgraph before runs p and
+//     retains it. Per reader (such heads, P16's reading islands) a served one has a chain that
+//     loads `any` (P35's, through no head's ops); chains of one tensor are disjoint, and all but the
+//     earliest come after the first instance of every ancestor of p, so they hold none of what
+//     P12's form and P24 count at first instances: each costs at least max(a c_p + (1-a-b) any/B,
+//     any/B less its share of the late ops' compute, weights, P24 claims and traffic). An unserved
+//     head costs |x|/B less a min(C_N, |x|/B) + b min(W_N/Bw, |x|/B) + its P24 claim. Inside P16's
+//     sum, in islands whose every crossing or headed tensor qualifies. eval/bound/internal_heads.h.
 //  P38 (T1, T2, H5, P12, P23, C3, P22, V1, V7, R1-R5, W, W1, W4, H1-H4, P3) The unfused inputs of
 //     a sum, written and loaded: a Pointwise s in modes T or SL only, its inputs o_i made by
 //     MatMuls x_i and read by s alone (any size). In its picked subgraph S_s, j of the x_i are fused
@@ -490,6 +501,12 @@ struct LowerBound {
   // `crossing`.
   Latency recompute = 0;
   int recompute_count = 0;  // the crossing tensors priced so
+  // P43: P16 with, in islands where every tensor it prices qualifies, the heads there that load
+  // their operand in their first subgraph (MatMuls P26 keeps in their k-loop, V11 keeping the
+  // operand's Pointwise producer out) counted beside the reading islands, and every serving chain
+  // but the earliest priced at its loads (eval/bound/internal_heads.h); never below `crossing`.
+  Latency internal_heads = 0;
+  int internal_head_count = 0;  // the heads in islands priced so
   // P33: per op a x compute + (1 - a) x its own loads, plus for each sum of taps that sit alone
   // when it leaves them out (K > n, LHS a graph input or Pointwise-made) what its first subgraph's
   // tiles and the lone taps' own subgraphs must pay; best a.
@@ -532,6 +549,7 @@ struct LowerBound {
     if (streaming > best) best = streaming;
     if (crossing > best) best = crossing;
     if (recompute > best) best = recompute;
+    if (internal_heads > best) best = internal_heads;
     if (memory_floor > best) best = memory_floor;
     if (tiles > best) best = tiles;
     if (sums > best) best = sums;

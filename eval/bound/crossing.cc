@@ -10,8 +10,9 @@ namespace annealer::bound_internal {
 
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
                      const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone,
-                     const PerStepIsland* per_step, const std::vector<RecomputeCut>* cuts) {
-  if (built.islands < 2) return 0;
+                     const PerStepIsland* per_step, const std::vector<RecomputeCut>* cuts,
+                     const InternalHeads* heads) {
+  if (built.islands < 2 && heads == nullptr) return 0;
   const int num_ops = static_cast<int>(problem.ops.size());
   const int islands = built.islands;
   const double bandwidth = problem.slow_memory_bandwidth;
@@ -110,7 +111,8 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
       seen[j] = t;
       c.readers.push_back(j);
     }
-    if (c.readers.empty()) continue;
+    const bool headed = heads != nullptr && heads->tensors[t].priced && !heads->tensors[t].heads.empty();
+    if (c.readers.empty() && !headed) continue;
     const int index = static_cast<int>(crossings.size());
     touching[c.home].push_back(index);
     for (int j : c.readers) touching[j].push_back(index);
@@ -129,6 +131,7 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
   }
   std::vector<int> choice = own_best;
   std::vector<double> loads;
+  std::vector<double> costs;
   const auto claim = [&](const Crossing& c) {
     const auto elements = static_cast<double>(problem.tensors[c.tensor].size());
     const auto moved = [&](int island) {  // a load or write of t in a subgraph of `island`
@@ -136,6 +139,46 @@ double CrossingBound(const Problem& problem, const Built& built, const std::vect
       return v.share * (elements / v.path);
     };
     const Value& home = value[c.home][choice[c.home]];
+    // P43: every reader of t, heads in the home island and reading islands, loads t or is served
+    // by a chain; the earliest chain is free, each other one costs its loads of `any` beyond what
+    // the late ops may count there, or p's compute again with those loads at the home's share.
+    if (heads != nullptr && heads->island_priced[c.home] && heads->tensors[c.tensor].priced && home.linear) {
+      const HeadedTensor& ht = heads->tensors[c.tensor];
+      const double a = points[choice[c.home]].a, b = points[choice[c.home]].b;
+      const double share = std::max(0.0, 1 - a - b);
+      const double y = elements / bandwidth, any = ht.any / bandwidth;
+      const double weight_path = two_paths ? problem.chip.weight_bandwidth : bandwidth;
+      costs.clear();
+      for (const HeadedTensor::Head& h : ht.heads) {
+        const double own = per_step != nullptr ? per_step->OpExtra(h.op, a, b) : 0.0;
+        const double weight = two_paths ? b * std::min(h.weight / weight_path, y) : 0.0;
+        costs.push_back(std::max(share * y, y - a * std::min(h.compute, y) - weight - own));
+      }
+      for (int j : c.readers) costs.push_back(moved(j));
+      std::sort(costs.begin(), costs.end(), std::greater<double>());
+      double late_claims = 0;
+      if (per_step != nullptr) {
+        for (OpId m : ht.late_matmuls) late_claims += per_step->OpExtra(m, a, b);
+      }
+      const auto late = [&](double chains) {
+        return std::max(a * c.compute + share * any,
+                        any - a * std::min(ht.late_compute / chains, any) -
+                            (two_paths ? b * std::min(ht.late_weight / (chains * weight_path), any) : 0.0) -
+                            share * std::min(ht.late_traffic / (chains * bandwidth), any) - late_claims / chains);
+      };
+      double unserved = 0;
+      for (double v : costs) unserved += v;
+      const double write = share * y;
+      double best = unserved + (costs.empty() ? 0.0 : write);
+      for (size_t s = 1; s <= costs.size(); ++s) {
+        unserved -= costs[s - 1];
+        double cost = (s < costs.size() ? unserved + write : 0.0);
+        if (s >= 2) cost += static_cast<double>(s - 1) * late(static_cast<double>(s - 1));
+        best = std::min(best, cost);
+      }
+      return std::max(0.0, best);
+    }
+    if (c.readers.empty()) return 0.0;  // heads alone: P16 claims nothing
     const double sigma = c.beside_memory && home.p14_form ? 0.0 : points[choice[c.home]].a * c.compute;
     const double write = moved(c.home);
     loads.clear();

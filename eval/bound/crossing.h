@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "eval/bound/alone.h"
+#include "eval/bound/internal_heads.h"
 #include "eval/bound/analysis.h"
 #include "eval/bound/perstep.h"
 #include "eval/bound/recompute.h"
@@ -40,8 +41,15 @@ namespace annealer::bound_internal {
 // P35 (`cuts`, eval/bound/recompute.h): where the home island takes P12's form, serving s
 // islands costs at least s any / B less a C_U + (1 - a - b) T_U / B, plus the unserved loads and
 // the write, when that is more than P16's price.
+// P43 (`heads`, eval/bound/internal_heads.h; used without `cuts`): in an island whose tensors it
+// prices, at a point in P12's form, a tensor's readers are its heads there (each loads it in its
+// first subgraph, |x| / B beyond what of N_h's compute, weight and P24 claim that subgraph may
+// count, or is served) and its reading islands (P16's loads); each served reader has a chain, the
+// earliest free, every other one costing at least max(a c_p + (1 - a - b) any / B, any / B less
+// its share of the late ops' compute and traffic); and the write once some reader loads.
 double CrossingBound(const Problem& problem, const Built& built, const std::vector<std::vector<Line>>& lines,
                      const std::vector<char>& beside_memory, const std::vector<AloneFloor>& alone = {},
-                     const PerStepIsland* per_step = nullptr, const std::vector<RecomputeCut>* cuts = nullptr);
+                     const PerStepIsland* per_step = nullptr, const std::vector<RecomputeCut>* cuts = nullptr,
+                     const InternalHeads* heads = nullptr);
 
 }  // namespace annealer::bound_internal

@@ -55,6 +55,7 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
     return least;
   };
   built.input_claims.assign(problem.tensors.size(), {});
+  built.weight_claims.assign(problem.tensors.size(), {});
   std::vector<int> seen(built.islands, -1);  // stamp: the tensor last counted in the island
   for (TensorId t = 0; t < static_cast<TensorId>(problem.tensors.size()); ++t) {
     const auto& consumers = problem.consumers[t];
@@ -89,7 +90,7 @@ void Islands(const Problem& problem, const Analysis& a, const LoadCost& load_cos
         load = std::max(size, least_load(only, static_cast<int>(std::find(in.begin(), in.end(), t) - in.begin())));
       }
       (weights[t] ? built.island_weight_traffic : built.island_traffic)[island] += load;  // H6
-      if (p == kNoOp && !weights[t]) built.input_claims[t].emplace_back(island, load);
+      if (p == kNoOp) (weights[t] ? built.weight_claims : built.input_claims)[t].emplace_back(island, load);
     }
     if (crosses && home >= 0) built.island_traffic[home] += size;  // written for them (P8)
   }

@@ -56,13 +56,27 @@ double PerStepExcess(double beta, Elements rows, Elements cols, Elements reducti
   return best;
 }
 
-double PerStepIsland::Extra(int island, double a, double b) const {
+namespace {
+
+double Chord(const std::array<double, PerStepIsland::kGrid + 1>& values, double a, double b) {
   const double share = a + b;
-  if (share <= 0 || island >= static_cast<int>(claims.size())) return 0;
-  const double x = std::min(1.0, a / share) * kGrid;
-  const int g = std::min(kGrid - 1, static_cast<int>(std::floor(x)));
+  if (share <= 0) return 0;
+  const double x = std::min(1.0, a / share) * PerStepIsland::kGrid;
+  const int g = std::min(PerStepIsland::kGrid - 1, static_cast<int>(std::floor(x)));
   const double t = x - g;
-  return share * ((1 - t) * claims[island][g] + t * claims[island][g + 1]);
+  return share * ((1 - t) * values[g] + t * values[g + 1]);
+}
+
+}  // namespace
+
+double PerStepIsland::Extra(int island, double a, double b) const {
+  if (island >= static_cast<int>(claims.size())) return 0;
+  return Chord(claims[island], a, b);
+}
+
+double PerStepIsland::OpExtra(OpId op, double a, double b) const {
+  if (op < 0 || op >= static_cast<OpId>(op_claims.size())) return 0;
+  return Chord(op_claims[op], a, b);
 }
 
 PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Built& built,
@@ -70,6 +84,7 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
   PerStepIsland result;
   result.value.assign(built.islands, 0);
   result.claims.assign(built.islands, {});
+  result.op_claims.assign(problem.ops.size(), {});
   // A step costs max(compute, memory) only without prefetch (H5; the reader refuses it beside H6).
   // With one path a candidate's weight is a graph input it alone reads, loaded at B beside the
   // rest: its slices still bound the step's memory from below, and the points are (a, 0).
@@ -271,7 +286,11 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     for (int g = 0; g <= PerStepIsland::kGrid; ++g) {
       const double alpha = static_cast<double>(g) / PerStepIsland::kGrid;
       double sum = 0;
-      for (int c : island_claims[i]) sum += std::min(signatures[claims[c].signature].delta[g], alpha * claims[c].other);
+      for (int c : island_claims[i]) {
+        const double own = std::min(signatures[claims[c].signature].delta[g], alpha * claims[c].other);
+        result.op_claims[claims[c].op][g] = own;
+        sum += own;
+      }
       result.claims[i][g] = sum;
     }
     double best = 0;

@@ -55,6 +55,10 @@ struct PerStepIsland {
   // excess at alpha = a / (a + b) (the least over o_j of max(c, w, o_j) - (1 - a - b) o_j is
   // (a + b) max(c, w)). The chord between grid points.
   double Extra(int island, double a, double b) const;
+  // Per op, its own share of `claims` (empty array of zeros for an op that claims nothing), and
+  // its chord at (a, b) as Extra takes it: P43 gives a head's claim to its first subgraph's budget.
+  std::vector<std::array<double, kGrid + 1>> op_claims;
+  double OpExtra(OpId op, double a, double b) const;
 };
 // P26 (`first_in_loop`, per op, FirstInstanceInLoop's answer on the problem before Decouple; may be
 // empty): a candidate whose first instance is in F has an instance in F, so it claims delta alone.

@@ -212,6 +212,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_streaming\": " + FormatNumber(bound.streaming) + ",\n";
   out += "  \"lower_bound_crossing\": " + FormatNumber(bound.crossing) + ",\n";
   out += "  \"lower_bound_recompute\": " + FormatNumber(bound.recompute) + ",\n";
+  out += "  \"lower_bound_internal_heads\": " + FormatNumber(bound.internal_heads) + ",\n";
   out += "  \"lower_bound_memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
   out += "  \"lower_bound_tiles\": " + FormatNumber(bound.tiles) + ",\n";
   out += "  \"lower_bound_sums\": " + FormatNumber(bound.sums) + ",\n";
@@ -314,6 +315,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"crossing\": " + FormatNumber(bound.crossing) + ",\n";
   out += "  \"recompute\": " + FormatNumber(bound.recompute) + ",\n";
   out += "  \"recompute_count\": " + std::to_string(bound.recompute_count) + ",\n";
+  out += "  \"internal_heads\": " + FormatNumber(bound.internal_heads) + ",\n";
+  out += "  \"internal_head_count\": " + std::to_string(bound.internal_head_count) + ",\n";
   out += "  \"memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
   out += "  \"tiles\": " + FormatNumber(bound.tiles) + ",\n";
   out += "  \"sums\": " + FormatNumber(bound.sums) + ",\n";
@@ -372,6 +375,8 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16; with P21, P24)\n";
   out += "  recompute  " + Readable(bound.recompute) + "  (P16 with " + std::to_string(bound.recompute_count) +
          " crossing tensors whose producer, run again to serve an island, reloads what it is made from first, P35)\n";
+  out += "  heads      " + Readable(bound.internal_heads) + "  (P16 with " + std::to_string(bound.internal_head_count) +
+         " heads that load their operand first or are served, and every serving chain but the earliest at its loads, P43)\n";
   out += "  memory     " + Readable(bound.memory_floor) +
          "  (graph I/O + Layout inputs written + reloads of sinks that sit alone, P17)\n";
   out += "  tiles      " + Readable(bound.tiles) +
