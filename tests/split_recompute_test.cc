@@ -104,7 +104,7 @@ TEST_CASE("split-recompute: merged heads split into scores and values, both comp
   CHECK(EvaluateOracle(problem, peeled).ok());
 }
 
-TEST_CASE("split-recompute: not drawn without a three-reader tensor; alike branches peel one off") {
+TEST_CASE("split-recompute: not drawn without a three-reader tensor, alike branches peel one off") {
   // MergeReadersApplies is false on every bundled contest problem (search_test checks it), so
   // RandomMove draws there exactly the kinds of before; here a norm read by two MatMuls.
   testing::GraphBuilder b(Elements{1} << 20, 10);
