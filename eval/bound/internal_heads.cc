@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "eval/bound/serving_chains.h"
+
 namespace annealer::bound_internal {
 
 bool g_internal_heads = true;
@@ -22,13 +24,7 @@ InternalHeads FindInternalHeads(const Problem& problem, const Problem& original,
   int64_t work = 0;
   constexpr int64_t kWorkBudget = int64_t{1} << 26;
 
-  // The crossing tensors (P16's).
-  std::vector<char> crosses(num_tensors, 0);
-  for (TensorId t = 0; t < num_tensors; ++t) {
-    const OpId p = problem.producer[t];
-    if (p == kNoOp || too_large(t)) continue;
-    for (OpId r : problem.consumers[t]) crosses[t] |= built.island_of[r] != built.island_of[p];
-  }
+  const std::vector<char> crosses = CrossingTensors(problem, built);
 
   // Heads and their N, on the problem itself.
   std::vector<int64_t> dep(num_ops, -1), plain(num_ops, -1), in_n(num_ops, -1);
@@ -120,37 +116,14 @@ InternalHeads FindInternalHeads(const Problem& problem, const Problem& original,
     heads_of[head_tensor[h]].push_back(h);
     for (OpId y : n_of[h]) in_any_n[y] = 1;
   }
-  // widest[y]: over the paths from a graph input to y in y's producer's island through no op of a
-  // head's N, the largest least tensor (P35's, with those ops cut out).
-  std::vector<double> widest(num_tensors, 0), inner(num_ops, 0);
-  for (OpId q : problem.topological_order) {
-    const int island = built.island_of[q];
-    double best = 0;
-    for (TensorId z : problem.ops[q].inputs) {
-      const OpId from = problem.producer[z];
-      double value = 0;
-      if (from == kNoOp) {
-        value = weights[z] ? 0.0 : static_cast<double>(problem.tensors[z].size());
-      } else if (built.island_of[from] == island) {
-        value = widest[z];
-      }
-      best = std::max(best, value);
-    }
-    inner[q] = best;
-    const TensorId out = problem.ops[q].output;
-    widest[out] = too_large(out) || in_any_n[q] ? 0.0 : std::min(static_cast<double>(problem.tensors[out].size()), best);
-  }
-
-  std::vector<std::vector<OpId>> ordered(built.islands);
-  for (OpId q : problem.topological_order) ordered[built.island_of[q]].push_back(q);
-  std::vector<int64_t> later(num_ops, -1), reaches(num_ops, -1), joined(num_ops, -1), in_union(num_ops, -1),
-      in_cone(num_ops, -1), ancestor(num_ops, -1);
-  std::vector<char> reaches_matmul(num_ops, 0);
-  std::vector<OpId> stack, cone, members;
-  int64_t pass = 0;
+  // P35's widest paths, with the ops of every head's N cut out.
+  const std::vector<double> inner = WidestInner(problem, built, weights, in_any_n);
+  ChainOps chains(problem, original, analysis, built);
+  std::vector<int64_t> ancestor(num_ops, -1);
+  std::vector<OpId> stack, roots, members;
   std::vector<char> tensor_ok(num_tensors, 0);
   std::vector<std::vector<int>> readers_of(num_tensors);
-  for (TensorId t = 0; t < num_tensors && work < kWorkBudget; ++t) {
+  for (TensorId t = 0; t < num_tensors && work + chains.Work() < kWorkBudget; ++t) {
     if (!crosses[t] && heads_of[t].empty()) continue;
     const OpId p = problem.producer[t];
     const int home = built.island_of[p];
@@ -159,17 +132,7 @@ InternalHeads FindInternalHeads(const Problem& problem, const Problem& original,
       const int j = built.island_of[r];
       if (j != home && std::find(readers.begin(), readers.end(), j) == readers.end()) readers.push_back(j);
     }
-    // A: the ops of the home island from which p is reached inside it.
-    cone.assign(1, p);
-    in_cone[p] = t;
-    for (size_t i = 0; i < cone.size(); ++i) {
-      for (TensorId z : problem.ops[cone[i]].inputs) {
-        const OpId from = problem.producer[z];
-        if (from == kNoOp || in_cone[from] == t || built.island_of[from] != home) continue;
-        in_cone[from] = t;
-        cone.push_back(from);
-      }
-    }
+    const std::vector<OpId>& cone = chains.Cone(p, t);
     // The ancestors of p on the problem itself, p included (through Layout ops too: L1).
     stack.assign(1, p);
     ancestor[p] = t;
@@ -187,85 +150,18 @@ InternalHeads FindInternalHeads(const Problem& problem, const Problem& original,
     members.clear();  // U: the union over the served readers, reading islands and heads alike
     const int groups = static_cast<int>(readers.size() + heads_of[t].size());
     for (int g = 0; g < groups; ++g) {
-      ++pass;
       // The ops that come after the reader's first subgraph: those depending on a reader of t in
       // J, or on the head (the head included), on the problem itself.
-      stack.clear();
+      roots.clear();
       if (g < static_cast<int>(readers.size())) {
-        const int j = readers[g];
         for (OpId r : problem.consumers[t]) {
-          if (built.island_of[r] != j) continue;
-          for (OpId c : original.consumers[original.ops[r].output]) {
-            if (later[c] != pass) {
-              later[c] = pass;
-              stack.push_back(c);
-            }
-          }
+          if (built.island_of[r] != readers[g]) continue;
+          for (OpId c : original.consumers[original.ops[r].output]) roots.push_back(c);
         }
       } else {
-        const OpId h = heads_of[t][g - readers.size()];
-        later[h] = pass;
-        stack.push_back(h);
+        roots.push_back(heads_of[t][g - readers.size()]);
       }
-      while (!stack.empty()) {
-        const OpId y = stack.back();
-        stack.pop_back();
-        ++work;
-        for (OpId c : original.consumers[original.ops[y].output]) {
-          if (later[c] != pass) {
-            later[c] = pass;
-            stack.push_back(c);
-          }
-        }
-      }
-      const auto free = [&](OpId y) { return built.island_of[y] == home && later[y] != pass; };
-      for (auto it = ordered[home].rbegin(); it != ordered[home].rend(); ++it) {
-        const OpId y = *it;
-        bool any_matmul = false;
-        for (OpId c : problem.consumers[problem.ops[y].output]) {
-          if (free(c) && (problem.ops[c].kind == OpKind::MatMul || (reaches[c] == pass && reaches_matmul[c]))) any_matmul = true;
-        }
-        reaches[y] = pass;
-        reaches_matmul[y] = any_matmul;
-        ++work;
-      }
-      const auto edge = [&](OpId producer, OpId consumer) {
-        const auto& in = problem.ops[consumer].inputs;
-        for (int slot = 0; slot < static_cast<int>(in.size()); ++slot) {
-          if (in[slot] != problem.ops[producer].output) continue;
-          for (int m = 0; m < kModes; ++m) {
-            if (!analysis.HasMode(consumer, m) || !analysis.EdgeFeasible(producer, consumer, slot, m)) continue;
-            if (m == kT || reaches_matmul[consumer]) return true;
-          }
-        }
-        return false;
-      };
-      stack.clear();
-      for (OpId y : cone) {
-        if (later[y] == pass) continue;
-        joined[y] = pass;
-        stack.push_back(y);
-      }
-      while (!stack.empty()) {
-        const OpId y = stack.back();
-        stack.pop_back();
-        ++work;
-        if (in_union[y] != t) {
-          in_union[y] = t;
-          members.push_back(y);
-        }
-        for (OpId c : problem.consumers[problem.ops[y].output]) {
-          if (joined[c] == pass || !free(c) || !edge(y, c)) continue;
-          joined[c] = pass;
-          stack.push_back(c);
-        }
-        for (TensorId z : problem.ops[y].inputs) {
-          const OpId q = problem.producer[z];
-          if (q == kNoOp || joined[q] == pass || !free(q) || !edge(q, y)) continue;
-          joined[q] = pass;
-          stack.push_back(q);
-        }
-      }
+      chains.Join(home, cone, roots, t, members);
     }
     // U holds no tensor too large to retain. Its ops outside p's ancestry (whose counted amounts
     // a late chain may hold): their compute, weights and P24 claims, and graph inputs they read.
@@ -324,7 +220,7 @@ InternalHeads FindInternalHeads(const Problem& problem, const Problem& original,
     }
     tensor_ok[t] = 1;
   }
-  if (work >= kWorkBudget) return result;
+  if (work + chains.Work() >= kWorkBudget) return result;
   // Per island: every tensor it would price priced, reading islands disjoint, no head in another's N.
   std::vector<char> island_ok(built.islands, 1);
   std::vector<int> taken(built.islands, -1);

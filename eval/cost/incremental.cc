@@ -1116,4 +1116,15 @@ void IncrementalEvaluator::CheckAgainstOracle() const {
 
 void IncrementalEvaluator::Revert() { pending_ = false; }
 
+bool IncrementalEvaluator::CommitIfLower(ScheduleEdit&& edit, Candidate& current) {
+  const Candidate& candidate = Propose(std::move(edit));
+  if (!candidate.valid || !(candidate.total < current.total)) {
+    Revert();
+    return false;
+  }
+  current = candidate;
+  Commit();
+  return true;
+}
+
 }  // namespace annealer

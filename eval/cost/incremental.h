@@ -165,6 +165,9 @@ class IncrementalEvaluator {
   const Candidate& Propose(ScheduleEdit&& edit);
   void Commit();
   void Revert();
+  // Propose(edit), then Commit where the candidate is valid and totals below `current` (which
+  // takes it), else Revert: the starts' passes keep strict gains only. Whether it committed.
+  bool CommitIfLower(ScheduleEdit&& edit, Candidate& current);
 
   const Schedule& schedule() const { return schedule_; }
   const Candidate& committed() const { return committed_; }

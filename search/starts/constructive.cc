@@ -396,13 +396,7 @@ Schedule RegroupReaderParts(const Problem& problem, const SubgraphPricer& pricer
     }
     if (best_join < 0) continue;
     std::optional<ScheduleEdit> edit = RegroupReaderPartsAt(context, evaluator.schedule(), t, best_join, best_group);
-    const Candidate& candidate = evaluator.Propose(std::move(*edit));
-    if (candidate.valid && candidate.total < current.total) {
-      evaluator.Commit();
-      current = candidate;
-    } else {
-      evaluator.Revert();
-    }
+    evaluator.CommitIfLower(std::move(*edit), current);
   }
   return evaluator.schedule();
 }

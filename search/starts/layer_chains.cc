@@ -281,14 +281,7 @@ Schedule LayerChains(const Problem& problem, const SubgraphPricer& pricer, const
       if (stop && stop()) return evaluator.schedule();
       std::optional<ScheduleEdit> edit = LayerChainAt(context, evaluator.schedule(), sum);
       if (!edit) continue;
-      const Candidate& candidate = evaluator.Propose(std::move(*edit));
-      if (candidate.valid && candidate.total < current.total) {
-        current = candidate;
-        evaluator.Commit();
-        committed = true;
-      } else {
-        evaluator.Revert();
-      }
+      committed |= evaluator.CommitIfLower(std::move(*edit), current);
     }
     if (!committed) break;
   }

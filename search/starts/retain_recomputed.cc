@@ -61,13 +61,7 @@ Schedule RetainRecomputed(const Problem& problem, const SubgraphPricer& pricer, 
     edit.begin = i - 1;
     edit.end = i + 1;
     edit.replacement = {std::move(trial.subgraphs[i - 1]), std::move(trial.subgraphs[i])};
-    const Candidate& candidate = evaluator.Propose(std::move(edit));
-    if (candidate.valid && candidate.total < current.total) {
-      evaluator.Commit();
-      current = candidate;
-    } else {
-      evaluator.Revert();
-    }
+    evaluator.CommitIfLower(std::move(edit), current);
   }
   return evaluator.schedule();
 }
