@@ -191,13 +191,7 @@ InternalHeads FindInternalHeads(const Problem& problem, const Problem& original,
       }
     }
     if (!ok) continue;
-    std::sort(inputs.begin(), inputs.end());
-    inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
-    for (TensorId z : inputs) {
-      for (const auto& [island, elements] : built.input_claims[z]) {
-        if (island == home) late_traffic += static_cast<double>(elements);
-      }
-    }
+    late_traffic += InputClaimsIn(built, inputs, home);
     HeadedTensor& entry = result.tensors[t];
     entry.any = inner[p];
     entry.late_compute = late_compute;

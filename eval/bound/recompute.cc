@@ -67,13 +67,7 @@ std::vector<RecomputeCut> RecomputeCuts(const Problem& problem, const Problem& o
       }
     }
     if (!ok) continue;
-    std::sort(inputs.begin(), inputs.end());
-    inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
-    for (TensorId z : inputs) {
-      for (const auto& [island, elements] : built.input_claims[z]) {
-        if (island == home) traffic += static_cast<double>(elements);
-      }
-    }
+    traffic += InputClaimsIn(built, inputs, home);
     cuts[t].any = inner[p];
     cuts[t].compute = compute;
     cuts[t].traffic = traffic;

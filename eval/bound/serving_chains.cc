@@ -47,6 +47,18 @@ std::vector<double> WidestInner(const Problem& problem, const Built& built, cons
   return inner;
 }
 
+double InputClaimsIn(const Built& built, std::vector<TensorId>& inputs, int home) {
+  std::sort(inputs.begin(), inputs.end());
+  inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
+  double elements = 0;
+  for (TensorId z : inputs) {
+    for (const auto& [island, claimed] : built.input_claims[z]) {
+      if (island == home) elements += static_cast<double>(claimed);
+    }
+  }
+  return elements;
+}
+
 ChainOps::ChainOps(const Problem& problem, const Problem& original, const Analysis& analysis, const Built& built)
     : problem_(problem),
       original_(original),

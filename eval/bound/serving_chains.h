@@ -26,6 +26,10 @@ std::vector<double> WidestInner(const Problem& problem, const Built& built, cons
 // inside its island) by edges that can be internal (P12's edges; an edge into an op upstream of
 // a k-loop only where that op reaches a MatMul among them). Stamped scratch, reused across calls;
 // `Work` counts the steps so that callers stop at the same place on every run.
+// What P12 counts in island `home` for loading the graph inputs `inputs` (each once, whatever
+// the order or repeats of the list), elements; sorts and deduplicates `inputs`.
+double InputClaimsIn(const Built& built, std::vector<TensorId>& inputs, int home);
+
 class ChainOps {
  public:
   ChainOps(const Problem& problem, const Problem& original, const Analysis& analysis, const Built& built);

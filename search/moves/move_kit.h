@@ -88,6 +88,28 @@ bool Feeds(const Problem& problem, const Subgraph& from, const Subgraph& to);
 // subgraph.
 bool AllConsumersIn(const Problem& problem, TensorId t, const std::vector<OpId>& ops);
 
+// Subgraph `sg` cut into `parts` (in order), as pieces fitted from it: the last keeps sg's retain
+// set; an earlier one, where keep() says so (asked in order, once per earlier part), retains what
+// only the next part reads (no write, no load).
+template <typename Keep>
+std::vector<Piece> PiecesOfParts(const Problem& problem, std::vector<std::vector<OpId>>&& parts, const Subgraph& sg,
+                                 Keep&& keep) {
+  std::vector<Piece> pieces;
+  pieces.reserve(parts.size());
+  for (size_t p = 0; p < parts.size(); ++p) {
+    Piece piece{std::move(parts[p]), {}, &sg, true};
+    if (p + 1 == parts.size()) {
+      piece.retain = sg.retain;
+    } else if (keep()) {
+      for (TensorId t : ProducedTensors(problem, piece.ops)) {
+        if (AllConsumersIn(problem, t, parts[p + 1])) piece.retain.push_back(t);
+      }
+    }
+    pieces.push_back(std::move(piece));
+  }
+  return pieces;
+}
+
 // A uniformly random position i of [0, n) for which accept(i) holds, or -1 when none does.
 // Short schedules list the positions that qualify and draw one; long ones (more than
 // kListUpTo) draw positions until one qualifies, which is the same distribution without a

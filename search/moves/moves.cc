@@ -162,21 +162,7 @@ std::optional<ScheduleEdit> Split(const MoveContext& ctx, const Schedule& s, Rng
       parts.push_back(SortTopologically(ctx.rank, component));
     }
   }
-  std::vector<Piece> pieces;
-  pieces.reserve(parts.size());
-  for (size_t p = 0; p < parts.size(); ++p) {
-    Piece piece{std::move(parts[p]), {}, &sg, true};
-    if (p + 1 == parts.size()) {
-      piece.retain = sg.retain;
-    } else if (Coin(rng, 0.5)) {
-      // Keep tensors that only the next part reads in fast memory (no write, no load).
-      for (TensorId t : ProducedTensors(ctx.problem, piece.ops)) {
-        if (AllConsumersIn(ctx.problem, t, parts[p + 1])) piece.retain.push_back(t);
-      }
-    }
-    pieces.push_back(std::move(piece));
-  }
-  return Finish(ctx, s, i, i + 1, std::move(pieces));
+  return Finish(ctx, s, i, i + 1, PiecesOfParts(ctx.problem, std::move(parts), sg, [&] { return Coin(rng, 0.5); }));
 }
 
 std::optional<ScheduleEdit> MoveOp(const MoveContext& ctx, const Schedule& s, Rng& rng) {

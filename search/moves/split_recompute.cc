@@ -153,21 +153,8 @@ std::optional<ScheduleEdit> SplitRecomputeAt(const MoveContext& ctx, const Sched
     if (!placed) return std::nullopt;
   }
 
-  std::vector<Piece> pieces;
-  pieces.reserve(pieces_ops.size());
-  for (size_t p = 0; p < pieces_ops.size(); ++p) {
-    Piece piece{std::move(pieces_ops[p]), {}, &sg, true};
-    if (p + 1 == pieces_ops.size()) {
-      piece.retain = sg.retain;
-    } else if (retain) {
-      // The second part's loads of what the first made (the scores) stay in fast memory.
-      for (TensorId t : ProducedTensors(problem, piece.ops)) {
-        if (AllConsumersIn(problem, t, pieces_ops[p + 1])) piece.retain.push_back(t);
-      }
-    }
-    pieces.push_back(std::move(piece));
-  }
-  return Finish(ctx, s, i, i + 1, std::move(pieces));
+  // The second part's loads of what the first made (the scores) stay in fast memory where `retain`.
+  return Finish(ctx, s, i, i + 1, PiecesOfParts(problem, std::move(pieces_ops), sg, [&] { return retain; }));
 }
 
 namespace move_kit {
