@@ -1,4 +1,4 @@
-// P21, a MatMul that sits alone (eval/bound/alone.h, docs/lower-bound.md "A MatMul that sits
+// P21, a MatMul that sits alone (eval/bound/traffic/alone.h, docs/lower-bound.md "A MatMul that sits
 // alone (P21)"): its floor against the oracle's best over every tile shape, by hand, and the
 // bound with it never above the oracle on random problems at real-chip ratios, one path or two.
 #include <doctest/doctest.h>
@@ -8,8 +8,8 @@
 #include <random>
 #include <stdexcept>
 
-#include "eval/bound/alone.h"
-#include "eval/bound/perstep.h"
+#include "eval/bound/traffic/alone.h"
+#include "eval/bound/traffic/perstep.h"
 #include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"

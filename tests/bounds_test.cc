@@ -16,16 +16,16 @@
 #include <string>
 #include <vector>
 
-#include "eval/bound/activations.h"
-#include "eval/bound/alone.h"
+#include "eval/bound/islands/activations.h"
+#include "eval/bound/traffic/alone.h"
 #include "eval/bound/analysis.h"
-#include "eval/bound/streaming.h"
-#include "eval/bound/sums.h"
-#include "eval/bound/shared_sums.h"
-#include "eval/bound/sole_sums.h"
-#include "eval/bound/taps.h"
-#include "eval/bound/tiles.h"
-#include "eval/bound/written_sums.h"
+#include "eval/bound/traffic/streaming.h"
+#include "eval/bound/sums/sums.h"
+#include "eval/bound/sums/shared_sums.h"
+#include "eval/bound/sums/sole_sums.h"
+#include "eval/bound/sums/taps.h"
+#include "eval/bound/traffic/tiles.h"
+#include "eval/bound/sums/written_sums.h"
 #include "eval/bound/bounds.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
@@ -1859,7 +1859,7 @@ TEST_CASE("bound: P23 by hand, five MatMuls summed, near the exact solver's best
   REQUIRE(best.best);
   CHECK(EvaluateOracle(problem, *best.best).total == doctest::Approx(1192));
   bound_internal::g_sum_excess = false;
-  // P38 alone (eval/bound/written_sums.h): at lambda = 1, C_I plus the least (tau_j - 1) X0_j, j = 0's
+  // P38 alone (eval/bound/sums/written_sums.h): at lambda = 1, C_I plus the least (tau_j - 1) X0_j, j = 0's
   // 3 x 2: 1,008 (its lines rise all the way to lambda = 1); without it the compute part.
   CHECK(ComputeLowerBound(problem).total() == doctest::Approx(1008));
   bound_internal::g_written_sums = false;

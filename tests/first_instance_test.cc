@@ -1,4 +1,4 @@
-// P26, a MatMul that must run in its k-loop (eval/bound/first_instance.h, docs/lower-bound.md "A
+// P26, a MatMul that must run in its k-loop (eval/bound/traffic/first_instance.h, docs/lower-bound.md "A
 // MatMul that must run in its k-loop (P26)"): which MatMuls it proves, a hand case met by a
 // schedule, and the bound against the oracle on random mixer-like blocks and small heads (with the
 // exact solver's best) under a weight path, one path and random chip rules.
@@ -9,8 +9,8 @@
 #include <string>
 
 #include "eval/bound/bounds.h"
-#include "eval/bound/first_instance.h"
-#include "eval/bound/perstep.h"
+#include "eval/bound/traffic/first_instance.h"
+#include "eval/bound/traffic/perstep.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "tests/problem_maker.h"

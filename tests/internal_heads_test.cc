@@ -1,4 +1,4 @@
-// P43, heads that load their operand first or are served (eval/bound/internal_heads.h,
+// P43, heads that load their operand first or are served (eval/bound/islands/internal_heads.h,
 // docs/lower-bound.md "Heads that load their operand first (P43)"): a hand case against the
 // exact solver's best and the schedules that write the operand once or serve every head, and
 // random decoder-like problems at real-chip ratios whose valid schedules (random, both baselines,
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "eval/bound/bounds.h"
-#include "eval/bound/internal_heads.h"
+#include "eval/bound/islands/internal_heads.h"
 #include "eval/oracle.h"
 #include "search/exact/exact.h"
 #include "tests/problem_maker.h"

@@ -1,5 +1,5 @@
 // P24, the per-step excess of weight-streaming MatMuls on a chip with a weight path
-// (eval/bound/perstep.h, docs/lower-bound.md "The per-step excess of streamed weights (P24)"):
+// (eval/bound/traffic/perstep.h, docs/lower-bound.md "The per-step excess of streamed weights (P24)"):
 // the excess of one MatMul against the oracle's subgraphs over every tile shape, a hand case met
 // by a schedule, and the bound against the oracle on random transformer-like blocks at real-chip
 // ratios with a weight path.
@@ -12,7 +12,7 @@
 #include <string>
 
 #include "eval/bound/bounds.h"
-#include "eval/bound/perstep.h"
+#include "eval/bound/traffic/perstep.h"
 #include "eval/oracle.h"
 #include "tests/problem_maker.h"
 #include "tests/sample_schedules.h"

@@ -1,4 +1,4 @@
-// P35, producers run again to serve an island (eval/bound/recompute.h, docs/lower-bound.md
+// P35, producers run again to serve an island (eval/bound/islands/recompute.h, docs/lower-bound.md
 // "Producers run again to serve an island (P35)"): hand cases where the schedule that serves every
 // reader meets it, and random problems at real-chip ratios with a weight path (H6) whose valid
 // schedules (random, both baselines, the exact solver's best and schedules that serve every
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "eval/bound/bounds.h"
-#include "eval/bound/recompute.h"
+#include "eval/bound/islands/recompute.h"
 #include "eval/oracle.h"
 #include "tests/problem_maker.h"
 #include "tests/sample_schedules.h"

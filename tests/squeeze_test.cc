@@ -1,4 +1,4 @@
-// P36, a multiply that waits for its own squeeze (eval/bound/squeeze.h, docs/lower-bound.md "A
+// P36, a multiply that waits for its own squeeze (eval/bound/islands/squeeze.h, docs/lower-bound.md "A
 // multiply that waits for its own squeeze (P36)"): a hand case with its exact values, and random
 // squeeze-excite blocks at real-chip ratios (mlsys-2026's, ascend910-core's with prefetch, a weight
 // path, random chip rules) whose valid schedules (random, both baselines, the exact solver's best,
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "eval/bound/bounds.h"
-#include "eval/bound/squeeze.h"
+#include "eval/bound/islands/squeeze.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/starts/baseline.h"

@@ -1,4 +1,4 @@
-// P42, weights that little compute can hide (eval/bound/tap_weights.h, docs/lower-bound.md
+// P42, weights that little compute can hide (eval/bound/traffic/tap_weights.h, docs/lower-bound.md
 // "Weights that little compute can hide (P42)"): a hand case against the exact solver, and random
 // classes of k-split MatMuls on a weight path with a checked FIFO (tpu-v1's ratios among others)
 // whose valid schedules (random, both baselines, the exact solver's best, and schedules that run
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "eval/bound/bounds.h"
-#include "eval/bound/tap_weights.h"
+#include "eval/bound/traffic/tap_weights.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/starts/baseline.h"

@@ -1,4 +1,4 @@
-// P38, the unfused inputs of a sum written and loaded inside its island (eval/bound/written_sums.h,
+// P38, the unfused inputs of a sum written and loaded inside its island (eval/bound/sums/written_sums.h,
 // docs/lower-bound.md "The unfused inputs of a sum, written and loaded (P38)"): the part by hand,
 // and the bound with it never above the oracle on random sums of MatMul outputs (too large to
 // retain, or fitting one or a few at a time; the sum in mode T only or also upstream of a k-loop)
@@ -15,7 +15,7 @@
 #include <stdexcept>
 
 #include "eval/bound/bounds.h"
-#include "eval/bound/written_sums.h"
+#include "eval/bound/sums/written_sums.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/driver.h"

@@ -18,7 +18,7 @@ namespace annealer::bound_internal {
 
 // Test switch: false recomputes what the parts share between ops or classes that agree on what
 // decides it (P18's lines, P24's worlds, P25's gated walks, lines and LHS needs), so that a test
-// can check the sharing changes no value (defined in eval/bound/taps.cc).
+// can check the sharing changes no value (defined in eval/bound/sums/taps.cc).
 extern bool g_share_work;
 
 enum Mode : int { kT = 0, kSL = 1, kSR = 2, kFL = 3, kFR = 4, kModes = 5 };
@@ -547,7 +547,7 @@ struct Built {
   std::vector<Elements> island_traffic;
   std::vector<Elements> island_weight_traffic;  // H6: the part on the weight path
   // Per graph input on the activation path, the elements P12 counts for it, per island that reads
-  // it: (island, elements). P35 subtracts them from the loads it claims (eval/bound/recompute.h).
+  // it: (island, elements). P35 subtracts them from the loads it claims (eval/bound/islands/recompute.h).
   std::vector<std::vector<std::pair<int, Elements>>> input_claims;
   // The same for graph inputs on the weight path (H6): P43 gives a head's weight to its budget.
   std::vector<std::vector<std::pair<int, Elements>>> weight_claims;

@@ -10,28 +10,28 @@
 #include <optional>
 #include <string>
 
-#include "eval/bound/alone.h"
+#include "eval/bound/traffic/alone.h"
 #include "eval/bound/analysis.h"
-#include "eval/bound/crossing.h"
-#include "eval/bound/first_instance.h"
-#include "eval/bound/islands.h"
-#include "eval/bound/recompute.h"
-#include "eval/bound/internal_heads.h"
-#include "eval/bound/sums.h"
-#include "eval/bound/lhs_strip_sums.h"
-#include "eval/bound/lone_taps.h"
-#include "eval/bound/squeeze.h"
-#include "eval/bound/tap_weights.h"
-#include "eval/bound/shared_sums.h"
-#include "eval/bound/sole_sums.h"
-#include "eval/bound/upstream_sums.h"
-#include "eval/bound/written_sums.h"
-#include "eval/bound/activations.h"
-#include "eval/bound/taps.h"
-#include "eval/bound/memory_floor.h"
-#include "eval/bound/perstep.h"
-#include "eval/bound/streaming.h"
-#include "eval/bound/tiles.h"
+#include "eval/bound/islands/crossing.h"
+#include "eval/bound/traffic/first_instance.h"
+#include "eval/bound/islands/islands.h"
+#include "eval/bound/islands/recompute.h"
+#include "eval/bound/islands/internal_heads.h"
+#include "eval/bound/sums/sums.h"
+#include "eval/bound/sums/lhs_strip_sums.h"
+#include "eval/bound/sums/lone_taps.h"
+#include "eval/bound/islands/squeeze.h"
+#include "eval/bound/traffic/tap_weights.h"
+#include "eval/bound/sums/shared_sums.h"
+#include "eval/bound/sums/sole_sums.h"
+#include "eval/bound/sums/upstream_sums.h"
+#include "eval/bound/sums/written_sums.h"
+#include "eval/bound/islands/activations.h"
+#include "eval/bound/sums/taps.h"
+#include "eval/bound/traffic/memory_floor.h"
+#include "eval/bound/traffic/perstep.h"
+#include "eval/bound/traffic/streaming.h"
+#include "eval/bound/traffic/tiles.h"
 
 namespace annealer {
 
@@ -635,7 +635,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
     }
   }
   // P32: per island, P14's lines plus (1 - a) x the loads of activations too large to retain that
-  // its subgraphs make and no line counts (eval/bound/activations.h). The lines alone, not P15's
+  // its subgraphs make and no line counts (eval/bound/islands/activations.h). The lines alone, not P15's
   // term (its reloads are produced tensors' loads too).
   {
     const std::vector<Elements> loads = IslandActivationLoads(problem, Analysis(problem), built);

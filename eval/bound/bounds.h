@@ -251,7 +251,7 @@
 //     writes: V7, M2, R5), where it claims its P25 constant at the class's theta (no class gives a
 //     lambda line: no other priced sum can be there). So the shape claims min over j of P*_j + the
 //     m - j least e_x, or P25's term if larger (each bounds the shape's subgraphs alone;
-//     eval/bound/sole_sums.h).
+//     eval/bound/sums/sole_sums.h).
 //  P29 (T1, T2, V1, V7, V12, G3, M2, R5, P23, P25, P28) Several sums of one shape. Where a set of
 //     ops holds 2..4 priced sums of a shape, all their producers and no tap read by nothing of it,
 //     the sums' picked subgraphs fall into groups, one subgraph each: a group claims the larger of
@@ -260,7 +260,7 @@
 //     in its sink instance its P25 constant (no priced sum there) or, beside an instance of another
 //     sum s', the least of (tau_least(s') - 1) c_x and (1 - 1/tau_least(s')) |o_x| / B (it is
 //     priced there and writes o_x). The shape claims the least over the groupings and j's, or P25's
-//     term if larger (eval/bound/shared_sums.h).
+//     term if larger (eval/bound/sums/shared_sums.h).
 //  P24 (H6, T1, T2, C2, C4, D2, M1, V1, V5, V11, L1, P7, P12, P13, P14) The per-step excess of
 //     streamed weights, without prefetch (H5). With a weight path a step costs max(c, w / Bw, o / B)
 //     >= max(c, w / Bw) (with one path max(c, m), m >= w / B: the points below at b = 0), so
@@ -312,7 +312,7 @@
 //     whole. A Pointwise p's picked instance is that sink (T), its write among its own transfers in
 //     P14's lines, as a graph output's; inside the islands part an island's P14 value adds
 //     (1 - a) x the loads of such t its subgraphs make (|t| per reading island apart from p; none
-//     for P19's tensors, whose loads its lines count). eval/bound/activations.h.
+//     for P19's tensors, whose loads its lines count). eval/bound/islands/activations.h.
 //  P35 (P3, P12, P16, R1, R2, V5, V6, V7, V8, L1, T1, H6, D3, G3) Producers run again to serve an
 //     island. In P16, a served island J's earliest subgraph S_J reading t follows Q_J, which runs p
 //     and retains t; Q_J and the subgraphs before it that retain what the next needs to make t (its
@@ -324,14 +324,14 @@
 //     disjoint. Where U holds no MatMul, no other crossing producer and no tensor too large to
 //     retain, P12's form of I counts at most a C_U + (1 - a - b) T_U / B inside chains, so s served
 //     islands cost at least s any / B less that, plus P16's unserved loads and write, in place of
-//     P16's s instances. eval/bound/recompute.h.
+//     P16's s instances. eval/bound/islands/recompute.h.
 //  P33 (T1, T2, H5, P7, P3, P5, V5, V8, V9, V11, G3, W, W1, W4, H1-H4, R1, R3, R5, M1, M2, D2)
 //     Taps that sit alone: a Pointwise s (mode T only) summing MatMuls x with K > n, RHS a graph
 //     input, LHS a graph input or Pointwise-made, outputs read by s alone. In s's first subgraph
 //     S1 each x is fused (P23's tiles), found retained from the subgraph just before (at most one:
 //     that subgraph is {x}) or loaded, and then written before by an instance without s, which
 //     is {x} alone (V5, V11) and costs at least max(c_x, its memory at native tiles), prefetch or
-//     not. Lines a c_o + (1 - a) own loads per op, best a. eval/bound/lone_taps.h.
+//     not. Lines a c_o + (1 - a) own loads per op, best a. eval/bound/sums/lone_taps.h.
 //  P39 (W, W1, R1, R5, C2, C3, C5, C6, D2, D3, M1, M2, P5, V8, T1, H5, P33) Lone taps beyond P33.
 //     (a) A lone tap alone whose LHS comes retained holds it whole in every step, beside an RHS
 //     slice and its output tile: |LHS| + c + r c <= capacity, base per tile, its RHS once per row
@@ -341,7 +341,7 @@
 //     subgraph where it is on no Pointwise path from a sink, lines without P23's tiles: j taps
 //     fused there are upstream, hold their RHS slices (distinct graph inputs), so make regions at
 //     most floor(capacity / the j least K) wide, each charged its native tiles (C3), and load
-//     their own inputs at least once. eval/bound/retained_lhs.h, eval/bound/lone_taps.h.
+//     their own inputs at least once. eval/bound/sums/retained_lhs.h, eval/bound/sums/lone_taps.h.
 //  P34 (T1, T2, C3, C6, D2-D5, G3, G4, M1, R5, V8, V11, V12, W, W1, W4, P12, P23) A sum that may
 //     run upstream of a k-loop: a Pointwise s with P23's designated inputs, modes T and SL, whose
 //     chain (one consumer each) reaches the LHS of one MatMul F (K <= n, mode T only). Its picked
@@ -353,14 +353,14 @@
 //     compute slack of its own ops, its loads' share, and at 1/C its loads' share less a bound D
 //     of what the ops charged under C times their price fall short (sum (a - D)^+ <= slack).
 //     e_s = the least over its configurations; P23's sums join as mode-T claimants.
-//     eval/bound/upstream_sums.h.
+//     eval/bound/sums/upstream_sums.h.
 //  P40 (P34, P13, G3, C6, D1-D4, M1, R5, V8, W, W1) A sum that may make the next MatMul's LHS
 //     strip: P34's frame with claimants in modes T, SL and FL, their output fanning out through
 //     Pointwise ops of any number of consumers. On no Pointwise path from a sink, s is SL (some
 //     MatMul reading a Pointwise descendant as LHS is a k-loop MatMul, the grid is its own: P34's
 //     b and c configurations for each such MatMul) or FL only (every step asks full-width rows of
 //     each unfused input: rows <= rho_j, s and its fused producers made f_j times over; with tile
-//     rows, tau_S >= f_j and the loads' share (1 - 1/f_j) U_j). eval/bound/lhs_strip_sums.h.
+//     rows, tau_S >= f_j and the loads' share (1 - 1/f_j) U_j). eval/bound/sums/lhs_strip_sums.h.
 //  P36 (T1, T2, H5, H6, P3, P4, P7, P8, V1, V2, V5, V7, V8, V9, V11, G2, D1, L1, L2, R5) A multiply
 //     that waits for its own squeeze: a Pointwise m with one input X not made by a Layout op and
 //     inputs E_i made by Layout ops l_i, its output Y read by nothing or by MatMuls with K > n only
@@ -372,7 +372,7 @@
 //     joined to it outside Y's descendants and the rerun set (none another such m), so it costs
 //     its first runs' native compute plus claim_m = max(0, min(loads with X / B - F, max(c_{p_X},
 //     loads with the cut / B - F))): the total is >= sum_o c_o + sum_m claim_m, whole and island
-//     by island. eval/bound/squeeze.h.
+//     by island. eval/bound/islands/squeeze.h.
 //  P42 (T1, T2, H6, C3, C6, G3, D2, D3, V3, V5, V8, V11, M1; P14's worlds) Weights that little
 //     compute can hide: with a weight path and a checked FIFO, a class of MatMuls with one K > n
 //     and one output shape, no input made by a MatMul, its members reading weights. A member in a
@@ -380,7 +380,7 @@
 //     of a k-loop (priced only when the FIFO bars one step holding it and the first MatMul it
 //     reaches, each reached class reading weights) every op but the k-loop's class, its epilogues
 //     and its inputs' producers (F1) computes twice. So the total is >= sum_o c_o + max(0, (sum of
-//     the members' weights / Bw - C(T u F1)) / 2), the largest over classes. eval/bound/tap_weights.h.
+//     the members' weights / Bw - C(T u F1)) / 2), the largest over classes. eval/bound/traffic/tap_weights.h.
 //  P43 (T1, T2, H6, V1, V5-V8, V11, R1-R3, L1, M1, M2, P3, P7, P12, P16, P24, P26, P35) Heads that
 //     load their operand first: a MatMul h with K > n that P26's reason (b) keeps in its k-loop at
 //     its first instance S_1(h), reading x made by a Pointwise op p of h's island (V11 keeps p out)
@@ -391,14 +391,14 @@
 //     P12's form and P24 count at first instances: each costs at least max(a c_p + (1-a-b) any/B,
 //     any/B less its share of the late ops' compute, weights, P24 claims and traffic). An unserved
 //     head costs |x|/B less a min(C_N, |x|/B) + b min(W_N/Bw, |x|/B) + its P24 claim. Inside P16's
-//     sum, in islands whose every crossing or headed tensor qualifies. eval/bound/internal_heads.h.
+//     sum, in islands whose every crossing or headed tensor qualifies. eval/bound/islands/internal_heads.h.
 //  P38 (T1, T2, H5, P12, P23, C3, P22, V1, V7, R1-R5, W, W1, W4, H1-H4, P3) The unfused inputs of
 //     a sum, written and loaded: a Pointwise s in modes T or SL only, its inputs o_i made by
 //     MatMuls x_i and read by s alone (any size). In its picked subgraph S_s, j of the x_i are fused
 //     (T: P23's tiles with the rho retained o_i whole in W, tau; SL: Factor(s, SL) passes), rho
 //     retained (fitting together) and the rest loaded there and written before, in s's island. Over
 //     the island's subgraphs sum C_S >= C_I + sum_s (tau - 1) X0_j and sum M_S >= T_I / B + sum_s
-//     W_{j,rho}; at one lambda per island, inside the islands part. eval/bound/written_sums.h.
+//     W_{j,rho}; at one lambda per island, inside the islands part. eval/bound/sums/written_sums.h.
 // Coupling (P8, P9): when t's only consumer c is a MatMul and t is too large to retain, either
 // some instance of c has t's producer p beside it (p then in a strip or full mode) or every
 // instance of p is a sink and c loads t, which p wrote; p's mode T carries the least load and
@@ -497,14 +497,14 @@ struct LowerBound {
   Latency shared_sums = 0;
   int shared_sum_count = 0;  // the shapes priced so
   // P35: P16 with the loads that an island served by its producer run again costs the chain of
-  // subgraphs that make the crossing tensor before it (eval/bound/recompute.h); never below
+  // subgraphs that make the crossing tensor before it (eval/bound/islands/recompute.h); never below
   // `crossing`.
   Latency recompute = 0;
   int recompute_count = 0;  // the crossing tensors priced so
   // P43: P16 with, in islands where every tensor it prices qualifies, the heads there that load
   // their operand in their first subgraph (MatMuls P26 keeps in their k-loop, V11 keeping the
   // operand's Pointwise producer out) counted beside the reading islands, and every serving chain
-  // but the earliest priced at its loads (eval/bound/internal_heads.h); never below `crossing`.
+  // but the earliest priced at its loads (eval/bound/islands/internal_heads.h); never below `crossing`.
   Latency internal_heads = 0;
   int internal_head_count = 0;  // the heads in islands priced so
   // P33: per op a x compute + (1 - a) x its own loads, plus for each sum of taps that sit alone
@@ -534,7 +534,7 @@ struct LowerBound {
   Latency tap_weights = 0;
   int tap_weight_members = 0;  // the members of the class priced (0: none)
   // P38: priced sums (P23) whose unfused inputs, written and loaded inside their island, raise the
-  // island's value (inside `islands`, no part of its own; eval/bound/written_sums.h).
+  // island's value (inside `islands`, no part of its own; eval/bound/sums/written_sums.h).
   int written_sum_count = 0;
   // P32: tensors too large to retain whose write (and loads, unless P19 streams them) one
   // island's P14 lines claim beside their own (inside `islands`, no part of its own).

@@ -1,0 +1,311 @@
+#include "eval/bound/traffic/perstep.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace annealer::bound_internal {
+
+bool g_per_step_excess = true;
+
+double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
+                     double weight_bandwidth, double a) {
+  const double b = 1 - a;
+  const Elements row_tiles = CeilDiv(rows, native);  // h = min(n, M): the least rows of tiles
+  const double native_tiles = static_cast<double>(row_tiles * CeilDiv(cols, native));
+  const double weight_time = static_cast<double>(reduction) * static_cast<double>(cols) *
+                             static_cast<double>(row_tiles) / weight_bandwidth;
+  double best = std::numeric_limits<double>::infinity();
+  for (Elements k = 1; k <= std::min(native, reduction - 1); ++k) {
+    const Elements steps = CeilDiv(reduction, k), k_last = reduction - (steps - 1) * k;
+    const double c_full = beta * static_cast<double>(k) / static_cast<double>(reduction);
+    const double c_last = beta * static_cast<double>(k_last) / static_cast<double>(reduction);
+    for (Elements w = 1; w <= std::min(native, cols); ++w) {
+      const Elements col_tiles = CeilDiv(cols, w), w_last = cols - (col_tiles - 1) * w;
+      // Two classes of column: full (col_tiles - 1 of them) and the last; per class, the steps
+      // before the last and the last step's weight time.
+      struct Class {
+        double count, before, last_weight;
+      };
+      std::array<Class, 2> classes{};
+      int num = 0;
+      for (const auto& [count, wc] : {std::pair<Elements, Elements>{col_tiles - 1, w}, {1, w_last}}) {
+        if (count == 0) continue;
+        const double full = static_cast<double>(k * wc) / weight_bandwidth;
+        const double last = static_cast<double>(k_last * wc) / weight_bandwidth;
+        classes[num++] = {static_cast<double>(count * row_tiles),
+                          static_cast<double>(steps - 1) * std::max(c_full, full), last};
+      }
+      // Convex and piecewise linear in gamma, nondecreasing beyond its breakpoints (the tiles
+      // number at least the native ones): its least is at 0 or a breakpoint.
+      const auto excess = [&](double gamma) {
+        double sum = 0;
+        for (int i = 0; i < num; ++i) {
+          sum += classes[i].count * (classes[i].before + std::max(c_last + gamma, classes[i].last_weight));
+        }
+        return sum - a * (beta + gamma) * native_tiles - b * weight_time;
+      };
+      best = std::min(best, excess(0));
+      for (int i = 0; i < num; ++i) {
+        if (classes[i].last_weight > c_last) best = std::min(best, excess(classes[i].last_weight - c_last));
+      }
+    }
+  }
+  return best;
+}
+
+namespace {
+
+double Chord(const std::array<double, PerStepIsland::kGrid + 1>& values, double a, double b) {
+  const double share = a + b;
+  if (share <= 0) return 0;
+  const double x = std::min(1.0, a / share) * PerStepIsland::kGrid;
+  const int g = std::min(PerStepIsland::kGrid - 1, static_cast<int>(std::floor(x)));
+  const double t = x - g;
+  return share * ((1 - t) * values[g] + t * values[g + 1]);
+}
+
+}  // namespace
+
+double PerStepIsland::Extra(int island, double a, double b) const {
+  if (island >= static_cast<int>(claims.size())) return 0;
+  return Chord(claims[island], a, b);
+}
+
+double PerStepIsland::OpExtra(OpId op, double a, double b) const {
+  if (op < 0 || op >= static_cast<OpId>(op_claims.size())) return 0;
+  return Chord(op_claims[op], a, b);
+}
+
+PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Built& built,
+                             const std::vector<char>& weights, const std::vector<char>& first_in_loop) {
+  PerStepIsland result;
+  result.value.assign(built.islands, 0);
+  result.claims.assign(built.islands, {});
+  result.op_claims.assign(problem.ops.size(), {});
+  // A step costs max(compute, memory) only without prefetch (H5; the reader refuses it beside H6).
+  // With one path a candidate's weight is a graph input it alone reads, loaded at B beside the
+  // rest: its slices still bound the step's memory from below, and the points are (a, 0).
+  if (!g_per_step_excess || problem.chip.prefetch) return result;
+  const bool two_paths = problem.chip.two_paths();
+  if (two_paths && weights.empty()) return result;
+  const double bandwidth = problem.slow_memory_bandwidth;
+  const double weight_bandwidth = two_paths ? problem.chip.weight_bandwidth : bandwidth;
+  const int num_ops = static_cast<int>(problem.ops.size());
+  const Elements n = problem.native;
+  for (const Op& op : problem.ops) {  // the worlds need Pointwise ops to keep shapes
+    if (op.kind != OpKind::Pointwise) continue;
+    const Tensor& out = problem.tensors[op.output];
+    for (TensorId t : op.inputs) {
+      if (problem.tensors[t].width != out.width || problem.tensors[t].height != out.height) return result;
+    }
+  }
+  const auto t_only = [&](OpId y) {
+    for (int m = 0; m < kModes; ++m) {
+      if (m != kT && a.HasMode(y, m)) return false;
+    }
+    return true;
+  };
+  // A candidate: a MatMul with K > n whose RHS is a weight it alone reads (its other modes are
+  // priced by other_factor).
+  const auto candidate = [&](OpId y) {
+    const Op& op = problem.ops[y];
+    if (op.kind != OpKind::MatMul || problem.ReductionLength(y) <= n) return false;
+    const TensorId rhs = op.inputs[1];
+    const bool own = two_paths ? weights[rhs] != 0 : problem.producer[rhs] == kNoOp;
+    return own && op.inputs[0] != rhs && problem.consumers[rhs].size() == 1;
+  };
+  // The least factor of an instance upstream of a k-loop (P7, P13), where the weight FIFO (H6)
+  // forbids requesting the whole weight (FL; FR's full case is never its least) and caps the
+  // columns of the weight a step requests in SR and FR (c_max = min(n, FIFO / K)): each step
+  // then charges at least one native column of x's output per at most c_max of its columns, so a
+  // pass over them charges ceil(N / c_max) where native tiles count ceil(N / n). Infinity: no
+  // such instance.
+  const Elements fifo = problem.chip.weight_fifo_capacity;
+  const auto other_factor = [&](OpId y) {
+    const Op& op = problem.ops[y];
+    const Elements k = problem.ReductionLength(y), cols = problem.tensors[op.output].width;
+    const Elements whole = problem.tensors[op.inputs[1]].size();
+    const Elements c_max = fifo > 0 ? std::min(n, fifo / k) : n;
+    double least = std::numeric_limits<double>::infinity();
+    for (int m = 0; m < kModes; ++m) {
+      if (m == kT || !a.HasMode(y, m)) continue;
+      double factor = static_cast<double>(a.Factor(y, m));
+      if (m == kFL && fifo > 0 && whole > fifo) continue;
+      if (m == kSR || m == kFR) {
+        if (c_max <= 0) continue;
+        factor *= static_cast<double>(CeilDiv(cols, c_max)) / static_cast<double>(CeilDiv(cols, n));
+      }
+      least = std::min(least, factor);
+    }
+    return least;
+  };
+  std::vector<char> done(num_ops, 0);
+  // A world (P14's, below) depends on the candidate only through (K*, output shape): candidates
+  // that agree share it. Per world: f and u per op, and its classes' ops in ascending order.
+  struct World {
+    std::vector<char> f, u;
+    std::vector<int> class_of;               // per op
+    std::vector<std::vector<OpId>> classes;  // ops per class, ascending
+  };
+  std::map<std::array<Elements, 3>, World> worlds;
+  const auto world_of = [&](Elements k_star, const Tensor& shape) -> const World& {
+    if (!g_share_work) worlds.clear();
+    auto [slot, fresh] = worlds.try_emplace({k_star, shape.height, shape.width});
+    World& world = slot->second;
+    if (!fresh) return world;
+    std::vector<char>& f = world.f;
+    std::vector<char>& u = world.u;
+    std::vector<char> e(num_ops);
+    std::vector<int> parent(num_ops);
+    f.assign(num_ops, 0);
+    u.assign(num_ops, 0);
+    const auto find = [&](int x) {
+      while (parent[x] != x) x = parent[x] = parent[parent[x]];
+      return x;
+    };
+    for (OpId y = 0; y < num_ops; ++y) {
+      const Op& op = problem.ops[y];
+      const Tensor& out = problem.tensors[op.output];
+      const bool same = out.width == shape.width && out.height == shape.height;
+      f[y] = op.kind == OpKind::MatMul && problem.ReductionLength(y) == k_star && same;
+      e[y] = op.kind == OpKind::Pointwise && same;
+      parent[y] = y;
+    }
+    // U (P14's worlds): an op with a mode upstream of a k-loop that feeds a MatMul F candidate
+    // (K* > n: only a MatMul can, V11) or another U op.
+    const auto& order = problem.topological_order;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const OpId y = *it;
+      u[y] = 0;
+      if (t_only(y)) continue;
+      for (OpId c : problem.consumers[problem.ops[y].output]) {
+        if ((f[c] && problem.ops[y].kind == OpKind::MatMul) || u[c]) u[y] = 1;
+      }
+    }
+    // The world's edges (P14): into F from a MatMul or a Layout op, into E from E, F or a Layout
+    // op, into U from anything. A subgraph holding x in F lies in x's class (V5).
+    for (OpId c = 0; c < num_ops; ++c) {
+      for (TensorId t : problem.ops[c].inputs) {
+        const OpId p = problem.producer[t];
+        if (p == kNoOp) continue;
+        const OpKind pk = problem.ops[p].kind;
+        const bool edge = (f[c] && (pk == OpKind::MatMul || pk == OpKind::Layout)) ||
+                          (e[c] && (f[p] || e[p] || pk == OpKind::Layout)) || u[c];
+        if (edge) parent[find(p)] = find(c);
+      }
+    }
+    world.class_of.assign(num_ops, -1);
+    std::vector<int> index_of_root(num_ops, -1);
+    for (OpId y = 0; y < num_ops; ++y) {
+      const int root = find(y);
+      if (index_of_root[root] < 0) {
+        index_of_root[root] = static_cast<int>(world.classes.size());
+        world.classes.emplace_back();
+      }
+      world.class_of[y] = index_of_root[root];
+      world.classes[index_of_root[root]].push_back(y);
+    }
+    return world;
+  };
+  // One signature's delta on the weight grid, cached (many twins share a signature).
+  struct Signature {
+    double beta;
+    Elements rows, cols, reduction;
+    std::array<double, PerStepIsland::kGrid + 1> delta;
+  };
+  std::vector<Signature> signatures;
+  // Per candidate: its signature's delta when its T instances' class qualifies (-1: it claims
+  // nothing there), and the compute surplus of an instance upstream of a k-loop.
+  struct Claim {
+    OpId op;
+    int signature;
+    double other;  // (least other factor - 1) x c_x; infinity: no such instance
+  };
+  std::vector<Claim> claims;
+  for (OpId x = 0; x < num_ops; ++x) {
+    if (done[x] || !candidate(x)) continue;
+    const Elements k_star = problem.ReductionLength(x);
+    const Tensor& shape = problem.tensors[problem.ops[x].output];
+    const World& world = world_of(k_star, shape);
+    const std::vector<char>& f = world.f;
+    const std::vector<char>& u = world.u;
+    const int root = world.class_of[x];
+    const auto find = [&](OpId y) { return world.class_of[y]; };
+    const Op& xop = problem.ops[x];
+    // The class qualifies when it holds no U op and its MatMuls are twins of x, none fed by a
+    // member other than a Layout op.
+    bool twins_only = true;
+    std::vector<OpId> members;  // its MatMuls that are candidates
+    for (OpId y : world.classes[root]) {
+      const Op& op = problem.ops[y];
+      if (u[y]) twins_only = false;
+      if (op.kind != OpKind::MatMul) continue;
+      const OpId lhs_producer = problem.producer[op.inputs[0]];
+      const bool twin = f[y] && candidate(y) && op.base_cost == xop.base_cost &&
+                        (lhs_producer == kNoOp || find(lhs_producer) != root ||
+                         problem.ops[lhs_producer].kind == OpKind::Layout);
+      twins_only = twins_only && twin;
+      if (f[y] && candidate(y)) members.push_back(y);  // the candidates of this world
+    }
+    int sig = -1;
+    if (twins_only) {
+      for (int i = 0; i < static_cast<int>(signatures.size()); ++i) {
+        const Signature& s = signatures[i];
+        if (s.beta == xop.base_cost && s.rows == shape.height && s.cols == shape.width && s.reduction == k_star) sig = i;
+      }
+      if (sig < 0) {
+        Signature s{xop.base_cost, shape.height, shape.width, k_star, {}};
+        for (int i = 0; i <= PerStepIsland::kGrid; ++i) {
+          s.delta[i] = PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth,
+                                     static_cast<double>(i) / PerStepIsland::kGrid);
+        }
+        sig = static_cast<int>(signatures.size());
+        signatures.push_back(s);
+      }
+    }
+    for (OpId y : members) {
+      done[y] = 1;
+      const double factor = other_factor(y);
+      const double c_y = problem.ops[y].base_cost * static_cast<double>(problem.NativeTiles(y));
+      const bool in_loop = !first_in_loop.empty() && first_in_loop[y];  // P26: no upstream-only run
+      if (in_loop && sig >= 0 && factor != std::numeric_limits<double>::infinity()) ++result.first_in_loop;
+      claims.push_back({y, sig, factor == std::numeric_limits<double>::infinity() || in_loop ? std::numeric_limits<double>::infinity() : (factor - 1) * c_y});
+    }
+  }
+  std::vector<std::vector<int>> island_claims(built.islands);
+  for (int i = 0; i < static_cast<int>(claims.size()); ++i) {
+    if (claims[i].signature < 0 || claims[i].other <= 0) continue;
+    island_claims[built.island_of[claims[i].op]].push_back(i);
+    ++result.twins;
+  }
+  for (int i = 0; i < built.islands; ++i) {
+    if (island_claims[i].empty()) continue;
+    for (int g = 0; g <= PerStepIsland::kGrid; ++g) {
+      const double alpha = static_cast<double>(g) / PerStepIsland::kGrid;
+      double sum = 0;
+      for (int c : island_claims[i]) {
+        const double own = std::min(signatures[claims[c].signature].delta[g], alpha * claims[c].other);
+        result.op_claims[claims[c].op][g] = own;
+        sum += own;
+      }
+      result.claims[i][g] = sum;
+    }
+    double best = 0;
+    for (int k = 0; k <= PerStepIsland::kGrid; ++k) {
+      for (int j = 0; k + j <= (two_paths ? PerStepIsland::kGrid : k); ++j) {
+        const double a = static_cast<double>(k) / PerStepIsland::kGrid, b = static_cast<double>(j) / PerStepIsland::kGrid;
+        const double weight_part = two_paths ? b * static_cast<double>(built.island_weight_traffic[i]) / weight_bandwidth : 0;
+        best = std::max(best, a * built.island_compute[i] + weight_part +
+                                  (1 - a - b) * static_cast<double>(built.island_traffic[i]) / bandwidth +
+                                  result.Extra(i, a, b));
+      }
+    }
+    result.value[i] = best;
+  }
+  return result;
+}
+
+}  // namespace annealer::bound_internal
