@@ -21,7 +21,11 @@ namespace annealer {
 // For each subgraph i > 0 (schedule order) that holds ops the subgraph before it holds too: those
 // ops dropped from i, and every tensor that i then reads and i-1 makes retained by i-1 (both
 // subgraphs fitted again, then polished as a pair: `partial_edge_tiles` as in Polish); committed
-// when the whole schedule's total falls. Leaves the schedule as
+// when the whole schedule's total falls. Where that does not commit, all but the last of i-1's
+// other readers of what the shared ops make (the taps i-1 runs) move to i as well, and i keeps
+// its own retention or, where that does not fit or pay, writes it (the subgraph after i fitted
+// again to load it; docs/search.md, "Move the taps where t and their outputs do not fit").
+// Leaves the schedule as
 // it is where no tensor has three or more reading ops (MergeReadersApplies: never on a contest
 // problem). Deterministic; `stop` is polled between tries.
 Schedule RetainRecomputed(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
