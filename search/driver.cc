@@ -28,6 +28,7 @@
 #include "search/moves/moves.h"
 #include "search/repeats/pieces.h"
 #include "search/repeats/repeats.h"
+#include "search/starts/gather_strays.h"
 #include "search/starts/retain_recomputed.h"
 #include "search/subgraph_tools.h"
 #include "search/task_group.h"
@@ -378,8 +379,16 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   // retained instead (RetainRecomputed): a drop of the recompute alone makes it load the
   // tensor, which the walk rejects before the retention can pay.
   const bool retain_recomputed = regroup && params.workers.retain_recomputed;
+  // Where a subgraph holds alike branches and one branch's ops sit elsewhere, they are gathered
+  // into it first (GatherStrays): each op moved alone leaves the branch cut, so the walk keeps
+  // it apart (the GPT decoder, tpu-v5e: a head with the output projection).
+  const bool gather_strays = regroup && params.workers.gather_strays;
+  auto gathered = [&](const Schedule& schedule, const std::function<bool()>& stop) {
+    return gather_strays && !stop() ? GatherStrays(problem, pricer, schedule, stop) : schedule;
+  };
   auto unrecomputed = [&](const Schedule& schedule, const std::function<bool()>& stop) {
-    return retain_recomputed && !stop() ? RetainRecomputed(problem, pricer, schedule, stop, params.workers.partial_edge_tiles == Switch::kOn) : schedule;
+    const Schedule start = gathered(schedule, stop);
+    return retain_recomputed && !stop() ? RetainRecomputed(problem, pricer, start, stop, params.workers.partial_edge_tiles == Switch::kOn) : start;
   };
   auto regrouped = [&](const Schedule& schedule) {
     return regroup && problem.ops.size() <= kRegroupStartMaxOps && !stopped()
@@ -782,7 +791,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     // bests. Not on graphs above kRegroupStartMaxOps ops, as the starts' regrouping: on MaxViT-T
     // (9,985 ops) a pass took 0.08 s per new best, found nothing, and the 10-s run ended 4 % higher.
     const double unrecomputed_budget = 0.05 * std::chrono::duration<double>(deadline - started).count();
-    if (retain_recomputed && problem.ops.size() <= kRegroupStartMaxOps && have_best &&
+    // The gathering of stray branches shares that budget and goes first.
+    if ((retain_recomputed || gather_strays) && problem.ops.size() <= kRegroupStartMaxOps && have_best &&
         summary.best_total < unrecomputed_total && !stopped() &&
         (params.deterministic || unrecomputed_seconds < unrecomputed_budget)) {
       const Clock::time_point pass_start = Clock::now();
@@ -793,14 +803,24 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
         return stopped() || (!params.deterministic && Clock::now() >= pass_end);
       };
       unrecomputed_total = summary.best_total;
-      const Schedule better = RetainRecomputed(problem, pricer, summary.best, pass_stopped,
-                                               params.workers.partial_edge_tiles == Switch::kOn);
-      unrecomputed_seconds += std::chrono::duration<double>(Clock::now() - pass_start).count();
-      if (!stopped() && !(better == summary.best)) {
-        offer_checked(better, "retain-recomputed");
-        publish();
-        unrecomputed_total = summary.best_total;
+      if (gather_strays) {
+        const Schedule gathered_best = GatherStrays(problem, pricer, summary.best, pass_stopped);
+        if (!stopped() && !(gathered_best == summary.best)) {
+          offer_checked(gathered_best, "gather-strays");
+          publish();
+          unrecomputed_total = summary.best_total;
+        }
       }
+      if (retain_recomputed) {
+        const Schedule better = RetainRecomputed(problem, pricer, summary.best, pass_stopped,
+                                                 params.workers.partial_edge_tiles == Switch::kOn);
+        if (!stopped() && !(better == summary.best)) {
+          offer_checked(better, "retain-recomputed");
+          publish();
+          unrecomputed_total = summary.best_total;
+        }
+      }
+      unrecomputed_seconds += std::chrono::duration<double>(Clock::now() - pass_start).count();
     }
     const double regroup_budget = 0.05 * std::chrono::duration<double>(deadline - started).count();
     if (regroup && have_best && summary.best_total < regrouped_total && !stopped() &&

@@ -131,6 +131,10 @@ std::vector<ParamSpec> BuildTable() {
                          "where a subgraph runs again ops the one before it holds, drop them and retain what "
                          "they made instead (the starts and each new best; only where regroup_parts applies)",
                          [](P& p) -> bool& { return p.workers.retain_recomputed; }));
+  t.push_back(Make<bool>("workers.gather_strays", B, 0, 1,
+                         "gather into a subgraph holding alike branches (attention heads) the ops of those "
+                         "branches that sit elsewhere (the starts and each new best; only where regroup_parts applies)",
+                         [](P& p) -> bool& { return p.workers.gather_strays; }));
   t.push_back(Make<bool>("workers.layer_chains", B, 0, 1,
                          "rebuild each sum of 3+ MatMuls whose private ancestry holds two reduction lengths "
                          "as a chain of subgraphs tied by retention (the greedy start; a concatenation's "

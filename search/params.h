@@ -92,6 +92,10 @@ struct WorkerParams {
   // they made instead (RetainRecomputed, search/starts/retain_recomputed.h): the starts, the
   // compositions and each new best, before the regrouping; only where regroup_parts applies.
   bool retain_recomputed = true;
+  // Gather into a subgraph holding alike branches (attention heads) the ops of those branches
+  // that sit elsewhere (GatherStrays, search/starts/gather_strays.h): the starts, the
+  // compositions and each new best, before RetainRecomputed; only where regroup_parts applies.
+  bool gather_strays = true;
   // Rebuild each sum of MatMuls over a concatenation as a chain of subgraphs tied by retention
   // (LayerChains, search/starts/layer_chains.h) on the greedy start; only where such a sum has
   // MatMuls of two reduction lengths in its private ancestry (never on a contest problem).

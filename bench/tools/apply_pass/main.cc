@@ -4,7 +4,8 @@
 // LayerChains (search/starts/layer_chains.h, "Layer chains"), `serve` ServeLoadsByRetention
 // (search/starts/serve_retained.h, "Serve a loader by retention"), `retain-recomputed`
 // RetainRecomputed (search/starts/retain_recomputed.h, "Retain what the next subgraph
-// recomputes"). `refit` prices an op
+// recomputes"), `gather-strays` GatherStrays (search/starts/gather_strays.h, "Gather stray
+// branches"). `refit` prices an op
 // partition made elsewhere (another profile's schedule of the same model, a hand edit) here.
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "eval/cost/cost_cache.h"
 #include "eval/oracle.h"
 #include "search/starts/constructive.h"
+#include "search/starts/gather_strays.h"
 #include "search/starts/layer_chains.h"
 #include "search/starts/retain_recomputed.h"
 #include "search/starts/serve_retained.h"
@@ -26,13 +28,14 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: apply_pass regroup|layer-chains|serve|retain-recomputed|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
+    "usage: apply_pass regroup|layer-chains|serve|retain-recomputed|gather-strays|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
     "\n"
     "Applies one of the search's passes to SCHEDULE.json, a valid schedule of PROBLEM.json:\n"
     "  regroup       the regrouping of reader parts (RegroupReaderParts)\n"
     "  layer-chains  the layer chains (LayerChains)\n"
     "  serve         loaders served by retention (ServeLoadsByRetention)\n"
     "  retain-recomputed  what a subgraph runs again retained from the one before (RetainRecomputed)\n"
+    "  gather-strays  ops of alike branches gathered into the subgraph holding most (GatherStrays)\n"
     "  refit         every subgraph fitted again in its context, then Polish: SCHEDULE.json may be\n"
     "                another profile's schedule of the same model, or a hand edit (it need not be\n"
     "                valid; a subgraph with no valid fit runs its ops one by one)\n"
@@ -106,8 +109,10 @@ int main(int argc, char** argv) {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return ServeLoadsByRetention(p, pricer, s, never); };
   } else if (positional[0] == "retain-recomputed") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return RetainRecomputed(p, pricer, s, never, false); };
+  } else if (positional[0] == "gather-strays") {
+    pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return GatherStrays(p, pricer, s, never); };
   } else {
-    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve, retain-recomputed or refit)");
+    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve, retain-recomputed, gather-strays or refit)");
   }
   try {
     const Problem problem = ReadProblemFile(positional[1]);
