@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""FCN-ResNet50 on tpu-v1: layer4's block inputs served by retaining the sum before the ReLU.
+"""FCN-ResNet50 on tpu-v1: layer4's block inputs (and the stem's output) served by retaining the sum before the ReLU.
 
     bench/gaps/fcn_layer4_serving.py SCHEDULE.json OUT.json
     build/annealer evaluate fcn_resnet50_op17.tpu-v1.json OUT.json
@@ -16,6 +16,10 @@ op 243 to the one holding op 302 are replaced; the rest is kept. The replacement
 - the block input T394 is served the same way to the downsample (op 263, `K` = 1024, eight column
   tiles: 8 x 37,384 when loaded), and `conv1` of the first block (op 247, two column tiles) loads
   it instead.
+
+- the stem's last ReLU (op 60) is served the same way to layer2's first `conv1` (op 61): the
+  subgraph that ends with it writes its output `T96` (Layout op 78 gathers it, L1) and retains the
+  sum `T95`; op 60 runs again in the subgraph of ops 61-63, which then loads nothing of it.
 
 The island ids, tensor ids and op ids are those of the importer at the time of writing; the
 script checks the ops it moves and stops with a message if the problem's layout differs.
@@ -76,6 +80,13 @@ def main():
     for key in part:
         old = s.get(key) or [None] * len(subs)
         out[key] = old[:first] + part[key] + old[last + 1:]
+    # The stem: the subgraph ending with op 60, then [61, 62, 63].
+    subs2 = out["subgraphs"]
+    j = next((i for i, g in enumerate(subs2) if g and g[-1] == 60), None)
+    if j is None or j + 1 >= len(subs2) or subs2[j + 1] != [61, 62, 63] or out["tensors_to_retain"][j]:
+        raise InputError(f"{args.schedule}: no subgraph ending with op 60, retaining nothing, before [61, 62, 63]")
+    out["tensors_to_retain"][j] = [95]
+    subs2[j + 1] = [60, 61, 62, 63]
     out["subgraph_latencies"] = [0] * len(out["subgraphs"])  # evaluate recomputes them (V13 warns)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(out, f)
