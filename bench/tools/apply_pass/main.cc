@@ -26,12 +26,13 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: apply_pass regroup|layer-chains|serve|retain-recomputed|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
+    "usage: apply_pass regroup|layer-chains|serve|serve-recompute|retain-recomputed|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
     "\n"
     "Applies one of the search's passes to SCHEDULE.json, a valid schedule of PROBLEM.json:\n"
     "  regroup       the regrouping of reader parts (RegroupReaderParts)\n"
     "  layer-chains  the layer chains (LayerChains)\n"
     "  serve         loaders served by retention (ServeLoadsByRetention)\n"
+    "  serve-recompute  loaders served by an input kept and the producer run again (ServeLoadsByRecompute)\n"
     "  retain-recomputed  what a subgraph runs again retained from the one before (RetainRecomputed)\n"
     "  refit         every subgraph fitted again in its context, then Polish: SCHEDULE.json may be\n"
     "                another profile's schedule of the same model, or a hand edit (it need not be\n"
@@ -104,10 +105,12 @@ int main(int argc, char** argv) {
     };
   } else if (positional[0] == "serve") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return ServeLoadsByRetention(p, pricer, s, never); };
+  } else if (positional[0] == "serve-recompute") {
+    pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return ServeLoadsByRecompute(p, pricer, s, never); };
   } else if (positional[0] == "retain-recomputed") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return RetainRecomputed(p, pricer, s, never, false); };
   } else {
-    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve, retain-recomputed or refit)");
+    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve, serve-recompute, retain-recomputed or refit)");
   }
   try {
     const Problem problem = ReadProblemFile(positional[1]);
