@@ -372,8 +372,12 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   // After the regrouping, a loader of such a tensor may take it retained from a subgraph that
   // makes it again (ServeLoadsByRetention; ViT's key projections after the head groups).
   const bool serve = regroup && params.workers.serve_retained;
+  // Then a loader of a written tensor may take it made again from an input kept for it
+  // (ServeLoadsByRecompute; FCN-ResNet50's trunk tensors read by the next block's conv1).
+  const bool serve_recomputed = regroup && params.workers.serve_recomputed;
   auto served = [&](const Schedule& schedule, const std::function<bool()>& stop) {
-    return serve && !stop() ? ServeLoadsByRetention(problem, pricer, schedule, stop) : schedule;
+    Schedule out = serve && !stop() ? ServeLoadsByRetention(problem, pricer, schedule, stop) : schedule;
+    return serve_recomputed && !stop() ? ServeLoadsByRecompute(problem, pricer, out, stop) : out;
   };
   // Where a subgraph runs again what the one before it holds, what it recomputes may come
   // retained instead (RetainRecomputed): a drop of the recompute alone makes it load the

@@ -88,6 +88,10 @@ struct WorkerParams {
   // After each regrouping, move a loader of such a tensor right after a subgraph that makes it
   // again, which retains it (ServeLoadsByRetention, search/starts/serve_retained.h).
   bool serve_retained = true;
+  // After it, serve a loader of a written tensor t = p(s) by keeping s instead and running the
+  // Pointwise p again (ServeLoadsByRecompute, search/starts/serve_retained.h); only where
+  // regroup_parts applies.
+  bool serve_recomputed = true;
   // Where the subgraph after another runs again ops that one holds, drop them and retain what
   // they made instead (RetainRecomputed, search/starts/retain_recomputed.h): the starts, the
   // compositions and each new best, before the regrouping; only where regroup_parts applies.

@@ -29,4 +29,17 @@ namespace annealer {
 Schedule ServeLoadsByRetention(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
                                const std::function<bool()>& stop);
 
+// The same served by running t's producer again (docs/search.md, "Serve a loader by running the
+// producer again"). A tensor t = p(s), made by a Pointwise op p from an s that only p reads, and
+// written for readers outside its subgraph i (FCN-ResNet50's trunk tensors after each residual
+// ReLU, read by the next block's k-split `conv1` and by the next residual sum), cannot be retained
+// by i for one loader: a retained tensor is not written back (R3). i can keep s instead; p then
+// runs again, for its compute alone, inside the loader placed right after i, or alone between them
+// retaining t where the loader cannot hold p (V11). For every subgraph i that retains nothing and
+// every such p, the loaders of t (as above, at most 32) are tried both ways, i refitted with s
+// retained; the best that lowers the whole schedule's total is committed. Only where
+// MergeReadersApplies (never on a contest problem); `stop` is polled.
+Schedule ServeLoadsByRecompute(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
+                               const std::function<bool()>& stop);
+
 }  // namespace annealer
