@@ -12,6 +12,7 @@
 #include "eval/cost/context_reuse.h"
 #include "eval/cost/cost_cache.h"
 #include "eval/cost/hash_mix.h"
+#include "eval/cost/incremental.h"
 #include "eval/cost/pricing_stop.h"
 #include "eval/cost/subgraph_cost.h"
 #include "eval/model/subgraph_structure.h"
@@ -380,7 +381,14 @@ std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpI
 std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpId>& ops,
                                    const std::vector<TensorId>& retain, const std::vector<OpId>* next_ops) {
   std::vector<TensorId> kept;
-  if (retain.empty() || next_ops == nullptr) return kept;
+  UsefulRetainInto(problem, ops, retain, next_ops, kept);
+  return kept;
+}
+
+void UsefulRetainInto(const Problem& problem, const std::vector<OpId>& ops, const std::vector<TensorId>& retain,
+                      const std::vector<OpId>* next_ops, std::vector<TensorId>& kept) {
+  kept.clear();
+  if (retain.empty() || next_ops == nullptr) return;
   thread_local StampSet produced;
   thread_local std::vector<TensorId> next_inputs;
   produced.Clear(problem.tensors.size());
@@ -394,7 +402,6 @@ std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpI
   }
   std::sort(kept.begin(), kept.end());
   kept.erase(std::unique(kept.begin(), kept.end()), kept.end());
-  return kept;
 }
 
 namespace {
@@ -736,9 +743,13 @@ std::optional<FitResult> FitSubgraph(const SubgraphPricer& pricer, const std::ve
   };
   // One scratch subgraph is priced for every key; the traversal of each (pattern, rows, cols)
   // is built once and swapped in and out, so a key costs one cache lookup and no allocation.
-  Subgraph scratch;
-  scratch.ops = ops;
-  scratch.retain = retain;
+  // In a spare subgraph's buffers (eval/cost/incremental.h): the fit's result is a move's
+  // replacement, which the evaluator gives back when done. Its traversal starts out empty:
+  // the cached orders are swapped in and out of it.
+  Subgraph scratch = SpareSubgraphs::Take();
+  scratch.traversal.reset();
+  scratch.ops.assign(ops.begin(), ops.end());
+  scratch.retain.assign(retain.begin(), retain.end());
   thread_local OrderCache orders;
   orders.Trim();
   auto cached_order = [&](const Key& key) -> OrderCache::Entry& {

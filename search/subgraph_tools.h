@@ -190,5 +190,8 @@ std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpI
 // The same with only the next subgraph's ops (null when there is none).
 std::vector<TensorId> UsefulRetain(const Problem& problem, const std::vector<OpId>& ops,
                                    const std::vector<TensorId>& retain, const std::vector<OpId>* next_ops);
+// The same into `out` (its buffer reused; not `retain`).
+void UsefulRetainInto(const Problem& problem, const std::vector<OpId>& ops, const std::vector<TensorId>& retain,
+                      const std::vector<OpId>* next_ops, std::vector<TensorId>& out);
 
 }  // namespace annealer

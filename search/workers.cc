@@ -48,7 +48,7 @@ std::optional<Schedule> Crossover(const WorkerEnvironment& env, const Schedule& 
       }
       for (auto& component : Components(problem, ops)) {
         Subgraph piece = sg;
-        piece.ops = SortTopologically(env.rank, component);
+        piece.ops = SortTopologically(env.rank, std::move(component));
         // Marked for refit by RepairSchedule through its retain filter; fit now to be safe.
         auto fit = FitSubgraph(env.pricer, piece.ops, kNothing, kNothing, &sg, false, env.stop);
         if (!fit) return false;

@@ -71,6 +71,14 @@ struct Piece {
 };
 // The piece that keeps subgraph `sg` as it is (refit false, its own retain set).
 inline Piece Kept(const Subgraph& sg) { return {{}, {}, &sg, false, true}; }
+// The pieces as a list, moved in (a braced list would copy each piece's ops and retain set).
+template <typename... Pieces>
+std::vector<Piece> PiecesOf(Pieces&&... pieces) {
+  std::vector<Piece> list;
+  list.reserve(sizeof...(pieces));
+  (list.push_back(std::move(pieces)), ...);
+  return list;
+}
 
 // What subgraph `index` finds retained from the subgraph before it (nothing for the first).
 const std::vector<TensorId>& RetainedInto(const Schedule& s, int index);

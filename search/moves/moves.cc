@@ -88,9 +88,9 @@ std::optional<ScheduleEdit> MergeAdjacent(const MoveContext& ctx, const Schedule
   if (i < 0) return std::nullopt;
   std::vector<OpId> ops = s.subgraphs[i].ops;
   ops.insert(ops.end(), s.subgraphs[i + 1].ops.begin(), s.subgraphs[i + 1].ops.end());
-  Piece merged{SortTopologically(ctx.rank, ops), s.subgraphs[i + 1].retain,
+  Piece merged{SortTopologically(ctx.rank, std::move(ops)), s.subgraphs[i + 1].retain,
                &s.subgraphs[Coin(rng, 0.5) ? i : i + 1], true};
-  return Finish(ctx, s, i, i + 2, {merged});
+  return Finish(ctx, s, i, i + 2, PiecesOf(std::move(merged)));
 }
 
 std::optional<ScheduleEdit> MergeIntoConsumer(const MoveContext& ctx, const Schedule& s, Rng& rng) {
@@ -120,11 +120,22 @@ std::vector<OpId> RandomOrder(const Problem& problem, const std::vector<OpId>& o
   // allocation per op placed.
   thread_local std::vector<int> missing, ready;
   thread_local std::vector<char> done;
+  // The position of each op in `ops` (-1 elsewhere): membership without a scan of `ops`, and
+  // a placed op's readers found among its output's consumers instead of by a scan of every
+  // op's inputs. A list holding an op twice keeps the latter scan (each position reading the
+  // output counts).
+  thread_local std::vector<int> position;
+  if (position.size() < problem.ops.size()) position.assign(problem.ops.size(), -1);
+  bool distinct = true;
+  for (size_t a = 0; a < ops.size(); ++a) {
+    distinct = distinct && position[ops[a]] < 0;
+    position[ops[a]] = static_cast<int>(a);
+  }
   missing.assign(ops.size(), 0);
   for (size_t a = 0; a < ops.size(); ++a) {
     for (TensorId t : problem.ops[ops[a]].inputs) {
       const OpId p = problem.producer[t];
-      if (p != kNoOp && Contains(ops, p)) ++missing[a];
+      if (p != kNoOp && position[p] >= 0) ++missing[a];
     }
   }
   std::vector<OpId> order;
@@ -135,15 +146,28 @@ std::vector<OpId> RandomOrder(const Problem& problem, const std::vector<OpId>& o
     for (size_t a = 0; a < ops.size(); ++a) {
       if (!done[a] && missing[a] == 0) ready.push_back(static_cast<int>(a));
     }
-    if (ready.empty()) return ops;  // cannot happen for a DAG
+    if (ready.empty()) break;  // cannot happen for a DAG
     const int a = ready[Uniform(rng, static_cast<int>(ready.size()))];
     done[a] = 1;
     order.push_back(ops[a]);
-    for (size_t b = 0; b < ops.size(); ++b) {
-      const auto& in = problem.ops[ops[b]].inputs;
-      if (std::find(in.begin(), in.end(), problem.ops[ops[a]].output) != in.end()) --missing[b];
+    const TensorId out = problem.ops[ops[a]].output;
+    if (distinct) {
+      // Each reader once, however often it reads `out` (consumers ascend, repeats adjacent).
+      OpId last = kNoOp;
+      for (const OpId c : problem.consumers[out]) {
+        if (c == last) continue;
+        last = c;
+        if (position[c] >= 0) --missing[position[c]];
+      }
+    } else {
+      for (size_t b = 0; b < ops.size(); ++b) {
+        const auto& in = problem.ops[ops[b]].inputs;
+        if (std::find(in.begin(), in.end(), out) != in.end()) --missing[b];
+      }
     }
   }
+  for (const OpId op : ops) position[op] = -1;
+  if (order.size() < ops.size()) return ops;
   return order;
 }
 
@@ -157,9 +181,9 @@ std::optional<ScheduleEdit> Split(const MoveContext& ctx, const Schedule& s, Rng
   std::vector<OpId> first(order.begin(), order.begin() + cut);
   std::vector<OpId> second(order.begin() + cut, order.end());
   std::vector<std::vector<OpId>> parts;
-  for (const std::vector<OpId>* part : {&first, &second}) {
-    for (auto& component : Components(ctx.problem, SortTopologically(ctx.rank, *part))) {
-      parts.push_back(SortTopologically(ctx.rank, component));
+  for (std::vector<OpId>* part : {&first, &second}) {
+    for (auto& component : Components(ctx.problem, SortTopologically(ctx.rank, std::move(*part)))) {
+      parts.push_back(SortTopologically(ctx.rank, std::move(component)));
     }
   }
   return Finish(ctx, s, i, i + 1, PiecesOfParts(ctx.problem, std::move(parts), sg, [&] { return Coin(rng, 0.5); }));
@@ -237,7 +261,7 @@ std::optional<ScheduleEdit> Duplicate(const MoveContext& ctx, const Schedule& s,
   const OpId p = producers[Uniform(rng, static_cast<int>(producers.size()))];
   std::vector<OpId> ops = sg.ops;
   ops.push_back(p);
-  return Finish(ctx, s, j, j + 1, {{SortTopologically(ctx.rank, ops), sg.retain, &sg, true}});
+  return Finish(ctx, s, j, j + 1, PiecesOf(Piece{SortTopologically(ctx.rank, std::move(ops)), sg.retain, &sg, true}));
 }
 
 std::optional<ScheduleEdit> DropDuplicate(const MoveContext& ctx, const Schedule& s, Rng& rng) {
@@ -281,7 +305,7 @@ std::optional<ScheduleEdit> DropDuplicate(const MoveContext& ctx, const Schedule
   rest.erase(std::find(rest.begin(), rest.end(), op));
   std::vector<Piece> pieces;
   for (auto& component : Components(ctx.problem, rest)) {
-    pieces.push_back({SortTopologically(ctx.rank, component), sg.retain, &sg, true});
+    pieces.push_back({SortTopologically(ctx.rank, std::move(component)), sg.retain, &sg, true});
   }
   return Finish(ctx, s, i, i + 1, std::move(pieces));
 }
@@ -335,7 +359,7 @@ std::optional<ScheduleEdit> MoveNextToProducer(const MoveContext& ctx, const Sch
 std::optional<ScheduleEdit> ChangeGranularity(const MoveContext& ctx, const Schedule& s, Rng& rng) {
   const int i = Uniform(rng, static_cast<int>(s.subgraphs.size()));
   const Subgraph& sg = s.subgraphs[i];
-  if (Coin(rng, 0.25)) return Finish(ctx, s, i, i + 1, {{sg.ops, sg.retain, &sg, true}});
+  if (Coin(rng, 0.25)) return Finish(ctx, s, i, i + 1, PiecesOf(Piece{sg.ops, sg.retain, &sg, true}));
   Subgraph changed = sg;
   Granularity& g = changed.granularity;
   const Elements n = ctx.problem.native;
@@ -391,9 +415,12 @@ std::optional<ScheduleEdit> ToggleRetention(const MoveContext& ctx, const Schedu
   const int i = Uniform(rng, n - 1);
   const Subgraph& a = s.subgraphs[i];
   const Subgraph& b = s.subgraphs[i + 1];
-  const std::vector<TensorId> produced = ProducedTensors(ctx.problem, a.ops);
-  std::vector<TensorId> candidates;
-  for (TensorId t : BoundaryInputs(ctx.problem, b.ops)) {
+  // Buffers per thread: a move allocates nothing for them.
+  thread_local std::vector<TensorId> produced, inputs, candidates;
+  ProducedTensorsInto(ctx.problem, a.ops, produced);
+  BoundaryInputsInto(ctx.problem, b.ops, inputs);
+  candidates.clear();
+  for (TensorId t : inputs) {
     if (std::binary_search(produced.begin(), produced.end(), t) && !ctx.problem.IsGraphOutput(t)) {
       candidates.push_back(t);
     }
@@ -409,7 +436,7 @@ std::optional<ScheduleEdit> ToggleRetention(const MoveContext& ctx, const Schedu
     std::sort(retain.begin(), retain.end());
   }
   const bool refit = Coin(rng, 0.5);
-  return Finish(ctx, s, i, i + 2, {{a.ops, retain, &a, refit}, {b.ops, b.retain, &b, refit}});
+  return Finish(ctx, s, i, i + 2, PiecesOf(Piece{a.ops, std::move(retain), &a, refit}, Piece{b.ops, b.retain, &b, refit}));
 }
 
 }  // namespace

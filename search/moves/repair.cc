@@ -22,9 +22,18 @@ namespace {
 // the repair changes instead of the whole schedule.
 class RepairTarget {
  public:
+  RepairTarget() = default;
   // Borrows every position.
   explicit RepairTarget(std::vector<const Subgraph*> borrowed)
       : current_(std::move(borrowed)), writable_(current_.size(), nullptr) {}
+  // Borrows every position again, keeping the buffers: a thread's window reuses one target,
+  // so a move allocates nothing for it but the copies Write makes.
+  void Borrow(const std::vector<const Subgraph*>& borrowed) {
+    current_.assign(borrowed.begin(), borrowed.end());
+    writable_.assign(current_.size(), nullptr);
+    copies_.clear();
+    if (copies_.capacity() < current_.size()) copies_.reserve(current_.size());
+  }
   // Edits the schedule in place.
   explicit RepairTarget(Schedule& schedule) : in_place_(true) {
     for (Subgraph& sg : schedule.subgraphs) {
@@ -479,12 +488,16 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
   frame.may_pull = [&](TensorId t) { return !committed.RetainedBefore(t, lo); };
   frame.next_ops = old_end < old_n ? &s.subgraphs[old_end].ops : nullptr;
   // Window position `from` is committed position lo + from - shift.
-  frame.loaded_beyond = [&](TensorId t, int from) { return committed.ReadAfter(t, lo + from - shift - 1); };
+  // The captures are by value where references would not fit std::function's local storage
+  // (16 bytes): a repair allocates nothing for its frame.
+  frame.loaded_beyond = [&committed, before = lo - shift - 1](TensorId t, int from) {
+    return committed.ReadAfter(t, before + from);
+  };
   // Window position k of the replacement is edited position lo + k, at or next to the
   // committed subgraph it may copy.
-  frame.committed_guess = [&](int k) {
+  frame.committed_guess = [lo, begin = edit.begin, m](int k) {
     const int at = lo + k;
-    return at >= edit.begin && at < edit.begin + m ? at : -1;
+    return at >= begin && at < begin + m ? at : -1;
   };
   // The edit's kept stretch but its first subgraph is passed as it is when the scan can tell
   // it would leave it so (Repair); else the window is repaired again without that.
@@ -495,11 +508,13 @@ std::optional<ScheduleEdit> LocalRepairedEdit(const MoveContext& ctx, const Incr
     frame.skip_committed = edit.kept_begin + 1;
     frame.committed_lo = lo;
   }
-  RepairTarget window(positions);
+  // Read until DiffEdit has moved its copies out; nothing repairs a window meanwhile.
+  thread_local RepairTarget window;
+  window.Borrow(positions);
   RepairStatus status = Repair(ctx, window, frame);
   if (status == RepairStatus::kRetry) {
     frame.skip_begin = frame.skip_end = 0;
-    window = RepairTarget(positions);
+    window.Borrow(positions);
     status = Repair(ctx, window, frame);
   }
   const bool skipped = frame.skip_end > frame.skip_begin;
@@ -742,7 +757,9 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
   for (size_t j = 0; j < pieces.size(); ++j) {
     const Piece& piece = pieces[j];
     const std::vector<OpId>* next = j + 1 < pieces.size() ? &pieces[j + 1].Ops() : after;
-    std::vector<TensorId> retain = UsefulRetain(problem, piece.Ops(), piece.Retain(), next);
+    // Copied out where kept (into a spare's buffer, or the fit's): one buffer per thread.
+    thread_local std::vector<TensorId> retain;
+    UsefulRetainInto(problem, piece.Ops(), piece.Retain(), next, retain);
     const bool in_s = piece.hint != nullptr && piece.hint >= base + begin && piece.hint < base + end;
     if (!run_taken && ctx.min_kept_run > 0 && piece.kept && !piece.refit && in_s && retain == piece.hint->retain) {
       if (run_end > run_begin && pieces[run_end - 1].hint + 1 != piece.hint) close_run();
@@ -765,7 +782,7 @@ std::optional<ScheduleEdit> Finish(const MoveContext& ctx, const Schedule& s, in
       } else {
         same.traversal = piece.hint->traversal;
       }
-      same.retain = std::move(retain);
+      same.retain.assign(retain.begin(), retain.end());
     } else {
       std::optional<FitResult> fit =
           FitSubgraph(ctx.pricer, piece.Ops(), *retained_in, retain, piece.hint, false, ctx.stop);
