@@ -29,6 +29,7 @@
 #include "search/repeats/pieces.h"
 #include "search/repeats/repeats.h"
 #include "search/starts/gather_strays.h"
+#include "search/starts/merge_refit.h"
 #include "search/starts/retain_recomputed.h"
 #include "search/subgraph_tools.h"
 #include "search/task_group.h"
@@ -375,9 +376,13 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   // Then a loader of a written tensor may take it made again from an input kept for it
   // (ServeLoadsByRecompute; FCN-ResNet50's trunk tensors read by the next block's conv1).
   const bool serve_recomputed = regroup && params.workers.serve_recomputed;
+  // Last, every subgraph refitted at the tile sides between powers of two, neighbours merged
+  // where that pays (MergeAndRefit; FCN-ResNet50's conv3 with its residual sum at 196 rows).
+  const bool merge_refit = regroup && params.workers.merge_refit;
   auto served = [&](const Schedule& schedule, const std::function<bool()>& stop) {
     Schedule out = serve && !stop() ? ServeLoadsByRetention(problem, pricer, schedule, stop) : schedule;
-    return serve_recomputed && !stop() ? ServeLoadsByRecompute(problem, pricer, out, stop) : out;
+    out = serve_recomputed && !stop() ? ServeLoadsByRecompute(problem, pricer, out, stop) : out;
+    return merge_refit && !stop() ? MergeAndRefit(problem, pricer, out, stop) : out;
   };
   // Where a subgraph runs again what the one before it holds, what it recomputes may come
   // retained instead (RetainRecomputed): a drop of the recompute alone makes it load the

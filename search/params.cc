@@ -132,6 +132,10 @@ std::vector<ParamSpec> BuildTable() {
                          "tensor only it reads by retaining that input and running the op again (only where "
                          "regroup_parts applies)",
                          [](P& p) -> bool& { return p.workers.serve_recomputed; }));
+  t.push_back(Make<bool>("workers.merge_refit", B, 0, 1,
+                         "after the serving passes, refit each subgraph at every tile side that divides its "
+                         "dimension and try each pair of neighbours merged (only where regroup_parts applies)",
+                         [](P& p) -> bool& { return p.workers.merge_refit; }));
   t.push_back(Make<bool>("workers.retain_recomputed", B, 0, 1,
                          "where a subgraph runs again ops the one before it holds, drop them and retain what "
                          "they made instead (the starts and each new best; only where regroup_parts applies)",

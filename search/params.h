@@ -92,6 +92,9 @@ struct WorkerParams {
   // Pointwise p again (ServeLoadsByRecompute, search/starts/serve_retained.h); only where
   // regroup_parts applies.
   bool serve_recomputed = true;
+  // Then each subgraph refitted at every tile side and each pair of neighbours tried merged
+  // (MergeAndRefit, search/starts/merge_refit.h); only where regroup_parts applies.
+  bool merge_refit = true;
   // Where the subgraph after another runs again ops that one holds, drop them and retain what
   // they made instead (RetainRecomputed, search/starts/retain_recomputed.h): the starts, the
   // compositions and each new best, before the regrouping; only where regroup_parts applies.

@@ -20,6 +20,7 @@
 #include "search/starts/gather_strays.h"
 #include "search/starts/layer_chains.h"
 #include "search/starts/retain_recomputed.h"
+#include "search/starts/merge_refit.h"
 #include "search/starts/serve_retained.h"
 #include "search/subgraph_tools.h"
 #include "src/io/problem_reader.h"
@@ -28,13 +29,14 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: apply_pass regroup|layer-chains|serve|serve-recompute|retain-recomputed|gather-strays|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
+    "usage: apply_pass regroup|layer-chains|serve|serve-recompute|merge-refit|retain-recomputed|gather-strays|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
     "\n"
     "Applies one of the search's passes to SCHEDULE.json, a valid schedule of PROBLEM.json:\n"
     "  regroup       the regrouping of reader parts (RegroupReaderParts)\n"
     "  layer-chains  the layer chains (LayerChains)\n"
     "  serve         loaders served by retention (ServeLoadsByRetention)\n"
     "  serve-recompute  loaders served by an input kept and the producer run again (ServeLoadsByRecompute)\n"
+    "  merge-refit   each subgraph refitted at every tile side, neighbours merged (MergeAndRefit)\n"
     "  retain-recomputed  what a subgraph runs again retained from the one before (RetainRecomputed)\n"
     "  gather-strays  ops of alike branches gathered into the subgraph holding most (GatherStrays)\n"
     "  refit         every subgraph fitted again in its context, then Polish: SCHEDULE.json may be\n"
@@ -108,6 +110,8 @@ int main(int argc, char** argv) {
     };
   } else if (positional[0] == "serve") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return ServeLoadsByRetention(p, pricer, s, never); };
+  } else if (positional[0] == "merge-refit") {
+    pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return MergeAndRefit(p, pricer, s, never); };
   } else if (positional[0] == "serve-recompute") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return ServeLoadsByRecompute(p, pricer, s, never); };
   } else if (positional[0] == "retain-recomputed") {
@@ -115,7 +119,7 @@ int main(int argc, char** argv) {
   } else if (positional[0] == "gather-strays") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return GatherStrays(p, pricer, s, never); };
   } else {
-    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve, serve-recompute, retain-recomputed, gather-strays or refit)");
+    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve, serve-recompute, merge-refit, retain-recomputed, gather-strays or refit)");
   }
   try {
     const Problem problem = ReadProblemFile(positional[1]);
