@@ -14,6 +14,7 @@
 #include "search/starts/constructive.h"
 #include "search/starts/retain_recomputed.h"
 #include "search/subgraph_tools.h"
+#include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"
 
 namespace annealer {
@@ -48,15 +49,7 @@ Problem Bottleneck(Elements capacity, double bandwidth, Elements rows, Elements 
 // Subgraphs of these ops in order, each fitted (the thorough fit) with the retention given.
 Schedule Fitted(const SubgraphPricer& pricer, const std::vector<std::vector<OpId>>& groups,
                 const std::vector<std::vector<TensorId>>& retain) {
-  Schedule schedule;
-  std::vector<TensorId> in;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    auto fit = FitSubgraph(pricer, groups[g], in, retain[g], nullptr, true, kNever);
-    REQUIRE(fit.has_value());
-    schedule.subgraphs.push_back(fit->subgraph);
-    in = retain[g];
-  }
-  return schedule;
+  return testing::FittedSchedule(pricer, groups, retain, true);
 }
 
 TEST_CASE("starts: RetainRecomputed retains the tensor the next subgraph made again, which one drop does not reach") {

@@ -17,6 +17,7 @@
 #include "search/starts/merge_refit.h"
 #include "search/starts/serve_retained.h"
 #include "search/subgraph_tools.h"
+#include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"
 #include "tests/test_files.h"
 
@@ -52,16 +53,21 @@ Problem Residual(Elements capacity, double bandwidth, Elements rows, Elements co
 
 Schedule Fitted(const SubgraphPricer& pricer, const std::vector<std::vector<OpId>>& groups,
                 const std::vector<std::vector<TensorId>>& retain) {
-  Schedule schedule;
-  std::vector<TensorId> in;
-  for (size_t g = 0; g < groups.size(); ++g) {
-    auto fit = FitSubgraph(pricer, groups[g], in, retain[g], nullptr, false, kNever);
-    INFO("group " << g);
-    REQUIRE(fit.has_value());
-    schedule.subgraphs.push_back(fit->subgraph);
-    in = retain[g];
-  }
-  return schedule;
+  return testing::FittedSchedule(pricer, groups, retain, false);
+}
+
+// A random chain of 2-4 blocks: rows of 196-784 where `between` (sides between powers of two
+// divide them) else 128-384, columns 128-384, a scratchpad from a few tensors to ample,
+// bandwidths 2-64.
+Problem RandomResidual(std::mt19937_64& rng, bool between) {
+  const int blocks = 2 + static_cast<int>(rng() % 3);
+  const Elements rows = between && rng() % 2 == 0 ? 196 * (1 + static_cast<Elements>(rng() % 4))
+                                                  : 128 * (1 + static_cast<Elements>(rng() % 3));
+  const Elements cols = 128 * (1 + static_cast<Elements>(rng() % 3));
+  const Elements capacity =
+      (rng() % 4 == 0) ? (Elements{1} << 24) : rows * cols * (3 + static_cast<Elements>(rng() % 6));
+  const double bandwidth = 2.0 * (1 << (rng() % 6));
+  return Residual(capacity, bandwidth, rows, cols, blocks);
 }
 
 TEST_CASE("starts: ServeLoadsByRecompute keeps the sum for a loader of the ReLU's output") {
@@ -130,12 +136,7 @@ TEST_CASE("starts: ServeLoadsByRecompute keeps every schedule valid and never ra
   std::mt19937_64 rng(14);
   int changed = 0, cases = 0;
   for (int round = 0; round < 400; ++round) {
-    const int blocks = 2 + static_cast<int>(rng() % 3);
-    const Elements rows = 128 * (1 + static_cast<Elements>(rng() % 3));
-    const Elements cols = 128 * (1 + static_cast<Elements>(rng() % 3));
-    const Elements capacity = (rng() % 4 == 0) ? (Elements{1} << 24) : rows * cols * (3 + static_cast<Elements>(rng() % 6));
-    const double bandwidth = 2.0 * (1 << (rng() % 6));
-    const Problem problem = Residual(capacity, bandwidth, rows, cols, blocks);
+    const Problem problem = RandomResidual(rng, false);
     CostCache cache(1 << 16);
     SubgraphPricer pricer(problem, &cache);
     for (int mode = 0; mode < 3; ++mode) {
@@ -182,12 +183,7 @@ TEST_CASE("starts: MergeAndRefit keeps every schedule valid and never raises it 
   std::mt19937_64 rng(15);
   int changed = 0, merged = 0, cases = 0;
   for (int round = 0; round < 150; ++round) {
-    const int blocks = 2 + static_cast<int>(rng() % 3);
-    const Elements rows = (rng() % 2 == 0) ? 196 * (1 + static_cast<Elements>(rng() % 4)) : 128 * (1 + static_cast<Elements>(rng() % 3));
-    const Elements cols = 128 * (1 + static_cast<Elements>(rng() % 3));
-    const Elements capacity = (rng() % 4 == 0) ? (Elements{1} << 24) : rows * cols * (3 + static_cast<Elements>(rng() % 6));
-    const double bandwidth = 2.0 * (1 << (rng() % 6));
-    const Problem problem = Residual(capacity, bandwidth, rows, cols, blocks);
+    const Problem problem = RandomResidual(rng, true);
     CostCache cache(1 << 16);
     SubgraphPricer pricer(problem, &cache);
     for (int mode = 0; mode < 3; ++mode) {
