@@ -418,6 +418,14 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     if (c.valid) pool.Offer(schedule, c.total, kind);
     return c;
   };
+  // A pass's result on the run's best, offered and published where it changed something (a pass
+  // the stop cut short is dropped); `total` is then the best the pass will next be compared with.
+  auto offer_pass_result = [&](const Schedule& result, const std::string& kind, Latency& total) {
+    if (stopped() || result == summary.best) return;
+    offer_checked(result, kind);
+    publish();
+    total = summary.best_total;
+  };
   // Every task runs with the stop test installed for pricing (eval/cost/pricing_stop.h): a pricing
   // that walks steps one by one polls it, and when it throws the search is over (`stopped`
   // stays true), so the task's half-done step is dropped; what it offered before stays.
@@ -813,21 +821,13 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
       };
       unrecomputed_total = summary.best_total;
       if (gather_strays) {
-        const Schedule gathered_best = GatherStrays(problem, pricer, summary.best, pass_stopped);
-        if (!stopped() && !(gathered_best == summary.best)) {
-          offer_checked(gathered_best, "gather-strays");
-          publish();
-          unrecomputed_total = summary.best_total;
-        }
+        offer_pass_result(GatherStrays(problem, pricer, summary.best, pass_stopped), "gather-strays",
+                          unrecomputed_total);
       }
       if (retain_recomputed) {
-        const Schedule better = RetainRecomputed(problem, pricer, summary.best, pass_stopped,
-                                                 params.workers.partial_edge_tiles == Switch::kOn);
-        if (!stopped() && !(better == summary.best)) {
-          offer_checked(better, "retain-recomputed");
-          publish();
-          unrecomputed_total = summary.best_total;
-        }
+        offer_pass_result(RetainRecomputed(problem, pricer, summary.best, pass_stopped,
+                                           params.workers.partial_edge_tiles == Switch::kOn),
+                          "retain-recomputed", unrecomputed_total);
       }
       unrecomputed_seconds += std::chrono::duration<double>(Clock::now() - pass_start).count();
     }
@@ -845,11 +845,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
       const Schedule better =
           served(RegroupReaderParts(problem, pricer, summary.best, regroup_stopped, &regroup_cursor), regroup_stopped);
       regroup_seconds += std::chrono::duration<double>(Clock::now() - regroup_start).count();
-      if (!stopped() && !(better == summary.best)) {
-        offer_checked(better, "regroup");
-        publish();
-        regrouped_total = summary.best_total;
-      }
+      offer_pass_result(better, "regroup", regrouped_total);
     }
     if (callbacks.on_progress) {
       const Clock::time_point now = Clock::now();
