@@ -1,6 +1,7 @@
 // The allocation-free helpers of the move generator agree with the plain definitions they
 // replace: stamped sets, the one-walk subgraph facts (boundary inputs and sinks), Feeds and the
-// op-list form of UsefulRetain, on random op sets of the bundled problems.
+// op-list form of UsefulRetain, Split's random order, on random op sets of the bundled problems and
+// of random graphs.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 
 #include "eval/random_schedule.h"
 #include "eval/model/traversal.h"
+#include "search/moves/move_kit.h"
 #include "search/subgraph_tools.h"
 #include "src/io/problem_reader.h"
 #include "tests/test_files.h"
@@ -393,6 +395,100 @@ TEST_CASE("grown facts: GrowOpsFacts after pulling producers of inputs gives Com
   }
   MESSAGE(rounds << " rounds, " << pulled_total << " ops pulled");
   CHECK(rounds > 3000);
+}
+
+
+// Split's order as plain Kahn: a position is ready when each producer of its inputs that the list
+// holds has a copy placed; the same draw among the ready positions in list order.
+std::vector<OpId> ReferenceRandomOrder(const Problem& problem, const std::vector<OpId>& ops, move_kit::Rng& rng) {
+  std::vector<char> done(ops.size(), 0);
+  std::vector<OpId> order;
+  while (order.size() < ops.size()) {
+    std::vector<int> ready;
+    for (size_t a = 0; a < ops.size(); ++a) {
+      bool waits = false;
+      for (TensorId t : problem.ops[ops[a]].inputs) {
+        const OpId p = problem.producer[t];
+        if (p == kNoOp || std::find(ops.begin(), ops.end(), p) == ops.end()) continue;
+        bool placed = false;
+        for (size_t b = 0; b < ops.size(); ++b) placed |= done[b] && ops[b] == p;
+        waits |= !placed;
+      }
+      if (!done[a] && !waits) ready.push_back(static_cast<int>(a));
+    }
+    if (ready.empty()) return ops;
+    const int a = ready[move_kit::Uniform(rng, static_cast<int>(ready.size()))];
+    done[a] = 1;
+    order.push_back(ops[a]);
+  }
+  return order;
+}
+
+// A random graph of equal-shape Pointwise ops reading one to three earlier tensors, drawn with
+// repeats (x * x): the readers of an op's output twice that the bundled problems lack.
+Problem RandomPointwiseGraph(std::mt19937_64& rng) {
+  Problem problem;
+  problem.native = 32;
+  const int inputs = 1 + static_cast<int>(rng() % 3);
+  for (int t = 0; t < inputs; ++t) problem.tensors.push_back({32, 32});
+  const int num_ops = 3 + static_cast<int>(rng() % 20);
+  for (int op = 0; op < num_ops; ++op) {
+    std::vector<TensorId> in(1 + rng() % 3);
+    for (TensorId& t : in) t = static_cast<TensorId>(rng() % problem.tensors.size());
+    problem.tensors.push_back({32, 32});
+    problem.ops.push_back({OpKind::Pointwise, in, static_cast<TensorId>(problem.tensors.size() - 1), 1});
+  }
+  problem.fast_memory_capacity = 1 << 20;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize().empty());
+  return problem;
+}
+
+TEST_CASE("random order: Split's order is the plain Kahn draw's, with the same draws, on lists with and without repeats") {
+  std::mt19937_64 rng(23);
+  int lists = 0, repeated = 0, twice_read = 0;
+  const Problem bundled = ReadBundledProblem("mlsys-2026-17.json");
+  const std::vector<int> bundled_rank = TopologicalRanks(bundled);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const Problem random = RandomPointwiseGraph(rng);
+    const bool use_bundled = trial % 3 == 0;
+    const Problem& problem = use_bundled ? bundled : random;
+    const std::vector<int> rank = use_bundled ? bundled_rank : TopologicalRanks(problem);
+    std::vector<OpId> ops = RandomOps(problem, rank, rng, std::min<int>(12, static_cast<int>(problem.ops.size())));
+    if (rng() % 5 == 0) {  // an op listed twice, as a list under edit may hold it
+      ops.insert(ops.begin() + static_cast<long>(rng() % (ops.size() + 1)), ops[rng() % ops.size()]);
+      ++repeated;
+    }
+    if (rng() % 4 == 0) std::shuffle(ops.begin(), ops.end(), rng);  // any list order, not only topological
+    for (OpId op : ops) {
+      const auto& in = problem.ops[op].inputs;
+      for (size_t i = 1; i < in.size(); ++i) twice_read += std::find(in.begin(), in.begin() + i, in[i]) != in.begin() + i;
+    }
+    const uint64_t seed = rng();
+    move_kit::Rng fast_rng(seed), reference_rng(seed);
+    const std::vector<OpId> fast = move_kit::RandomOrder(problem, ops, fast_rng);
+    const std::vector<OpId> reference = ReferenceRandomOrder(problem, ops, reference_rng);
+    INFO("trial " << trial << ", " << ops.size() << " ops");
+    REQUIRE(fast == reference);
+    CHECK(fast_rng() == reference_rng());
+    // A topological order of the list (every op after the copies of its producers that the list
+    // holds, but a repeat after the first) and a permutation of it.
+    std::vector<OpId> sorted_fast = fast, sorted_ops = ops;
+    std::sort(sorted_fast.begin(), sorted_fast.end());
+    std::sort(sorted_ops.begin(), sorted_ops.end());
+    CHECK(sorted_fast == sorted_ops);
+    for (size_t a = 0; a < fast.size(); ++a) {
+      for (TensorId t : problem.ops[fast[a]].inputs) {
+        const OpId p = problem.producer[t];
+        if (p == kNoOp || std::find(ops.begin(), ops.end(), p) == ops.end()) continue;
+        CHECK(std::find(fast.begin(), fast.begin() + static_cast<long>(a), p) != fast.begin() + static_cast<long>(a));
+      }
+    }
+    ++lists;
+  }
+  MESSAGE(lists << " lists, " << repeated << " with an op twice, " << twice_read << " inputs read twice by one op");
+  CHECK(repeated > 400);
+  CHECK(twice_read > 1000);
 }
 
 }  // namespace

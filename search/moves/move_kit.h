@@ -57,6 +57,11 @@ std::optional<std::vector<int>> OrderByLeastKey(const std::vector<std::vector<in
   return order;
 }
 
+// A random topological order of `ops` (Kahn's algorithm, each step a uniform draw among the ready
+// positions in list order): Split's cut. A list holding an op twice is ordered with its copies as
+// one producer (the first placed releases the readers); `ops` as given if it is not acyclic.
+std::vector<OpId> RandomOrder(const Problem& problem, const std::vector<OpId>& ops, Rng& rng);
+
 // A subgraph-to-be of an edit: its ops, the retain set it wants, and a configuration hint.
 struct Piece {
   std::vector<OpId> ops;

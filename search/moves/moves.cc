@@ -62,6 +62,72 @@ bool AllConsumersIn(const Problem& problem, TensorId t, const std::vector<OpId>&
   }
   return true;
 }
+
+std::vector<OpId> RandomOrder(const Problem& problem, const std::vector<OpId>& ops, Rng& rng) {
+  // Per-thread buffers: a split draws one order per move, and the ready list was a fresh
+  // allocation per op placed.
+  thread_local std::vector<int> missing, ready;
+  thread_local std::vector<char> done;
+  // The position of each op in `ops` (-1 elsewhere): membership without a scan of `ops`, and
+  // a placed op's readers found among its output's consumers instead of by a scan of every
+  // op's inputs. A list holding an op twice keeps the latter scan (each position reading the
+  // output counts).
+  thread_local std::vector<int> position;
+  if (position.size() < problem.ops.size()) position.assign(problem.ops.size(), -1);
+  bool distinct = true;
+  for (size_t a = 0; a < ops.size(); ++a) {
+    distinct = distinct && position[ops[a]] < 0;
+    position[ops[a]] = static_cast<int>(a);
+  }
+  // An op waits for each producer in the list once, however many of its inputs that producer
+  // makes (x * x): the decrements below come once per producer placed.
+  missing.assign(ops.size(), 0);
+  for (size_t a = 0; a < ops.size(); ++a) {
+    const std::vector<TensorId>& in = problem.ops[ops[a]].inputs;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const OpId p = problem.producer[in[i]];
+      if (p != kNoOp && position[p] >= 0 && std::find(in.begin(), in.begin() + i, in[i]) == in.begin() + i) {
+        ++missing[a];
+      }
+    }
+  }
+  std::vector<OpId> order;
+  order.reserve(ops.size());
+  done.assign(ops.size(), 0);
+  while (order.size() < ops.size()) {
+    ready.clear();
+    for (size_t a = 0; a < ops.size(); ++a) {
+      if (!done[a] && missing[a] == 0) ready.push_back(static_cast<int>(a));
+    }
+    if (ready.empty()) break;  // cannot happen for a DAG
+    const int a = ready[Uniform(rng, static_cast<int>(ready.size()))];
+    done[a] = 1;
+    order.push_back(ops[a]);
+    const TensorId out = problem.ops[ops[a]].output;
+    if (distinct) {
+      // Each reader once, however often it reads `out` (consumers ascend, repeats adjacent).
+      OpId last = kNoOp;
+      for (const OpId c : problem.consumers[out]) {
+        if (c == last) continue;
+        last = c;
+        if (position[c] >= 0) --missing[position[c]];
+      }
+    } else {
+      // Only the first copy placed releases the readers.
+      bool first = true;
+      for (size_t b = 0; b < ops.size(); ++b) {
+        if (static_cast<int>(b) != a && done[b] && ops[b] == ops[a]) first = false;
+      }
+      for (size_t b = 0; first && b < ops.size(); ++b) {
+        const auto& in = problem.ops[ops[b]].inputs;
+        if (std::find(in.begin(), in.end(), out) != in.end()) --missing[b];
+      }
+    }
+  }
+  for (const OpId op : ops) position[op] = -1;
+  if (order.size() < ops.size()) return ops;
+  return order;
+}
 }  // namespace move_kit
 
 namespace {
@@ -112,63 +178,6 @@ std::optional<ScheduleEdit> MergeIntoConsumer(const MoveContext& ctx, const Sche
   for (int m = i + 1; m < j; ++m) pieces.push_back(Kept(s.subgraphs[m]));
   pieces.push_back({SortTopologically(ctx.rank, ops), s.subgraphs[j].retain, &s.subgraphs[j], true});
   return Finish(ctx, s, i, j + 1, std::move(pieces));
-}
-
-// A random topological order of the subgraph's ops (Kahn with random ties).
-std::vector<OpId> RandomOrder(const Problem& problem, const std::vector<OpId>& ops, Rng& rng) {
-  // Per-thread buffers: a split draws one order per move, and the ready list was a fresh
-  // allocation per op placed.
-  thread_local std::vector<int> missing, ready;
-  thread_local std::vector<char> done;
-  // The position of each op in `ops` (-1 elsewhere): membership without a scan of `ops`, and
-  // a placed op's readers found among its output's consumers instead of by a scan of every
-  // op's inputs. A list holding an op twice keeps the latter scan (each position reading the
-  // output counts).
-  thread_local std::vector<int> position;
-  if (position.size() < problem.ops.size()) position.assign(problem.ops.size(), -1);
-  bool distinct = true;
-  for (size_t a = 0; a < ops.size(); ++a) {
-    distinct = distinct && position[ops[a]] < 0;
-    position[ops[a]] = static_cast<int>(a);
-  }
-  missing.assign(ops.size(), 0);
-  for (size_t a = 0; a < ops.size(); ++a) {
-    for (TensorId t : problem.ops[ops[a]].inputs) {
-      const OpId p = problem.producer[t];
-      if (p != kNoOp && position[p] >= 0) ++missing[a];
-    }
-  }
-  std::vector<OpId> order;
-  order.reserve(ops.size());
-  done.assign(ops.size(), 0);
-  while (order.size() < ops.size()) {
-    ready.clear();
-    for (size_t a = 0; a < ops.size(); ++a) {
-      if (!done[a] && missing[a] == 0) ready.push_back(static_cast<int>(a));
-    }
-    if (ready.empty()) break;  // cannot happen for a DAG
-    const int a = ready[Uniform(rng, static_cast<int>(ready.size()))];
-    done[a] = 1;
-    order.push_back(ops[a]);
-    const TensorId out = problem.ops[ops[a]].output;
-    if (distinct) {
-      // Each reader once, however often it reads `out` (consumers ascend, repeats adjacent).
-      OpId last = kNoOp;
-      for (const OpId c : problem.consumers[out]) {
-        if (c == last) continue;
-        last = c;
-        if (position[c] >= 0) --missing[position[c]];
-      }
-    } else {
-      for (size_t b = 0; b < ops.size(); ++b) {
-        const auto& in = problem.ops[ops[b]].inputs;
-        if (std::find(in.begin(), in.end(), out) != in.end()) --missing[b];
-      }
-    }
-  }
-  for (const OpId op : ops) position[op] = -1;
-  if (order.size() < ops.size()) return ops;
-  return order;
 }
 
 std::optional<ScheduleEdit> Split(const MoveContext& ctx, const Schedule& s, Rng& rng) {
