@@ -22,6 +22,7 @@
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/starts/layer_chains.h"
+#include "search/starts/retain_for_next.h"
 #include "search/starts/serve_every_loader.h"
 #include "search/starts/serve_retained.h"
 #include "search/elite_pool.h"
@@ -386,6 +387,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   auto served = [&](const Schedule& schedule, const std::function<bool()>& stop) {
     Schedule out = serve && !stop() ? ServeLoadsByRetention(problem, pricer, schedule, stop) : schedule;
     out = serve_every && !stop() ? ServeEveryLoader(problem, pricer, out, stop) : out;
+    // What the next subgraph reads from the one before, kept for it (ViT's last value group's
+    // outputs for the output projection once the copies have moved the subgraphs around).
+    out = serve_every && !stop() ? RetainForNext(problem, pricer, out, stop) : out;
     out = serve_recomputed && !stop() ? ServeLoadsByRecompute(problem, pricer, out, stop) : out;
     return merge_refit && !stop() ? MergeAndRefit(problem, pricer, out, stop) : out;
   };

@@ -12,6 +12,7 @@
 #include "search/moves/moves.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
+#include "search/starts/retain_for_next.h"
 #include "search/starts/serve_every_loader.h"
 #include "search/subgraph_tools.h"
 #include "tests/fitted_schedule.h"
@@ -88,13 +89,13 @@ TEST_CASE("starts: ServeEveryLoader keeps the writer where a copy costs more tha
   CHECK(ServeEveryLoader(problem, pricer, start, kNever) == start);
 }
 
-TEST_CASE("starts: ServeEveryLoader keeps every schedule valid and never raises it on random heads") {
+TEST_CASE("starts: ServeEveryLoader and RetainForNext keep every schedule valid and never raise it on random heads") {
   // 3-8 heads of K = 128-384 over 64-320 rows, s a graph input or made by a MatMul, a Pointwise
   // reader of t now and then, norms from cheap to dear, scratchpads from a few tensors to ample,
   // bandwidths 2-64; from the baseline, the greedy start and random fused runs: whatever the pass
   // commits, the oracle accepts, it never raises the total and it is the same on a second call.
   std::mt19937_64 rng(47);
-  int changed = 0, cases = 0;
+  int changed = 0, retained = 0, cases = 0;
   for (int round = 0; round < 500; ++round) {
     const Elements rows = 64 * (1 + static_cast<Elements>(rng() % 5));
     const Elements cols = 128 * (1 + static_cast<Elements>(rng() % 3));
@@ -135,19 +136,31 @@ TEST_CASE("starts: ServeEveryLoader keeps every schedule valid and never raises 
       CHECK(e.total <= before.total * (1 + 1e-12));
       CHECK(ServeEveryLoader(problem, pricer, start, kNever) == after);
       changed += !(after == start);
+      // RetainForNext runs after it in the search, and on the start as well.
+      for (const Schedule* from : std::vector<const Schedule*>{&start, &after}) {
+        const Evaluation at = EvaluateOracle(problem, *from);
+        const Schedule kept = RetainForNext(problem, pricer, *from, kNever);
+        const Evaluation k = EvaluateOracle(problem, kept);
+        REQUIRE_MESSAGE(k.ok(), k.violation.Message());
+        CHECK(k.total <= at.total * (1 + 1e-12));
+        CHECK(RetainForNext(problem, pricer, *from, kNever) == kept);
+        retained += !(kept == *from);
+      }
     }
   }
-  MESSAGE(cases << " schedules, " << changed << " changed");
+  MESSAGE(cases << " schedules, " << changed << " changed, " << retained << " of twice as many kept more for the next");
   CHECK(cases > 1000);
   CHECK(changed > 100);
+  CHECK(retained > 50);
 }
 
-TEST_CASE("starts: ServeEveryLoader leaves a contest problem as it is") {
+TEST_CASE("starts: ServeEveryLoader and RetainForNext leave a contest problem as it is") {
   const Problem five = testing::ReadBundledProblem("mlsys-2026-5.json");
   CostCache cache(1 << 16);
   SubgraphPricer pricer(five, &cache);
   const Schedule start = GreedyFusion(five, pricer, BuildBaseline(five), kNever);
   CHECK(ServeEveryLoader(five, pricer, start, kNever) == start);
+  CHECK(RetainForNext(five, pricer, start, kNever) == start);
 }
 
 }  // namespace
