@@ -18,7 +18,8 @@ namespace annealer {
 
 // For every subgraph i, the tensors it makes that subgraph i + 1 reads (not made there, not graph
 // outputs, not retained yet) are added to i's retain set, both subgraphs refitted (i with the
-// larger retain set, i + 1 with it retained in); committed where the whole schedule's total falls.
+// larger retain set, i + 1 with it retained in), and the same with subgraphs i + 1 and i + 2 merged
+// into one; the better is committed where the whole schedule's total falls.
 // Schedule order; `stop` is polled. Only where MergeReadersApplies (never on a contest problem).
 Schedule RetainForNext(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
                        const std::function<bool()>& stop);
