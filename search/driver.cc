@@ -22,6 +22,8 @@
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/starts/layer_chains.h"
+#include "search/starts/retain_for_next.h"
+#include "search/starts/serve_every_loader.h"
 #include "search/starts/serve_retained.h"
 #include "search/elite_pool.h"
 #include "search/exact/exact.h"
@@ -373,6 +375,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   // After the regrouping, a loader of such a tensor may take it retained from a subgraph that
   // makes it again (ServeLoadsByRetention; ViT's key projections after the head groups).
   const bool serve = regroup && params.workers.serve_retained;
+  // Then a writer of such a tensor may go where every loader left can take it from a copy of
+  // its producer run just before it (ServeEveryLoader; ViT's LayerNorm alone before the keys).
+  const bool serve_every = regroup && params.workers.serve_every_loader;
   // Then a loader of a written tensor may take it made again from an input kept for it
   // (ServeLoadsByRecompute; FCN-ResNet50's trunk tensors read by the next block's conv1).
   const bool serve_recomputed = regroup && params.workers.serve_recomputed;
@@ -381,6 +386,10 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   const bool merge_refit = regroup && params.workers.merge_refit;
   auto served = [&](const Schedule& schedule, const std::function<bool()>& stop) {
     Schedule out = serve && !stop() ? ServeLoadsByRetention(problem, pricer, schedule, stop) : schedule;
+    out = serve_every && !stop() ? ServeEveryLoader(problem, pricer, out, stop) : out;
+    // What the next subgraph reads from the one before, kept for it (ViT's last value group's
+    // outputs for the output projection once the copies have moved the subgraphs around).
+    out = serve_every && !stop() ? RetainForNext(problem, pricer, out, stop) : out;
     out = serve_recomputed && !stop() ? ServeLoadsByRecompute(problem, pricer, out, stop) : out;
     return merge_refit && !stop() ? MergeAndRefit(problem, pricer, out, stop) : out;
   };

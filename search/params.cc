@@ -127,6 +127,11 @@ std::vector<ParamSpec> BuildTable() {
                          "after each regrouping, move a loader of a tensor with 3+ reading ops right after a "
                          "subgraph that makes it again and retains it (only where regroup_parts applies)",
                          [](P& p) -> bool& { return p.workers.serve_retained; }));
+  t.push_back(Make<bool>("workers.serve_every_loader", B, 0, 1,
+                         "after each regrouping, drop a subgraph that runs one op alone to write its output for "
+                         "its loaders, running the op again right before each loader and retaining the output "
+                         "(only where regroup_parts applies)",
+                         [](P& p) -> bool& { return p.workers.serve_every_loader; }));
   t.push_back(Make<bool>("workers.serve_recomputed", B, 0, 1,
                          "after each regrouping, serve a loader of a written tensor made by a Pointwise op from a "
                          "tensor only it reads by retaining that input and running the op again (only where "

@@ -88,6 +88,10 @@ struct WorkerParams {
   // After each regrouping, move a loader of such a tensor right after a subgraph that makes it
   // again, which retains it (ServeLoadsByRetention, search/starts/serve_retained.h).
   bool serve_retained = true;
+  // After it, drop a writer that runs one op alone for its output's loaders, serving each of them
+  // with that op run again just before it, retaining the output (ServeEveryLoader,
+  // search/starts/serve_every_loader.h); only where regroup_parts applies.
+  bool serve_every_loader = true;
   // After it, serve a loader of a written tensor t = p(s) by keeping s instead and running the
   // Pointwise p again (ServeLoadsByRecompute, search/starts/serve_retained.h); only where
   // regroup_parts applies.

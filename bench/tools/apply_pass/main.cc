@@ -21,6 +21,8 @@
 #include "search/starts/layer_chains.h"
 #include "search/starts/retain_recomputed.h"
 #include "search/starts/merge_refit.h"
+#include "search/starts/retain_for_next.h"
+#include "search/starts/serve_every_loader.h"
 #include "search/starts/serve_retained.h"
 #include "search/subgraph_tools.h"
 #include "src/io/problem_reader.h"
@@ -29,12 +31,14 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: apply_pass regroup|layer-chains|serve|serve-recompute|merge-refit|retain-recomputed|gather-strays|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
+    "usage: apply_pass regroup|layer-chains|serve|serve-all|retain-next|serve-recompute|merge-refit|retain-recomputed|gather-strays|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
     "\n"
     "Applies one of the search's passes to SCHEDULE.json, a valid schedule of PROBLEM.json:\n"
     "  regroup       the regrouping of reader parts (RegroupReaderParts)\n"
     "  layer-chains  the layer chains (LayerChains)\n"
     "  serve         loaders served by retention (ServeLoadsByRetention)\n"
+    "  serve-all     a writer dropped, every loader served by its producer run again (ServeEveryLoader)\n"
+    "  retain-next   what the next subgraph reads from each kept for it (RetainForNext)\n"
     "  serve-recompute  loaders served by an input kept and the producer run again (ServeLoadsByRecompute)\n"
     "  merge-refit   each subgraph refitted at every tile side, neighbours merged (MergeAndRefit)\n"
     "  retain-recomputed  what a subgraph runs again retained from the one before (RetainRecomputed)\n"
@@ -110,6 +114,10 @@ int main(int argc, char** argv) {
     };
   } else if (positional[0] == "serve") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return ServeLoadsByRetention(p, pricer, s, never); };
+  } else if (positional[0] == "serve-all") {
+    pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return ServeEveryLoader(p, pricer, s, never); };
+  } else if (positional[0] == "retain-next") {
+    pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return RetainForNext(p, pricer, s, never); };
   } else if (positional[0] == "merge-refit") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return MergeAndRefit(p, pricer, s, never); };
   } else if (positional[0] == "serve-recompute") {
