@@ -1,6 +1,7 @@
 #include "search/starts/gather_partials.h"
 
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "eval/cost/incremental.h"
@@ -53,6 +54,26 @@ std::optional<ScheduleEdit> GatherPartialsAt(const MoveContext& ctx, const Sched
   return GatherInto(ctx, s, x, lo, x, strays, retain_next);
 }
 
+// `next` (an edit of `s`) with the retain sets of `s` given back to every subgraph outside
+// [lo, x] of `s` that `next` holds with the same ops: the edit's repair drops a retention where a
+// later subgraph loads the tensor from slow memory, which a served loader (a producer run again
+// for it, ServeLoadsByRecompute) needs all the same.
+namespace {
+
+Schedule WithRetainsBack(const Schedule& s, int lo, int x, Schedule next) {
+  std::map<std::vector<OpId>, const std::vector<TensorId>*> kept;
+  for (int j = 0; j < static_cast<int>(s.subgraphs.size()); ++j) {
+    if (j < lo || j > x) kept.emplace(s.subgraphs[j].ops, &s.subgraphs[j].retain);
+  }
+  for (Subgraph& sg : next.subgraphs) {
+    const auto it = kept.find(sg.ops);
+    if (it != kept.end()) sg.retain = *it->second;
+  }
+  return next;
+}
+
+}  // namespace
+
 Schedule GatherPartials(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
                         const std::function<bool()>& stop) {
   if (!MergeReadersApplies(problem) || start.subgraphs.size() < 2) return start;
@@ -66,39 +87,52 @@ Schedule GatherPartials(const Problem& problem, const SubgraphPricer& pricer, co
   Candidate current = evaluator.Reset(start);
   if (!current.valid) return start;
   const MoveContext ctx{problem, rank, pricer, stop, &evaluator, true, false};
+  Schedule best = start;
   Latency total = current.total;
   for (OpId sum : sums) {
     if (stop && stop()) break;
     // The sum's home: the one subgraph that runs it (a sum run twice is left alone).
-    const Schedule& s = evaluator.schedule();
     int x = -1;
     bool twice = false;
-    for (int j = 0; j < static_cast<int>(s.subgraphs.size()); ++j) {
-      const std::vector<OpId>& ops = s.subgraphs[j].ops;
+    for (int j = 0; j < static_cast<int>(best.subgraphs.size()); ++j) {
+      const std::vector<OpId>& ops = best.subgraphs[j].ops;
       if (std::find(ops.begin(), ops.end(), sum) == ops.end()) continue;
       twice = x >= 0;
       x = j;
     }
     if (x < 0 || twice) continue;
-    int pick = -1;
-    Latency pick_total = 0;
-    for (int retain_next = 0; retain_next < 2; ++retain_next) {
-      std::optional<ScheduleEdit> edit = GatherPartialsAt(ctx, evaluator.schedule(), x, sum, retain_next);
-      if (!edit) continue;
-      const Candidate& candidate = evaluator.Propose(std::move(*edit));
-      if (candidate.valid && (pick < 0 || candidate.total < pick_total)) {
-        pick = retain_next;
-        pick_total = candidate.total;
+    int lo = x;
+    for (OpId op : PartialProducts(problem, sum)) {
+      for (int j = std::max(0, x - kPartialWindow); j < x; ++j) {
+        const std::vector<OpId>& ops = best.subgraphs[j].ops;
+        if (std::find(ops.begin(), ops.end(), op) != ops.end()) lo = std::min(lo, j);
       }
-      evaluator.Revert();
     }
-    if (pick < 0 || pick_total >= total) continue;
-    std::optional<ScheduleEdit> edit = GatherPartialsAt(ctx, evaluator.schedule(), x, sum, pick);
-    const Candidate candidate = evaluator.Propose(std::move(*edit));
-    evaluator.Commit();
-    total = candidate.total;
+    // Each way of retaining, with the retentions outside the span as they were and as the
+    // edit's repair left them; the lowest valid one is kept where it lowers the total. Priced
+    // whole: the given-back retentions lie outside the edit.
+    std::optional<Schedule> pick;
+    Latency pick_total = total;
+    for (int retain_next = 0; retain_next < 2; ++retain_next) {
+      std::optional<ScheduleEdit> edit = GatherPartialsAt(ctx, best, x, sum, retain_next);
+      if (!edit) continue;
+      Schedule plain = ApplyEdit(best, *edit);
+      for (int back = 1; back >= 0; --back) {
+        Schedule next = back ? WithRetainsBack(best, lo, x, plain) : plain;
+        IncrementalEvaluator pricing(problem, pricer.cache());
+        const Candidate c = pricing.Reset(next);
+        if (c.valid && c.total < pick_total) {
+          pick_total = c.total;
+          pick = std::move(next);
+        }
+      }
+    }
+    if (!pick) continue;
+    best = std::move(*pick);
+    total = pick_total;
+    evaluator.Reset(best);
   }
-  return evaluator.schedule();
+  return best;
 }
 
 }  // namespace annealer
