@@ -87,6 +87,7 @@ Schedule GatherPartials(const Problem& problem, const SubgraphPricer& pricer, co
   Candidate current = evaluator.Reset(start);
   if (!current.valid) return start;
   const MoveContext ctx{problem, rank, pricer, stop, &evaluator, true, false};
+  IncrementalEvaluator whole(problem, pricer.cache());
   Schedule best = start;
   Latency total = current.total;
   for (OpId sum : sums) {
@@ -108,23 +109,27 @@ Schedule GatherPartials(const Problem& problem, const SubgraphPricer& pricer, co
         if (std::find(ops.begin(), ops.end(), op) != ops.end()) lo = std::min(lo, j);
       }
     }
-    // Each way of retaining, with the retentions outside the span as they were and as the
-    // edit's repair left them; the lowest valid one is kept where it lowers the total. Priced
-    // whole: the given-back retentions lie outside the edit.
+    // Each way of retaining, as the edit's repair left the retentions outside the span (priced
+    // by the evaluator) and with them given back where that differs (priced whole); the lowest
+    // valid one is kept where it lowers the total.
     std::optional<Schedule> pick;
     Latency pick_total = total;
     for (int retain_next = 0; retain_next < 2; ++retain_next) {
       std::optional<ScheduleEdit> edit = GatherPartialsAt(ctx, best, x, sum, retain_next);
       if (!edit) continue;
-      Schedule plain = ApplyEdit(best, *edit);
-      for (int back = 1; back >= 0; --back) {
-        Schedule next = back ? WithRetainsBack(best, lo, x, plain) : plain;
-        IncrementalEvaluator pricing(problem, pricer.cache());
-        const Candidate c = pricing.Reset(next);
-        if (c.valid && c.total < pick_total) {
-          pick_total = c.total;
-          pick = std::move(next);
-        }
+      const Candidate plain = evaluator.Propose(*edit);
+      evaluator.Revert();
+      Schedule next = ApplyEdit(best, *edit);
+      if (plain.valid && plain.total < pick_total) {
+        pick_total = plain.total;
+        pick = next;
+      }
+      Schedule back = WithRetainsBack(best, lo, x, next);
+      if (back == next) continue;
+      const Candidate c = whole.Reset(back);
+      if (c.valid && c.total < pick_total) {
+        pick_total = c.total;
+        pick = std::move(back);
       }
     }
     if (!pick) continue;

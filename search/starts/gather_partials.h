@@ -33,8 +33,8 @@ std::optional<ScheduleEdit> GatherPartialsAt(const MoveContext& ctx, const Sched
 
 // GatherPartialsAt at every sum in op order (at the one subgraph that holds it), both ways of
 // retaining, each also with the retentions outside the span given back where the edit's repair
-// dropped them (a served loader's, which a later load of the tensor does not forbid), priced
-// whole; the lowest valid one committed when the whole total falls. Leaves the schedule as it is
+// dropped them (a served loader's, which a later load of the tensor does not forbid; that one
+// priced whole); the lowest valid one committed when the whole total falls. Leaves the schedule as it is
 // where no tensor has three or more reading ops (MergeReadersApplies: never on a contest
 // problem). Deterministic; `stop` is polled between tries.
 Schedule GatherPartials(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
