@@ -30,6 +30,7 @@
 #include "search/moves/moves.h"
 #include "search/repeats/pieces.h"
 #include "search/repeats/repeats.h"
+#include "search/starts/gather_partials.h"
 #include "search/starts/gather_strays.h"
 #include "search/starts/merge_refit.h"
 #include "search/starts/retain_recomputed.h"
@@ -401,8 +402,13 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   // into it first (GatherStrays): each op moved alone leaves the branch cut, so the walk keeps
   // it apart (the GPT decoder, tpu-v5e: a head with the output projection).
   const bool gather_strays = regroup && params.workers.gather_strays;
+  // Then a sum's partial products that sit elsewhere are gathered into the sum's subgraph
+  // (GatherPartials): one moved alone loads its input where the sum loaded its product, so the
+  // walk sees no gain until all have moved (GoogLeNet, tpu-v1: a 1×1 convolution of four inputs).
+  const bool gather_partials = regroup && params.workers.gather_partials;
   auto gathered = [&](const Schedule& schedule, const std::function<bool()>& stop) {
-    return gather_strays && !stop() ? GatherStrays(problem, pricer, schedule, stop) : schedule;
+    const Schedule out = gather_strays && !stop() ? GatherStrays(problem, pricer, schedule, stop) : schedule;
+    return gather_partials && !stop() ? GatherPartials(problem, pricer, out, stop) : out;
   };
   auto unrecomputed = [&](const Schedule& schedule, const std::function<bool()>& stop) {
     const Schedule start = gathered(schedule, stop);
@@ -818,7 +824,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     // (9,985 ops) a pass took 0.08 s per new best, found nothing, and the 10-s run ended 4 % higher.
     const double unrecomputed_budget = 0.05 * std::chrono::duration<double>(deadline - started).count();
     // The gathering of stray branches shares that budget and goes first.
-    if ((retain_recomputed || gather_strays) && problem.ops.size() <= kRegroupStartMaxOps && have_best &&
+    if ((retain_recomputed || gather_strays || gather_partials) && problem.ops.size() <= kRegroupStartMaxOps && have_best &&
         summary.best_total < unrecomputed_total && !stopped() &&
         (params.deterministic || unrecomputed_seconds < unrecomputed_budget)) {
       const Clock::time_point pass_start = Clock::now();
@@ -831,6 +837,10 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
       unrecomputed_total = summary.best_total;
       if (gather_strays) {
         offer_pass_result(GatherStrays(problem, pricer, summary.best, pass_stopped), "gather-strays",
+                          unrecomputed_total);
+      }
+      if (gather_partials) {
+        offer_pass_result(GatherPartials(problem, pricer, summary.best, pass_stopped), "gather-partials",
                           unrecomputed_total);
       }
       if (retain_recomputed) {

@@ -107,6 +107,10 @@ struct WorkerParams {
   // that sit elsewhere (GatherStrays, search/starts/gather_strays.h): the starts, the
   // compositions and each new best, before RetainRecomputed; only where regroup_parts applies.
   bool gather_strays = true;
+  // Gather into the subgraph that runs a sum the partial products (MatMuls read by the sum alone)
+  // that sit elsewhere (GatherPartials, search/starts/gather_partials.h): the starts, the
+  // compositions and each new best, after GatherStrays; only where regroup_parts applies.
+  bool gather_partials = true;
   // Rebuild each sum of MatMuls over a concatenation as a chain of subgraphs tied by retention
   // (LayerChains, search/starts/layer_chains.h) on the greedy start; only where such a sum has
   // MatMuls of two reduction lengths in its private ancestry (never on a contest problem).

@@ -83,7 +83,6 @@ std::vector<int> SiblingClasses(const Problem& problem) {
 
 std::optional<ScheduleEdit> GatherStraysAt(const MoveContext& ctx, const Schedule& s, int x,
                                            const std::vector<int>& classes, bool retain_next) {
-  using namespace move_kit;
   const Problem& problem = ctx.problem;
   const int n = static_cast<int>(s.subgraphs.size());
   const Subgraph& target = s.subgraphs[x];
@@ -106,6 +105,16 @@ std::optional<ScheduleEdit> GatherStraysAt(const MoveContext& ctx, const Schedul
     }
   }
   if (strays.empty()) return std::nullopt;
+  return GatherInto(ctx, s, x, lo, hi, strays, retain_next);
+}
+
+std::optional<ScheduleEdit> GatherInto(const MoveContext& ctx, const Schedule& s, int x, int lo, int hi,
+                                       const std::vector<OpId>& strays, bool retain_next) {
+  using namespace move_kit;
+  const Problem& problem = ctx.problem;
+  const Subgraph& target = s.subgraphs[x];
+  std::vector<char> stray(problem.ops.size(), 0);
+  for (OpId op : strays) stray[op] = 1;
 
   // The span's pieces in their original order: x with the strays, every other subgraph without
   // them (cut into its components), or kept as it is.

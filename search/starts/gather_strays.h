@@ -34,6 +34,13 @@ std::vector<int> SiblingClasses(const Problem& problem);
 std::optional<ScheduleEdit> GatherStraysAt(const MoveContext& ctx, const Schedule& s, int x,
                                            const std::vector<int>& classes, bool retain_next);
 
+// The edit that moves `strays` (ops x does not hold) into subgraph x, out of every subgraph of
+// [lo, hi] (which spans x and every subgraph holding a stray), the subgraphs they leave cut into
+// components, the span reordered topologically (the least original position first among the
+// ready ones); `retain_next` as above. Shared with GatherPartials (search/starts/gather_partials.h).
+std::optional<ScheduleEdit> GatherInto(const MoveContext& ctx, const Schedule& s, int x, int lo, int hi,
+                                       const std::vector<OpId>& strays, bool retain_next);
+
 // GatherStraysAt at every subgraph in schedule order, each committed when the whole total
 // falls. Leaves the schedule as it is where no tensor has three or more reading ops
 // (MergeReadersApplies: never on a contest problem). Deterministic; `stop` is polled between tries.

@@ -2,10 +2,13 @@
 // figures of docs/search.md: how much of a schedule the pass alone recovers. `regroup` is
 // RegroupReaderParts (search/starts/constructive.h, "Regroup reader parts"), `layer-chains`
 // LayerChains (search/starts/layer_chains.h, "Layer chains"), `serve` ServeLoadsByRetention
-// (search/starts/serve_retained.h, "Serve a loader by retention"), `retain-recomputed`
+// (search/starts/serve_retained.h, "Serve a loader by retention"), `serve-all` ServeEveryLoader and
+// `retain-next` RetainForNext (search/starts/serve_every_loader.h, retain_for_next.h, "Serve every
+// loader and drop the writer"), `retain-recomputed`
 // RetainRecomputed (search/starts/retain_recomputed.h, "Retain what the next subgraph
 // recomputes"), `gather-strays` GatherStrays (search/starts/gather_strays.h, "Gather stray
-// branches"). `refit` prices an op
+// branches"), `gather-partials` GatherPartials (search/starts/gather_partials.h, "Gather a sum's
+// partial products"). `refit` prices an op
 // partition made elsewhere (another profile's schedule of the same model, a hand edit) here.
 #include <chrono>
 #include <cstdio>
@@ -17,6 +20,7 @@
 #include "eval/cost/cost_cache.h"
 #include "eval/oracle.h"
 #include "search/starts/constructive.h"
+#include "search/starts/gather_partials.h"
 #include "search/starts/gather_strays.h"
 #include "search/starts/layer_chains.h"
 #include "search/starts/retain_recomputed.h"
@@ -31,7 +35,7 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: apply_pass regroup|layer-chains|serve|serve-all|retain-next|serve-recompute|merge-refit|retain-recomputed|gather-strays|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
+    "usage: apply_pass regroup|layer-chains|serve|serve-all|retain-next|serve-recompute|merge-refit|retain-recomputed|gather-strays|gather-partials|refit PROBLEM.json SCHEDULE.json [-o OUT.json]\n"
     "\n"
     "Applies one of the search's passes to SCHEDULE.json, a valid schedule of PROBLEM.json:\n"
     "  regroup       the regrouping of reader parts (RegroupReaderParts)\n"
@@ -43,6 +47,7 @@ constexpr const char* kUsage =
     "  merge-refit   each subgraph refitted at every tile side, neighbours merged (MergeAndRefit)\n"
     "  retain-recomputed  what a subgraph runs again retained from the one before (RetainRecomputed)\n"
     "  gather-strays  ops of alike branches gathered into the subgraph holding most (GatherStrays)\n"
+    "  gather-partials  a sum's partial products gathered into the subgraph running the sum (GatherPartials)\n"
     "  refit         every subgraph fitted again in its context, then Polish: SCHEDULE.json may be\n"
     "                another profile's schedule of the same model, or a hand edit (it need not be\n"
     "                valid; a subgraph with no valid fit runs its ops one by one)\n"
@@ -126,8 +131,10 @@ int main(int argc, char** argv) {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return RetainRecomputed(p, pricer, s, never, false); };
   } else if (positional[0] == "gather-strays") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return GatherStrays(p, pricer, s, never); };
+  } else if (positional[0] == "gather-partials") {
+    pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return GatherPartials(p, pricer, s, never); };
   } else {
-    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve, serve-recompute, merge-refit, retain-recomputed, gather-strays or refit)");
+    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve, serve-all, retain-next, serve-recompute, merge-refit, retain-recomputed, gather-strays, gather-partials or refit)");
   }
   try {
     const Problem problem = ReadProblemFile(positional[1]);
