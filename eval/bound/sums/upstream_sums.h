@@ -56,6 +56,16 @@ struct UpstreamSums {
   // Per claimant, its configurations' (v1, vA, vC) over `ops` (the deficits read `ops`).
   std::vector<std::array<double, 3>> Configurations(const Problem& problem, const Claimant& claimant,
                                                    const std::vector<OpId>& ops) const;
+  // The same configurations before the least are kept, each with its kind and, for SL, the most
+  // targets (of `fs`) one instance at its tiles can hold when every target is a k-loop MatMul
+  // there (P46, eval/bound/sums/target_instances.h); 0 when not bounded.
+  struct Tagged {
+    std::array<double, 3> v{};
+    bool tile = false;  // mode T (P23's step 2)
+    int targets = 0;
+  };
+  std::vector<Tagged> TaggedConfigurations(const Problem& problem, const Claimant& claimant,
+                                           const std::vector<OpId>& ops) const;
   // sum over `ops` of c_o, plus the best lambda of the claimants' (those among `ops`) e_s.
   double Value(const Problem& problem, const std::vector<OpId>& ops) const;
 };
