@@ -81,18 +81,22 @@ TargetInstances TargetInstanceFloor(const Problem& p, const Analysis& analysis) 
   }
   std::vector<OpId> all(p.ops.size());
   for (OpId o = 0; o < static_cast<OpId>(p.ops.size()); ++o) all[o] = o;
-  result.value = result.claimants > 0 ? result.Value(p, all) : result.base.value;
+  result.value = std::max(result.base.value, result.claimants > 0 ? result.Value(p, all) : 0.0);
   return result;
 }
 
 double TargetInstances::Value(const Problem& p, const std::vector<OpId>& ops) const {
-  if (claimants == 0) return base.Value(p, ops);
+  if (claimants == 0) return 0;
   double total = 0;
   for (OpId o : ops) total += base.compute[o];
   std::vector<char> in(p.ops.size(), 0);
   for (OpId o : ops) in[o] = 1;
+  // Per claimant, its configurations: for one priced by instances, the least of mode T and, per
+  // q, of the SL configurations holding q targets (Pareto-least within each: the least at any
+  // lambda is the same); for the others all at once, as P40's.
   struct Priced {
-    std::vector<UpstreamSums::Tagged> configs;
+    std::vector<std::array<double, 3>> tile;
+    std::vector<std::vector<std::array<double, 3>>> per_targets;  // index q
     bool counted = false;
     double again = 0;
     int targets = 0;
@@ -104,13 +108,27 @@ double TargetInstances::Value(const Problem& p, const std::vector<OpId>& ops) co
     if (!in[cl.sum]) continue;
     any_upstream = any_upstream || cl.upstream;
     Priced pr;
-    pr.configs = base.TaggedConfigurations(p, cl, ops);
     pr.counted = counted[i] != 0;
     pr.again = again[i];
     pr.targets = static_cast<int>(cl.fs.size());
+    if (!pr.counted) {
+      pr.tile = base.Configurations(p, cl, ops);
+    } else {
+      pr.per_targets.resize(pr.targets + 1);
+      for (const UpstreamSums::Tagged& c : base.TaggedConfigurations(p, cl, ops)) {
+        if (c.tile) {
+          pr.tile.push_back(c.v);
+        } else {
+          pr.per_targets[c.targets <= 0 ? pr.targets : std::min(c.targets, pr.targets)].push_back(c.v);
+        }
+      }
+      pr.tile = ParetoLeast(std::move(pr.tile));
+      for (auto& set : pr.per_targets) set = ParetoLeast(std::move(set));
+    }
     priced.push_back(std::move(pr));
   }
-  if (!any_upstream) return total;
+  // Without a claimant priced by instances the part is P40's there (its own island value).
+  if (!any_upstream || std::none_of(priced.begin(), priced.end(), [](const Priced& pr) { return pr.counted; })) return 0;
   constexpr double kInf = std::numeric_limits<double>::infinity();
   double best = 0;
   std::vector<double> per_q, cover;
@@ -120,23 +138,16 @@ double TargetInstances::Value(const Problem& p, const std::vector<OpId>& ops) co
       const double lc = std::max(0.0, 1 - l1 - la);
       double sum = 0;
       for (const Priced& pr : priced) {
-        const auto mix = [&](const UpstreamSums::Tagged& c) { return l1 * c.v[0] + la * c.v[1] + lc * c.v[2]; };
+        const auto mix = [&](const std::array<double, 3>& v) { return l1 * v[0] + la * v[1] + lc * v[2]; };
         double least = kInf;
-        if (!pr.counted) {
-          for (const auto& c : pr.configs) least = std::min(least, mix(c));
-        } else {
-          // Mode T in one instance, or instances whose targets add up to t (per q the least
-          // configuration, then the cheapest cover: each instance its value plus k0, less one k0).
+        for (const auto& v : pr.tile) least = std::min(least, mix(v));
+        if (pr.counted) {
+          // Mode T in one instance (above), or instances whose targets add up to t: per q the
+          // least configuration, then the cheapest cover, each instance its value plus k0, less one k0.
           const int t = pr.targets;
           per_q.assign(t + 1, kInf);
-          for (const auto& c : pr.configs) {
-            const double v = mix(c);
-            if (c.tile) {
-              least = std::min(least, v);
-            } else {
-              const int q = c.targets <= 0 ? t : std::min(c.targets, t);
-              per_q[q] = std::min(per_q[q], v);
-            }
+          for (int q = 1; q <= t; ++q) {
+            for (const auto& v : pr.per_targets[q]) per_q[q] = std::min(per_q[q], mix(v));
           }
           cover.assign(t + 1, kInf);
           cover[0] = 0;

@@ -29,7 +29,9 @@ struct TargetInstances {
   std::vector<char> counted;           // per claimant: priced by its instances
   std::vector<double> again;           // per claimant: k0
   int claimants = 0;                   // claimants priced so
-  double value = 0;                    // Value() over every op
+  double value = 0;                    // the larger of P40's and Value() over every op
+  // Over `ops`: sum c_o plus the best lambda's claims, or 0 when no claimant priced by instances
+  // is among them (P40's value stands there).
   double Value(const Problem& problem, const std::vector<OpId>& ops) const;
 };
 TargetInstances TargetInstanceFloor(const Problem& problem, const Analysis& modes);

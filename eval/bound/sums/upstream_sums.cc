@@ -22,8 +22,8 @@ bool OnlyMode(const Analysis& a, OpId op, int keep_mask) {
   return true;
 }
 
-// Keeps the configurations no other one is at or below in all three values (the least over them
-// at any lambda >= 0 is the same).
+}  // namespace
+
 std::vector<std::array<double, 3>> ParetoLeast(std::vector<std::array<double, 3>> all) {
   std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
     const double sx = x[0] + x[1] + x[2], sy = y[0] + y[1] + y[2];
@@ -42,6 +42,8 @@ std::vector<std::array<double, 3>> ParetoLeast(std::vector<std::array<double, 3>
   }
   return kept;
 }
+
+namespace {
 
 // The most a set P of nodes can gain, sum over P of reward - the penalties it incurs: each
 // penalty (its readers, its producer or -1, its amount) is paid once when a reader is in P and its

@@ -71,6 +71,10 @@ struct UpstreamSums {
 };
 UpstreamSums UpstreamSumFloor(const Problem& problem, const Analysis& modes);
 
+// Keeps the configurations no other one is at or below in all three values (the least over them
+// at any lambda >= 0 is the same).
+std::vector<std::array<double, 3>> ParetoLeast(std::vector<std::array<double, 3>> all);
+
 // Which upstream modes a sum s (not T only) is priced in: the MatMuls whose LHS strips it may make
 // (SL), and whether it may run FL; in_scope false when s is not priced.
 struct StripScope {
