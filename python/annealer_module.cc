@@ -655,6 +655,7 @@ PYBIND11_MODULE(_core, m) {
         d["lone_taps"] = bound.lone_taps;
         d["upstream_sums"] = bound.upstream_sums;
         d["lhs_strip_sums"] = bound.lhs_strip_sums;          // P40
+        d["target_sums"] = bound.target_sums;                // P46
         d["island_activations"] = bound.island_activations;  // P32: a count inside `islands`
         d["squeeze"] = bound.squeeze;                        // P36
         d["tap_weights"] = bound.tap_weights;                // P42

@@ -19,6 +19,7 @@
 #include "eval/bound/islands/internal_heads.h"
 #include "eval/bound/sums/sums.h"
 #include "eval/bound/sums/lhs_strip_sums.h"
+#include "eval/bound/sums/target_instances.h"
 #include "eval/bound/sums/lone_taps.h"
 #include "eval/bound/islands/squeeze.h"
 #include "eval/bound/traffic/tap_weights.h"
@@ -735,6 +736,14 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const std::vector<double> island_lhs_strip = by_island(lhs_strip.value, lhs_strip.upstream_count > 0, [&](const std::vector<OpId>& ops) {
     return lhs_strip.Value(problem, ops);
   });
+  // P46: P40 with the sums that feed several taps priced once in mode T or once per group of
+  // targets; whole and island by island (its claims are per subgraph).
+  const TargetInstances targets = TargetInstanceFloor(problem, tile_modes);
+  bound.target_sums = std::max(targets.value, bound.lhs_strip_sums);
+  bound.target_sum_count = targets.claimants;
+  const std::vector<double> island_targets = by_island(targets.value, targets.claimants > 0, [&](const std::vector<OpId>& ops) {
+    return targets.Value(problem, ops);
+  });
   // P36: per op its compute, plus what the first subgraph of each multiply that waits for a tensor
   // gathered from its own input's descendants pays beyond it; on the problem itself (L1), whole
   // and island by island (that subgraph lies in the multiply's island).
@@ -770,7 +779,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   bound.island_of = built.island_of;
   bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {
-    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i], island_upstream[i], island_lhs_strip[i], island_squeeze[i],
+    bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i], island_upstream[i], island_lhs_strip[i], island_targets[i], island_squeeze[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i], written.island_value[i]});
     bound.islands += bound.island_values[i];

@@ -361,6 +361,14 @@
 //     b and c configurations for each such MatMul) or FL only (every step asks full-width rows of
 //     each unfused input: rows <= rho_j, s and its fused producers made f_j times over; with tile
 //     rows, tau_S >= f_j and the loads' share (1 - 1/f_j) U_j). eval/bound/sums/lhs_strip_sums.h.
+//  P46 (P40, P23, P34, G3, R5, V8, W1, W4, D5) A sum run once per group of its targets: a P40
+//     claimant (T and SL) with t >= 2 targets in mode T only, its output and the Pointwise ops to
+//     the targets' LHS too large to retain. Unless some subgraph runs it in mode T (P23's claim,
+//     once), none writes those tensors, so every subgraph running a target runs s (SL) and the
+//     chain all targets share; an instance at a configuration's tiles holds at most q targets
+//     (own RHS slices, tiles at n_k >= 2), so the instances' q add up to t, each claims its
+//     configuration, and all but one their s and chain compute, picked once.
+//     eval/bound/sums/target_instances.h.
 //  P36 (T1, T2, H5, H6, P3, P4, P7, P8, V1, V2, V5, V7, V8, V9, V11, G2, D1, L1, L2, R5) A multiply
 //     that waits for its own squeeze: a Pointwise m with one input X not made by a Layout op and
 //     inputs E_i made by Layout ops l_i, its output Y read by nothing or by MatMuls with K > n only
@@ -524,6 +532,11 @@ struct LowerBound {
   // `upstream_sums`.
   Latency lhs_strip_sums = 0;
   int lhs_strip_sum_count = 0;  // the upstream sums among its claimants
+  // P46: P40 with the sums that feed several taps in mode T only, whose outputs are never
+  // retained, priced as once in mode T or once per group of targets an instance's tiles can hold;
+  // never below `lhs_strip_sums`.
+  Latency target_sums = 0;
+  int target_sum_count = 0;  // the sums priced by their instances
   // P36: per op its compute, plus, for each Pointwise op that waits for a tensor gathered (Layout)
   // from its other input's descendants and whose output no reader can share its subgraph, what its
   // first subgraph's loads and write cost beyond that subgraph's first runs' compute.
@@ -559,6 +572,7 @@ struct LowerBound {
     if (lone_taps > best) best = lone_taps;
     if (upstream_sums > best) best = upstream_sums;
     if (lhs_strip_sums > best) best = lhs_strip_sums;
+    if (target_sums > best) best = target_sums;
     if (squeeze > best) best = squeeze;
     if (tap_weights > best) best = tap_weights;
     return best;

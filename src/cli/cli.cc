@@ -222,6 +222,7 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   out += "  \"lower_bound_lone_taps\": " + FormatNumber(bound.lone_taps) + ",\n";
   out += "  \"lower_bound_upstream_sums\": " + FormatNumber(bound.upstream_sums) + ",\n";
   out += "  \"lower_bound_lhs_strip_sums\": " + FormatNumber(bound.lhs_strip_sums) + ",\n";
+  out += "  \"lower_bound_target_sums\": " + FormatNumber(bound.target_sums) + ",\n";
   out += "  \"lower_bound_squeeze\": " + FormatNumber(bound.squeeze) + ",\n";
   out += "  \"lower_bound_tap_weights\": " + FormatNumber(bound.tap_weights) + ",\n";
   out += "  \"lower_bound_island_activations\": " + std::to_string(bound.island_activations) + ",\n";
@@ -333,6 +334,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"upstream_sum_count\": " + std::to_string(bound.upstream_sum_count) + ",\n";
   out += "  \"lhs_strip_sums\": " + FormatNumber(bound.lhs_strip_sums) + ",\n";
   out += "  \"lhs_strip_sum_count\": " + std::to_string(bound.lhs_strip_sum_count) + ",\n";
+  out += "  \"target_sums\": " + FormatNumber(bound.target_sums) + ",\n";
+  out += "  \"target_sum_count\": " + std::to_string(bound.target_sum_count) + ",\n";
   out += "  \"squeeze\": " + FormatNumber(bound.squeeze) + ",\n";
   out += "  \"squeeze_count\": " + std::to_string(bound.squeeze_count) + ",\n";
   out += "  \"tap_weights\": " + FormatNumber(bound.tap_weights) + ",\n";
@@ -396,6 +399,8 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          " sums that may make a k-loop MatMul's LHS strips, each at the least of its ways, three weights mixed, P34)\n";
   out += "  LHS-strip sums " + Readable(bound.lhs_strip_sums) + "  (P34 with " + std::to_string(bound.lhs_strip_sum_count) +
          " sums whose outputs may make the LHS strips of one or more MatMuls, through Pointwise ops that fan out, P40)\n";
+  out += "  target sums " + Readable(bound.target_sums) + "  (P40 with " + std::to_string(bound.target_sum_count) +
+         " sums that feed several taps, never written: once in mode T or once per group of taps an instance holds, P46)\n";
   out += "  squeeze    " + Readable(bound.squeeze) + "  (compute + what the first subgraphs of " + std::to_string(bound.squeeze_count) +
          " multiplies waiting for a tensor gathered from their own input pay beyond it: loads and write, P36)\n";
   out += "  tap weights " + Readable(bound.tap_weights) + "  (compute + half of what the weights of " +

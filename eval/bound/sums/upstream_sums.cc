@@ -22,8 +22,8 @@ bool OnlyMode(const Analysis& a, OpId op, int keep_mask) {
   return true;
 }
 
-// Keeps the configurations no other one is at or below in all three values (the least over them
-// at any lambda >= 0 is the same).
+}  // namespace
+
 std::vector<std::array<double, 3>> ParetoLeast(std::vector<std::array<double, 3>> all) {
   std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
     const double sx = x[0] + x[1] + x[2], sy = y[0] + y[1] + y[2];
@@ -42,6 +42,8 @@ std::vector<std::array<double, 3>> ParetoLeast(std::vector<std::array<double, 3>
   }
   return kept;
 }
+
+namespace {
 
 // The most a set P of nodes can gain, sum over P of reward - the penalties it incurs: each
 // penalty (its readers, its producer or -1, its amount) is paid once when a reader is in P and its
@@ -199,7 +201,14 @@ UpstreamSums UpstreamSumFloor(const Problem& p, const Analysis& analysis, bool e
 
 std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p, const Claimant& cl,
                                                                 const std::vector<OpId>& ops) const {
-  std::vector<std::array<double, 3>> configs;
+  std::vector<std::array<double, 3>> all;
+  for (const Tagged& t : TaggedConfigurations(p, cl, ops)) all.push_back(t.v);
+  return ParetoLeast(std::move(all));
+}
+
+std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Problem& p, const Claimant& cl,
+                                                                      const std::vector<OpId>& ops) const {
+  std::vector<Tagged> configs;
   const Elements n = p.native;
   const Elements cap = p.fast_memory_capacity;
   const auto m = static_cast<int>(cl.loads.size());
@@ -232,11 +241,11 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
         const double v1 = (tau - 1) * fused[j];
         const double va = (1 - 1 / tau) * u;
         const double vc = cols <= tau ? va : 0.0;
-        configs.push_back({v1, va, vc});
+        configs.push_back({{v1, va, vc}, true, 0});
       }
     }
   }
-  if (!cl.upstream) return ParetoLeast(std::move(configs));
+  if (!cl.upstream) return configs;
   // P40's FL: each step s makes rows x [0, W) of its output (its consumer, upstream, asks its full
   // reduction), so every step holds those rows of each unfused input, each fused producer's own
   // RHS whole (K_x x W) and a sink's element: rows <= rho; its rows cover H, so s and its fused
@@ -257,10 +266,24 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
         factor = static_cast<double>(CeilDiv(height, std::min(rho, n))) / static_cast<double>(CeilDiv(height, n));
       }
       const double va = cl.tile_rows ? (1 - 1 / factor) * unfused[j] : 0.0;
-      configs.push_back({(factor - 1) * fused[j], va, 0.0});
+      configs.push_back({{(factor - 1) * fused[j], va, 0.0}, false, 0});
     }
   }
-  if (cl.fs.empty()) return ParetoLeast(std::move(configs));
+  if (cl.fs.empty()) return configs;
+  // P46: with every target's RHS its own graph input, each k-loop target holds its own RHS slice
+  // k x w beside the rest (distinct tensors, D5); at n_k >= 2 also its tile (W1, W4).
+  bool all_own = true;
+  for (const OpId f : cl.fs) {
+    const TensorId rhs = p.ops[f].inputs[1];
+    bool own = p.producer[rhs] == kNoOp && p.ops[f].inputs[0] != rhs;
+    for (OpId c : p.consumers[rhs]) own = own && c == f;
+    all_own = all_own && own;
+  }
+  const auto held_targets = [&](Elements room, Elements each) {
+    const auto t = static_cast<Elements>(cl.fs.size());
+    if (each <= 0) return static_cast<int>(t);
+    return static_cast<int>(std::clamp<Elements>(room / each, 1, t));
+  };
   // SL of F: F's grid (M x NF), K = s's width. The targets differ only in NF and whether F's RHS
   // is its own graph input: one pass for each such pair.
   std::vector<std::pair<Elements, bool>> seen;
@@ -419,7 +442,10 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
             const double va = (1 - 1 / tau) * unfused[j];
             const double vc = C <= tau ? va
                                        : std::max(0.0, (1 - 1 / C) * unfused[j] - deficit(tau, C, R, 1, std::numeric_limits<size_t>::max()));
-            configs.push_back({v1, va, vc});
+            // The narrowest w of these C column tiles holds the most targets: a sink's tile h x w
+            // and each target's RHS K x w beside `need`.
+            const Elements narrow = CeilDiv(NF, cols);
+            configs.push_back({{v1, va, vc}, false, held_targets(cap - need - h * narrow, all_own ? K * narrow : 0)});
           }
         }
         // (c) n_k >= 2: w >= K (V11); per distinct C the narrowest w and per n_k = ceil(K / k) the
@@ -437,7 +463,11 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
           const double v1 = (fs - 1) * fused[j];
           const double va = (1 - 1 / tau) * C * unfused[j];
           if (C <= tau) {
-            if ((m - j) * h + fused_k[j] + (f_own ? wide : 0) + h * wide <= cap) configs.push_back({v1, va, va});
+            // The least k (1) holds the most targets: each its tile h x w and RHS slice k x w.
+            const Elements rest = cap - (m - j) * h - fused_k[j];
+            if ((m - j) * h + fused_k[j] + (f_own ? wide : 0) + h * wide <= cap) {
+              configs.push_back({{v1, va, va}, false, held_targets(rest, h * wide + (all_own ? wide : 0))});
+            }
             continue;
           }
           for (Elements steps = 2; steps <= K; ++steps) {
@@ -447,13 +477,14 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
             if (held + h * wide > cap) continue;
             const auto q = static_cast<size_t>((cap - held) / (h * wide));
             const double vc = std::max(0.0, (C - 1) * unfused[j] - deficit(tau, C, R, static_cast<double>(steps), q));
-            configs.push_back({v1, va, vc});
+            const Elements rest = cap - (m - j) * h * k - fused_k[j] * k;
+            configs.push_back({{v1, va, vc}, false, held_targets(rest, h * wide + (all_own ? k * wide : 0))});
           }
         }
       }
     }
   }
-  return ParetoLeast(std::move(configs));
+  return configs;
 }
 
 double UpstreamSums::Value(const Problem& p, const std::vector<OpId>& ops) const {

@@ -56,10 +56,24 @@ struct UpstreamSums {
   // Per claimant, its configurations' (v1, vA, vC) over `ops` (the deficits read `ops`).
   std::vector<std::array<double, 3>> Configurations(const Problem& problem, const Claimant& claimant,
                                                    const std::vector<OpId>& ops) const;
+  // The same configurations before the least are kept, each with its kind and, for SL, the most
+  // targets (of `fs`) one instance at its tiles can hold when every target is a k-loop MatMul
+  // there (P46, eval/bound/sums/target_instances.h); 0 when not bounded.
+  struct Tagged {
+    std::array<double, 3> v{};
+    bool tile = false;  // mode T (P23's step 2)
+    int targets = 0;
+  };
+  std::vector<Tagged> TaggedConfigurations(const Problem& problem, const Claimant& claimant,
+                                           const std::vector<OpId>& ops) const;
   // sum over `ops` of c_o, plus the best lambda of the claimants' (those among `ops`) e_s.
   double Value(const Problem& problem, const std::vector<OpId>& ops) const;
 };
 UpstreamSums UpstreamSumFloor(const Problem& problem, const Analysis& modes);
+
+// Keeps the configurations no other one is at or below in all three values (the least over them
+// at any lambda >= 0 is the same).
+std::vector<std::array<double, 3>> ParetoLeast(std::vector<std::array<double, 3>> all);
 
 // Which upstream modes a sum s (not T only) is priced in: the MatMuls whose LHS strips it may make
 // (SL), and whether it may run FL; in_scope false when s is not priced.
