@@ -442,7 +442,7 @@ TEST_CASE("P48: the LHS strips never raise the bound above the oracle on random 
   std::mt19937_64 rng(48100);
   int valid = 0, raised = 0, raised_schedules = 0, met = 0;
   double tightest = 0;
-  for (int trial = 0; trial < 1200; ++trial) {
+  for (int trial = 0; trial < 2400; ++trial) {
     Problem problem = trial % 3 == 2 ? Head(rng) : Blocks(rng, true);
     const double ratio[] = {0.1, 0.5, 2, 10};
     for (Op& op : problem.ops) op.base_cost *= ratio[trial % 4];
@@ -478,8 +478,8 @@ TEST_CASE("P48: the LHS strips never raise the bound above the oracle on random 
   MESSAGE("P48: valid schedules " << valid << ", problems whose bound P48 raises " << raised << " ("
                                   << raised_schedules << " schedules, " << met
                                   << " met exactly), tightest bound/latency where raised " << tightest);
-  CHECK(valid > 2000);
-  CHECK(raised > 30);
+  CHECK(valid > 5000);
+  CHECK(raised > 60);
 }
 
 }  // namespace
