@@ -197,7 +197,9 @@ TEST_CASE("P24: a weight that two MatMuls read makes no candidate (their slices 
 // (1 x M @ X, K = M <= n: every residual op and fc2 gets a strip mode, P13) and a classifier with a
 // weight. The weight path at 0.3 to 3 times B, a FIFO unchecked, just large enough for strips, or
 // below the whole weights; compute scaled by 0.1 to 10.
-Problem Blocks(std::mt19937_64& rng) {
+// With `stem` (P48's tests) the stream starts at X = P @ W0, P a graph input that only the stem
+// reads (M x K0, K0 > n sometimes), with a bias epilogue sometimes: MLP-Mixer's patch embedding.
+Problem Blocks(std::mt19937_64& rng, bool stem = false) {
   testing::ProblemMaker make{rng};
   Problem& problem = make.problem;
   problem.native = 4;
@@ -205,7 +207,14 @@ Problem Blocks(std::mt19937_64& rng) {
   const int blocks = static_cast<int>(make.Pick({1, 2, 3}));
   const bool same = make.Coin(2);
   const double b1 = make.PickReal({1, 8, 32}), b2 = make.PickReal({1, 8, 32});
-  TensorId x = make.Tensor(m, d);
+  TensorId x = -1;
+  if (stem) {
+    const Elements k0 = make.Pick({3, 6, 8, 12});
+    x = make.Op(OpKind::MatMul, {make.Tensor(m, k0), make.Tensor(k0, d)}, m, d, make.PickReal({1, 8, 32}));
+    if (make.Coin(2)) x = make.Op(OpKind::Pointwise, {x, make.Tensor(m, d)}, m, d, make.PickReal({0, 2, 16}));
+  } else {
+    x = make.Tensor(m, d);
+  }
   const bool tied = same && make.Coin(3);
   TensorId w2 = -1;
   for (int b = 0; b < blocks; ++b) {
@@ -318,6 +327,159 @@ TEST_CASE("P24: the per-step excess never above the oracle on random blocks with
   CHECK(valid > 1500);
   CHECK(raised > 50);
   CHECK(raised_one_path > 5);
+}
+
+// P48: G (M x K, a graph input only Y reads) -> Y = G @ W (W a weight, base beta) -> E (Pointwise,
+// base gamma) -> F (base 0, a graph output). {Y, E} retains E for {F}, so its steps load G's strips
+// and W's slices and write nothing: the oracle's latency of {Y, E} is the sum the excess takes with
+// the strips' activation term.
+Problem StreamedLhs(Elements m, Elements n_cols, Elements k, double beta, double gamma, double bw, double b) {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{k, m}, {n_cols, k}, {n_cols, m}, {n_cols, m}, {n_cols, m}};  // G, W, Y, E, F
+  p.ops = {{OpKind::MatMul, {0, 1}, 2, beta}, {OpKind::Pointwise, {2}, 3, gamma}, {OpKind::Pointwise, {3}, 4, 0}};
+  p.fast_memory_capacity = 1 << 20;
+  p.slow_memory_bandwidth = b;
+  p.chip.weight_bandwidth = bw;
+  REQUIRE(p.Finalize().empty());
+  REQUIRE(p.OnWeightPath(1));
+  REQUIRE(!p.OnWeightPath(0));
+  return p;
+}
+
+TEST_CASE("P48: one MatMul's excess with its LHS strips is a floor of the oracle's subgraphs, and their least") {
+  std::mt19937_64 rng(48001);
+  int compared = 0, above = 0, tight = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    testing::ProblemMaker make{rng};
+    const Elements m = make.Pick({2, 3, 4, 6}), n_cols = make.Pick({4, 5, 8}), k = make.Pick({5, 6, 8, 9});
+    const double beta = make.PickReal({1, 8, 40}), bw = make.PickReal({0.5, 1, 3}), b = make.PickReal({0.3, 1, 4});
+    const double a = make.PickReal({0, 0.35, 0.8, 1});
+    const double lhs_time = static_cast<double>(m) / b;
+    const double excess = PerStepExcess(beta, m, n_cols, k, 4, bw, a, lhs_time);
+    const double without = PerStepExcess(beta, m, n_cols, k, 4, bw, a);
+    const Elements row_tiles = (m + 3) / 4, native_tiles = row_tiles * ((n_cols + 3) / 4);
+    double least = std::numeric_limits<double>::infinity();
+    const double step = 0.5;
+    int most_tiles = 0;
+    for (double gamma = 0; gamma <= 60; gamma += step) {
+      const Problem p = StreamedLhs(m, n_cols, k, beta, gamma, bw, b);
+      for (Elements w = 1; w <= 4; ++w) {
+        for (Elements h = 1; h <= 4; ++h) {
+          for (Elements kk = 1; kk <= 4; ++kk) {
+            Schedule s;
+            s.subgraphs = {Sub({0, 1}, {w, h, kk}, {3}), Sub({2}, {4, 4, 1})};
+            const Evaluation e = EvaluateOracle(p, s);
+            REQUIRE(e.ok());
+            const Elements rows_of_tiles = (m + h - 1) / h;
+            const double weight_time = static_cast<double>(k * n_cols * rows_of_tiles) / bw;
+            const double value = e.subgraphs[0].latency - a * (beta + gamma) * static_cast<double>(native_tiles) -
+                                 (1 - a) * weight_time;
+            least = std::min(least, value);
+            most_tiles = std::max<int>(most_tiles, static_cast<int>(rows_of_tiles * ((n_cols + w - 1) / w)));
+            ++compared;
+          }
+        }
+      }
+    }
+    INFO("trial " << trial << ": M " << m << " N " << n_cols << " K " << k << " beta " << beta << " Bw " << bw << " B "
+                  << b << " a " << a << ": excess " << excess << " (P24 alone " << without << "), oracle's least "
+                  << least);
+    CHECK(excess >= without - 1e-9);
+    CHECK(excess <= least + 1e-6);  // a floor of every subgraph
+    // Their least up to the grid where the rows of tiles it takes are whole (R real is a floor).
+    tight += least - excess <= step * most_tiles + 1e-6 ? 1 : 0;
+    above += excess > without + 1e-9 ? 1 : 0;
+  }
+  MESSAGE("P48, excess: " << compared << " subgraphs priced, " << above << " of 16 products above P24's, "
+                          << tight << " within the grid of the oracle's least");
+  CHECK(above >= 4);
+  CHECK(tight >= 8);
+}
+
+// The hand case: Y = G @ W (G a graph input 4 x 8 that only Y reads, W an 8 x 8 weight, base 4;
+// K = 8 > n = 4), E = Y + R (R a graph input, base 0), F = f(E) (base 32, a graph output); B = 2,
+// Bw = 4. At [4, 4, 4] each of the 2 tiles takes 2 k-steps: step 0 max(2, 16 / Bw, 16 / B) = 8 (G's
+// strip), step 1 max(2 + 32, 4, (16 + 16 + 16) / B) = 34: 84, the exact solver's optimum. P24 alone
+// claims step 0's weight beyond its compute, 2 a tile: compute 72 + 4 = 76; P48 claims its strip,
+// 6 a tile: 72 + 12 = 84, met.
+TEST_CASE("P48: a stem whose LHS strips load in the steps before the last, by hand, met") {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{8, 4}, {8, 8}, {8, 4}, {8, 4}, {8, 4}, {8, 4}};  // G, W, Y, R, E, F ({width, height})
+  p.ops = {{OpKind::MatMul, {0, 1}, 2, 4}, {OpKind::Pointwise, {2, 3}, 4, 0}, {OpKind::Pointwise, {4}, 5, 32}};
+  p.fast_memory_capacity = 4096;
+  p.slow_memory_bandwidth = 2;
+  p.chip.weight_bandwidth = 4;
+  REQUIRE(p.Finalize().empty());
+  REQUIRE(p.OnWeightPath(1));
+  CHECK(PerStepExcess(4, 4, 8, 8, 4, 4, 1) == doctest::Approx(4));
+  CHECK(PerStepExcess(4, 4, 8, 8, 4, 4, 1, 4.0 / 2) == doctest::Approx(12));
+  const LowerBound bound = ComputeLowerBound(p);
+  CHECK(bound.total() == doctest::Approx(84));
+  bound_internal::g_lhs_strips = false;
+  const LowerBound before = ComputeLowerBound(p);
+  bound_internal::g_lhs_strips = true;
+  CHECK(before.total() == doctest::Approx(76));
+  Schedule fused;
+  fused.subgraphs = {Sub({0, 1, 2}, {4, 4, 4})};
+  const Evaluation e = EvaluateOracle(p, fused);
+  REQUIRE(e.ok());
+  CHECK(e.total == doctest::Approx(84));
+  ExactOptions exact;
+  exact.max_states = 100000;
+  const ExactResult result = SolveExact(p, exact);
+  REQUIRE(result.best);
+  CHECK(result.status == ExactStatus::kOptimal);
+  CHECK(EvaluateOracle(p, *result.best).total == doctest::Approx(84));
+}
+
+// Random stems (Blocks with a patch embedding whose LHS only it reads) and heads (Head: G @ W with
+// G a graph input half the time), at real-chip ratios with a weight path, four fifths of them; one
+// fifth on one path, where P48 claims nothing. The bound against the oracle's latency of random
+// schedules, both baselines and the exact solver's best.
+TEST_CASE("P48: the LHS strips never raise the bound above the oracle on random stems and heads") {
+  std::mt19937_64 rng(48100);
+  int valid = 0, raised = 0, raised_schedules = 0, met = 0;
+  double tightest = 0;
+  for (int trial = 0; trial < 2400; ++trial) {
+    Problem problem = trial % 3 == 2 ? Head(rng) : Blocks(rng, true);
+    const double ratio[] = {0.1, 0.5, 2, 10};
+    for (Op& op : problem.ops) op.base_cost *= ratio[trial % 4];
+    const bool one_path = trial % 5 == 4;
+    if (one_path) problem.chip = ChipRules{};
+    const LowerBound bound = ComputeLowerBound(problem);
+    bound_internal::g_lhs_strips = false;
+    const LowerBound before = ComputeLowerBound(problem);
+    bound_internal::g_lhs_strips = true;
+    const bool rises = bound.total() > before.total() * (1 + 1e-9);
+    CHECK(bound.total() >= before.total() * (1 - 1e-12));
+    if (one_path) CHECK(bound.total() == before.total());
+    raised += rises ? 1 : 0;
+    const BoundModel model = BuildBoundModel(problem);
+    const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, rises || trial % 3 == 0);
+    for (const Schedule& schedule : schedules) {
+      const Evaluation evaluation = EvaluateOracle(problem, schedule);
+      if (!evaluation.ok()) continue;
+      ++valid;
+      INFO("trial " << trial << ": bound " << bound.total() << " (islands " << bound.islands << ", crossing "
+                    << bound.crossing << "; without P48 " << before.total() << "), oracle " << evaluation.total);
+      CHECK(bound.islands <= evaluation.total * (1 + 1e-9));
+      CHECK(bound.crossing <= evaluation.total * (1 + 1e-9));
+      CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
+      testing::CheckSuffixBounds(model, problem, schedule, evaluation);
+      if (rises) {
+        ++raised_schedules;
+        tightest = std::max(tightest, bound.total() / evaluation.total);
+        met += bound.total() >= evaluation.total * (1 - 1e-9) ? 1 : 0;
+      }
+    }
+  }
+  MESSAGE("P48: valid schedules " << valid << ", problems whose bound P48 raises " << raised << " ("
+                                  << raised_schedules << " schedules, " << met
+                                  << " met exactly), tightest bound/latency where raised " << tightest);
+  CHECK(valid > 5000);
+  CHECK(raised > 60);
 }
 
 }  // namespace

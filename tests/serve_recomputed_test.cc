@@ -107,7 +107,7 @@ TEST_CASE("starts: ServeLoadsByRecompute folds the ReLU run again in later subgr
   const Problem problem = Residual(Elements{1} << 22, 8, 256, 128, 2);
   CostCache cache(1 << 16);
   SubgraphPricer pricer(problem, &cache);
-  const TensorId t0 = problem.ops[5].output, s0 = problem.ops[4].output;
+  const TensorId s0 = problem.ops[4].output;  // S_0, kept for the last subgraph
   const TensorId g1 = problem.ops[8].output;
   const Schedule start = Fitted(pricer, {{0, 1, 2, 3, 4}, {5, 6, 7, 8}, {5, 9, 10, 11}}, {{}, {g1}, {}});
   const Evaluation before = EvaluateOracle(problem, start);

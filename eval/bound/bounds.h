@@ -281,6 +281,14 @@
 //     and x whose every path to another MatMul enters an op at or below a Layout op that x reaches
 //     (Dep(x): an instance of it needs an instance of x in an earlier subgraph, L1) is in F in the
 //     first subgraph holding it. Either way P24 drops x's upstream alternative: it claims delta(a).
+//  P48 (H6, D2, D5, M1, V8, P24) The LHS strips of a weight-streaming MatMul: with a weight path,
+//     when every twin of a qualifying class (P24) reads as its LHS a graph input on the activation
+//     path that it alone reads, each step of a tile loads that strip (never retained, V8; no step
+//     requests the k-range of the step before it, M1; distinct per twin, D5), o_j >= M_r k_j / B.
+//     The least over o_j >= s of max(c, w, o) - (1 - a - b) o is (a + b) max(c, w, s), and per
+//     column and step the R rows of tiles cost at least max(R m_j, M k_j / B) against (1 - a) R w_j
+//     taken away, at least (m_j - (1 - a) w_j) max(R0, M k_j / (B m_j)): P24's delta with that term
+//     in place of R0 (m_j - (1 - a) w_j). eval/bound/traffic/perstep.h.
 //  P27 (C1, C4, G2, G3, D1, L2, V5, V12, W, W1, W4, R5, P12, P18) Pointwise ops at the tiles the
 //     memory allows. A Pointwise op e (H x W) that the analysis allows mode T only is an epilogue
 //     op of every subgraph S holding it (G3's walk reaches it from a Pointwise sink), so S's grid

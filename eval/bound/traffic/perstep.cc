@@ -5,13 +5,77 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <vector>
 
 namespace annealer::bound_internal {
 
 bool g_per_step_excess = true;
+bool g_lhs_strips = true;
+
+namespace {
+
+// P48: P24's delta when every step of a twin loads its LHS strip over the activation path (a graph
+// input the twin alone reads: never retained, V8, and no step requests the k-range of the step
+// before it, M1). Per column of tiles and step j, with R rows of tiles: each row tile costs at least
+// max(m_j, its strip), m_j = max(c_j, w_j), and the strips add to X_j = M k_j / B, so the column's
+// steps cost at least max(R m_j, X_j) while the share taken away is (1 - a) R w_j. The least over
+// R >= R0 of max(R m, X) - (1 - a) R w is p max(R0, X / m), p = m - (1 - a) w (R real: a floor).
+// The least over o_j >= the strip of max(c, w, o) - (1 - a - b) o is (a + b) max(c, w, strip).
+// Kept apart from PerStepExcess's own loop so that P24's figures stay bit for bit.
+double LhsStripExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
+                      double weight_bandwidth, double a, double lhs_time) {
+  const double b = 1 - a;
+  const double r0 = static_cast<double>(CeilDiv(rows, native));
+  const double native_tiles = r0 * static_cast<double>(CeilDiv(cols, native));
+  const auto term = [&](double m, double w, double strip) { return (m - b * w) * std::max(r0, strip / m); };
+  double best = std::numeric_limits<double>::infinity();
+  std::vector<double> gammas;
+  for (Elements k = 1; k <= std::min(native, reduction - 1); ++k) {
+    const Elements steps = CeilDiv(reduction, k), k_last = reduction - (steps - 1) * k;
+    const double c_full = beta * static_cast<double>(k) / static_cast<double>(reduction);
+    const double c_last = beta * static_cast<double>(k_last) / static_cast<double>(reduction);
+    const double strip_full = lhs_time * static_cast<double>(k), strip_last = lhs_time * static_cast<double>(k_last);
+    for (Elements w = 1; w <= std::min(native, cols); ++w) {
+      const Elements col_tiles = CeilDiv(cols, w), w_last = cols - (col_tiles - 1) * w;
+      struct Class {
+        double count, before, last_weight;
+      };
+      std::array<Class, 2> classes{};
+      int num = 0;
+      for (const auto& [count, wc] : {std::pair<Elements, Elements>{col_tiles - 1, w}, {1, w_last}}) {
+        if (count == 0) continue;
+        const double full = static_cast<double>(k * wc) / weight_bandwidth;
+        const double last = static_cast<double>(k_last * wc) / weight_bandwidth;
+        classes[num++] = {static_cast<double>(count),
+                          static_cast<double>(steps - 1) * term(std::max(c_full, full), full, strip_full), last};
+      }
+      // In gamma each column's last step is constant, then concave (strip / m), then linear with a
+      // slope of at least R0 per column (the tiles number at least the native ones): between the
+      // breakpoints the sum is concave, so its least is at 0 or a breakpoint.
+      const auto excess = [&](double gamma) {
+        double sum = 0;
+        for (int i = 0; i < num; ++i) {
+          const double m = std::max(c_last + gamma, classes[i].last_weight);
+          sum += classes[i].count * (classes[i].before + term(m, classes[i].last_weight, strip_last));
+        }
+        return sum - a * (beta + gamma) * native_tiles;
+      };
+      gammas.assign(1, 0.0);
+      for (int i = 0; i < num; ++i) gammas.push_back(classes[i].last_weight - c_last);
+      gammas.push_back(strip_last / r0 - c_last);
+      for (double gamma : gammas) {
+        if (gamma >= 0) best = std::min(best, excess(gamma));
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace
 
 double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
-                     double weight_bandwidth, double a) {
+                     double weight_bandwidth, double a, double lhs_time) {
+  if (lhs_time > 0) return LhsStripExcess(beta, rows, cols, reduction, native, weight_bandwidth, a, lhs_time);
   const double b = 1 - a;
   const Elements row_tiles = CeilDiv(rows, native);  // h = min(n, M): the least rows of tiles
   const double native_tiles = static_cast<double>(row_tiles * CeilDiv(cols, native));
@@ -214,7 +278,16 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
   struct Signature {
     double beta;
     Elements rows, cols, reduction;
+    double lhs_time;  // P48: M / B when every twin of the class streams a graph input as its LHS
     std::array<double, PerStepIsland::kGrid + 1> delta;
+  };
+  // P48 (two paths only; one path keeps P24's figures): the LHS a graph input on the activation
+  // path that the MatMul alone reads, so that no step finds its strip in fast memory.
+  const auto lhs_streamed = [&](OpId y) {
+    const Op& op = problem.ops[y];
+    const TensorId lhs = op.inputs[0];
+    return g_lhs_strips && two_paths && problem.producer[lhs] == kNoOp && !weights[lhs] &&
+           lhs != op.inputs[1] && problem.consumers[lhs].size() == 1;
   };
   std::vector<Signature> signatures;
   // Per candidate: its signature's delta when its T instances' class qualifies (-1: it claims
@@ -237,7 +310,7 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     const Op& xop = problem.ops[x];
     // The class qualifies when it holds no U op and its MatMuls are twins of x, none fed by a
     // member other than a Layout op.
-    bool twins_only = true;
+    bool twins_only = true, lhs_all = true;
     std::vector<OpId> members;  // its MatMuls that are candidates
     for (OpId y : world.classes[root]) {
       const Op& op = problem.ops[y];
@@ -248,19 +321,24 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
                         (lhs_producer == kNoOp || find(lhs_producer) != root ||
                          problem.ops[lhs_producer].kind == OpKind::Layout);
       twins_only = twins_only && twin;
+      lhs_all = lhs_all && lhs_streamed(y);
       if (f[y] && candidate(y)) members.push_back(y);  // the candidates of this world
     }
     int sig = -1;
     if (twins_only) {
+      const double lhs_time = lhs_all ? static_cast<double>(shape.height) / bandwidth : 0.0;
       for (int i = 0; i < static_cast<int>(signatures.size()); ++i) {
         const Signature& s = signatures[i];
-        if (s.beta == xop.base_cost && s.rows == shape.height && s.cols == shape.width && s.reduction == k_star) sig = i;
+        if (s.beta == xop.base_cost && s.rows == shape.height && s.cols == shape.width && s.reduction == k_star &&
+            s.lhs_time == lhs_time) {
+          sig = i;
+        }
       }
       if (sig < 0) {
-        Signature s{xop.base_cost, shape.height, shape.width, k_star, {}};
+        Signature s{xop.base_cost, shape.height, shape.width, k_star, lhs_time, {}};
         for (int i = 0; i <= PerStepIsland::kGrid; ++i) {
           s.delta[i] = PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth,
-                                     static_cast<double>(i) / PerStepIsland::kGrid);
+                                     static_cast<double>(i) / PerStepIsland::kGrid, s.lhs_time);
         }
         sig = static_cast<int>(signatures.size());
         signatures.push_back(s);

@@ -65,12 +65,16 @@ struct PerStepIsland {
 PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Built& built,
                              const std::vector<char>& weights, const std::vector<char>& first_in_loop = {});
 
-// delta(a) of one twin (exposed for tests): base beta, output M x N, reduction K > n.
+// delta(a) of one twin (exposed for tests): base beta, output M x N, reduction K > n. With
+// lhs_time > 0 (P48: the twin's LHS is a graph input it alone reads, on the activation path, M / B
+// per reduction column), every step also loads its LHS strip, which bounds its activation term.
 double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
-                     double weight_bandwidth, double a);
+                     double weight_bandwidth, double a, double lhs_time = 0);
 
 // Ablation switch for tests only (measures what P24 adds): false makes PerStepIslands claim
 // nothing. Not thread-safe; never set elsewhere.
 extern bool g_per_step_excess;
+// The same for P48 alone: false prices every twin as P24 did before it.
+extern bool g_lhs_strips;
 
 }  // namespace annealer::bound_internal
