@@ -5,7 +5,6 @@
 #include <functional>
 #include <iomanip>
 #include <random>
-#include <set>
 #include <vector>
 
 #include "eval/cost/cost_cache.h"
@@ -144,8 +143,6 @@ TEST_CASE("gather-partials: on random modules and schedules, never invalid, neve
       IncrementalEvaluator evaluator(problem, &cache);
       REQUIRE(evaluator.Reset(start).valid);
       const MoveContext context{problem, rank, pricer, kNever, &evaluator, true, false};
-      std::set<OpId> ops_before;
-      for (const Subgraph& sg : start.subgraphs) ops_before.insert(sg.ops.begin(), sg.ops.end());
       // Every edit at the sum's subgraphs priced as the oracle prices it, keeping every op.
       for (int x = 0; x < static_cast<int>(start.subgraphs.size()); ++x) {
         const auto& ops = start.subgraphs[x].ops;
@@ -154,15 +151,7 @@ TEST_CASE("gather-partials: on random modules and schedules, never invalid, neve
           auto edit = GatherPartialsAt(context, start, x, sum, retain_next);
           if (!edit) continue;
           ++edits;
-          const Schedule next = ApplyEdit(start, *edit);
-          std::set<OpId> ops_after;
-          for (const Subgraph& sg : next.subgraphs) ops_after.insert(sg.ops.begin(), sg.ops.end());
-          CHECK(ops_before == ops_after);
-          const Evaluation truth = EvaluateOracle(problem, next);
-          const Candidate candidate = evaluator.Propose(*edit);
-          CHECK(candidate.valid == truth.ok());
-          if (candidate.valid && truth.ok()) CHECK(candidate.total == doctest::Approx(truth.total).epsilon(1e-9));
-          evaluator.Revert();
+          testing::CheckEditAgainstOracle(problem, start, *edit, evaluator);
         }
       }
       const Schedule after = GatherPartials(problem, pricer, start, kNever);

@@ -6,7 +6,6 @@
 #include <functional>
 #include <iomanip>
 #include <random>
-#include <set>
 #include <vector>
 
 #include "eval/cost/cost_cache.h"
@@ -15,6 +14,7 @@
 #include "search/moves/moves.h"
 #include "search/starts/gather_strays.h"
 #include "search/subgraph_tools.h"
+#include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"
 #include "tests/sample_schedules.h"
 
@@ -205,22 +205,12 @@ TEST_CASE("gather-strays: on random heads and schedules, never invalid, never hi
       IncrementalEvaluator evaluator(problem, &cache);
       REQUIRE(evaluator.Reset(start).valid);
       const MoveContext context{problem, rank, pricer, kNever, &evaluator, true, false};
-      std::set<OpId> ops_before;
-      for (const Subgraph& sg : start.subgraphs) ops_before.insert(sg.ops.begin(), sg.ops.end());
       for (int x = 0; x < static_cast<int>(start.subgraphs.size()); ++x) {
         for (bool retain_next : {false, true}) {
           auto edit = GatherStraysAt(context, start, x, classes, retain_next);
           if (!edit) continue;
           ++edits;
-          const Schedule next = ApplyEdit(start, *edit);
-          std::set<OpId> ops_after;
-          for (const Subgraph& sg : next.subgraphs) ops_after.insert(sg.ops.begin(), sg.ops.end());
-          CHECK(ops_before == ops_after);
-          const Evaluation truth = EvaluateOracle(problem, next);
-          const Candidate candidate = evaluator.Propose(*edit);
-          CHECK(candidate.valid == truth.ok());
-          if (candidate.valid && truth.ok()) CHECK(candidate.total == doctest::Approx(truth.total).epsilon(1e-9));
-          evaluator.Revert();
+          testing::CheckEditAgainstOracle(problem, start, *edit, evaluator);
         }
       }
       const Schedule after = GatherStrays(problem, pricer, start, kNever);

@@ -107,26 +107,7 @@ TEST_CASE("starts: ServeEveryLoader and RetainForNext keep every schedule valid 
     const Problem problem = Heads(capacity, bandwidth, rows, cols, heads, rng() % 2 == 0, rng() % 3 == 0, norm_base);
     CostCache cache(1 << 16);
     SubgraphPricer pricer(problem, &cache);
-    for (int mode = 0; mode < 3; ++mode) {
-      Schedule start = BuildBaseline(problem);
-      if (mode == 1) start = GreedyFusion(problem, pricer, start, kNever);
-      if (mode == 2) {
-        // Random runs of consecutive ops, fitted; where a run has no valid fit, ops one by one.
-        Schedule grouped;
-        const int n = static_cast<int>(problem.ops.size());
-        for (int at = 0; at < n;) {
-          const int len = 1 + static_cast<int>(rng() % 3);
-          std::vector<OpId> ops;
-          for (int o = at; o < std::min(n, at + len); ++o) ops.push_back(o);
-          at += static_cast<int>(ops.size());
-          if (auto fit = FitSubgraph(pricer, ops, {}, {}, nullptr, false, kNever)) {
-            grouped.subgraphs.push_back(fit->subgraph);
-          } else {
-            for (OpId o : ops) grouped.subgraphs.push_back(FitSubgraph(pricer, {o}, {}, {}, nullptr, false, kNever)->subgraph);
-          }
-        }
-        start = grouped;
-      }
+    for (const Schedule& start : testing::PassStarts(problem, pricer, rng, 3)) {
       const Evaluation before = EvaluateOracle(problem, start);
       if (!before.ok()) continue;
       ++cases;

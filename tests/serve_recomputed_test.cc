@@ -107,7 +107,7 @@ TEST_CASE("starts: ServeLoadsByRecompute folds the ReLU run again in later subgr
   const Problem problem = Residual(Elements{1} << 22, 8, 256, 128, 2);
   CostCache cache(1 << 16);
   SubgraphPricer pricer(problem, &cache);
-  const TensorId s0 = problem.ops[4].output;  // S_0, kept for the last subgraph
+  const TensorId s0 = problem.ops[4].output;  // S_0, which the folded maker keeps
   const TensorId g1 = problem.ops[8].output;
   const Schedule start = Fitted(pricer, {{0, 1, 2, 3, 4}, {5, 6, 7, 8}, {5, 9, 10, 11}}, {{}, {g1}, {}});
   const Evaluation before = EvaluateOracle(problem, start);
@@ -139,26 +139,7 @@ TEST_CASE("starts: ServeLoadsByRecompute keeps every schedule valid and never ra
     const Problem problem = RandomResidual(rng, false);
     CostCache cache(1 << 16);
     SubgraphPricer pricer(problem, &cache);
-    for (int mode = 0; mode < 3; ++mode) {
-      Schedule start = BuildBaseline(problem);
-      if (mode == 1) start = GreedyFusion(problem, pricer, start, kNever);
-      if (mode == 2) {
-        // Random runs of consecutive ops, fitted; where a run has no valid fit, ops one by one.
-        Schedule grouped;
-        const int n = static_cast<int>(problem.ops.size());
-        for (int at = 0; at < n;) {
-          const int len = 1 + static_cast<int>(rng() % 6);
-          std::vector<OpId> ops;
-          for (int o = at; o < std::min(n, at + len); ++o) ops.push_back(o);
-          at += static_cast<int>(ops.size());
-          if (auto fit = FitSubgraph(pricer, ops, {}, {}, nullptr, false, kNever)) {
-            grouped.subgraphs.push_back(fit->subgraph);
-          } else {
-            for (OpId o : ops) grouped.subgraphs.push_back(FitSubgraph(pricer, {o}, {}, {}, nullptr, false, kNever)->subgraph);
-          }
-        }
-        start = grouped;
-      }
+    for (const Schedule& start : testing::PassStarts(problem, pricer, rng, 6)) {
       const Evaluation before = EvaluateOracle(problem, start);
       if (!before.ok()) continue;
       ++cases;

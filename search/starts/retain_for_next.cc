@@ -68,13 +68,7 @@ Schedule RetainForNext(const Problem& problem, const SubgraphPricer& pricer, con
       consider(i + 3, merged);
     }
     if (!best) continue;
-    const Candidate& c = evaluator.Propose(std::move(*best));
-    if (c.valid && c.total < current.total) {
-      evaluator.Commit();
-      current = c;
-    } else {
-      evaluator.Revert();
-    }
+    evaluator.CommitIfLower(std::move(*best), current);
   }
   return evaluator.schedule();
 }

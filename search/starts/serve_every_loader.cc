@@ -93,13 +93,7 @@ Schedule ServeEveryLoader(const Problem& problem, const SubgraphPricer& pricer, 
     if (std::any_of(readers.begin(), readers.end(), [&](OpId r) { return problem.IsLayout(r); })) continue;
     std::optional<ScheduleEdit> edit = ServeAll(problem, pricer, evaluator.schedule(), i, stop);
     if (!edit) continue;
-    const Candidate& c = evaluator.Propose(std::move(*edit));
-    if (c.valid && c.total < current.total) {
-      evaluator.Commit();
-      current = c;
-    } else {
-      evaluator.Revert();
-    }
+    evaluator.CommitIfLower(std::move(*edit), current);
   }
   return evaluator.schedule();
 }
