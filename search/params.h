@@ -86,29 +86,29 @@ struct WorkerParams {
   // merge-readers move is drawn (merge_readers_share > 0 and such a tensor exists).
   bool regroup_parts = true;
   // After each regrouping, move a loader of such a tensor right after a subgraph that makes it
-  // again, which retains it (ServeLoadsByRetention, search/starts/serve_retained.h).
+  // again, which retains it (ServeLoadsByRetention, search/passes/serve_retained.h).
   bool serve_retained = true;
   // After it, drop a writer that runs one op alone for its output's loaders, serving each of them
   // with that op run again just before it, retaining the output (ServeEveryLoader,
-  // search/starts/serve_every_loader.h); only where regroup_parts applies.
+  // search/passes/serve_every_loader.h); only where regroup_parts applies.
   bool serve_every_loader = true;
   // After it, serve a loader of a written tensor t = p(s) by keeping s instead and running the
-  // Pointwise p again (ServeLoadsByRecompute, search/starts/serve_retained.h); only where
+  // Pointwise p again (ServeLoadsByRecompute, search/passes/serve_retained.h); only where
   // regroup_parts applies.
   bool serve_recomputed = true;
   // Then each subgraph refitted at every tile side and each pair of neighbours tried merged
-  // (MergeAndRefit, search/starts/merge_refit.h); only where regroup_parts applies.
+  // (MergeAndRefit, search/passes/merge_refit.h); only where regroup_parts applies.
   bool merge_refit = true;
   // Where the subgraph after another runs again ops that one holds, drop them and retain what
-  // they made instead (RetainRecomputed, search/starts/retain_recomputed.h): the starts, the
+  // they made instead (RetainRecomputed, search/passes/retain_recomputed.h): the starts, the
   // compositions and each new best, before the regrouping; only where regroup_parts applies.
   bool retain_recomputed = true;
   // Gather into a subgraph holding alike branches (attention heads) the ops of those branches
-  // that sit elsewhere (GatherStrays, search/starts/gather_strays.h): the starts, the
+  // that sit elsewhere (GatherStrays, search/passes/gather_strays.h): the starts, the
   // compositions and each new best, before RetainRecomputed; only where regroup_parts applies.
   bool gather_strays = true;
   // Gather into the subgraph that runs a sum the partial products (MatMuls read by the sum alone)
-  // that sit elsewhere (GatherPartials, search/starts/gather_partials.h): the starts, the
+  // that sit elsewhere (GatherPartials, search/passes/gather_partials.h): the starts, the
   // compositions and each new best, after GatherStrays; only where regroup_parts applies.
   bool gather_partials = true;
   // Rebuild each sum of MatMuls over a concatenation as a chain of subgraphs tied by retention

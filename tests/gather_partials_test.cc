@@ -1,4 +1,4 @@
-// GatherPartials (search/starts/gather_partials.h): a sum's partial products that sit in
+// GatherPartials (search/passes/gather_partials.h): a sum's partial products that sit in
 // subgraphs of their own are gathered into the subgraph that runs the sum.
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include "eval/cost/incremental.h"
 #include "eval/oracle.h"
 #include "search/moves/moves.h"
-#include "search/starts/gather_partials.h"
+#include "search/passes/gather_partials.h"
 #include "search/subgraph_tools.h"
 #include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"

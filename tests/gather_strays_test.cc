@@ -1,4 +1,4 @@
-// GatherStrays (search/starts/gather_strays.h): where a subgraph runs alike branches (attention
+// GatherStrays (search/passes/gather_strays.h): where a subgraph runs alike branches (attention
 // heads) and one branch's ops sit elsewhere, the pass gathers them into it.
 #include <doctest/doctest.h>
 
@@ -12,7 +12,7 @@
 #include "eval/cost/incremental.h"
 #include "eval/oracle.h"
 #include "search/moves/moves.h"
-#include "search/starts/gather_strays.h"
+#include "search/passes/gather_strays.h"
 #include "search/subgraph_tools.h"
 #include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"

@@ -1,4 +1,4 @@
-// RetainRecomputed (search/starts/retain_recomputed.h): where the subgraph after another runs its
+// RetainRecomputed (search/passes/retain_recomputed.h): where the subgraph after another runs its
 // ops again, the pass drops them and retains what they made.
 #include <doctest/doctest.h>
 
@@ -12,7 +12,7 @@
 #include "search/moves/moves.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
-#include "search/starts/retain_recomputed.h"
+#include "search/passes/retain_recomputed.h"
 #include "search/subgraph_tools.h"
 #include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"

@@ -21,7 +21,7 @@
 #include "eval/model/traversal.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
-#include "search/starts/serve_retained.h"
+#include "search/passes/serve_retained.h"
 #include "search/driver.h"
 #include "search/elite_pool.h"
 #include "search/moves/moves.h"

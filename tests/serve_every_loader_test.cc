@@ -1,4 +1,4 @@
-// ServeEveryLoader (search/starts/serve_every_loader.h): a writer of a shared tensor dropped once
+// ServeEveryLoader (search/passes/serve_every_loader.h): a writer of a shared tensor dropped once
 // every loader of it is served by a copy of its producer run right before it.
 #include <doctest/doctest.h>
 
@@ -12,8 +12,8 @@
 #include "search/moves/moves.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
-#include "search/starts/retain_for_next.h"
-#include "search/starts/serve_every_loader.h"
+#include "search/passes/retain_for_next.h"
+#include "search/passes/serve_every_loader.h"
 #include "search/subgraph_tools.h"
 #include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"

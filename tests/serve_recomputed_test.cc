@@ -1,6 +1,6 @@
-// ServeLoadsByRecompute (search/starts/serve_retained.h): a loader of a written tensor t = p(s)
+// ServeLoadsByRecompute (search/passes/serve_retained.h): a loader of a written tensor t = p(s)
 // takes t made again by p from s, which the subgraph that made t keeps for it; and MergeAndRefit
-// (search/starts/merge_refit.h), which runs after it, on the same residual chains.
+// (search/passes/merge_refit.h), which runs after it, on the same residual chains.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,8 +14,8 @@
 #include "search/moves/moves.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
-#include "search/starts/merge_refit.h"
-#include "search/starts/serve_retained.h"
+#include "search/passes/merge_refit.h"
+#include "search/passes/serve_retained.h"
 #include "search/subgraph_tools.h"
 #include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"
@@ -78,7 +78,7 @@ TEST_CASE("starts: ServeLoadsByRecompute keeps the sum for a loader of the ReLU'
   REQUIRE(MergeReadersApplies(problem));
   CostCache cache(1 << 16);
   SubgraphPricer pricer(problem, &cache);
-  const TensorId s0 = problem.ops[4].output, t0 = problem.ops[5].output;
+  const TensorId s0 = problem.ops[4].output;
   const Schedule start = Fitted(pricer, {{0, 1, 2, 3, 4, 5}, {6, 7, 8, 9, 10, 11}}, {{}, {}});
   const Evaluation before = EvaluateOracle(problem, start);
   REQUIRE_MESSAGE(before.ok(), before.violation.Message());

@@ -2,12 +2,12 @@
 // figures of docs/search.md: how much of a schedule the pass alone recovers. `regroup` is
 // RegroupReaderParts (search/starts/constructive.h, "Regroup reader parts"), `layer-chains`
 // LayerChains (search/starts/layer_chains.h, "Layer chains"), `serve` ServeLoadsByRetention
-// (search/starts/serve_retained.h, "Serve a loader by retention"), `serve-all` ServeEveryLoader and
-// `retain-next` RetainForNext (search/starts/serve_every_loader.h, retain_for_next.h, "Serve every
+// (search/passes/serve_retained.h, "Serve a loader by retention"), `serve-all` ServeEveryLoader and
+// `retain-next` RetainForNext (search/passes/serve_every_loader.h, retain_for_next.h, "Serve every
 // loader and drop the writer"), `retain-recomputed`
-// RetainRecomputed (search/starts/retain_recomputed.h, "Retain what the next subgraph
-// recomputes"), `gather-strays` GatherStrays (search/starts/gather_strays.h, "Gather stray
-// branches"), `gather-partials` GatherPartials (search/starts/gather_partials.h, "Gather a sum's
+// RetainRecomputed (search/passes/retain_recomputed.h, "Retain what the next subgraph
+// recomputes"), `gather-strays` GatherStrays (search/passes/gather_strays.h, "Gather stray
+// branches"), `gather-partials` GatherPartials (search/passes/gather_partials.h, "Gather a sum's
 // partial products"). `refit` prices an op
 // partition made elsewhere (another profile's schedule of the same model, a hand edit) here.
 #include <chrono>
@@ -20,14 +20,14 @@
 #include "eval/cost/cost_cache.h"
 #include "eval/oracle.h"
 #include "search/starts/constructive.h"
-#include "search/starts/gather_partials.h"
-#include "search/starts/gather_strays.h"
+#include "search/passes/gather_partials.h"
+#include "search/passes/gather_strays.h"
 #include "search/starts/layer_chains.h"
-#include "search/starts/retain_recomputed.h"
-#include "search/starts/merge_refit.h"
-#include "search/starts/retain_for_next.h"
-#include "search/starts/serve_every_loader.h"
-#include "search/starts/serve_retained.h"
+#include "search/passes/retain_recomputed.h"
+#include "search/passes/merge_refit.h"
+#include "search/passes/retain_for_next.h"
+#include "search/passes/serve_every_loader.h"
+#include "search/passes/serve_retained.h"
 #include "search/subgraph_tools.h"
 #include "src/io/problem_reader.h"
 #include "src/io/schedule_io.h"

@@ -1,11 +1,11 @@
-#include "search/starts/gather_partials.h"
+#include "search/passes/gather_partials.h"
 
 #include <algorithm>
 #include <map>
 #include <vector>
 
 #include "eval/cost/incremental.h"
-#include "search/starts/gather_strays.h"
+#include "search/passes/gather_strays.h"
 
 namespace annealer {
 namespace {

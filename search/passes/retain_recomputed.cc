@@ -1,4 +1,4 @@
-#include "search/starts/retain_recomputed.h"
+#include "search/passes/retain_recomputed.h"
 
 #include <algorithm>
 #include <optional>

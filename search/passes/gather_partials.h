@@ -27,7 +27,7 @@ std::vector<OpId> PartialProducts(const Problem& problem, OpId sum);
 
 // The edit that moves into subgraph x (which holds `sum`) every partial product of `sum` that x
 // does not hold, out of the subgraphs within kPartialWindow before x that hold it (GatherInto,
-// search/starts/gather_strays.h). nullopt when none is elsewhere or the span cannot be fitted.
+// search/passes/gather_strays.h). nullopt when none is elsewhere or the span cannot be fitted.
 std::optional<ScheduleEdit> GatherPartialsAt(const MoveContext& ctx, const Schedule& s, int x, OpId sum,
                                              bool retain_next);
 

@@ -1,4 +1,4 @@
-#include "search/starts/merge_refit.h"
+#include "search/passes/merge_refit.h"
 
 #include <utility>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "search/starts/serve_every_loader.h"
+#include "search/passes/serve_every_loader.h"
 
 #include <algorithm>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "search/starts/serve_retained.h"
+#include "search/passes/serve_retained.h"
 
 #include <algorithm>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "search/starts/gather_strays.h"
+#include "search/passes/gather_strays.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -37,7 +37,7 @@ std::optional<ScheduleEdit> GatherStraysAt(const MoveContext& ctx, const Schedul
 // The edit that moves `strays` (ops x does not hold) into subgraph x, out of every subgraph of
 // [lo, hi] (which spans x and every subgraph holding a stray), the subgraphs they leave cut into
 // components, the span reordered topologically (the least original position first among the
-// ready ones); `retain_next` as above. Shared with GatherPartials (search/starts/gather_partials.h).
+// ready ones); `retain_next` as above. Shared with GatherPartials (search/passes/gather_partials.h).
 std::optional<ScheduleEdit> GatherInto(const MoveContext& ctx, const Schedule& s, int x, int lo, int hi,
                                        const std::vector<OpId>& strays, bool retain_next);
 

@@ -1,4 +1,4 @@
-#include "search/starts/retain_for_next.h"
+#include "search/passes/retain_for_next.h"
 
 #include <algorithm>
 #include <optional>
