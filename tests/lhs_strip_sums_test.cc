@@ -78,15 +78,6 @@ int ForEachStripConfiguration(const Problem& problem, const std::function<void(c
   return checked;
 }
 
-// The exact solver's best (its default budget finishes on the hand cases), checked by the oracle.
-Latency ExactOptimum(const Problem& problem) {
-  const ExactResult best = SolveExact(problem, ExactOptions{});
-  REQUIRE(best.best);
-  const Evaluation e = EvaluateOracle(problem, *best.best);
-  REQUIRE(e.ok());
-  return e.total;
-}
-
 TEST_CASE("bound: P40's LHS-strip sums never above the oracle") {
   // P40 alone: P46, built on it, has its own test (tests/target_instances_test.cc).
   bound_internal::g_target_instances = false;
@@ -216,7 +207,7 @@ TEST_CASE("bound: P40 by hand, a sum that may run FL") {
   CHECK(bound.upstream_sums == doctest::Approx(164));
   CHECK(bound.lhs_strip_sums == doctest::Approx(164 + 0.35 + 0.65 * 64.0 / 3));
   CHECK(bound.total() == doctest::Approx(164 + 0.35 + 0.65 * 64.0 / 3));
-  const Latency optimum = ExactOptimum(problem);
+  const Latency optimum = testing::ExactOptimum(problem);
   CHECK(optimum == doctest::Approx(448));
   CHECK(bound.total() <= optimum);
   // The FL rule: s, y, g and F in one subgraph at one row per tile (its unfused inputs' 1 x 4 rows,
@@ -276,7 +267,7 @@ TEST_CASE("bound: P40 by hand, a sum whose output fans out to two MatMuls") {
   const LowerBound bound = ComputeLowerBound(problem);
   CHECK(bound.upstream_sums == doctest::Approx(102));
   CHECK(bound.lhs_strip_sums == doctest::Approx(107.64));
-  const Latency optimum = ExactOptimum(problem);
+  const Latency optimum = testing::ExactOptimum(problem);
   CHECK(optimum == doctest::Approx(469));
   CHECK(bound.lhs_strip_sums <= optimum);
 }

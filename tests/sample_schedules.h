@@ -4,6 +4,8 @@
 // solver's best within a small budget (the schedules that come closest to a tight bound).
 #pragma once
 
+#include <doctest/doctest.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -15,6 +17,7 @@
 #include "eval/model/problem.h"
 #include "eval/random_schedule.h"
 #include "eval/model/schedule.h"
+#include "eval/oracle.h"
 #include "search/driver.h"
 #include "search/exact/exact.h"
 #include "search/starts/baseline.h"
@@ -82,6 +85,16 @@ inline SearchSummary ShortSearch(const Problem& problem, uint64_t seed, int epoc
   params.max_epochs = epochs;
   std::atomic<bool> stop{false};
   return RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
+}
+
+// The exact solver's best with its default budget (which finishes on the bound parts' hand
+// cases), checked by the oracle: what a hand case's bound is set against.
+inline Latency ExactOptimum(const Problem& problem) {
+  const ExactResult best = SolveExact(problem, ExactOptions{});
+  REQUIRE(best.best);
+  const Evaluation e = EvaluateOracle(problem, *best.best);
+  REQUIRE(e.ok());
+  return e.total;
 }
 
 }  // namespace annealer::testing

@@ -176,15 +176,6 @@ TEST_CASE("bound: P46's target sums never above the oracle") {
   CheckTargetSums(4647, 1500, 20.0, "Pointwise ops 20 times dearer");
 }
 
-// The exact solver's best (its default budget finishes on the hand case), checked by the oracle.
-Latency ExactOptimum(const Problem& problem) {
-  const ExactResult best = SolveExact(problem, ExactOptions{});
-  REQUIRE(best.best);
-  const Evaluation e = EvaluateOracle(problem, *best.best);
-  REQUIRE(e.ok());
-  return e.total;
-}
-
 // P46 by hand: two taps x_i = A @ W_i (8x4 @ 4x4, base 10, c = 20) summed by s (base 2, c = 4),
 // its ReLU r (base 2, c = 4), the LHS of two targets F_i = r @ V_i (4x4, base 10, c = 20, graph
 // outputs); n = 4, capacity 24, B = 1, compute 88. s and r (32 elements) are never retained;
@@ -239,7 +230,7 @@ TEST_CASE("bound: P46 by hand, a sum and ReLU feeding two taps") {
   CHECK(bound.lhs_strip_sums == doctest::Approx(99.28));
   CHECK(bound.target_sums == doctest::Approx(107.4));
   CHECK(bound.target_sum_count == 1);
-  const Latency optimum = ExactOptimum(problem);
+  const Latency optimum = testing::ExactOptimum(problem);
   CHECK(optimum == doctest::Approx(412));
   CHECK(bound.target_sums <= optimum);
   // s and r run again for each target (the taps written, then loaded twice), 2 rows a tile.
