@@ -13,6 +13,7 @@
 #include "eval/bound/traffic/alone.h"
 #include "eval/bound/analysis.h"
 #include "eval/bound/islands/crossing.h"
+#include "eval/bound/islands/gather_windows.h"
 #include "eval/bound/traffic/first_instance.h"
 #include "eval/bound/islands/islands.h"
 #include "eval/bound/islands/recompute.h"
@@ -776,12 +777,20 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const PerStepIsland per_step = PerStepIslands(problem, tile_modes, built, weights, first_in_loop);
   bound.per_step_twins = per_step.twins;
   bound.first_in_loop_twins = per_step.first_in_loop;
+  // P50: per island, P24's form at a = 1 plus the windows whose gathers and loads little compute
+  // can hide (on the problem itself: L1 and the first instances need the Layout ops' input edges).
+  const GatherWindows gather = GatherWindowExcess(original, built, per_step);
+  bound.gather_windows = gather.windows;
   bound.island_of = built.island_of;
   bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {
     bound.island_values[i] = std::max({built.island_compute[i], island_streaming[i], island_tiles[i], island_sums[i], island_taps[i], island_sole[i], island_shared[i], island_lone[i], island_upstream[i], island_lhs_strip[i], island_targets[i], island_squeeze[i],
                                paths_time(built.island_weight_traffic[i], built.island_traffic[i]),
                                alone[i].valid ? alone[i].Least() : 0.0, per_step.value[i], written.island_value[i]});
+    if (gather.excess[i] > 0) {
+      bound.island_values[i] =
+          std::max(bound.island_values[i], built.island_compute[i] + per_step.Extra(i, 1, 0) + gather.excess[i]);
+    }
     bound.islands += bound.island_values[i];
   }
   // P16's weights are picked by a coordinate ascent, which P21's values can lead to another end:

@@ -289,6 +289,14 @@
 //     column and step the R rows of tiles cost at least max(R m_j, M k_j / B) against (1 - a) R w_j
 //     taken away, at least (m_j - (1 - a) w_j) max(R0, M k_j / (B m_j)): P24's delta with that term
 //     in place of R0 (m_j - (1 - a) w_j). eval/bound/traffic/perstep.h.
+//  P50 (T1, T2, H5, H6, L1, L2, V7, V8, V11, R1, P12, P24, P26) Gathers in a window of little
+//     compute: no prefetch. A Layout op g of island I whose input's maker x lies in another island,
+//     read by z in I: the subgraphs of I after the one that wrote g's input and up to z's first
+//     hold first instances only of ops of I that are neither ancestors of x nor forced later (below
+//     a Layout op z reaches, or below a MatMul with K > n that first runs in F and reads a
+//     Pointwise descendant of z, V11); they gather g's output and load a tensor of every path of
+//     I to z's other input. Island I then costs C_I + P24's claims at a = 1 + that PCIe time less
+//     the compute and P24 claims of those ops, window by window. eval/bound/islands/gather_windows.h.
 //  P27 (C1, C4, G2, G3, D1, L2, V5, V12, W, W1, W4, R5, P12, P18) Pointwise ops at the tiles the
 //     memory allows. A Pointwise op e (H x W) that the analysis allows mode T only is an epilogue
 //     op of every subgraph S holding it (G3's walk reaches it from a Pointwise sink), so S's grid
@@ -474,6 +482,9 @@ struct LowerBound {
   // every schedule (their output written for a Layout op, or a Layout op between them and every
   // MatMul below), so they claim their excess in full.
   int first_in_loop_twins = 0;
+  // P50: windows (a Layout op gathered for a reader of another island than its input's maker)
+  // whose PCIe transfers the islands part counts beyond the compute that may first run there.
+  int gather_windows = 0;
   // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,
   // P19, streamed activation) time of heavy MatMuls that no other op's compute can hide, plus
   // the reloads of ops that sit alone;

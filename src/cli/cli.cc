@@ -309,6 +309,8 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"island_of\": [" + JoinIds(std::vector<int32_t>(bound.island_of.begin(), bound.island_of.end()), ", ") + "],\n";
   out += "  \"per_step_twins\": " + std::to_string(bound.per_step_twins) + ",\n";
   out += "  \"first_in_loop_twins\": " + std::to_string(bound.first_in_loop_twins) + ",\n";
+  // P50 only where it prices a window, so that the files of problems without one keep their bytes.
+  if (bound.gather_windows > 0) out += "  \"gather_windows\": " + std::to_string(bound.gather_windows) + ",\n";
   out += "  \"island_activations\": " + std::to_string(bound.island_activations) + ",\n";
   out += "  \"written_sums\": " + std::to_string(bound.written_sum_count) + ",\n";
   out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
@@ -370,7 +372,11 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
          std::to_string(bound.per_step_twins) + " weight-streaming MatMuls, " +
          std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26; P14 with the transfers of " +
          std::to_string(bound.island_activations) + " activations too large to retain, P32; " +
-         std::to_string(bound.written_sum_count) + " sums whose unfused inputs are written and loaded, P38))\n";
+         std::to_string(bound.written_sum_count) + " sums whose unfused inputs are written and loaded, P38" +
+         (bound.gather_windows > 0
+              ? "; " + std::to_string(bound.gather_windows) + " windows of gathers and loads that little compute can hide, P50"
+              : std::string()) +
+         "))\n";
   out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
          std::to_string(bound.streaming_ops) +
          " MatMuls that no other op's compute can hide, streamed activations + reloads of ops that sit alone, P14-P15, P19)\n";
