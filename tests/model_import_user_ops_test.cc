@@ -110,6 +110,21 @@ TEST_CASE("import user ops: a batched weight, a 1-D weight and W @ x") {
   CheckValid(lt);
 }
 
+TEST_CASE("import user ops: einsum with a weight per head, an ellipsis and row dot products") {
+  OnnxModelBuilder m(12);
+  m.Input("x", {2, 10, 4, 32}).Output("y").Output("z").Output("d").Weight("w", {4, 32, 16}).Weight("p", {64, 48});
+  m.Ints("flat", {3}, {2, 10, 64});
+  SetText(m.Node("heads", "Einsum", {"x", "w"}, {"y"}), "equation", "bthd,hde->bthe");
+  m.Node("merge", "Reshape", {"y", "flat"}, {"y3"});
+  SetText(m.Node("proj", "Einsum", {"y3", "p"}, {"z"}), "equation", "...ij,jk->...ik");
+  SetText(m.Node("dots", "Einsum", {"z", "z"}, {"d"}), "equation", "bti,bti->bt");
+  const LoweredModel l = Lower(m, "einsum.onnx");
+  CHECK(l.summary.macs == 2 * 10 * 4 * 32 * 16 + 2 * 10 * 64 * 48 + 2 * 10 * 48);
+  CHECK(testing::ComputeMatMulMacs(l) == l.summary.macs);
+  CHECK(l.summary.params_in_tensors == 4 * 32 * 16 + 64 * 48);
+  CheckValid(l);
+}
+
 TEST_CASE("import user ops: grouped-query attention expands the key heads") {
   // k [1,2,8,16] (2 kv heads) -> Unsqueeze -> Expand [1,2,4,8,16] -> Reshape [1,8,8,16];
   // q [1,8,8,16] @ kᵀ: 8 heads of 8x16x8.

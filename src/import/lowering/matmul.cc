@@ -250,7 +250,30 @@ void LowerEinsum(Context& cx, const OnnxNode& node) {
   if (node.inputs.size() != 2 || comma == std::string::npos || arrow == std::string::npos || arrow < comma ||
       eq.find(',', comma + 1) != std::string::npos)
     cx.Fail(node, "only Einsum of two operands with an explicit output ('ab,bc->ac') is supported, got '" + eq + "'");
-  const std::string lx = eq.substr(0, comma), ly = eq.substr(comma + 1, arrow - comma - 1), lo = eq.substr(arrow + 2);
+  std::string lx = eq.substr(0, comma), ly = eq.substr(comma + 1, arrow - comma - 1), lo = eq.substr(arrow + 2);
+  if (eq.find("...") != std::string::npos) {
+    // An ellipsis stands for the leading axes an operand has beyond its letters: letters of
+    // their own, right-aligned across the operands as numpy broadcasts them.
+    std::string fresh;
+    for (char c = 'A'; c <= 'Z'; ++c) if (eq.find(c) == std::string::npos) fresh += c;
+    const size_t rank_x = DimsOf(cx.Get(node, 0)).size(), rank_y = DimsOf(cx.Get(node, 1)).size();
+    auto span = [&](const std::string& term, size_t rank) -> size_t {
+      const size_t at = term.find("...");
+      if (at == std::string::npos) return 0;
+      const size_t named = term.size() - 3;
+      if (rank < named) cx.Fail(node, "Einsum '" + eq + "': an operand has fewer axes than its letters");
+      return rank - named;
+    };
+    const size_t ex = span(lx, rank_x), ey = span(ly, rank_y), most = std::max(ex, ey);
+    if (most > fresh.size()) cx.Fail(node, "Einsum '" + eq + "': too many axes under the ellipsis");
+    auto expand = [&](std::string& term, size_t n) {
+      const size_t at = term.find("...");
+      if (at != std::string::npos) term.replace(at, 3, fresh.substr(most - n, n));
+    };
+    expand(lx, ex);
+    expand(ly, ey);
+    expand(lo, most);
+  }
   auto letters_ok = [](const std::string& l) {
     for (size_t i = 0; i < l.size(); ++i)
       if (!std::isalpha(static_cast<unsigned char>(l[i])) || l.find(l[i], i + 1) != std::string::npos) return false;
@@ -301,10 +324,11 @@ void LowerEinsum(Context& cx, const OnnxNode& node) {
                      with(head, {m, k}));
   Act z;
   if (const Const* w = std::get_if<Const>(&yv)) {
-    if (!batch.empty()) cx.Fail(node, "Einsum '" + eq + "': a batched product with a constant operand is not supported");
+    // The weight in [batch, contracted, free] order: a relabelling of its parameters; with
+    // batch axes (a weight per head), one matrix per batch index.
     Const w2 = *w;
-    w2.dims = {k, n};  // the weight in [contracted, free] order: a relabelling of its parameters
-    z = ActTimesWeight(cx, x, w2, false, node);
+    w2.dims = with(head, {k, n});
+    z = batch.empty() ? ActTimesWeight(cx, x, w2, false, node) : GeneralMatMul(cx, node, Value(x), Value(w2));
   } else {
     const Act y = ReshapeAct(cx, node, TransposeAct(cx, node, cx.Resolved(node, std::get<Act>(yv)), perm_of(ly, batch + contracted + free_y)),
                              with(head, {k, n}));
