@@ -245,6 +245,21 @@ TEST_CASE("import user ops: 1-D and 3-D resizes, and a split shape constant") {
   CheckValid(l);
 }
 
+TEST_CASE("import user ops: a layer norm over the last two axes runs in place") {
+  OnnxModelBuilder m(17);
+  m.Input("x", {2, 16, 32}).Output("y").Weight("g", {16, 32}).Weight("b", {16, 32});
+  m.Node("relu", "Relu", {"x"}, {"r"});
+  SetInt(m.Node("ln", "LayerNormalization", {"r", "g", "b"}, {"y"}), "axis", -2);
+  const LoweredModel l = Lower(m, "ln2d.onnx");
+  CHECK(l.summary.layout_ops == 0);
+  const Approximation* rule = Rule(l, "layer-norm-axes");
+  REQUIRE(rule != nullptr);
+  CHECK_FALSE(rule->traffic);
+  CHECK(rule->elements == 2 * 16 * 32);
+  CHECK(l.summary.pointwise_ops == 2);
+  CheckValid(l);
+}
+
 TEST_CASE("import user ops: errors stay one line naming the node") {
   {
     OnnxModelBuilder m;

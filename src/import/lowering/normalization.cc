@@ -44,7 +44,28 @@ void LowerAlongAxis(Context& cx, const OnnxNode& node, double passes, int64_t de
 void LowerSoftmax1(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node, 5, 1, true); }
 // From opset 13: one axis, -1 by default.
 void LowerSoftmax13(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node, 5, -1, false); }
-void LowerLayerNorm(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node, 8, -1, false); }
+// LayerNormalization normalises over every axis from `axis` on: over the last one, along the
+// columns; over several (nn.LayerNorm((S, D))) in place, when the columns are among them and no
+// part is: the statistics then span rows and columns, as a group norm's do.
+void LowerLayerNorm(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  const int r = int(DimsOf(v).size());
+  int64_t axis = Attr{node}.Int("axis", -1);
+  if (axis < 0) axis += r;
+  if (const Act* a = std::get_if<Act>(&v); a && axis >= 0 && axis < r - 1) {
+    Act x = cx.NeedAct(node, 0);
+    const bool parts_outside = std::all_of(x.part_axes.begin(), x.part_axes.end(), [&](int p) { return p < axis; });
+    if (x.col_axis >= axis && !x.col_split && parts_outside) {
+      cx.problem().Note("layer-norm-axes",
+                        "a layer normalisation over several trailing axes runs on the activation in place (Pointwise): its "
+                        "statistics span rows and columns, which a tile does not wait for (no traffic change); elements = "
+                        "those ops' sizes",
+                        Elems(x));
+      return LowerPerElement(cx, node, x, 8);
+    }
+  }
+  LowerAlongAxis(cx, node, 8, -1, false);
+}
 void LowerBatchNorm(Context& cx, const OnnxNode& node) { LowerPerElement(cx, node, cx.NeedAct(node, 0), 2); }
 // InstanceNormalization; on a value reshaped from an activation without moving data (GroupNorm
 // as exported: Reshape [N,C,H,W] -> [N,G,C/G·H·W], InstanceNormalization, Reshape back), the
