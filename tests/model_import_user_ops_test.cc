@@ -7,7 +7,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "eval/oracle.h"
 #include "search/starts/baseline.h"
@@ -257,6 +259,27 @@ TEST_CASE("import user ops: a layer norm over the last two axes runs in place") 
   CHECK_FALSE(rule->traffic);
   CHECK(rule->elements == 2 * 16 * 32);
   CHECK(l.summary.pointwise_ops == 2);
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: opset 18's spellings (axes inputs, num_outputs)") {
+  OnnxModelBuilder m(18);
+  m.Input("x", {1, 4, 10, 6}).Output("m").Output("s0").Output("s1").Output("s2").Output("p").Output("u");
+  m.Ints("hw", {2}, {2, 3}).Ints("pads", {2}, {1, 1}).Ints("w_axis", {1}, {3}).Floats("twice", {1}, {2.0f});
+  m.Node("relu", "Relu", {"x"}, {"r"});
+  m.Node("mean", "ReduceMean", {"r", "hw"}, {"m"});
+  SetInt(SetInt(m.Node("split", "Split", {"r"}, {"s0", "s1", "s2"}), "axis", 2), "num_outputs", 3);
+  m.Node("pad", "Pad", {"r", "pads", "", "w_axis"}, {"p"});
+  SetInts(m.Node("up", "Resize", {"r", "", "twice"}, {"u"}), "axes", {2});
+  const LoweredModel l = Lower(m, "opset18.onnx");
+  std::map<std::string, std::pair<Elements, Elements>> shape;
+  for (size_t t = 0; t < l.problem.tensors.size(); ++t)
+    shape[l.tensor_origins[t].value] = {l.problem.tensors[t].height, l.problem.tensors[t].width};
+  CHECK(shape["m"] == std::pair<Elements, Elements>{1, 4});      // global mean pooling
+  CHECK(shape["s0"] == std::pair<Elements, Elements>{4 * 6, 4});  // 10 rows split 4, 4, 2
+  CHECK(shape["s2"] == std::pair<Elements, Elements>{2 * 6, 4});
+  CHECK(shape["p"] == std::pair<Elements, Elements>{10 * 8, 4});  // W padded by 1 on each side
+  CHECK(shape["u"] == std::pair<Elements, Elements>{20 * 6, 4});  // H doubled
   CheckValid(l);
 }
 

@@ -44,6 +44,19 @@ void LowerPad(Context& cx, const OnnxNode& node) {
   const size_t r = out_dims.size();
   std::vector<int64_t> pads = Attr{node}.Ints("pads");
   if (pads.empty() && cx.HasInput(node, 1)) pads = cx.NeedInts(node, 1, "the pads");
+  if (cx.HasInput(node, 3)) {
+    // Opset 18's axes input: the pads are for those axes only.
+    const std::vector<int64_t> axes = cx.NeedInts(node, 3, "the axes");
+    if (pads.size() != 2 * axes.size()) cx.Fail(node, "pads must have " + std::to_string(2 * axes.size()) + " entries for " + std::to_string(axes.size()) + " axes");
+    std::vector<int64_t> full(2 * r, 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t ax = axes[i] < 0 ? axes[i] + int64_t(r) : axes[i];
+      if (ax < 0 || ax >= int64_t(r)) cx.Fail(node, "axis " + std::to_string(axes[i]) + " is out of range for rank " + std::to_string(r));
+      full[ax] = pads[i];
+      full[ax + r] = pads[i + axes.size()];
+    }
+    pads = full;
+  }
   if (pads.size() != 2 * r) cx.Fail(node, "pads must have " + std::to_string(2 * r) + " entries for a " + std::to_string(r) + "-D input");
   bool channels = false;
   for (size_t i = 0; i < r; ++i) {
@@ -78,6 +91,20 @@ void LowerScaled(Context& cx, const OnnxNode& node, size_t scales_input, bool sc
     if (c.values && !c.values->empty()) scales = *c.values;
   }
   if (scales.empty() && cx.HasInput(node, 3)) sizes = cx.NeedInts(node, 3, "the sizes");
+  if (a.Has("axes")) {
+    // Opset 18: scales or sizes for these axes only; the others keep their size.
+    const std::vector<int64_t> axes = a.Ints("axes");
+    std::vector<double> full_scales(r, 1.0);
+    std::vector<int64_t> full_sizes = x.dims;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t ax = axes[i] < 0 ? axes[i] + int64_t(r) : axes[i];
+      if (ax < 0 || ax >= int64_t(r)) cx.Fail(node, "axis " + std::to_string(axes[i]) + " is out of range for rank " + std::to_string(r));
+      if (i < scales.size()) full_scales[ax] = scales[i];
+      if (i < sizes.size()) full_sizes[ax] = sizes[i];
+    }
+    if (!scales.empty()) scales = full_scales;
+    if (!sizes.empty()) sizes = full_sizes;
+  }
   if (!sizes.empty()) {
     if (sizes.size() != r) cx.Fail(node, "sizes must have " + std::to_string(r) + " entries");
     out_dims = sizes;
