@@ -66,16 +66,26 @@ TEST_CASE("lowering registry: ops whose signature changed have one converter per
 }
 
 TEST_CASE("lowering registry: weight slots") {
-  CHECK(IsWeightInput(Node("Conv", {"x", "w", "b"}), 1, 13));
-  CHECK(IsWeightInput(Node("Conv", {"x", "w", "b"}), 2, 13));
-  CHECK_FALSE(IsWeightInput(Node("Conv", {"x", "w", "b"}), 0, 13));
-  CHECK(IsWeightInput(Node("ConvTranspose", {"x", "w"}), 1, 13));
-  CHECK(IsWeightInput(Node("Gemm", {"x", "w", "c"}), 2, 13));
-  CHECK(IsWeightInput(Node("MatMul", {"x", "w"}), 1, 13));
-  CHECK_FALSE(IsWeightInput(Node("MatMul", {"x", "w"}), 0, 13));
-  CHECK_FALSE(IsWeightInput(Node("MatMul", {"x", "x"}), 1, 13));  // x @ x: two activations
-  CHECK_FALSE(IsWeightInput(Node("Add", {"x", "w"}), 1, 13));
-  CHECK_FALSE(IsWeightInput(Node("Hardmax", {"x"}), 0, 13));
+  OnnxGraph g;
+  g.opset = 13;
+  CHECK(IsWeightInput(g, Node("Conv", {"x", "w", "b"}), 1));
+  CHECK(IsWeightInput(g, Node("Conv", {"x", "w", "b"}), 2));
+  CHECK_FALSE(IsWeightInput(g, Node("Conv", {"x", "w", "b"}), 0));
+  CHECK(IsWeightInput(g, Node("ConvTranspose", {"x", "w"}), 1));
+  CHECK(IsWeightInput(g, Node("Gemm", {"x", "w", "c"}), 2));
+  CHECK(IsWeightInput(g, Node("MatMul", {"x", "w"}), 1));
+  CHECK_FALSE(IsWeightInput(g, Node("MatMul", {"x", "w"}), 0));
+  CHECK_FALSE(IsWeightInput(g, Node("MatMul", {"x", "x"}), 1));  // x @ x: two activations
+  CHECK_FALSE(IsWeightInput(g, Node("Add", {"x", "w"}), 1));
+  CHECK_FALSE(IsWeightInput(g, Node("Hardmax", {"x"}), 0));
+  // W @ x (token mixing with an initializer on the left): x is the data.
+  g.initializers["w"] = OnnxInitializer{{16, 16}, true, std::nullopt};
+  CHECK_FALSE(IsWeightInput(g, Node("MatMul", {"w", "x"}), 1));
+  // A graph input with batch axes on the right is data, a 2-D one a weight passed as an input.
+  g.inputs.push_back({"b", OnnxValueInfo{{2, 1, 32, 16}, {"", "", "", ""}, true}});
+  g.inputs.push_back({"w2", OnnxValueInfo{{32, 16}, {"", ""}, true}});
+  CHECK_FALSE(IsWeightInput(g, Node("MatMul", {"x", "b"}), 1));
+  CHECK(IsWeightInput(g, Node("MatMul", {"x", "w2"}), 1));
 }
 
 }  // namespace

@@ -26,70 +26,15 @@
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
 #include "tests/import_counts.h"
+#include "tests/onnx_model_builder.h"
 
 namespace annealer {
 namespace {
 
-// A model of opset 13 with a graph named "g" (as tests/model_import_errors_test.cc builds them).
-struct ModelBuilder {
-  onnx::ModelProto model;
-  ModelBuilder() {
-    model.set_ir_version(8);
-    model.add_opset_import()->set_version(13);
-    model.mutable_graph()->set_name("g");
-  }
-  onnx::GraphProto& graph() { return *model.mutable_graph(); }
-  ModelBuilder& Input(const std::string& name, const std::vector<int64_t>& dims) {
-    onnx::ValueInfoProto* v = graph().add_input();
-    v->set_name(name);
-    auto* type = v->mutable_type()->mutable_tensor_type();
-    type->set_elem_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) type->mutable_shape()->add_dim()->set_dim_value(d);
-    return *this;
-  }
-  ModelBuilder& Output(const std::string& name) {
-    graph().add_output()->set_name(name);
-    return *this;
-  }
-  // A float initializer without data (a stripped weight).
-  ModelBuilder& Weight(const std::string& name, const std::vector<int64_t>& dims) {
-    onnx::TensorProto* t = graph().add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t d : dims) t->add_dims(d);
-    return *this;
-  }
-  onnx::NodeProto& Node(const std::string& name, const std::string& op, std::initializer_list<std::string> inputs,
-                        std::initializer_list<std::string> outputs) {
-    onnx::NodeProto* n = graph().add_node();
-    n->set_name(name);
-    n->set_op_type(op);
-    for (const auto& in : inputs) n->add_input(in);
-    for (const auto& out : outputs) n->add_output(out);
-    return *n;
-  }
-  std::string Bytes() const {
-    std::string bytes;
-    REQUIRE(model.SerializeToString(&bytes));
-    return bytes;
-  }
-};
-
-onnx::NodeProto& SetInt(onnx::NodeProto& node, const std::string& name, int64_t value) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(value);
-  return node;
-}
-
-onnx::NodeProto& SetInts(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-  return node;
-}
+// Models of opset 13 with a graph named "g" (tests/onnx_model_builder.h).
+using ModelBuilder = testing::OnnxModelBuilder;
+using testing::SetInt;
+using testing::SetInts;
 
 // The product of v's entries from index `from` on.
 int64_t Product(const std::vector<int64_t>& v, size_t from = 0) {

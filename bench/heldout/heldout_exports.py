@@ -6,7 +6,8 @@ fail to import, and how the 10-s search does on the ones that import.
         [--time 10s] [--redo] [--table]
 
 For every case below (other torchvision sizes and families, other opsets, other export options,
-hand-written architectures that tests/models/export_torch.py does not have) it exports
+hand-written architectures that tests/models/export_torch.py does not have, and the "user_*"
+modules a user writes, bench/heldout/user_models.py, at opsets 13, 14 and 17) it exports
 OUTDIR/<case>.onnx exactly as export_torch.py does (its noise, stripping and MAC counter are
 imported, not copied; weights=None always, nothing is downloaded), then runs
 
@@ -42,6 +43,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tests", "models"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 HARDWARE = "tpu-v5e"
 
@@ -180,6 +182,68 @@ def build_cases():
                 weights=None, weights_backbone=None)), img(320)),
     ]:
         cases[name] = case(ctor, inputs)
+    # -- modules a user writes (bench/heldout/user_models.py), at opsets 13, 14 and 17 (torch
+    # 1.13 exports up to 17); some also with do_constant_folding=False and a dynamic batch
+    import user_models as um
+    f32 = lambda *shape: ("x", "float", shape)   # noqa: E731
+    enc_dec = [("tgt", "float", (2, 16, 128)), ("mem", "float", (2, 32, 128))]
+    qkv = [("q", "float", (2, 16, 128)), ("k", "float", (2, 24, 96)), ("v", "float", (2, 24, 64))]
+    user = {
+        "enc_bf": (lambda: um.EncBF(True, False), [f32(2, 32, 128)], "TransformerEncoder, batch_first, post-norm, final LayerNorm"),
+        "enc_sf_normfirst": (lambda: um.EncBF(False, True, "gelu"), [f32(2, 32, 128)], "TransformerEncoder, sequence-first (transposed input), norm_first, GELU"),
+        "enc_mask": (um.EncMask, [f32(1, 32, 128)], "TransformerEncoder with a causal float mask"),
+        "enc_padmask": (um.EncPadMask, [f32(2, 16, 64), ("pad", "padmask", (2, 16))], "TransformerEncoder with src_key_padding_mask (a bool graph input)"),
+        "dec_bf": (lambda: um.Dec(True, False), enc_dec, "TransformerDecoder, batch_first, causal tgt_mask, memory"),
+        "dec_sf_normfirst": (lambda: um.Dec(False, True), enc_dec, "TransformerDecoder, sequence-first, norm_first"),
+        "transformer": (um.FullTransformer, [("src", "float", (1, 32, 128)), ("tgt", "float", (1, 16, 128))], "nn.Transformer 2+2 layers"),
+        "mha_kdim_vdim": (um.MHAKV, qkv, "MultiheadAttention kdim=96, vdim=64, need_weights (heads averaged: ReduceSum over the heads)"),
+        "mha_kdim_noweights": (lambda: um.MHAKV(False), qkv, "MultiheadAttention kdim/vdim, need_weights=False"),
+        "mha_causal": (um.MHAMask, [f32(32, 2, 128)], "MultiheadAttention, sequence-first, bool causal attn_mask"),
+        "mha_padmask": (um.MHAPad, [f32(2, 32, 128), ("pad", "padmask", (2, 32))], "MultiheadAttention key_padding_mask, per-head weights (Expand of a computed mask)"),
+        "mha_bias_kv": (um.MHABiasKV, [f32(16, 2, 64)], "MultiheadAttention add_bias_kv, add_zero_attn"),
+        "gpt2": (um.GPT2, [("ids", "ids", (1, 32))], "GPT-2 by hand: fused c_attn split, causal buffer masked_fill, GELU tanh, tied-size head"),
+        "gpt2_block_b2": (um.GPT2Block, [f32(2, 32, 128)], "one GPT-2 block, batch 2"),
+        "rotary_block": (um.RotaryBlock, [f32(1, 32, 128)], "LLaMA-like block: RMSNorm, rotary embeddings (chunk, cat), einsum attention, SwiGLU"),
+        "gqa": (um.GQA, [f32(1, 32, 128)], "grouped-query attention (8 query, 2 kv heads), repeat_kv by expand + reshape"),
+        "gqa_repeat_interleave": (um.GQARepeatInterleave, [f32(1, 32, 128)], "grouped-query attention with repeat_interleave (split shape arithmetic)"),
+        "bert_einsum": (um.BertBlockEinsum, [f32(2, 32, 128), ("mask", "fmask", (2, 32))], "BERT block: fused qkv reshape/permute/unbind, einsum, additive mask"),
+        "conv1d": (um.Conv1dNet, [f32(1, 40, 100)], "Conv1d: dilated, grouped, depthwise, BatchNorm1d, SiLU"),
+        "conv3d": (um.Conv3dNet, [f32(1, 3, 8, 32, 32)], "Conv3d: BatchNorm3d, MaxPool3d, (1,3,3) strided, dilated grouped, Hardswish"),
+        "convtranspose": (um.ConvT2d, [f32(1, 3, 16, 16)], "ConvTranspose2d 4x4 s2 p1, grouped with output_padding, 2x2 s2; dilated conv; Mish"),
+        "convt_1d_3d": (um.ConvT13, [("a", "float", (1, 16, 20)), ("b", "float", (1, 4, 4, 8, 8))], "ConvTranspose1d/3d, linear and trilinear interpolate"),
+        "pad_modes": (um.PadModes, [f32(1, 3, 16, 16)], "even kernel, reflect/circular/replicate padding, F.pad"),
+        "norms": (um.NormNet, [f32(2, 3, 16, 16)], "GroupNorm, InstanceNorm2d (affine and not), adaptive pool, BatchNorm1d after Linear"),
+        "upsample_nearest": (lambda: um.UpNet("nearest"), [f32(1, 3, 20, 24)], "Upsample nearest, PixelShuffle, interpolate to a size, PixelUnshuffle"),
+        "upsample_bilinear": (lambda: um.UpNet("bilinear", False), [f32(1, 3, 20, 24)], "Upsample bilinear"),
+        "upsample_bilinear_ac": (lambda: um.UpNet("bilinear", True), [f32(1, 3, 20, 24)], "Upsample bilinear, align_corners"),
+        "pools": (um.PoolNet, [f32(1, 3, 33, 33)], "MaxPool ceil_mode, AdaptiveAvgPool (5,5) of 15, AvgPool ceil_mode without pad, adaptive max"),
+        "linear_nd": (um.LinearND, [f32(2, 3, 10, 32)], "Linear on a 4-D input, matmul with a parameter"),
+        "matmul_bcast": (um.MatmulBroadcast, [("a", "float", (2, 4, 8, 32)), ("b", "float", (2, 1, 32, 16))], "matmul broadcasting a [2,1,32,16] input over heads; bmm"),
+        "head_weight": (um.HeadWeight, [f32(2, 10, 128)], "matmul with a [4,32,16] per-head parameter and a 1-D parameter"),
+        "token_mix": (um.TokenMix, [f32(2, 16, 32)], "matmul(W, x): W on the left of a batched input"),
+        "shuffle": (um.Shuffle, [f32(1, 10, 64)], "chunk, split cutting the chunks, stack, permute, flatten, cat along rows, softmax on two axes"),
+        "softmax_dims": (um.SoftmaxDims, [f32(1, 8, 6, 10)], "softmax over channels, H, W, log_softmax, softmax over the batch"),
+        "layernorm_2d": (um.LN2D, [f32(2, 16, 32)], "LayerNorm over the last two axes"),
+        "var_std": (um.VarStd, [f32(2, 16, 32)], "mean over two axes, var, full sum, amax over the features"),
+        "argmax_head": (um.ArgmaxHead, [f32(1, 8, 64)], "logits, argmax, max values"),
+        "cumsum_topk": (um.CumsumTopk, [f32(1, 16, 32)], "cumsum of an activation, topk"),
+        "where_act": (um.WhereAct, [f32(1, 8, 32)], "where on a computed condition, clamp, abs, sqrt"),
+        "glu_prelu": (um.GLUPrelu, [f32(1, 8, 10, 10)], "GLU, per-channel PReLU, F.normalize, channels-last Linear"),
+        "acts": (um.Acts, [f32(1, 16, 64)], "SiLU, Mish, Hardswish, Hardsigmoid, GELU tanh, ELU, Softplus, SELU, ReLU6, CELU, PReLU"),
+        "lstm": (um.LSTMNet, [f32(1, 20, 40)], "2-layer LSTM, batch_first, last step"),
+        "lstm_bidir": (lambda: um.LSTMNet(True), [f32(2, 20, 40)], "2-layer bidirectional LSTM, batch 2"),
+        "gru": (um.GRUNet, [f32(20, 1, 40)], "GRU, sequence-first, final hidden state"),
+    }
+    for name, (ctor, inputs, note) in user.items():
+        for opset in (13, 14, 17):
+            cases[f"user_{name}_op{opset}"] = case(ctor, inputs, opset=opset, note=note)
+    for name in ("enc_bf", "gpt2", "mha_padmask", "matmul_bcast", "shuffle", "var_std"):
+        ctor, inputs, note = user[name]
+        cases[f"user_{name}_nofold"] = case(ctor, inputs, fold=False, note=note + "; do_constant_folding=False")
+        names = [n for n, _, _ in inputs]
+        cases[f"user_{name}_dynbatch"] = case(
+            ctor, inputs, dynamic={n: {0: "batch"} for n in names},
+            input_arg=[f"{n}={'x'.join(map(str, shape))}" for n, _, shape in inputs], note=note + "; dynamic batch")
     cases["vit_l_16"]["timeout"] = 180   # the brief: only if its export takes < ~2 min
     for name in ("raft_small",):
         cases[name]["opset"] = 16        # GridSample is opset 16
@@ -207,6 +271,14 @@ def make_inputs(inputs):
             out.append(t)
         elif kind == "step":   # a diffusion timestep
             out.append(torch.full(shape, 500.0))
+        elif kind == "padmask":   # bool, True where padded (the last eighth)
+            t = torch.zeros(shape, dtype=torch.bool)
+            t[..., shape[-1] - shape[-1] // 8:] = True
+            out.append(t)
+        elif kind == "fmask":     # float 1/0, the last eighth padding
+            t = torch.ones(shape)
+            t[..., shape[-1] - shape[-1] // 8:] = 0
+            out.append(t)
         elif kind == "mask":   # the last eighth is padding
             t = torch.ones(shape, dtype=torch.long)
             t[..., shape[-1] - shape[-1] // 8:] = 0

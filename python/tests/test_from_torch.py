@@ -183,13 +183,13 @@ def test_export_failure_and_importer_rejection():
                                                   r"opset 17\) failed: UnsupportedOperatorError: .*linalg_svd"):
         annealer.Problem.from_torch(Svd(), torch.randn(4, 8), hardware="tpu-v5e")
 
-    class TopK(torch.nn.Module):
+    class Unique(torch.nn.Module):
         def forward(self, t):
-            return torch.topk(t, 2)[0]
+            return torch.unique(t, sorted=True)
 
-    with pytest.raises(annealer.InputError, match=r"^TopK \(torch\.onnx\.export\): node '/TopK' \(TopK\): "
+    with pytest.raises(annealer.InputError, match=r"^Unique \(torch\.onnx\.export\): node '/Unique' \(Unique\): "
                                                   r"operator not supported"):
-        annealer.Problem.from_torch(TopK(), torch.randn(4, 8), hardware="tpu-v5e")
+        annealer.Problem.from_torch(Unique(), torch.randn(4, 8), hardware="tpu-v5e")
 
 
 def test_without_torch(monkeypatch):

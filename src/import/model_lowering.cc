@@ -42,7 +42,7 @@ void BindGraphInputs(Context& cx) {
   std::map<std::string, bool> weight_only;
   for (const auto& node : g.nodes)
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      const bool weight_slot = lowering::IsWeightInput(node, i, g.opset);
+      const bool weight_slot = lowering::IsWeightInput(g, node, i);
       auto [it, fresh] = weight_only.emplace(node.inputs[i], weight_slot);
       if (!fresh) it->second = it->second && weight_slot;
     }

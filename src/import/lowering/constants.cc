@@ -133,10 +133,21 @@ void LowerScatterND(Context& cx, const OnnxNode& node) {
 }
 
 // CumSum of a constant (DETR's sine position embedding sums a mask known at export time): a
-// constant of the same dims (its values are not needed for shapes).
+// constant of the same dims (its values are not needed for shapes). Of an activation: one add
+// per element, a Pointwise op in any layout.
 void LowerCumSum(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "a cumulative sum of a row statistic is not supported");
+  if (std::holds_alternative<Act>(v)) {
+    Act x = cx.NeedAct(node, 0);
+    for (TensorId& t : x.parts) t = cx.problem().Pointwise({t}, 1, node, "scan");
+    cx.problem().Note("scan",
+                      "a cumulative sum is a Pointwise op: a tile does not wait for the tiles before it along the summed axis "
+                      "(no traffic change); elements = those ops' sizes",
+                      Elems(x));
+    return cx.Set(node, 0, x);
+  }
   const Const* c = cx.GetConst(node, 0);
-  if (!c) cx.Fail(node, "a cumulative sum of an activation computed by the model is not supported");
   Const out = *c;
   out.values.reset();
   out.initializer = false;

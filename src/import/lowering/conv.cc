@@ -406,7 +406,7 @@ void LowerConvTranspose(Context& cx, const OnnxNode& node) {
 }
 
 // Inputs 1 and 2: the weight and the bias.
-bool WeightOrBias(const OnnxNode&, size_t input) { return input >= 1; }
+bool WeightOrBias(const OnnxGraph&, const OnnxNode&, size_t input) { return input >= 1; }
 
 }  // namespace
 

@@ -16,7 +16,8 @@ namespace {
 // interpolation's passes.
 Act NeedSpatialAct(Context& cx, const OnnxNode& node) {
   Act x = cx.NeedAct(node, 0);
-  if (x.dims.size() != 4) cx.Fail(node, "only the spatial axes of a 4-D (NCHW) activation can be resized, got " + DimsText(x.dims));
+  if (x.dims.size() < 3 || x.dims.size() > 5)
+    cx.Fail(node, "only the spatial axes of an (N, C, spatial...) activation of rank 3 to 5 can be resized, got " + DimsText(x.dims));
   // The channels as the columns (a 3-D image unsqueezed to NCHW is laid out otherwise).
   if (x.col_axis != 1 || !x.part_axes.empty()) x = cx.Relayout(node, x, 1);
   return x;
@@ -26,7 +27,7 @@ void SetResampled(Context& cx, const OnnxNode& node, const Act& x, const std::ve
   Act out = x;
   out.dims = out_dims;
   out.parts.clear();
-  const Elements rows = out_dims[0] * out_dims[2] * out_dims[3];
+  const Elements rows = Product(out_dims) / out_dims[1];
   for (TensorId part : x.parts)
     out.parts.push_back(out_dims == x.dims ? part : cx.problem().View(part, rows, passes, node, "strided-view", kViewWhat));
   cx.Set(node, 0, out);
@@ -43,6 +44,19 @@ void LowerPad(Context& cx, const OnnxNode& node) {
   const size_t r = out_dims.size();
   std::vector<int64_t> pads = Attr{node}.Ints("pads");
   if (pads.empty() && cx.HasInput(node, 1)) pads = cx.NeedInts(node, 1, "the pads");
+  if (cx.HasInput(node, 3)) {
+    // Opset 18's axes input: the pads are for those axes only.
+    const std::vector<int64_t> axes = cx.NeedInts(node, 3, "the axes");
+    if (pads.size() != 2 * axes.size()) cx.Fail(node, "pads must have " + std::to_string(2 * axes.size()) + " entries for " + std::to_string(axes.size()) + " axes");
+    std::vector<int64_t> full(2 * r, 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t ax = axes[i] < 0 ? axes[i] + int64_t(r) : axes[i];
+      if (ax < 0 || ax >= int64_t(r)) cx.Fail(node, "axis " + std::to_string(axes[i]) + " is out of range for rank " + std::to_string(r));
+      full[ax] = pads[i];
+      full[ax + r] = pads[i + axes.size()];
+    }
+    pads = full;
+  }
   if (pads.size() != 2 * r) cx.Fail(node, "pads must have " + std::to_string(2 * r) + " entries for a " + std::to_string(r) + "-D input");
   bool channels = false;
   for (size_t i = 0; i < r; ++i) {
@@ -63,7 +77,12 @@ void LowerScaled(Context& cx, const OnnxNode& node, size_t scales_input, bool sc
   Act x = NeedSpatialAct(cx, node);
   std::vector<int64_t> out_dims = x.dims;
   const std::string mode = a.Text("mode");
-  const double passes = mode == "linear" || mode == "bilinear" ? 4 : mode == "cubic" ? 16 : 1;
+  // Per output element: 2 neighbours per spatial axis for linear, 4 for cubic.
+  const double spatial = double(x.dims.size() - 2);
+  const double passes = mode == "linear" || mode == "bilinear" || mode == "trilinear" ? std::pow(2.0, spatial)
+                        : mode == "cubic"                                            ? std::pow(4.0, spatial)
+                                                                                     : 1;
+  const size_t r = x.dims.size();
   std::vector<double> scales;
   std::vector<int64_t> sizes;
   if (scales_attribute && a.Has("scales")) scales = node.attributes.at("scales").floats;
@@ -72,12 +91,26 @@ void LowerScaled(Context& cx, const OnnxNode& node, size_t scales_input, bool sc
     if (c.values && !c.values->empty()) scales = *c.values;
   }
   if (scales.empty() && cx.HasInput(node, 3)) sizes = cx.NeedInts(node, 3, "the sizes");
+  if (a.Has("axes")) {
+    // Opset 18: scales or sizes for these axes only; the others keep their size.
+    const std::vector<int64_t> axes = a.Ints("axes");
+    std::vector<double> full_scales(r, 1.0);
+    std::vector<int64_t> full_sizes = x.dims;
+    for (size_t i = 0; i < axes.size(); ++i) {
+      const int64_t ax = axes[i] < 0 ? axes[i] + int64_t(r) : axes[i];
+      if (ax < 0 || ax >= int64_t(r)) cx.Fail(node, "axis " + std::to_string(axes[i]) + " is out of range for rank " + std::to_string(r));
+      if (i < scales.size()) full_scales[ax] = scales[i];
+      if (i < sizes.size()) full_sizes[ax] = sizes[i];
+    }
+    if (!scales.empty()) scales = full_scales;
+    if (!sizes.empty()) sizes = full_sizes;
+  }
   if (!sizes.empty()) {
-    if (sizes.size() != 4) cx.Fail(node, "sizes must have 4 entries");
+    if (sizes.size() != r) cx.Fail(node, "sizes must have " + std::to_string(r) + " entries");
     out_dims = sizes;
   } else {
-    if (scales.size() != 4) cx.Fail(node, "the scales (or sizes) must be known at import time, 4 entries");
-    for (int i = 0; i < 4; ++i) {
+    if (scales.size() != r) cx.Fail(node, "the scales (or sizes) must be known at import time, " + std::to_string(r) + " entries");
+    for (size_t i = 0; i < r; ++i) {
       if (!(scales[i] > 0) || scales[i] > 1024) cx.Fail(node, "scales must be positive and at most 1024");
       out_dims[i] = static_cast<int64_t>(std::floor(double(x.dims[i]) * scales[i]));
     }
@@ -309,7 +342,22 @@ void LowerSlice10(Context& cx, const OnnxNode& node) {
 }
 
 // Channel blocks split at block boundaries: each output takes its blocks.
+// A split that cuts a block (torch.split(y, [40, 56]) of a value chunked before) gathers each
+// output (a Layout op when read).
 void SplitBlocks(Context& cx, const OnnxNode& node, const Act& x, int64_t axis, const std::vector<int64_t>& split) {
+  std::vector<int64_t> bounds;
+  Elements edge = 0;
+  for (TensorId t : x.parts) bounds.push_back(edge += cx.tensor(t).width);
+  int64_t cut = 0;
+  for (int64_t s : split)
+    if (!std::binary_search(bounds.begin(), bounds.end(), cut += s)) {
+      for (size_t i = 0; i < split.size(); ++i) {
+        std::vector<int64_t> dims = x.dims;
+        dims[axis] = split[i];
+        cx.Set(node, i, cx.PendingLike(node, x, dims));
+      }
+      return;
+    }
   size_t b = 0;
   for (size_t i = 0; i < split.size(); ++i) {
     Act out = x;
@@ -317,7 +365,7 @@ void SplitBlocks(Context& cx, const OnnxNode& node, const Act& x, int64_t axis, 
     out.parts.clear();
     Elements width = 0;
     while (width < split[i] && b < x.parts.size()) width += cx.tensor(x.parts[b]).width, out.parts.push_back(x.parts[b++]);
-    if (width != split[i]) cx.Fail(node, "a split of a concatenation must fall on the concatenated blocks");
+    if (width != split[i]) cx.Fail(node, "internal: a split off the concatenated blocks");
     out.col_split = out.parts.size() > 1;
     cx.Set(node, i, out);
   }
@@ -335,13 +383,33 @@ void LowerSplit(Context& cx, const OnnxNode& node) {
     std::vector<int64_t> split = a.Ints("split");
     if (split.empty() && cx.HasInput(node, 1)) split = cx.NeedInts(node, 1, "split");
     const size_t parts = node.outputs.size();
-    if (split.empty()) split.assign(parts, c->dims[axis] / int64_t(parts));
+    if (split.empty() && parts > 0) {
+      const int64_t each = CeilDiv(c->dims[axis], int64_t(parts));
+      split.assign(parts, each);
+      split.back() = c->dims[axis] - each * int64_t(parts - 1);
+    }
     if (split.size() != parts) cx.Fail(node, "split has " + std::to_string(split.size()) + " sizes for " + std::to_string(parts) + " outputs");
+    int64_t total = 0;
+    for (int64_t s : split) {
+      if (s < 0) cx.Fail(node, "split sizes must not be negative, got " + DimsText(split));
+      total += s;
+    }
+    if (total != c->dims[axis]) cx.Fail(node, "split sizes " + DimsText(split) + " do not add up to " + std::to_string(c->dims[axis]));
+    // Each part's values when the whole is known (repeat_interleave's shape arithmetic splits
+    // a computed shape vector).
+    const bool known = c->values && int64_t(c->values->size()) == Product(c->dims);
+    int64_t offset = 0;
     for (size_t i = 0; i < parts; ++i) {
       Const out = *c;
       out.dims[axis] = split[i];
       out.values.reset();
       out.initializer = false;
+      if (known) {
+        std::vector<std::array<int64_t, 3>> ranges;
+        for (int k = 0; k < r; ++k) ranges.push_back(k == axis ? std::array<int64_t, 3>{offset, offset + split[i], 1} : std::array<int64_t, 3>{0, c->dims[k], 1});
+        out.values = SliceValues(c->dims, *c->values, ranges, out.dims);
+      }
+      offset += split[i];
       cx.Set(node, i, out);
     }
     return;
@@ -354,15 +422,20 @@ void LowerSplit(Context& cx, const OnnxNode& node) {
   std::vector<int64_t> split = a.Ints("split");
   if (split.empty() && cx.HasInput(node, 1)) split = cx.NeedInts(node, 1, "split");
   const int parts = int(node.outputs.size());
-  if (split.empty()) split.assign(parts, x.dims[axis] / parts);
+  if (split.empty()) {
+    // Equal parts; opset 18's num_outputs leaves the last one smaller when they do not divide.
+    const int64_t each = CeilDiv(x.dims[axis], parts);
+    split.assign(parts, each);
+    split.back() = x.dims[axis] - each * (parts - 1);
+  }
   if (int(split.size()) != parts) cx.Fail(node, "split has " + std::to_string(split.size()) + " sizes for " + std::to_string(parts) + " outputs");
-  if (axis == x.col_axis && x.col_split) return SplitBlocks(cx, node, x, axis, split);
   int64_t total = 0;
   for (int64_t s : split) {
     if (s <= 0) cx.Fail(node, "split sizes must be positive, got " + DimsText(split));
     total += s;
   }
   if (total != x.dims[axis]) cx.Fail(node, "split sizes " + DimsText(split) + " do not add up to " + std::to_string(x.dims[axis]));
+  if (axis == x.col_axis && x.col_split) return SplitBlocks(cx, node, x, axis, split);
   const bool equal = std::all_of(split.begin(), split.end(), [&](int64_t s) { return s == split[0]; });
   // A fused projection split into Q, K, V (or a conv's output into halves): its producer split
   // by columns, exact and free. Anything else: each output a rearrangement.

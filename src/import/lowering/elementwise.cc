@@ -181,9 +181,10 @@ void LowerElementwise(Context& cx, const OnnxNode& node) {
   for (size_t i = 0; i < node.inputs.size(); ++i)
     if (cx.HasInput(node, i)) ins.push_back(&cx.Get(node, i));
   if (ins.empty()) cx.Fail(node, "no inputs");
-  // Where(cond, x, y): the data operands decide.
+  // Where(cond, x, y): the data operands decide; a computed condition (a padding mask from the
+  // model's input, a comparison of activations) is read as well.
   std::vector<const Value*> data = ins;
-  if (op == "Where" && ins.size() == 3) data = {ins[1], ins[2]};
+  if (op == "Where" && ins.size() == 3 && !std::holds_alternative<Act>(*ins[0])) data = {ins[1], ins[2]};
   if (op == "Clip" && ins.size() > 1) data = {ins[0]};  // min/max operands are constants
   bool any_act = false, any_stat = false;
   for (const Value* v : data) {

@@ -103,15 +103,119 @@ Act BatchedMatMul(Context& cx, const OnnxNode& node, const Act& x_in, const Act&
   return out;
 }
 
+// numpy's matmul in general (what the paths above do not cover): operands of any rank, a 1-D
+// one (x @ v, v @ x: a unit axis added, then dropped), batch axes broadcast (a key shared by
+// the heads, a [B, 1, K, N] operand), weights with batch axes (one matrix per head) and a
+// weight on the left of a batched activation (token mixing). One MatMul per index of the batch
+// axes the right operand varies along (and the left one's, when it is a weight); the left
+// activation's other batch axes are its rows, so each MatMul is as tall as it can be. MACs are
+// torch's: M·K·N per matrix of the broadcast batch.
+Act GeneralMatMul(Context& cx, const OnnxNode& node, const Value& av, const Value& bv) {
+  ProblemBuilder& pb = cx.problem();
+  std::vector<int64_t> ad = DimsOf(av), bd = DimsOf(bv);
+  if (ad.empty() || bd.empty()) cx.Fail(node, "MatMul of a scalar is not supported");
+  const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
+  if (a_vec) ad.insert(ad.begin(), 1);
+  if (b_vec) bd.push_back(1);
+  const size_t r = std::max(ad.size(), bd.size());
+  ad.insert(ad.begin(), r - ad.size(), 1);
+  bd.insert(bd.begin(), r - bd.size(), 1);
+  if (ad[r - 1] != bd[r - 2])
+    cx.Fail(node, "operand shapes " + DimsText(DimsOf(av)) + " and " + DimsText(DimsOf(bv)) + " do not chain");
+  std::vector<int64_t> od(r);
+  for (size_t i = 0; i + 2 < r; ++i) {
+    if (ad[i] != bd[i] && ad[i] != 1 && bd[i] != 1)
+      cx.Fail(node, "the batch axes of " + DimsText(DimsOf(av)) + " and " + DimsText(DimsOf(bv)) + " do not broadcast");
+    od[i] = std::max(ad[i], bd[i]);
+  }
+  od[r - 2] = ad[r - 2];
+  od[r - 1] = bd[r - 1];
+  const bool a_weight = std::holds_alternative<Const>(av);
+  // The batch axes with a matrix each.
+  std::vector<int> sep;
+  for (int i = 0; i + 2 < int(r); ++i)
+    if (bd[i] > 1 || (a_weight && ad[i] > 1)) sep.push_back(i);
+  int64_t count = 1;
+  for (int i : sep) count = cx.Mul(node, count, od[i]);
+  if (count > kMaxLayoutParts)
+    cx.Fail(node, "a batched MatMul of " + std::to_string(count) + " matrices (more than " + std::to_string(kMaxLayoutParts) + ") is not supported");
+  // An operand's matrices, one per index of its own sized separate axes (row-major).
+  struct Side {
+    std::vector<TensorId> parts;
+    std::vector<int> axes;  // its sized axes among `sep`
+  };
+  auto side = [&](const Value& v, const std::vector<int64_t>& d) {
+    Side s;
+    for (int i : sep) if (d[i] > 1) s.axes.push_back(i);
+    const int64_t rows = d[r - 2], cols = d[r - 1];
+    if (const Const* c = std::get_if<Const>(&v)) {
+      int64_t n = 1;
+      for (int i : s.axes) n *= d[i];
+      const std::string name = c->name.empty() ? node.name + "~constant" : c->name;
+      for (int64_t i = 0; i < n; ++i)
+        s.parts.push_back(pb.Weight(name, rows, cols, n > 1 ? "[" + std::to_string(i) + "]" : ""));
+      return s;
+    }
+    Act x = cx.Resolved(node, std::get<Act>(v));
+    if (x.dims != d) x = cx.Resolved(node, ReshapeAct(cx, node, x, d));
+    s.parts = cx.Relayout(node, x, int(r) - 1, s.axes).parts;
+    return s;
+  };
+  // One right matrix (a weight, a key shared by every head): the left activation keeps the
+  // parts it has (heads), each times that matrix.
+  if (sep.empty() && std::holds_alternative<Act>(av)) {
+    Act x = cx.Resolved(node, std::get<Act>(av));
+    if (x.dims != ad) x = cx.Resolved(node, ReshapeAct(cx, node, x, ad));
+    const bool batch_parts = std::all_of(x.part_axes.begin(), x.part_axes.end(), [&](int p) { return p < int(r) - 2; });
+    if (x.col_axis == int(r) - 1 && !x.col_split && !x.pending() && RowsInOnnxOrder(x) && batch_parts) {
+      const TensorId right = side(bv, bd).parts[0];
+      Act out = x;
+      out.dims = od;
+      for (TensorId& t : out.parts) t = pb.MatMul(t, right, node, "matmul");
+      std::vector<int64_t> final_dims;
+      for (size_t i = 0; i < r; ++i)
+        if (!((a_vec && i == r - 2) || (b_vec && i == r - 1))) final_dims.push_back(od[i]);
+      return final_dims == od ? out : ReshapeAct(cx, node, out, final_dims);
+    }
+  }
+  const Side a = side(av, ad), b = side(bv, bd);
+  Act out;
+  out.dims = od;
+  SetChannelsLayout(out, int(r) - 1);
+  for (int i : sep) {
+    out.row_axes.erase(std::remove(out.row_axes.begin(), out.row_axes.end(), i), out.row_axes.end());
+    if (od[i] > 1) out.part_axes.push_back(i);
+  }
+  // The part of operand `s` at the output's batch index (row-major over `sep`).
+  auto part_of = [&](const Side& s, const std::vector<int64_t>& index) {
+    int64_t k = 0;
+    for (int ax : s.axes) k = k * od[ax] + index[ax];
+    return s.parts[size_t(k)];
+  };
+  std::vector<int64_t> index(r, 0);
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rest = i;
+    for (auto it = sep.rbegin(); it != sep.rend(); ++it) index[*it] = rest % od[*it], rest /= od[*it];
+    out.parts.push_back(pb.MatMul(part_of(a, index), part_of(b, index), node, "matmul"));
+  }
+  std::vector<int64_t> final_dims;
+  for (size_t i = 0; i < r; ++i)
+    if (!((a_vec && i == r - 2) || (b_vec && i == r - 1))) final_dims.push_back(od[i]);
+  return final_dims == od ? out : ReshapeAct(cx, node, out, final_dims);
+}
+
 void LowerMatMul(Context& cx, const OnnxNode& node) {
   const Value& av = cx.Get(node, 0);
   const Value& bv = cx.Get(node, 1);
   if (std::holds_alternative<Act>(av) && std::holds_alternative<Const>(bv)) {
+    if (DimsOf(bv).size() != 2 || DimsOf(av).size() < 2) return cx.Set(node, 0, GeneralMatMul(cx, node, av, bv));
     Act x = cx.NeedAct(node, 0);
     return cx.Set(node, 0, ActTimesWeight(cx, x, std::get<Const>(bv), false, node));
   }
-  if (std::holds_alternative<Const>(av) && std::holds_alternative<Act>(bv))
+  if (std::holds_alternative<Const>(av) && std::holds_alternative<Act>(bv)) {
+    if (DimsOf(av).size() != 2 || DimsOf(bv).size() != 2) return cx.Set(node, 0, GeneralMatMul(cx, node, av, bv));
     return LowerWeightTimesAct(cx, node, std::get<Const>(av));
+  }
   if (std::holds_alternative<Const>(av) && std::holds_alternative<Const>(bv)) {
     // Both known at export time (DETR's decoder queries, a parameter, times a projection): the
     // model still multiplies them at run time. The left one is read as a tensor of its own.
@@ -127,6 +231,9 @@ void LowerMatMul(Context& cx, const OnnxNode& node) {
   }
   if (!std::holds_alternative<Act>(av) || !std::holds_alternative<Act>(bv))
     cx.Fail(node, "a MatMul of a row statistic is not supported");
+  const std::vector<int64_t> ad = DimsOf(av), bd = DimsOf(bv);
+  if (ad.size() != bd.size() || ad.size() < 2 || !std::equal(ad.begin(), ad.end() - 2, bd.begin()))
+    return cx.Set(node, 0, GeneralMatMul(cx, node, av, bv));
   cx.Set(node, 0, BatchedMatMul(cx, node, std::get<Act>(av), std::get<Act>(bv)));
 }
 
@@ -143,7 +250,30 @@ void LowerEinsum(Context& cx, const OnnxNode& node) {
   if (node.inputs.size() != 2 || comma == std::string::npos || arrow == std::string::npos || arrow < comma ||
       eq.find(',', comma + 1) != std::string::npos)
     cx.Fail(node, "only Einsum of two operands with an explicit output ('ab,bc->ac') is supported, got '" + eq + "'");
-  const std::string lx = eq.substr(0, comma), ly = eq.substr(comma + 1, arrow - comma - 1), lo = eq.substr(arrow + 2);
+  std::string lx = eq.substr(0, comma), ly = eq.substr(comma + 1, arrow - comma - 1), lo = eq.substr(arrow + 2);
+  if (eq.find("...") != std::string::npos) {
+    // An ellipsis stands for the leading axes an operand has beyond its letters: letters of
+    // their own, right-aligned across the operands as numpy broadcasts them.
+    std::string fresh;
+    for (char c = 'A'; c <= 'Z'; ++c) if (eq.find(c) == std::string::npos) fresh += c;
+    const size_t rank_x = DimsOf(cx.Get(node, 0)).size(), rank_y = DimsOf(cx.Get(node, 1)).size();
+    auto span = [&](const std::string& term, size_t rank) -> size_t {
+      const size_t at = term.find("...");
+      if (at == std::string::npos) return 0;
+      const size_t named = term.size() - 3;
+      if (rank < named) cx.Fail(node, "Einsum '" + eq + "': an operand has fewer axes than its letters");
+      return rank - named;
+    };
+    const size_t ex = span(lx, rank_x), ey = span(ly, rank_y), most = std::max(ex, ey);
+    if (most > fresh.size()) cx.Fail(node, "Einsum '" + eq + "': too many axes under the ellipsis");
+    auto expand = [&](std::string& term, size_t n) {
+      const size_t at = term.find("...");
+      if (at != std::string::npos) term.replace(at, 3, fresh.substr(most - n, n));
+    };
+    expand(lx, ex);
+    expand(ly, ey);
+    expand(lo, most);
+  }
   auto letters_ok = [](const std::string& l) {
     for (size_t i = 0; i < l.size(); ++i)
       if (!std::isalpha(static_cast<unsigned char>(l[i])) || l.find(l[i], i + 1) != std::string::npos) return false;
@@ -194,10 +324,11 @@ void LowerEinsum(Context& cx, const OnnxNode& node) {
                      with(head, {m, k}));
   Act z;
   if (const Const* w = std::get_if<Const>(&yv)) {
-    if (!batch.empty()) cx.Fail(node, "Einsum '" + eq + "': a batched product with a constant operand is not supported");
+    // The weight in [batch, contracted, free] order: a relabelling of its parameters; with
+    // batch axes (a weight per head), one matrix per batch index.
     Const w2 = *w;
-    w2.dims = {k, n};  // the weight in [contracted, free] order: a relabelling of its parameters
-    z = ActTimesWeight(cx, x, w2, false, node);
+    w2.dims = with(head, {k, n});
+    z = batch.empty() ? ActTimesWeight(cx, x, w2, false, node) : GeneralMatMul(cx, node, Value(x), Value(w2));
   } else {
     const Act y = ReshapeAct(cx, node, TransposeAct(cx, node, cx.Resolved(node, std::get<Act>(yv)), perm_of(ly, batch + contracted + free_y)),
                              with(head, {k, n}));
@@ -210,9 +341,16 @@ void LowerEinsum(Context& cx, const OnnxNode& node) {
 }
 
 // Gemm: B and C (the weight and the bias).
-bool GemmWeight(const OnnxNode&, size_t input) { return input >= 1; }
-// MatMul: the right operand, unless it is also the left one (x @ x is two activations).
-bool MatMulWeight(const OnnxNode& node, size_t input) { return input == 1 && node.inputs[0] != node.inputs[1]; }
+bool GemmWeight(const OnnxGraph&, const OnnxNode&, size_t input) { return input >= 1; }
+// MatMul: the right operand, unless it is also the left one (x @ x is two activations), the left
+// one is an initializer (W @ x, token mixing: x is the data), or it has batch axes (a layer's
+// weight is 2-D: a graph input [B, H, K, N] is data multiplied per batch index).
+bool MatMulWeight(const OnnxGraph& g, const OnnxNode& node, size_t input) {
+  if (input != 1 || node.inputs.size() < 2 || node.inputs[0] == node.inputs[1] || g.initializers.count(node.inputs[0])) return false;
+  for (const auto& [name, info] : g.inputs)
+    if (name == node.inputs[1] && info.dims.size() > 2) return false;
+  return true;
+}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "src/import/lowering/registry.h"
+#include "src/import/lowering/reshape.h"
 
 namespace annealer::lowering {
 namespace {
@@ -43,7 +44,28 @@ void LowerAlongAxis(Context& cx, const OnnxNode& node, double passes, int64_t de
 void LowerSoftmax1(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node, 5, 1, true); }
 // From opset 13: one axis, -1 by default.
 void LowerSoftmax13(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node, 5, -1, false); }
-void LowerLayerNorm(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node, 8, -1, false); }
+// LayerNormalization normalises over every axis from `axis` on: over the last one, along the
+// columns; over several (nn.LayerNorm((S, D))) in place, when the columns are among them and no
+// part is: the statistics then span rows and columns, as a group norm's do.
+void LowerLayerNorm(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  const int r = int(DimsOf(v).size());
+  int64_t axis = Attr{node}.Int("axis", -1);
+  if (axis < 0) axis += r;
+  if (const Act* a = std::get_if<Act>(&v); a && axis >= 0 && axis < r - 1) {
+    Act x = cx.NeedAct(node, 0);
+    const bool parts_outside = std::all_of(x.part_axes.begin(), x.part_axes.end(), [&](int p) { return p < axis; });
+    if (x.col_axis >= axis && !x.col_split && parts_outside) {
+      cx.problem().Note("layer-norm-axes",
+                        "a layer normalisation over several trailing axes runs on the activation in place (Pointwise): its "
+                        "statistics span rows and columns, which a tile does not wait for (no traffic change); elements = "
+                        "those ops' sizes",
+                        Elems(x));
+      return LowerPerElement(cx, node, x, 8);
+    }
+  }
+  LowerAlongAxis(cx, node, 8, -1, false);
+}
 void LowerBatchNorm(Context& cx, const OnnxNode& node) { LowerPerElement(cx, node, cx.NeedAct(node, 0), 2); }
 // InstanceNormalization; on a value reshaped from an activation without moving data (GroupNorm
 // as exported: Reshape [N,C,H,W] -> [N,G,C/G·H·W], InstanceNormalization, Reshape back), the
@@ -131,7 +153,7 @@ void LowerGlobalPool(Context& cx, const OnnxNode& node, const std::set<int>& axe
   cx.Set(node, 0, out);
 }
 
-void LowerRowReduce(Context& cx, const OnnxNode& node, const Act& x_in, const std::set<int>& axes, bool keep);
+Act RowReduced(Context& cx, const OnnxNode& node, const Act& x_in, const std::set<int>& axes, bool keep);
 
 // Global pooling: over H, W of NCHW as always; over the spatial axes of any other rank (1-D
 // audio, 3-D video) as a reduction over rows.
@@ -143,13 +165,13 @@ void LowerGlobalPoolNode(Context& cx, const OnnxNode& node) {
   for (int i = 2; i < int(dims.size()); ++i) axes.insert(i);
   Act x = cx.NeedAct(node, 0);
   if (x.col_axis != 1) x = cx.Relayout(node, x, 1);
-  LowerRowReduce(cx, node, x, axes, true);
+  cx.Set(node, 0, RowReduced(cx, node, x, axes, true));
 }
 
 // A reduction over axes that are rows (mean pooling over a sequence, over windows): the kept
 // axes become parts (Layout ops gather them when the layout differs), and each part is reduced
 // by a MatMul with a ones row, priced at the vector rate like global pooling.
-void LowerRowReduce(Context& cx, const OnnxNode& node, const Act& x_in, const std::set<int>& axes, bool keep) {
+Act RowReduced(Context& cx, const OnnxNode& node, const Act& x_in, const std::set<int>& axes, bool keep) {
   ProblemBuilder& pb = cx.problem();
   const int r = int(x_in.dims.size());
   std::vector<int> kept;
@@ -176,7 +198,57 @@ void LowerRowReduce(Context& cx, const OnnxNode& node, const Act& x_in, const st
             0, cx.tensor(part).size());
   }
   pb.summary().vector_element_passes += Elems(x);
-  cx.Set(node, 0, out);
+  return out;
+}
+
+// A reduction over the columns that is a value of its own (a sum over the features kept as an
+// output, an arg-max, the column part of a full reduction): each part times a ones column, priced
+// at the vector rate like the row reductions; column blocks add up in the accumulator. The
+// result keeps the column axis with size 1.
+Act ColumnReduced(Context& cx, const OnnxNode& node, const Act& x_in) {
+  ProblemBuilder& pb = cx.problem();
+  const Act x = cx.Resolved(node, x_in);
+  Act out = x;
+  out.dims[x.col_axis] = 1;
+  out.col_split = false;
+  out.parts.clear();
+  std::vector<TensorId> blocks;
+  for (TensorId part : x.parts) {
+    const Elements cols = cx.tensor(part).width;
+    const TensorId u = pb.NewTensor(cols, 1, {node.name + "~ones", "view-selector"});
+    blocks.push_back(pb.MatMul(part, u, node, "reduction", pb.hw().pointwise_base * double(CeilDiv(cols, pb.hw().native))));
+    pb.Note("column-reduction-matmul",
+            "a reduction over the columns kept as a value (a feature sum, an arg-max) is a MatMul with a ones column; extra MACs = the adds (reported apart from the model's MACs)",
+            0, cx.tensor(part).size());
+  }
+  if (x.col_split) out.parts = {pb.Pointwise(blocks, 0, node, "block-sum")};
+  else out.parts = blocks;
+  pb.summary().vector_element_passes += Elems(x);
+  return out;
+}
+
+// A reduction over `axes` of x: over rows (RowReduced), over the columns (ColumnReduced), or
+// both (a full reduction, a mean over a sequence and its features): the columns first, then the
+// rows. A pending value (heads reshaped across rows and columns, then summed over the heads) is
+// gathered with a kept axis as its columns instead, when it has one. Without keepdims the
+// reduced axes are dropped (a relabelling, or one Layout op of the small result when read).
+Act Reduced(Context& cx, const OnnxNode& node, Act x, const std::set<int>& axes, bool keep) {
+  const int r = int(x.dims.size());
+  if (axes.count(x.col_axis) && x.pending())
+    for (int i = r - 1; i >= 0; --i)
+      if (!axes.count(i) && x.dims[i] > 1) {
+        x = cx.Relayout(node, x, i, {});
+        break;
+      }
+  if (!axes.count(x.col_axis)) return RowReduced(cx, node, x, axes, keep);
+  Act y = ColumnReduced(cx, node, x);
+  std::set<int> rows;
+  for (int i : axes) if (i != y.col_axis && y.dims[i] > 1) rows.insert(i);
+  if (!rows.empty()) y = RowReduced(cx, node, y, rows, true);
+  if (keep) return y;
+  std::vector<int64_t> dims;
+  for (int i = 0; i < r; ++i) if (!axes.count(i)) dims.push_back(y.dims[i]);
+  return ReshapeAct(cx, node, y, dims);
 }
 
 // ReduceX over the spatial axes of NCHW is global pooling; over the columns with keepdims, a
@@ -209,7 +281,7 @@ void LowerReduce(Context& cx, const OnnxNode& node) {
       else if (node.op_type == "ReduceMin") y = *std::min_element(vals.begin(), vals.end());
       else for (double e : vals) y = node.op_type == "ReduceProd" ? y * e : y + (node.op_type == "ReduceSumSquare" ? e * e : e);
       if (node.op_type == "ReduceMean") y /= double(vals.size());
-      if (node.op_type != "ReduceL2") out.values = std::vector<double>{y};
+      if (node.op_type != "ReduceL2" && node.op_type != "ReduceL1" && node.op_type != "ReduceLogSumExp") out.values = std::vector<double>{y};
     }
     return cx.Set(node, 0, out);
   }
@@ -232,9 +304,74 @@ void LowerReduce(Context& cx, const OnnxNode& node) {
     cx.problem().Note("row-reduction", kRowReductionWhat, Elems(x));
     return cx.Set(node, 0, s);
   }
-  if (!ax.count(x.col_axis)) return LowerRowReduce(cx, node, x, ax, keep);
-  cx.Fail(node, "reduction over axes " + DimsText(axes) + " of " + DimsText(x.dims) +
-                    " is not supported (supported: the column axis with keepdims, or axes other than the columns)");
+  cx.Set(node, 0, Reduced(cx, node, x, ax, keep));
+}
+
+// TopK: the k largest (or smallest) along one axis, as values and indices. The axis gathered
+// as the columns (heads kept), ceil(log2 n) compare passes over each row, then a Layout op
+// gathers the k selected columns; both outputs are that selection.
+void LowerTopK(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  const int r = int(DimsOf(v).size());
+  int64_t axis = Attr{node}.Int("axis", -1);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) cx.Fail(node, "axis " + std::to_string(Attr{node}.Int("axis", -1)) + " is out of range for rank " + std::to_string(r));
+  const std::vector<int64_t> k = cx.HasInput(node, 1) ? cx.NeedInts(node, 1, "k") : std::vector<int64_t>{Attr{node}.Int("k", 0)};
+  std::vector<int64_t> out_dims = DimsOf(v);
+  if (k.size() != 1 || k[0] < 1 || k[0] > out_dims[axis])
+    cx.Fail(node, "k must be one value in 1.." + std::to_string(out_dims[axis]) + ", got " + DimsText(k));
+  out_dims[axis] = k[0];
+  if (const Const* c = std::get_if<Const>(&v)) {
+    Const out;
+    out.dims = out_dims;
+    out.is_float = c->is_float;
+    cx.Set(node, 0, out);
+    out.is_float = false;
+    return cx.Set(node, 1, out);
+  }
+  if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "a top-k of a row statistic is not supported");
+  Act x = cx.NeedAct(node, 0);
+  if (x.col_axis != axis || x.col_split || x.pending()) x = cx.Relayout(node, x, int(axis), x.part_axes);
+  ProblemBuilder& pb = cx.problem();
+  const int64_t n = x.dims[axis];
+  double passes = 1;
+  while ((int64_t{1} << int(passes)) < n) ++passes;
+  pb.Note("top-k",
+          "a top-k selection is compare passes (ceil log2 of the axis) over its input (Pointwise), then a Layout op gathers "
+          "the k selected columns; elements = the inputs' sizes",
+          Elems(x));
+  Act out = x;
+  out.dims = out_dims;
+  out.parts.clear();
+  const std::string value = node.outputs.empty() ? node.name : node.outputs[0];
+  for (size_t i = 0; i < x.parts.size(); ++i) {
+    const TensorId ranked = pb.Pointwise({x.parts[i]}, passes, node, "top-k");
+    out.parts.push_back(pb.Layout({ranked}, cx.tensor(x.parts[i]).height, k[0], node,
+                                  value + (x.parts.size() > 1 ? "[" + std::to_string(i) + "]" : "")));
+  }
+  cx.Set(node, 0, out);
+  cx.Set(node, 1, out);
+}
+
+// ArgMax, ArgMin: a reduction over one axis whose result is an index; as the reduction (a ones
+// MatMul over the rows or the columns), never a row statistic: its readers gather by it.
+void LowerArgReduce(Context& cx, const OnnxNode& node) {
+  Attr a{node};
+  const Value& v = cx.Get(node, 0);
+  const int r = int(DimsOf(v).size());
+  int64_t axis = a.Int("axis", 0);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) cx.Fail(node, "axis " + std::to_string(a.Int("axis", 0)) + " is out of range for rank " + std::to_string(r));
+  const bool keep = a.Int("keepdims", 1) != 0;
+  if (const Const* c = std::get_if<Const>(&v)) {
+    Const out;
+    for (int i = 0; i < r; ++i)
+      if (i != axis) out.dims.push_back(c->dims[i]);
+      else if (keep) out.dims.push_back(1);
+    return cx.Set(node, 0, out);
+  }
+  if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "an arg-max of a row statistic is not supported");
+  cx.Set(node, 0, Reduced(cx, node, cx.NeedAct(node, 0), {int(axis)}, keep));
 }
 
 }  // namespace
@@ -259,6 +396,11 @@ ConverterTable NormalizationConverters() {
       {"ReduceL2", LowerReduce},
       {"ReduceSumSquare", LowerReduce},
       {"ReduceProd", LowerReduce},
+      {"ReduceLogSumExp", LowerReduce},
+      {"ReduceL1", LowerReduce},
+      {"ArgMax", LowerArgReduce},
+      {"ArgMin", LowerArgReduce},
+      {"TopK", LowerTopK, 10},
   };
 }
 

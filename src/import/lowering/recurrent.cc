@@ -98,7 +98,7 @@ void LowerRecurrent(Context& cx, const OnnxNode& node) {
 }
 
 // W, R and B are weights.
-bool RecurrentWeight(const OnnxNode&, size_t input) { return input >= 1 && input <= 3; }
+bool RecurrentWeight(const OnnxGraph&, const OnnxNode&, size_t input) { return input >= 1 && input <= 3; }
 
 }  // namespace
 

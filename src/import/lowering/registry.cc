@@ -35,9 +35,9 @@ const ConverterEntry* FindConverter(const std::string& op_type, int64_t opset) {
   return nullptr;
 }
 
-bool IsWeightInput(const OnnxNode& node, size_t input, int64_t opset) {
-  const ConverterEntry* e = FindConverter(node.op_type, opset);
-  return e && e->weight_input && e->weight_input(node, input);
+bool IsWeightInput(const OnnxGraph& g, const OnnxNode& node, size_t input) {
+  const ConverterEntry* e = FindConverter(node.op_type, g.opset);
+  return e && e->weight_input && e->weight_input(g, node, input);
 }
 
 std::vector<std::string> RegisteredOpTypes() {

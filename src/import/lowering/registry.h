@@ -24,8 +24,9 @@ namespace annealer::lowering {
 using Converter = void (*)(Context& cx, const OnnxNode& node);
 // Whether input `input` of the node is a weight slot (Conv's weight and bias, MatMul's right
 // operand): a graph input read only in weight slots is a parameter without data, not an
-// activation (weight-stripped models, exports that pass weights as inputs).
-using WeightInput = bool (*)(const OnnxNode& node, size_t input);
+// activation (weight-stripped models, exports that pass weights as inputs). The graph gives the
+// operands' shapes and which are initializers.
+using WeightInput = bool (*)(const OnnxGraph& g, const OnnxNode& node, size_t input);
 
 inline constexpr int64_t kAnyOpset = std::numeric_limits<int64_t>::max();
 
@@ -54,8 +55,8 @@ ConverterTable RecurrentConverters();     // recurrent.cc
 const ConverterTable& Converters();
 // The entry for an op type at `opset`, or nullptr.
 const ConverterEntry* FindConverter(const std::string& op_type, int64_t opset);
-// Whether input `input` of the node is a weight slot of its converter at `opset`.
-bool IsWeightInput(const OnnxNode& node, size_t input, int64_t opset);
+// Whether input `input` of the node is a weight slot of its converter at the graph's opset.
+bool IsWeightInput(const OnnxGraph& g, const OnnxNode& node, size_t input);
 // The registered op types, sorted, each once.
 std::vector<std::string> RegisteredOpTypes();
 // The opsets an op type has converters for: "opsets 1 to 9, 10 and later"; "" if none.

@@ -1,5 +1,4 @@
-// Relabelling: Reshape, Flatten, Squeeze, Unsqueeze, Expand (of the same elements) and
-// Transpose. An activation keeps its tensors under new dims when its channels-last 2-D layout
+// Relabelling: Reshape, Flatten, Squeeze, Unsqueeze, Expand and Transpose. An activation keeps its tensors under new dims when its channels-last 2-D layout
 // allows it (ReshapeAct); a reshape that splits the columns into heads splits their producer
 // (SplitColumns). No data moves, except for that split.
 #include <algorithm>
@@ -139,6 +138,8 @@ bool ReshapeColumns(Context& cx, Act& x, Act& out, const std::vector<int64_t>& o
 // A reshape that only adds or removes size-1 axes keeps parts and layout; false otherwise.
 bool ReshapeUnitAxes(const Act& x, Act& out, const std::vector<int64_t>& out_dims) {
   const int r = int(x.dims.size());
+  // A column axis of size 1 (a reduction's result) cannot be relabelled onto another axis.
+  if (x.col_axis >= 0 && x.dims[x.col_axis] == 1) return false;
   std::vector<int64_t> a, b;
   for (int64_t d : x.dims) if (d != 1) a.push_back(d);
   for (int64_t d : out_dims) if (d != 1) b.push_back(d);
@@ -222,9 +223,18 @@ void LowerExpand(Context& cx, const OnnxNode& node) {
     out.values = FoldBinary("Mul", *c, ones, out_dims);
     return cx.Set(node, 0, out);
   }
+  if (const RowStat* s = std::get_if<RowStat>(&v)) {
+    // F.normalize's norm expanded to its source's shape: its consumers broadcast it anyway.
+    RowStat out = *s;
+    out.dims = out_dims;
+    return cx.Set(node, 0, out);
+  }
   Act x = cx.NeedAct(node, 0);
-  if (Product(out_dims) != Elems(x)) cx.Fail(node, "expanding a computed activation is not supported");
-  cx.Set(node, 0, ReshapeActImpl(cx, x, out_dims, node));
+  if (Product(out_dims) == Elems(x)) return cx.Set(node, 0, ReshapeActImpl(cx, x, out_dims, node));
+  // A broadcast of a computed value (grouped-query attention's repeated key/value heads, a
+  // padding mask over the heads): copies of its elements, gathered by one Layout op at the
+  // expanded size when a consumer reads it.
+  cx.Set(node, 0, cx.Pending(node, x, out_dims, false));
 }
 
 void LowerTranspose(Context& cx, const OnnxNode& node) {
