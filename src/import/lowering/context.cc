@@ -147,7 +147,7 @@ Act Context::Relayout(const OnnxNode& node, const Act& x_in, int col_axis, const
   const bool one_to_one = !x.pending() && !x.col_split && x_sized == out.part_axes && int64_t(x.parts.size()) == count;
   for (int64_t i = 0; i < count; ++i)
     out.parts.push_back(problem_.Layout(one_to_one ? std::vector<TensorId>{inputs[i]} : inputs, rows, cols, node,
-                                        value + (count > 1 ? "[" + std::to_string(i) + "]" : "")));
+                                        value + PartSuffix(i, count)));
   return out;
 }
 

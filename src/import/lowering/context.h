@@ -16,6 +16,16 @@
 
 namespace annealer::lowering {
 
+// The name suffix of part i of a value split into `count` parts: "" for one part, else "[i]".
+// (Built by appends: GCC 12 flags `"[" + std::to_string(i)` with a false -Wrestrict.)
+inline std::string PartSuffix(int64_t i, int64_t count) {
+  if (count <= 1) return {};
+  std::string s = "[";
+  s += std::to_string(i);
+  s += ']';
+  return s;
+}
+
 class Context {
  public:
   Context(const OnnxGraph& g, const LoweringHardware& hw) : g_(g), problem_(g.origin, hw) {}

@@ -153,7 +153,7 @@ Act GeneralMatMul(Context& cx, const OnnxNode& node, const Value& av, const Valu
       for (int i : s.axes) n *= d[i];
       const std::string name = c->name.empty() ? node.name + "~constant" : c->name;
       for (int64_t i = 0; i < n; ++i)
-        s.parts.push_back(pb.Weight(name, rows, cols, n > 1 ? "[" + std::to_string(i) + "]" : ""));
+        s.parts.push_back(pb.Weight(name, rows, cols, PartSuffix(i, n)));
       return s;
     }
     Act x = cx.Resolved(node, std::get<Act>(v));

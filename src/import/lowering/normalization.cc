@@ -347,7 +347,7 @@ void LowerTopK(Context& cx, const OnnxNode& node) {
   for (size_t i = 0; i < x.parts.size(); ++i) {
     const TensorId ranked = pb.Pointwise({x.parts[i]}, passes, node, "top-k");
     out.parts.push_back(pb.Layout({ranked}, cx.tensor(x.parts[i]).height, k[0], node,
-                                  value + (x.parts.size() > 1 ? "[" + std::to_string(i) + "]" : "")));
+                                  value + PartSuffix(int64_t(i), int64_t(x.parts.size()))));
   }
   cx.Set(node, 0, out);
   cx.Set(node, 1, out);
