@@ -776,6 +776,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const PerStepIsland per_step = PerStepIslands(problem, tile_modes, built, weights, first_in_loop);
   bound.per_step_twins = per_step.twins;
   bound.first_in_loop_twins = per_step.first_in_loop;
+  bound.fill_capped_twins = per_step.capped;
   bound.island_of = built.island_of;
   bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {

@@ -474,6 +474,9 @@ struct LowerBound {
   // every schedule (their output written for a Layout op, or a Layout op between them and every
   // MatMul below), so they claim their excess in full.
   int first_in_loop_twins = 0;
+  // P49: of them, the MatMuls whose claim in their island's own value rises because the fresh
+  // compute that may fill their last k-steps is capped (weight path only; 0 elsewhere).
+  int fill_capped_twins = 0;
   // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,
   // P19, streamed activation) time of heavy MatMuls that no other op's compute can hide, plus
   // the reloads of ops that sit alone;
