@@ -351,10 +351,13 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
         for (int i = 0; i <= PerStepIsland::kGrid; ++i) {
           const double alpha = static_cast<double>(i) / PerStepIsland::kGrid;
           s.delta[i] = PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth, alpha, s.lhs_time);
-          s.capped[i] = fill_cap == std::numeric_limits<double>::infinity()
-                            ? s.delta[i]
-                            : PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth, alpha,
-                                            s.lhs_time, fill_cap);
+          // delta_Phi >= delta; where the cap does not bind the two differ by rounding alone (the
+          // cap is one more point on a flat or rising piece), and delta keeps the figures as they were.
+          const double capped = fill_cap == std::numeric_limits<double>::infinity()
+                                    ? s.delta[i]
+                                    : PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth,
+                                                    alpha, s.lhs_time, fill_cap);
+          s.capped[i] = capped > s.delta[i] + 1e-9 * (1 + std::abs(s.delta[i])) ? capped : s.delta[i];
         }
         sig = static_cast<int>(signatures.size());
         signatures.push_back(s);
