@@ -3,6 +3,7 @@
 // gamma be anything; on a chip with a weight path the islands part may cap it.
 #pragma once
 
+#include <limits>
 #include <vector>
 
 #include "eval/model/problem.h"
@@ -17,8 +18,10 @@ namespace annealer::bound_internal {
 // twins and Pointwise ops of the class that are ancestors of no twin in S. The per-tile compute
 // they put on a last step is then at most, for any twin y in S, the bases of the class's Pointwise
 // ops that are not ancestors of y: at most the largest of those sums over the class's twins.
-// Returns that cap (`class_ops` the class's ops, `twins` its MatMuls that claim).
-double FreshFillCap(const Problem& problem, const std::vector<OpId>& class_ops, const std::vector<OpId>& twins);
+// Returns that cap (`class_ops` the class's ops, `twins` its MatMuls that claim), or any value at
+// least `enough` once it reaches it (a cap above every breakpoint of delta in gamma binds nothing).
+double FreshFillCap(const Problem& problem, const std::vector<OpId>& class_ops, const std::vector<OpId>& twins,
+                    double enough = std::numeric_limits<double>::infinity());
 
 // Ablation switch for tests only: false leaves P24's epilogue compute uncapped. Not thread-safe;
 // never set elsewhere.

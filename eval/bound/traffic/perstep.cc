@@ -337,8 +337,15 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     if (twins_only) {
       const double lhs_time = lhs_all ? static_cast<double>(shape.height) / bandwidth : 0.0;
       // P49 (weight path only, so that one-path bounds stay P24's): the class caps gamma.
-      const double fill_cap = g_fresh_fill && two_paths ? FreshFillCap(problem, world.classes[root], members)
-                                                        : std::numeric_limits<double>::infinity();
+      // Every breakpoint of delta in gamma lies below n min(n, N) / Bw (the last weight slice) and
+      // n M / B (P48's strip): a cap at or above both binds nothing, and counts as none.
+      const double unbound = std::max(static_cast<double>(n) * static_cast<double>(std::min(n, shape.width)) / weight_bandwidth,
+                                      static_cast<double>(n) * lhs_time);
+      double fill_cap = std::numeric_limits<double>::infinity();
+      if (g_fresh_fill && two_paths) {
+        fill_cap = FreshFillCap(problem, world.classes[root], members, unbound);
+        if (fill_cap >= unbound) fill_cap = std::numeric_limits<double>::infinity();
+      }
       for (int i = 0; i < static_cast<int>(signatures.size()); ++i) {
         const Signature& s = signatures[i];
         if (s.beta == xop.base_cost && s.rows == shape.height && s.cols == shape.width && s.reduction == k_star &&
