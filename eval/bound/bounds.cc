@@ -781,6 +781,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   // can hide (on the problem itself: L1 and the first instances need the Layout ops' input edges).
   const GatherWindows gather = GatherWindowExcess(original, built, per_step);
   bound.gather_windows = gather.windows;
+  bound.fill_capped_twins = per_step.capped;
   bound.island_of = built.island_of;
   bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {

@@ -485,6 +485,9 @@ struct LowerBound {
   // P50: windows (a Layout op gathered for a reader of another island than its input's maker)
   // whose PCIe transfers the islands part counts beyond the compute that may first run there.
   int gather_windows = 0;
+  // P49: of them, the MatMuls whose claim in their island's own value rises because the fresh
+  // compute that may fill their last k-steps is capped (weight path only; 0 elsewhere).
+  int fill_capped_twins = 0;
   // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,
   // P19, streamed activation) time of heavy MatMuls that no other op's compute can hide, plus
   // the reloads of ops that sit alone;

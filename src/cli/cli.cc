@@ -311,6 +311,10 @@ std::string BoundJson(const LowerBound& bound) {
   out += "  \"first_in_loop_twins\": " + std::to_string(bound.first_in_loop_twins) + ",\n";
   // P50 only where it prices a window, so that the files of problems without one keep their bytes.
   if (bound.gather_windows > 0) out += "  \"gather_windows\": " + std::to_string(bound.gather_windows) + ",\n";
+  // Only where P49 caps a claim (a weight path), so that other problems' output stays as it was.
+  if (bound.fill_capped_twins > 0) {
+    out += "  \"fill_capped_twins\": " + std::to_string(bound.fill_capped_twins) + ",\n";
+  }
   out += "  \"island_activations\": " + std::to_string(bound.island_activations) + ",\n";
   out += "  \"written_sums\": " + std::to_string(bound.written_sum_count) + ",\n";
   out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
@@ -370,7 +374,11 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
   out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
          " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21, P23, P25, P24: per-step excess of " +
          std::to_string(bound.per_step_twins) + " weight-streaming MatMuls, " +
-         std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26; P14 with the transfers of " +
+         std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26" +
+         (bound.fill_capped_twins > 0
+              ? ", " + std::to_string(bound.fill_capped_twins) + " with their last k-steps' fresh compute capped, P49"
+              : std::string()) +
+         "; P14 with the transfers of " +
          std::to_string(bound.island_activations) + " activations too large to retain, P32; " +
          std::to_string(bound.written_sum_count) + " sums whose unfused inputs are written and loaded, P38" +
          (bound.gather_windows > 0

@@ -1,5 +1,7 @@
 #include "eval/bound/traffic/perstep.h"
 
+#include "eval/bound/traffic/fresh_fill.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -23,7 +25,7 @@ namespace {
 // The least over o_j >= the strip of max(c, w, o) - (1 - a - b) o is (a + b) max(c, w, strip).
 // Kept apart from PerStepExcess's own loop so that P24's figures stay bit for bit.
 double LhsStripExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
-                      double weight_bandwidth, double a, double lhs_time) {
+                      double weight_bandwidth, double a, double lhs_time, double fill_cap) {
   const double b = 1 - a;
   const double r0 = static_cast<double>(CeilDiv(rows, native));
   const double native_tiles = r0 * static_cast<double>(CeilDiv(cols, native));
@@ -63,8 +65,10 @@ double LhsStripExcess(double beta, Elements rows, Elements cols, Elements reduct
       gammas.assign(1, 0.0);
       for (int i = 0; i < num; ++i) gammas.push_back(classes[i].last_weight - c_last);
       gammas.push_back(strip_last / r0 - c_last);
+      // P49: on [0, fill_cap] the least is at 0, a breakpoint below the cap, or the cap.
+      if (fill_cap < std::numeric_limits<double>::infinity()) gammas.push_back(fill_cap);
       for (double gamma : gammas) {
-        if (gamma >= 0) best = std::min(best, excess(gamma));
+        if (gamma >= 0 && gamma <= fill_cap) best = std::min(best, excess(gamma));
       }
     }
   }
@@ -74,8 +78,8 @@ double LhsStripExcess(double beta, Elements rows, Elements cols, Elements reduct
 }  // namespace
 
 double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
-                     double weight_bandwidth, double a, double lhs_time) {
-  if (lhs_time > 0) return LhsStripExcess(beta, rows, cols, reduction, native, weight_bandwidth, a, lhs_time);
+                     double weight_bandwidth, double a, double lhs_time, double fill_cap) {
+  if (lhs_time > 0) return LhsStripExcess(beta, rows, cols, reduction, native, weight_bandwidth, a, lhs_time, fill_cap);
   const double b = 1 - a;
   const Elements row_tiles = CeilDiv(rows, native);  // h = min(n, M): the least rows of tiles
   const double native_tiles = static_cast<double>(row_tiles * CeilDiv(cols, native));
@@ -103,7 +107,8 @@ double PerStepExcess(double beta, Elements rows, Elements cols, Elements reducti
                           static_cast<double>(steps - 1) * std::max(c_full, full), last};
       }
       // Convex and piecewise linear in gamma, nondecreasing beyond its breakpoints (the tiles
-      // number at least the native ones): its least is at 0 or a breakpoint.
+      // number at least the native ones): its least is at 0 or a breakpoint; on [0, fill_cap]
+      // (P49) at 0, a breakpoint below the cap, or the cap.
       const auto excess = [&](double gamma) {
         double sum = 0;
         for (int i = 0; i < num; ++i) {
@@ -113,8 +118,10 @@ double PerStepExcess(double beta, Elements rows, Elements cols, Elements reducti
       };
       best = std::min(best, excess(0));
       for (int i = 0; i < num; ++i) {
-        if (classes[i].last_weight > c_last) best = std::min(best, excess(classes[i].last_weight - c_last));
+        const double gamma = classes[i].last_weight - c_last;
+        if (gamma > 0 && gamma <= fill_cap) best = std::min(best, excess(gamma));
       }
+      if (fill_cap < std::numeric_limits<double>::infinity()) best = std::min(best, excess(fill_cap));
     }
   }
   return best;
@@ -279,7 +286,9 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     double beta;
     Elements rows, cols, reduction;
     double lhs_time;  // P48: M / B when every twin of the class streams a graph input as its LHS
+    double fill_cap;  // P49: the fresh compute a last step may hold (infinity: uncapped)
     std::array<double, PerStepIsland::kGrid + 1> delta;
+    std::array<double, PerStepIsland::kGrid + 1> capped;  // delta with gamma at most fill_cap
   };
   // P48 (two paths only; one path keeps P24's figures): the LHS a graph input on the activation
   // path that the MatMul alone reads, so that no step finds its strip in fast memory.
@@ -327,18 +336,35 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     int sig = -1;
     if (twins_only) {
       const double lhs_time = lhs_all ? static_cast<double>(shape.height) / bandwidth : 0.0;
+      // P49 (weight path only, so that one-path bounds stay P24's): the class caps gamma.
+      // Every breakpoint of delta in gamma lies below n min(n, N) / Bw (the last weight slice) and
+      // n M / B (P48's strip): a cap at or above both binds nothing, and counts as none.
+      const double unbound = std::max(static_cast<double>(n) * static_cast<double>(std::min(n, shape.width)) / weight_bandwidth,
+                                      static_cast<double>(n) * lhs_time);
+      double fill_cap = std::numeric_limits<double>::infinity();
+      if (g_fresh_fill && two_paths) {
+        fill_cap = FreshFillCap(problem, world.classes[root], members, unbound);
+        if (fill_cap >= unbound) fill_cap = std::numeric_limits<double>::infinity();
+      }
       for (int i = 0; i < static_cast<int>(signatures.size()); ++i) {
         const Signature& s = signatures[i];
         if (s.beta == xop.base_cost && s.rows == shape.height && s.cols == shape.width && s.reduction == k_star &&
-            s.lhs_time == lhs_time) {
+            s.lhs_time == lhs_time && s.fill_cap == fill_cap) {
           sig = i;
         }
       }
       if (sig < 0) {
-        Signature s{xop.base_cost, shape.height, shape.width, k_star, lhs_time, {}};
+        Signature s{xop.base_cost, shape.height, shape.width, k_star, lhs_time, fill_cap, {}, {}};
         for (int i = 0; i <= PerStepIsland::kGrid; ++i) {
-          s.delta[i] = PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth,
-                                     static_cast<double>(i) / PerStepIsland::kGrid, s.lhs_time);
+          const double alpha = static_cast<double>(i) / PerStepIsland::kGrid;
+          s.delta[i] = PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth, alpha, s.lhs_time);
+          // delta_Phi >= delta; where the cap does not bind the two differ by rounding alone (the
+          // cap is one more point on a flat or rising piece), and delta keeps the figures as they were.
+          const double capped = fill_cap == std::numeric_limits<double>::infinity()
+                                    ? s.delta[i]
+                                    : PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth,
+                                                    alpha, s.lhs_time, fill_cap);
+          s.capped[i] = capped > s.delta[i] + 1e-9 * (1 + std::abs(s.delta[i])) ? capped : s.delta[i];
         }
         sig = static_cast<int>(signatures.size());
         signatures.push_back(s);
@@ -361,15 +387,27 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
   }
   for (int i = 0; i < built.islands; ++i) {
     if (island_claims[i].empty()) continue;
+    // P49: the island's own value takes the capped claims (its points credit each op's first
+    // instance alone); P16 and P43 count instances run again in their compute, so they keep P24's.
+    std::array<double, PerStepIsland::kGrid + 1> own_claims{};
     for (int g = 0; g <= PerStepIsland::kGrid; ++g) {
       const double alpha = static_cast<double>(g) / PerStepIsland::kGrid;
-      double sum = 0;
+      double sum = 0, capped_sum = 0;
       for (int c : island_claims[i]) {
-        const double own = std::min(signatures[claims[c].signature].delta[g], alpha * claims[c].other);
+        const Signature& s = signatures[claims[c].signature];
+        const double own = std::min(s.delta[g], alpha * claims[c].other);
         result.op_claims[claims[c].op][g] = own;
         sum += own;
+        capped_sum += std::min(s.capped[g], alpha * claims[c].other);
       }
       result.claims[i][g] = sum;
+      own_claims[g] = capped_sum;
+    }
+    for (int c : island_claims[i]) {
+      const Signature& s = signatures[claims[c].signature];
+      bool raised = false;
+      for (int g = 0; g <= PerStepIsland::kGrid; ++g) raised = raised || s.capped[g] > s.delta[g];
+      result.capped += raised ? 1 : 0;
     }
     double best = 0;
     for (int k = 0; k <= PerStepIsland::kGrid; ++k) {
@@ -378,7 +416,7 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
         const double weight_part = two_paths ? b * static_cast<double>(built.island_weight_traffic[i]) / weight_bandwidth : 0;
         best = std::max(best, a * built.island_compute[i] + weight_part +
                                   (1 - a - b) * static_cast<double>(built.island_traffic[i]) / bandwidth +
-                                  result.Extra(i, a, b));
+                                  Chord(own_claims, a, b));
       }
     }
     result.value[i] = best;

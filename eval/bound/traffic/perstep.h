@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <limits>
 #include <vector>
 
 #include "eval/bound/analysis.h"
@@ -45,6 +46,10 @@ struct PerStepIsland {
   // a C_I + b W_I / Bw + (1 - a - b) O_I / B + Extra(i, a, b); 0 where no twin lies (or without
   // a weight path).
   std::vector<double> value;
+  // P49 (weight path only): the twins whose class caps gamma below what would fill their last
+  // steps at some grid point (their islands' values use the capped claims; `claims`, which P16
+  // and P43 add beside the compute of instances run again, stay P24's).
+  int capped = 0;
   // Per island and g: the sum of its MatMuls' claims at alpha = g / kGrid (each claim is the least
   // of affine functions of alpha, so the sum is concave and above its chords).
   std::vector<std::array<double, kGrid + 1>> claims;
@@ -68,8 +73,10 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
 // delta(a) of one twin (exposed for tests): base beta, output M x N, reduction K > n. With
 // lhs_time > 0 (P48: the twin's LHS is a graph input it alone reads, on the activation path, M / B
 // per reduction column), every step also loads its LHS strip, which bounds its activation term.
+// P49: the epilogue compute gamma of a last step at most fill_cap (FreshFillCap).
 double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
-                     double weight_bandwidth, double a, double lhs_time = 0);
+                     double weight_bandwidth, double a, double lhs_time = 0,
+                     double fill_cap = std::numeric_limits<double>::infinity());
 
 // Ablation switch for tests only (measures what P24 adds): false makes PerStepIslands claim
 // nothing. Not thread-safe; never set elsewhere.
