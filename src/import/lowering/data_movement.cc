@@ -392,6 +392,8 @@ void LowerSplit(Context& cx, const OnnxNode& node) {
     int64_t total = 0;
     for (int64_t s : split) {
       if (s < 0) cx.Fail(node, "split sizes must not be negative, got " + DimsText(split));
+      // Each size within the axis keeps the sum from overflowing (a fuzzed size near 2^63).
+      if (s > c->dims[axis]) cx.Fail(node, "split sizes " + DimsText(split) + " do not add up to " + std::to_string(c->dims[axis]));
       total += s;
     }
     if (total != c->dims[axis]) cx.Fail(node, "split sizes " + DimsText(split) + " do not add up to " + std::to_string(c->dims[axis]));
@@ -432,6 +434,7 @@ void LowerSplit(Context& cx, const OnnxNode& node) {
   int64_t total = 0;
   for (int64_t s : split) {
     if (s <= 0) cx.Fail(node, "split sizes must be positive, got " + DimsText(split));
+    if (s > x.dims[axis]) cx.Fail(node, "split sizes " + DimsText(split) + " do not add up to " + std::to_string(x.dims[axis]));
     total += s;
   }
   if (total != x.dims[axis]) cx.Fail(node, "split sizes " + DimsText(split) + " do not add up to " + std::to_string(x.dims[axis]));
