@@ -16,38 +16,22 @@
 #include "src/import/model_lowering.h"
 #include "src/import/onnx_graph.h"
 #include "tests/annealer_binary.h"
+#include "tests/onnx_model_builder.h"
 #include "tests/test_files.h"
 
 namespace annealer {
 namespace {
 
-// A model of opset 13 with a graph named "g"; the helpers add to it.
-struct ModelBuilder {
-  onnx::ModelProto model;
-  ModelBuilder() {
-    model.set_ir_version(8);
-    model.add_opset_import()->set_version(13);
-    model.mutable_graph()->set_name("g");
-  }
-  onnx::GraphProto& graph() { return *model.mutable_graph(); }
-  // A float tensor value; a dim < 0 is the symbol "N".
-  static void SetShape(onnx::ValueInfoProto& v, const std::vector<int64_t>& dims) {
-    auto* type = v.mutable_type()->mutable_tensor_type();
-    type->set_elem_type(onnx::TensorProto::FLOAT);
-    auto* shape = type->mutable_shape();
-    for (int64_t d : dims) {
-      if (d < 0) shape->add_dim()->set_dim_param("N");
-      else shape->add_dim()->set_dim_value(d);
-    }
-  }
+// The shared builder (opset 13, graph "g") with the initializer these cases use: zeros with
+// their data, not a stripped weight.
+struct ModelBuilder : testing::OnnxModelBuilder {
+  // The base's chainable calls, returning this type so that Initializer chains after them.
   ModelBuilder& Input(const std::string& name, const std::vector<int64_t>& dims) {
-    onnx::ValueInfoProto* v = graph().add_input();
-    v->set_name(name);
-    SetShape(*v, dims);
+    OnnxModelBuilder::Input(name, dims);
     return *this;
   }
   ModelBuilder& Output(const std::string& name) {
-    graph().add_output()->set_name(name);
+    OnnxModelBuilder::Output(name);
     return *this;
   }
   // A float initializer of zeros (or int64 `values` when given: shape constants).
@@ -69,35 +53,10 @@ struct ModelBuilder {
     }
     return *this;
   }
-  onnx::NodeProto& Node(const std::string& name, const std::string& op, std::initializer_list<std::string> inputs,
-                        std::initializer_list<std::string> outputs) {
-    onnx::NodeProto* n = graph().add_node();
-    n->set_name(name);
-    n->set_op_type(op);
-    for (const auto& in : inputs) n->add_input(in);
-    for (const auto& out : outputs) n->add_output(out);
-    return *n;
-  }
-  std::string Bytes() const {
-    std::string bytes;
-    REQUIRE(model.SerializeToString(&bytes));
-    return bytes;
-  }
 };
 
-void SetInt(onnx::NodeProto& node, const std::string& name, int64_t value) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INT);
-  a->set_i(value);
-}
-
-void SetInts(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values) {
-  onnx::AttributeProto* a = node.add_attribute();
-  a->set_name(name);
-  a->set_type(onnx::AttributeProto::INTS);
-  for (int64_t v : values) a->add_ints(v);
-}
+using testing::SetInt;
+using testing::SetInts;
 
 // x (`dims`) -> one node `name` reading `inputs` -> y.
 ModelBuilder OneNode(const std::string& name, const std::string& op, std::initializer_list<std::string> inputs,
