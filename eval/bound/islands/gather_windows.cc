@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "eval/bound/traffic/first_instance.h"
+
 namespace annealer::bound_internal {
 
 bool g_gather_windows = true;
@@ -17,16 +19,7 @@ std::vector<char> FirstInstanceInF(const Problem& problem) {
     const Op& op = problem.ops[m];
     if (op.kind != OpKind::MatMul || problem.ReductionLength(m) <= problem.native) continue;
     // Dep(m): every op at or below a Layout op that m reaches; none shares m's first subgraph.
-    for (OpId c : problem.consumers[op.output]) walk.emplace_back(c, problem.ops[c].kind == OpKind::Layout);
-    while (!walk.empty()) {
-      const auto [y, below] = walk.back();
-      walk.pop_back();
-      if (below ? in_dep[y] == m : below_seen[y] == m) continue;
-      (below ? in_dep[y] : below_seen[y]) = m;
-      for (OpId c : problem.consumers[problem.ops[y].output]) {
-        walk.emplace_back(c, below || problem.ops[c].kind == OpKind::Layout);
-      }
-    }
+    MarkDep(problem, m, in_dep, below_seen, walk);
     // An edge into a MatMul q that q may take in F (from a MatMul, or from a Pointwise op when
     // K_q <= n, V11) would let m sit upstream of q.
     bool upstream = false;

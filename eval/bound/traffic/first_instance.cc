@@ -6,6 +6,20 @@ namespace annealer::bound_internal {
 
 bool g_first_instance_in_loop = true;
 
+void MarkDep(const Problem& problem, OpId x, std::vector<int>& in_dep, std::vector<int>& below_seen,
+             std::vector<std::pair<OpId, bool>>& walk) {
+  for (OpId c : problem.consumers[problem.ops[x].output]) walk.emplace_back(c, problem.ops[c].kind == OpKind::Layout);
+  while (!walk.empty()) {
+    const auto [y, below] = walk.back();
+    walk.pop_back();
+    if (below ? in_dep[y] == x : below_seen[y] == x) continue;
+    (below ? in_dep[y] : below_seen[y]) = x;
+    for (OpId c : problem.consumers[problem.ops[y].output]) {
+      walk.emplace_back(c, below || problem.ops[c].kind == OpKind::Layout);
+    }
+  }
+}
+
 std::vector<char> FirstInstanceInLoop(const Problem& problem) {
   const int num_ops = static_cast<int>(problem.ops.size());
   std::vector<char> result(num_ops, 0);
@@ -26,16 +40,7 @@ std::vector<char> FirstInstanceInLoop(const Problem& problem) {
       continue;
     }
     // (b) Dep(x): every op at or below a Layout op that x reaches.
-    for (OpId c : problem.consumers[op.output]) walk.emplace_back(c, problem.ops[c].kind == OpKind::Layout);
-    while (!walk.empty()) {
-      const auto [y, below] = walk.back();
-      walk.pop_back();
-      if (below ? in_dep[y] == x : below_seen[y] == x) continue;
-      (below ? in_dep[y] : below_seen[y]) = x;
-      for (OpId c : problem.consumers[problem.ops[y].output]) {
-        walk.emplace_back(c, below || problem.ops[c].kind == OpKind::Layout);
-      }
-    }
+    MarkDep(problem, x, in_dep, below_seen, walk);
     // A MatMul other than x reached from x through ops outside Dep(x) could take x upstream.
     bool matmul = false;
     for (OpId c : problem.consumers[op.output]) {

@@ -2,6 +2,7 @@
 // docs/lower-bound.md, "A MatMul first runs in its k-loop (P26)", proves it).
 #pragma once
 
+#include <utility>
 #include <vector>
 
 #include "eval/model/problem.h"
@@ -26,6 +27,12 @@ namespace annealer::bound_internal {
 // in F at its first instance. Structural only: it holds under any chip rules, and on the problem, not a decoupled
 // image (Decouple cuts the Layout ops' input edges), so the caller computes it before Decouple.
 std::vector<char> FirstInstanceInLoop(const Problem& problem);
+
+// Dep(x) of (b): stamps in_dep[y] = x for every op y reached from x's output through a path that
+// enters a Layout op (below_seen[y] = x for the ops reached on a path that has not yet); `walk` is
+// scratch. P50's walk (eval/bound/islands/gather_windows.h) takes the same set.
+void MarkDep(const Problem& problem, OpId x, std::vector<int>& in_dep, std::vector<int>& below_seen,
+             std::vector<std::pair<OpId, bool>>& walk);
 
 // Ablation switch for tests only (measures what P26 adds): false makes FirstInstanceInLoop prove
 // nothing. Not thread-safe; never set elsewhere.
