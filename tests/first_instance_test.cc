@@ -192,8 +192,8 @@ void PickChip(Problem& problem, std::mt19937_64& rng, int kind) {
 
 TEST_CASE("P26: the bound never above the oracle on random mixer-like blocks, weight path, one path, random rules") {
   std::mt19937_64 rng(26001);
-  int valid = 0, raised = 0, raised_schedules = 0, met = 0, proven = 0, rules_checked = 0;
-  double tightest = 0;
+  int raised = 0, proven = 0, rules_checked = 0;
+  testing::RaisedTally tally;
   for (int trial = 0; trial < 1600; ++trial) {
     const bool small = trial % 2 == 1;
     Problem problem = small ? Small(rng) : Mixer(rng);
@@ -213,30 +213,14 @@ TEST_CASE("P26: the bound never above the oracle on random mixer-like blocks, we
     CHECK(bound.total() >= before.total() * (1 - 1e-12));
     // Random rules break many random schedules; the valid ones are counted apart.
     const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, small || trial % 3 == 0);
-    for (const Schedule& schedule : schedules) {
-      const Evaluation evaluation = EvaluateOracle(problem, schedule);
-      if (!evaluation.ok()) continue;
-      ++valid;
-      rules_checked += chip == 3 ? 1 : 0;
-      INFO("trial " << trial << " chip " << chip << ": bound " << bound.total() << " (islands " << bound.islands
-                    << ", crossing " << bound.crossing << "; without P26 " << before.total() << "), oracle "
-                    << evaluation.total);
-      CHECK(bound.islands <= evaluation.total * (1 + 1e-9));
-      CHECK(bound.crossing <= evaluation.total * (1 + 1e-9));
-      CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
-      testing::CheckSuffixBounds(model, problem, schedule, evaluation);
-      if (rises) {
-        ++raised_schedules;
-        tightest = std::max(tightest, bound.total() / evaluation.total);
-        met += bound.total() >= evaluation.total * (1 - 1e-9) ? 1 : 0;
-      }
-    }
+    const int checked = testing::CheckBoundOnSchedules(problem, model, bound, before, schedules, rises, true, "trial " + std::to_string(trial) + " chip " + std::to_string(chip), tally);
+    rules_checked += chip == 3 ? checked : 0;
   }
-  MESSAGE("P26: valid schedules " << valid << " (" << rules_checked << " under random rules), MatMuls proven "
+  MESSAGE("P26: valid schedules " << tally.valid << " (" << rules_checked << " under random rules), MatMuls proven "
                                   << proven << ", problems whose bound P26 raises " << raised << " ("
-                                  << raised_schedules << " schedules, " << met
-                                  << " met exactly), tightest bound/latency where raised " << tightest);
-  CHECK(valid > 4000);
+                                  << tally.raised_schedules << " schedules, " << tally.met
+                                  << " met exactly), tightest bound/latency where raised " << tally.tightest);
+  CHECK(tally.valid > 4000);
   CHECK(raised > 80);
 }
 

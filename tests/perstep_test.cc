@@ -222,8 +222,8 @@ Problem Head(std::mt19937_64& rng) {
 
 TEST_CASE("P24: the per-step excess never above the oracle on random blocks with a weight path") {
   std::mt19937_64 rng(24100);
-  int valid = 0, raised = 0, raised_one_path = 0, raised_schedules = 0, met = 0, twins = 0;
-  double tightest = 0;
+  int raised = 0, raised_one_path = 0, twins = 0;
+  testing::RaisedTally tally;
   for (int trial = 0; trial < 800; ++trial) {
     Problem problem = trial % 2 == 0 ? Blocks(rng) : Head(rng);
     const double ratio[] = {0.1, 0.5, 2, 10};
@@ -240,28 +240,13 @@ TEST_CASE("P24: the per-step excess never above the oracle on random blocks with
     raised_one_path += rises && one_path ? 1 : 0;
     twins += bound.per_step_twins;
     const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, trial % 3 == 0 || trial % 2 == 1);
-    for (const Schedule& schedule : schedules) {
-      const Evaluation evaluation = EvaluateOracle(problem, schedule);
-      if (!evaluation.ok()) continue;
-      ++valid;
-      INFO("trial " << trial << ": bound " << bound.total() << " (islands " << bound.islands << ", crossing "
-                    << bound.crossing << "; without P24 " << before.total() << "), oracle " << evaluation.total);
-      CHECK(bound.islands <= evaluation.total * (1 + 1e-9));
-      CHECK(bound.crossing <= evaluation.total * (1 + 1e-9));
-      CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
-      testing::CheckSuffixBounds(model, problem, schedule, evaluation);
-      if (rises) {
-        ++raised_schedules;
-        tightest = std::max(tightest, bound.total() / evaluation.total);
-        met += bound.total() >= evaluation.total * (1 - 1e-9) ? 1 : 0;
-      }
-    }
+    testing::CheckBoundOnSchedules(problem, model, bound, before, schedules, rises, true, "trial " + std::to_string(trial), tally);
   }
-  MESSAGE("P24: valid schedules " << valid << ", problems whose bound P24 raises " << raised << " ("
+  MESSAGE("P24: valid schedules " << tally.valid << ", problems whose bound P24 raises " << raised << " ("
                                   << raised_one_path << " with one path; "
-                                  << raised_schedules << " schedules, " << met << " met exactly), MatMuls counted "
-                                  << twins << ", tightest bound/latency where raised " << tightest);
-  CHECK(valid > 1500);
+                                  << tally.raised_schedules << " schedules, " << tally.met << " met exactly), MatMuls counted "
+                                  << twins << ", tightest bound/latency where raised " << tally.tightest);
+  CHECK(tally.valid > 1500);
   CHECK(raised > 50);
   CHECK(raised_one_path > 5);
 }
@@ -377,8 +362,8 @@ TEST_CASE("P48: a stem whose LHS strips load in the steps before the last, by ha
 // schedules, both baselines and the exact solver's best.
 TEST_CASE("P48: the LHS strips never raise the bound above the oracle on random stems and heads") {
   std::mt19937_64 rng(48100);
-  int valid = 0, raised = 0, raised_schedules = 0, met = 0;
-  double tightest = 0;
+  int raised = 0;
+  testing::RaisedTally tally;
   for (int trial = 0; trial < 2400; ++trial) {
     Problem problem = trial % 3 == 2 ? Head(rng) : Blocks(rng, true);
     const double ratio[] = {0.1, 0.5, 2, 10};
@@ -395,27 +380,12 @@ TEST_CASE("P48: the LHS strips never raise the bound above the oracle on random 
     raised += rises ? 1 : 0;
     const BoundModel model = BuildBoundModel(problem);
     const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, rises || trial % 3 == 0);
-    for (const Schedule& schedule : schedules) {
-      const Evaluation evaluation = EvaluateOracle(problem, schedule);
-      if (!evaluation.ok()) continue;
-      ++valid;
-      INFO("trial " << trial << ": bound " << bound.total() << " (islands " << bound.islands << ", crossing "
-                    << bound.crossing << "; without P48 " << before.total() << "), oracle " << evaluation.total);
-      CHECK(bound.islands <= evaluation.total * (1 + 1e-9));
-      CHECK(bound.crossing <= evaluation.total * (1 + 1e-9));
-      CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
-      testing::CheckSuffixBounds(model, problem, schedule, evaluation);
-      if (rises) {
-        ++raised_schedules;
-        tightest = std::max(tightest, bound.total() / evaluation.total);
-        met += bound.total() >= evaluation.total * (1 - 1e-9) ? 1 : 0;
-      }
-    }
+    testing::CheckBoundOnSchedules(problem, model, bound, before, schedules, rises, true, "trial " + std::to_string(trial), tally);
   }
-  MESSAGE("P48: valid schedules " << valid << ", problems whose bound P48 raises " << raised << " ("
-                                  << raised_schedules << " schedules, " << met
-                                  << " met exactly), tightest bound/latency where raised " << tightest);
-  CHECK(valid > 5000);
+  MESSAGE("P48: valid schedules " << tally.valid << ", problems whose bound P48 raises " << raised << " ("
+                                  << tally.raised_schedules << " schedules, " << tally.met
+                                  << " met exactly), tightest bound/latency where raised " << tally.tightest);
+  CHECK(tally.valid > 5000);
   CHECK(raised > 60);
 }
 
@@ -528,8 +498,8 @@ Problem Branch(std::mt19937_64& rng) {
 
 TEST_CASE("P49: the capped fill never raises the bound above the oracle on random blocks, stems, heads and branches") {
   std::mt19937_64 rng(49100);
-  int valid = 0, raised = 0, raised_schedules = 0, met = 0;
-  double tightest = 0;
+  int raised = 0;
+  testing::RaisedTally tally;
   for (int trial = 0; trial < 2400; ++trial) {
     Problem problem = trial % 4 == 0 ? Blocks(rng) : trial % 4 == 1 ? Blocks(rng, true) : trial % 4 == 2 ? Head(rng) : Branch(rng);
     const double ratio[] = {0.1, 0.5, 2, 10};
@@ -548,26 +518,12 @@ TEST_CASE("P49: the capped fill never raises the bound above the oracle on rando
     const BoundModel model = BuildBoundModel(problem);
     const std::vector<Schedule> schedules =
         testing::SampleSchedules(problem, rng, rises || trial % 4 == 3 || trial % 3 == 0);
-    for (const Schedule& schedule : schedules) {
-      const Evaluation evaluation = EvaluateOracle(problem, schedule);
-      if (!evaluation.ok()) continue;
-      ++valid;
-      INFO("trial " << trial << ": bound " << bound.total() << " (islands " << bound.islands << ", crossing "
-                    << bound.crossing << "; without P49 " << before.total() << "), oracle " << evaluation.total);
-      CHECK(bound.islands <= evaluation.total * (1 + 1e-9));
-      CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
-      testing::CheckSuffixBounds(model, problem, schedule, evaluation);
-      if (rises) {
-        ++raised_schedules;
-        tightest = std::max(tightest, bound.total() / evaluation.total);
-        met += bound.total() >= evaluation.total * (1 - 1e-9) ? 1 : 0;
-      }
-    }
+    testing::CheckBoundOnSchedules(problem, model, bound, before, schedules, rises, false, "trial " + std::to_string(trial), tally);
   }
-  MESSAGE("P49: valid schedules " << valid << ", problems whose bound P49 raises " << raised << " ("
-                                  << raised_schedules << " schedules, " << met
-                                  << " met exactly), tightest bound/latency where raised " << tightest);
-  CHECK(valid > 5000);
+  MESSAGE("P49: valid schedules " << tally.valid << ", problems whose bound P49 raises " << raised << " ("
+                                  << tally.raised_schedules << " schedules, " << tally.met
+                                  << " met exactly), tightest bound/latency where raised " << tally.tightest);
+  CHECK(tally.valid > 5000);
   CHECK(raised > 20);
 }
 
