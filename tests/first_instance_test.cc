@@ -13,6 +13,7 @@
 #include "eval/bound/traffic/perstep.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
+#include "tests/mixer_blocks.h"
 #include "tests/problem_maker.h"
 #include "tests/sample_schedules.h"
 #include "tests/suffix_bounds.h"
@@ -123,14 +124,7 @@ Problem Mixer(std::mt19937_64& rng) {
   const Elements m = make.Pick({3, 4, 6}), d = make.Pick({5, 8}), h = make.Pick({6, 8, 12});
   const int blocks = static_cast<int>(make.Pick({1, 2, 3}));
   TensorId x = make.Tensor(m, d);
-  const auto mixing = [&] {
-    const TensorId ln = make.Op(OpKind::Pointwise, {x}, m, d, make.PickReal({0, 4}));
-    TensorId t = make.Op(OpKind::Layout, {ln}, d, m, 0);
-    t = make.Coin(2) ? make.Op(OpKind::Pointwise, {t}, d, m, make.PickReal({1, 6}))
-                     : make.Op(OpKind::MatMul, {t, make.Tensor(m, m)}, d, m, make.PickReal({1, 6}));
-    t = make.Op(OpKind::Layout, {t}, m, d, 0);
-    x = make.Op(OpKind::Pointwise, {x, t}, m, d, make.PickReal({0, 1}));
-  };
+  const auto mixing = [&] { x = testing::TokenMixing(make, x, m, d); };
   for (int b = 0; b < blocks; ++b) {
     const int where = static_cast<int>(make.Pick({0, 0, 0, 1, 1, 1, 2}));  // mixing before, after or none
     if (where == 0) mixing();

@@ -1,5 +1,6 @@
 // Transformer- and mixer-like blocks at a small scale, the random problems of P24's and P48's
-// property tests (tests/perstep_test.cc) and P50's (tests/gather_windows_test.cc).
+// property tests (tests/perstep_test.cc), P50's (tests/gather_windows_test.cc) and, for the token
+// mixing, P26's (tests/first_instance_test.cc).
 #pragma once
 
 #include <doctest/doctest.h>
@@ -11,6 +12,18 @@
 #include "tests/problem_maker.h"
 
 namespace annealer::testing {
+
+// MLP-Mixer's token mixing on the residual stream x (m x d): a LayerNorm-like op, a transpose (a
+// Layout op), a Pointwise op or a MatMul over the tokens, the transpose back and the residual add;
+// returns the new stream. Draws in this order whatever it builds, so that callers' draws stay put.
+inline TensorId TokenMixing(ProblemMaker& make, TensorId x, Elements m, Elements d) {
+  const TensorId ln = make.Op(OpKind::Pointwise, {x}, m, d, make.PickReal({0, 4}));
+  TensorId t = make.Op(OpKind::Layout, {ln}, d, m, 0);
+  t = make.Coin(2) ? make.Op(OpKind::Pointwise, {t}, d, m, make.PickReal({1, 6}))
+                   : make.Op(OpKind::MatMul, {t, make.Tensor(m, m)}, d, m, make.PickReal({1, 6}));
+  t = make.Op(OpKind::Layout, {t}, m, d, 0);
+  return make.Op(OpKind::Pointwise, {x, t}, m, d, make.PickReal({0, 1}));
+}
 
 // Transformer- and mixer-like blocks at a small scale (native 4): a residual stream X (M x d),
 // per block an optional token mixing through two transposes (Layout ops) and a Pointwise op, a
@@ -42,14 +55,7 @@ inline Problem Blocks(std::mt19937_64& rng, bool stem = false) {
   TensorId w2 = -1;
   for (int b = 0; b < blocks; ++b) {
     const double f1 = same ? b1 : make.PickReal({1, 8, 32}), f2 = same ? b2 : make.PickReal({1, 8, 32});
-    if (make.Coin(2)) {  // token mixing
-      const TensorId ln = make.Op(OpKind::Pointwise, {x}, m, d, make.PickReal({0, 4}));
-      TensorId t = make.Op(OpKind::Layout, {ln}, d, m, 0);
-      t = make.Coin(2) ? make.Op(OpKind::Pointwise, {t}, d, m, make.PickReal({1, 6}))
-                       : make.Op(OpKind::MatMul, {t, make.Tensor(m, m)}, d, m, make.PickReal({1, 6}));
-      t = make.Op(OpKind::Layout, {t}, m, d, 0);
-      x = make.Op(OpKind::Pointwise, {x, t}, m, d, make.PickReal({0, 1}));
-    }
+    if (make.Coin(2)) x = TokenMixing(make, x, m, d);
     const TensorId ln2 = make.Op(OpKind::Pointwise, {x}, m, d, make.PickReal({0, 4, 16}));
     TensorId g = make.Op(OpKind::MatMul, {ln2, make.Tensor(d, h)}, m, h, f1);
     const int epilogues = static_cast<int>(make.Pick({0, 1, 2, 3}));
