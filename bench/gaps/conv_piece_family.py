@@ -4,7 +4,9 @@
     bench/gaps/conv_piece_family.py PIECE.problem.json
 
 PIECE is what bench/gaps/slice_problem.py writes for one convolution: m MatMul taps that read one
-LHS (a graph input too large to retain) and a weight each, and one Pointwise op, their sum. The
+LHS (a graph input too large to retain) and a weight each, one Pointwise op, their sum, and
+optionally a chain of Pointwise ops after it (a bias, a ReLU), fused into the sum's subgraph in
+part or whole, the rest in later subgraphs (priced by `chain_rest`). The
 exact solver's family (docs/exact-solver.md) takes only sides that divide the dimensions; this
 walks every `w, h, k` in 1..n instead, for the same family otherwise (no recomputation): the sum's
 subgraph with `j` taps fused, and every other tap in a subgraph of its own (two taps of a
@@ -25,12 +27,28 @@ import math
 from gap_common import InputError, load_json, run_main
 
 
+def epilogue_chain(p, s):
+    """The Pointwise ops after the sum `s`, each reading only the one before (a bias, a ReLU)."""
+    made_by = {t: o for o, outs in enumerate(p["outputs"]) for t in outs}
+    rest = [o for o, t in enumerate(p["op_types"]) if t == "Pointwise" and o != s]
+    chain, last = [], s
+    while rest:
+        nxt = [o for o in rest if p["inputs"][o] == p["outputs"][last]]
+        if len(nxt) != 1 or any(made_by.get(t) not in (None, last) for t in p["inputs"][nxt[0]]):
+            raise InputError("the Pointwise ops besides the sum are no chain on its output")
+        chain.append(nxt[0])
+        rest.remove(nxt[0])
+        last = nxt[0]
+    return chain
+
+
 def piece(p):
     types = p["op_types"]
     taps = [o for o, t in enumerate(types) if t == "MatMul"]
-    sums = [o for o, t in enumerate(types) if t == "Pointwise"]
-    if len(sums) != 1 or not taps or len(taps) + 1 != len(types):
-        raise InputError("expected MatMul taps and one Pointwise sum, nothing else")
+    pointwise = [o for o, t in enumerate(types) if t == "Pointwise"]
+    sums = [o for o in pointwise if len(p["inputs"][o]) > 1] or pointwise[:1]
+    if len(sums) != 1 or not taps or len(taps) + len(pointwise) != len(types):
+        raise InputError("expected MatMul taps, one Pointwise sum and a Pointwise chain after it, nothing else")
     lhs = {p["inputs"][o][0] for o in taps}
     if len(lhs) != 1:
         raise InputError("the taps do not read one LHS")
@@ -47,7 +65,9 @@ def piece(p):
     cap = p["fast_memory_capacity"]
     if H * W + 1 <= cap or H * K + 1 <= cap:
         raise InputError("a tap's output or the LHS fits in the fast memory: retention, left out here, may pay")
+    chain = epilogue_chain(p, s)
     return dict(m=len(taps), H=H, W=W, K=K, cx=costs.pop(), cs=p["base_costs"][s],
+                chain=[p["base_costs"][o] for o in chain],
                 n=p["native_granularity"][0], cap=p["fast_memory_capacity"],
                 B=float(p["slow_memory_bandwidth"]))
 
@@ -138,6 +158,17 @@ def least_tap_subgraph(g, p):
     return best
 
 
+def chain_rest(g, i):
+    """The chained ops after the first i, in later subgraphs: the first of them loads the sum's
+    side of the chain (too large to retain, as the taps' outputs are), the last writes the piece's
+    output, and each op pays its base per tile at tiles no larger than native (C1)."""
+    rest = g["chain"][i:]
+    if not rest:
+        return 0.0
+    tiles = math.ceil(g["H"] / g["n"]) * math.ceil(g["W"] / g["n"])
+    return max(tiles * sum(rest), 2 * g["H"] * g["W"] / g["B"])
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("problem")
@@ -152,13 +183,15 @@ def main():
     per_tap = b[0]
     totals = []
     for j in range(0, min(args.max_fused, g["m"]) + 1):
-        b = least_sum_subgraph(g, j)
-        if b is None:
-            continue
-        total = b[0] + (g["m"] - j) * per_tap
-        totals.append(total)
-        print("sum with %d taps fused: %.1f at [w %d, h %d, k %d] (compute %d, transfers %.1f); "
-              "the piece >= %.1f" % (j, b[0], b[2], b[1], b[3], b[4], b[5], total))
+        for i in range(len(g["chain"]) + 1):
+            b = least_sum_subgraph(dict(g, cs=g["cs"] + sum(g["chain"][:i])), j)
+            if b is None:
+                continue
+            total = b[0] + (g["m"] - j) * per_tap + chain_rest(g, i)
+            totals.append(total)
+            print("sum with %d taps%s fused: %.1f at [w %d, h %d, k %d] (compute %d, transfers %.1f); "
+                  "the piece >= %.1f" % (j, " and %d of its %d chained ops" % (i, len(g["chain"]))
+                                          if g["chain"] else "", b[0], b[2], b[1], b[3], b[4], b[5], total))
     print("least over j (no recomputation, every tile side): %.1f" % min(totals))
 
 
