@@ -118,6 +118,22 @@ TEST_CASE("P50: a FIFO below fc1's whole weight keeps it in F at its first insta
   g_fifo_refuses_upstream = true;
   CHECK(FirstInstanceInF(MixerWithHead(64))[7] == 0);  // the whole weight fits: fc1 may run upstream
   CHECK(FirstInstanceInF(MixerWithHead(0))[7] == 0);   // no FIFO checked
+  // m = X @ W1 (8 x 8, K = 8 > n, W1 64 elements > the FIFO), G = g(m), q0 = A @ G (G as its RHS,
+  // K = 8), G2 = g2(q0), q1 = G2 @ W3 (K = 8) and a mean over q1's rows (K = 4 <= n). q0 upstream
+  // requests [0, 8) x c of G, so m only columns c of W1; q1, reached from m through a MatMul, asks m
+  // for nothing whole either: the mean may take m upstream through both, and the FIFO refuses neither.
+  Problem chain;
+  chain.native = 4;
+  chain.tensors = {{8, 8}, {8, 8}, {8, 8}, {8, 8}, {8, 4}, {8, 4}, {8, 4}, {8, 8}, {8, 4}, {4, 1}, {8, 1}};
+  chain.ops = {{OpKind::MatMul, {0, 1}, 2, 8},  {OpKind::Pointwise, {2}, 3, 1}, {OpKind::MatMul, {4, 3}, 5, 8},
+               {OpKind::Pointwise, {5}, 6, 1}, {OpKind::MatMul, {6, 7}, 8, 8},  {OpKind::MatMul, {9, 8}, 10, 2}};
+  chain.fast_memory_capacity = 1 << 16;
+  chain.slow_memory_bandwidth = 1;
+  chain.chip.weight_bandwidth = 1;
+  chain.chip.weight_fifo_capacity = 32;
+  REQUIRE(chain.Finalize().empty());
+  CHECK(FirstInstanceInF(chain)[0] == 0);
+  CHECK(FirstInstanceInF(chain)[4] == 0);  // q1 feeds the mean directly
   const LowerBound bound = ComputeLowerBound(p), before = WithoutFifoRefusal(p);
   const Latency best = testing::ExactOptimum(p);
   MESSAGE("P50 with a FIFO: bound " << before.total() << " -> " << bound.total() << " (islands " << before.islands

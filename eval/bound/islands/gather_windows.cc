@@ -13,13 +13,13 @@ bool g_fifo_refuses_upstream = true;
 std::vector<char> FirstInstanceInF(const Problem& problem) {
   const int num_ops = static_cast<int>(problem.ops.size());
   std::vector<char> result(num_ops, 0);
-  // Per op and per kind of path from m (1: m's output reaches it through Pointwise ops of m's
-  // width only), the stamp of the last m whose walk reached it that way.
+  // Per op and per kind of path from m (1: m's output reaches it through Pointwise ops only), the
+  // stamp of the last m whose walk reached it that way.
   std::vector<int> in_dep(num_ops, -1), below_seen(num_ops, -1), reached[2];
   reached[0].assign(num_ops, -1);
   reached[1].assign(num_ops, -1);
   std::vector<std::pair<OpId, bool>> walk;  // (op, a Layout op lies on the path to it)
-  std::vector<std::pair<OpId, bool>> stack;  // (op, reached from m through Pointwise ops of m's width)
+  std::vector<std::pair<OpId, bool>> stack;  // (op, reached from m through Pointwise ops only)
   const int64_t fifo = problem.chip.weight_fifo_capacity;
   for (OpId m = 0; m < num_ops; ++m) {
     const Op& op = problem.ops[m];
@@ -27,10 +27,9 @@ std::vector<char> FirstInstanceInF(const Problem& problem) {
     // Dep(m): every op at or below a Layout op that m reaches; none shares m's first subgraph.
     MarkDep(problem, m, in_dep, below_seen, walk);
     // H6: a MatMul q upstream of a k-loop makes its LHS rows whole (D3); when m's output reaches
-    // that LHS through Pointwise ops of its width, m then makes all its columns in one step and
+    // that LHS through Pointwise ops only, m then makes all its columns in one step and
     // requests its whole weight there, which a FIFO below it refuses. Such a q cannot take m.
     const TensorId w_m = op.inputs[1];
-    const Elements width = problem.tensors[op.output].width;
     const bool whole_refused = g_fifo_refuses_upstream && fifo > 0 && problem.OnWeightPath(w_m) && problem.tensors[w_m].size() > fifo;
     // An edge into a MatMul q that q may take in F (from a MatMul, or from a Pointwise op when
     // K_q <= n, V11) would let m sit upstream of q.
@@ -50,7 +49,7 @@ std::vector<char> FirstInstanceInF(const Problem& problem) {
           break;
         }
         if (qop.kind == OpKind::MatMul && plain && whole_refused && qop.inputs[0] == out && qop.inputs[1] != out) continue;
-        const bool next_plain = plain && qop.kind == OpKind::Pointwise && problem.tensors[qop.output].width == width;
+        const bool next_plain = plain && qop.kind == OpKind::Pointwise;  // a Pointwise op keeps its input's shape
         if (reached[next_plain][q] != m) {
           reached[next_plain][q] = m;
           stack.emplace_back(q, next_plain);
