@@ -18,6 +18,7 @@ namespace annealer {
 namespace {
 
 using bound_internal::FirstInstanceInF;
+using bound_internal::g_fifo_refuses_upstream;
 using bound_internal::g_gather_windows;
 
 LowerBound WithoutWindows(const Problem& problem) {
@@ -36,6 +37,13 @@ LowerBound WithoutWindows(const Problem& problem) {
 // it), gather L2's output (32) and load R or X0 (32): 64 - 2 - 2 = 60 beyond the trunk's compute.
 // The window of L1 (its input made in the trunk) and the token op is priced too (32 gathered
 // against the token op's 8), but the token island's traffic (64) is above it already.
+LowerBound WithoutFifoRefusal(const Problem& problem) {
+  g_fifo_refuses_upstream = false;
+  const LowerBound bound = ComputeLowerBound(problem);
+  g_fifo_refuses_upstream = true;
+  return bound;
+}
+
 Problem Mixer(double token_base = 4, bool head = false) {
   Problem p;
   p.native = 4;
@@ -79,6 +87,61 @@ TEST_CASE("P50: a MatMul with K > n is in F at its first instance unless a MatMu
   CHECK(bound.islands <= before.islands + 60 - 8 - 2 + 1e-9);
 }
 
+// Mixer()'s block with fc1 widened to 8 columns (W1 8 x 8), a Pointwise op G after it, fc2 =
+// G @ W2 (K = 8 > n, W2 8 x 8) and a mean over fc2's rows (1 x 4 @ fc2, K = 4 <= n): the mean may
+// take fc2 upstream (a MatMul into its RHS), and fc2, upstream, makes its LHS rows whole (D3),
+// so fc1, reaching that LHS through G, would make all 8 of its columns in one step and request
+// its whole weight (64 elements) there. Weights on a weight path (Bw = 1), FIFO `fifo`.
+Problem MixerWithHead(int64_t fifo) {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{8, 4}, {8, 4}, {8, 4}, {4, 8}, {4, 8}, {8, 4}, {8, 4}, {8, 4}, {8, 8},
+               {8, 4}, {8, 4}, {8, 8}, {8, 4}, {4, 1}, {8, 1}};
+  p.ops = {{OpKind::Pointwise, {0}, 1, 64}, {OpKind::Pointwise, {1}, 2, 64},  {OpKind::Layout, {2}, 3, 0},
+           {OpKind::Pointwise, {3}, 4, 4},  {OpKind::Layout, {4}, 5, 0},      {OpKind::Pointwise, {1, 5}, 6, 1},
+           {OpKind::Pointwise, {6}, 7, 1},  {OpKind::MatMul, {7, 8}, 9, 8},   {OpKind::Pointwise, {9}, 10, 1},
+           {OpKind::MatMul, {10, 11}, 12, 8}, {OpKind::MatMul, {13, 12}, 14, 2}};
+  p.fast_memory_capacity = 1 << 16;
+  p.slow_memory_bandwidth = 1;
+  p.chip.weight_bandwidth = 1;
+  p.chip.weight_fifo_capacity = fifo;
+  REQUIRE(p.Finalize().empty());
+  return p;
+}
+
+TEST_CASE("P50: a FIFO below fc1's whole weight keeps it in F at its first instance, and the window counts") {
+  const Problem p = MixerWithHead(32);
+  CHECK(FirstInstanceInF(p)[7] == 1);  // fc1: the mean can take it only through fc2's LHS, whole
+  CHECK(FirstInstanceInF(p)[9] == 0);  // fc2 feeds the mean's RHS: strips of 8 x c, within the FIFO
+  g_fifo_refuses_upstream = false;
+  CHECK(FirstInstanceInF(p)[7] == 0);
+  g_fifo_refuses_upstream = true;
+  CHECK(FirstInstanceInF(MixerWithHead(64))[7] == 0);  // the whole weight fits: fc1 may run upstream
+  CHECK(FirstInstanceInF(MixerWithHead(0))[7] == 0);   // no FIFO checked
+  // m = X @ W1 (8 x 8, K = 8 > n, W1 64 elements > the FIFO), G = g(m), q0 = A @ G (G as its RHS,
+  // K = 8), G2 = g2(q0), q1 = G2 @ W3 (K = 8) and a mean over q1's rows (K = 4 <= n). q0 upstream
+  // requests [0, 8) x c of G, so m only columns c of W1; q1, reached from m through a MatMul, asks m
+  // for nothing whole either: the mean may take m upstream through both, and the FIFO refuses neither.
+  Problem chain;
+  chain.native = 4;
+  chain.tensors = {{8, 8}, {8, 8}, {8, 8}, {8, 8}, {8, 4}, {8, 4}, {8, 4}, {8, 8}, {8, 4}, {4, 1}, {8, 1}};
+  chain.ops = {{OpKind::MatMul, {0, 1}, 2, 8},  {OpKind::Pointwise, {2}, 3, 1}, {OpKind::MatMul, {4, 3}, 5, 8},
+               {OpKind::Pointwise, {5}, 6, 1}, {OpKind::MatMul, {6, 7}, 8, 8},  {OpKind::MatMul, {9, 8}, 10, 2}};
+  chain.fast_memory_capacity = 1 << 16;
+  chain.slow_memory_bandwidth = 1;
+  chain.chip.weight_bandwidth = 1;
+  chain.chip.weight_fifo_capacity = 32;
+  REQUIRE(chain.Finalize().empty());
+  CHECK(FirstInstanceInF(chain)[0] == 0);
+  CHECK(FirstInstanceInF(chain)[4] == 0);  // q1 feeds the mean directly
+  const LowerBound bound = ComputeLowerBound(p), before = WithoutFifoRefusal(p);
+  const Latency best = testing::ExactOptimum(p);
+  MESSAGE("P50 with a FIFO: bound " << before.total() << " -> " << bound.total() << " (islands " << before.islands
+                                    << " -> " << bound.islands << "), exact " << best);
+  CHECK(bound.islands > before.islands);
+  CHECK(bound.total() <= best * (1 + 1e-9));
+}
+
 TEST_CASE("P50: companions of enough compute leave no window in the trunk, and the bound as before") {
   // A LayerNorm N2 of base 40 (80 over its tiles) may first run in the trunk's window and hide the
   // 64 it moves: only the token op's window is left, which the token island's traffic covers.
@@ -109,7 +172,7 @@ TEST_CASE("P50: two readers of one gather share one window, priced once") {
 
 TEST_CASE("P50: the bound is never above the oracle on random mixer blocks, with and without a weight path") {
   std::mt19937_64 rng(50500);
-  int raised = 0, raised_one_path = 0, windows = 0;
+  int raised = 0, raised_one_path = 0, windows = 0, fifo_raised = 0, fifo_valid = 0, fifo_met = 0;
   testing::RaisedTally tally;
   for (int trial = 0; trial < 2400; ++trial) {
     Problem problem = testing::Blocks(rng, trial % 3 == 2);
@@ -121,16 +184,27 @@ TEST_CASE("P50: the bound is never above the oracle on random mixer blocks, with
     const LowerBound before = WithoutWindows(problem);
     const BoundModel model = BuildBoundModel(problem);
     const bool rises = bound.total() > before.total() * (1 + 1e-9);
+    const bool fifo_rises = bound.total() > WithoutFifoRefusal(problem).total() * (1 + 1e-9);
+    fifo_raised += fifo_rises ? 1 : 0;
     raised += rises ? 1 : 0;
     raised_one_path += rises && one_path ? 1 : 0;
     windows += bound.gather_windows;
-    const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, rises || trial % 4 == 0);
+    const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, rises || fifo_rises || trial % 4 == 0);
+    // A second check where the FIFO's refusal (g_fifo_refuses_upstream) is what raises the bound.
+    if (fifo_rises) {
+      testing::RaisedTally fifo_tally;
+      testing::CheckBoundOnSchedules(problem, model, bound, WithoutFifoRefusal(problem), schedules, true, false,
+                                     "trial " + std::to_string(trial) + " (FIFO refusal)", fifo_tally);
+      fifo_valid += fifo_tally.valid;
+      fifo_met += fifo_tally.met;
+    }
     testing::CheckBoundOnSchedules(problem, model, bound, before, schedules, rises, false, "trial " + std::to_string(trial), tally);
   }
   MESSAGE("P50: valid schedules " << tally.valid << ", problems whose bound P50 raises " << raised << " (" << raised_one_path
                                   << " with one path; " << tally.raised_schedules << " schedules, " << tally.met
                                   << " met exactly), windows " << windows << ", tightest bound/latency where raised "
-                                  << tally.tightest);
+                                  << tally.tightest << "; raised by the FIFO's refusal " << fifo_raised << " (" << fifo_valid
+                                  << " valid schedules, " << fifo_met << " met exactly)");
   CHECK(tally.valid > 5000);
   CHECK(raised > 120);
   CHECK(raised_one_path > 6);

@@ -8,36 +8,51 @@
 namespace annealer::bound_internal {
 
 bool g_gather_windows = true;
+bool g_fifo_refuses_upstream = true;
 
 std::vector<char> FirstInstanceInF(const Problem& problem) {
   const int num_ops = static_cast<int>(problem.ops.size());
   std::vector<char> result(num_ops, 0);
-  std::vector<int> in_dep(num_ops, -1), below_seen(num_ops, -1), reached(num_ops, -1);
+  // Per op and per kind of path from m (1: m's output reaches it through Pointwise ops only), the
+  // stamp of the last m whose walk reached it that way.
+  std::vector<int> in_dep(num_ops, -1), below_seen(num_ops, -1), reached[2];
+  reached[0].assign(num_ops, -1);
+  reached[1].assign(num_ops, -1);
   std::vector<std::pair<OpId, bool>> walk;  // (op, a Layout op lies on the path to it)
-  std::vector<OpId> stack;
+  std::vector<std::pair<OpId, bool>> stack;  // (op, reached from m through Pointwise ops only)
+  const int64_t fifo = problem.chip.weight_fifo_capacity;
   for (OpId m = 0; m < num_ops; ++m) {
     const Op& op = problem.ops[m];
     if (op.kind != OpKind::MatMul || problem.ReductionLength(m) <= problem.native) continue;
     // Dep(m): every op at or below a Layout op that m reaches; none shares m's first subgraph.
     MarkDep(problem, m, in_dep, below_seen, walk);
+    // H6: a MatMul q upstream of a k-loop makes its LHS rows whole (D3); when m's output reaches
+    // that LHS through Pointwise ops only, m then makes all its columns in one step and
+    // requests its whole weight there, which a FIFO below it refuses. Such a q cannot take m.
+    const TensorId w_m = op.inputs[1];
+    const bool whole_refused = g_fifo_refuses_upstream && fifo > 0 && problem.OnWeightPath(w_m) && problem.tensors[w_m].size() > fifo;
     // An edge into a MatMul q that q may take in F (from a MatMul, or from a Pointwise op when
     // K_q <= n, V11) would let m sit upstream of q.
     bool upstream = false;
-    stack.push_back(m);
-    reached[m] = m;
+    stack.emplace_back(m, true);
+    reached[1][m] = m;
     while (!stack.empty() && !upstream) {
-      const OpId p = stack.back();
+      const auto [p, plain] = stack.back();
       stack.pop_back();
-      for (OpId q : problem.consumers[problem.ops[p].output]) {
+      const TensorId out = problem.ops[p].output;
+      for (OpId q : problem.consumers[out]) {
         if (in_dep[q] == m) continue;
-        if (problem.ops[q].kind == OpKind::MatMul &&
+        const Op& qop = problem.ops[q];
+        if (qop.kind == OpKind::MatMul &&
             (problem.ops[p].kind != OpKind::Pointwise || problem.ReductionLength(q) <= problem.native)) {
           upstream = true;
           break;
         }
-        if (reached[q] != m) {
-          reached[q] = m;
-          stack.push_back(q);
+        if (qop.kind == OpKind::MatMul && plain && whole_refused && qop.inputs[0] == out && qop.inputs[1] != out) continue;
+        const bool next_plain = plain && qop.kind == OpKind::Pointwise;  // a Pointwise op keeps its input's shape
+        if (reached[next_plain][q] != m) {
+          reached[next_plain][q] = m;
+          stack.emplace_back(q, next_plain);
         }
       }
     }

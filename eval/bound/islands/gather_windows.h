@@ -46,8 +46,16 @@ GatherWindows GatherWindowExcess(const Problem& original, const Built& built, co
 // instance upstream of a k-loop sits on a path of its subgraph's ops to the last MatMul q before
 // a sink, which is in F; the path avoids Dep(m) (P26: ops reached through a Layout op need m run
 // before), and its edge into q is from a MatMul, or from a Pointwise op with K_q <= n (V11). No
-// such edge among the paths from m outside Dep(m): F at the first instance. Exposed for tests.
+// such edge among the paths from m outside Dep(m): F at the first instance. With a weight FIFO
+// (H6) below m's whole weight, a MatMul q reached through Pointwise ops alone into its LHS takes
+// m nowhere: q is then upstream (V11 keeps it out of F when K_q > n), makes its LHS
+// rows whole (D3), so m makes all its columns in one step and requests its whole weight there.
+// Exposed for tests.
 std::vector<char> FirstInstanceInF(const Problem& original);
+
+// Ablation switch for tests only: false drops the FIFO's refusal above (measures what it adds).
+// Not thread-safe; never set elsewhere.
+extern bool g_fifo_refuses_upstream;
 
 // Ablation switch for tests only: false prices no window. Not thread-safe; never set elsewhere.
 extern bool g_gather_windows;
