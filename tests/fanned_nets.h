@@ -19,8 +19,11 @@ namespace annealer::testing {
 //  - FL: p @ W' (K x K2, K up to 2n) -> a Pointwise op -> F = . @ V (K2 <= n x NF), so that the
 //    sum may run FL through W''s MatMul upstream of F's k-loop (and SL when K <= n), sometimes
 //    with a pooling MatMul reading the Pointwise op's output as RHS (rows not the tile's);
+//  - with `chained` (P47's test, half the draws): the next convolution, 2 or 3 taps p @ V_i
+//    (K <= n x K2) summed, 0 or 1 Pointwise op, the LHS of F (K2 x NF), so that the taps, the
+//    sum's targets, may run upstream of F's k-loop and the sum FL;
 // every MatMul's output through 0 or 1 Pointwise op to a graph output. Topological ids.
-inline Problem FannedNets(std::mt19937_64& rng) {
+inline Problem FannedNets(std::mt19937_64& rng, bool chained = false) {
   auto pick = [&](std::vector<Elements> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
   auto coin = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   Problem problem;
@@ -37,7 +40,8 @@ inline Problem FannedNets(std::mt19937_64& rng) {
     if (coin(0.5)) op(OpKind::Pointwise, {y}, tensor(h, w));
   };
   const bool full_left = coin(0.5);
-  const Elements M = pick({8, 12, 16, 20}), Ka = pick({2, 4}), K = full_left ? pick({2, 4, 6, 8}) : pick({2, 3, 4});
+  const bool chain = chained && coin(0.5);
+  const Elements M = pick({8, 12, 16, 20}), Ka = pick({2, 4}), K = full_left && !chain ? pick({2, 4, 6, 8}) : pick({2, 3, 4});
   TensorId a = tensor(M, Ka);
   if (coin(0.5)) {
     const TensorId made = tensor(M, Ka);
@@ -59,7 +63,24 @@ inline Problem FannedNets(std::mt19937_64& rng) {
     op(OpKind::Pointwise, {p}, q);
     p = q;
   }
-  if (!full_left) {
+  if (chain) {
+    const Elements k2 = pick({2, 3, 4}), nf = pick({2, 4, 8});
+    std::vector<TensorId> taps;
+    for (int i = static_cast<int>(pick({2, 3})); i > 0; --i) {
+      taps.push_back(tensor(M, k2));
+      op(OpKind::MatMul, {p, tensor(K, k2)}, taps.back());
+    }
+    TensorId q = tensor(M, k2);
+    op(OpKind::Pointwise, taps, q);
+    if (coin(0.5)) {
+      const TensorId relu = tensor(M, k2);
+      op(OpKind::Pointwise, {q}, relu);
+      q = relu;
+    }
+    const TensorId f = tensor(M, nf);
+    op(OpKind::MatMul, {q, tensor(k2, nf)}, f);
+    tail(f, M, nf);
+  } else if (!full_left) {
     const int fans = static_cast<int>(pick({1, 2, 3}));
     TensorId shared = -1;
     for (int i = 0; i < fans; ++i) {

@@ -9,6 +9,7 @@
 namespace annealer::bound_internal {
 
 bool g_target_instances = true;
+bool g_upstream_target_instances = true;
 
 namespace {
 
@@ -18,13 +19,18 @@ constexpr int kLambdaSteps = 100;  // lambda on the simplex in steps of 1/100, a
 // Pointwise op on a path from it to a target's LHS too large to retain (R5), of s's shape; every
 // target in mode T only; no other reader of those tensors (FannedStripScope's walk). The shared
 // chain: the Pointwise ops every target's LHS depends on.
-double InstanceAgain(const Problem& p, const Analysis& analysis, const UpstreamSums& base, const UpstreamSums::Claimant& cl) {
-  if (!cl.upstream || cl.full_left || cl.fs.size() < 2) return -1;
+// With `upstream` (P47) the claimant may also run FL and its targets in any mode: an instance
+// where some target runs upstream asks s's full-width rows (FL) and claims an FL configuration,
+// holding any number of targets (TaggedConfigurations tags those 0: all t).
+double InstanceAgain(const Problem& p, const Analysis& analysis, const UpstreamSums& base, const UpstreamSums::Claimant& cl,
+                     bool upstream) {
+  if (!cl.upstream || cl.fs.size() < 2) return -1;
+  if (cl.full_left && !upstream) return -1;
   const Elements cap = p.fast_memory_capacity;
   const Tensor& out = p.tensors[p.ops[cl.sum].output];
   for (OpId f : cl.fs) {
     for (int m = 0; m < kModes; ++m) {
-      if (m != kT && analysis.HasMode(f, m)) return -1;
+      if (m != kT && analysis.HasMode(f, m) && !upstream) return -1;
     }
   }
   // The Pointwise closure from s (FannedStripScope admits only Pointwise ops and targets' LHS reads).
@@ -74,7 +80,11 @@ TargetInstances TargetInstanceFloor(const Problem& p, const Analysis& analysis) 
   TargetInstances result;
   result.base = LhsStripSumFloor(p, analysis);
   for (const UpstreamSums::Claimant& cl : result.base.claimants) {
-    const double again = g_target_instances ? InstanceAgain(p, analysis, result.base, cl) : -1;
+    double again = g_target_instances ? InstanceAgain(p, analysis, result.base, cl, false) : -1;
+    if (again < 0 && g_target_instances && g_upstream_target_instances) {
+      again = InstanceAgain(p, analysis, result.base, cl, true);
+      result.upstream_claimants += again >= 0 ? 1 : 0;
+    }
     result.counted.push_back(again >= 0 ? 1 : 0);
     result.again.push_back(std::max(0.0, again));
     result.claimants += again >= 0 ? 1 : 0;

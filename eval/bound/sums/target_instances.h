@@ -23,12 +23,20 @@ namespace annealer::bound_internal {
 // e_s(lambda) = min(least T configuration, least over sets of SL configurations covering t targets
 // of sum (lambda . v + k0) - k0), k0 = c_s + the shared chain's compute.
 extern bool g_target_instances;  // test switch: false gives P40's value
+// P47 (P46, P40's FL, D3, C6): the same claim for a claimant that may also run FL, whose targets
+// may run in any mode. If no subgraph runs s in mode T, a subgraph running a target that is not a
+// k-loop MatMul there (upstream, D3) asks full-width rows of its LHS, so of s: s has an FL demand
+// there and claims an FL configuration (P40's step (2) holds beside any SL demand), that instance
+// counted as holding all t; an instance whose targets are all k-loop MatMuls is P46's (SL, at most
+// q of them). So e_s is P46's with the FL configurations as one-instance covers.
+extern bool g_upstream_target_instances;  // test switch: false gives P46's scope
 
 struct TargetInstances {
   UpstreamSums base;                   // P40's claimants and configurations
   std::vector<char> counted;           // per claimant: priced by its instances
   std::vector<double> again;           // per claimant: k0
   int claimants = 0;                   // claimants priced so
+  int upstream_claimants = 0;          // of them, in P47's scope only (FL, or targets not T only)
   double value = 0;                    // the larger of P40's and Value() over every op
   // Over `ops`: sum c_o plus the best lambda's claims, or 0 when no claimant priced by instances
   // is among them (P40's value stands there).
