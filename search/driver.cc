@@ -608,6 +608,11 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   std::optional<Schedule> background_composed;
   Latency background_composed_total = 0;
   std::atomic<int> composed_generation{0};
+  // Rounds after the first run beside the workers (overlap): they and the workers share the
+  // threads, half each, so the run keeps to --threads (the first round keeps all of them beside
+  // the lone worker, as before the rounds).
+  const int later_round_threads = std::max(1, threads / 2);
+  std::atomic<bool> later_rounds_running{false};
   int taken_generation = 0;
   RoundChoice round_choice;  // the background thread's (or, without the overlap, this thread's)
   int current_round = 1;
@@ -702,10 +707,12 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
         if (round_seconds <= 0) break;
       }
       current_round = r + 1;
+      later_rounds_running.store(overlap, std::memory_order_release);
       const std::optional<RepeatStart> next = RunRepeatStart(
           params, repeat_plan, r, &*first, now,
-          now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round_seconds)), threads,
-          deadline, round_stop, offer);
+          now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round_seconds)),
+          overlap ? later_round_threads : threads, deadline, round_stop, offer);
+      later_rounds_running.store(false, std::memory_order_release);
       if (!next) break;
       first->result.moves += next->result.moves;
       if (!next->composed) break;
@@ -877,8 +884,14 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     if (background.joinable() && repeats_pending()) take_repeats(workers);
     if (background.joinable() && background_done.load()) join_background(workers);
     if (params.max_epochs > 0 && epoch >= params.max_epochs) break;
-    // While the repeated-block start runs, only the first worker does.
-    const size_t active = background.joinable() && !rebased ? 1 : workers.size();
+    // While the repeated-block start runs, only the first worker does; while its later rounds run,
+    // the threads they leave.
+    const size_t active =
+        background.joinable() && !rebased
+            ? 1
+            : (later_rounds_running.load(std::memory_order_acquire)
+                   ? std::min(workers.size(), static_cast<size_t>(std::max(1, threads - later_round_threads)))
+                   : workers.size());
     // Free mode: short time slices so the pool mixes often and progress is reported on time.
     const auto slice = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(std::clamp(params.progress_interval / 2, 0.05, 0.5)));
