@@ -31,6 +31,7 @@
 #include "search/passes/serve_retained.h"
 #include "search/repeats/pieces.h"
 #include "search/repeats/repeats.h"
+#include "search/repeats/rounds.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/starts/layer_chains.h"
@@ -134,7 +135,11 @@ struct RepeatStart {
   }
 };
 
-std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const RepeatPlan& plan, Clock::time_point begun,
+// One round (search/repeats/rounds.h): round `round` (0-based) searches every class anew with its
+// round's seeds, between `begun` and `share_end` in free mode, except those `kept` (an earlier
+// round, composed) has proven, whose schedules it takes.
+std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const RepeatPlan& plan, int round,
+                                          const RepeatStart* kept, Clock::time_point begun, Clock::time_point share_end,
                                           int nested_threads, Clock::time_point deadline,
                                           const std::atomic<bool>& stop,
                                           const std::function<Candidate(const Schedule&)>& offer) {
@@ -156,19 +161,6 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
     }
   }
   // Each class gets a part by its weight and the time a class leaves unused passes to the next.
-  // A share of what the constructive starts left: they may have taken half of the budget on a
-  // long graph, and the workers must still get time on the whole graph.
-  Clock::time_point share_end =
-      begun + std::chrono::duration_cast<Clock::duration>((deadline - begun) * params.repeats.time_share);
-  // Pieces get at most kPieceSecondsMax each in free mode: the composition helps only while the
-  // lone worker's best is still behind it. GoogLeNet's 35 pieces at 0.12-0.13 s each (a 10-s
-  // run) took ascend910-core from 2.02 M to 1.82-1.95 M; with a 60-s run's share (~0.8 s each)
-  // the lone worker had gone further by the time they were composed, the workers stayed on their
-  // own best, and the run ended at 1.99 M, where it ended without pieces.
-  if (plan.pieces && !params.deterministic) {
-    share_end = std::min(share_end, begun + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
-                                                kPieceSecondsMax * static_cast<double>(plan.count.size()))));
-  }
   // A class's weight: its block's ops times the square root of its count. A repeated block's
   // quality counts once per copy, but a one-off head or tail of as many ops is as hard to
   // solve and still needs a schedule; it gets less, not almost nothing.
@@ -180,10 +172,20 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
   for (size_t c = 0; c < plan.count.size(); ++c) {
     const Problem& sub = plan.blocks[plan.representative[c]].sub.problem;
     const double weight = weight_of(c);
+    if (kept != nullptr && kept->proven[c] != 0) {
+      // Proven optimal (as a standalone block, at least within the exact solver's family):
+      // another search of it finds nothing better, and its time goes to the others.
+      schedules.push_back(kept->schedules[c]);
+      class_totals.push_back(kept->totals[c]);
+      class_bounds.push_back(kept->bounds[c]);
+      proven.push_back(kept->proven[c]);
+      weight_left -= weight;
+      continue;
+    }
     SearchParams nested = params;
     nested.repeats.time_share = 0;  // a block is one period: nothing in it repeats at this scale
     nested.threads = nested_threads;
-    nested.seed = params.seed + 1 + c;
+    nested.seed = RoundSeed(params.seed, round, plan.count.size(), c);
     nested.cache_entries = std::min<int64_t>(params.cache_entries, 1 << 18);
     nested.progress_interval = 0.05;
     Clock::time_point class_deadline = deadline;
@@ -414,9 +416,9 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     const Schedule start = gathered(schedule, stop);
     return retain_recomputed && !stop() ? RetainRecomputed(problem, pricer, start, stop, params.workers.partial_edge_tiles == Switch::kOn) : start;
   };
-  auto regrouped = [&](const Schedule& schedule) {
-    return regroup && problem.ops.size() <= kRegroupStartMaxOps && !stopped()
-               ? served(RegroupReaderParts(problem, pricer, unrecomputed(schedule, stopped), stopped), stopped)
+  auto regrouped = [&](const Schedule& schedule, const std::function<bool()>& stop) {
+    return regroup && problem.ops.size() <= kRegroupStartMaxOps && !stop()
+               ? served(RegroupReaderParts(problem, pricer, unrecomputed(schedule, stop), stop), stop)
                : schedule;
   };
   // Constructive starts. The baseline goes first and alone: it is the guaranteed valid start.
@@ -600,42 +602,143 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   ErrorSlot background_errors;
   std::optional<RepeatResult> background_repeats;
   std::optional<ExactResult> background_exact;
-  std::optional<Schedule> background_composed;  // the repeated-block start's valid schedule
+  // The composition the workers walk from (the lowest after the passes, RoundChoice) and its
+  // total; `composed_generation` counts its changes, `taken_generation` what the workers took.
+  std::mutex composed_mutex;
+  std::optional<Schedule> background_composed;
   Latency background_composed_total = 0;
-  // The piece start's composition is polished before the workers take it: a piece's nested search
-  // has tens of milliseconds (Inception-v3: 48 pieces in 2-4 s), too little for its own start's
-  // polish, and the workers polish only new bests (Inception-v3, ascend910-core: composed 8.4-10.0 M
-  // against 8.1 M from the polished greedy start). The composed schedule itself is offered first:
-  // the start checks its total against the pieces' sum.
-  auto polished_pieces = [&](const Schedule& composed, const Candidate& offered,
-                             const std::function<bool()>& stop_polish) -> std::optional<std::pair<Schedule, Candidate>> {
-    if (!repeat_plan.pieces || !offered.valid || !params.workers.polish || stop_polish()) return std::nullopt;
-    Schedule better = Polish(problem, pricer, composed, stop_polish, params.workers.partial_edge_tiles == Switch::kOn);
-    const Candidate c = offer_checked(better, "repeat");
-    if (!c.valid || c.total >= offered.total) return std::nullopt;
-    return std::make_pair(std::move(better), c);
+  std::atomic<int> composed_generation{0};
+  // Rounds after the first run beside the workers (overlap): they and the workers share the
+  // threads, half each, so the run keeps to --threads (the first round keeps all of them beside
+  // the lone worker, as before the rounds).
+  const int later_round_threads = std::max(1, threads / 2);
+  std::atomic<bool> later_rounds_running{false};
+  int taken_generation = 0;
+  RoundChoice round_choice;  // the background thread's (or, without the overlap, this thread's)
+  int current_round = 1;
+  // A composition gets the passes a new best of the run gets, to their end, before it is
+  // compared: what the whole-graph passes make of it is what it is worth (ResNet-50, tpu-v5e:
+  // 241k composed, 223k after the regrouping and serving, 219k after the rest).
+  // The piece start's composition is also polished (Polish): a piece's nested search has tens of
+  // milliseconds (Inception-v3: 48 pieces in 2-4 s), too little for its own start's polish
+  // (Inception-v3, ascend910-core: composed 8.4-10.0 M against 8.1 M from the polished greedy
+  // start).
+  auto polish_composition = [&](const Schedule& composed, const Candidate& raw,
+                                const std::function<bool()>& stop_polish) -> std::pair<Schedule, Candidate> {
+    std::pair<Schedule, Candidate> best{composed, raw};
+    auto take = [&](Schedule next, bool if_lower) {
+      if (stop_polish() || next == best.first) return false;
+      IncrementalEvaluator evaluator(problem, pricer.cache());
+      const Candidate c = evaluator.Reset(next);
+      if (!c.valid || (if_lower && c.total >= best.second.total * (1 - 1e-12))) return false;
+      best = {std::move(next), c};
+      return true;
+    };
+    take(regrouped(composed, stop_polish), false);
+    if (repeat_plan.pieces && params.workers.polish) {
+      take(Polish(problem, pricer, best.first, stop_polish, params.workers.partial_edge_tiles == Switch::kOn), true);
+    }
+    if (problem.ops.size() > kRegroupStartMaxOps) return best;
+    for (bool gained = true; gained && !stop_polish();) {
+      gained = false;
+      if (gather_strays) gained |= take(GatherStrays(problem, pricer, best.first, stop_polish), true);
+      if (gather_partials) gained |= take(GatherPartials(problem, pricer, best.first, stop_polish), true);
+      if (retain_recomputed) {
+        gained |= take(RetainRecomputed(problem, pricer, best.first, stop_polish,
+                                        params.workers.partial_edge_tiles == Switch::kOn),
+                       true);
+      }
+      if (regroup) {
+        gained |= take(served(RegroupReaderParts(problem, pricer, best.first, stop_polish), stop_polish), true);
+      }
+    }
+    return best;
+  };
+  // What the rounds offer: the composed schedule is checked (the start compares its total with
+  // the blocks' sum) and polished; the polished one joins the pool, and becomes the composition
+  // the workers walk from when it is the lowest so far (`adopt`).
+  auto offer_round = [&](const Schedule& composed, const std::function<bool()>& stop_polish,
+                         const std::function<void(const Schedule&, Latency)>& adopt) {
+    IncrementalEvaluator evaluator(problem, pricer.cache());
+    const Candidate raw = evaluator.Reset(composed);
+    if (!raw.valid) return raw;
+    const auto [schedule, polished] = polish_composition(composed, raw, stop_polish);
+    pool.Offer(schedule, polished.total, "repeat");
+    if (round_choice.Offer(current_round, polished.total)) adopt(schedule, polished.total);
+    return raw;
+  };
+  // The rounds (search/repeats/rounds.h): the first with the share a run of repeats.round_seconds
+  // gives it, its block proofs, then further rounds while the share lasts (deterministic mode:
+  // repeats.deterministic_rounds). `first_done` is called when the first round has ended,
+  // composed or not. The first round's start is returned, with what the rounds did.
+  auto run_rounds = [&](const std::atomic<bool>& round_stop, const std::function<Candidate(const Schedule&)>& offer,
+                        const std::function<void()>& first_done) -> std::optional<RepeatStart> {
+    const double left = std::chrono::duration<double>(deadline - repeats_begun).count();
+    double seconds = RoundSeconds(left, params.repeats.time_share, params.repeats.round_seconds);
+    // Pieces get at most kPieceSecondsMax each in a round in free mode, whatever the run's length
+    // (their rounds are capped by that, not by repeats.round_seconds): the composition helps
+    // only while the lone worker's best is still behind it. GoogLeNet's 35 pieces at 0.12-0.13 s
+    // each (a 10-s run) took ascend910-core from 2.02 M to 1.82-1.95 M; with a 60-s run's share
+    // (~0.8 s each) in one round the lone worker had gone further by the time they were composed,
+    // the workers stayed on their own best, and the run ended at 1.99 M, where it ended without
+    // pieces.
+    if (repeat_plan.pieces && !params.deterministic) {
+      seconds = std::min(RoundSeconds(left, params.repeats.time_share, 0),
+                         kPieceSecondsMax * static_cast<double>(repeat_plan.count.size()));
+    }
+    const auto slice = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+    current_round = 1;
+    std::optional<RepeatStart> first = RunRepeatStart(params, repeat_plan, 0, nullptr, repeats_begun,
+                                                      repeats_begun + slice, threads, deadline, round_stop, offer);
+    first_done();
+    if (!first || !first->composed) return first;
+    ProveRepeatClasses(params, repeat_plan, *first, repeats_begun, deadline, round_stop, offer);
+    for (int r = 1;; ++r) {
+      if (round_stop.load() || stopped()) break;
+      if (std::all_of(first->proven.begin(), first->proven.end(), [](int p) { return p != 0; })) break;
+      const Clock::time_point now = Clock::now();
+      double round_seconds = 0;
+      if (params.deterministic) {
+        if (r >= params.repeats.deterministic_rounds) break;
+      } else {
+        if (params.repeats.round_seconds <= 0) break;  // one round, as before the rounds
+        round_seconds = NextRoundSeconds(std::chrono::duration<double>(now - repeats_begun).count(), seconds, r,
+                                         params.repeats.round_growth, left, params.repeats.time_share);
+        if (round_seconds <= 0) break;
+      }
+      current_round = r + 1;
+      later_rounds_running.store(overlap, std::memory_order_release);
+      const std::optional<RepeatStart> next = RunRepeatStart(
+          params, repeat_plan, r, &*first, now,
+          now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round_seconds)),
+          overlap ? later_round_threads : threads, deadline, round_stop, offer);
+      later_rounds_running.store(false, std::memory_order_release);
+      if (!next) break;
+      first->result.moves += next->result.moves;
+      if (!next->composed) break;
+    }
+    first->result.rounds = round_choice.rounds;
+    first->result.chosen_round = round_choice.chosen;
+    first->result.polished_first = round_choice.first;
+    first->result.polished = round_choice.lowest;
+    return first;
   };
   if (!overlap) {
     const auto offer_repeat = [&](const Schedule& composed) {
-      const Schedule schedule = regrouped(composed);
-      const Candidate c = offer_checked(schedule, "repeat");
-      polished_pieces(schedule, c, stopped);
-      return c;
+      return offer_round(composed, stopped, [](const Schedule&, Latency) {});
     };
-    std::optional<RepeatStart> start =
-        RunRepeatStart(params, repeat_plan, repeats_begun, threads, deadline, stop, offer_repeat);
+    std::optional<RepeatStart> start = run_rounds(stop, offer_repeat, [] {});
     if (start) publish();
-    // A composed graph proves its block classes instead (ProveRepeatClasses).
-    if (start && start->composed) {
-      ProveRepeatClasses(params, repeat_plan, *start, repeats_begun, deadline, stop, offer_repeat);
-      publish();
-    } else if (std::optional<ExactResult> result = run_exact(summary.best, stop)) {
-      if (offers_exact(*result)) {
-        pool.Offer(*result->best, result->total, "exact");
-        publish();
+    // A composed graph proves its block classes instead (ProveRepeatClasses, in the rounds).
+    if (!start || !start->composed) {
+      if (std::optional<ExactResult> result = run_exact(summary.best, stop)) {
+        if (offers_exact(*result)) {
+          pool.Offer(*result->best, result->total, "exact");
+          publish();
+        }
+        summary.exact = std::move(result);
+        if (callbacks.on_exact) callbacks.on_exact(*summary.exact);
       }
-      summary.exact = std::move(result);
-      if (callbacks.on_exact) callbacks.on_exact(*summary.exact);
     }
     if (start) summary.repeats = std::move(start->result);
   } else {
@@ -643,35 +746,29 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     // composed schedule, whichever is better (the driver's best changes meanwhile).
     background = std::thread([&, incumbent = summary.best, incumbent_total = summary.best_total]() mutable {
       background_errors.Run([&] {
+        const std::function<bool()> background_stopped = [&] { return stopped() || background_stop.load(); };
         const auto offer_repeat = [&](const Schedule& composed) {
-          Schedule schedule = regrouped(composed);
-          const Candidate c = offer_checked(schedule, "repeat");
-          Candidate best = c;
-          if (auto polished = polished_pieces(schedule, c, [&] { return stopped() || background_stop.load(); })) {
-            schedule = std::move(polished->first);
-            best = polished->second;
-          }
-          if (best.valid && !repeats_done.load(std::memory_order_acquire)) {
-            background_composed = schedule;
-            background_composed_total = best.total;
-          }
-          if (best.valid && best.total < incumbent_total) {
-            incumbent = schedule;
-            incumbent_total = best.total;
-          }
-          return c;
+          return offer_round(composed, background_stopped, [&](const Schedule& schedule, Latency total) {
+            {
+              std::lock_guard<std::mutex> lock(composed_mutex);
+              background_composed = schedule;
+              background_composed_total = total;
+            }
+            composed_generation.fetch_add(1, std::memory_order_release);
+            if (total < incumbent_total) {
+              incumbent = schedule;
+              incumbent_total = total;
+            }
+          });
         };
-        std::optional<RepeatStart> start = RunRepeatStart(params, repeat_plan, repeats_begun, threads,
-                                                          deadline, background_stop, offer_repeat);
+        // The workers rebase on the first round's composition as soon as it is there; each
+        // later composition that is lower after the passes moves them again.
+        std::optional<RepeatStart> start = run_rounds(background_stop, offer_repeat, [&] {
+          repeats_done.store(true, std::memory_order_release);
+        });
         if (start) start->result.overlapped = true;
         if (start) background_repeats = start->result;
-        repeats_done.store(true, std::memory_order_release);
-        // The workers rebase on the composed schedule now; a proof that beats a class offers
-        // the new composition through the pool.
-        if (start && start->composed) {
-          ProveRepeatClasses(params, repeat_plan, *start, repeats_begun, deadline, background_stop, offer_repeat);
-          background_repeats = start->result;
-        } else {
+        if (!start || !start->composed) {
           background_exact = run_exact(incumbent, background_stop);
           if (background_exact && offers_exact(*background_exact)) {
             pool.Offer(*background_exact->best, background_exact->total, "exact");
@@ -688,8 +785,17 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   bool rebased = false;
   const std::vector<EliteEntry> start_entries = overlap ? pool.entries() : std::vector<EliteEntry>{};
   auto take_repeats = [&](std::vector<std::unique_ptr<Worker>>& workers) {
+    const bool first_take = !rebased;
     rebased = true;
     publish();  // the composed schedule, offered before repeats_done was set
+    std::optional<Schedule> composed;
+    Latency composed_total = 0;
+    {
+      std::lock_guard<std::mutex> lock(composed_mutex);
+      composed = background_composed;
+      composed_total = background_composed_total;
+      taken_generation = composed_generation.load(std::memory_order_acquire);
+    }
     // A piece start's composition that the lone worker has beaten by far is no basin to move to:
     // it keeps no fusion or retention across the pieces, and on Inception-v3 (ascend910-core) it
     // stayed above the best from the polished greedy start (8.2-10.0 M against 8.1 M). A little
@@ -698,20 +804,21 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     // runs that stayed with it ended at 695-708k, those that moved at 684-692k (the search's
     // best stays whichever is lower).
     const bool composed_behind =
-        repeat_plan.pieces &&
-        background_composed_total > summary.best_total * (1 + 1e-12 + params.repeats.piece_rebase_margin);
-    if (background_composed && !composed_behind) {
-      // The workers go on as a run without the overlap would: from the composed schedule and
-      // the constructive starts. The lone worker's schedules leave the pool (the best stays the
-      // search's best): kept, they drew the restarts and the GA into their own basin, and on
-      // ResNet-50 (60 s) the run ended 1.4 % higher.
-      std::vector<EliteEntry> restart = start_entries;
-      for (const EliteEntry& e : pool.entries()) {
-        if (e.found_by == "repeat") restart.push_back(e);
+        repeat_plan.pieces && composed_total > summary.best_total * (1 + 1e-12 + params.repeats.piece_rebase_margin);
+    if (composed && !composed_behind) {
+      if (first_take) {
+        // The workers go on as a run without the overlap would: from the composed schedule and
+        // the constructive starts. The lone worker's schedules leave the pool (the best stays the
+        // search's best): kept, they drew the restarts and the GA into their own basin, and on
+        // ResNet-50 (60 s) the run ended 1.4 % higher.
+        std::vector<EliteEntry> restart = start_entries;
+        for (const EliteEntry& e : pool.entries()) {
+          if (e.found_by == "repeat") restart.push_back(e);
+        }
+        pool.Restart(std::move(restart));
       }
-      pool.Restart(std::move(restart));
-      for (auto& w : workers) w->Rebase(*background_composed, start_entries);
-    } else {
+      for (auto& w : workers) w->Rebase(*composed, start_entries);
+    } else if (first_take) {
       // Nothing composed (nothing repeats, or the start ran out of time): the lone worker's
       // schedules, which fill the pool by now, would crowd the constructive starts out of the
       // GA's population, where a run without the overlap crosses them first (GoogLeNet, 10 s:
@@ -719,12 +826,17 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
       for (auto& w : workers) w->Reseed(start_entries);
     }
   };
+  // The rounds' composition changed since the workers last took it (or they never did).
+  auto repeats_pending = [&] {
+    return repeats_done.load(std::memory_order_acquire) &&
+           (!rebased || taken_generation != composed_generation.load(std::memory_order_acquire));
+  };
   // Joins the background thread and takes over what it found.
   auto join_background = [&](std::vector<std::unique_ptr<Worker>>& workers) {
     background.join();
     background_errors.RethrowIfAny();
     summary.repeats = std::move(background_repeats);
-    if (!rebased) take_repeats(workers);
+    if (repeats_pending()) take_repeats(workers);
     publish();
     if (background_exact) {
       summary.exact = std::move(background_exact);
@@ -769,11 +881,17 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   std::size_t regroup_cursor = 0;
   for (; !stopped(); ++epoch) {
     if (stop.load(std::memory_order_relaxed)) background_stop = true;
-    if (background.joinable() && !rebased && repeats_done.load(std::memory_order_acquire)) take_repeats(workers);
+    if (background.joinable() && repeats_pending()) take_repeats(workers);
     if (background.joinable() && background_done.load()) join_background(workers);
     if (params.max_epochs > 0 && epoch >= params.max_epochs) break;
-    // While the repeated-block start runs, only the first worker does.
-    const size_t active = background.joinable() && !rebased ? 1 : workers.size();
+    // While the repeated-block start runs, only the first worker does; while its later rounds run,
+    // the threads they leave.
+    const size_t active =
+        background.joinable() && !rebased
+            ? 1
+            : (later_rounds_running.load(std::memory_order_acquire)
+                   ? std::min(workers.size(), static_cast<size_t>(std::max(1, threads - later_round_threads)))
+                   : workers.size());
     // Free mode: short time slices so the pool mixes often and progress is reported on time.
     const auto slice = std::chrono::duration_cast<Clock::duration>(
         std::chrono::duration<double>(std::clamp(params.progress_interval / 2, 0.05, 0.5)));

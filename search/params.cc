@@ -225,6 +225,23 @@ std::vector<ParamSpec> BuildTable() {
                            "piece start beside the workers: they move to the pieces' composition unless it is more "
                            "than this fraction above the best found meanwhile",
                            [](P& p) -> double& { return p.repeats.piece_rebase_margin; }));
+  t.push_back(Make<double>("repeats.round_seconds", R, 0, 86400,
+                           "rounds of the repeated-block and piece starts (free mode): the first round's nested "
+                           "searches get repeats.time_share of at most this many seconds of the time left (pieces: "
+                           "at most 0.15 s each), further rounds (repeats.round_growth) search again with other "
+                           "seeds while the share lasts, the lowest composition after the passes is taken; 0 = one "
+                           "round with the whole share",
+                           [](P& p) -> double& { return p.repeats.round_seconds; }));
+  t.push_back(Make<double>("repeats.round_growth", R, 1, 100,
+                           "rounds of the repeated-block and piece starts (free mode): each further round's nested "
+                           "searches get this factor more time than the round before, the last one what is left of "
+                           "the share",
+                           [](P& p) -> double& { return p.repeats.round_growth; }));
+  t.push_back(Make<int64_t>("repeats.deterministic_rounds", I, 1, 1000,
+                            "rounds of the repeated-block and piece starts in deterministic mode (each "
+                            "repeats.deterministic_epochs epochs per class, other seeds), the lowest composition "
+                            "after the passes taken",
+                            [](P& p) -> int64_t& { return p.repeats.deterministic_rounds; }));
   return t;
 }
 

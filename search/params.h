@@ -198,6 +198,18 @@ struct RepeatParams {
   // composition came 0-2.1 % behind that best in most runs, and moving to it anyway ended at
   // 684-692k where staying ended at 695-708k; Inception-v3's compositions came 3-20 % behind.
   double piece_rebase_margin = 0.03;
+  // Rounds (search/repeats/rounds.h). Free mode: the first round's nested searches get
+  // time_share of at most round_seconds of the time left (what a run of that length gives them),
+  // and while the share lasts further rounds of as long search the classes not proven again with
+  // other seeds; every round's composition gets the passes a new best gets, and the lowest is
+  // the one the workers walk from. 0 = one round with the whole share. ResNet-50 (tpu-v5e) ended
+  // 217-220k from a 5-s share's composition and 219.5k from a 60-s one's (docs/search.md).
+  double round_seconds = 10;
+  // Each further round's nested searches get this factor more time than the round before (the
+  // last one what is left of the share): breadth (other seeds) at 1, depth beyond it.
+  double round_growth = 1;
+  // Deterministic mode: this many rounds of repeats.deterministic_epochs epochs per class each.
+  int64_t deterministic_rounds = 1;
 };
 
 struct SearchParams {

@@ -34,6 +34,13 @@ struct RepeatResult {
   int64_t moves = 0;        // moves of the sub-searches
   // It ran alongside the workers' first epochs (SearchSummary::setup_seconds), not before them.
   bool overlapped = false;
+  // The rounds (search/repeats/rounds.h): compositions made (1 without further rounds), the
+  // round the workers walk from, and the first round's and that round's totals after the
+  // passes a new best gets (0 when nothing was composed).
+  int rounds = 0;
+  int chosen_round = 0;
+  Latency polished_first = 0;
+  Latency polished = 0;
   // The composed schedule's total (the evaluator's, = the sum of the blocks' totals); 0 when no
   // schedule was composed (`note` then says why).
   Latency total = 0;

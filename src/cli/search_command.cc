@@ -434,6 +434,12 @@ int RunSearchCommand(int argc, char** argv) {
                          std::to_string(r.repeated_blocks) + " repeated (largest class " +
                          std::to_string(r.largest_class) + " x " + std::to_string(r.block_ops) + " ops)";
       if (r.total > 0) line += "; composed schedule " + Grouped(r.total);
+      if (r.polished > 0) {
+        line += r.rounds > 1 ? "; " + std::to_string(r.rounds) + " rounds, the lowest after the passes round " +
+                                   std::to_string(r.chosen_round) + "'s, " + Grouped(r.polished) + " (round 1's " +
+                                   Grouped(r.polished_first) + ")"
+                             : " (" + Grouped(r.polished) + " after the passes)";
+      }
       if (r.total > 0 && r.bound_met + r.exact_optimal > 0) {
         // What is proven holds for each class as a standalone block (search/repeats/repeat_result.h).
         line += "; as standalone blocks, " + std::to_string(r.bound_met + r.exact_optimal) + " of " +
