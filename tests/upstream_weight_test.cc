@@ -121,11 +121,11 @@ Problem Head(std::mt19937_64& rng) {
   }
   if (make.Coin(4)) make.Op(OpKind::Layout, {y}, d, m, 0);
   const TensorId ln = make.Op(OpKind::Pointwise, {y}, m, d, make.PickReal({0, 4, 16}));
-  const TensorId mean = make.Op(OpKind::MatMul, {make.Tensor(1, m), ln}, 1, d, make.PickReal({1, 4, 16}));
-  if (make.Coin(2)) {
-    const Elements classes = make.Pick({4, 6});
-    const TensorId logits = make.Op(OpKind::MatMul, {mean, make.Tensor(d, classes)}, 1, classes, make.PickReal({1, 8}));
-    if (make.Coin(2)) make.Op(OpKind::Pointwise, {logits}, 1, classes, make.PickReal({0, 2}));
+  const TensorId mean = make.Op(OpKind::MatMul, {make.Tensor(1, m), ln}, 1, d, make.PickReal({1, 4, 16, 64}));
+  if (make.Coin(2)) {  // an exit: heavy compute beside a light weight now and then
+    const Elements classes = make.Pick({1, 4, 6});
+    const TensorId logits = make.Op(OpKind::MatMul, {mean, make.Tensor(d, classes)}, 1, classes, make.PickReal({1, 8, 64, 256}));
+    if (make.Coin(2)) make.Op(OpKind::Pointwise, {logits}, 1, classes, make.PickReal({0, 2, 64}));
   }
   make.AtRealRatios();
   problem.chip.weight_bandwidth = problem.slow_memory_bandwidth * make.PickReal({0.3, 1, 2.262, 3});

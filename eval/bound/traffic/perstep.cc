@@ -381,20 +381,23 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
       claims.push_back({y, sig, factor == std::numeric_limits<double>::infinity() || in_loop ? std::numeric_limits<double>::infinity() : (factor - 1) * c_y});
     }
   }
-  // P51 (weight path only): an upstream instance's subgraph also loads x's whole weight. The other
-  // candidates that may claim an upstream instance's surplus, f_y c_y in all, may share it.
-  double upstream_claimants = 0;
-  for (const Claim& claim : claims) {
-    if (claim.signature >= 0 && claim.other > 0 && claim.other != std::numeric_limits<double>::infinity()) {
-      upstream_claimants += claim.other + problem.ops[claim.op].base_cost * static_cast<double>(problem.NativeTiles(claim.op));
-    }
-  }
+  // P51 (weight path only): an upstream instance's subgraph also loads x's whole weight, when x is
+  // the only candidate that claims an upstream instance's surplus (another's raised claim could take
+  // the same subgraph's bracket).
+  int upstream_claimants = 0;
   for (Claim& claim : claims) {
     claim.upstream = claim.other;
-    if (!two_paths || claim.signature < 0 || claim.other <= 0 || claim.other == std::numeric_limits<double>::infinity()) continue;
+    const bool upstream = claim.signature >= 0 && claim.other > 0 && claim.other != std::numeric_limits<double>::infinity();
+    upstream_claimants += upstream ? 1 : 0;
+  }
+  for (Claim& claim : claims) {
+    if (!two_paths || upstream_claimants != 1 || claim.signature < 0 || claim.other <= 0 ||
+        claim.other == std::numeric_limits<double>::infinity()) {
+      continue;
+    }
     const double c_y = problem.ops[claim.op].base_cost * static_cast<double>(problem.NativeTiles(claim.op));
-    claim.upstream = std::max(claim.other, UpstreamWeightSurplus(problem, weights, claim.op, claim.other / c_y + 1, claim.other,
-                                                                 weight_bandwidth, upstream_claimants - claim.other - c_y));
+    claim.upstream = std::max(claim.other, UpstreamWeightSurplus(problem, weights, claim.op, claim.other / c_y + 1,
+                                                                 claim.other, weight_bandwidth, 0));
   }
   std::vector<std::vector<int>> island_claims(built.islands);
   for (int i = 0; i < static_cast<int>(claims.size()); ++i) {
