@@ -297,6 +297,14 @@
 //     Pointwise descendant of z, V11); they gather g's output and load a tensor of every path of
 //     I to z's other input. Island I then costs C_I + P24's claims at a = 1 + that PCIe time less
 //     the compute and P24 claims of those ops, window by window. eval/bound/islands/gather_windows.h.
+//  P51 (T1, H6, G2, G3, C1-C3, D1-D3, V8, V12, L1, P24) The whole weight of an upstream instance:
+//     with a FIFO below x's whole weight (c = min(n, FIFO / K) < N), a subgraph holding the sole
+//     upstream claimant x upstream of a k-loop loads all of x's weight, and every other op there
+//     runs at phi = ceil(N/c) / ceil(N/n) times its native compute, except, where x reaches the
+//     sinks only through one exit MatMul m (x's chain as its LHS), m's descendants and LHS
+//     producer (Q), beside m's weight (E): P24's bracket there is at least alpha U, U the least
+//     of the two hosts' min over X of max((f - 1) c_x + (phi - 1) X, W_x (+ E) - c_x (- Q) - X).
+//     eval/bound/traffic/upstream_weight.h.
 //  P27 (C1, C4, G2, G3, D1, L2, V5, V12, W, W1, W4, R5, P12, P18) Pointwise ops at the tiles the
 //     memory allows. A Pointwise op e (H x W) that the analysis allows mode T only is an epilogue
 //     op of every subgraph S holding it (G3's walk reaches it from a Pointwise sink), so S's grid

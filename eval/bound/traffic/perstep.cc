@@ -1,6 +1,7 @@
 #include "eval/bound/traffic/perstep.h"
 
 #include "eval/bound/traffic/fresh_fill.h"
+#include "eval/bound/traffic/upstream_weight.h"
 
 #include <algorithm>
 #include <array>
@@ -305,6 +306,7 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     OpId op;
     int signature;
     double other;  // (least other factor - 1) x c_x; infinity: no such instance
+    double upstream = 0;  // P51: what the upstream instance leaves in its bracket (>= other)
   };
   std::vector<Claim> claims;
   for (OpId x = 0; x < num_ops; ++x) {
@@ -379,6 +381,24 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
       claims.push_back({y, sig, factor == std::numeric_limits<double>::infinity() || in_loop ? std::numeric_limits<double>::infinity() : (factor - 1) * c_y});
     }
   }
+  // P51 (weight path only): an upstream instance's subgraph also loads x's whole weight, when x is
+  // the only candidate that claims an upstream instance's surplus (another's raised claim could take
+  // the same subgraph's bracket).
+  int upstream_claimants = 0;
+  for (Claim& claim : claims) {
+    claim.upstream = claim.other;
+    const bool upstream = claim.signature >= 0 && claim.other > 0 && claim.other != std::numeric_limits<double>::infinity();
+    upstream_claimants += upstream ? 1 : 0;
+  }
+  for (Claim& claim : claims) {
+    if (!two_paths || upstream_claimants != 1 || claim.signature < 0 || claim.other <= 0 ||
+        claim.other == std::numeric_limits<double>::infinity()) {
+      continue;
+    }
+    const double c_y = problem.ops[claim.op].base_cost * static_cast<double>(problem.NativeTiles(claim.op));
+    claim.upstream = std::max(claim.other, UpstreamWeightSurplus(problem, weights, claim.op, claim.other / c_y + 1,
+                                                                 claim.other, weight_bandwidth, 0));
+  }
   std::vector<std::vector<int>> island_claims(built.islands);
   for (int i = 0; i < static_cast<int>(claims.size()); ++i) {
     if (claims[i].signature < 0 || claims[i].other <= 0) continue;
@@ -395,10 +415,10 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
       double sum = 0, capped_sum = 0;
       for (int c : island_claims[i]) {
         const Signature& s = signatures[claims[c].signature];
-        const double own = std::min(s.delta[g], alpha * claims[c].other);
+        const double own = std::min(s.delta[g], alpha * claims[c].upstream);
         result.op_claims[claims[c].op][g] = own;
         sum += own;
-        capped_sum += std::min(s.capped[g], alpha * claims[c].other);
+        capped_sum += std::min(s.capped[g], alpha * claims[c].upstream);
       }
       result.claims[i][g] = sum;
       own_claims[g] = capped_sum;
