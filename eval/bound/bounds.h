@@ -393,6 +393,11 @@
 //     (own RHS slices, tiles at n_k >= 2), so the instances' q add up to t, each claims its
 //     configuration, and all but one their s and chain compute, picked once.
 //     eval/bound/sums/target_instances.h.
+//  P47 (P46, P40's FL, D3, C6) Targets that may run upstream: P46's count for a claimant that may
+//     also run FL, whose targets run in any mode. Without a subgraph running s in mode T, one that
+//     runs a target upstream of its k-loop asks full-width rows of s (D3): an FL demand, so that
+//     instance claims an FL configuration and may hold all t targets; the others are P46's.
+//     eval/bound/sums/target_instances.h.
 //  P36 (T1, T2, H5, H6, P3, P4, P7, P8, V1, V2, V5, V7, V8, V9, V11, G2, D1, L1, L2, R5) A multiply
 //     that waits for its own squeeze: a Pointwise m with one input X not made by a Layout op and
 //     inputs E_i made by Layout ops l_i, its output Y read by nothing or by MatMuls with K > n only
@@ -563,8 +568,8 @@ struct LowerBound {
   Latency lhs_strip_sums = 0;
   int lhs_strip_sum_count = 0;  // the upstream sums among its claimants
   // P46: P40 with the sums that feed several taps in mode T only, whose outputs are never
-  // retained, priced as once in mode T or once per group of targets an instance's tiles can hold;
-  // never below `lhs_strip_sums`.
+  // retained, priced as once in mode T or once per group of targets an instance's tiles can hold
+  // (P47: also the sums that may run FL, with targets in any mode); never below `lhs_strip_sums`.
   Latency target_sums = 0;
   int target_sum_count = 0;  // the sums priced by their instances
   // P36: per op its compute, plus, for each Pointwise op that waits for a tensor gathered (Layout)
