@@ -131,19 +131,8 @@ GatherWindows GatherWindowExcess(const Problem& problem, const Built& built, con
     const int in = island(g);
     const TensorId y_out = gop.output;
     // x and its ancestors first ran by tau, the subgraph that wrote X.
-    std::fill(ancestor.begin(), ancestor.end(), 0);
+    MarkAncestors(problem, x, ancestor, stack);
     ancestor[x] = 1;
-    stack.push_back(x);
-    while (!stack.empty()) {
-      const OpId y = stack.back();
-      stack.pop_back();
-      for (TensorId v : problem.ops[y].inputs) {
-        const OpId p = problem.producer[v];
-        if (p == kNoOp || ancestor[p]) continue;
-        ancestor[p] = 1;
-        stack.push_back(p);
-      }
-    }
     for (OpId z : problem.consumers[y_out]) {
       if (island(z) != in || problem.ops[z].kind == OpKind::Layout) continue;
       double t_width = 0;

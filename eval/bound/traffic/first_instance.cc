@@ -1,10 +1,27 @@
 #include "eval/bound/traffic/first_instance.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace annealer::bound_internal {
 
 bool g_first_instance_in_loop = true;
+
+void MarkAncestors(const Problem& problem, OpId x, std::vector<char>& ancestor, std::vector<OpId>& stack) {
+  std::fill(ancestor.begin(), ancestor.end(), 0);
+  stack.assign(1, x);
+  while (!stack.empty()) {
+    const OpId y = stack.back();
+    stack.pop_back();
+    for (TensorId v : problem.ops[y].inputs) {
+      const OpId p = problem.producer[v];
+      if (p == kNoOp || ancestor[p]) continue;
+      ancestor[p] = 1;
+      stack.push_back(p);
+    }
+  }
+}
 
 void MarkDep(const Problem& problem, OpId x, std::vector<int>& in_dep, std::vector<int>& below_seen,
              std::vector<std::pair<OpId, bool>>& walk) {

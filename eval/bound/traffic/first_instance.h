@@ -34,6 +34,10 @@ std::vector<char> FirstInstanceInLoop(const Problem& problem);
 void MarkDep(const Problem& problem, OpId x, std::vector<int>& in_dep, std::vector<int>& below_seen,
              std::vector<std::pair<OpId, bool>>& walk);
 
+// Sets ancestor[y] = 1 exactly for the ops x depends on (not x itself), 0 elsewhere; `stack` is
+// scratch. P49's cap and P50's windows ask which ops ran by the time x first did.
+void MarkAncestors(const Problem& problem, OpId x, std::vector<char>& ancestor, std::vector<OpId>& stack);
+
 // Ablation switch for tests only (measures what P26 adds): false makes FirstInstanceInLoop prove
 // nothing. Not thread-safe; never set elsewhere.
 extern bool g_first_instance_in_loop;

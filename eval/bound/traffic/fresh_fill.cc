@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "eval/bound/traffic/first_instance.h"
+
 namespace annealer::bound_internal {
 
 bool g_fresh_fill = true;
@@ -14,18 +16,7 @@ double FreshFillCap(const Problem& problem, const std::vector<OpId>& class_ops, 
   std::vector<char> ancestor(num_ops);
   std::vector<OpId> stack;
   for (OpId y : twins) {
-    std::fill(ancestor.begin(), ancestor.end(), 0);
-    stack.assign(1, y);
-    while (!stack.empty()) {
-      const OpId v = stack.back();
-      stack.pop_back();
-      for (TensorId t : problem.ops[v].inputs) {
-        const OpId p = problem.producer[t];
-        if (p == kNoOp || ancestor[p]) continue;
-        ancestor[p] = 1;
-        stack.push_back(p);
-      }
-    }
+    MarkAncestors(problem, y, ancestor, stack);
     double fill = 0;
     for (OpId e : class_ops) {
       if (problem.ops[e].kind == OpKind::Pointwise && !ancestor[e]) fill += problem.ops[e].base_cost;
