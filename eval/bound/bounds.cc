@@ -739,7 +739,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   });
   // P46: P40 with the sums that feed several taps priced once in mode T or once per group of
   // targets; whole and island by island (its claims are per subgraph).
-  const TargetInstances targets = TargetInstanceFloor(problem, tile_modes);
+  const TargetInstances targets = TargetInstanceFloor(problem, tile_modes, lhs_strip);
   bound.target_sums = std::max(targets.value, bound.lhs_strip_sums);
   bound.target_sum_count = targets.claimants;
   const std::vector<double> island_targets = by_island(targets.value, targets.claimants > 0, [&](const std::vector<OpId>& ops) {

@@ -2,6 +2,7 @@
 #include "eval/bound/sums/taps.h"
 
 #include "eval/bound/traffic/alone.h"
+#include "eval/bound/traffic/lone_matmul_memo.h"
 
 #include <algorithm>
 #include <array>
@@ -104,6 +105,7 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
   r.isolated.assign(num_ops, 0);
   const bool lone_prefetch = p.chip.prefetch && p.chip.double_staging;
   const std::vector<char> no_weights(p.tensors.size(), 0);
+  LoneMatMulMemo lone_memo;  // P31's price per tap shape (a network repeats them)
   std::vector<int> group_of(num_ops, -1);
   for (size_t g = 0; g < r.priced.size(); ++g) {
     for (OpId x : r.priced[g].producers) group_of[x] = static_cast<int>(g);
@@ -651,8 +653,8 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
       if (g_pointwise_lhs_loaded && reduction > n && !lone_prefetch &&
           (maker == kNoOp || p.ops[maker].kind == OpKind::Pointwise)) {
         const bool may_keep = maker != kNoOp && !a.TooLarge(lhs);
-        double alone = LoneMatMulLatency(p, t, no_weights, false, false, false);
-        if (may_keep) alone = std::min(alone, LoneMatMulLatency(p, t, no_weights, true, false, false));
+        double alone = lone_memo.Latency(p, t, no_weights, false, false, false);
+        if (may_keep) alone = std::min(alone, lone_memo.Latency(p, t, no_weights, true, false, false));
         r.isolated[t] = std::max(0.0, alone - r.compute[t]);
         positive = positive || r.isolated[t] > 0;
       }

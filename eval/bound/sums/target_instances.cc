@@ -77,8 +77,12 @@ double InstanceAgain(const Problem& p, const Analysis& analysis, const UpstreamS
 }  // namespace
 
 TargetInstances TargetInstanceFloor(const Problem& p, const Analysis& analysis) {
+  return TargetInstanceFloor(p, analysis, LhsStripSumFloor(p, analysis));
+}
+
+TargetInstances TargetInstanceFloor(const Problem& p, const Analysis& analysis, const UpstreamSums& lhs_strip) {
   TargetInstances result;
-  result.base = LhsStripSumFloor(p, analysis);
+  result.base = lhs_strip;
   for (const UpstreamSums::Claimant& cl : result.base.claimants) {
     double again = g_target_instances ? InstanceAgain(p, analysis, result.base, cl, false) : -1;
     if (again < 0 && g_target_instances && g_upstream_target_instances) {
@@ -113,6 +117,7 @@ double TargetInstances::Value(const Problem& p, const std::vector<OpId>& ops) co
   };
   std::vector<Priced> priced;
   bool any_upstream = false;
+  auto& slots = base.memo->Of(ops, base.claimants.size());
   for (size_t i = 0; i < base.claimants.size(); ++i) {
     const UpstreamSums::Claimant& cl = base.claimants[i];
     if (!in[cl.sum]) continue;
@@ -121,11 +126,12 @@ double TargetInstances::Value(const Problem& p, const std::vector<OpId>& ops) co
     pr.counted = counted[i] != 0;
     pr.again = again[i];
     pr.targets = static_cast<int>(cl.fs.size());
+    const ConfigurationMemo::Entry& configured = base.Memoized(p, i, ops, slots);
     if (!pr.counted) {
-      pr.tile = base.Configurations(p, cl, ops);
+      pr.tile = configured.least;
     } else {
       pr.per_targets.resize(pr.targets + 1);
-      for (const UpstreamSums::Tagged& c : base.TaggedConfigurations(p, cl, ops)) {
+      for (const UpstreamSums::Tagged& c : configured.tagged) {
         if (c.tile) {
           pr.tile.push_back(c.v);
         } else {

@@ -43,5 +43,8 @@ struct TargetInstances {
   double Value(const Problem& problem, const std::vector<OpId>& ops) const;
 };
 TargetInstances TargetInstanceFloor(const Problem& problem, const Analysis& modes);
+// The same with P40's part already built (LhsStripSumFloor of the same problem and modes): its
+// copy shares that part's memo of configurations, so none is worked out twice.
+TargetInstances TargetInstanceFloor(const Problem& problem, const Analysis& modes, const UpstreamSums& lhs_strip);
 
 }  // namespace annealer::bound_internal

@@ -206,6 +206,19 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
   return ParetoLeast(std::move(all));
 }
 
+const ConfigurationMemo::Entry& UpstreamSums::Memoized(const Problem& p, size_t i, const std::vector<OpId>& ops,
+                                                      std::vector<std::unique_ptr<ConfigurationMemo::Entry>>& slots) const {
+  if (!slots[i]) {
+    auto entry = std::make_unique<ConfigurationMemo::Entry>();
+    entry->tagged = TaggedConfigurations(p, claimants[i], ops);
+    std::vector<std::array<double, 3>> all;
+    for (const Tagged& t : entry->tagged) all.push_back(t.v);
+    entry->least = ParetoLeast(std::move(all));
+    slots[i] = std::move(entry);
+  }
+  return *slots[i];
+}
+
 std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Problem& p, const Claimant& cl,
                                                                       const std::vector<OpId>& ops) const {
   std::vector<Tagged> configs;
@@ -492,12 +505,13 @@ double UpstreamSums::Value(const Problem& p, const std::vector<OpId>& ops) const
   for (OpId o : ops) total += compute[o];
   std::vector<char> in(p.ops.size(), 0);
   for (OpId o : ops) in[o] = 1;
-  std::vector<std::vector<std::array<double, 3>>> sets;
+  std::vector<const std::vector<std::array<double, 3>>*> sets;
   bool any_upstream = false;
-  for (const Claimant& cl : claimants) {
-    if (!in[cl.sum]) continue;
-    any_upstream = any_upstream || cl.upstream;
-    sets.push_back(Configurations(p, cl, ops));
+  auto& slots = memo->Of(ops, claimants.size());
+  for (size_t i = 0; i < claimants.size(); ++i) {
+    if (!in[claimants[i].sum]) continue;
+    any_upstream = any_upstream || claimants[i].upstream;
+    sets.push_back(&Memoized(p, i, ops, slots).least);
   }
   // Without an upstream sum the part is P23's claims at one mix, never above `sums`: skip it.
   if (!any_upstream) return total;
@@ -507,9 +521,9 @@ double UpstreamSums::Value(const Problem& p, const std::vector<OpId>& ops) const
       const double l1 = static_cast<double>(a) / kLambdaSteps, la = static_cast<double>(b) / kLambdaSteps;
       const double lc = std::max(0.0, 1 - l1 - la);
       double sum = 0;
-      for (const auto& set : sets) {
+      for (const auto* set : sets) {
         double least = std::numeric_limits<double>::infinity();
-        for (const auto& v : set) least = std::min(least, l1 * v[0] + la * v[1] + lc * v[2]);
+        for (const auto& v : *set) least = std::min(least, l1 * v[0] + la * v[1] + lc * v[2]);
         if (least < std::numeric_limits<double>::infinity()) sum += std::max(0.0, least);
       }
       best = std::max(best, sum);

@@ -2,9 +2,11 @@
 // docs/lower-bound.md, "A sum that may run upstream of a k-loop (P34)", proves it).
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "eval/bound/analysis.h"
+#include "eval/bound/sums/configuration_memo.h"
 #include "eval/model/problem.h"
 
 namespace annealer::bound_internal {
@@ -59,13 +61,14 @@ struct UpstreamSums {
   // The same configurations before the least are kept, each with its kind and, for SL, the most
   // targets (of `fs`) one instance at its tiles can hold when every target is a k-loop MatMul
   // there (P46, eval/bound/sums/target_instances.h); 0 when not bounded.
-  struct Tagged {
-    std::array<double, 3> v{};
-    bool tile = false;  // mode T (P23's step 2)
-    int targets = 0;
-  };
+  using Tagged = TaggedConfiguration;
   std::vector<Tagged> TaggedConfigurations(const Problem& problem, const Claimant& claimant,
                                            const std::vector<OpId>& ops) const;
+  // Both of the above for claimants[i], through `memo` (eval/bound/sums/configuration_memo.h
+  // states why it is valid); `slots` is memo->Of(ops, claimants.size()).
+  std::shared_ptr<ConfigurationMemo> memo = std::make_shared<ConfigurationMemo>();
+  const ConfigurationMemo::Entry& Memoized(const Problem& problem, size_t i, const std::vector<OpId>& ops,
+                                           std::vector<std::unique_ptr<ConfigurationMemo::Entry>>& slots) const;
   // sum over `ops` of c_o, plus the best lambda of the claimants' (those among `ops`) e_s.
   double Value(const Problem& problem, const std::vector<OpId>& ops) const;
 };
