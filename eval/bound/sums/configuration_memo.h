@@ -41,6 +41,9 @@ class ConfigurationMemo {
     if (slots.size() < claimants) slots.resize(claimants);
     return slots;
   }
+  // Per tensor, whether an upstream claimant of the part reads it (the part's claimants alone
+  // decide it; empty until first asked).
+  std::vector<char> read_by_upstream_sums;
 
  private:
   std::map<std::vector<OpId>, std::vector<std::unique_ptr<Entry>>> by_ops_;

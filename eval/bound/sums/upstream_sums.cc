@@ -25,12 +25,16 @@ bool OnlyMode(const Analysis& a, OpId op, int keep_mask) {
 }  // namespace
 
 std::vector<std::array<double, 3>> ParetoLeast(std::vector<std::array<double, 3>> all) {
-  std::sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
-    const double sx = x[0] + x[1] + x[2], sy = y[0] + y[1] + y[2];
-    return sx != sy ? sx < sy : x < y;
+  // By sum, then lexicographically; each sum worked out once (the same comparisons, so the same
+  // order, as summing at each one).
+  std::vector<std::pair<double, std::array<double, 3>>> by_sum;
+  by_sum.reserve(all.size());
+  for (const auto& v : all) by_sum.emplace_back(v[0] + v[1] + v[2], v);
+  std::sort(by_sum.begin(), by_sum.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first < y.first : x.second < y.second;
   });
   std::vector<std::array<double, 3>> kept;
-  for (const auto& v : all) {
+  for (const auto& [sum, v] : by_sum) {
     bool dominated = false;
     for (const auto& k : kept) {
       if (k[0] <= v[0] && k[1] <= v[1] && k[2] <= v[2]) {
@@ -54,34 +58,38 @@ struct Penalty {
   int producer = -1;
   double amount = 0;
 };
-double MostGain(const std::vector<double>& reward, const std::vector<Penalty>& penalties) {
+// Each penalty's amount counts `scale` times. The capacities in one flat array: the cut is asked
+// for many mu, and row vectors cost an allocation each.
+double MostGain(const std::vector<double>& reward, const std::vector<Penalty>& penalties, double scale) {
   const int nodes = static_cast<int>(reward.size()), source = nodes + static_cast<int>(penalties.size()),
             sink = source + 1, total = sink + 1;
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  std::vector<std::vector<double>> cap(total, std::vector<double>(total, 0));
+  std::vector<double> cap(static_cast<size_t>(total) * total, 0);
+  const auto at = [&](int u, int v) -> double& { return cap[static_cast<size_t>(u) * total + v]; };
   double gain = 0;
   for (int v = 0; v < nodes; ++v) {
     if (reward[v] > 0) {
-      cap[source][v] = reward[v];
+      at(source, v) = reward[v];
       gain += reward[v];
     } else {
-      cap[v][sink] = -reward[v];  // in P at a cost
+      at(v, sink) = -reward[v];  // in P at a cost
     }
   }
   for (size_t i = 0; i < penalties.size(); ++i) {
     const int z = nodes + static_cast<int>(i);
-    for (int r : penalties[i].readers) cap[r][z] = kInf;
-    cap[z][penalties[i].producer >= 0 ? penalties[i].producer : sink] += penalties[i].amount;
+    for (int r : penalties[i].readers) at(r, z) = kInf;
+    at(z, penalties[i].producer >= 0 ? penalties[i].producer : sink) += penalties[i].amount * scale;
   }
   double cut = 0;
+  std::vector<int> from(total), queue;
   while (true) {
-    std::vector<int> from(total, -1);
+    std::fill(from.begin(), from.end(), -1);
     from[source] = source;
-    std::vector<int> queue = {source};
-    for (size_t at = 0; at < queue.size() && from[sink] < 0; ++at) {
-      const int u = queue[at];
+    queue.assign(1, source);
+    for (size_t head = 0; head < queue.size() && from[sink] < 0; ++head) {
+      const int u = queue[head];
       for (int v = 0; v < total; ++v) {
-        if (from[v] < 0 && cap[u][v] > 1e-9) {
+        if (from[v] < 0 && at(u, v) > 1e-9) {
           from[v] = u;
           queue.push_back(v);
         }
@@ -89,10 +97,10 @@ double MostGain(const std::vector<double>& reward, const std::vector<Penalty>& p
     }
     if (from[sink] < 0) break;
     double push = kInf;
-    for (int v = sink; v != source; v = from[v]) push = std::min(push, cap[from[v]][v]);
+    for (int v = sink; v != source; v = from[v]) push = std::min(push, at(from[v], v));
     for (int v = sink; v != source; v = from[v]) {
-      cap[from[v]][v] -= push;
-      cap[v][from[v]] += push;
+      at(from[v], v) -= push;
+      at(v, from[v]) += push;
     }
     cut += push;
   }
@@ -206,6 +214,19 @@ std::vector<std::array<double, 3>> UpstreamSums::Configurations(const Problem& p
   return ParetoLeast(std::move(all));
 }
 
+const std::vector<char>& UpstreamSums::ReadByUpstreamSums(const Problem& p) const {
+  // At theta = 1/C with C > tau only the upstream sums claim loads (a mode-T claimant claims 0).
+  std::vector<char>& read = memo->read_by_upstream_sums;
+  if (read.empty()) {
+    read.assign(p.tensors.size(), 0);
+    for (const Claimant& other : claimants) {
+      if (!other.upstream) continue;
+      for (TensorId t : p.ops[other.sum].inputs) read[t] = 1;
+    }
+  }
+  return read;
+}
+
 const ConfigurationMemo::Entry& UpstreamSums::Memoized(const Problem& p, size_t i, const std::vector<OpId>& ops,
                                                       std::vector<std::unique_ptr<ConfigurationMemo::Entry>>& slots) const {
   if (!slots[i]) {
@@ -300,6 +321,12 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
   // SL of F: F's grid (M x NF), K = s's width. The targets differ only in NF and whether F's RHS
   // is its own graph input: one pass for each such pair.
   std::vector<std::pair<Elements, bool>> seen;
+  // The deficits' data over `ops`, without s and its producers (their f is at least C).
+  std::vector<char> own(p.ops.size(), 0), in_ops(p.ops.size(), 0);
+  own[cl.sum] = 1;
+  for (OpId x : cl.producers) own[x] = 1;
+  for (OpId o : ops) in_ops[o] = 1;
+  const std::vector<char>& read_by_claimant = ReadByUpstreamSums(p);
   for (const OpId f : cl.fs) {
     const Tensor& fo = p.tensors[p.ops[f].output];
     const Elements M = fo.height, NF = fo.width, K = out.width;
@@ -313,10 +340,6 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
     }
     if (std::find(seen.begin(), seen.end(), std::make_pair(NF, f_own)) != seen.end()) continue;
     seen.emplace_back(NF, f_own);
-    // The deficits' data over `ops`, without s and its producers (their f is at least C).
-    std::vector<char> own(p.ops.size(), 0);
-    own[cl.sum] = 1;
-    for (OpId x : cl.producers) own[x] = 1;
     double grid_pointwise = 0;
     std::vector<double> grid_matmuls;
     std::map<int64_t, double> others;  // native tiles -> sum of c
@@ -342,13 +365,6 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
     // left out of S. Any other MatMul, or one of s's own ops, may make it in S: no load.
     std::vector<OpId> grid_ops;
     std::vector<int> index_of(p.ops.size(), -1);
-    std::vector<char> in_ops(p.ops.size(), 0), read_by_claimant(p.tensors.size(), 0);
-    for (OpId o : ops) in_ops[o] = 1;
-    // At theta = 1/C with C > tau only the upstream sums claim loads (a mode-T claimant claims 0).
-    for (const Claimant& other : claimants) {
-      if (!other.upstream) continue;
-      for (TensorId t : p.ops[other.sum].inputs) read_by_claimant[t] = 1;
-    }
     for (OpId o : ops) {
       const Tensor& t = p.tensors[p.ops[o].output];
       if (own[o] || p.IsLayout(o) || t.height != M || t.width != NF) continue;
@@ -409,9 +425,7 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
         for (OpId o : grid_ops) {
           reward.push_back((a - a_up) * compute[o] - (p.ops[o].kind == OpKind::MatMul ? mu : 0.0));
         }
-        std::vector<Penalty> scaled = penalties;
-        for (Penalty& pen : scaled) pen.amount *= b;
-        least = std::min(least, upstream_part + mu * static_cast<double>(q) + MostGain(reward, scaled));
+        least = std::min(least, upstream_part + mu * static_cast<double>(q) + MostGain(reward, penalties, b));
       }
       return grid_deficit_memo[key] = least;
     };

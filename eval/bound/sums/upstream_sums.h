@@ -69,6 +69,8 @@ struct UpstreamSums {
   std::shared_ptr<ConfigurationMemo> memo = std::make_shared<ConfigurationMemo>();
   const ConfigurationMemo::Entry& Memoized(const Problem& problem, size_t i, const std::vector<OpId>& ops,
                                            std::vector<std::unique_ptr<ConfigurationMemo::Entry>>& slots) const;
+  // Per tensor, whether an upstream claimant reads it (made once per part, in `memo`).
+  const std::vector<char>& ReadByUpstreamSums(const Problem& problem) const;
   // sum over `ops` of c_o, plus the best lambda of the claimants' (those among `ops`) e_s.
   double Value(const Problem& problem, const std::vector<OpId>& ops) const;
 };
