@@ -101,7 +101,10 @@ std::string ExampleDims(const OnnxValueInfo& info) {
       const std::string param = i < info.dim_params.size() ? info.dim_params[i] : "";
       named += (named.empty() ? "" : ", ") + (param.empty() ? "dim " + std::to_string(i) : param) + " = " + std::to_string(d);
     }
-    e += (i ? "x" : "") + std::to_string(d);
+    // Appended piece by piece: GCC 12 at -O3 warns falsely (-Wrestrict) on
+    // `const char* + std::string&&`, which inserts at the front.
+    if (i) e += 'x';
+    e += std::to_string(d);
   }
   return e + " with " + named + " as examples";
 }
