@@ -1,6 +1,7 @@
 #!/bin/bash
 # Whether two annealer binaries print the same `bound --json`, byte for byte, on every problem file
-# of a directory (default: the zoo's imported problems, /work/meas/zoo) and on problems/*.json.
+# of a directory (every *.json but *.map.json; default: the zoo's imported problems, /work/meas/zoo)
+# and on problems/*.json.
 #   bench/bound_identical.sh NEW_BINARY [REFERENCE_BINARY] [PROBLEM_DIR]
 # Prints each file that differs and a count; exit status 1 when any differs.
 new=${1:?usage: bound_identical.sh NEW_BINARY [REFERENCE_BINARY] [PROBLEM_DIR]}
