@@ -359,8 +359,11 @@ TEST_CASE("repeats: in free mode the start runs beside the workers' first epochs
     const RepeatResult& r = *summary.repeats;
     CHECK(r.overlapped == (overlap && threads >= 2));
     CHECK(r.note == "");
-    // The exact solver proves the block before its workers move.
-    CHECK(r.moves == 0);
+    // The exact solver proves the block before its workers move, unless the machine is so loaded
+    // that its share of the nested search's time runs out first (seen at load 10 on two cores:
+    // 1,034 moves); then the block proof below proves the class instead.
+    CHECK(r.proof_runs <= 1);
+    if (r.proof_runs == 0) CHECK(r.moves == 0);
     CHECK(r.total == doctest::Approx(12 * 777693.86666666).epsilon(1e-9));
     // The one class is proven within the exact solver's family (-5's bound is 440,183: not met).
     CHECK(r.classes == 1);
@@ -372,9 +375,7 @@ TEST_CASE("repeats: in free mode the start runs beside the workers' first epochs
     CHECK(summary.moves > 0);
     CHECK(summary.worker_seconds > 0);
     CHECK(summary.worker_seconds <= summary.search_seconds * (1 + 1e-9));
-    // The nested exact solver proved the class, so no block proof ran; and on a composed graph
-    // the block proofs replace the exact solver's run on the whole graph.
-    CHECK(r.proof_runs == 0);
+    // On a composed graph the block proofs replace the exact solver's run on the whole graph.
     CHECK_FALSE(summary.exact.has_value());
   }
 }
