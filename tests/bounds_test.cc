@@ -3474,6 +3474,59 @@ TEST_CASE("bound: P53 by hand, an expansion with its BatchNorm and residual add"
   CHECK(bound.total() <= best * (1 + kSlack));
 }
 
+// P53's guards and its MatMul leaf, by hand on the case above's shapes (capacity 48 unless said).
+// (1) e = O * R and f = Q + R (one R), capacity 64: R's slice is e's input already, so P53 claims
+// nothing (bound 192; counting R again beside f would leave 3 of 4 columns, 6 tiles).
+// (2) O also read by a second Pointwise op (a graph output): P53 claims nothing.
+// (3) The residual made by a MatMul y = Z @ V (Z 8x2, V 2x8, base 30) and x = Y @ W with K = 2:
+// at k = K, beside f, y's strip [0, 2) x c (not a 4 x c tile) sits beside Y's 4 x 2 strip, W's
+// 2 x c and the sink's 4 x c, capacity 32, B = 0.5 (8 + 8 c <= 32: c = 3, 6 tiles, where P18 beside
+// e had 4). Each against the exact solver's optimum.
+TEST_CASE("bound: P53 by hand, its guards and a MatMul's strip as the residual's leaf") {
+  const auto expansion = [](int variant) {
+    Problem problem;
+    problem.native = 4;
+    if (variant < 2) {
+      problem.tensors = {{4, 8}, {8, 4}, {8, 8}, {8, 8}, {8, 8}, {8, 8}};  // Y, W, O, Q, R, Z
+      problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 30});
+      problem.ops.push_back({OpKind::Pointwise, variant == 0 ? std::vector<TensorId>{2, 4} : std::vector<TensorId>{2}, 3, 2});
+      problem.ops.push_back({OpKind::Pointwise, {3, 4}, 5, 2});
+      if (variant == 1) {
+        problem.tensors.push_back({8, 8});
+        problem.ops.push_back({OpKind::Pointwise, {2}, 6, 1});
+      }
+      problem.fast_memory_capacity = variant == 0 ? 64 : 48;
+    } else {
+      // Y, W, O, Q, Z, V, Yr (y's output), F
+      problem.tensors = {{2, 8}, {8, 2}, {8, 8}, {8, 8}, {2, 8}, {8, 2}, {8, 8}, {8, 8}};
+      problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 30});
+      problem.ops.push_back({OpKind::Pointwise, {2}, 3, 2});
+      problem.ops.push_back({OpKind::MatMul, {4, 5}, 6, 30});
+      problem.ops.push_back({OpKind::Pointwise, {3, 6}, 7, 2});
+      problem.fast_memory_capacity = 32;
+    }
+    problem.slow_memory_bandwidth = variant < 2 ? 1 : 0.5;
+    REQUIRE(problem.Finalize().empty());
+    return problem;
+  };
+  for (int variant = 0; variant < 3; ++variant) {
+    CAPTURE(variant);
+    const Problem problem = expansion(variant);
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_epilogue_reader, without);
+    const Latency best = testing::ExactOptimum(problem);
+    CHECK(best == doctest::Approx(std::vector<double>{208, 298, 512}[variant]));
+    CHECK(bound.total() <= best * (1 + kSlack));
+    if (variant < 2) CHECK(bound.tiles == doctest::Approx(without.tiles));
+    if (variant == 2) {
+      // x's lines (120, 320) as a sink and (180, 64) beside f; y (120, 64), e and f 16 of compute,
+      // f's output 128: at a = 64/79, 512 - 256 a.
+      CHECK(without.total() == doctest::Approx(256));
+      CHECK(bound.total() == doctest::Approx(512 - 16384.0 / 79));
+    }
+  }
+}
+
 // P30's pattern: an island of one MatMul x = A @ W (K > n, W a graph input only x reads) and
 // Pointwise ops E made from it: A made by a Pointwise op (another island: it cannot feed K > n,
 // P1), E a chain of 1 to 3 ops with a branch summed back sometimes, its end read by a MatMul with
