@@ -3320,6 +3320,213 @@ TEST_CASE("bound: P27 by hand, a Pointwise chain at the tiles the memory allows"
   CHECK(cross_bound.total() == doctest::Approx(144));
 }
 
+// P53's pattern at a small scale (ResNet's 1x1 expansion, its BatchNorm, the residual add and the
+// ReLU): x = Y @ W (K within or above n; Y a graph input, Pointwise-made or a transpose), e a
+// Pointwise op of x's output alone, f adding e's output to a residual (a graph input, a Pointwise
+// op of one, a MatMul's output or a Pointwise op of one, with a weight of its own or not), then
+// sometimes a ReLU, written as a graph output, read by a MatMul with K > n, or both; sometimes e
+// reads a second input or x's output a second reader (P53 then claims nothing). Capacities from
+// one to sixteen native tiles, compute a tenth to ten times the time to move every tensor once.
+Problem ResidualExpansions(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = make.Pick({4, 8});
+  const Elements n = problem.native;
+  const Elements rows = n * make.Pick({1, 2, 3}) + make.Pick({0, 0, 1, 3});
+  const Elements cols = make.Pick({n / 2, n, n + 2, 2 * n});
+  const Elements k = make.Pick({n / 2, n, n, n + 1, 2 * n});
+  const double scale = make.PickReal({0.1, 1, 10});
+  const auto base = [&](std::vector<double> v) { return scale * make.PickReal(std::move(v)); };
+  TensorId y = make.Tensor(rows, k);
+  if (make.Coin(3)) y = make.Op(OpKind::Pointwise, {y}, rows, k, base({1, 2}));
+  else if (make.Coin(4)) y = make.Op(OpKind::Layout, {make.Tensor(k, rows)}, rows, k, 0);
+  const TensorId o = make.Op(OpKind::MatMul, {y, make.Tensor(k, cols)}, rows, cols, base({2, 8, 30}));
+  TensorId q = make.Coin(6) ? make.Op(OpKind::Pointwise, {o, make.Tensor(rows, cols)}, rows, cols, base({0, 1, 2}))
+                            : make.Op(OpKind::Pointwise, {o}, rows, cols, base({0, 1, 2}));
+  if (make.Coin(8)) make.Op(OpKind::Pointwise, {o}, rows, cols, base({1}));
+  TensorId residual = make.Tensor(rows, cols);
+  switch (static_cast<int>(make.Pick({0, 1, 2, 3}))) {
+    case 1:
+      residual = make.Op(OpKind::Pointwise, {residual}, rows, cols, base({1, 4}));
+      break;
+    case 2:
+    case 3: {
+      const Elements kr = make.Pick({1, n / 2, n, 2 * n});
+      const TensorId rhs = make.Coin(3) ? make.Op(OpKind::Pointwise, {make.Tensor(kr, cols)}, kr, cols, base({1}))
+                                        : make.Tensor(kr, cols);
+      residual = make.Op(OpKind::MatMul, {make.Tensor(rows, kr), rhs}, rows, cols, base({2, 8}));
+      if (make.Coin(2)) residual = make.Op(OpKind::Pointwise, {residual}, rows, cols, base({1, 2}));
+      break;
+    }
+    default:
+      break;
+  }
+  TensorId z = make.Op(OpKind::Pointwise, {q, residual}, rows, cols, base({0.5, 1, 2}));
+  if (make.Coin(2)) z = make.Op(OpKind::Pointwise, {z}, rows, cols, base({0, 1}));
+  const int end = static_cast<int>(make.Pick({0, 1, 2}));
+  if (end >= 1 && cols > n) {
+    const Elements out_cols = make.Pick({n, n + 2});
+    make.Op(OpKind::MatMul, {z, make.Tensor(cols, out_cols)}, rows, out_cols, base({2, 8}));
+  }
+  if (end == 2) make.Op(OpKind::Pointwise, {z, residual}, rows, cols, base({1}));
+  problem.fast_memory_capacity = make.Pick({n * n, 3 * n * n / 2, 2 * n * n - 1, 2 * n * n, 3 * n * n, 4 * n * n, 16 * n * n});
+  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
+  REQUIRE(problem.Finalize() == "");
+  double moved = 0, compute = 0;
+  for (const annealer::Tensor& t : problem.tensors) moved += static_cast<double>(t.size());
+  for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
+    compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
+  }
+  const double ratio = make.PickReal({0.1, 0.5, 1, 2, 10});
+  if (compute > 0) {
+    for (annealer::Op& op : problem.ops) op.base_cost *= ratio * moved / problem.slow_memory_bandwidth / compute;
+  }
+  return problem;
+}
+
+// P53 against the oracle: ResidualExpansions, every schedule of RealRatioSchedules (also at the
+// capacity of its own peak working set), and the expansion x with the first one, two, three and
+// all of the ops after it (e, f, the ReLU, and with the residual's producers), each at every tile
+// shape beside the baseline. The bound and its tiles part (P18, where P53 enters) must hold;
+// counts the problems where P53 raises them (against the test-only switch g_epilogue_reader).
+TEST_CASE("bound: P53's epilogue reader never above the oracle") {
+  int valid = 0, tight = 0, enumerated = 0, raised = 0, tiles_raised = 0, decided = 0, met = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(5353);
+  for (int trial = 0; trial < 700; ++trial) {
+    const Problem problem = ResidualExpansions(rng);
+    CAPTURE(trial);
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_epilogue_reader, without);
+    CHECK(bound.total() >= without.total() * (1 - kSlack));
+    const bool rises = bound.tiles > without.tiles * (1 + 1e-9);
+    tiles_raised += rises ? 1 : 0;
+    raised += bound.total() > without.total() * (1 + 1e-9) ? 1 : 0;
+    const auto check = [&](const Evaluation& e) {
+      CHECK(bound.tiles <= e.total * (1 + kSlack));
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      if (!rises) return;
+      ++decided;
+      tightest = std::max(tightest, bound.tiles / e.total);
+      met += bound.tiles >= e.total * (1 - 1e-9) ? 1 : 0;
+    };
+    const std::vector<Schedule> schedules = RealRatioSchedules(
+        problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.2); }, 8, 5);
+    tight += ForEachValidAndAtPeak(
+        problem, schedules, "P53 trial " + std::to_string(trial),
+        [&](const Evaluation& e) {
+          ++valid;
+          check(e);
+        },
+        [&](const Problem& squeezed, const Evaluation& e) {
+          const LowerBound at_peak = ComputeLowerBound(squeezed);
+          CHECK(at_peak.tiles <= e.total * (1 + kSlack));
+          CHECK(at_peak.total() <= e.total * (1 + kSlack));
+        });
+    // x is the first MatMul whose output is not a residual's (the op reading a graph input LHS
+    // or the transpose or Pointwise op before it): the first MatMul in op order.
+    OpId x = kNoOp;
+    for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()) && x == kNoOp; ++op) {
+      if (problem.ops[op].kind == OpKind::MatMul) x = op;
+    }
+    std::vector<OpId> group = {x};
+    for (OpId op = x + 1; op < static_cast<OpId>(problem.ops.size()); ++op) {
+      if (problem.ops[op].kind != OpKind::Pointwise) continue;
+      group.push_back(op);
+      enumerated += ForEachGroupShape(problem, group, check);
+    }
+  }
+  MESSAGE("P53: tiles raised on " << tiles_raised << " problems, the bound on " << raised << ", valid schedules " << valid
+                                  << ", at their peak " << tight << ", enumerated " << enumerated
+                                  << ", checked against raised tiles " << decided << " (met " << met
+                                  << "), tightest tiles/latency there " << tightest);
+  CHECK(valid > 1500);
+  CHECK(enumerated > 5000);
+  CHECK(tiles_raised > 40);
+  CHECK(met > 0);
+}
+
+// P53 by hand: x = Y @ W (Y 8x4, W 4x8 graph inputs, K = n = 4, base 30), e = x's output scaled
+// (base 2), f = e's output plus R (an 8x8 graph input, base 2), f's output Z a graph output,
+// capacity 48, B = 1. P18 gave 192 (at a = 0: Y, W, R loaded, Z written). x's lines now: beside e
+// as a sink, 4 tiles (120) with Y, W once, e's output written and loaded (64 + 128); beside e
+// and f, R's 4 x c slice beside Y's 4 x 4 strip, W's 4 x c and the sink's 4 x c (16 + 12 c <= 48:
+// c = 2, 8 tiles, 240) with Y and W once (64); its sink line (120, 192) as before. With e (8, 0)
+// and f (8, R + Z = 128) the best a = 16/31 gives 192 + 1024/31 = 225.03; the exact solver's
+// optimum is 278.
+TEST_CASE("bound: P53 by hand, an expansion with its BatchNorm and residual add") {
+  Problem problem;
+  problem.native = 4;
+  problem.tensors = {{4, 8}, {8, 4}, {8, 8}, {8, 8}, {8, 8}, {8, 8}};  // Y, W, O, Q, R, Z (width, height)
+  problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 30});
+  problem.ops.push_back({OpKind::Pointwise, {2}, 3, 2});
+  problem.ops.push_back({OpKind::Pointwise, {3, 4}, 5, 2});
+  problem.fast_memory_capacity = 48;
+  problem.slow_memory_bandwidth = 1;
+  REQUIRE(problem.Finalize().empty());
+  LowerBound without;
+  const LowerBound bound = BoundAndWithout(problem, bound_internal::g_epilogue_reader, without);
+  const Latency best = testing::ExactOptimum(problem);
+  CHECK(without.total() == doctest::Approx(192));
+  CHECK(bound.tiles == doctest::Approx(192 + 1024.0 / 31));
+  CHECK(bound.total() == doctest::Approx(192 + 1024.0 / 31));
+  CHECK(best == doctest::Approx(278));
+  CHECK(bound.total() <= best * (1 + kSlack));
+}
+
+// P53's guards and its MatMul leaf, by hand on the case above's shapes (capacity 48 unless said).
+// (1) e = O * R and f = Q + R (one R), capacity 64: R's slice is e's input already, so P53 claims
+// nothing (bound 192; counting R again beside f would leave 3 of 4 columns, 6 tiles).
+// (2) O also read by a second Pointwise op (a graph output): P53 claims nothing.
+// (3) The residual made by a MatMul y = Z @ V (Z 8x2, V 2x8, base 30) and x = Y @ W with K = 2:
+// at k = K, beside f, y's strip [0, 2) x c (not a 4 x c tile) sits beside Y's 4 x 2 strip, W's
+// 2 x c and the sink's 4 x c, capacity 32, B = 0.5 (8 + 8 c <= 32: c = 3, 6 tiles, where P18 beside
+// e had 4). Each against the exact solver's optimum.
+TEST_CASE("bound: P53 by hand, its guards and a MatMul's strip as the residual's leaf") {
+  const auto expansion = [](int variant) {
+    Problem problem;
+    problem.native = 4;
+    if (variant < 2) {
+      problem.tensors = {{4, 8}, {8, 4}, {8, 8}, {8, 8}, {8, 8}, {8, 8}};  // Y, W, O, Q, R, Z
+      problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 30});
+      problem.ops.push_back({OpKind::Pointwise, variant == 0 ? std::vector<TensorId>{2, 4} : std::vector<TensorId>{2}, 3, 2});
+      problem.ops.push_back({OpKind::Pointwise, {3, 4}, 5, 2});
+      if (variant == 1) {
+        problem.tensors.push_back({8, 8});
+        problem.ops.push_back({OpKind::Pointwise, {2}, 6, 1});
+      }
+      problem.fast_memory_capacity = variant == 0 ? 64 : 48;
+    } else {
+      // Y, W, O, Q, Z, V, Yr (y's output), F
+      problem.tensors = {{2, 8}, {8, 2}, {8, 8}, {8, 8}, {2, 8}, {8, 2}, {8, 8}, {8, 8}};
+      problem.ops.push_back({OpKind::MatMul, {0, 1}, 2, 30});
+      problem.ops.push_back({OpKind::Pointwise, {2}, 3, 2});
+      problem.ops.push_back({OpKind::MatMul, {4, 5}, 6, 30});
+      problem.ops.push_back({OpKind::Pointwise, {3, 6}, 7, 2});
+      problem.fast_memory_capacity = 32;
+    }
+    problem.slow_memory_bandwidth = variant < 2 ? 1 : 0.5;
+    REQUIRE(problem.Finalize().empty());
+    return problem;
+  };
+  for (int variant = 0; variant < 3; ++variant) {
+    CAPTURE(variant);
+    const Problem problem = expansion(variant);
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_epilogue_reader, without);
+    const Latency best = testing::ExactOptimum(problem);
+    CHECK(best == doctest::Approx(std::vector<double>{208, 298, 512}[variant]));
+    CHECK(bound.total() <= best * (1 + kSlack));
+    if (variant < 2) CHECK(bound.tiles == doctest::Approx(without.tiles));
+    if (variant == 2) {
+      // x's lines (120, 320) as a sink and (180, 64) beside f; y (120, 64), e and f 16 of compute,
+      // f's output 128: at a = 64/79, 512 - 256 a.
+      CHECK(without.total() == doctest::Approx(256));
+      CHECK(bound.total() == doctest::Approx(512 - 16384.0 / 79));
+    }
+  }
+}
+
 // P30's pattern: an island of one MatMul x = A @ W (K > n, W a graph input only x reads) and
 // Pointwise ops E made from it: A made by a Pointwise op (another island: it cannot feed K > n,
 // P1), E a chain of 1 to 3 ops with a branch summed back sometimes, its end read by a MatMul with

@@ -317,6 +317,14 @@
 //     fewest such tiles, which P18's line for e claims. And in P18's island lines an output too
 //     large to retain, read by an op of another island, was written by a sink of its producer's
 //     island (P12: no subgraph holds both; V7, M2, R3): the producer's claim includes the write.
+//  P53 (C2, D1, D2, G3, M2, P3, R5, V1, V7, V8, W, W1, W4, P18) An epilogue's reader beside a
+//     MatMul: for x whose output only a Pointwise e reads (e reading it alone), e's output q of
+//     x's shape too large to retain and read by a Pointwise f alone, take S_f running f: with e
+//     and x there, x is beside f, whose other inputs hold their leaves' slices at the top-left
+//     tile's last step (a tile, or a MatMul's accumulator or own RHS strip, one more in P18's
+//     working set); with e there without x, or e elsewhere (S_f loads q, written by a sink e),
+//     x's picked instance is a sink or beside e as a sink, claiming q's write and load. P18's
+//     configuration beside e splits in two. eval/bound/traffic/tiles.h.
 //  P30 (R5, M1, M2, W, W4, V8, P21) P21's second form, tightened: in the subgraph S_1 that runs x,
 //     an input of x too large to retain is loaded slice by slice (never retained, R5; consecutive
 //     steps differ in k-range, M1), and when every op of the island has an output too large to

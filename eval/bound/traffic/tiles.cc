@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -14,6 +15,7 @@ namespace annealer::bound_internal {
 bool g_upstream_factor = true;
 bool g_upstream_streams = true;
 bool g_pointwise_tiles = true;
+bool g_epilogue_reader = true;
 
 std::vector<int64_t> ForcedPointwiseTiles(const Problem& p, const Analysis& modes) {
   const auto num_ops = static_cast<OpId>(p.ops.size());
@@ -150,8 +152,62 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
     return best;
   };
   const std::vector<int64_t> forced_tiles = ForcedPointwiseTiles(p, analysis);
+  // P53: what the other inputs of an epilogue's reader f hold at the top-left tile's last step
+  // when f runs in S (mode T, the tile as region, D1): a boundary input its r x c slice or its
+  // retained whole (kTile); one a MatMul y makes, y in F (G3, the same K): its W4 accumulator
+  // when k < K and, when y's RHS is a graph input only y reads, [0, K) x c of it when k = K
+  // (kStrip; else kSplit, nothing at k = K); one a Pointwise op makes, that op in S at the same
+  // region, or the input loaded: the most any of its inputs holds. Tensors tied to x (its
+  // operands, its output, e's) and ops of the chain count nothing.
+  enum class Leaf { kNone = 0, kSplit = 1, kStrip = 2, kTile = 3 };
+  struct EpilogueReader {
+    OpId f = kNoOp;
+    Leaf leaf = Leaf::kNone;
+  };
+  const auto epilogue_reader = [&](OpId x, OpId e, const std::vector<int>* islands) -> EpilogueReader {
+    EpilogueReader none;
+    if (!g_epilogue_reader || p.chip.accumulator_capacity > 0 || p.chip.staging_capacity > 0) return none;
+    const Op& xop = p.ops[x];
+    const TensorId o = xop.output;
+    const Op& eop = p.ops[e];
+    if (eop.kind != OpKind::Pointwise || p.consumers[o].size() != 1) return none;
+    for (TensorId t : eop.inputs) {
+      if (t != o) return none;
+    }
+    const TensorId q = eop.output;
+    const Tensor& grid = p.tensors[o];
+    const auto same_shape = [&](TensorId t) { return p.tensors[t].height == grid.height && p.tensors[t].width == grid.width; };
+    if (!same_shape(q) || !too_large(q) || p.IsGraphOutput(q) || p.consumers[q].size() != 1) return none;
+    const OpId f = p.consumers[q][0];
+    if (p.ops[f].kind != OpKind::Pointwise || !same_shape(p.ops[f].output)) return none;
+    if (islands != nullptr && (*islands)[f] != (*islands)[x]) return none;
+    // e claims q's write and reload itself when f can never run beside it.
+    if (!reader_of(e, islands).beside) return none;
+    const std::function<Leaf(TensorId, int)> leaf_of = [&](TensorId u, int depth) -> Leaf {
+      if (u == o || u == q || u == xop.inputs[0] || u == xop.inputs[1] || !same_shape(u)) return Leaf::kNone;
+      const OpId pu = p.producer[u];
+      if (pu == kNoOp || p.IsLayout(pu)) return Leaf::kTile;
+      if (pu == x || pu == e || pu == f) return Leaf::kNone;
+      const Op& uop = p.ops[pu];
+      if (uop.kind == OpKind::MatMul) {
+        const TensorId rhs = uop.inputs[1];
+        const bool own_rhs = uop.inputs[0] != rhs && p.IsGraphInput(rhs) && p.consumers[rhs].size() == 1;
+        return own_rhs ? Leaf::kStrip : Leaf::kSplit;
+      }
+      if (uop.kind != OpKind::Pointwise || depth >= 8) return Leaf::kNone;
+      Leaf best = Leaf::kNone;
+      for (TensorId v : uop.inputs) best = std::max(best, leaf_of(v, depth + 1));
+      return best;
+    };
+    EpilogueReader found;
+    found.f = f;
+    for (TensorId u : p.ops[f].inputs) {
+      if (u != q) found.leaf = std::max(found.leaf, leaf_of(u, 0));
+    }
+    return found;
+  };
   std::map<std::vector<int64_t>, std::vector<Line>> hull_memo;
-  const auto lines_of = [&](OpId x, const Reader& reader) -> std::vector<Line> {
+  const auto lines_of = [&](OpId x, const Reader& reader, const std::vector<int>* islands) -> std::vector<Line> {
     const Op& op = p.ops[x];
     const double native_compute = op.base_cost * static_cast<double>(p.NativeTiles(x));
     if (op.kind == OpKind::Layout) {
@@ -246,6 +302,7 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       Elements full_tiles = 0;   // inputs adding r c when k = K
       Elements full_strips = 0;  // inputs adding min(r, K) c when k = K
       Elements made = 0;         // inputs a MatMul makes (H1: r c of accumulator when made in S)
+      Elements written = 0;      // P53: elements this configuration writes and reloads beyond x's
     };
     std::vector<Epilogue> epilogues;
     for (OpId e : p.consumers[out]) {
@@ -268,7 +325,22 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
           if (p.ops[pu].inputs[0] != rhs && p.IsGraphInput(rhs) && p.consumers[rhs].size() == 1) ++ep.full_strips;
         }
       }
-      epilogues.push_back(ep);
+      // P53: e's output q too large to retain, read by one Pointwise f alone. Either f runs in
+      // S too (its other inputs' leaves add a tile, ChainLeaf) or e is a sink there and q is
+      // written, then loaded where f runs.
+      const EpilogueReader next = epilogue_reader(x, e, islands);
+      if (next.f == kNoOp) {
+        epilogues.push_back(ep);
+        continue;
+      }
+      Epilogue sink_e = ep;
+      sink_e.written = 2 * p.tensors[p.ops[e].output].size();
+      epilogues.push_back(sink_e);
+      Epilogue with_f = ep;
+      if (next.leaf != Leaf::kNone) ++with_f.split;
+      if (next.leaf == Leaf::kTile) ++with_f.full_tiles;
+      if (next.leaf == Leaf::kStrip) ++with_f.full_strips;
+      epilogues.push_back(with_f);
     }
     const Elements rows_max = std::min(m, n), cols_max = std::min(cols, n);
     // The chip's rules (H1-H4; all off for the contest, where nothing below changes a line).
@@ -309,13 +381,13 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
       for (const Side& d : side) {
         key.insert(key.end(), {d.size, d.share, d.ws_split, d.ws_full, d.streamed, d.once, d.staged_split, d.staged_full});
       }
-      for (const Epilogue& ep : epilogues) key.insert(key.end(), {ep.split, ep.full_tiles, ep.full_strips, ep.made});
+      for (const Epilogue& ep : epilogues) key.insert(key.end(), {ep.split, ep.full_tiles, ep.full_strips, ep.made, ep.written});
     }
     if (auto it = hull_memo.find(key); it != hull_memo.end() && g_share_work) return it->second;
     for (int which = -1; which < static_cast<int>(epilogues.size()); ++which) {
       const bool sink = which < 0;
       const Epilogue ep = sink ? Epilogue{} : epilogues[which];
-      const double written = sink ? (write ? static_cast<double>(out_size) : 0.0) + reloaded : 0.0;
+      const double written = sink ? (write ? static_cast<double>(out_size) : 0.0) + reloaded : static_cast<double>(ep.written);
       // k < K: n_k >= 2, every F MatMul holds a tile, operands streamed. Under H3 a k < K is a
       // multiple of the base, so none exists when K <= base_k.
       if (k_full >= 2 && (rules.base_k <= 1 || rules.base_k < k_full)) {
@@ -386,11 +458,12 @@ TileLines TileFloor(const Problem& p, const Analysis& analysis, const std::vecto
   if (island_of != nullptr) result.island_lines.assign(num_ops, {});
   for (OpId x = 0; x < num_ops; ++x) {
     const Reader whole = reader_of(x, nullptr);
-    result.lines[x] = lines_of(x, whole);
+    result.lines[x] = lines_of(x, whole, nullptr);
     if (island_of == nullptr) continue;
     const Reader own_island = reader_of(x, island_of);
     const bool same = own_island.exists == whole.exists && own_island.beside == whole.beside && own_island.load == whole.load;
-    result.island_lines[x] = same ? result.lines[x] : lines_of(x, own_island);
+    // P53's reader may lie in another island, so a MatMul's lines are found again.
+    result.island_lines[x] = same && p.ops[x].kind != OpKind::MatMul ? result.lines[x] : lines_of(x, own_island, island_of);
   }
   result.value = BestOverWeight(result.lines, [](OpId) { return true; });
   return result;

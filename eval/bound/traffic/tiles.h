@@ -77,6 +77,19 @@ extern bool g_upstream_streams;  // the streamed operand (false: once)
 std::vector<int64_t> ForcedPointwiseTiles(const Problem& problem, const Analysis& modes);
 extern bool g_pointwise_tiles;  // test switch: false answers the native tiles (as before P27)
 
+// P53 (C2, D1, G3, M2, P3, R5, V1, V7, W, W1, W4; docs/lower-bound.md, "An epilogue's reader
+// beside a MatMul (P53)", proves it). Inside P18, for a MatMul x whose output o only a Pointwise
+// e reads, e reading o alone and making q (x's shape, too large to retain, no graph output) that
+// only a Pointwise f reads, in x's island: take a subgraph S_f running f. If e runs there and x
+// too, x's picked instance is S_f, where f's other inputs hold at least their leaves' slices at
+// the top-left tile's last step (a tile more in W: the epilogue configuration with one more
+// input). If e runs there without x, S_f loads o, which a sink instance of x wrote (P18's sink
+// case). If e is not there, S_f loads all of q, which an instance S' of e wrote as a sink: with
+// x in S', x's picked instance is S', claiming that write and that load (e claims neither: f can
+// run beside it); without, S' loads o (the sink case). Off under a chip's accumulator or
+// staging capacity (H1's roles of the leaves are not derived).
+extern bool g_epilogue_reader;  // test switch: false leaves P53 out (as before it)
+
 struct TileLines {
   std::vector<std::vector<Line>> lines;         // per op, its claim is the least of these at a
   std::vector<std::vector<Line>> island_lines;  // the same, claiming only its own island's transfers
