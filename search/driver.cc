@@ -83,7 +83,7 @@ class ErrorSlot {
 
 SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock::time_point deadline,
                         const std::atomic<bool>& stop, const SearchCallbacks& callbacks,
-                        std::shared_ptr<const BoundModel> bound_model) {
+                        std::shared_ptr<const BoundModel> bound_model, const std::vector<Schedule>& starts) {
   if (const std::string error = ValidateParams(given); !error.empty()) {
     throw std::invalid_argument("search parameters: " + error);
   }
@@ -184,6 +184,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     if (c.valid) pool.Offer(schedule, c.total, kind);
     return c;
   };
+  for (const Schedule& schedule : starts) offer_checked(schedule, "continued");
   // A pass's result on the run's best, offered and published where it changed something (a pass
   // the stop cut short is dropped); `total` is then the best the pass will next be compared with.
   auto offer_pass_result = [&](const Schedule& result, const std::string& kind, Latency& total) {
@@ -689,6 +690,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   summary.deterministic_cut = params.deterministic && (params.max_epochs == 0 || epoch < params.max_epochs);
   summary.search_seconds = std::chrono::duration<double>(Clock::now() - workers_started).count();
   for (const auto& w : workers) summary.moves += w->moves();
+  pool.Synchronize();
+  for (const EliteEntry& e : pool.entries()) summary.elite.push_back(e.schedule);
   if (cache) {
     summary.cache_hit_rate = cache->stats().hit_rate();
     // Freeing a full cache takes 50-150 ms (a million small allocations); do it off the caller's

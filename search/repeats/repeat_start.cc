@@ -56,7 +56,8 @@ void RepeatStart::Count() {
 }
 
 std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const RepeatPlan& plan, int round,
-                                          const RepeatStart* kept, Clock::time_point begun, Clock::time_point share_end,
+                                          const RepeatStart* kept, bool resume, bool resume_next,
+                                          Clock::time_point begun, Clock::time_point share_end,
                                           int nested_threads, Clock::time_point deadline,
                                           const std::atomic<bool>& stop,
                                           const std::function<Candidate(const Schedule&)>& offer) {
@@ -96,8 +97,16 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
       class_totals.push_back(kept->totals[c]);
       class_bounds.push_back(kept->bounds[c]);
       proven.push_back(kept->proven[c]);
+      start.elites.push_back(kept->elites.size() > c ? kept->elites[c] : std::vector<Schedule>{});
       weight_left -= weight;
       continue;
+    }
+    // Continued: the class's search goes on from the elite schedules it left (its starts and the
+    // exact solver's run were had in the round it began).
+    std::vector<Schedule> nested_starts;
+    if (resume && kept != nullptr) {
+      nested_starts = kept->elites.size() > c && !kept->elites[c].empty() ? kept->elites[c]
+                                                                          : std::vector<Schedule>{kept->schedules[c]};
     }
     SearchParams nested = params;
     nested.repeats.time_share = 0;  // a block is one period: nothing in it repeats at this scale
@@ -105,6 +114,11 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
     nested.seed = RoundSeed(params.seed, round, plan.count.size(), c);
     nested.cache_entries = std::min<int64_t>(params.cache_entries, 1 << 18);
     nested.progress_interval = 0.05;
+    if (!nested_starts.empty()) {
+      nested.constructive.greedy_fusion = false;
+      nested.constructive.pattern_grouping = false;
+      nested.exact.time_share = 0;
+    }
     Clock::time_point class_deadline = deadline;
     if (params.deterministic) {
       nested.max_epochs = params.repeats.deterministic_epochs;
@@ -132,7 +146,7 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
     // A piece's bound is not computed: its slice is a few tens of milliseconds (Inception-v3: 48
     // pieces in 2.3 s), and the bound of one 30-op piece took 0.67 s. (0: no piece is ever
     // taken to meet its bound.)
-    const Latency bound = plan.pieces ? 0 : ComputeLowerBound(sub).total();
+    const Latency bound = plan.pieces ? 0 : (kept != nullptr ? kept->bounds[c] : ComputeLowerBound(sub).total());
     std::atomic<bool> nested_stop{stop.load()};
     bool exact_optimal = false;  // the nested exact solver proved its schedule optimal in its family
     SearchCallbacks nested_callbacks;
@@ -150,13 +164,14 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
     };
     SearchSummary solved;
     try {
-      solved = RunSearch(sub, nested, class_deadline, nested_stop, nested_callbacks);
+      solved = RunSearch(sub, nested, class_deadline, nested_stop, nested_callbacks, nullptr, nested_starts);
     } catch (const std::exception& error) {
       // E.g. no valid start for a block: the graph's own starts stand, the search goes on.
       result.note = std::string("a block class could not be solved: ") + error.what();
       break;
     }
     result.moves += solved.moves;
+    start.elites.push_back(resume_next ? std::move(solved.elite) : std::vector<Schedule>{});
     schedules.push_back(WithoutFinalRetention(solved.best));
     const Evaluation check = EvaluateFast(sub, schedules.back());
     if (!check.ok()) {

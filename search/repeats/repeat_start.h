@@ -29,6 +29,9 @@ struct RepeatStart {
   std::vector<Latency> totals;
   std::vector<Latency> bounds;
   std::vector<int> proven;  // 0 unproven, 1 meets the block's bound, 2 optimal within the family
+  // Per class: its nested search's elite schedules, best first, when a later round is to continue
+  // it (repeats.round_continue; else empty).
+  std::vector<std::vector<Schedule>> elites;
   bool composed = false;    // every class solved and the blocks composed into a valid schedule
 
   // Offers the composition of the classes' schedules and checks its total against their sum.
@@ -36,13 +39,16 @@ struct RepeatStart {
   void Count();
 };
 
-// One round (search/repeats/rounds.h): round `round` (0-based) searches every class anew with its
+// One round (search/repeats/rounds.h): round `round` (0-based) searches every class with its
 // round's seeds, between `begun` and `share_end` in free mode, except those `kept` (an earlier
-// round, composed) has proven, whose schedules it takes. nullopt when the plan is empty;
-// otherwise what happened, and the composed schedule through `offer`. `nested_threads`: the
-// threads of each nested search.
+// round, composed) has proven, whose schedules it takes. A class is searched anew, or with
+// `resume` from where `kept`'s search of it ended (its elite schedules as the nested search's
+// starts). `resume_next`: keep each class's elite for a round that resumes this one. nullopt when
+// the plan is empty; otherwise what happened, and the composed schedule through `offer`.
+// `nested_threads`: the threads of each nested search.
 std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const RepeatPlan& plan, int round,
-                                          const RepeatStart* kept, std::chrono::steady_clock::time_point begun,
+                                          const RepeatStart* kept, bool resume, bool resume_next,
+                                          std::chrono::steady_clock::time_point begun,
                                           std::chrono::steady_clock::time_point share_end, int nested_threads,
                                           std::chrono::steady_clock::time_point deadline,
                                           const std::atomic<bool>& stop,

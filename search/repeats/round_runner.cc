@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "search/repeats/rounds.h"
 
@@ -56,7 +57,7 @@ std::optional<RepeatStart> RunRounds(const SearchParams& params, const RepeatPla
     if (!raw.valid) return raw;
     const auto [schedule, polished] = PolishComposition(passes, composed, raw, polish_stop);
     passes.offer(schedule, polished.total);
-    if (choice.Offer(current_round, polished.total)) adopt(schedule, polished.total);
+    if (choice.Offer(current_round, polished.total, raw.total)) adopt(schedule, polished.total);
     return raw;
   };
   const double left = std::chrono::duration<double>(setup.deadline - setup.begun).count();
@@ -73,14 +74,24 @@ std::optional<RepeatStart> RunRounds(const SearchParams& params, const RepeatPla
                        kPieceSecondsMax * static_cast<double>(plan.count.size()));
   }
   const auto slice = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-  std::optional<RepeatStart> first = RunRepeatStart(params, plan, 0, nullptr, setup.begun, setup.begun + slice,
-                                                    setup.threads, setup.deadline, round_stop, offer);
+  // Continued rounds on repeated blocks only: the pieces' rounds are many searches of tens of
+  // milliseconds, not measured continued.
+  const bool resume = params.repeats.round_continue && !plan.pieces;
+  std::optional<RepeatStart> first =
+      RunRepeatStart(params, plan, 0, nullptr, false, resume, setup.begun, setup.begun + slice, setup.threads,
+                     setup.deadline, round_stop, offer);
   first_done();
   if (!first || !first->composed) return first;
   ProveRepeatClasses(params, plan, *first, setup.begun, setup.deadline, round_stop, offer);
+  // Per round (index round - 1): its proven classes, counted when it has ended.
+  std::vector<std::pair<int, int>> proofs{{first->result.bound_met, first->result.exact_optimal}};
+  // What a round keeps (the proven classes) and, continuing, goes on from: round 1 after its
+  // proofs, or (repeats.round_continue) the last round composed.
+  std::optional<RepeatStart> last;
   for (int r = 1;; ++r) {
     if (round_stop.load() || stopped()) break;
-    if (std::all_of(first->proven.begin(), first->proven.end(), [](int p) { return p != 0; })) break;
+    const RepeatStart& kept = last ? *last : *first;
+    if (std::all_of(kept.proven.begin(), kept.proven.end(), [](int p) { return p != 0; })) break;
     const Clock::time_point now = Clock::now();
     double round_seconds = 0;
     if (params.deterministic) {
@@ -93,14 +104,25 @@ std::optional<RepeatStart> RunRounds(const SearchParams& params, const RepeatPla
     }
     current_round = r + 1;
     if (setup.later_running != nullptr) setup.later_running->store(true, std::memory_order_release);
-    const std::optional<RepeatStart> next = RunRepeatStart(
-        params, plan, r, &*first, now,
+    std::optional<RepeatStart> next = RunRepeatStart(
+        params, plan, r, &kept, resume, resume, now,
         now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round_seconds)),
         setup.later_threads, setup.deadline, round_stop, offer);
     if (setup.later_running != nullptr) setup.later_running->store(false, std::memory_order_release);
     if (!next) break;
     first->result.moves += next->result.moves;
     if (!next->composed) break;
+    proofs.emplace_back(next->result.bound_met, next->result.exact_optimal);
+    if (resume) last = std::move(next);
+  }
+  // What the run took: the composition the workers walk from (the offer that made its round the
+  // lowest; round 1 may have offered twice, its block proofs composing it again) and its round's
+  // proofs.
+  if (choice.chosen >= 1 && choice.chosen <= static_cast<int>(proofs.size())) {
+    first->result.total = choice.chosen_composed;
+    first->result.total_first = choice.first_composed;
+    first->result.bound_met = proofs[choice.chosen - 1].first;
+    first->result.exact_optimal = proofs[choice.chosen - 1].second;
   }
   first->result.rounds = choice.rounds;
   first->result.chosen_round = choice.chosen;
