@@ -29,9 +29,9 @@
 #include "search/passes/retain_recomputed.h"
 #include "search/passes/serve_every_loader.h"
 #include "search/passes/serve_retained.h"
-#include "search/repeats/pieces.h"
 #include "search/repeats/repeats.h"
-#include "search/repeats/rounds.h"
+#include "search/repeats/repeat_start.h"
+#include "search/repeats/round_runner.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/starts/layer_chains.h"
@@ -43,10 +43,9 @@ namespace annealer {
 
 namespace {
 
-// The piece start's slice per piece in free mode (RunSearch, RunRepeatStart): at least
-// kPieceSeconds or none at all, at most kPieceSecondsMax.
+// The piece start's slice per piece in free mode: at least kPieceSeconds or none at all (at
+// most kPieceSecondsMax, search/repeats/round_runner.h).
 constexpr double kPieceSeconds = 0.1;
-constexpr double kPieceSecondsMax = 0.15;
 
 // The calling thread's CPU clock (POSIX): what a worker's epoch cost, whatever else ran on the
 // cores meanwhile.
@@ -79,262 +78,12 @@ class ErrorSlot {
   std::exception_ptr error_;
 };
 
-// The repeated-block start (see driver.h): nullopt when the graph does not qualify or the
-// start is off; otherwise what happened, and the composed schedule through `offer`.
-// `nested_threads`: the threads of each nested search.
-// The repeated blocks the start would solve; empty when it does not apply (no share, a small
-// graph) or nothing repeats.
-RepeatPlan RepeatStartPlan(const Problem& problem, const SearchParams& params) {
-  if (params.repeats.time_share <= 0 || static_cast<int64_t>(problem.ops.size()) < params.repeats.min_ops) {
-    return {};
-  }
-  RepeatOptions options;
-  options.max_block_ops = params.repeats.max_block_ops;
-  options.min_block_ops = params.repeats.min_block_ops;
-  RepeatPlan plan = FindRepeatedBlocks(problem, options);
-  if (plan.blocks.empty() && params.repeats.piece_ops > 0) {
-    PieceOptions pieces;
-    pieces.max_piece_ops = params.repeats.piece_ops;
-    pieces.min_piece_ops = std::max<int64_t>(1, params.repeats.piece_ops / 4);
-    plan = CutIntoPieces(problem, pieces);
-    plan.pieces = !plan.blocks.empty();
-  }
-  return plan;
-}
-
-// What the repeated-block start leaves for its block proofs (ProveRepeatClasses): per class its
-// schedule (final retention dropped), total, block bound and what is proven of it.
-struct RepeatStart {
-  RepeatResult result;
-  std::vector<Schedule> schedules;
-  std::vector<Latency> totals;
-  std::vector<Latency> bounds;
-  std::vector<int> proven;  // 0 unproven, 1 meets the block's bound, 2 optimal within the family
-  bool composed = false;    // every class solved and the blocks composed into a valid schedule
-
-  // Offers the composition of the classes' schedules and checks its total against their sum.
-  bool Compose(const RepeatPlan& plan, const std::function<Candidate(const Schedule&)>& offer) {
-    Latency block_sum = 0;
-    for (size_t c = 0; c < totals.size(); ++c) block_sum += totals[c] * plan.count[c];
-    const Candidate candidate = offer(ComposeBlockSchedules(plan, schedules));
-    if (!candidate.valid) {
-      result.note = "the composed schedule is invalid (" + candidate.violation.Message() + ")";
-      return false;
-    }
-    result.total = candidate.total;
-    // Equal by construction (search/repeats/repeats.h); a difference would be a bug to report.
-    if (std::abs(candidate.total - block_sum) > 1e-9 * std::max(1.0, block_sum)) {
-      result.note = "its total differs from the blocks' sum " + std::to_string(block_sum);
-      return false;
-    }
-    return true;
-  }
-  void Count() {
-    result.bound_met = static_cast<int>(std::count(proven.begin(), proven.end(), 1));
-    result.exact_optimal = static_cast<int>(std::count(proven.begin(), proven.end(), 2));
-  }
-};
-
-// One round (search/repeats/rounds.h): round `round` (0-based) searches every class anew with its
-// round's seeds, between `begun` and `share_end` in free mode, except those `kept` (an earlier
-// round, composed) has proven, whose schedules it takes.
-std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const RepeatPlan& plan, int round,
-                                          const RepeatStart* kept, Clock::time_point begun, Clock::time_point share_end,
-                                          int nested_threads, Clock::time_point deadline,
-                                          const std::atomic<bool>& stop,
-                                          const std::function<Candidate(const Schedule&)>& offer) {
-  if (plan.blocks.empty()) return std::nullopt;
-  RepeatStart start;
-  RepeatResult& result = start.result;
-  std::vector<Schedule>& schedules = start.schedules;
-  std::vector<Latency>& class_totals = start.totals;
-  std::vector<Latency>& class_bounds = start.bounds;
-  std::vector<int>& proven = start.proven;
-  result.pieces = plan.pieces;
-  result.blocks = static_cast<int>(plan.blocks.size());
-  result.classes = static_cast<int>(plan.representative.size());
-  result.repeated_blocks = plan.repeated_blocks();
-  for (size_t c = 0; c < plan.count.size(); ++c) {
-    if (plan.count[c] > result.largest_class) {
-      result.largest_class = plan.count[c];
-      result.block_ops = static_cast<int>(plan.blocks[plan.representative[c]].sub.op_ids.size());
-    }
-  }
-  // Each class gets a part by its weight and the time a class leaves unused passes to the next.
-  // A class's weight: its block's ops times the square root of its count. A repeated block's
-  // quality counts once per copy, but a one-off head or tail of as many ops is as hard to
-  // solve and still needs a schedule; it gets less, not almost nothing.
-  auto weight_of = [&](size_t c) {
-    return static_cast<double>(plan.blocks[plan.representative[c]].sub.op_ids.size()) * std::sqrt(plan.count[c]);
-  };
-  double weight_left = 0;
-  for (size_t c = 0; c < plan.count.size(); ++c) weight_left += weight_of(c);
-  for (size_t c = 0; c < plan.count.size(); ++c) {
-    const Problem& sub = plan.blocks[plan.representative[c]].sub.problem;
-    const double weight = weight_of(c);
-    if (kept != nullptr && kept->proven[c] != 0) {
-      // Proven optimal (as a standalone block, at least within the exact solver's family):
-      // another search of it finds nothing better, and its time goes to the others.
-      schedules.push_back(kept->schedules[c]);
-      class_totals.push_back(kept->totals[c]);
-      class_bounds.push_back(kept->bounds[c]);
-      proven.push_back(kept->proven[c]);
-      weight_left -= weight;
-      continue;
-    }
-    SearchParams nested = params;
-    nested.repeats.time_share = 0;  // a block is one period: nothing in it repeats at this scale
-    nested.threads = nested_threads;
-    nested.seed = RoundSeed(params.seed, round, plan.count.size(), c);
-    nested.cache_entries = std::min<int64_t>(params.cache_entries, 1 << 18);
-    nested.progress_interval = 0.05;
-    Clock::time_point class_deadline = deadline;
-    if (params.deterministic) {
-      nested.max_epochs = params.repeats.deterministic_epochs;
-    } else {
-      const Clock::time_point now = Clock::now();
-      // Pieces past the share still get a search with no time, which returns as far as its
-      // starts got (at least the piece's baseline), so that the others' work is composed: a slice
-      // of a few tens of milliseconds is overrun by a nested search's set-up (Inception-v3, 48
-      // pieces), and a broken-off piece start had left nothing. The workers do not move to a
-      // composition that is behind their best (take_repeats).
-      const bool late = now >= share_end;
-      if (stop.load(std::memory_order_relaxed) || (late && !plan.pieces)) {
-        result.note = "out of time before every block class was solved";
-        break;
-      }
-      class_deadline =
-          late ? now : now + std::chrono::duration_cast<Clock::duration>((share_end - now) * (weight / weight_left));
-    }
-    weight_left -= weight;
-    // A block whose schedule meets its lower bound, or that the exact solver solved (optimal
-    // within its family), is done: its time passes to the next class and to the workers. (The
-    // workers on the whole graph may still find what lies outside the family.) Both are set
-    // between phases, never during an epoch, so deterministic runs stay deterministic; the outer
-    // stop flag is passed on at the progress calls.
-    // A piece's bound is not computed: its slice is a few tens of milliseconds (Inception-v3: 48
-    // pieces in 2.3 s), and the bound of one 30-op piece took 0.67 s. (0: no piece is ever
-    // taken to meet its bound.)
-    const Latency bound = plan.pieces ? 0 : ComputeLowerBound(sub).total();
-    std::atomic<bool> nested_stop{stop.load()};
-    bool exact_optimal = false;  // the nested exact solver proved its schedule optimal in its family
-    SearchCallbacks nested_callbacks;
-    nested_callbacks.on_improvement = [&](const Schedule&, Latency total, const std::string&) {
-      if (total <= bound * (1 + 1e-9)) nested_stop = true;
-    };
-    nested_callbacks.on_exact = [&](const ExactResult& exact) {
-      if (exact.status == ExactStatus::kOptimal) {
-        exact_optimal = true;
-        nested_stop = true;
-      }
-    };
-    nested_callbacks.on_progress = [&](const SearchProgress&) {
-      if (stop.load(std::memory_order_relaxed)) nested_stop = true;
-    };
-    SearchSummary solved;
-    try {
-      solved = RunSearch(sub, nested, class_deadline, nested_stop, nested_callbacks);
-    } catch (const std::exception& error) {
-      // E.g. no valid start for a block: the graph's own starts stand, the search goes on.
-      result.note = std::string("a block class could not be solved: ") + error.what();
-      break;
-    }
-    result.moves += solved.moves;
-    schedules.push_back(WithoutFinalRetention(solved.best));
-    const Evaluation check = EvaluateFast(sub, schedules.back());
-    if (!check.ok()) {
-      result.note = "a block's schedule turned invalid without its final retention";
-      break;
-    }
-    class_totals.push_back(check.total);
-    class_bounds.push_back(bound);
-    // The final retention dropped never adds latency, so a proof of the searched schedule holds
-    // for the stored one when their totals agree.
-    if (check.total <= bound * (1 + 1e-9)) {
-      proven.push_back(1);
-    } else if (exact_optimal && check.total <= solved.best_total * (1 + 1e-12)) {
-      proven.push_back(2);
-    } else {
-      proven.push_back(0);
-    }
-  }
-  if (result.note.empty()) start.composed = start.Compose(plan, offer);
-  start.Count();
-  result.seconds = std::chrono::duration<double>(Clock::now() - begun).count();
-  return start;
-}
-
-// The block proofs, after the repeated-block start composed its schedule: the exact solver on
-// each class not yet proven, with the class's schedule as its incumbent, smallest blocks first
-// (they finish soonest), each with all the proof time left (repeats.proof_share of the budget;
-// deterministic mode: repeats.proof_states states per class, whatever the clock). A class the
-// solver beats takes the solver's schedule and the blocks are composed and offered again. On such
-// a graph this replaces the exact solver on the whole graph, which cannot finish there.
-void ProveRepeatClasses(const SearchParams& params, const RepeatPlan& plan, RepeatStart& start,
-                        Clock::time_point begun, Clock::time_point deadline, const std::atomic<bool>& stop,
-                        const std::function<Candidate(const Schedule&)>& offer) {
-  if (!start.composed) return;
-  const Clock::time_point proofs_begun = Clock::now();
-  auto ops_of = [&](size_t c) { return plan.blocks[plan.representative[c]].sub.op_ids.size(); };
-  // A block of more ops than a subgraph of the family may hold is left to the search: the family
-  // would restrict it, and the solver's first expansion (every connected closed op set a first
-  // subgraph can be) does not end on such a block (ViT-B/16's 159-op layer: not one state in 15 s).
-  std::vector<size_t> order;
-  for (size_t c = 0; c < start.proven.size(); ++c) {
-    if (start.proven[c] != 0) continue;
-    if (static_cast<int64_t>(ops_of(c)) > params.exact.max_subgraph_ops) {
-      ++start.result.proof_too_large;
-    } else {
-      order.push_back(c);
-    }
-  }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ops_of(a) < ops_of(b); });
-  const Clock::time_point proofs_end =
-      std::min(deadline, proofs_begun + std::chrono::duration_cast<Clock::duration>(
-                                            (deadline - begun) * params.repeats.proof_share));
-  const bool proofs = params.deterministic ? params.repeats.proof_states > 0 : params.repeats.proof_share > 0;
-  bool improved = false;
-  for (const size_t c : order) {
-    if (!proofs || stop.load(std::memory_order_relaxed) || (!params.deterministic && Clock::now() >= proofs_end)) {
-      break;
-    }
-    const Problem& sub = plan.blocks[plan.representative[c]].sub.problem;
-    ExactOptions options;
-    options.max_subgraph_ops = static_cast<int>(params.exact.max_subgraph_ops);
-    options.max_contexts = params.exact.max_contexts;
-    options.incumbent = start.schedules[c];
-    options.stop = &stop;
-    // A proof cut by the deadline (which only guards the whole search in deterministic mode)
-    // counts for nothing.
-    options.max_states = params.deterministic ? params.repeats.proof_states : params.exact.max_states;
-    options.deadline = params.deterministic ? deadline : proofs_end;
-    const ExactResult exact = SolveExact(sub, options);
-    ++start.result.proof_runs;
-    start.result.proof_states += exact.states;
-    if (exact.status != ExactStatus::kOptimal || !exact.best) continue;
-    if (exact.found_by_solver && exact.total < start.totals[c] * (1 - 1e-12)) {
-      Schedule schedule = WithoutFinalRetention(*exact.best);
-      const Evaluation check = EvaluateFast(sub, schedule);
-      // Dropping a final retention never makes a schedule invalid or dearer; if it did, the
-      // class keeps its schedule and nothing is claimed for it.
-      if (!check.ok() || check.total > exact.total * (1 + 1e-12)) continue;
-      start.schedules[c] = std::move(schedule);
-      start.totals[c] = check.total;
-      improved = true;
-    }
-    start.proven[c] = start.totals[c] <= start.bounds[c] * (1 + 1e-9) ? 1 : 2;
-  }
-  if (improved) start.composed = start.Compose(plan, offer);
-  start.Count();
-  start.result.proof_seconds = std::chrono::duration<double>(Clock::now() - proofs_begun).count();
-}
-
 
 }  // namespace
 
 SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock::time_point deadline,
                         const std::atomic<bool>& stop, const SearchCallbacks& callbacks,
-                        std::shared_ptr<const BoundModel> bound_model) {
+                        std::shared_ptr<const BoundModel> bound_model, const std::vector<Schedule>& starts) {
   if (const std::string error = ValidateParams(given); !error.empty()) {
     throw std::invalid_argument("search parameters: " + error);
   }
@@ -435,6 +184,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     if (c.valid) pool.Offer(schedule, c.total, kind);
     return c;
   };
+  for (const Schedule& schedule : starts) offer_checked(schedule, "continued");
   // A pass's result on the run's best, offered and published where it changed something (a pass
   // the stop cut short is dropped); `total` is then the best the pass will next be compared with.
   auto offer_pass_result = [&](const Schedule& result, const std::string& kind, Latency& total) {
@@ -614,120 +364,52 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   const int later_round_threads = std::max(1, threads / 2);
   std::atomic<bool> later_rounds_running{false};
   int taken_generation = 0;
-  RoundChoice round_choice;  // the background thread's (or, without the overlap, this thread's)
-  int current_round = 1;
-  // A composition gets the passes a new best of the run gets, to their end, before it is
-  // compared: what the whole-graph passes make of it is what it is worth (ResNet-50, tpu-v5e:
-  // 241k composed, 223k after the regrouping and serving, 219k after the rest).
-  // The piece start's composition is also polished (Polish): a piece's nested search has tens of
-  // milliseconds (Inception-v3: 48 pieces in 2-4 s), too little for its own start's polish
-  // (Inception-v3, ascend910-core: composed 8.4-10.0 M against 8.1 M from the polished greedy
-  // start).
-  auto polish_composition = [&](const Schedule& composed, const Candidate& raw,
-                                const std::function<bool()>& stop_polish) -> std::pair<Schedule, Candidate> {
-    std::pair<Schedule, Candidate> best{composed, raw};
-    auto take = [&](Schedule next, bool if_lower) {
-      if (stop_polish() || next == best.first) return false;
-      IncrementalEvaluator evaluator(problem, pricer.cache());
-      const Candidate c = evaluator.Reset(next);
-      if (!c.valid || (if_lower && c.total >= best.second.total * (1 - 1e-12))) return false;
-      best = {std::move(next), c};
-      return true;
-    };
-    take(regrouped(composed, stop_polish), false);
-    if (repeat_plan.pieces && params.workers.polish) {
-      take(Polish(problem, pricer, best.first, stop_polish, params.workers.partial_edge_tiles == Switch::kOn), true);
-    }
-    if (problem.ops.size() > kRegroupStartMaxOps) return best;
-    for (bool gained = true; gained && !stop_polish();) {
-      gained = false;
-      if (gather_strays) gained |= take(GatherStrays(problem, pricer, best.first, stop_polish), true);
-      if (gather_partials) gained |= take(GatherPartials(problem, pricer, best.first, stop_polish), true);
-      if (retain_recomputed) {
-        gained |= take(RetainRecomputed(problem, pricer, best.first, stop_polish,
-                                        params.workers.partial_edge_tiles == Switch::kOn),
-                       true);
-      }
-      if (regroup) {
-        gained |= take(served(RegroupReaderParts(problem, pricer, best.first, stop_polish), stop_polish), true);
-      }
-    }
-    return best;
-  };
-  // What the rounds offer: the composed schedule is checked (the start compares its total with
-  // the blocks' sum) and polished; the polished one joins the pool, and becomes the composition
-  // the workers walk from when it is the lowest so far (`adopt`).
-  auto offer_round = [&](const Schedule& composed, const std::function<bool()>& stop_polish,
-                         const std::function<void(const Schedule&, Latency)>& adopt) {
+  // The passes a composition gets (search/repeats/composition_passes.h): those a new best of the
+  // run gets, to their end; the piece start's also the polish.
+  CompositionPasses composition_passes;
+  composition_passes.evaluate = [&](const Schedule& schedule) {
     IncrementalEvaluator evaluator(problem, pricer.cache());
-    const Candidate raw = evaluator.Reset(composed);
-    if (!raw.valid) return raw;
-    const auto [schedule, polished] = polish_composition(composed, raw, stop_polish);
-    pool.Offer(schedule, polished.total, "repeat");
-    if (round_choice.Offer(current_round, polished.total)) adopt(schedule, polished.total);
-    return raw;
+    return evaluator.Reset(schedule);
   };
-  // The rounds (search/repeats/rounds.h): the first with the share a run of repeats.round_seconds
-  // gives it, its block proofs, then further rounds while the share lasts (deterministic mode:
-  // repeats.deterministic_rounds). `first_done` is called when the first round has ended,
-  // composed or not. The first round's start is returned, with what the rounds did.
-  auto run_rounds = [&](const std::atomic<bool>& round_stop, const std::function<Candidate(const Schedule&)>& offer,
-                        const std::function<void()>& first_done) -> std::optional<RepeatStart> {
-    const double left = std::chrono::duration<double>(deadline - repeats_begun).count();
-    double seconds = RoundSeconds(left, params.repeats.time_share, params.repeats.round_seconds);
-    // Pieces get at most kPieceSecondsMax each in a round in free mode, whatever the run's length
-    // (their rounds are capped by that, not by repeats.round_seconds): the composition helps
-    // only while the lone worker's best is still behind it. GoogLeNet's 35 pieces at 0.12-0.13 s
-    // each (a 10-s run) took ascend910-core from 2.02 M to 1.82-1.95 M; with a 60-s run's share
-    // (~0.8 s each) in one round the lone worker had gone further by the time they were composed,
-    // the workers stayed on their own best, and the run ended at 1.99 M, where it ended without
-    // pieces.
-    if (repeat_plan.pieces && !params.deterministic) {
-      seconds = std::min(RoundSeconds(left, params.repeats.time_share, 0),
-                         kPieceSecondsMax * static_cast<double>(repeat_plan.count.size()));
-    }
-    const auto slice = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
-    current_round = 1;
-    std::optional<RepeatStart> first = RunRepeatStart(params, repeat_plan, 0, nullptr, repeats_begun,
-                                                      repeats_begun + slice, threads, deadline, round_stop, offer);
-    first_done();
-    if (!first || !first->composed) return first;
-    ProveRepeatClasses(params, repeat_plan, *first, repeats_begun, deadline, round_stop, offer);
-    for (int r = 1;; ++r) {
-      if (round_stop.load() || stopped()) break;
-      if (std::all_of(first->proven.begin(), first->proven.end(), [](int p) { return p != 0; })) break;
-      const Clock::time_point now = Clock::now();
-      double round_seconds = 0;
-      if (params.deterministic) {
-        if (r >= params.repeats.deterministic_rounds) break;
-      } else {
-        if (params.repeats.round_seconds <= 0) break;  // one round, as before the rounds
-        round_seconds = NextRoundSeconds(std::chrono::duration<double>(now - repeats_begun).count(), seconds, r,
-                                         params.repeats.round_growth, left, params.repeats.time_share);
-        if (round_seconds <= 0) break;
-      }
-      current_round = r + 1;
-      later_rounds_running.store(overlap, std::memory_order_release);
-      const std::optional<RepeatStart> next = RunRepeatStart(
-          params, repeat_plan, r, &*first, now,
-          now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round_seconds)),
-          overlap ? later_round_threads : threads, deadline, round_stop, offer);
-      later_rounds_running.store(false, std::memory_order_release);
-      if (!next) break;
-      first->result.moves += next->result.moves;
-      if (!next->composed) break;
-    }
-    first->result.rounds = round_choice.rounds;
-    first->result.chosen_round = round_choice.chosen;
-    first->result.polished_first = round_choice.first;
-    first->result.polished = round_choice.lowest;
-    return first;
-  };
-  if (!overlap) {
-    const auto offer_repeat = [&](const Schedule& composed) {
-      return offer_round(composed, stopped, [](const Schedule&, Latency) {});
+  composition_passes.first = regrouped;
+  if (repeat_plan.pieces && params.workers.polish) {
+    composition_passes.polish = [&](const Schedule& schedule, const std::function<bool()>& stop_polish) {
+      return Polish(problem, pricer, schedule, stop_polish, params.workers.partial_edge_tiles == Switch::kOn);
     };
-    std::optional<RepeatStart> start = run_rounds(stop, offer_repeat, [] {});
+  }
+  if (problem.ops.size() <= kRegroupStartMaxOps) {
+    std::vector<CompositionPasses::Pass>& passes = composition_passes.passes;
+    if (gather_strays) {
+      passes.push_back([&](const Schedule& schedule, const std::function<bool()>& stop_polish) {
+        return GatherStrays(problem, pricer, schedule, stop_polish);
+      });
+    }
+    if (gather_partials) {
+      passes.push_back([&](const Schedule& schedule, const std::function<bool()>& stop_polish) {
+        return GatherPartials(problem, pricer, schedule, stop_polish);
+      });
+    }
+    if (retain_recomputed) {
+      passes.push_back([&](const Schedule& schedule, const std::function<bool()>& stop_polish) {
+        return RetainRecomputed(problem, pricer, schedule, stop_polish, params.workers.partial_edge_tiles == Switch::kOn);
+      });
+    }
+    if (regroup) {
+      passes.push_back([&](const Schedule& schedule, const std::function<bool()>& stop_polish) {
+        return served(RegroupReaderParts(problem, pricer, schedule, stop_polish), stop_polish);
+      });
+    }
+  }
+  composition_passes.offer = [&](const Schedule& schedule, Latency total) { pool.Offer(schedule, total, "repeat"); };
+  RoundsSetup rounds_setup;
+  rounds_setup.begun = repeats_begun;
+  rounds_setup.deadline = deadline;
+  rounds_setup.threads = threads;
+  rounds_setup.later_threads = overlap ? later_round_threads : threads;
+  rounds_setup.later_running = overlap ? &later_rounds_running : nullptr;
+  if (!overlap) {
+    std::optional<RepeatStart> start = RunRounds(params, repeat_plan, composition_passes, rounds_setup, stop, stopped,
+                                                 stopped, [](const Schedule&, Latency) {}, [] {});
     if (start) publish();
     // A composed graph proves its block classes instead (ProveRepeatClasses, in the rounds).
     if (!start || !start->composed) {
@@ -747,25 +429,23 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     background = std::thread([&, incumbent = summary.best, incumbent_total = summary.best_total]() mutable {
       background_errors.Run([&] {
         const std::function<bool()> background_stopped = [&] { return stopped() || background_stop.load(); };
-        const auto offer_repeat = [&](const Schedule& composed) {
-          return offer_round(composed, background_stopped, [&](const Schedule& schedule, Latency total) {
-            {
-              std::lock_guard<std::mutex> lock(composed_mutex);
-              background_composed = schedule;
-              background_composed_total = total;
-            }
-            composed_generation.fetch_add(1, std::memory_order_release);
-            if (total < incumbent_total) {
-              incumbent = schedule;
-              incumbent_total = total;
-            }
-          });
+        const auto adopt = [&](const Schedule& schedule, Latency total) {
+          {
+            std::lock_guard<std::mutex> lock(composed_mutex);
+            background_composed = schedule;
+            background_composed_total = total;
+          }
+          composed_generation.fetch_add(1, std::memory_order_release);
+          if (total < incumbent_total) {
+            incumbent = schedule;
+            incumbent_total = total;
+          }
         };
         // The workers rebase on the first round's composition as soon as it is there; each
         // later composition that is lower after the passes moves them again.
-        std::optional<RepeatStart> start = run_rounds(background_stop, offer_repeat, [&] {
-          repeats_done.store(true, std::memory_order_release);
-        });
+        std::optional<RepeatStart> start =
+            RunRounds(params, repeat_plan, composition_passes, rounds_setup, background_stop, stopped,
+                      background_stopped, adopt, [&] { repeats_done.store(true, std::memory_order_release); });
         if (start) start->result.overlapped = true;
         if (start) background_repeats = start->result;
         if (!start || !start->composed) {
@@ -1010,6 +690,8 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   summary.deterministic_cut = params.deterministic && (params.max_epochs == 0 || epoch < params.max_epochs);
   summary.search_seconds = std::chrono::duration<double>(Clock::now() - workers_started).count();
   for (const auto& w : workers) summary.moves += w->moves();
+  pool.Synchronize();
+  for (const EliteEntry& e : pool.entries()) summary.elite.push_back(e.schedule);
   if (cache) {
     summary.cache_hit_rate = cache->stats().hit_rate();
     // Freeing a full cache takes 50-150 ms (a million small allocations); do it off the caller's

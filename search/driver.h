@@ -70,6 +70,9 @@ struct SearchSummary {
   // The repeated-block start's run, when it ran (a graph of at least repeats.min_ops ops in
   // which repeated blocks hold most ops, and repeats.time_share > 0).
   std::optional<RepeatResult> repeats;
+  // The elite pool's schedules at the end, best first: where a later search may go on from
+  // (`starts` of RunSearch; the rounds of the repeated-block start, repeats.round_continue).
+  std::vector<Schedule> elite;
 };
 
 // After the constructive starts, the repeated-block start (search/repeats/repeats.h): when most of a
@@ -103,9 +106,12 @@ struct SearchSummary {
 // worker failed (the worker's exception is rethrown after all workers joined).
 // `bound_model`: the problem's bound model when the caller has built it (ComputeLowerBound
 // fills one), for the exact solver's heuristic; null: the solver builds it.
+// `starts`: schedules offered to the pool after the baseline, before the constructive starts
+// (kind "continued"; an invalid one is dropped), e.g. an earlier search's `elite`.
 SearchSummary RunSearch(const Problem& problem, const SearchParams& params,
                         std::chrono::steady_clock::time_point deadline,
                         const std::atomic<bool>& stop, const SearchCallbacks& callbacks,
-                        std::shared_ptr<const BoundModel> bound_model = nullptr);
+                        std::shared_ptr<const BoundModel> bound_model = nullptr,
+                        const std::vector<Schedule>& starts = {});
 
 }  // namespace annealer

@@ -242,6 +242,12 @@ std::vector<ParamSpec> BuildTable() {
                             "repeats.deterministic_epochs epochs per class, other seeds), the lowest composition "
                             "after the passes taken",
                             [](P& p) -> int64_t& { return p.repeats.deterministic_rounds; }));
+  t.push_back(Make<bool>("repeats.round_continue", B, 0, 1,
+                         "rounds of the repeated-block start (not the pieces'): a further round continues each unproven "
+                         "class's nested search from the elite schedules the round before left (no constructive "
+                         "starts or exact solver again), with a new seed and the round's time; false: each round "
+                         "searches anew",
+                         [](P& p) -> bool& { return p.repeats.round_continue; }));
   return t;
 }
 

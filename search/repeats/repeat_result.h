@@ -41,9 +41,13 @@ struct RepeatResult {
   int chosen_round = 0;
   Latency polished_first = 0;
   Latency polished = 0;
-  // The composed schedule's total (the evaluator's, = the sum of the blocks' totals); 0 when no
-  // schedule was composed (`note` then says why).
+  // The composed schedule's total (the evaluator's, = the sum of the blocks' totals), before the
+  // passes: of the round taken (`chosen_round`'s, the one the workers walk from), and of round 1.
+  // 0 when no schedule was composed (`note` then says why). `bound_met` and `exact_optimal` count
+  // the proofs of the round taken (a later round keeps round 1's proven classes and may prove
+  // more).
   Latency total = 0;
+  Latency total_first = 0;
   std::string note;
 };
 

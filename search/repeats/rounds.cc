@@ -20,12 +20,16 @@ uint64_t RoundSeed(uint64_t seed, int r, std::size_t classes, std::size_t c) {
   return seed + 1 + c + static_cast<uint64_t>(r) * classes;
 }
 
-bool RoundChoice::Offer(int round, Latency polished) {
-  if (rounds == 0) first = polished;
+bool RoundChoice::Offer(int round, Latency polished, Latency composed) {
+  if (rounds == 0) {
+    first = polished;
+    first_composed = composed;
+  }
   rounds = std::max(rounds, round);
   if (chosen != 0 && polished >= lowest * (1 - 1e-12)) return false;
   chosen = round;
   lowest = polished;
+  chosen_composed = composed;
   return true;
 }
 

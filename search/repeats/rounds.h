@@ -31,13 +31,17 @@ uint64_t RoundSeed(uint64_t seed, int r, std::size_t classes, std::size_t c);
 // Which round's composition the workers walk from: the lowest after the passes, the first on a
 // tie (strictly lower by more than rounding noise to move).
 struct RoundChoice {
-  int rounds = 0;      // compositions offered
-  int chosen = 0;      // 1-based round of the lowest; 0 before the first
-  Latency first = 0;   // the first round's total after the passes
-  Latency lowest = 0;  // the chosen one's
+  int rounds = 0;               // compositions offered
+  int chosen = 0;               // 1-based round of the lowest; 0 before the first
+  Latency first = 0;            // the first round's total after the passes
+  Latency lowest = 0;           // the chosen one's
+  Latency first_composed = 0;   // the first round's total as composed, before the passes
+  Latency chosen_composed = 0;  // the chosen one's
 
-  // Records round `round`'s (1-based) total after the passes; true when it becomes the chosen.
-  bool Offer(int round, Latency polished);
+  // Records round `round`'s (1-based) composition, `composed` before the passes and `polished`
+  // after them; true when it becomes the chosen. (A round offered again, its block proofs having
+  // improved a class, is compared as any other offer.)
+  bool Offer(int round, Latency polished, Latency composed);
 };
 
 }  // namespace annealer

@@ -433,12 +433,15 @@ int RunSearchCommand(int argc, char** argv) {
                          " blocks in " + std::to_string(r.classes) + (r.classes == 1 ? " class" : " classes") + ", " +
                          std::to_string(r.repeated_blocks) + " repeated (largest class " +
                          std::to_string(r.largest_class) + " x " + std::to_string(r.block_ops) + " ops)";
-      if (r.total > 0) line += "; composed schedule " + Grouped(r.total);
-      if (r.polished > 0) {
-        line += r.rounds > 1 ? "; " + std::to_string(r.rounds) + " rounds, the lowest after the passes round " +
-                                   std::to_string(r.chosen_round) + "'s, " + Grouped(r.polished) + " (round 1's " +
-                                   Grouped(r.polished_first) + ")"
-                             : " (" + Grouped(r.polished) + " after the passes)";
+      if (r.rounds > 1 && r.polished > 0) {
+        // The composition the run took (the lowest after the passes), then round 1's.
+        line += "; " + std::to_string(r.rounds) + " rounds, the lowest after the passes round " +
+                std::to_string(r.chosen_round) + "'s: composed schedule " + Grouped(r.total) + ", " +
+                Grouped(r.polished) + " after the passes (round 1's " + Grouped(r.total_first) + ", " +
+                Grouped(r.polished_first) + ")";
+      } else {
+        if (r.total > 0) line += "; composed schedule " + Grouped(r.total);
+        if (r.polished > 0) line += " (" + Grouped(r.polished) + " after the passes)";
       }
       if (r.total > 0 && r.bound_met + r.exact_optimal > 0) {
         // What is proven holds for each class as a standalone block (search/repeats/repeat_result.h).
