@@ -252,6 +252,11 @@
 //     lambda line: no other priced sum can be there). So the shape claims min over j of P*_j + the
 //     m - j least e_x, or P25's term if larger (each bounds the shape's subgraphs alone;
 //     eval/bound/sums/sole_sums.h).
+//  P52 (M2, M3, G2, V10, V12, R5, W, P23, P28) The sink that a sole sum's subgraph writes: S_1 runs
+//     s in mode T, so some sink of S_1 has s's shape H x W; with H W > capacity it is never
+//     retained and writes every tile, so when s's output is no graph output P28's A_j counts
+//     (1 - 1/tau_j)(U_j + H W / B). Only in P28's setting, where S_1 holds one claim of the shape
+//     (eval/bound/sums/sole_sums.h).
 //  P29 (T1, T2, V1, V7, V12, G3, M2, R5, P23, P25, P28) Several sums of one shape. Where a set of
 //     ops holds 2..4 priced sums of a shape, all their producers and no tap read by nothing of it,
 //     the sums' picked subgraphs fall into groups, one subgraph each: a group claims the larger of

@@ -10,6 +10,7 @@ namespace annealer::bound_internal {
 
 bool g_sole_sums = true;
 bool g_isolated_in_sole = true;
+bool g_sole_sum_write = true;
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -57,10 +58,17 @@ SoleSums SoleSumValue(const Problem& p, const TapLines& taps, const std::vector<
     std::sort(e.begin(), e.end());
     std::vector<double> prefix(m + 1, 0);
     for (int i = 0; i < m; ++i) prefix[i + 1] = prefix[i] + e[i];
+    // P52: S_1's sink, of s's shape and too large to keep, writes all of it; P23's U_j holds that
+    // write already when s's output is a graph output.
+    const Tensor& out = p.tensors[p.ops[s.sum].output];
+    const double write = g_sole_sum_write && !p.IsGraphOutput(p.ops[s.sum].output) && out.size() > p.fast_memory_capacity
+                             ? static_cast<double>(out.size()) / p.slow_memory_bandwidth
+                             : 0.0;
     double least = kInf;
     for (int j1 = 0; j1 <= m; ++j1) {
       if (!s.possible[j1]) continue;
-      least = std::min(least, std::max(s.by_j[j1].at0, s.by_j[j1].at1) + prefix[m - j1]);
+      const double at1 = s.by_j[j1].at1 + (1 - 1 / s.tau[j1]) * write;
+      least = std::min(least, std::max(s.by_j[j1].at0, at1) + prefix[m - j1]);
     }
     if (least < kInf && least > old_term) {
       r.value += least - old_term;

@@ -37,6 +37,14 @@ inline double IsolatedFloor(const TapLines& taps, OpId x) {
   return g_isolated_in_sole && !taps.isolated.empty() ? taps.isolated[x] : 0.0;  // empty: P25 not derived
 }
 
+// P52: S_1 runs s in mode T, so its grid has s's shape H x W (V12) and some sink on s's Pointwise
+// path has an H x W output; with H W > capacity that output cannot be retained (R5, W), so the
+// sink writes every tile of it (M2, G2): S_1's memory time holds H W / B beside the unfused loads,
+// and A_j1 = (1 - 1 / tau_j1) (U_j1 + H W / B) when s's output is no graph output (U_j holds it
+// then). Only here, where S_1 holds one claim: two sums in one subgraph may share that sink.
+// Test switch: false leaves the write out.
+extern bool g_sole_sum_write;
+
 struct SoleSums {
   double value = 0;  // P25's Value over the ops, with each sole shape at the larger term
   int shapes = 0;    // sole shapes where G is above P25's term
