@@ -1,12 +1,13 @@
 #!/bin/bash
 # Whether two annealer binaries print the same `bound --json`, byte for byte, on every problem file
-# of a directory (every *.json but *.map.json; default: the zoo's imported problems, /work/meas/zoo)
+# of a directory (every *.json but *.map.json: e.g. bench/models.sh's OUT_DIR of imported problems)
 # and on problems/*.json.
-#   bench/bound_identical.sh NEW_BINARY [REFERENCE_BINARY] [PROBLEM_DIR]
+#   bench/bound_identical.sh NEW_BINARY REFERENCE_BINARY PROBLEM_DIR
 # Prints each file that differs and a count; exit status 1 when any differs.
-new=${1:?usage: bound_identical.sh NEW_BINARY [REFERENCE_BINARY] [PROBLEM_DIR]}
-ref=${2:-/work/main/build/annealer}
-dir=${3:-/work/meas/zoo}
+usage='usage: bench/bound_identical.sh NEW_BINARY REFERENCE_BINARY PROBLEM_DIR'
+new=${1:?$usage}
+ref=${2:?$usage}
+dir=${3:?$usage}
 here=$(cd "$(dirname "$0")/.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <span>
 #include <vector>
 
 namespace annealer::bound_internal {
@@ -78,15 +79,20 @@ double LhsStripExcess(double beta, Elements rows, Elements cols, Elements reduct
 
 }  // namespace
 
-double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
-                     double weight_bandwidth, double a, double lhs_time, double fill_cap) {
-  if (lhs_time > 0) return LhsStripExcess(beta, rows, cols, reduction, native, weight_bandwidth, a, lhs_time, fill_cap);
-  const double b = 1 - a;
+void PerStepExcessAt(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
+                     double weight_bandwidth, std::span<const double> alphas, double lhs_time, double fill_cap,
+                     std::span<double> out) {
+  if (lhs_time > 0) {
+    for (std::size_t i = 0; i < alphas.size(); ++i) {
+      out[i] = LhsStripExcess(beta, rows, cols, reduction, native, weight_bandwidth, alphas[i], lhs_time, fill_cap);
+    }
+    return;
+  }
   const Elements row_tiles = CeilDiv(rows, native);  // h = min(n, M): the least rows of tiles
   const double native_tiles = static_cast<double>(row_tiles * CeilDiv(cols, native));
   const double weight_time = static_cast<double>(reduction) * static_cast<double>(cols) *
                              static_cast<double>(row_tiles) / weight_bandwidth;
-  double best = std::numeric_limits<double>::infinity();
+  std::fill(out.begin(), out.end(), std::numeric_limits<double>::infinity());
   for (Elements k = 1; k <= std::min(native, reduction - 1); ++k) {
     const Elements steps = CeilDiv(reduction, k), k_last = reduction - (steps - 1) * k;
     const double c_full = beta * static_cast<double>(k) / static_cast<double>(reduction);
@@ -109,23 +115,44 @@ double PerStepExcess(double beta, Elements rows, Elements cols, Elements reducti
       }
       // Convex and piecewise linear in gamma, nondecreasing beyond its breakpoints (the tiles
       // number at least the native ones): its least is at 0 or a breakpoint; on [0, fill_cap]
-      // (P49) at 0, a breakpoint below the cap, or the cap.
-      const auto excess = [&](double gamma) {
+      // (P49) at 0, a breakpoint below the cap, or the cap. The classes do not depend on a, so
+      // every a of the grid reads them here (the same figures as one a at a time).
+      const auto occupied = [&](double gamma) {
         double sum = 0;
         for (int i = 0; i < num; ++i) {
           sum += classes[i].count * (classes[i].before + std::max(c_last + gamma, classes[i].last_weight));
         }
-        return sum - a * (beta + gamma) * native_tiles - b * weight_time;
+        return sum;
       };
-      best = std::min(best, excess(0));
+      std::array<double, 4> gammas{};
+      std::array<double, 4> sums{};
+      int candidates = 0;
+      const auto add = [&](double gamma) {
+        gammas[candidates] = gamma;
+        sums[candidates++] = occupied(gamma);
+      };
+      add(0);
       for (int i = 0; i < num; ++i) {
         const double gamma = classes[i].last_weight - c_last;
-        if (gamma > 0 && gamma <= fill_cap) best = std::min(best, excess(gamma));
+        if (gamma > 0 && gamma <= fill_cap) add(gamma);
       }
-      if (fill_cap < std::numeric_limits<double>::infinity()) best = std::min(best, excess(fill_cap));
+      if (fill_cap < std::numeric_limits<double>::infinity()) add(fill_cap);
+      for (std::size_t j = 0; j < alphas.size(); ++j) {
+        const double a = alphas[j], b = 1 - a;
+        for (int c = 0; c < candidates; ++c) {
+          out[j] = std::min(out[j], sums[c] - a * (beta + gammas[c]) * native_tiles - b * weight_time);
+        }
+      }
     }
   }
-  return best;
+}
+
+double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
+                     double weight_bandwidth, double a, double lhs_time, double fill_cap) {
+  double out = 0;
+  PerStepExcessAt(beta, rows, cols, reduction, native, weight_bandwidth, std::span<const double>(&a, 1), lhs_time,
+                  fill_cap, std::span<double>(&out, 1));
+  return out;
 }
 
 namespace {
@@ -357,16 +384,19 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
       }
       if (sig < 0) {
         Signature s{xop.base_cost, shape.height, shape.width, k_star, lhs_time, fill_cap, {}, {}};
+        std::array<double, PerStepIsland::kGrid + 1> alphas{};
+        for (int i = 0; i <= PerStepIsland::kGrid; ++i) alphas[i] = static_cast<double>(i) / PerStepIsland::kGrid;
+        PerStepExcessAt(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth, alphas, s.lhs_time,
+                        std::numeric_limits<double>::infinity(), s.delta);
+        std::array<double, PerStepIsland::kGrid + 1> capped = s.delta;
+        if (fill_cap != std::numeric_limits<double>::infinity()) {
+          PerStepExcessAt(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth, alphas, s.lhs_time, fill_cap,
+                          capped);
+        }
         for (int i = 0; i <= PerStepIsland::kGrid; ++i) {
-          const double alpha = static_cast<double>(i) / PerStepIsland::kGrid;
-          s.delta[i] = PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth, alpha, s.lhs_time);
           // delta_Phi >= delta; where the cap does not bind the two differ by rounding alone (the
           // cap is one more point on a flat or rising piece), and delta keeps the figures as they were.
-          const double capped = fill_cap == std::numeric_limits<double>::infinity()
-                                    ? s.delta[i]
-                                    : PerStepExcess(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth,
-                                                    alpha, s.lhs_time, fill_cap);
-          s.capped[i] = capped > s.delta[i] + 1e-9 * (1 + std::abs(s.delta[i])) ? capped : s.delta[i];
+          s.capped[i] = capped[i] > s.delta[i] + 1e-9 * (1 + std::abs(s.delta[i])) ? capped[i] : s.delta[i];
         }
         sig = static_cast<int>(signatures.size());
         signatures.push_back(s);

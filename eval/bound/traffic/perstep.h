@@ -5,6 +5,7 @@
 
 #include <array>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "eval/bound/analysis.h"
@@ -77,6 +78,11 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
 double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
                      double weight_bandwidth, double a, double lhs_time = 0,
                      double fill_cap = std::numeric_limits<double>::infinity());
+// The same at every a of `alphas` (out[i] for alphas[i]), in one walk of the (k, w) grid: each
+// value is the one PerStepExcess gives for that a, bit for bit.
+void PerStepExcessAt(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
+                     double weight_bandwidth, std::span<const double> alphas, double lhs_time, double fill_cap,
+                     std::span<double> out);
 
 // Ablation switch for tests only (measures what P24 adds): false makes PerStepIslands claim
 // nothing. Not thread-safe; never set elsewhere.
