@@ -187,6 +187,14 @@ std::vector<TensorId> ProducedTensors(const Problem& problem, const std::vector<
   return produced;
 }
 
+void SubgraphsHoldingInto(const Schedule& s, size_t op_count, std::vector<std::vector<int>>& holding) {
+  holding.resize(op_count);
+  for (auto& h : holding) h.clear();
+  for (int i = 0; i < static_cast<int>(s.subgraphs.size()); ++i) {
+    for (OpId op : s.subgraphs[i].ops) holding[op].push_back(i);
+  }
+}
+
 void BoundaryInputsInto(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& out) {
   thread_local StampSet produced;
   thread_local StampSet listed;

@@ -72,6 +72,11 @@ std::vector<TensorId> BoundaryInputs(const Problem& problem, const std::vector<O
 void ProducedTensorsInto(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& out);
 void BoundaryInputsInto(const Problem& problem, const std::vector<OpId>& ops, std::vector<TensorId>& out);
 
+// holding[op]: the subgraphs of `s` that run op, ascending (several when it is recomputed), into
+// a caller's buffer sized to the problem's ops. Passes that look up where a tensor's producer or
+// readers run build it once per schedule instead of scanning every subgraph per lookup.
+void SubgraphsHoldingInto(const Schedule& s, size_t op_count, std::vector<std::vector<int>>& holding);
+
 // True when `to` reads (as a boundary input) a tensor that `from` produces.
 bool Feeds(const Problem& problem, const std::vector<OpId>& from, const std::vector<OpId>& to);
 // Feeds with one side fixed and its tensors derived once, for a scan over many subgraphs of the

@@ -8,6 +8,7 @@
 #include "eval/cost/incremental.h"
 #include "search/moves/move_kit.h"
 #include "search/moves/moves.h"
+#include "search/subgraph_tools.h"
 
 namespace annealer {
 namespace {
@@ -235,12 +236,8 @@ Schedule ServeLoadsByRecompute(const Problem& problem, const SubgraphPricer& pri
   bool runs_in_stale = true;
   std::vector<int> holders;
   auto readers_of = [&](TensorId t) -> const std::vector<int>& {
-    const auto& subs = evaluator.schedule().subgraphs;
     if (runs_in_stale) {
-      runs_in.assign(problem.ops.size(), {});
-      for (int k = 0; k < static_cast<int>(subs.size()); ++k) {
-        for (OpId op : subs[k].ops) runs_in[op].push_back(k);
-      }
+      SubgraphsHoldingInto(evaluator.schedule(), problem.ops.size(), runs_in);
       runs_in_stale = false;
     }
     holders.clear();

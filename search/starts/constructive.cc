@@ -8,6 +8,7 @@
 
 #include "eval/cost/incremental.h"
 #include "search/moves/moves.h"
+#include "search/subgraph_tools.h"
 
 namespace annealer {
 
@@ -180,7 +181,7 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
     }
   };
   std::unordered_map<std::vector<int64_t>, std::optional<Latency>, KeyHash> fitted;
-  std::vector<std::vector<int>> holders(problem.ops.size());
+  std::vector<std::vector<int>> holders;
   std::vector<int64_t> key;
   while (!(stop && stop())) {
     const Schedule& s = evaluator.schedule();
@@ -190,10 +191,7 @@ Schedule GreedyFusion(const Problem& problem, const SubgraphPricer& pricer, cons
     const int n = static_cast<int>(s.subgraphs.size());
     // holders[op]: the subgraphs holding op, ascending (several when it is recomputed); scanning
     // back from each reader instead cost O(n) per input on a long schedule.
-    for (auto& h : holders) h.clear();
-    for (int i = 0; i < n; ++i) {
-      for (OpId op : s.subgraphs[i].ops) holders[op].push_back(i);
-    }
+    SubgraphsHoldingInto(s, problem.ops.size(), holders);
     for (int j = 1; j < n; ++j) {
       std::set<int> producers;
       for (TensorId t : BoundaryInputs(problem, s.subgraphs[j].ops)) {
