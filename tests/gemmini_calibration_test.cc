@@ -71,9 +71,11 @@ std::string LayerBytes(const Layer& l) {
   w->set_data_type(onnx::TensorProto::FLOAT);
   onnx::NodeProto* node = g.add_node();
   node->set_name("layer");
-  node->add_input("x");
-  node->add_input("w");
-  node->add_output("y");
+  // By std::string: GCC 12 flags protobuf's inline add_input(const char*) with a false -Wrestrict.
+  const std::string x = "x", weight = "w", y = "y";
+  node->add_input(x);
+  node->add_input(weight);
+  node->add_output(y);
   if (l.r == 0) {
     Shape(*g.add_input(), {1, l.c});
     for (int64_t d : {l.k, l.c}) w->add_dims(d);
