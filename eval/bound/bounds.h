@@ -342,6 +342,16 @@
 //     cannot be made there, V11; its RHS is a graph input; its output has no reader in S), so
 //     S = {t} (V5): S loads t's LHS per column tile, and costs at least P21's lone price of t, so
 //     e_t >= that price - c_t at every lambda. Not under prefetch into double-buffered staging.
+//  P54 (D1-D5, G3, G4, M1, R5, V8, V10, W, P25, P28) The LHS strips a tap obtains again: a step
+//     whose tile's rows differ from the step before's asks the full-width rows of the tap's LHS A
+//     (n_k = 1) afresh (every request of the step before has that step's rows or all rows; A never
+//     fits), so it loads them or makes them from the same rows of A's producer's inputs: at least
+//     h x phi(A), phi the least frontier width (0 for a tensor that fits). A traversal makes at
+//     least T + 1 row or column entries, each row at most C, each column at most R: alone, M phi +
+//     the cheapest (R - 1)(C - 1) re-entries (row strips h phi, weight column strips K w, the clipped
+//     edge strips at most half); at n_k >= 2 the k-slices' loads (C |u| for a loaded u, a MatMul's
+//     LHS rows and own weight slices per tile); beside co-sinks a q-th; in P28's S_1 a fused
+//     producer's M phi. eval/bound/sums/strip_frontier.h.
 //  P32 (P1, P2, P3, P4, P9, P12, P14, P19, G2, D1, V7, M2, R3, R5) Activations too large to retain.
 //     A tensor t made by p, read, no graph output, |t| + 1 > capacity, with a reader c that never
 //     shares a subgraph with p (c in another island, or every mode of c has an edge from t that

@@ -64,10 +64,14 @@ SoleSums SoleSumValue(const Problem& p, const TapLines& taps, const std::vector<
     const double write = g_sole_sum_write && !p.IsGraphOutput(p.ops[s.sum].output) && out.size() > p.fast_memory_capacity
                              ? static_cast<double>(out.size()) / p.slow_memory_bandwidth
                              : 0.0;
+    // P54: S_1 with a producer fused obtains every row strip of its LHS, at the least of the
+    // producers' row frontiers.
+    double lhs_rows = kInf;
+    for (OpId x : s.producers) lhs_rows = std::min(lhs_rows, taps.lhs_rows.empty() ? 0.0 : taps.lhs_rows[x]);
     double least = kInf;
     for (int j1 = 0; j1 <= m; ++j1) {
       if (!s.possible[j1]) continue;
-      const double at1 = s.by_j[j1].at1 + (1 - 1 / s.tau[j1]) * write;
+      const double at1 = s.by_j[j1].at1 + (1 - 1 / s.tau[j1]) * (write + (j1 >= 1 ? lhs_rows : 0.0));
       least = std::min(least, std::max(s.by_j[j1].at0, at1) + prefix[m - j1]);
     }
     if (least < kInf && least > old_term) {

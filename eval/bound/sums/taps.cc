@@ -1,6 +1,7 @@
 // P25 (eval/bound/sums/taps.h).
 #include "eval/bound/sums/taps.h"
 
+#include "eval/bound/sums/strip_frontier.h"
 #include "eval/bound/traffic/alone.h"
 #include "eval/bound/traffic/lone_matmul_memo.h"
 
@@ -156,6 +157,28 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
     }
   }
   std::map<std::array<Elements, 3>, Elements> need_memo;  // per (tensor, rows, cols)
+  const StripFrontier frontier = g_strip_frontier ? RowFrontier(p, a) : StripFrontier{};
+  r.lhs_rows.assign(num_ops, 0);
+  for (OpId x = 0; x < num_ops && g_strip_frontier; ++x) {
+    if (p.ops[x].kind != OpKind::MatMul) continue;
+    const TensorId lhs = p.ops[x].inputs[0];
+    // In a subgraph that also runs a Pointwise op of x's output shape (P28's S_1), only where no
+    // tensor of A's shape can be read at a tile's columns (K != N), x's RHS is a graph input only x
+    // reads, and no other k-loop MatMul's RHS side can ask A's rows (M != K).
+    const TensorId rhs = p.ops[x].inputs[1];
+    const Elements kx = p.ReductionLength(x);
+    if (!a.TooLarge(lhs) || kx == p.tensors[p.ops[x].output].width || kx == p.tensors[lhs].height || rhs == lhs ||
+        p.producer[rhs] != kNoOp || p.consumers[rhs].size() != 1) {
+      continue;
+    }
+    const OpId y = p.producer[lhs];
+    // Made beside x only by a producer that may run upstream of a k-loop, and by no Pointwise op
+    // when K > n (V11, P31).
+    const bool loaded = y == kNoOp || !upstream_capable(y) ||
+                        (p.ops[y].kind == OpKind::Pointwise && p.ReductionLength(x) > n);
+    const Elements rw = loaded ? p.tensors[lhs].width : frontier.row_width[lhs];
+    r.lhs_rows[x] = static_cast<double>(p.tensors[lhs].height * rw) / bandwidth;
+  }
   std::map<TensorId, std::vector<char>> paths;             // per LHS: ops on its path
   std::vector<uint32_t> seen(num_ops, 0);
   std::vector<uint32_t> asked(num_ops, 0);  // per op: asked `fits` in the walk of this stamp
@@ -224,6 +247,8 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
     // when n_k >= 2 (M1: consecutive steps ask different k-ranges), at least once otherwise; in a
     // subgraph without co-sinks no other op shares that load.
     std::vector<double> lhs_load(members.size(), 0);
+    std::vector<Elements> row_width(members.size(), 0);  // P54: per row of a strip of A, at n_k = 1
+    std::vector<char> slice_made(members.size(), 0);  // P54 at n_k >= 2: 1 where not open, 2 anywhere
     for (size_t i = 0; i < members.size(); ++i) {
       const TensorId lhs = p.ops[members[i]].inputs[0];
       const OpId x = p.producer[lhs];
@@ -237,6 +262,17 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
                             p.tensors[z].height == p.tensors[lhs].height && p.tensors[z].width == p.tensors[lhs].width);
       }
       if (loaded && a.TooLarge(lhs)) lhs_load[i] = static_cast<double>(p.tensors[lhs].size()) / bandwidth;
+      // P54: at n_k = 1 the LHS's row strips cost their frontier's width per row, at every entry
+      // into a row, also where A may be made beside t.
+      if (g_strip_frontier) row_width[i] = lhs_load[i] > 0 ? p.tensors[lhs].width : frontier.row_width[lhs];
+      // P54: at n_k >= 2, alone, A made beside t still costs the loads its k-slices are made from,
+      // where no request of the step before can equal them: no Pointwise sink in S, or none that
+      // reads a tensor of A's shape (K != N) and no reader of A but the key's MatMuls.
+      if (g_strip_frontier && lhs_load[i] == 0 && a.TooLarge(lhs)) {
+        bool key_only = reduction != width;
+        for (OpId c : p.consumers[lhs]) key_only = key_only && in_key(c) && p.ops[c].inputs[0] == lhs;
+        slice_made[i] = key_only ? 2 : 1;
+      }
     }
     // Can another MatMul of the key join t at all: its walk (with co-sinks) reaches one.
     std::vector<char> has_cosink(members.size(), 0);
@@ -563,13 +599,55 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
           };
           // Where a co-sink may join t, the least of S with one (no LHS load of t's own) and
           // without (t's walk alone, its LHS load).
+          // P54: at n_k = 1, alone, A's rows at each entry into a row strip (once per row, and the
+          // re-entries the traversal cannot avoid, shared with the weight's column strips).
+          std::vector<std::pair<Elements, double>> strip_loads;  // per row width, its loads / B
+          const auto strip_load = [&](size_t i) {
+            const Elements rw = row_width[i];
+            for (const auto& [x, v] : strip_loads) {
+              if (x == rw) return v;
+            }
+            const double v = (static_cast<double>(height * rw) +
+                              StripReentries(height, width, reduction, rw, rows, cols, n)) / bandwidth;
+            strip_loads.emplace_back(rw, v);
+            return v;
+          };
+          std::vector<std::pair<TensorId, double>> slice_loads;  // per LHS, its loads / B
+          const auto slice_load = [&](size_t i) {
+            if (slice_made[i] == 0 || (open && slice_made[i] == 1)) return 0.0;
+            const TensorId lhs = p.ops[members[i]].inputs[0];
+            for (const auto& [x, v] : slice_loads) {
+              if (x == lhs) return v;
+            }
+            const double v = SliceLoads(p, a, frontier, lhs, tiles, static_cast<double>(cols)) / bandwidth;
+            slice_loads.emplace_back(lhs, v);
+            return v;
+          };
+          // P54 beside co-sinks: the LHS loads above, which t shares with the other sinks of S
+          // (each holds its tile and, with weights of their own, its weight's slice, W1, D2): at
+          // most q_max of the key's MatMuls share them, so each claims a q_max-th.
+          const double q_max = 1 + std::floor(static_cast<double>(cap - own - lhs_need) /
+                                              static_cast<double>(h * w + (all_own ? k0 * w : 0)));
+          const auto shared_lhs = [&](size_t i) {
+            // A co-sink's RHS side asks rows k-ranges of a tensor K high: never one of A's rows
+            // where M != K.
+            if (!g_strip_frontier || height == reduction) return 0.0;
+            if (!split) return strip_load(i) / q_max;
+            // No request of the step before equals a slice of A's chain where no tensor of A's shape
+            // is read at the tile's columns (K != N); made through a MatMul, only where every reader
+            // of A is one of the key's MatMuls, which ask A's k-slices alone.
+            const double loaded = lhs_load[i] > 0 && width != reduction ? lhs_load[i] * static_cast<double>(cols) : 0.0;
+            return (loaded + (slice_made[i] == 2 ? slice_load(i) : 0.0)) / q_max;
+          };
           const auto value_at = [&](size_t i, double theta) {
             const OpId t = members[i];
             const TensorId lhs = p.ops[t].inputs[0];
             const bool with = cosinks && has_cosink[i];
-            const double alone_memory = memory + lhs_load[i] * (split ? static_cast<double>(cols) : 1.0);
+            const double alone_memory =
+                memory + (!split && g_strip_frontier ? strip_load(i)
+                                                     : lhs_load[i] * (split ? static_cast<double>(cols) : 1.0) + (split ? slice_load(i) : 0.0));
             const double alone_value = tap_value(r.compute[t], alone_memory, tau, theta);
-            const double with_value = tap_value(r.compute[t], memory, tau, theta);
+            const double with_value = tap_value(r.compute[t], memory + shared_lhs(i), tau, theta);
             if (theta >= 1 / tau) return with ? with_value : alone_value;
             double v = alone_value - walk_sum(lhs, 1, theta);
             if (with) {

@@ -53,6 +53,9 @@ struct TapLines {
   // when P25 is not derived (a weight path, the test switch).
   std::vector<double> sole;
   std::vector<double> isolated;          // per op: P31's floor of e_t for an isolated tap, else 0
+  // P54, per MatMul: what any subgraph running it loads to obtain every row strip of its LHS A once,
+  // H_A x (A's row frontier width, or A's width where A cannot be made beside it) / B; else 0.
+  std::vector<double> lhs_rows;
   int tap_count = 0;                     // taps with a positive excess at some lambda
   double value = 0;                      // Value() over every op
   // The sum over `ops` of c_o plus, per output shape, the best lambda of the groups' E(lambda)
