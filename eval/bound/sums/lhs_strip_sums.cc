@@ -2,7 +2,6 @@
 #include "eval/bound/sums/lhs_strip_sums.h"
 
 #include <algorithm>
-#include <cstdlib>
 
 namespace annealer::bound_internal {
 
@@ -82,22 +81,7 @@ StripScope FannedStripScope(const Problem& p, const Analysis& analysis, OpId s) 
 }
 
 UpstreamSums LhsStripSumFloor(const Problem& problem, const Analysis& modes) {
-  UpstreamSums part = UpstreamSumFloor(problem, modes, g_lhs_strip_sums, &FannedStripScope);
-  if (!std::getenv("P55_EST_WRITE")) return part;
-  // ESTIMATE (not valid in general): every claimant's T subgraph writes its own sink.
-  for (auto& cl : part.claimants) {
-    const TensorId t = problem.ops[cl.sum].output;
-    if (!problem.IsGraphOutput(t) && problem.tensors[t].size() > problem.fast_memory_capacity) {
-      cl.sink_write = static_cast<double>(problem.tensors[t].size()) / problem.slow_memory_bandwidth;
-    }
-  }
-  part.memo = std::make_shared<ConfigurationMemo>();
-  part.value = part.Value(problem, [&] {
-    std::vector<OpId> all(problem.ops.size());
-    for (size_t o = 0; o < all.size(); ++o) all[o] = static_cast<OpId>(o);
-    return all;
-  }());
-  return part;
+  return UpstreamSumFloor(problem, modes, g_lhs_strip_sums, &FannedStripScope);
 }
 
 }  // namespace annealer::bound_internal

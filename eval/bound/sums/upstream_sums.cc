@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <limits>
-#include <cstdlib>
 #include <map>
 
 namespace annealer::bound_internal {
@@ -272,7 +271,7 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
         if (c < 1) continue;
         const double rows = static_cast<double>(CeilDiv(height, r)), cols = static_cast<double>(CeilDiv(width, c));
         const double tau = std::max(1.0, rows * cols / native);
-        const double u = unfused[j] + cl.written + cl.sink_write;
+        const double u = unfused[j] + cl.written;
         const double v1 = (tau - 1) * fused[j];
         const double va = (1 - 1 / tau) * u;
         const double vc = cols <= tau ? va : 0.0;
@@ -531,15 +530,6 @@ double UpstreamSums::Value(const Problem& p, const std::vector<OpId>& ops) const
   // Without an upstream sum the part is P23's claims at one mix, never above `sums`: skip it.
   if (!any_upstream) return total;
   double best = 0;
-  if (std::getenv("P55_EST_MAX")) {  // ESTIMATE: every claimant at its subgraph's larger weight
-    double sum = 0;
-    for (const auto* set : sets) {
-      double least = std::numeric_limits<double>::infinity();
-      for (const auto& v : *set) least = std::min(least, std::max({v[0], v[1], v[2]}));
-      if (least < std::numeric_limits<double>::infinity()) sum += std::max(0.0, least);
-    }
-    return total + sum;
-  }
   for (int a = 0; a <= kLambdaSteps; ++a) {
     for (int b = 0; a + b <= kLambdaSteps; ++b) {
       const double l1 = static_cast<double>(a) / kLambdaSteps, la = static_cast<double>(b) / kLambdaSteps;

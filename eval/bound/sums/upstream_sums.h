@@ -50,7 +50,6 @@ struct UpstreamSums {
     std::vector<double> computes; // their producers' c, ascending
     std::vector<Elements> q;      // K_x when x's RHS is a graph input only x reads, else 0
     double written = 0;           // |out| / B when s's output is a graph output
-    double sink_write = 0;        // P55: the share of a mode-T subgraph's sink write it claims (P34: 0)
   };
   std::vector<double> compute;  // per op, c_o
   std::vector<Claimant> claimants;
