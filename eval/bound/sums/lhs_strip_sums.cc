@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "eval/bound/sums/lone_producers.h"
+
 namespace annealer::bound_internal {
 
 bool g_lhs_strip_sums = true;
@@ -81,7 +83,7 @@ StripScope FannedStripScope(const Problem& p, const Analysis& analysis, OpId s) 
 }
 
 UpstreamSums LhsStripSumFloor(const Problem& problem, const Analysis& modes) {
-  return UpstreamSumFloor(problem, modes, g_lhs_strip_sums, &FannedStripScope);
+  return UpstreamSumFloor(problem, modes, g_lhs_strip_sums, &FannedStripScope, &LoneProducerFloors);
 }
 
 }  // namespace annealer::bound_internal
