@@ -12,6 +12,7 @@
 #include "eval/bound/bounds.h"
 #include "eval/bound/sums/lhs_strip_sums.h"
 #include "eval/bound/sums/lone_producers.h"
+#include "eval/bound/sums/strip_sink_writes.h"
 #include "eval/bound/sums/target_instances.h"
 #include "eval/bound/sums/upstream_sums.h"
 #include "eval/oracle.h"
@@ -22,6 +23,33 @@
 
 namespace annealer {
 namespace {
+
+TEST_CASE("bound: P55's sink writes never above the oracle") {
+  bound_internal::g_target_instances = false;
+  int written = 0;
+  std::mt19937_64 rng(5556);
+  const auto per_problem = [&](const Problem& problem, const LowerBound&) {
+    const bound_internal::Analysis analysis(problem);
+    for (const auto& cl : bound_internal::LhsStripSumFloor(problem, analysis).claimants) {
+      if (cl.sink_write > 0) {
+        ++written;
+        break;
+      }
+    }
+  };
+  const testing::StripSumCounts c = testing::StripSumsAgainstOracle(
+      rng, 2000, [](std::mt19937_64& r) { return testing::FannedNets(r, r() % 2 == 0, false); }, bound_internal::g_strip_sink_writes,
+      [](const LowerBound& bound, const LowerBound& without) { return bound.lhs_strip_sums > without.lhs_strip_sums * (1 + 1e-9); },
+      per_problem, false);
+  MESSAGE("P55 writes: problems with a written sink " << written << ", bound raised on " << c.raised << ", valid schedules " << c.valid
+                                                     << ", at their peak " << c.tight << ", enumerated " << c.enumerated
+                                                     << ", checked where the writes raise the part " << c.decided
+                                                     << ", tightest part/latency there " << c.tightest
+                                                     << "; schedules below the bound without them (another part) " << c.earlier);
+  bound_internal::g_target_instances = true;
+  CHECK(written > 1000);
+  CHECK(c.valid > 4000);
+}
 
 TEST_CASE("bound: P55's lone producers never above the oracle") {
   bound_internal::g_target_instances = false;
@@ -116,11 +144,60 @@ TEST_CASE("bound: P55 by hand, two taps of K > n into an LHS strip") {
   const Latency optimum = testing::ExactOptimum(problem);
   CHECK(optimum == doctest::Approx(576));
   CHECK(bound.total() <= optimum);
+  // The sink writes: s's and the ReLU's closures ({s}, {g}) are disjoint, both 8 x 4 > 24, so each
+  // mode-T subgraph of either writes its own sink's 32; at lambda = (1, 0, 0) they add nothing here.
+  CHECK(s->sink_write == 32);
   bound_internal::g_lone_producers = false;
+  const LowerBound writes_only = ComputeLowerBound(problem);
+  bound_internal::g_strip_sink_writes = false;
   const LowerBound without = ComputeLowerBound(problem);
   bound_internal::g_lone_producers = true;
+  bound_internal::g_strip_sink_writes = true;
+  CHECK(writes_only.lhs_strip_sums == doctest::Approx(182.893).epsilon(1e-5));
   CHECK(without.lhs_strip_sums == doctest::Approx(181.0625));
   CHECK(without.total() == doctest::Approx(195.428571).epsilon(1e-6));
+}
+
+// P55's sink writes need the claimant's Pointwise closure to meet no other claimant's of its shape:
+// two sums s1 = x1 + x2 and s2 = x3 + x4 of 8x4 MatMul outputs (capacity 24), each the LHS of a
+// MatMul, claim a write each; added together by z = s1 + s2 they may share z as their one sink in
+// mode T, and neither claims it.
+TEST_CASE("bound: P55's sink writes by hand, two sums that may share a sink claim none") {
+  for (const bool shared : {false, true}) {
+    Problem problem;
+    problem.native = 4;
+    // A, W1..W4 (4x4), o1..o4 (8x4), s1, s2, V1, V2, f1, f2, then z
+    problem.tensors = {{4, 8}};
+    for (int i = 0; i < 4; ++i) problem.tensors.push_back({4, 4});
+    for (int i = 0; i < 4; ++i) problem.tensors.push_back({4, 8});
+    problem.tensors.push_back({4, 8});  // 9: s1
+    problem.tensors.push_back({4, 8});  // 10: s2
+    problem.tensors.push_back({4, 4});  // 11: V1
+    problem.tensors.push_back({4, 4});  // 12: V2
+    problem.tensors.push_back({4, 8});  // 13: f1
+    problem.tensors.push_back({4, 8});  // 14: f2
+    for (int i = 0; i < 4; ++i) problem.ops.push_back({OpKind::MatMul, {0, 1 + i}, 5 + i, 10});
+    problem.ops.push_back({OpKind::Pointwise, {5, 6}, 9, 1});
+    problem.ops.push_back({OpKind::Pointwise, {7, 8}, 10, 1});
+    problem.ops.push_back({OpKind::MatMul, {9, 11}, 13, 10});
+    problem.ops.push_back({OpKind::MatMul, {10, 12}, 14, 10});
+    if (shared) {
+      problem.tensors.push_back({4, 8});  // 15: z
+      problem.ops.push_back({OpKind::Pointwise, {9, 10}, 15, 1});
+    }
+    problem.fast_memory_capacity = 24;
+    problem.slow_memory_bandwidth = 1;
+    REQUIRE(problem.Finalize().empty());
+    const bound_internal::Analysis analysis(problem);
+    const bound_internal::UpstreamSums part = bound_internal::LhsStripSumFloor(problem, analysis);
+    int sums = 0;
+    for (const auto& cl : part.claimants) {
+      if (cl.sum != 4 && cl.sum != 5) continue;
+      ++sums;
+      CHECK(cl.sink_write == (shared ? 0 : 32));
+    }
+    CHECK(sums == 2);
+  }
 }
 
 }  // namespace

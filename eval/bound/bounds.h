@@ -404,7 +404,11 @@
 //     K > n, its LHS a graph input or Pointwise-made and its RHS a graph input (V11, V5): P21's
 //     lone price less c_x; an LHS that fits is found retained only from the subgraph just before
 //     (R1), so all but one producer per LHS claim at most the retained price plus the maker's
-//     compute run again. eval/bound/sums/lone_producers.h.
+//     compute run again. And a claimant in mode T lies on a Pointwise path from a sink of its
+//     subgraph, of its shape; too large to retain, that sink writes H W / B (P52), its own when no
+//     other claimant of the shape has a Pointwise closure meeting the claimant's: P40's T
+//     configurations add it to their loads' share. eval/bound/sums/lone_producers.h,
+//     eval/bound/sums/strip_sink_writes.h.
 //  P46 (P40, P23, P34, G3, R5, V8, W1, W4, D5) A sum run once per group of its targets: a P40
 //     claimant (T and SL) with t >= 2 targets in mode T only, its output and the Pointwise ops to
 //     the targets' LHS too large to retain. Unless some subgraph runs it in mode T (P23's claim,

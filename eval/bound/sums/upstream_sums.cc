@@ -293,7 +293,7 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
         if (c < 1) continue;
         const double rows = static_cast<double>(CeilDiv(height, r)), cols = static_cast<double>(CeilDiv(width, c));
         const double tau = std::max(1.0, rows * cols / native);
-        const double u = unfused[j] + cl.written;
+        const double u = unfused[j] + cl.written + cl.sink_write;
         const double v1 = (tau - 1) * fused[j];
         const double va = (1 - 1 / tau) * u;
         const double vc = cols <= tau ? va : 0.0;

@@ -56,6 +56,9 @@ struct UpstreamSums {
     // per LHS tensor does, saving at most lone_discount in all. Empty when not derived (P34).
     std::vector<double> lone_floors, lone_retained;
     double lone_discount = 0;
+    // P55 (eval/bound/sums/strip_sink_writes.h): |out| / B when the sink of a mode-T subgraph of s
+    // writes a tensor no other claimant's can be; 0 otherwise and in P34.
+    double sink_write = 0;
   };
   std::vector<double> compute;  // per op, c_o
   std::vector<Claimant> claimants;
