@@ -23,7 +23,10 @@ namespace annealer::testing {
 //    (K <= n x K2) summed, 0 or 1 Pointwise op, the LHS of F (K2 x NF), so that the taps, the
 //    sum's targets, may run upstream of F's k-loop and the sum FL;
 // every MatMul's output through 0 or 1 Pointwise op to a graph output. Topological ids.
-inline Problem FannedNets(std::mt19937_64& rng, bool chained = false) {
+// With `wide` (P55's test) A is 4 to 12 rows of 2 to 8 columns and an FL sum 4 to 8 wide, so that
+// some taps have K > n, some such A fit the memory (a tap may find it retained) beside tap outputs
+// that do not.
+inline Problem FannedNets(std::mt19937_64& rng, bool chained = false, bool wide = false) {
   auto pick = [&](std::vector<Elements> v) { return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)]; };
   auto coin = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   Problem problem;
@@ -41,9 +44,10 @@ inline Problem FannedNets(std::mt19937_64& rng, bool chained = false) {
   };
   const bool full_left = coin(0.5);
   const bool chain = chained && coin(0.5);
-  const Elements M = pick({8, 12, 16, 20}), Ka = pick({2, 4}), K = full_left && !chain ? pick({2, 4, 6, 8}) : pick({2, 3, 4});
+  const Elements M = wide ? pick({4, 4, 6, 8, 12}) : pick({8, 12, 16, 20}), Ka = wide ? pick({2, 4, 5, 6, 8}) : pick({2, 4}),
+                 K = full_left && !chain ? (wide ? pick({4, 6, 8}) : pick({2, 4, 6, 8})) : pick({2, 3, 4});
   TensorId a = tensor(M, Ka);
-  if (coin(0.5)) {
+  if (coin(wide ? 0.8 : 0.5)) {
     const TensorId made = tensor(M, Ka);
     op(OpKind::Pointwise, {a}, made);
     a = made;

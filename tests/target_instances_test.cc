@@ -14,6 +14,7 @@
 
 #include "eval/bound/analysis.h"
 #include "eval/bound/bounds.h"
+#include "eval/bound/sums/strip_sink_writes.h"
 #include "eval/bound/sums/target_instances.h"
 #include "eval/oracle.h"
 #include "search/exact/exact.h"
@@ -227,6 +228,8 @@ TEST_CASE("bound: P47's target sums whose targets may run upstream never above t
 // the part 88 + 19.4 = 107.4 (P40: 99.28, its least SL configuration at l = 0.52). The exact
 // solver's optimum is 412.
 TEST_CASE("bound: P46 by hand, a sum and ReLU feeding two taps") {
+  // P55's sink writes off: the configurations and values below are this part's own.
+  bound_internal::g_strip_sink_writes = false;
   Problem problem;
   problem.native = 4;
   // A W1 o1 W2 o2 s r V1 f1 V2 f2 ({width, height})
@@ -284,6 +287,11 @@ TEST_CASE("bound: P46 by hand, a sum and ReLU feeding two taps") {
   bound_internal::g_target_instances = false;
   CHECK(ComputeLowerBound(problem).target_sums == doctest::Approx(99.28));
   bound_internal::g_target_instances = true;
+  bound_internal::g_strip_sink_writes = true;
+  // With them the T configurations add r's 8x4 write ({s, r} is no other claimant's closure) at
+  // (1 - 1/tau) 32: (4, 48, 48), (24, 32, 32), (44, 16, 16).
+  CHECK(ComputeLowerBound(problem).target_sums == doctest::Approx(115.8));
+  CHECK(ComputeLowerBound(problem).target_sums <= optimum);
 }
 
 // P47 by hand: P46's taps and sum (8x4, base 40 and 8: c = 80 and 16), no ReLU, the sum the LHS
@@ -299,6 +307,8 @@ TEST_CASE("bound: P46 by hand, a sum and ReLU feeding two taps") {
 // 416 + 29.28 = 445.28 (P40 and P46: 434.48, P46 leaving s out as it may run FL), against the
 // exact solver's optimum 636.
 TEST_CASE("bound: P47 by hand, a sum whose targets may run upstream") {
+  // P55's sink writes off: the configurations and values below are this part's own.
+  bound_internal::g_strip_sink_writes = false;
   Problem problem;
   problem.native = 4;
   // A W1 o1 W2 o2 s V1 x1 V2 x2 V' F ({width, height})
@@ -370,6 +380,13 @@ TEST_CASE("bound: P47 by hand, a sum whose targets may run upstream") {
   bound_internal::g_upstream_target_instances = false;
   CHECK(ComputeLowerBound(problem).target_sums == doctest::Approx(434.48));
   bound_internal::g_upstream_target_instances = true;
+  bound_internal::g_strip_sink_writes = true;
+  // With them the T configurations add s's 8x4 write at (1 - 1/2) 32: (16, 48, 48), (96, 32, 32),
+  // (176, 16, 16).
+  const LowerBound written = ComputeLowerBound(problem);
+  CHECK(written.total() == doctest::Approx(446.4));
+  CHECK(written.total() <= optimum);
+  CHECK(written.total() <= least);
 }
 
 }  // namespace

@@ -408,6 +408,17 @@
 //     b and c configurations for each such MatMul) or FL only (every step asks full-width rows of
 //     each unfused input: rows <= rho_j, s and its fused producers made f_j times over; with tile
 //     rows, tau_S >= f_j and the loads' share (1 - 1/f_j) U_j). eval/bound/sums/lhs_strip_sums.h.
+//  P55 (P40, P31, P21, V5, V7, V11, M2, R1, R5, V8) The lone producers of an LHS-strip sum: in P40's
+//     value a configuration with j producers fused also claims the m - j least floors of the
+//     others, each a sink once (o_x is loaded, never retained, so written), alone there when
+//     K > n, its LHS a graph input or Pointwise-made and its RHS a graph input (V11, V5): P21's
+//     lone price less c_x; an LHS that fits is found retained only from the subgraph just before
+//     (R1), so all but one producer per LHS claim at most the retained price plus the maker's
+//     compute run again. And a claimant in mode T lies on a Pointwise path from a sink of its
+//     subgraph, of its shape; too large to retain, that sink writes H W / B (P52), its own when no
+//     other claimant of the shape has a Pointwise closure meeting the claimant's: P40's T
+//     configurations add it to their loads' share. eval/bound/sums/lone_producers.h,
+//     eval/bound/sums/strip_sink_writes.h.
 //  P46 (P40, P23, P34, G3, R5, V8, W1, W4, D5) A sum run once per group of its targets: a P40
 //     claimant (T and SL) with t >= 2 targets in mode T only, its output and the Pointwise ops to
 //     the targets' LHS too large to retain. Unless some subgraph runs it in mode T (P23's claim,

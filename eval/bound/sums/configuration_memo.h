@@ -18,6 +18,7 @@ struct TaggedConfiguration {
   std::array<double, 3> v{};
   bool tile = false;  // mode T (P23's step 2)
   int targets = 0;
+  int fused = 0;      // j: the claimant's producers run in its subgraph (the others are loaded there)
 };
 
 // Keyed on the exact list of ops (order included: the deficits' sums follow it) and the
@@ -34,6 +35,9 @@ class ConfigurationMemo {
   struct Entry {
     std::vector<TaggedConfiguration> tagged;  // all of them, in TaggedConfigurations' order
     std::vector<std::array<double, 3>> least; // ParetoLeast of their values
+    // P55 (eval/bound/sums/lone_producers.h): each value plus the floors of the producers it leaves
+    // unfused, ParetoLeast; the same as `least` when the claimant has no such floor.
+    std::vector<std::array<double, 3>> least_with_lone;
   };
   // The entries over `ops`, one slot per claimant (empty until made).
   std::vector<std::unique_ptr<Entry>>& Of(const std::vector<OpId>& ops, size_t claimants) {

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "eval/bound/sums/lone_producers.h"
+#include "eval/bound/sums/strip_sink_writes.h"
+
 namespace annealer::bound_internal {
 
 bool g_lhs_strip_sums = true;
@@ -80,8 +83,16 @@ StripScope FannedStripScope(const Problem& p, const Analysis& analysis, OpId s) 
   return scope;
 }
 
+namespace {
+// P55: the claimants' lone producers and sink writes, before any value is worked out.
+void FinishStripClaimants(const Problem& problem, const Analysis& modes, UpstreamSums& part) {
+  LoneProducerFloors(problem, modes, part);
+  StripSinkWrites(problem, part);
+}
+}  // namespace
+
 UpstreamSums LhsStripSumFloor(const Problem& problem, const Analysis& modes) {
-  return UpstreamSumFloor(problem, modes, g_lhs_strip_sums, &FannedStripScope);
+  return UpstreamSumFloor(problem, modes, g_lhs_strip_sums, &FannedStripScope, &FinishStripClaimants);
 }
 
 }  // namespace annealer::bound_internal

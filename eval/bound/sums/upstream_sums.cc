@@ -145,7 +145,8 @@ UpstreamSums UpstreamSumFloor(const Problem& p, const Analysis& analysis) {
   return UpstreamSumFloor(p, analysis, g_upstream_sums, &SingleChainTarget);
 }
 
-UpstreamSums UpstreamSumFloor(const Problem& p, const Analysis& analysis, bool enabled, StripScopeOf scope_of) {
+UpstreamSums UpstreamSumFloor(const Problem& p, const Analysis& analysis, bool enabled, StripScopeOf scope_of,
+                              ClaimantsFinish finish) {
   UpstreamSums result;
   const auto num_ops = static_cast<OpId>(p.ops.size());
   for (OpId o = 0; o < num_ops; ++o) {
@@ -203,6 +204,7 @@ UpstreamSums UpstreamSumFloor(const Problem& p, const Analysis& analysis, bool e
     result.claimants.push_back(std::move(cl));
     ++result.upstream_count;
   }
+  if (finish != nullptr) finish(p, analysis, result);
   result.value = result.Value(p, all);
   return result;
 }
@@ -235,6 +237,26 @@ const ConfigurationMemo::Entry& UpstreamSums::Memoized(const Problem& p, size_t 
     std::vector<std::array<double, 3>> all;
     for (const Tagged& t : entry->tagged) all.push_back(t.v);
     entry->least = ParetoLeast(std::move(all));
+    const std::vector<double>& lone = claimants[i].lone_floors;
+    if (lone.empty()) {
+      entry->least_with_lone = entry->least;
+    } else {
+      // The m - j least floors: the producers left unfused are any m - j of them, all but one per
+      // LHS tensor at lone_floors.
+      const std::vector<double>& kept = claimants[i].lone_retained;
+      std::vector<double> prefix(lone.size() + 1, 0), prefix_kept(lone.size() + 1, 0);
+      for (size_t x = 0; x < lone.size(); ++x) {
+        prefix[x + 1] = prefix[x] + lone[x];
+        prefix_kept[x + 1] = prefix_kept[x] + kept[x];
+      }
+      std::vector<std::array<double, 3>> raised;
+      for (const Tagged& t : entry->tagged) {
+        const size_t unfused = lone.size() - static_cast<size_t>(t.fused);
+        const double add = std::max(prefix[unfused] - claimants[i].lone_discount, prefix_kept[unfused]);
+        raised.push_back({t.v[0] + add, t.v[1] + add, t.v[2] + add});
+      }
+      entry->least_with_lone = ParetoLeast(std::move(raised));
+    }
     slots[i] = std::move(entry);
   }
   return *slots[i];
@@ -271,11 +293,11 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
         if (c < 1) continue;
         const double rows = static_cast<double>(CeilDiv(height, r)), cols = static_cast<double>(CeilDiv(width, c));
         const double tau = std::max(1.0, rows * cols / native);
-        const double u = unfused[j] + cl.written;
+        const double u = unfused[j] + cl.written + cl.sink_write;
         const double v1 = (tau - 1) * fused[j];
         const double va = (1 - 1 / tau) * u;
         const double vc = cols <= tau ? va : 0.0;
-        configs.push_back({{v1, va, vc}, true, 0});
+        configs.push_back({{v1, va, vc}, true, 0, j});
       }
     }
   }
@@ -300,7 +322,7 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
         factor = static_cast<double>(CeilDiv(height, std::min(rho, n))) / static_cast<double>(CeilDiv(height, n));
       }
       const double va = cl.tile_rows ? (1 - 1 / factor) * unfused[j] : 0.0;
-      configs.push_back({{(factor - 1) * fused[j], va, 0.0}, false, 0});
+      configs.push_back({{(factor - 1) * fused[j], va, 0.0}, false, 0, j});
     }
   }
   if (cl.fs.empty()) return configs;
@@ -472,7 +494,7 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
             // The narrowest w of these C column tiles holds the most targets: a sink's tile h x w
             // and each target's RHS K x w beside `need`.
             const Elements narrow = CeilDiv(NF, cols);
-            configs.push_back({{v1, va, vc}, false, held_targets(cap - need - h * narrow, all_own ? K * narrow : 0)});
+            configs.push_back({{v1, va, vc}, false, held_targets(cap - need - h * narrow, all_own ? K * narrow : 0), j});
           }
         }
         // (c) n_k >= 2: w >= K (V11); per distinct C the narrowest w and per n_k = ceil(K / k) the
@@ -493,7 +515,7 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
             // The least k (1) holds the most targets: each its tile h x w and RHS slice k x w.
             const Elements rest = cap - (m - j) * h - fused_k[j];
             if ((m - j) * h + fused_k[j] + (f_own ? wide : 0) + h * wide <= cap) {
-              configs.push_back({{v1, va, va}, false, held_targets(rest, h * wide + (all_own ? wide : 0))});
+              configs.push_back({{v1, va, va}, false, held_targets(rest, h * wide + (all_own ? wide : 0)), j});
             }
             continue;
           }
@@ -505,7 +527,7 @@ std::vector<UpstreamSums::Tagged> UpstreamSums::TaggedConfigurations(const Probl
             const auto q = static_cast<size_t>((cap - held) / (h * wide));
             const double vc = std::max(0.0, (C - 1) * unfused[j] - deficit(tau, C, R, static_cast<double>(steps), q));
             const Elements rest = cap - (m - j) * h * k - fused_k[j] * k;
-            configs.push_back({{v1, va, vc}, false, held_targets(rest, h * wide + (all_own ? k * wide : 0))});
+            configs.push_back({{v1, va, vc}, false, held_targets(rest, h * wide + (all_own ? k * wide : 0)), j});
           }
         }
       }
@@ -525,7 +547,12 @@ double UpstreamSums::Value(const Problem& p, const std::vector<OpId>& ops) const
   for (size_t i = 0; i < claimants.size(); ++i) {
     if (!in[claimants[i].sum]) continue;
     any_upstream = any_upstream || claimants[i].upstream;
-    sets.push_back(&Memoized(p, i, ops, slots).least);
+    // P55's floors are claimed in the producers' own subgraphs, which lie in the set only when the
+    // producers do (P12: every subgraph lies in one island).
+    bool producers_in = true;
+    for (OpId x : claimants[i].producers) producers_in = producers_in && in[x];
+    const ConfigurationMemo::Entry& entry = Memoized(p, i, ops, slots);
+    sets.push_back(producers_in ? &entry.least_with_lone : &entry.least);
   }
   // Without an upstream sum the part is P23's claims at one mix, never above `sums`: skip it.
   if (!any_upstream) return total;

@@ -50,6 +50,15 @@ struct UpstreamSums {
     std::vector<double> computes; // their producers' c, ascending
     std::vector<Elements> q;      // K_x when x's RHS is a graph input only x reads, else 0
     double written = 0;           // |out| / B when s's output is a graph output
+    // P55 (eval/bound/sums/lone_producers.h): per producer, ascending, what its lone sink instance
+    // costs beyond its compute (0 where not proven), when it does not find its LHS retained from
+    // the maker's priced run (lone_floors) and when it does (lone_retained); at most one producer
+    // per LHS tensor does, saving at most lone_discount in all. Empty when not derived (P34).
+    std::vector<double> lone_floors, lone_retained;
+    double lone_discount = 0;
+    // P55 (eval/bound/sums/strip_sink_writes.h): |out| / B when the sink of a mode-T subgraph of s
+    // writes a tensor no other claimant's can be; 0 otherwise and in P34.
+    double sink_write = 0;
   };
   std::vector<double> compute;  // per op, c_o
   std::vector<Claimant> claimants;
@@ -89,9 +98,12 @@ struct StripScope {
   bool tile_rows = false;
 };
 using StripScopeOf = StripScope (*)(const Problem& problem, const Analysis& modes, OpId s);
+// Applied to the claimants once they are found, before any value is worked out (P40: P55's floors).
+using ClaimantsFinish = void (*)(const Problem& problem, const Analysis& modes, UpstreamSums& part);
 // P34's frame with the claimants' scope found by `scope` (P34: modes T and SL, the single chain
 // of Pointwise ops of one consumer each; P40, eval/bound/sums/lhs_strip_sums.h: modes T, SL and FL, any
 // Pointwise path). `enabled` false claims nothing (sum c_o).
-UpstreamSums UpstreamSumFloor(const Problem& problem, const Analysis& modes, bool enabled, StripScopeOf scope);
+UpstreamSums UpstreamSumFloor(const Problem& problem, const Analysis& modes, bool enabled, StripScopeOf scope,
+                              ClaimantsFinish finish = nullptr);
 
 }  // namespace annealer::bound_internal
