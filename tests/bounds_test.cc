@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,6 +45,27 @@
 
 namespace annealer {
 namespace {
+
+// t's producers, transitively through first inputs, earliest first (the chain that makes a tap's
+// LHS, which the groupings and traversals below move beside it or run again there).
+std::vector<OpId> ProducerChain(const Problem& problem, TensorId t) {
+  std::vector<OpId> chain;
+  while (problem.producer[t] != kNoOp) {
+    const OpId x = problem.producer[t];
+    chain.insert(chain.begin(), x);
+    t = problem.ops[x].inputs[0];
+  }
+  return chain;
+}
+
+// The layer-by-layer schedule, or nothing where an op fits no tile (the drivers skip such draws).
+std::optional<Schedule> BaselineIfAny(const Problem& problem) {
+  try {
+    return BuildBaseline(problem);
+  } catch (const std::runtime_error&) {
+    return std::nullopt;
+  }
+}
 
 constexpr double kSlack = 1e-9;
 
@@ -1406,12 +1428,9 @@ TEST_CASE("bound: P22's upstream weight streams never above the oracle") {
              problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.2); }, 6, 4)) {
       check(schedule, false);
     }
-    Schedule base;
-    try {
-      base = BuildBaseline(problem);
-    } catch (const std::runtime_error&) {
-      continue;
-    }
+    const std::optional<Schedule> baseline = BaselineIfAny(problem);
+    if (!baseline) continue;
+    const Schedule& base = *baseline;
     // Every MatMul but the weight's readers, fused with all its ancestors (x upstream of its
     // k-loop, as LHS or RHS strip producer), at every tile shape; x's own subgraph kept or not.
     const Elements n = problem.native;
@@ -1626,12 +1645,9 @@ TEST_CASE("bound: P18 with a chip's rules never above the oracle") {
     for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
       if (problem.ops[o].kind == OpKind::MatMul && problem.ops[o].inputs[0] == problem.ops[0].inputs[0]) layer.push_back(o);
     }
-    Schedule base;
-    try {
-      base = BuildBaseline(problem);
-    } catch (const std::runtime_error&) {
-      continue;
-    }
+    const std::optional<Schedule> baseline = BaselineIfAny(problem);
+    if (!baseline) continue;
+    const Schedule& base = *baseline;
     const Elements n = problem.native;
     const Elements k_full = problem.ReductionLength(0);
     // fused: 0 every MatMul alone, 1 all with their sum, 2 the first with the sum and the others
@@ -1770,12 +1786,9 @@ int ForEachFusedSum(const Problem& problem, const std::function<void(const Sched
   if (sums.empty()) return 0;
   const OpId s = sums[0].first;
   const std::vector<OpId>& producers = sums[0].second;
-  Schedule base;
-  try {
-    base = BuildBaseline(problem);
-  } catch (const std::runtime_error&) {
-    return 0;
-  }
+  const std::optional<Schedule> baseline = BaselineIfAny(problem);
+  if (!baseline) return 0;
+  const Schedule& base = *baseline;
   int checked = 0;
   const Elements n = problem.native;
   const Elements k_full = problem.ReductionLength(producers[0]);
@@ -2306,18 +2319,10 @@ int ForEachTapGrouping(const Problem& problem, const std::function<void(const Sc
   for (OpId o : problem.consumers[a]) {
     if (problem.ops[o].kind == OpKind::Pointwise) pointwise.push_back(o);
   }
-  std::vector<OpId> chain;  // A's producers, transitively
-  for (TensorId t = a; problem.producer[t] != kNoOp;) {
-    const OpId x = problem.producer[t];
-    chain.insert(chain.begin(), x);
-    t = problem.ops[x].inputs[0];
-  }
-  Schedule base;
-  try {
-    base = BuildBaseline(problem);
-  } catch (const std::runtime_error&) {
-    return 0;
-  }
+  const std::vector<OpId> chain = ProducerChain(problem, a);
+  const std::optional<Schedule> baseline = BaselineIfAny(problem);
+  if (!baseline) return 0;
+  const Schedule& base = *baseline;
   int checked = 0;
   const Elements n = problem.native;
   const Elements k_full = problem.ReductionLength(taps[0]);
@@ -2499,12 +2504,9 @@ int ForEachSumTwice(const Problem& problem, const std::function<void(const Sched
     if (!producers.empty()) s = o;
   }
   if (s == kNoOp) return 0;
-  Schedule base;
-  try {
-    base = BuildBaseline(problem);
-  } catch (const std::runtime_error&) {
-    return 0;
-  }
+  const std::optional<Schedule> baseline = BaselineIfAny(problem);
+  if (!baseline) return 0;
+  const Schedule& base = *baseline;
   int checked = 0;
   const Elements n = problem.native;
   const Elements k_full = problem.ReductionLength(producers[0]);
@@ -2637,18 +2639,10 @@ int ForEachTapTraversal(const Problem& problem, std::mt19937_64& rng, const std:
     if (problem.ops[o].kind == OpKind::MatMul && problem.ReductionLength(o) <= problem.native) tap = o;
   }
   if (tap == kNoOp) return 0;
-  std::vector<OpId> chain;  // the LHS's producers, transitively through first inputs
-  for (TensorId t = problem.ops[tap].inputs[0]; problem.producer[t] != kNoOp;) {
-    const OpId x = problem.producer[t];
-    chain.insert(chain.begin(), x);
-    t = problem.ops[x].inputs[0];
-  }
-  Schedule base;
-  try {
-    base = BuildBaseline(problem);
-  } catch (const std::runtime_error&) {
-    return 0;
-  }
+  const std::vector<OpId> chain = ProducerChain(problem, problem.ops[tap].inputs[0]);
+  const std::optional<Schedule> baseline = BaselineIfAny(problem);
+  if (!baseline) return 0;
+  const Schedule& base = *baseline;
   const Tensor& out = problem.tensors[problem.ops[tap].output];
   const Elements n = problem.native, k = problem.ReductionLength(tap);
   int checked = 0;
@@ -2954,12 +2948,9 @@ int ForEachSharedHost(const Problem& problem, const std::function<void(const Sch
   }
   if (sums.size() < 2) return 0;
   if (sums.size() > 3) sums.resize(3);
-  Schedule base;
-  try {
-    base = BuildBaseline(problem);
-  } catch (const std::runtime_error&) {
-    return 0;
-  }
+  const std::optional<Schedule> baseline = BaselineIfAny(problem);
+  if (!baseline) return 0;
+  const Schedule& base = *baseline;
   int checked = 0;
   const Elements n = problem.native;
   const int count = static_cast<int>(sums.size());
