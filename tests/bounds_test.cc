@@ -58,15 +58,6 @@ std::vector<OpId> ProducerChain(const Problem& problem, TensorId t) {
   return chain;
 }
 
-// The layer-by-layer schedule, or nothing where an op fits no tile (the drivers skip such draws).
-std::optional<Schedule> BaselineIfAny(const Problem& problem) {
-  try {
-    return BuildBaseline(problem);
-  } catch (const std::runtime_error&) {
-    return std::nullopt;
-  }
-}
-
 constexpr double kSlack = 1e-9;
 
 // The bound with a part on (returned) and with its test switch off (`without`), for the drivers
@@ -1428,7 +1419,7 @@ TEST_CASE("bound: P22's upstream weight streams never above the oracle") {
              problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.2); }, 6, 4)) {
       check(schedule, false);
     }
-    const std::optional<Schedule> baseline = BaselineIfAny(problem);
+    const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
     if (!baseline) continue;
     const Schedule& base = *baseline;
     // Every MatMul but the weight's readers, fused with all its ancestors (x upstream of its
@@ -1645,7 +1636,7 @@ TEST_CASE("bound: P18 with a chip's rules never above the oracle") {
     for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
       if (problem.ops[o].kind == OpKind::MatMul && problem.ops[o].inputs[0] == problem.ops[0].inputs[0]) layer.push_back(o);
     }
-    const std::optional<Schedule> baseline = BaselineIfAny(problem);
+    const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
     if (!baseline) continue;
     const Schedule& base = *baseline;
     const Elements n = problem.native;
@@ -1786,7 +1777,7 @@ int ForEachFusedSum(const Problem& problem, const std::function<void(const Sched
   if (sums.empty()) return 0;
   const OpId s = sums[0].first;
   const std::vector<OpId>& producers = sums[0].second;
-  const std::optional<Schedule> baseline = BaselineIfAny(problem);
+  const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
   if (!baseline) return 0;
   const Schedule& base = *baseline;
   int checked = 0;
@@ -2320,7 +2311,7 @@ int ForEachTapGrouping(const Problem& problem, const std::function<void(const Sc
     if (problem.ops[o].kind == OpKind::Pointwise) pointwise.push_back(o);
   }
   const std::vector<OpId> chain = ProducerChain(problem, a);
-  const std::optional<Schedule> baseline = BaselineIfAny(problem);
+  const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
   if (!baseline) return 0;
   const Schedule& base = *baseline;
   int checked = 0;
@@ -2504,7 +2495,7 @@ int ForEachSumTwice(const Problem& problem, const std::function<void(const Sched
     if (!producers.empty()) s = o;
   }
   if (s == kNoOp) return 0;
-  const std::optional<Schedule> baseline = BaselineIfAny(problem);
+  const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
   if (!baseline) return 0;
   const Schedule& base = *baseline;
   int checked = 0;
@@ -2640,7 +2631,7 @@ int ForEachTapTraversal(const Problem& problem, std::mt19937_64& rng, const std:
   }
   if (tap == kNoOp) return 0;
   const std::vector<OpId> chain = ProducerChain(problem, problem.ops[tap].inputs[0]);
-  const std::optional<Schedule> baseline = BaselineIfAny(problem);
+  const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
   if (!baseline) return 0;
   const Schedule& base = *baseline;
   const Tensor& out = problem.tensors[problem.ops[tap].output];
@@ -2948,7 +2939,7 @@ int ForEachSharedHost(const Problem& problem, const std::function<void(const Sch
   }
   if (sums.size() < 2) return 0;
   if (sums.size() > 3) sums.resize(3);
-  const std::optional<Schedule> baseline = BaselineIfAny(problem);
+  const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
   if (!baseline) return 0;
   const Schedule& base = *baseline;
   int checked = 0;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -37,6 +38,16 @@ inline Schedule WithGroup(const Schedule& base, const Subgraph& group) {
     if (has_last) schedule.subgraphs.push_back(group);
   }
   return schedule;
+}
+
+// The layer-by-layer schedule, or nothing where an op fits no tile (the property drivers skip such
+// draws).
+inline std::optional<Schedule> BaselineIfAny(const Problem& problem) {
+  try {
+    return BuildBaseline(problem);
+  } catch (const std::runtime_error&) {
+    return std::nullopt;
+  }
 }
 
 // Both layer-by-layer baselines, where they exist (an op alone may not fit).

@@ -43,12 +43,9 @@ inline int ForEachStripConfiguration(const Problem& problem, const std::function
     }
   }
   if (claimant == nullptr) return 0;
-  Schedule base;
-  try {
-    base = BuildBaseline(problem);
-  } catch (const std::runtime_error&) {
-    return 0;
-  }
+  const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
+  if (!baseline) return 0;
+  const Schedule& base = *baseline;
   const Elements n = problem.native;
   const size_t m = claimant->producers.size();
   std::vector<size_t> fused = {0, 1, m / 2, m};
@@ -95,12 +92,9 @@ inline int ForEachLoneInstance(const Problem& problem, const std::function<void(
     }
   }
   if (claimant == nullptr) return 0;
-  Schedule base;
-  try {
-    base = BuildBaseline(problem);
-  } catch (const std::runtime_error&) {
-    return 0;
-  }
+  const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
+  if (!baseline) return 0;
+  const Schedule& base = *baseline;
   const Elements n = problem.native;
   int checked = 0;
   for (Elements h = 1; h <= n; ++h) {

@@ -139,12 +139,9 @@ Problem Head(std::mt19937_64& rng) {
 // MatMul and its descendants (all, or without those past a MatMul that reads one as its LHS) as one
 // subgraph, at narrow tiles.
 void AppendUpstreamGroups(const Problem& problem, std::vector<Schedule>& schedules) {
-  Schedule base;
-  try {
-    base = BuildBaseline(problem);
-  } catch (const std::runtime_error&) {
-    return;
-  }
+  const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
+  if (!baseline) return;
+  const Schedule& base = *baseline;
   const int num_ops = static_cast<int>(problem.ops.size());
   for (OpId x = 0; x < num_ops; ++x) {
     if (problem.ops[x].kind != OpKind::MatMul || problem.ReductionLength(x) <= problem.native) continue;
