@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "eval/bound/bounds.h"
+#include "eval/bound/lower_bound.h"
 
 namespace annealer::bound_internal {
 
