@@ -66,12 +66,15 @@ const Candidate* ProposeMerge(const SubgraphPricer& pricer, const std::vector<in
   std::vector<OpId> ops = s.subgraphs[i].ops;
   ops.insert(ops.end(), s.subgraphs[j].ops.begin(), s.subgraphs[j].ops.end());
   ops = SortTopologically(rank, ops);
+  // The subgraphs between i and j stay as they are: a kept run, which the evaluator reads in
+  // place (eval/cost/incremental.h) where copying it cost O(j - i) per proposal (DenseNet-121:
+  // merges across hundreds of subgraphs).
   ScheduleEdit edit;
   edit.begin = i;
   edit.end = j + 1;
-  for (int m = i + 1; m < j; ++m) edit.replacement.push_back(s.subgraphs[m]);
-  const std::vector<TensorId>& retained_in =
-      edit.replacement.empty() ? (i > 0 ? s.subgraphs[i - 1].retain : kNothing) : edit.replacement.back().retain;
+  edit.kept_begin = i + 1;
+  edit.kept_end = j;
+  const std::vector<TensorId>& retained_in = j > i + 1 ? s.subgraphs[j - 1].retain : (i > 0 ? s.subgraphs[i - 1].retain : kNothing);
   auto fit = FitSubgraph(pricer, ops, retained_in, kNothing, &s.subgraphs[j], false, stop);
   if (!fit) return nullptr;
   edit.replacement.push_back(fit->subgraph);
