@@ -12,6 +12,9 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <limits>
+#include <map>
+#include <numeric>
 #include <optional>
 #include <random>
 #include <string>
@@ -2476,6 +2479,298 @@ TEST_CASE("bound: P25 by hand, a MatMul alone at the shapes its fast memory allo
   CHECK(at.w == 4);
   CHECK(at.h == 1);
   CHECK(at.k == 4);
+}
+
+// P25 where K = N: problems in which a Pointwise op may read the taps' LHS A beside a tap. Taps
+// x_i = A @ W_i (1 or 2, a weight each, K = N, so A has the taps' shape), A a graph input or a
+// Layout gather of one; 1 or 2 Pointwise readers of A (one over A and a second input sometimes, or
+// a chain of two), sinks of the taps' shape; the taps read by nothing, or summed with A as the
+// residual (s = sum x_i + A, P23's priced sum when its output is the graph output). At w = k a
+// reader's region of A at a tile's last k-step is the next tile's first k-slice when the tile is in
+// the first column and the next in its row (M1), the reuse P25's C |A| must survive. n = 4, every
+// dimension small enough that every tile shape and order can be enumerated; A and the taps'
+// outputs never fit; compute near the transfers.
+Problem ResidualTapNets(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = 4;
+  const Elements n = problem.native;
+  const Elements rows = make.Pick({4, 5, 6, 8, 12});
+  const Elements d = make.Pick({4, 4, 6, 8});  // K = N
+  problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
+  const auto matched = [&](double ratio) {
+    const double tiles = static_cast<double>(((rows + n - 1) / n) * ((d + n - 1) / n));
+    return ratio * static_cast<double>(rows * d) / problem.slow_memory_bandwidth / tiles;
+  };
+  TensorId a = make.Tensor(rows, d);
+  if (!make.Coin(4)) a = make.Op(OpKind::Layout, {a}, rows, d, 0);  // the image's gather of a graph input
+  const int m = static_cast<int>(make.Pick({1, 2, 2}));
+  const double mm = matched(make.PickReal({0.25, 0.5, 1, 2}));
+  std::vector<TensorId> parts;
+  for (int i = 0; i < m; ++i) parts.push_back(make.Op(OpKind::MatMul, {a, make.Tensor(d, d)}, rows, d, mm));
+  const int readers = static_cast<int>(make.Pick({1, 1, 2}));
+  for (int i = 0; i < readers; ++i) {
+    std::vector<TensorId> in = {a};
+    if (make.Coin(3)) in.push_back(make.Tensor(rows, d));
+    TensorId z = make.Op(OpKind::Pointwise, in, rows, d, matched(make.PickReal({0, 0.25, 0.5, 1, 2})));
+    if (make.Coin(4)) make.Op(OpKind::Pointwise, {z}, rows, d, matched(make.PickReal({0, 0.5, 1})));
+  }
+  const int ending = static_cast<int>(make.Pick({0, 1, 2, 2}));  // read by nothing, the residual, one of each
+  if (ending == 2 && m == 2) parts.pop_back();
+  if (ending >= 1) {
+    parts.push_back(a);
+    const TensorId s = make.Op(OpKind::Pointwise, parts, rows, d, matched(make.PickReal({0, 0.25, 1})));
+    if (make.Coin(4)) make.Op(OpKind::Pointwise, {s}, rows, d, matched(make.PickReal({0, 0.5})));
+  }
+  problem.fast_memory_capacity = std::min(rows * d - 1, n * n * make.Pick({3, 4, 5, 6, 8}) / 2);
+  REQUIRE(problem.Finalize() == "");
+  return problem;
+}
+
+// The tile orders ForEachResidualGrouping tries on a rows x cols grid: every order up to 4 tiles;
+// beyond, raster, row-snake, column-major, column-snake, each row's first column followed by its
+// last (the order that puts a first-column tile before another tile of its row and a last-column
+// tile right after one of its row most often), and two random orders.
+std::vector<std::vector<int64_t>> TileOrders(int64_t rows, int64_t cols, std::mt19937_64& rng) {
+  std::vector<std::vector<int64_t>> orders;
+  std::vector<int64_t> tiles(static_cast<size_t>(rows * cols));
+  std::iota(tiles.begin(), tiles.end(), 0);
+  if (rows * cols <= 4) {
+    do orders.push_back(tiles);
+    while (std::next_permutation(tiles.begin(), tiles.end()));
+    return orders;
+  }
+  for (int order = 0; order < 4; ++order) {
+    std::vector<int64_t> o;
+    const int64_t major = order >= 2 ? cols : rows, minor = rows * cols / major;
+    for (int64_t i = 0; i < rows * cols; ++i) {
+      const int64_t x = i / minor;
+      int64_t y = i % minor;
+      if (order % 2 == 1 && x % 2 == 1) y = minor - 1 - y;
+      o.push_back(order >= 2 ? y * cols + x : x * cols + y);
+    }
+    orders.push_back(o);
+  }
+  std::vector<int64_t> o;
+  for (int64_t r = 0; r < rows; ++r) {
+    o.push_back(r * cols);
+    for (int64_t c = cols - 1; c >= 1; --c) o.push_back(r * cols + c);
+  }
+  orders.push_back(o);
+  for (int i = 0; i < 2; ++i) {
+    std::shuffle(tiles.begin(), tiles.end(), rng);
+    orders.push_back(tiles);
+  }
+  return orders;
+}
+
+// What ForEachResidualGrouping found: the subgraphs holding one tap and a reader of A at w = k
+// with n_k >= 2 and two column tiles or more, and those where A's loads fell below C |A| (a
+// reader's region of A at a tile's last step serving the next tile's first k-slice).
+struct ResidualRun {
+  int checked = 0, reuse_shapes = 0, below_c_a = 0, priced_shapes = 0, priced_below = 0;
+  double least_margin = std::numeric_limits<double>::infinity();  // there, (M_S - M_t) B / |A|
+  int at_peak = 0;        // those again at the capacity of their own peak working set
+  double tightest = 0;    // there, the taps part over the latency, at either capacity
+};
+
+// Every valid schedule that runs the first tap (with the second, when the problem has two, or
+// not), with A's Pointwise readers (all, the first, none), the residual sum or not, and A's gather
+// or not, as one subgraph, at every w, h <= n, every k <= min(K, n), in every order of TileOrders,
+// the rest as the baseline runs it. Checks each against `check` and, in the fused subgraph S with
+// one tap t, n_k >= 2 and A loaded (never fits), P25's step: S's memory time covers t's write, W_t
+// once per row tile and A once per column tile (M_t), and, where a priced sum shares S, t's write
+// and weight with the sum's unfused inputs and its written graph output (P23's line beside
+// P25's, A's load left out).
+void ForEachResidualGrouping(const Problem& problem, double taps_part, std::mt19937_64& rng, ResidualRun& run,
+                             const std::function<void(const Evaluation&)>& check) {
+  std::map<Elements, LowerBound> at_peak;  // the bound per capacity
+  std::vector<OpId> taps, readers, gather;
+  OpId sum = kNoOp;
+  TensorId a = -1;
+  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+    const Op& op = problem.ops[o];
+    if (op.kind == OpKind::Layout) gather.push_back(o);
+    if (op.kind == OpKind::MatMul) taps.push_back(o), a = op.inputs[0];
+  }
+  // t: a tap read by nothing where there is one (a sink beside the residual sum), else the first.
+  if (taps.size() > 1 && problem.consumers[problem.ops[taps[1]].output].empty()) std::swap(taps[0], taps[1]);
+  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+    const Op& op = problem.ops[o];
+    if (op.kind != OpKind::Pointwise) continue;
+    bool reads_a = false, reads_tap = false;
+    for (TensorId in : op.inputs) {
+      reads_a = reads_a || in == a;
+      reads_tap = reads_tap || (problem.producer[in] != kNoOp && problem.ops[problem.producer[in]].kind == OpKind::MatMul);
+    }
+    if (reads_tap) sum = o;
+    else if (reads_a) readers.push_back(o);
+  }
+  const std::optional<Schedule> baseline = testing::BaselineIfAny(problem);
+  if (!baseline) return;
+  const Elements n = problem.native, d = problem.tensors[a].width, m_rows = problem.tensors[a].height;
+  const double bandwidth = problem.slow_memory_bandwidth;
+  const bool a_loaded = problem.tensors[a].size() + 1 > problem.fast_memory_capacity;
+  const TensorId t_out = problem.ops[taps[0]].output;
+  for (int with_tap2 = 0; with_tap2 <= (taps.size() > 1 ? 1 : 0); ++with_tap2) {
+    for (int with_readers = 0; with_readers <= std::min<int>(2, static_cast<int>(readers.size())); ++with_readers) {
+      for (int with_sum = 0; with_sum <= (sum != kNoOp ? 1 : 0); ++with_sum) {
+        for (int with_gather = 0; with_gather <= (gather.empty() ? 0 : 2); ++with_gather) {
+          Subgraph fused;
+          if (with_gather) fused.ops = gather;
+          fused.ops.push_back(taps[0]);
+          if (with_tap2) fused.ops.push_back(taps[1]);
+          if (with_readers == 1) fused.ops.push_back(readers[0]);
+          if (with_readers == 2) fused.ops.insert(fused.ops.end(), readers.begin(), readers.end());
+          if (with_sum) fused.ops.push_back(sum);
+          std::sort(fused.ops.begin(), fused.ops.end());
+          // t a sink of S: its output read by no op of S (the sum may read the other tap's).
+          bool t_sink = true;
+          for (OpId o : fused.ops) {
+            for (TensorId in : problem.ops[o].inputs) t_sink = t_sink && in != t_out;
+          }
+          // The sum's unfused inputs (outputs of taps not in S) and its graph output, P23's U.
+          double sum_claim = 0;
+          if (with_sum) {
+            for (TensorId in : problem.ops[sum].inputs) {
+              const OpId x = problem.producer[in];
+              if (x != kNoOp && problem.ops[x].kind == OpKind::MatMul &&
+                  std::find(fused.ops.begin(), fused.ops.end(), x) == fused.ops.end()) {
+                sum_claim += static_cast<double>(problem.tensors[in].size());
+              }
+            }
+            if (problem.IsGraphOutput(problem.ops[sum].output)) sum_claim += static_cast<double>(problem.tensors[problem.ops[sum].output].size());
+          }
+          for (Elements h = 1; h <= n; ++h) {
+            for (Elements w = 1; w <= n; ++w) {
+              const int64_t grid_rows = (m_rows + h - 1) / h, grid_cols = (d + w - 1) / w;
+              const std::vector<std::vector<int64_t>> orders = TileOrders(grid_rows, grid_cols, rng);
+              for (Elements k = 1; k <= std::min(d, n); ++k) {
+                const int64_t nk = (d + k - 1) / k;
+                for (size_t order = 0; order < orders.size(); ++order) {
+                  Subgraph sg = fused;
+                  sg.granularity = {w, h, k};
+                  if (order > 0) sg.traversal = orders[order];
+                  const Schedule schedule = WithFused(*baseline, sg, with_gather == 2 ? gather : std::vector<OpId>{});
+                  const Evaluation e = EvaluateOracle(problem, schedule);
+                  if (!e.ok()) continue;
+                  ++run.checked;
+                  INFO("granularity ", w, "x", h, "x", k, " order ", order, " tap2 ", with_tap2, " readers ", with_readers,
+                       " sum ", with_sum, " gather ", with_gather);
+                  check(e);
+                  // V5, O8: t, a sink on a loaded A, meets other ops only through A's producer.
+                  if (t_sink && (with_readers > 0 || with_sum)) CHECK(with_gather > 0);
+                  if (!t_sink || with_tap2 || nk < 2 || !a_loaded) continue;
+                  size_t at = 0;
+                  while (schedule.subgraphs[at] != sg) ++at;
+                  const double memory = e.subgraphs[at].memory_time * bandwidth;
+                  const double a_size = static_cast<double>(m_rows * d);
+                  const double own = static_cast<double>(problem.tensors[t_out].size()) +
+                                     static_cast<double>(grid_rows) * static_cast<double>(d * d);
+                  const double m_t = own + static_cast<double>(grid_cols) * a_size;
+                  // A's loads: S's transfers less t's write and weight, the other sinks' writes and the
+                  // other boundary inputs, each loaded once (a region a tile, at its last k-step).
+                  double others = own;
+                  std::vector<TensorId> seen;
+                  for (OpId o : sg.ops) {
+                    const TensorId out = problem.ops[o].output;
+                    bool read_inside = false;
+                    for (OpId c : problem.consumers[out]) {
+                      read_inside = read_inside || std::find(sg.ops.begin(), sg.ops.end(), c) != sg.ops.end();
+                    }
+                    if (o != taps[0] && !read_inside && problem.ops[o].kind != OpKind::Layout) {
+                      others += static_cast<double>(problem.tensors[out].size());
+                    }
+                    if (problem.ops[o].kind == OpKind::Layout) continue;
+                    for (TensorId in : problem.ops[o].inputs) {
+                      const OpId x = problem.producer[in];
+                      const bool inside = x != kNoOp && std::find(sg.ops.begin(), sg.ops.end(), x) != sg.ops.end() &&
+                                          problem.ops[x].kind != OpKind::Layout;
+                      if (in == a || inside || o == taps[0] || std::find(seen.begin(), seen.end(), in) != seen.end()) continue;
+                      seen.push_back(in);
+                      others += static_cast<double>(problem.tensors[in].size());
+                    }
+                  }
+                  const double a_loads = memory - others;
+                  const bool shape = w == k && grid_cols >= 2 && (with_readers > 0 || with_sum);
+                  run.reuse_shapes += shape ? 1 : 0;
+                  if (a_loads < static_cast<double>(grid_cols) * a_size - 1e-6) {
+                    ++run.below_c_a;
+                    // The bound at the schedule's own peak working set, the tightest capacity it fits.
+                    Elements peak = 0;
+                    for (const SubgraphReport& r : e.subgraphs) peak = std::max(peak, r.peak_working_set);
+                    auto known = at_peak.find(peak);
+                    if (known == at_peak.end()) {
+                      Problem squeezed = problem;
+                      squeezed.fast_memory_capacity = peak;
+                      known = at_peak.emplace(peak, ComputeLowerBound(squeezed)).first;
+                    }
+                    Problem squeezed = problem;
+                    squeezed.fast_memory_capacity = peak;
+                    const Evaluation tight = EvaluateOracle(squeezed, schedule);
+                    REQUIRE(tight.ok());
+                    ++run.at_peak;
+                    CHECK(known->second.taps <= tight.total * (1 + kSlack));
+                    CHECK(known->second.total() <= tight.total * (1 + kSlack));
+                    run.tightest = std::max({run.tightest, known->second.taps / tight.total, taps_part / e.total});
+                    CHECK(shape);  // only a reader's region at w = k can serve t's next k-slice
+                    CHECK(with_gather > 0);
+                  }
+                  if (with_sum && sum_claim > 0) {
+                    run.priced_shapes += w == k && grid_cols >= 2 ? 1 : 0;
+                    // P23's line beside P25's: t's write and weight, the sum's U (A's load left out).
+                    CHECK(memory >= own + sum_claim - 1e-6);
+                    if (memory < m_t + sum_claim - 1e-6) ++run.priced_below;
+                  } else {
+                    CHECK(memory >= m_t - 1e-6);  // P25's M_t in a class without a priced sum
+                    if (a_loads < static_cast<double>(grid_cols) * a_size - 1e-6) {
+                      run.least_margin = std::min(run.least_margin, (memory - m_t) / a_size);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// P25's C |A| where K = N: ResidualTapNets, every schedule of ForEachResidualGrouping, against the
+// bound (taps, sole sums and the total) and against P25's step (S's memory time at least M_t). A
+// reader of A at w = k serves the next tile's first k-slice (A's loads fall below C |A|), but that
+// reader leads to a Pointwise sink of the taps' shape, whose write (|A| when K = N) no part of
+// P25's frame claims in a class without a priced sum; beside a priced sum, whose graph output
+// P23 claims, P25's line leaves A's load out.
+TEST_CASE("bound: P25 where K = N, a reader of A beside the tap at w = k never below the oracle") {
+  ResidualRun run;
+  int problems = 0, priced = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(2520);
+  for (int trial = 0; trial < 120; ++trial) {
+    const Problem problem = ResidualTapNets(rng);
+    CAPTURE(trial);
+    const LowerBound bound = ComputeLowerBound(problem);
+    ++problems;
+    priced += bound.tap_count > 0 ? 1 : 0;
+    ForEachResidualGrouping(problem, bound.taps, rng, run, [&](const Evaluation& e) {
+      CHECK(bound.taps <= e.total * (1 + kSlack));
+      CHECK(bound.sole_sums <= e.total * (1 + kSlack));
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      if (bound.tap_count > 0) tightest = std::max(tightest, bound.taps / e.total);
+    });
+  }
+  MESSAGE("P25 at K = N: problems " << problems << ", a tap priced in " << priced << ", valid schedules "
+                                    << run.checked << ", one tap beside a reader of A at w = k, n_k >= 2, C >= 2 "
+                                    << run.reuse_shapes << ", A loaded below C |A| " << run.below_c_a
+                                    << ", beside a priced sum at w = k " << run.priced_shapes
+                                    << ", below M_t + U there " << run.priced_below
+                                    << ", least (M_S - M_t) / |A| there " << run.least_margin << ", again at their peak "
+                                    << run.at_peak << ", tightest taps/latency there " << run.tightest
+                                    << ", over all " << tightest);
+  CHECK(run.checked > 50000);
+  CHECK(run.below_c_a > 0);
 }
 
 // Every valid schedule that runs the first sum of `problem` twice: with its first j MatMuls

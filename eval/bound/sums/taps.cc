@@ -245,7 +245,11 @@ TapLines TapFloor(const Problem& p, const Analysis& a, const SumLines& sums) {
     // A tap whose LHS never fits and cannot be made in its subgraph (a graph input, the image's
     // gather of one, or a producer that cannot run upstream) loads all of it once per column tile
     // when n_k >= 2 (M1: consecutive steps ask different k-ranges), at least once otherwise; in a
-    // subgraph without co-sinks no other op shares that load.
+    // subgraph without co-sinks no other op shares that load but a Pointwise reader of A (K = N,
+    // beside t only through A's gather, V5), whose region at a first-column tile's last step may
+    // be the next tile's first k-slice (w = k): at most M k in all, below the |A| its sink
+    // writes, unclaimed unless a priced sum is that sink, where P23's line (`memory`) leaves A's
+    // load out.
     std::vector<double> lhs_load(members.size(), 0);
     std::vector<Elements> row_width(members.size(), 0);  // P54: per row of a strip of A, at n_k = 1
     std::vector<char> slice_made(members.size(), 0);  // P54 at n_k >= 2: 1 where not open, 2 anywhere
