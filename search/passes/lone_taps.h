@@ -26,10 +26,12 @@ std::vector<std::vector<OpId>> TapsBySharedLhs(const Problem& problem, OpId sum)
 
 // At every sum in op order and each of its LHS groups: the taps that sit alone in a subgraph of
 // their own (in schedule order), cut into runs of q consecutive ones for q = 2 up to all of
-// them (until a group has no valid fit); each run one subgraph [the LHS's producer, its taps]
+// them (until a run has no valid fit); each run one subgraph [the LHS's producer, its taps]
 // fitted from the first tap's subgraph, all of them where the first tap was, the subgraphs
-// between the taps after them. The lowest valid grouping is committed when the whole total
-// falls. Only where MergeReadersApplies (never on a contest problem). Deterministic; `stop` is
+// between the taps after them. Where the taps are all the LHS's readers, each q is also tried
+// with the producer taken out of the one subgraph before them that runs it (that subgraph gone
+// when it held the producer alone, else fitted again). The lowest valid grouping is committed
+// when the whole total falls. Only where MergeReadersApplies (never on a contest problem). Deterministic; `stop` is
 // polled between tries.
 Schedule GroupLoneTaps(const Problem& problem, const SubgraphPricer& pricer, const Schedule& start,
                        const std::function<bool()>& stop);

@@ -8,7 +8,8 @@
 // RetainRecomputed (search/passes/retain_recomputed.h, "Retain what the next subgraph
 // recomputes"), `gather-strays` GatherStrays (search/passes/gather_strays.h, "Gather stray
 // branches"), `gather-partials` GatherPartials (search/passes/gather_partials.h, "Gather a sum's
-// partial products"). `refit` prices an op
+// partial products"), `lone-taps` GroupLoneTaps (search/passes/lone_taps.h, "Group lone taps").
+// `refit` prices an op
 // partition made elsewhere (another profile's schedule of the same model, a hand edit) here.
 #include <chrono>
 #include <cstdio>
