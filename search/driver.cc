@@ -23,6 +23,7 @@
 #include "search/exact/exact.h"
 #include "search/moves/moves.h"
 #include "search/passes/gather_partials.h"
+#include "search/passes/lone_taps.h"
 #include "search/passes/gather_strays.h"
 #include "search/passes/merge_refit.h"
 #include "search/passes/retain_for_next.h"
@@ -157,9 +158,14 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   // (GatherPartials): one moved alone loads its input where the sum loaded its product, so the
   // walk sees no gain until all have moved (GoogLeNet, tpu-v1: a 1×1 convolution of four inputs).
   const bool gather_partials = regroup && params.workers.gather_partials;
+  // Then a sum's taps that sit alone, each loading one written LHS, are grouped with the LHS's
+  // producer run again in each group (GroupLoneTaps): one pair merged pays the recompute before
+  // the loads it saves (DenseNet-121, mlsys-2026: a 3×3 convolution's nine taps).
+  const bool lone_taps = regroup && params.workers.lone_taps;
   auto gathered = [&](const Schedule& schedule, const std::function<bool()>& stop) {
-    const Schedule out = gather_strays && !stop() ? GatherStrays(problem, pricer, schedule, stop) : schedule;
-    return gather_partials && !stop() ? GatherPartials(problem, pricer, out, stop) : out;
+    Schedule out = gather_strays && !stop() ? GatherStrays(problem, pricer, schedule, stop) : schedule;
+    out = gather_partials && !stop() ? GatherPartials(problem, pricer, out, stop) : out;
+    return lone_taps && !stop() ? GroupLoneTaps(problem, pricer, out, stop) : out;
   };
   auto unrecomputed = [&](const Schedule& schedule, const std::function<bool()>& stop) {
     const Schedule start = gathered(schedule, stop);
@@ -387,6 +393,11 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     if (gather_partials) {
       passes.push_back([&](const Schedule& schedule, const std::function<bool()>& stop_polish) {
         return GatherPartials(problem, pricer, schedule, stop_polish);
+      });
+    }
+    if (lone_taps) {
+      passes.push_back([&](const Schedule& schedule, const std::function<bool()>& stop_polish) {
+        return GroupLoneTaps(problem, pricer, schedule, stop_polish);
       });
     }
     if (retain_recomputed) {
@@ -622,7 +633,7 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
     // (9,985 ops) a pass took 0.08 s per new best, found nothing, and the 10-s run ended 4 % higher.
     const double unrecomputed_budget = 0.05 * std::chrono::duration<double>(deadline - started).count();
     // The gathering of stray branches shares that budget and goes first.
-    if ((retain_recomputed || gather_strays || gather_partials) && problem.ops.size() <= kRegroupStartMaxOps && have_best &&
+    if ((retain_recomputed || gather_strays || gather_partials || lone_taps) && problem.ops.size() <= kRegroupStartMaxOps && have_best &&
         summary.best_total < unrecomputed_total && !stopped() &&
         (params.deterministic || unrecomputed_seconds < unrecomputed_budget)) {
       const Clock::time_point pass_start = Clock::now();
@@ -639,6 +650,10 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
       }
       if (gather_partials) {
         offer_pass_result(GatherPartials(problem, pricer, summary.best, pass_stopped), "gather-partials",
+                          unrecomputed_total);
+      }
+      if (lone_taps) {
+        offer_pass_result(GroupLoneTaps(problem, pricer, summary.best, pass_stopped), "lone-taps",
                           unrecomputed_total);
       }
       if (retain_recomputed) {

@@ -153,6 +153,10 @@ std::vector<ParamSpec> BuildTable() {
                          "gather into the subgraph that runs a sum its partial products (MatMuls only the sum "
                          "reads) that sit elsewhere (the starts and each new best; only where regroup_parts applies)",
                          [](P& p) -> bool& { return p.workers.gather_partials; }));
+  t.push_back(Make<bool>("workers.lone_taps", B, 0, 1,
+                         "group a sum's taps that sit alone and read one written LHS into subgraphs that run "
+                         "the LHS's producer again (the starts and each new best; only where regroup_parts applies)",
+                         [](P& p) -> bool& { return p.workers.lone_taps; }));
   t.push_back(Make<bool>("workers.layer_chains", B, 0, 1,
                          "rebuild each sum of 3+ MatMuls whose private ancestry holds two reduction lengths "
                          "as a chain of subgraphs tied by retention (the greedy start; a concatenation's "

@@ -111,6 +111,10 @@ struct WorkerParams {
   // that sit elsewhere (GatherPartials, search/passes/gather_partials.h): the starts, the
   // compositions and each new best, after GatherStrays; only where regroup_parts applies.
   bool gather_partials = true;
+  // Group a sum's taps that sit alone, each loading the same written LHS, into subgraphs with the
+  // LHS's producer run again in each (GroupLoneTaps, search/passes/lone_taps.h): the starts, the
+  // compositions and each new best, after GatherPartials; only where regroup_parts applies.
+  bool lone_taps = true;
   // Rebuild each sum of MatMuls over a concatenation as a chain of subgraphs tied by retention
   // (LayerChains, search/starts/layer_chains.h) on the greedy start; only where such a sum has
   // MatMuls of two reduction lengths in its private ancestry (never on a contest problem).

@@ -8,7 +8,8 @@
 // RetainRecomputed (search/passes/retain_recomputed.h, "Retain what the next subgraph
 // recomputes"), `gather-strays` GatherStrays (search/passes/gather_strays.h, "Gather stray
 // branches"), `gather-partials` GatherPartials (search/passes/gather_partials.h, "Gather a sum's
-// partial products"). `refit` prices an op
+// partial products"), `lone-taps` GroupLoneTaps (search/passes/lone_taps.h, "Group lone taps").
+// `refit` prices an op
 // partition made elsewhere (another profile's schedule of the same model, a hand edit) here.
 #include <chrono>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "eval/oracle.h"
 #include "search/starts/constructive.h"
 #include "search/passes/gather_partials.h"
+#include "search/passes/lone_taps.h"
 #include "search/passes/gather_strays.h"
 #include "search/starts/layer_chains.h"
 #include "search/passes/retain_recomputed.h"
@@ -133,8 +135,10 @@ int main(int argc, char** argv) {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return GatherStrays(p, pricer, s, never); };
   } else if (positional[0] == "gather-partials") {
     pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return GatherPartials(p, pricer, s, never); };
+  } else if (positional[0] == "lone-taps") {
+    pass = [&](const Problem& p, SubgraphPricer& pricer, const Schedule& s) { return GroupLoneTaps(p, pricer, s, never); };
   } else {
-    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve, serve-all, retain-next, serve-recompute, merge-refit, retain-recomputed, gather-strays, gather-partials or refit)");
+    return Fail("unknown pass '" + positional[0] + "' (regroup, layer-chains, serve, serve-all, retain-next, serve-recompute, merge-refit, retain-recomputed, gather-strays, gather-partials, lone-taps or refit)");
   }
   try {
     const Problem problem = ReadProblemFile(positional[1]);
