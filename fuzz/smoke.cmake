@@ -42,16 +42,24 @@ endif()
 if(fuzz_smoke)
   include(ExternalProject)
   set(fuzz_build ${CMAKE_BINARY_DIR}/fuzz-smoke)
+  set(fuzz_targets problem_reader_fuzz schedule_eval_fuzz config_fuzz onnx_import_fuzz)
+  if(CMAKE_GENERATOR MATCHES "Makefiles")
+    set(fuzz_build_command $(MAKE) ${fuzz_targets})
+  else()
+    set(fuzz_build_command ${CMAKE_COMMAND} --build ${fuzz_build} --target ${fuzz_targets})
+  endif()
   ExternalProject_Add(fuzz_smoke
     SOURCE_DIR ${PROJECT_SOURCE_DIR}
     BINARY_DIR ${fuzz_build}
     CMAKE_ARGS -DCMAKE_CXX_COMPILER=${ANNEALER_CLANGXX} -DCMAKE_BUILD_TYPE=RelWithDebInfo
                -DANNEALER_BUILD_FUZZERS=ON -DANNEALER_BUILD_TESTS=OFF -DANNEALER_BUILD_BENCH=OFF
-    # The default build command: with Makefiles, $(MAKE) shares the parent's -j jobserver.
+    # Only the fuzz targets (not the sanitized CLI and tools). With Makefiles, $(MAKE) shares the
+    # parent's -j jobserver; another generator builds them by name.
+    BUILD_COMMAND ${fuzz_build_command}
     INSTALL_COMMAND ""
     BUILD_ALWAYS ON  # the sub-build's own dependency scan decides what to rebuild
     USES_TERMINAL_BUILD OFF)
-  foreach(fuzzer problem_reader_fuzz schedule_eval_fuzz config_fuzz onnx_import_fuzz)
+  foreach(fuzzer IN LISTS fuzz_targets)
     set(found ${fuzz_build}/fuzz/found/${fuzzer})
     file(MAKE_DIRECTORY ${found})
     set(options "")

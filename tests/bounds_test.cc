@@ -17,6 +17,7 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -3240,6 +3241,9 @@ int ForEachSharedHost(const Problem& problem, const std::function<void(const Sch
   int checked = 0;
   const Elements n = problem.native;
   const int count = static_cast<int>(sums.size());
+  // j and q pick the same ops where a sum has one producer, and q picks none where every sum is
+  // hosted: each distinct host is placed and tiled once.
+  std::set<std::vector<OpId>> seen;
   for (int hosts = 1; hosts < (1 << count); ++hosts) {
     for (int jj = 0; jj < 3; ++jj) {
       for (int qq = 0; qq < 3; ++qq) {
@@ -3257,6 +3261,7 @@ int ForEachSharedHost(const Problem& problem, const std::function<void(const Sch
           }
         }
         std::sort(host.ops.begin(), host.ops.end());
+        if (!seen.insert(host.ops).second) continue;
         Elements k_full = 1;
         for (OpId o : host.ops) {
           if (problem.ops[o].kind == OpKind::MatMul) k_full = problem.ReductionLength(o);
@@ -3274,10 +3279,13 @@ int ForEachSharedHost(const Problem& problem, const std::function<void(const Sch
             }
             rest.subgraphs.push_back(sg);
           }
+          if (at_last && last == first) continue;  // the same place
           const int where = at_last ? last : first;
           for (Elements h = 1; h <= n; ++h) {
             for (Elements w = 1; w <= n; ++w) {
-              for (Elements kk : {Elements{1}, std::min(k_full, n)}) {
+              for (int full_k = 0; full_k <= 1; ++full_k) {
+                const Elements kk = full_k ? std::min(k_full, n) : 1;
+                if (full_k && kk == 1) continue;  // the same tiles
                 Schedule schedule = rest;
                 host.granularity = {w, h, kk};
                 schedule.subgraphs.insert(schedule.subgraphs.begin() + std::max(0, where), host);
