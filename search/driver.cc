@@ -36,6 +36,7 @@
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/starts/layer_chains.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 #include "search/task_group.h"
 #include "search/workers.h"

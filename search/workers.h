@@ -22,6 +22,7 @@
 #include "search/elite_pool.h"
 #include "search/moves/moves.h"
 #include "search/params.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

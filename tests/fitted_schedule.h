@@ -16,6 +16,7 @@
 #include "eval/oracle.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer::testing {

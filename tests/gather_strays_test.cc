@@ -13,6 +13,7 @@
 #include "eval/oracle.h"
 #include "search/moves/moves.h"
 #include "search/passes/gather_strays.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 #include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"

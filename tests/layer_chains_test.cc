@@ -11,6 +11,7 @@
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/starts/layer_chains.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 #include "tests/graph_builder.h"
 #include "tests/test_files.h"

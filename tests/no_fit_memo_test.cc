@@ -1,4 +1,4 @@
-// NoGranularityFitsAlone (search/no_fit_memo.h), the per-thread memo of NoGranularityFits of an
+// NoGranularityFitsAlone (search/fit/no_fit_memo.h), the per-thread memo of NoGranularityFits of an
 // op list alone, against NoGranularityFits itself: the same answer on every query, repeats and
 // lists that collide in its slots included, across problems and pricers (a memo of one pricer's
 // problem never answers for another's, also at the same address).
@@ -11,7 +11,8 @@
 
 #include "eval/model/chip_rules.h"
 #include "eval/random_schedule.h"
-#include "search/no_fit_memo.h"
+#include "search/fit/no_fit_memo.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

@@ -13,6 +13,7 @@
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/passes/retain_recomputed.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 #include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"

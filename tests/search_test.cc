@@ -937,7 +937,7 @@ TEST_CASE("starts: GatherTapGroups keeps schedules valid and never worse, on ran
 }
 
 TEST_CASE("granularity fit: a remembered fit is the fit computed afresh, on random contexts of random problems") {
-  // FitSubgraph memoizes complete fits per thread and pricer (search/subgraph_tools.h). Each
+  // FitSubgraph memoizes complete fits per thread and pricer (search/fit/fit.h). Each
   // context is fitted twice by one pricer (the second answer comes from the memo) and once by a
   // pricer of its own without a cache (a new serial: computed afresh): all three must agree.
   std::mt19937_64 rng(2024);

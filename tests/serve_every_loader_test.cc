@@ -14,6 +14,7 @@
 #include "search/starts/constructive.h"
 #include "search/passes/retain_for_next.h"
 #include "search/passes/serve_every_loader.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 #include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"

@@ -16,6 +16,7 @@
 #include "search/starts/constructive.h"
 #include "search/passes/merge_refit.h"
 #include "search/passes/serve_retained.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 #include "tests/fitted_schedule.h"
 #include "tests/graph_builder.h"

@@ -13,6 +13,7 @@
 #include "eval/cost/incremental.h"
 #include "eval/oracle.h"
 #include "search/moves/moves.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 #include "tests/graph_builder.h"
 #include "tests/problem_maker.h"

@@ -2,7 +2,7 @@
 // traversal, between consecutive pricings of one context on one thread.
 //
 // A context is a problem, an op list, a retain set and a retained-in set. Granularity fitting
-// (search/subgraph_tools.h) prices one context at ~20 granularities and traversals in a row;
+// (search/fit/fit.h) prices one context at ~20 granularities and traversals in a row;
 // within a ContextReuse scope on its thread, CostSubgraph keeps the structure (the checks and
 // roles of eval/model/subgraph_structure.h that do not read the granularity) and the slice and charge
 // templates of the last context it analysed, and the cost cache keeps the last shape key's words

@@ -80,7 +80,7 @@ struct CacheStats {
 // The words of the shape (see above) of the context `ops` after `retained_in`, retaining
 // `retain`, at no granularity and raster traversal, into `words`; false when the context has no
 // shape key. Contexts of equal words are order-preserving relabellings of each other, so
-// whatever is derived only from what pricing reads of them (e.g. search/subgraph_tools.h's
+// whatever is derived only from what pricing reads of them (e.g. search/fit/fit.h's
 // granularity fit) is the same for all of them.
 bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
                        const std::vector<TensorId>& retained_in, const std::vector<TensorId>& retain,

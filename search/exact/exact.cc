@@ -20,6 +20,7 @@
 #include "eval/model/traversal.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

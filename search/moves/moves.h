@@ -26,6 +26,7 @@
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
 #include "search/params.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

@@ -13,7 +13,7 @@
 
 #include "search/moves/move_kit.h"
 #include "search/moves/moves.h"
-#include "search/no_fit_memo.h"
+#include "search/fit/no_fit_memo.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

@@ -16,6 +16,7 @@
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
 #include "search/moves/moves.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

@@ -15,6 +15,7 @@
 
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

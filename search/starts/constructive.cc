@@ -8,6 +8,7 @@
 
 #include "eval/cost/incremental.h"
 #include "search/moves/moves.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 
 namespace annealer {

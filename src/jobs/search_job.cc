@@ -18,6 +18,7 @@
 #include "eval/oracle.h"
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 #include "src/io/config.h"
 #include "src/io/schedule_io.h"

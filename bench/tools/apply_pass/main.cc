@@ -30,6 +30,7 @@
 #include "search/passes/retain_for_next.h"
 #include "search/passes/serve_every_loader.h"
 #include "search/passes/serve_retained.h"
+#include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
 #include "src/io/problem_reader.h"
 #include "src/io/schedule_io.h"

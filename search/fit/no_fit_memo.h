@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "search/subgraph_tools.h"
+#include "search/fit/fit.h"
 
 namespace annealer {
 

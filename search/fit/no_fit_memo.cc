@@ -1,4 +1,4 @@
-#include "search/no_fit_memo.h"
+#include "search/fit/no_fit_memo.h"
 
 #include <cstdint>
 
