@@ -1,4 +1,4 @@
-// P40 (eval/bound/sums/lhs_strip_sums.h): the part never exceeds the oracle latency of a valid schedule
+// P40 (eval/bound/sums/upstream/lhs_strip_sums.h): the part never exceeds the oracle latency of a valid schedule
 // on random problems at real-chip ratios (a fast memory of 1.5 to 2.5 native tiles, as
 // mlsys-2026's 30,000 elements are 1.83 of 128 x 128; MatMul tiles about as costly to compute as
 // to load, Pointwise tiles a fifth to a twentieth), where the sums fan out to several MatMuls'
@@ -14,10 +14,10 @@
 
 #include "eval/bound/analysis.h"
 #include "eval/bound/bounds.h"
-#include "eval/bound/sums/lhs_strip_sums.h"
-#include "eval/bound/sums/target_instances.h"
-#include "eval/bound/sums/strip_sink_writes.h"
-#include "eval/bound/sums/upstream_sums.h"
+#include "eval/bound/sums/upstream/lhs_strip_sums.h"
+#include "eval/bound/sums/upstream/target_instances.h"
+#include "eval/bound/sums/upstream/strip_sink_writes.h"
+#include "eval/bound/sums/upstream/upstream_sums.h"
 #include "eval/oracle.h"
 #include "search/exact/exact.h"
 #include "search/starts/baseline.h"

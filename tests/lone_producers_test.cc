@@ -1,4 +1,4 @@
-// P55 (eval/bound/sums/lone_producers.h): P40's part with its claimants' lone producers never
+// P55 (eval/bound/sums/upstream/lone_producers.h): P40's part with its claimants' lone producers never
 // exceeds the oracle latency of a valid schedule on random problems at real-chip ratios (P40's
 // fanned sums with taps of K up to 2n, some LHS made by a Pointwise op and small enough to retain),
 // plus its value by hand.
@@ -10,11 +10,11 @@
 
 #include "eval/bound/analysis.h"
 #include "eval/bound/bounds.h"
-#include "eval/bound/sums/lhs_strip_sums.h"
-#include "eval/bound/sums/lone_producers.h"
-#include "eval/bound/sums/strip_sink_writes.h"
-#include "eval/bound/sums/target_instances.h"
-#include "eval/bound/sums/upstream_sums.h"
+#include "eval/bound/sums/upstream/lhs_strip_sums.h"
+#include "eval/bound/sums/upstream/lone_producers.h"
+#include "eval/bound/sums/upstream/strip_sink_writes.h"
+#include "eval/bound/sums/upstream/target_instances.h"
+#include "eval/bound/sums/upstream/upstream_sums.h"
 #include "eval/oracle.h"
 #include "search/starts/baseline.h"
 #include "tests/fanned_nets.h"

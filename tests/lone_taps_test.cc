@@ -1,4 +1,4 @@
-// P33, taps that sit alone when their sum leaves them out (eval/bound/sums/lone_taps.h,
+// P33, taps that sit alone when their sum leaves them out (eval/bound/sums/taps/lone_taps.h,
 // docs/lower-bound.md "Taps that sit alone (P33)"): the part by hand, and the bound with it never
 // above the oracle on random sums of k-split taps at real-chip ratios, with and without chip
 // rules and prefetch, over random, baseline, searched and exact schedules and every grouping of
@@ -12,7 +12,7 @@
 #include <stdexcept>
 
 #include "eval/bound/bounds.h"
-#include "eval/bound/sums/lone_taps.h"
+#include "eval/bound/sums/taps/lone_taps.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/driver.h"

@@ -1,4 +1,4 @@
-// P39, a lone tap that reads its LHS retained (eval/bound/sums/retained_lhs.h, docs/lower-bound.md
+// P39, a lone tap that reads its LHS retained (eval/bound/sums/taps/retained_lhs.h, docs/lower-bound.md
 // "A lone tap with its LHS retained (P39)"): the price by hand and its effect on P33, the price
 // never above the oracle's latency of such a tap's subgraph at every tile shape, and the bound
 // with it never above the oracle on random sums of k-split taps at mlsys-2026-like ratios (a fast
@@ -11,8 +11,8 @@
 #include <stdexcept>
 
 #include "eval/bound/bounds.h"
-#include "eval/bound/sums/lone_taps.h"
-#include "eval/bound/sums/retained_lhs.h"
+#include "eval/bound/sums/taps/lone_taps.h"
+#include "eval/bound/sums/taps/retained_lhs.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
 #include "search/starts/baseline.h"

@@ -13,8 +13,8 @@
 
 #include "eval/bound/analysis.h"
 #include "eval/bound/bounds.h"
-#include "eval/bound/sums/lhs_strip_sums.h"
-#include "eval/bound/sums/upstream_sums.h"
+#include "eval/bound/sums/upstream/lhs_strip_sums.h"
+#include "eval/bound/sums/upstream/upstream_sums.h"
 #include "eval/oracle.h"
 #include "search/starts/baseline.h"
 #include "tests/sample_schedules.h"

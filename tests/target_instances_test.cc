@@ -1,4 +1,4 @@
-// P46 (eval/bound/sums/target_instances.h): the part never exceeds the oracle latency of a valid
+// P46 (eval/bound/sums/upstream/target_instances.h): the part never exceeds the oracle latency of a valid
 // schedule on random fanned sums at real-chip ratios (tests/fanned_nets.h), including schedules
 // that run the sum once per group of its targets, and its value by hand.
 #include <doctest/doctest.h>
@@ -14,8 +14,8 @@
 
 #include "eval/bound/analysis.h"
 #include "eval/bound/bounds.h"
-#include "eval/bound/sums/strip_sink_writes.h"
-#include "eval/bound/sums/target_instances.h"
+#include "eval/bound/sums/upstream/strip_sink_writes.h"
+#include "eval/bound/sums/upstream/target_instances.h"
 #include "eval/oracle.h"
 #include "search/exact/exact.h"
 #include "search/starts/baseline.h"

@@ -1,4 +1,4 @@
-// P34 (eval/bound/sums/upstream_sums.h): the part never exceeds the oracle latency of a valid schedule
+// P34 (eval/bound/sums/upstream/upstream_sums.h): the part never exceeds the oracle latency of a valid schedule
 // on random problems at real-chip ratios (a fast memory of 1.5 to 2.5 native tiles, as
 // mlsys-2026's 30,000 elements are 1.83 of 128 x 128; MatMul tiles about as costly to compute as
 // to load, Pointwise tiles a fifth), plus the rule it rests on and its value, by hand.
@@ -15,8 +15,8 @@
 
 #include "eval/bound/analysis.h"
 #include "eval/bound/bounds.h"
-#include "eval/bound/sums/lhs_strip_sums.h"
-#include "eval/bound/sums/upstream_sums.h"
+#include "eval/bound/sums/upstream/lhs_strip_sums.h"
+#include "eval/bound/sums/upstream/upstream_sums.h"
 #include "eval/oracle.h"
 #include "search/starts/baseline.h"
 #include "tests/sample_schedules.h"

@@ -18,7 +18,7 @@ namespace annealer::bound_internal {
 
 // Test switch: false recomputes what the parts share between ops or classes that agree on what
 // decides it (P18's lines, P24's worlds, P25's gated walks, lines and LHS needs), so that a test
-// can check the sharing changes no value (defined in eval/bound/sums/taps.cc).
+// can check the sharing changes no value (defined in eval/bound/sums/taps/taps.cc).
 extern bool g_share_work;
 
 enum Mode : int { kT = 0, kSL = 1, kSR = 2, kFL = 3, kFR = 4, kModes = 5 };

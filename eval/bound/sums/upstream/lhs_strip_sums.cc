@@ -1,10 +1,10 @@
-// P40 (eval/bound/sums/lhs_strip_sums.h).
-#include "eval/bound/sums/lhs_strip_sums.h"
+// P40 (eval/bound/sums/upstream/lhs_strip_sums.h).
+#include "eval/bound/sums/upstream/lhs_strip_sums.h"
 
 #include <algorithm>
 
-#include "eval/bound/sums/lone_producers.h"
-#include "eval/bound/sums/strip_sink_writes.h"
+#include "eval/bound/sums/upstream/lone_producers.h"
+#include "eval/bound/sums/upstream/strip_sink_writes.h"
 
 namespace annealer::bound_internal {
 

@@ -17,7 +17,7 @@ namespace annealer::bound_internal {
 // and it has no internal edge (o has no reader there, the RHS no producer, a Pointwise LHS
 // producer would be a prologue of a k-split MatMul, V11), so {x} is the whole subgraph (V5).
 // Priced sum s: a Pointwise op the analysis allows mode T only, with m >= 1 lone taps; with P39
-// (eval/bound/sums/retained_lhs.h) also one whose other modes are SR, FL, FR (never SL) and whose taps'
+// (eval/bound/sums/taps/retained_lhs.h) also one whose other modes are SR, FL, FR (never SL) and whose taps'
 // RHS are distinct, which adds lines for a first instance where s lies on no Pointwise path from a
 // sink: no tile ratio, each fused tap at least UpstreamTapCompute at the columns its RHS slices
 // leave, and its own loads at least once (P5's per-tile streaming need not hold upstream).

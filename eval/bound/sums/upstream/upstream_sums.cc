@@ -1,5 +1,5 @@
-// P34 (eval/bound/sums/upstream_sums.h).
-#include "eval/bound/sums/upstream_sums.h"
+// P34 (eval/bound/sums/upstream/upstream_sums.h).
+#include "eval/bound/sums/upstream/upstream_sums.h"
 
 #include <algorithm>
 #include <array>

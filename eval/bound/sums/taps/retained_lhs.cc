@@ -1,5 +1,5 @@
-// P39 (eval/bound/sums/retained_lhs.h).
-#include "eval/bound/sums/retained_lhs.h"
+// P39 (eval/bound/sums/taps/retained_lhs.h).
+#include "eval/bound/sums/taps/retained_lhs.h"
 
 #include <algorithm>
 #include <limits>

@@ -1,10 +1,10 @@
-// P46 (eval/bound/sums/target_instances.h).
-#include "eval/bound/sums/target_instances.h"
+// P46 (eval/bound/sums/upstream/target_instances.h).
+#include "eval/bound/sums/upstream/target_instances.h"
 
 #include <algorithm>
 #include <limits>
 
-#include "eval/bound/sums/lhs_strip_sums.h"
+#include "eval/bound/sums/upstream/lhs_strip_sums.h"
 
 namespace annealer::bound_internal {
 

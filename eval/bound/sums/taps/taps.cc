@@ -1,7 +1,7 @@
-// P25 (eval/bound/sums/taps.h).
-#include "eval/bound/sums/taps.h"
+// P25 (eval/bound/sums/taps/taps.h).
+#include "eval/bound/sums/taps/taps.h"
 
-#include "eval/bound/sums/strip_frontier.h"
+#include "eval/bound/sums/taps/strip_frontier.h"
 #include "eval/bound/traffic/alone.h"
 #include "eval/bound/traffic/lone_matmul_memo.h"
 

@@ -1,12 +1,12 @@
-// P33 (eval/bound/sums/lone_taps.h).
-#include "eval/bound/sums/lone_taps.h"
+// P33 (eval/bound/sums/taps/lone_taps.h).
+#include "eval/bound/sums/taps/lone_taps.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
 
-#include "eval/bound/sums/retained_lhs.h"
+#include "eval/bound/sums/taps/retained_lhs.h"
 #include "eval/model/chip_rules.h"
 
 namespace annealer::bound_internal {

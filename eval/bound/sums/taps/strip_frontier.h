@@ -1,5 +1,5 @@
 // P54, what a tap alone at n_k = 1 loads to obtain its LHS strips again (docs/lower-bound.md, "The
-// LHS strips a tap obtains again (P54)", proves it; P25 in eval/bound/sums/taps.h uses it).
+// LHS strips a tap obtains again (P54)", proves it; P25 in eval/bound/sums/taps/taps.h uses it).
 #pragma once
 
 #include <vector>

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "eval/bound/analysis.h"
-#include "eval/bound/sums/configuration_memo.h"
+#include "eval/bound/sums/upstream/configuration_memo.h"
 #include "eval/model/problem.h"
 
 namespace annealer::bound_internal {
@@ -50,13 +50,13 @@ struct UpstreamSums {
     std::vector<double> computes; // their producers' c, ascending
     std::vector<Elements> q;      // K_x when x's RHS is a graph input only x reads, else 0
     double written = 0;           // |out| / B when s's output is a graph output
-    // P55 (eval/bound/sums/lone_producers.h): per producer, ascending, what its lone sink instance
+    // P55 (eval/bound/sums/upstream/lone_producers.h): per producer, ascending, what its lone sink instance
     // costs beyond its compute (0 where not proven), when it does not find its LHS retained from
     // the maker's priced run (lone_floors) and when it does (lone_retained); at most one producer
     // per LHS tensor does, saving at most lone_discount in all. Empty when not derived (P34).
     std::vector<double> lone_floors, lone_retained;
     double lone_discount = 0;
-    // P55 (eval/bound/sums/strip_sink_writes.h): |out| / B when the sink of a mode-T subgraph of s
+    // P55 (eval/bound/sums/upstream/strip_sink_writes.h): |out| / B when the sink of a mode-T subgraph of s
     // writes a tensor no other claimant's can be; 0 otherwise and in P34.
     double sink_write = 0;
   };
@@ -69,11 +69,11 @@ struct UpstreamSums {
                                                    const std::vector<OpId>& ops) const;
   // The same configurations before the least are kept, each with its kind and, for SL, the most
   // targets (of `fs`) one instance at its tiles can hold when every target is a k-loop MatMul
-  // there (P46, eval/bound/sums/target_instances.h); 0 when not bounded.
+  // there (P46, eval/bound/sums/upstream/target_instances.h); 0 when not bounded.
   using Tagged = TaggedConfiguration;
   std::vector<Tagged> TaggedConfigurations(const Problem& problem, const Claimant& claimant,
                                            const std::vector<OpId>& ops) const;
-  // Both of the above for claimants[i], through `memo` (eval/bound/sums/configuration_memo.h
+  // Both of the above for claimants[i], through `memo` (eval/bound/sums/upstream/configuration_memo.h
   // states why it is valid); `slots` is memo->Of(ops, claimants.size()).
   std::shared_ptr<ConfigurationMemo> memo = std::make_shared<ConfigurationMemo>();
   const ConfigurationMemo::Entry& Memoized(const Problem& problem, size_t i, const std::vector<OpId>& ops,
@@ -101,7 +101,7 @@ using StripScopeOf = StripScope (*)(const Problem& problem, const Analysis& mode
 // Applied to the claimants once they are found, before any value is worked out (P40: P55's floors).
 using ClaimantsFinish = void (*)(const Problem& problem, const Analysis& modes, UpstreamSums& part);
 // P34's frame with the claimants' scope found by `scope` (P34: modes T and SL, the single chain
-// of Pointwise ops of one consumer each; P40, eval/bound/sums/lhs_strip_sums.h: modes T, SL and FL, any
+// of Pointwise ops of one consumer each; P40, eval/bound/sums/upstream/lhs_strip_sums.h: modes T, SL and FL, any
 // Pointwise path). `enabled` false claims nothing (sum c_o).
 UpstreamSums UpstreamSumFloor(const Problem& problem, const Analysis& modes, bool enabled, StripScopeOf scope,
                               ClaimantsFinish finish = nullptr);

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "eval/bound/analysis.h"
-#include "eval/bound/sums/upstream_sums.h"
+#include "eval/bound/sums/upstream/upstream_sums.h"
 #include "eval/model/problem.h"
 
 namespace annealer::bound_internal {

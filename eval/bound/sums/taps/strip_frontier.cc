@@ -1,5 +1,5 @@
-// P54 (eval/bound/sums/strip_frontier.h).
-#include "eval/bound/sums/strip_frontier.h"
+// P54 (eval/bound/sums/taps/strip_frontier.h).
+#include "eval/bound/sums/taps/strip_frontier.h"
 
 #include <algorithm>
 #include <array>

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "eval/bound/analysis.h"
-#include "eval/bound/sums/upstream_sums.h"
+#include "eval/bound/sums/upstream/upstream_sums.h"
 #include "eval/model/problem.h"
 
 namespace annealer::bound_internal {

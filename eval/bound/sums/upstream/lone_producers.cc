@@ -1,5 +1,5 @@
-// P55 (eval/bound/sums/lone_producers.h).
-#include "eval/bound/sums/lone_producers.h"
+// P55 (eval/bound/sums/upstream/lone_producers.h).
+#include "eval/bound/sums/upstream/lone_producers.h"
 
 #include <algorithm>
 #include <cmath>

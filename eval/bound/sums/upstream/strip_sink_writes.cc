@@ -1,5 +1,5 @@
-// P55's sink writes (eval/bound/sums/strip_sink_writes.h).
-#include "eval/bound/sums/strip_sink_writes.h"
+// P55's sink writes (eval/bound/sums/upstream/strip_sink_writes.h).
+#include "eval/bound/sums/upstream/strip_sink_writes.h"
 
 #include <map>
 #include <utility>

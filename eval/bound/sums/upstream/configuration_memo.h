@@ -1,5 +1,5 @@
 // The configurations of P34/P40's claimants, each worked out once per set of ops
-// (eval/bound/sums/upstream_sums.h prices them; P46/P47, eval/bound/sums/target_instances.h, reads
+// (eval/bound/sums/upstream/upstream_sums.h prices them; P46/P47, eval/bound/sums/upstream/target_instances.h, reads
 // the same ones).
 #pragma once
 
@@ -35,7 +35,7 @@ class ConfigurationMemo {
   struct Entry {
     std::vector<TaggedConfiguration> tagged;  // all of them, in TaggedConfigurations' order
     std::vector<std::array<double, 3>> least; // ParetoLeast of their values
-    // P55 (eval/bound/sums/lone_producers.h): each value plus the floors of the producers it leaves
+    // P55 (eval/bound/sums/upstream/lone_producers.h): each value plus the floors of the producers it leaves
     // unfused, ParetoLeast; the same as `least` when the claimant has no such floor.
     std::vector<std::array<double, 3>> least_with_lone;
   };
