@@ -141,7 +141,7 @@ class Analysis {
   // that on the condensation of the state graph (its strongly connected components, built once
   // per Analysis): a component larger than the budget saturates at once, and the many walks of
   // a large graph share the components instead of revisiting their states. ReachWalk is the
-  // walk itself, the reference Reach answers to (tests/bounds_test.cc).
+  // walk itself, the reference Reach answers to (tests/eval/bound/bounds_test.cc).
   ReachSet Reach(OpId start, int only_mode = -1) const {
     if (!condensed_) Condense();
     const uint32_t generation = NextGeneration();
