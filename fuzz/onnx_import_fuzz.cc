@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace annealer;
   const std::string bytes(reinterpret_cast<const char*>(data), size);
   static const std::string origin = "fuzz.onnx";
-  // tests/model_import_test.cc's core: 4 Mi elements of fast memory, 128-wide native tiles.
+  // tests/import/model_import_test.cc's core: 4 Mi elements of fast memory, 128-wide native tiles.
   static const LoweringHardware hardware{4 << 20, 64, 128, 32, 8};
   LoweredModel model;
   try {

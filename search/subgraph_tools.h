@@ -24,7 +24,7 @@ std::vector<int> TopologicalRanks(const Problem& problem);
 // Sorts and de-duplicates `ops` by topological rank (`rank`: TopologicalRanks, distinct).
 std::vector<OpId> SortTopologically(const std::vector<int>& rank, std::vector<OpId> ops);
 // The same by std::sort and std::unique: the reference SortTopologically's one- and two-run
-// fast paths answer to (tests/subgraph_tools_test.cc).
+// fast paths answer to (tests/search/search_speed_helpers_test.cc).
 std::vector<OpId> SortTopologicallyReference(const std::vector<int>& rank, std::vector<OpId> ops);
 
 // True when the ops are weakly connected through tensors produced and consumed among them (V5).

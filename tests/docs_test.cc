@@ -17,7 +17,7 @@
 
 #include "src/cli/cli.h"
 #include "src/io/config.h"
-#include "tests/test_files.h"
+#include "tests/support/test_files.h"
 
 namespace annealer {
 namespace {

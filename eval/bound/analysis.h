@@ -18,7 +18,7 @@ namespace annealer::bound_internal {
 
 // Test switch: false recomputes what the parts share between ops or classes that agree on what
 // decides it (P18's lines, P24's worlds, P25's gated walks, lines and LHS needs), so that a test
-// can check the sharing changes no value (defined in eval/bound/sums/taps.cc).
+// can check the sharing changes no value (defined in eval/bound/sums/taps/taps.cc).
 extern bool g_share_work;
 
 enum Mode : int { kT = 0, kSL = 1, kSR = 2, kFL = 3, kFR = 4, kModes = 5 };
@@ -141,7 +141,7 @@ class Analysis {
   // that on the condensation of the state graph (its strongly connected components, built once
   // per Analysis): a component larger than the budget saturates at once, and the many walks of
   // a large graph share the components instead of revisiting their states. ReachWalk is the
-  // walk itself, the reference Reach answers to (tests/bounds_test.cc).
+  // walk itself, the reference Reach answers to (tests/eval/bound/bounds_test.cc).
   ReachSet Reach(OpId start, int only_mode = -1) const {
     if (!condensed_) Condense();
     const uint32_t generation = NextGeneration();

@@ -351,7 +351,7 @@
 //     the cheapest (R - 1)(C - 1) re-entries (row strips h phi, weight column strips K w, the clipped
 //     edge strips at most half); at n_k >= 2 the k-slices' loads (C |u| for a loaded u, a MatMul's
 //     LHS rows and own weight slices per tile); beside co-sinks a q-th; in P28's S_1 a fused
-//     producer's M phi. eval/bound/sums/strip_frontier.h.
+//     producer's M phi. eval/bound/sums/taps/strip_frontier.h.
 //  P32 (P1, P2, P3, P4, P9, P12, P14, P19, G2, D1, V7, M2, R3, R5) Activations too large to retain.
 //     A tensor t made by p, read, no graph output, |t| + 1 > capacity, with a reader c that never
 //     shares a subgraph with p (c in another island, or every mode of c has an edge from t that
@@ -378,7 +378,7 @@
 //     S1 each x is fused (P23's tiles), found retained from the subgraph just before (at most one:
 //     that subgraph is {x}) or loaded, and then written before by an instance without s, which
 //     is {x} alone (V5, V11) and costs at least max(c_x, its memory at native tiles), prefetch or
-//     not. Lines a c_o + (1 - a) own loads per op, best a. eval/bound/sums/lone_taps.h.
+//     not. Lines a c_o + (1 - a) own loads per op, best a. eval/bound/sums/taps/lone_taps.h.
 //  P39 (W, W1, R1, R5, C2, C3, C5, C6, D2, D3, M1, M2, P5, V8, T1, H5, P33) Lone taps beyond P33.
 //     (a) A lone tap alone whose LHS comes retained holds it whole in every step, beside an RHS
 //     slice and its output tile: |LHS| + c + r c <= capacity, base per tile, its RHS once per row
@@ -388,7 +388,7 @@
 //     subgraph where it is on no Pointwise path from a sink, lines without P23's tiles: j taps
 //     fused there are upstream, hold their RHS slices (distinct graph inputs), so make regions at
 //     most floor(capacity / the j least K) wide, each charged its native tiles (C3), and load
-//     their own inputs at least once. eval/bound/sums/retained_lhs.h, eval/bound/sums/lone_taps.h.
+//     their own inputs at least once. eval/bound/sums/taps/retained_lhs.h, eval/bound/sums/taps/lone_taps.h.
 //  P34 (T1, T2, C3, C6, D2-D5, G3, G4, M1, R5, V8, V11, V12, W, W1, W4, P12, P23) A sum that may
 //     run upstream of a k-loop: a Pointwise s with P23's designated inputs, modes T and SL, whose
 //     chain (one consumer each) reaches the LHS of one MatMul F (K <= n, mode T only). Its picked
@@ -400,14 +400,14 @@
 //     compute slack of its own ops, its loads' share, and at 1/C its loads' share less a bound D
 //     of what the ops charged under C times their price fall short (sum (a - D)^+ <= slack).
 //     e_s = the least over its configurations; P23's sums join as mode-T claimants.
-//     eval/bound/sums/upstream_sums.h.
+//     eval/bound/sums/upstream/upstream_sums.h.
 //  P40 (P34, P13, G3, C6, D1-D4, M1, R5, V8, W, W1) A sum that may make the next MatMul's LHS
 //     strip: P34's frame with claimants in modes T, SL and FL, their output fanning out through
 //     Pointwise ops of any number of consumers. On no Pointwise path from a sink, s is SL (some
 //     MatMul reading a Pointwise descendant as LHS is a k-loop MatMul, the grid is its own: P34's
 //     b and c configurations for each such MatMul) or FL only (every step asks full-width rows of
 //     each unfused input: rows <= rho_j, s and its fused producers made f_j times over; with tile
-//     rows, tau_S >= f_j and the loads' share (1 - 1/f_j) U_j). eval/bound/sums/lhs_strip_sums.h.
+//     rows, tau_S >= f_j and the loads' share (1 - 1/f_j) U_j). eval/bound/sums/upstream/lhs_strip_sums.h.
 //  P55 (P40, P31, P21, V5, V7, V11, M2, R1, R5, V8) The lone producers of an LHS-strip sum: in P40's
 //     value a configuration with j producers fused also claims the m - j least floors of the
 //     others, each a sink once (o_x is loaded, never retained, so written), alone there when
@@ -417,8 +417,8 @@
 //     compute run again. And a claimant in mode T lies on a Pointwise path from a sink of its
 //     subgraph, of its shape; too large to retain, that sink writes H W / B (P52), its own when no
 //     other claimant of the shape has a Pointwise closure meeting the claimant's: P40's T
-//     configurations add it to their loads' share. eval/bound/sums/lone_producers.h,
-//     eval/bound/sums/strip_sink_writes.h.
+//     configurations add it to their loads' share. eval/bound/sums/upstream/lone_producers.h,
+//     eval/bound/sums/upstream/strip_sink_writes.h.
 //  P46 (P40, P23, P34, G3, R5, V8, W1, W4, D5) A sum run once per group of its targets: a P40
 //     claimant (T and SL) with t >= 2 targets in mode T only, its output and the Pointwise ops to
 //     the targets' LHS too large to retain. Unless some subgraph runs it in mode T (P23's claim,
@@ -426,12 +426,12 @@
 //     chain all targets share; an instance at a configuration's tiles holds at most q targets
 //     (own RHS slices, tiles at n_k >= 2), so the instances' q add up to t, each claims its
 //     configuration, and all but one their s and chain compute, picked once.
-//     eval/bound/sums/target_instances.h.
+//     eval/bound/sums/upstream/target_instances.h.
 //  P47 (P46, P40's FL, D3, C6) Targets that may run upstream: P46's count for a claimant that may
 //     also run FL, whose targets run in any mode. Without a subgraph running s in mode T, one that
 //     runs a target upstream of its k-loop asks full-width rows of s (D3): an FL demand, so that
 //     instance claims an FL configuration and may hold all t targets; the others are P46's.
-//     eval/bound/sums/target_instances.h.
+//     eval/bound/sums/upstream/target_instances.h.
 //  P36 (T1, T2, H5, H6, P3, P4, P7, P8, V1, V2, V5, V7, V8, V9, V11, G2, D1, L1, L2, R5) A multiply
 //     that waits for its own squeeze: a Pointwise m with one input X not made by a Layout op and
 //     inputs E_i made by Layout ops l_i, its output Y read by nothing or by MatMuls with K > n only

@@ -25,7 +25,7 @@
 // finds no room; rare). The queries below read the committed schedule only.
 //
 // The result of every committed state equals EvaluateOracle on the same schedule (latency to
-// 1e-9 relative, same verdict); tests/incremental_test.cc checks this on long random runs.
+// 1e-9 relative, same verdict); tests/eval/cost/incremental_test.cc checks this on long random runs.
 #pragma once
 
 #include <algorithm>

@@ -793,7 +793,7 @@ RemainingBound DefaultRemainingBound(std::shared_ptr<const BoundModel> model) {
 ExactResult SolveExact(const Problem& problem, const ExactOptions& given) {
   // The default heuristic: the larger of ComputeOpsBound and eval/bounds' remaining-ops bound
   // (RemainingLowerBound holds after any prefix, with or without recomputation, so it is
-  // admissible here; the brute-force test in tests/exact_test.cc checks the optimum with it).
+  // admissible here; the brute-force test in tests/search/exact_test.cc checks the optimum with it).
   ExactOptions options = given;
   if (!options.remaining_bound) {
     options.remaining_bound = DefaultRemainingBound(std::make_shared<const BoundModel>(BuildBoundModel(problem)));

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "eval/bound/sums/sole_sums.h"
-#include "eval/bound/sums/taps.h"
+#include "eval/bound/sums/taps/taps.h"
 #include "eval/model/problem.h"
 
 namespace annealer::bound_internal {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "eval/bound/sums/taps.h"
+#include "eval/bound/sums/taps/taps.h"
 #include "eval/model/problem.h"
 
 namespace annealer::bound_internal {

@@ -47,7 +47,7 @@ struct SumLines {
   std::vector<double> compute;           // per op, c_o
   std::vector<std::vector<Line>> lines;  // per priced sum, its excess e_s at lambda; else empty
   int sums = 0;                          // priced sums
-  // Per priced sum, what P25 (eval/bound/sums/taps.h) combines with: the producers x_i of its
+  // Per priced sum, what P25 (eval/bound/sums/taps/taps.h) combines with: the producers x_i of its
   // designated inputs, and per j = 0..m its line at lambda when some S can hold s with j of them
   // (possible[j]), and the least tau_j over those j.
   struct Priced {

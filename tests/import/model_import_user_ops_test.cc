@@ -1,0 +1,303 @@
+// What hand-written torch modules export beyond the zoo (bench/heldout/user_models.py has the
+// modules): matmul's broadcasting and 1-D operands, a weight with batch axes, W @ x, expand of a
+// computed value (grouped-query attention), reductions over the columns and over everything,
+// arg-max, top-k, cumsum, a split that cuts a chunked projection, a computed Where condition,
+// 1-D and 3-D resizes, split shape constants. Small models built in memory; every count is the
+// obvious one (numpy's matmul: M·K·N per matrix of the broadcast batch).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "eval/oracle.h"
+#include "search/starts/baseline.h"
+#include "src/import/model_lowering.h"
+#include "src/import/onnx_graph.h"
+#include "src/io/json_fields.h"
+#include "tests/import/import_counts.h"
+#include "tests/import/onnx_model_builder.h"
+
+namespace annealer {
+namespace {
+
+using testing::OnnxModelBuilder;
+using testing::SetInt;
+using testing::SetInts;
+using testing::SetText;
+
+LoweredModel Lower(const OnnxModelBuilder& m, const std::string& name) {
+  return LowerOnnxGraph(ParseOnnx(m.Bytes(), name, {}), LoweringHardware{4 << 20, 64, 128, 32, 8});
+}
+
+std::string ImportError(const OnnxModelBuilder& m, const std::string& name) {
+  try {
+    Lower(m, name);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+int Role(const LoweredModel& m, const std::string& role) {
+  auto it = m.summary.problem_ops.find(role);
+  return it == m.summary.problem_ops.end() ? 0 : it->second;
+}
+
+const Approximation* Rule(const LoweredModel& m, const std::string& rule) {
+  for (const Approximation& a : m.summary.approximations)
+    if (a.rule == rule) return &a;
+  return nullptr;
+}
+
+// The MatMuls of the compute role, as (rows, K, N).
+std::vector<std::array<Elements, 3>> ComputeMatMuls(const LoweredModel& m) {
+  std::vector<std::array<Elements, 3>> out;
+  for (size_t o = 0; o < m.problem.ops.size(); ++o) {
+    const Op& op = m.problem.ops[o];
+    if (op.kind != OpKind::MatMul || m.op_origins[o].role != "matmul") continue;
+    const Tensor& l = m.problem.tensors[op.inputs[0]];
+    out.push_back({l.height, l.width, m.problem.tensors[op.inputs[1]].width});
+  }
+  return out;
+}
+
+void CheckValid(const LoweredModel& m) {
+  const Evaluation e = EvaluateOracle(m.problem, BuildBaseline(m.problem));
+  CHECK_MESSAGE(e.ok(), e.violation.Message());
+}
+
+TEST_CASE("import user ops: matmul broadcasts a computed operand over the heads") {
+  // torch.matmul(a [2,4,8,32], b [2,1,32,16]): b is data (a graph input with batch axes, not a
+  // weight); one MatMul per b matrix, the 4 heads of a stacked as its rows.
+  OnnxModelBuilder m;
+  m.Input("a", {2, 4, 8, 32}).Input("b", {2, 1, 32, 16}).Output("y");
+  m.Node("mm", "MatMul", {"a", "b"}, {"y"});
+  const LoweredModel l = Lower(m, "bcast.onnx");
+  CHECK(l.summary.macs == 2 * 4 * 8 * 32 * 16);
+  CHECK(testing::ComputeMatMulMacs(l) == l.summary.macs);
+  CHECK(l.summary.weight_inputs == 0);
+  const auto mms = ComputeMatMuls(l);
+  REQUIRE(mms.size() == 2);
+  for (const auto& mm : mms) CHECK(mm == std::array<Elements, 3>{32, 32, 16});
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: a batched weight, a 1-D weight and W @ x") {
+  // x [2,4,10,32] @ w [4,32,16] (a weight per head) @ v [16] -> [2,4,10]
+  OnnxModelBuilder m;
+  m.Input("x", {2, 4, 10, 32}).Output("z").Weight("w", {4, 32, 16}).Weight("v", {16});
+  m.Node("mm1", "MatMul", {"x", "w"}, {"y"});
+  m.Node("mm2", "MatMul", {"y", "v"}, {"z"});
+  const LoweredModel l = Lower(m, "batched_weight.onnx");
+  CHECK(l.summary.macs == 2 * 4 * 10 * 32 * 16 + 2 * 4 * 10 * 16);
+  CHECK(testing::ComputeMatMulMacs(l) == l.summary.macs);
+  CHECK(l.summary.params_in_tensors == 4 * 32 * 16 + 16);
+  const auto mms = ComputeMatMuls(l);
+  REQUIRE(mms.size() == 4 + 4);  // a weight slice per head; y per head times v
+  CHECK(mms[0] == std::array<Elements, 3>{20, 32, 16});
+  CHECK(mms[4] == std::array<Elements, 3>{20, 16, 1});
+  CheckValid(l);
+
+  // MLP-Mixer's token mixing as torch.matmul(W [16,16], x [2,16,32]): x is the data.
+  OnnxModelBuilder t;
+  t.Input("x", {2, 16, 32}).Output("y").Weight("w", {16, 16});
+  t.Node("mix", "MatMul", {"w", "x"}, {"y"});
+  const LoweredModel lt = Lower(t, "token_mix.onnx");
+  CHECK(lt.summary.weight_inputs == 0);
+  CHECK(lt.summary.macs == 2 * 16 * 16 * 32);
+  CHECK(testing::ComputeMatMulMacs(lt) == lt.summary.macs);
+  CHECK(ComputeMatMuls(lt).size() == 2);
+  CheckValid(lt);
+}
+
+TEST_CASE("import user ops: einsum with a weight per head, an ellipsis and row dot products") {
+  OnnxModelBuilder m(12);
+  m.Input("x", {2, 10, 4, 32}).Output("y").Output("z").Output("d").Weight("w", {4, 32, 16}).Weight("p", {64, 48});
+  m.Ints("flat", {3}, {2, 10, 64});
+  SetText(m.Node("heads", "Einsum", {"x", "w"}, {"y"}), "equation", "bthd,hde->bthe");
+  m.Node("merge", "Reshape", {"y", "flat"}, {"y3"});
+  SetText(m.Node("proj", "Einsum", {"y3", "p"}, {"z"}), "equation", "...ij,jk->...ik");
+  SetText(m.Node("dots", "Einsum", {"z", "z"}, {"d"}), "equation", "bti,bti->bt");
+  const LoweredModel l = Lower(m, "einsum.onnx");
+  CHECK(l.summary.macs == 2 * 10 * 4 * 32 * 16 + 2 * 10 * 64 * 48 + 2 * 10 * 48);
+  CHECK(testing::ComputeMatMulMacs(l) == l.summary.macs);
+  CHECK(l.summary.params_in_tensors == 4 * 32 * 16 + 64 * 48);
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: grouped-query attention expands the key heads") {
+  // k [1,2,8,16] (2 kv heads) -> Unsqueeze -> Expand [1,2,4,8,16] -> Reshape [1,8,8,16];
+  // q [1,8,8,16] @ kᵀ: 8 heads of 8x16x8.
+  OnnxModelBuilder m;
+  m.Input("q", {1, 8, 8, 16}).Input("k", {1, 2, 8, 16}).Output("s");
+  m.Ints("axes", {1}, {2}).Ints("shape", {5}, {1, 2, 4, 8, 16}).Ints("heads", {4}, {1, 8, 8, 16});
+  m.Node("relu", "Relu", {"k"}, {"kr"});
+  m.Node("unsq", "Unsqueeze", {"kr", "axes"}, {"k5"});
+  m.Node("expand", "Expand", {"k5", "shape"}, {"ke"});
+  m.Node("merge", "Reshape", {"ke", "heads"}, {"k8"});
+  SetInts(m.Node("t", "Transpose", {"k8"}, {"kt"}), "perm", {0, 1, 3, 2});
+  m.Node("mm", "MatMul", {"q", "kt"}, {"s"});
+  const LoweredModel l = Lower(m, "gqa.onnx");
+  CHECK(l.summary.macs == 8 * 8 * 16 * 8);
+  CHECK(testing::ComputeMatMulMacs(l) == l.summary.macs);
+  // The expanded keys are gathered (Layout ops of the expanded size), never left out.
+  const Approximation* layout = Rule(l, "layout");
+  REQUIRE(layout != nullptr);
+  CHECK(layout->elements >= 1 * 8 * 8 * 16);
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: reductions over the columns, over everything, and arg-max") {
+  // y [2,16,32]: mean over (1, 2) keepdims (a column then a row reduction), sum over -1 without
+  // keepdims, arg-max over -1, and a mean over -1 with keepdims kept as an output.
+  OnnxModelBuilder m(13);
+  m.Input("x", {2, 16, 32}).Output("m").Output("s").Output("a").Output("r");
+  m.Node("relu", "Relu", {"x"}, {"y"});
+  SetInts(m.Node("mean", "ReduceMean", {"y"}, {"m"}), "axes", {1, 2});
+  m.Ints("last", {1}, {-1});
+  SetInt(m.Node("sum", "ReduceSum", {"y", "last"}, {"s"}), "keepdims", 0);
+  SetInt(SetInt(m.Node("argmax", "ArgMax", {"y"}, {"a"}), "axis", -1), "keepdims", 0);
+  SetInts(m.Node("rowmean", "ReduceMean", {"y"}, {"r"}), "axes", {-1});
+  const LoweredModel l = Lower(m, "reduce.onnx");
+  CHECK(l.summary.macs == 0);
+  const Approximation* cols = Rule(l, "column-reduction-matmul");
+  REQUIRE(cols != nullptr);
+  // every reduction reads all 2·16·32 elements over the columns once
+  CHECK(cols->count == 4);
+  CHECK(cols->extra_macs == 4 * 2 * 16 * 32);
+  const Approximation* rows = Rule(l, "row-reduction-matmul");
+  REQUIRE(rows != nullptr);
+  CHECK(rows->extra_macs == 2 * 16);  // the mean's second step, over the 16 rows of each item
+  CHECK(Role(l, "reduction") == 4 + 2);
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: a split that cuts a chunked projection gathers its outputs") {
+  // y = x @ w [64, 96]; chunk(3) splits the projection; torch.split(y, [40, 56]) then cuts a block.
+  OnnxModelBuilder m;
+  m.Input("x", {1, 10, 64}).Output("a").Output("d").Output("e").Weight("w", {64, 96});
+  m.Node("proj", "MatMul", {"x", "w"}, {"y"});
+  SetInt(m.Node("chunk", "Split", {"y"}, {"a", "b", "c"}), "axis", -1);
+  m.Ints("sizes", {2}, {40, 56});
+  SetInt(m.Node("split", "Split", {"y", "sizes"}, {"d", "e"}), "axis", -1);
+  const LoweredModel l = Lower(m, "split.onnx");
+  CHECK(l.summary.macs == 10 * 64 * 96);
+  CHECK(testing::ComputeMatMulMacs(l) == l.summary.macs);
+  const Approximation* layout = Rule(l, "layout");
+  REQUIRE(layout != nullptr);
+  CHECK(layout->elements == 10 * 40 + 10 * 56);
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: top-k, cumsum and a computed Where condition") {
+  OnnxModelBuilder m;
+  m.Input("x", {1, 16, 32}).Output("v").Output("c").Output("w");
+  m.Ints("k", {1}, {4}).Ints("axis", {}, {1}).Floats("half", {}, {0.5f});
+  m.Node("relu", "Relu", {"x"}, {"y"});
+  SetInt(m.Node("topk", "TopK", {"y", "k"}, {"v", "i"}), "axis", -1);
+  m.Node("cumsum", "CumSum", {"y", "axis"}, {"c"});
+  m.Node("neg", "Neg", {"x"}, {"n"});
+  m.Node("gt", "Greater", {"y", "n"}, {"cond"});
+  m.Node("where", "Where", {"cond", "y", "half"}, {"w"});
+  const LoweredModel l = Lower(m, "select.onnx");
+  const Approximation* topk = Rule(l, "top-k");
+  REQUIRE(topk != nullptr);
+  CHECK_FALSE(topk->traffic);
+  CHECK(topk->elements == 16 * 32);
+  REQUIRE(Rule(l, "scan") != nullptr);
+  CHECK(Rule(l, "scan")->elements == 16 * 32);
+  // The Where reads the comparison it selects by.
+  int where_inputs = 0;
+  for (size_t o = 0; o < l.problem.ops.size(); ++o)
+    if (l.op_origins[o].nodes == std::vector<std::string>{"where"}) where_inputs = int(l.problem.ops[o].inputs.size());
+  CHECK(where_inputs == 2);
+  // The top-k selection (values and indices are one tensor): 16 rows of 4.
+  bool found = false;
+  for (size_t t = 0; t < l.problem.tensors.size(); ++t)
+    if (l.tensor_origins[t].value == "v" || l.tensor_origins[t].value == "i")
+      found = l.problem.tensors[t].height == 16 && l.problem.tensors[t].width == 4;
+  CHECK(found);
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: 1-D and 3-D resizes, and a split shape constant") {
+  OnnxModelBuilder m;
+  m.Input("a", {1, 8, 40}).Input("b", {1, 4, 4, 8, 8}).Output("ya").Output("yb").Output("z");
+  m.Floats("s1", {3}, {1, 1, 2}).Floats("s3", {5}, {1, 1, 2, 2, 2});
+  m.Node("ra", "Relu", {"a"}, {"a1"});
+  m.Node("rb", "Relu", {"b"}, {"b1"});
+  SetText(m.Node("up1", "Resize", {"a1", "", "s1"}, {"ya"}), "mode", "linear");
+  SetText(m.Node("up3", "Resize", {"b1", "", "s3"}, {"yb"}), "mode", "linear");
+  // repeat_interleave's shape arithmetic: a shape vector split and joined again.
+  m.Ints("shape", {4}, {1, 8, 5, 8}).Ints("halves", {2}, {2, 2});
+  SetInt(m.Node("cut", "Split", {"shape", "halves"}, {"s0", "s1b"}), "axis", 0);
+  SetInt(m.Node("join", "Concat", {"s0", "s1b"}, {"target"}), "axis", 0);
+  m.Node("view", "Reshape", {"a1", "target"}, {"z"});
+  const LoweredModel l = Lower(m, "resize.onnx");
+  bool a_ok = false, b_ok = false;
+  for (size_t t = 0; t < l.problem.tensors.size(); ++t) {
+    const Tensor& x = l.problem.tensors[t];
+    if (l.tensor_origins[t].value == "ya") a_ok = x.height == 80 && x.width == 8;
+    if (l.tensor_origins[t].value == "yb") b_ok = x.height == 8 * 16 * 16 && x.width == 4;
+  }
+  CHECK(a_ok);
+  CHECK(b_ok);
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: a layer norm over the last two axes runs in place") {
+  OnnxModelBuilder m(17);
+  m.Input("x", {2, 16, 32}).Output("y").Weight("g", {16, 32}).Weight("b", {16, 32});
+  m.Node("relu", "Relu", {"x"}, {"r"});
+  SetInt(m.Node("ln", "LayerNormalization", {"r", "g", "b"}, {"y"}), "axis", -2);
+  const LoweredModel l = Lower(m, "ln2d.onnx");
+  CHECK(l.summary.layout_ops == 0);
+  const Approximation* rule = Rule(l, "layer-norm-axes");
+  REQUIRE(rule != nullptr);
+  CHECK_FALSE(rule->traffic);
+  CHECK(rule->elements == 2 * 16 * 32);
+  CHECK(l.summary.pointwise_ops == 2);
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: opset 18's spellings (axes inputs, num_outputs)") {
+  OnnxModelBuilder m(18);
+  m.Input("x", {1, 4, 10, 6}).Output("m").Output("s0").Output("s1").Output("s2").Output("p").Output("u");
+  m.Ints("hw", {2}, {2, 3}).Ints("pads", {2}, {1, 1}).Ints("w_axis", {1}, {3}).Floats("twice", {1}, {2.0f});
+  m.Node("relu", "Relu", {"x"}, {"r"});
+  m.Node("mean", "ReduceMean", {"r", "hw"}, {"m"});
+  SetInt(SetInt(m.Node("split", "Split", {"r"}, {"s0", "s1", "s2"}), "axis", 2), "num_outputs", 3);
+  m.Node("pad", "Pad", {"r", "pads", "", "w_axis"}, {"p"});
+  SetInts(m.Node("up", "Resize", {"r", "", "twice"}, {"u"}), "axes", {2});
+  const LoweredModel l = Lower(m, "opset18.onnx");
+  std::map<std::string, std::pair<Elements, Elements>> shape;
+  for (size_t t = 0; t < l.problem.tensors.size(); ++t)
+    shape[l.tensor_origins[t].value] = {l.problem.tensors[t].height, l.problem.tensors[t].width};
+  CHECK(shape["m"] == std::pair<Elements, Elements>{1, 4});      // global mean pooling
+  CHECK(shape["s0"] == std::pair<Elements, Elements>{4 * 6, 4});  // 10 rows split 4, 4, 2
+  CHECK(shape["s2"] == std::pair<Elements, Elements>{2 * 6, 4});
+  CHECK(shape["p"] == std::pair<Elements, Elements>{10 * 8, 4});  // W padded by 1 on each side
+  CHECK(shape["u"] == std::pair<Elements, Elements>{20 * 6, 4});  // H doubled
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: errors stay one line naming the node") {
+  {
+    OnnxModelBuilder m;
+    m.Input("a", {2, 3, 4, 5}).Input("b", {4, 5, 6}).Output("y");
+    m.Node("mm", "MatMul", {"a", "b"}, {"y"});
+    CHECK(ImportError(m, "m.onnx") == "m.onnx: node 'mm' (MatMul): the batch axes of [2,3,4,5] and [4,5,6] do not broadcast");
+  }
+  {
+    OnnxModelBuilder m;
+    m.Input("x", {1, 4, 8}).Output("v").Ints("k", {1}, {9});
+    m.Node("relu", "Relu", {"x"}, {"y"});
+    m.Node("topk", "TopK", {"y", "k"}, {"v", "i"});
+    CHECK(ImportError(m, "m.onnx") == "m.onnx: node 'topk' (TopK): k must be one value in 1..8, got [9]");
+  }
+}
+
+}  // namespace
+}  // namespace annealer

@@ -1,0 +1,71 @@
+// Real exports: torchvision's models and hand-written architectures exported by torch.onnx
+// itself (tests/models/export_torch.py writes tests/models/torch/, weights stripped, with
+// torch's own counts in expected.json). Every file must import with the problem's compute
+// (Σ M·K·N of its compute MatMuls, plus the depthwise MACs it prices as vector work) equal to
+// torch's dispatch-level count, the file's parameters, a problem the reader takes back, and a
+// layer-by-layer schedule the oracle accepts.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include <simdjson.h>
+
+#include "eval/oracle.h"
+#include "search/starts/baseline.h"
+#include "src/import/model_lowering.h"
+#include "src/import/onnx_graph.h"
+#include "src/io/problem_reader.h"
+#include "src/io/problem_writer.h"
+#include "tests/support/test_files.h"
+#include "tests/import/import_counts.h"
+
+namespace annealer {
+namespace {
+
+const std::string kZoo = std::string(ANNEALER_SOURCE_DIR) + "/tests/models/torch/";
+
+// A TPU-v5e-like core scaled down (fast memory 4 Mi elements), as in model_import_test.cc.
+LoweringHardware ZooHardware() { return LoweringHardware{4 << 20, 64, 128, 32, 8}; }
+
+struct ZooModel {
+  std::string file;
+  int64_t macs = 0, params = 0, opset = 0;
+};
+
+std::vector<ZooModel> ZooModels(int64_t opset) {
+  simdjson::dom::parser parser;
+  const std::string text = testing::ReadFile(kZoo + "expected.json");
+  std::vector<ZooModel> out;
+  for (auto [key, value] : parser.parse(text).get_object()) {
+    ZooModel m{std::string(key), int64_t(value["macs"]), int64_t(value["params"]), int64_t(value["opset"])};
+    if (m.opset == opset) out.push_back(m);
+  }
+  return out;
+}
+
+using testing::ComputeMatMulMacs;
+
+void CheckZoo(int64_t opset) {
+  const std::vector<ZooModel> models = ZooModels(opset);
+  REQUIRE(models.size() >= 30);
+  for (const ZooModel& z : models) {
+    CAPTURE(z.file);
+    const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + z.file, {}), ZooHardware());
+    CHECK(ComputeMatMulMacs(m) + m.summary.depthwise_macs == z.macs);
+    CHECK(m.summary.macs == ComputeMatMulMacs(m));
+    CHECK(m.summary.params == z.params);
+    const Problem back = ParseProblem(ProblemToJson(m.problem), z.file);
+    CHECK(back.tensors == m.problem.tensors);
+    CHECK(back.ops.size() == m.problem.ops.size());
+    const Evaluation e = EvaluateOracle(m.problem, BuildBaseline(m.problem));
+    CHECK(e.ok());
+    CHECK(e.total > 0);
+  }
+}
+
+TEST_CASE("zoo: torch's own exports at opset 13 import with torch's MACs and a valid schedule") { CheckZoo(13); }
+TEST_CASE("zoo: torch's own exports at opset 17 import with torch's MACs and a valid schedule") { CheckZoo(17); }
+
+}  // namespace
+}  // namespace annealer
