@@ -119,6 +119,25 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
       nested.constructive.pattern_grouping = false;
       nested.exact.time_share = 0;
     }
+    // The block's lower bound (a block that meets it is done, below), computed before the
+    // class's slice is set, so that it is paid from the share and not from the class's search:
+    // taken from the slice, it left a class little or nothing (ResNet-50, mlsys-2026, 10 s: the
+    // first class's bound took 0.18 s beside a 0.47-s search; DenseNet-121 cut at its
+    // transitions, an experiment, docs/search.md "Where a nested search's time goes": 0.36 s of
+    // the first block's 0.24 s, and the block was composed as its baseline, 6.03 M where its
+    // search reaches 4.4-4.9 M).
+    // A piece's bound is not computed: its slice is a few tens of milliseconds (Inception-v3: 48
+    // pieces in 2.3 s), and the bound of one 30-op piece took 0.67 s. (0: no piece is ever
+    // taken to meet its bound.) Nor is a bound the run's stop has made useless (free mode: the
+    // class is not searched).
+    Latency bound = 0;
+    if (!plan.pieces) {
+      if (kept != nullptr) {
+        bound = kept->bounds[c];
+      } else if (params.deterministic || !stop.load(std::memory_order_relaxed)) {
+        bound = ComputeLowerBound(sub).total();
+      }
+    }
     Clock::time_point class_deadline = deadline;
     if (params.deterministic) {
       nested.max_epochs = params.repeats.deterministic_epochs;
@@ -143,10 +162,6 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
     // workers on the whole graph may still find what lies outside the family.) Both are set
     // between phases, never during an epoch, so deterministic runs stay deterministic; the outer
     // stop flag is passed on at the progress calls.
-    // A piece's bound is not computed: its slice is a few tens of milliseconds (Inception-v3: 48
-    // pieces in 2.3 s), and the bound of one 30-op piece took 0.67 s. (0: no piece is ever
-    // taken to meet its bound.)
-    const Latency bound = plan.pieces ? 0 : (kept != nullptr ? kept->bounds[c] : ComputeLowerBound(sub).total());
     std::atomic<bool> nested_stop{stop.load()};
     bool exact_optimal = false;  // the nested exact solver proved its schedule optimal in its family
     SearchCallbacks nested_callbacks;
