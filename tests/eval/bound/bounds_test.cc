@@ -29,7 +29,10 @@
 #include "eval/bound/sums/shared_sums.h"
 #include "eval/bound/sums/sole_sums.h"
 #include "eval/bound/sums/taps/strip_frontier.h"
+#include "eval/bound/sums/taps/lone_taps.h"
 #include "eval/bound/sums/taps/taps.h"
+#include "eval/bound/sums/upstream/lhs_strip_sums.h"
+#include "eval/bound/sums/upstream/upstream_sums.h"
 #include "eval/bound/traffic/tiles.h"
 #include "eval/bound/sums/written_sums.h"
 #include "eval/bound/bounds.h"
@@ -2771,6 +2774,141 @@ TEST_CASE("bound: P25 where K = N, a reader of A beside the tap at w = k never b
                                     << run.at_peak << ", tightest taps/latency there " << run.tightest
                                     << ", over all " << tightest);
   CHECK(run.checked > 50000);
+  CHECK(run.below_c_a > 0);
+}
+
+// P25's K = N case beside P38's and P52's claims: ResidualTapNets' shapes, but every tap summed
+// (P28's setting, one priced sum of the taps' shape and no tap read by nothing), the sum's extra
+// input A, a reader's output of A (the reader chain ending in the sum) or none, and the sum's output
+// a graph output or, two times in three, read by a Pointwise op (P52's written sink). P52 claims
+// the write of S_1's sink (S_1 runs the sum); P25 counts on the write of a reader's sink only in a
+// tap's sink instance, which runs no instance of the sum; P38 is a candidate of its own in the
+// islands' max, whose writes are the taps' outputs (read by the sum alone) and T_I.
+Problem ResidualSumNets(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = 4;
+  const Elements n = problem.native;
+  const Elements rows = make.Pick({4, 5, 6, 8, 12});
+  const Elements d = make.Pick({4, 4, 6, 8});  // K = N
+  problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
+  const auto matched = [&](double ratio) {
+    const double tiles = static_cast<double>(((rows + n - 1) / n) * ((d + n - 1) / n));
+    return ratio * static_cast<double>(rows * d) / problem.slow_memory_bandwidth / tiles;
+  };
+  TensorId a = make.Tensor(rows, d);
+  if (!make.Coin(4)) a = make.Op(OpKind::Layout, {a}, rows, d, 0);  // the image's gather of a graph input
+  const int m = static_cast<int>(make.Pick({1, 2, 3, 3}));
+  const double mm = matched(make.PickReal({0.5, 1, 2, 4}));
+  std::vector<TensorId> parts;
+  for (int i = 0; i < m; ++i) parts.push_back(make.Op(OpKind::MatMul, {a, make.Tensor(d, d)}, rows, d, mm));
+  const int readers = static_cast<int>(make.Pick({1, 1, 2}));
+  std::vector<TensorId> ends;
+  for (int i = 0; i < readers; ++i) {
+    std::vector<TensorId> in = {a};
+    if (make.Coin(3)) in.push_back(make.Tensor(rows, d));
+    TensorId z = make.Op(OpKind::Pointwise, in, rows, d, matched(make.PickReal({0.25, 0.5, 1, 2})));
+    if (make.Coin(4)) z = make.Op(OpKind::Pointwise, {z}, rows, d, matched(make.PickReal({0, 0.5})));
+    ends.push_back(z);
+  }
+  if (make.Coin(3)) parts.push_back(a);  // the residual
+  for (TensorId z : ends) {
+    if (make.Coin(2)) parts.push_back(z);  // a reader's chain ending in the sum
+  }
+  const TensorId s = make.Op(OpKind::Pointwise, parts, rows, d, matched(make.PickReal({0, 0.25, 1})));
+  if (!make.Coin(3)) make.Op(OpKind::Pointwise, {s}, rows, d, matched(make.PickReal({0, 0.25, 0.5})));
+  problem.fast_memory_capacity = std::min(rows * d - 1, n * n * make.Pick({3, 3, 4, 6}) / 2);
+  REQUIRE(problem.Finalize() == "");
+  return problem;
+}
+
+// Against the oracle: every schedule of ForEachResidualGrouping (the first tap with the sum, S_1,
+// or in a sink instance beside A's readers, at every shape and order) and of RealRatioSchedules,
+// the bound (total, taps, sole sums, islands) never above; and how often P52 (sole sums without
+// the sink's write) and P38 (the islands without written sums) raised it.
+TEST_CASE("bound: P25 where K = N beside P38's written sum and P52's written sink never below the oracle") {
+  ResidualRun run;
+  int problems = 0, p52_part = 0, p52_total = 0, p38_islands = 0, p38_total = 0, randoms = 0, raised_checked = 0;
+  int p38_priced = 0, p38_alone_raised = 0, p38_checked = 0, p52_reuse = 0;
+  double tightest = 0, p38_tightest = 0, reuse_tightest = 0;
+  std::mt19937_64 rng(3852);
+  for (int trial = 0; trial < 150; ++trial) {
+    const Problem problem = ResidualSumNets(rng);
+    CAPTURE(trial);
+    const LowerBound bound = ComputeLowerBound(problem);
+    bound_internal::g_sole_sum_write = false;
+    const LowerBound no_p52 = ComputeLowerBound(problem);
+    bound_internal::g_sole_sum_write = true;
+    bound_internal::g_written_sums = false;
+    const LowerBound no_p38 = ComputeLowerBound(problem);
+    bound_internal::g_written_sums = true;
+    // P38 where it sets its island: the other sum parts (P23, P25, P28, P29, P33, P34, P40) off.
+    const auto sum_parts = [](bool on) {
+      bound_internal::g_sum_excess = bound_internal::g_tap_excess = bound_internal::g_sole_sums = on;
+      bound_internal::g_shared_sums = bound_internal::g_upstream_sums = bound_internal::g_lhs_strip_sums = on;
+      bound_internal::g_lone_taps = on;
+    };
+    sum_parts(false);
+    const LowerBound p38_alone = ComputeLowerBound(problem);
+    bound_internal::g_written_sums = false;
+    const LowerBound neither = ComputeLowerBound(problem);
+    bound_internal::g_written_sums = true;
+    sum_parts(true);
+    const bool p38_sets = p38_alone.islands > neither.islands * (1 + 1e-9);
+    p38_alone_raised += p38_sets ? 1 : 0;
+    p38_priced += bound.written_sum_count > 0 ? 1 : 0;
+    ++problems;
+    const bool p52 = bound.sole_sums > no_p52.sole_sums * (1 + 1e-9);
+    const bool p38 = bound.islands > no_p38.islands * (1 + 1e-9);
+    const bool raised = bound.total() > std::min(no_p52.total(), no_p38.total()) * (1 + 1e-9);
+    p52_part += p52 ? 1 : 0;
+    p52_total += bound.total() > no_p52.total() * (1 + 1e-9) ? 1 : 0;
+    p38_islands += p38 ? 1 : 0;
+    p38_total += bound.total() > no_p38.total() * (1 + 1e-9) ? 1 : 0;
+    const auto check = [&](const Evaluation& e) {
+      CHECK(bound.taps <= e.total * (1 + kSlack));
+      CHECK(bound.sole_sums <= e.total * (1 + kSlack));
+      CHECK(bound.islands <= e.total * (1 + kSlack));
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      CHECK(p38_alone.islands <= e.total * (1 + kSlack));
+      if (p38_sets) p38_tightest = std::max(p38_tightest, p38_alone.islands / e.total), ++p38_checked;
+      if (p52 || p38) {
+        raised_checked += raised ? 1 : 0;
+        tightest = std::max({tightest, bound.sole_sums / e.total, bound.islands / e.total});
+      }
+    };
+    const int below_before = run.below_c_a;
+    double tight_here = 0;
+    ForEachResidualGrouping(problem, bound.taps, rng, run, [&](const Evaluation& e) {
+      check(e);
+      tight_here = std::max(tight_here, bound.total() / e.total);
+    });
+    if (bound.total() > no_p52.total() * (1 + 1e-9) && run.below_c_a > below_before) {
+      ++p52_reuse;  // P52 sets the total and a tap's A loads fall below C |A| beside a reader
+      reuse_tightest = std::max(reuse_tightest, tight_here);
+    }
+    for (const Schedule& schedule : RealRatioSchedules(
+             problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.2 * s, 0.2, 0.3); }, 5, 3)) {
+      const Evaluation e = EvaluateOracle(problem, schedule);
+      if (!e.ok()) continue;
+      ++randoms;
+      check(e);
+    }
+  }
+  MESSAGE("P25 at K = N beside P38/P52: problems " << problems << ", P52 raises sole sums on " << p52_part
+                                                   << " (the total on " << p52_total << "), P38 raises the islands on "
+                                                   << p38_islands << " (the total on " << p38_total << "), valid schedules "
+                                                   << run.checked << " enumerated and " << randoms << " random/baseline/search, "
+                                                   << "A loaded below C |A| " << run.below_c_a << ", checked against a raised total "
+                                                   << raised_checked << ", tightest sole sums or islands / latency there " << tightest
+                                                   << "; P38 above C_I and T_I / B on " << p38_priced
+                                                   << ", with the other sum parts off raising the islands on " << p38_alone_raised
+                                                   << " (" << p38_checked << " schedules, tightest " << p38_tightest << ")"
+                                                   << "; P52 raising the total where A's loads fall below C |A| on " << p52_reuse
+                                                   << " (tightest total / latency there " << reuse_tightest << ")");
+  CHECK(p52_part > 0);
+  CHECK(p52_total > 0);
+  CHECK(p38_alone_raised > 0);
   CHECK(run.below_c_a > 0);
 }
 
