@@ -217,6 +217,14 @@ struct RepeatParams {
   // (tpu-v5e) ended 0.1-0.2 % lower at 60 and 120 s, ResNet-50 and the GPT decoder where the
   // restarted rounds ended (docs/search.md, "Continued rounds").
   bool round_continue = true;
+  // Phase ties of the repeated-block start (search/repeats/repeats.h, step 6): where another
+  // phase of a run covers as many blocks, up to this many other partitions are kept; every
+  // class of them is solved and the cheapest chain of blocks is composed and offered beside the
+  // chosen partition's composition. The classes of both phases share the chosen partition's
+  // time, which cost more than the cheaper chain gained on 10-s and 60-s runs of ResNet-50
+  // (tpu-v5e) and on 10-s runs of Wide-ResNet-50 (ascend910-core); docs/search.md, "Phase ties
+  // of the repeated-block start". 0 = the chosen phase alone (the default).
+  int64_t phase_alternatives = 0;
 };
 
 struct SearchParams {

@@ -473,6 +473,13 @@ int RunSearchCommand(int argc, char** argv) {
                   " too large to try (more ops than exact.max_subgraph_ops)";
         }
       }
+      if (r.alternatives > 0) {
+        line += "; phase ties: " + std::to_string(r.alternatives) + " other partition" +
+                (r.alternatives == 1 ? "" : "s") + ", " + std::to_string(r.alternative_classes) +
+                " classes of their own, ";
+        line += r.chain_total > 0 ? "round 1's cheapest chain of blocks composed " + Grouped(r.chain_total)
+                                  : std::string("round 1's cheapest chain the chosen partition's");
+      }
       if (!r.note.empty()) line += "; " + r.note;
       console.Line(line);
     }
