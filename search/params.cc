@@ -252,6 +252,12 @@ std::vector<ParamSpec> BuildTable() {
                          "starts or exact solver again), with a new seed and the round's time; false: each round "
                          "searches anew",
                          [](P& p) -> bool& { return p.repeats.round_continue; }));
+  t.push_back(Make<int64_t>("repeats.phase_alternatives", I, 0, 64,
+                            "repeated-block start: where another phase of a repeated run covers as many blocks, keep "
+                            "up to this many other partitions; the rounds after the first solve their classes too and "
+                            "offer the cheapest chain of blocks beside the chosen partition's composition; 0 = the "
+                            "chosen phase alone",
+                            [](P& p) -> int64_t& { return p.repeats.phase_alternatives; }));
   return t;
 }
 

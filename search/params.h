@@ -221,6 +221,15 @@ struct RepeatParams {
   // (tpu-v5e) ended 0.1-0.2 % lower at 60 and 120 s, ResNet-50 and the GPT decoder where the
   // restarted rounds ended (docs/search.md, "Continued rounds").
   bool round_continue = true;
+  // Phase ties of the repeated-block start (search/repeats/repeats.h, step 6): where another
+  // phase of a run covers as many blocks, up to this many other partitions are kept; their
+  // classes are solved from the second round on, and each later round offers the cheapest chain
+  // of blocks beside the chosen partition's composition. Round 1 (a run of 10 s, the
+  // deterministic preset) is the chosen partition's alone, to the byte. Solved in round 1 too,
+  // the classes of both phases shared its time and 10-s runs lost; from round 2, 60-s runs of
+  // Wide-ResNet-50 (ascend910-core) end 0.8-1.2 % lower and ResNet-50's within their spread
+  // (docs/search.md, "Phase ties of the repeated-block start"). 0 = the chosen phase alone.
+  int64_t phase_alternatives = 8;
 };
 
 struct SearchParams {

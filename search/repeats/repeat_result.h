@@ -48,6 +48,16 @@ struct RepeatResult {
   // more).
   Latency total = 0;
   Latency total_first = 0;
+  // Phase ties (search/repeats/repeats.h, step 6): the other partitions kept, the classes only
+  // they have (counted in `classes`), and the cheapest chain of blocks as composed in the round
+  // taken, when it is not the chosen partition (else 0).
+  int alternatives = 0;
+  int alternative_classes = 0;
+  // The classes that have a schedule in the round taken: the chosen partition's, and the
+  // alternatives' once a later round has searched them (round 1 leaves them to later rounds).
+  // The proof counts above are out of these.
+  int searched_classes = 0;
+  Latency chain_total = 0;
   std::string note;
 };
 

@@ -22,6 +22,7 @@ RepeatPlan RepeatStartPlan(const Problem& problem, const SearchParams& params) {
   RepeatOptions options;
   options.max_block_ops = params.repeats.max_block_ops;
   options.min_block_ops = params.repeats.min_block_ops;
+  options.phase_alternatives = params.repeats.phase_alternatives;
   RepeatPlan plan = FindRepeatedBlocks(problem, options);
   if (plan.blocks.empty() && params.repeats.piece_ops > 0) {
     PieceOptions pieces;
@@ -35,7 +36,7 @@ RepeatPlan RepeatStartPlan(const Problem& problem, const SearchParams& params) {
 
 bool RepeatStart::Compose(const RepeatPlan& plan, const std::function<Candidate(const Schedule&)>& offer) {
   Latency block_sum = 0;
-  for (size_t c = 0; c < totals.size(); ++c) block_sum += totals[c] * plan.count[c];
+  for (const RepeatBlock& block : plan.blocks) block_sum += totals[block.class_id];
   const Candidate candidate = offer(ComposeBlockSchedules(plan, schedules));
   if (!candidate.valid) {
     result.note = "the composed schedule is invalid (" + candidate.violation.Message() + ")";
@@ -47,12 +48,33 @@ bool RepeatStart::Compose(const RepeatPlan& plan, const std::function<Candidate(
     result.note = "its total differs from the blocks' sum " + std::to_string(block_sum);
     return false;
   }
+  result.chain_total = 0;
+  if (plan.alternative_blocks.empty()) return true;
+  const std::vector<const RepeatBlock*> chain = CheapestChain(plan, totals, solved);
+  if (std::equal(chain.begin(), chain.end(), plan.blocks.begin(), plan.blocks.end(),
+                 [](const RepeatBlock* a, const RepeatBlock& b) { return a == &b; })) {
+    return true;  // the chosen partition's own chain, offered above
+  }
+  Latency chain_sum = 0;
+  for (const RepeatBlock* block : chain) chain_sum += totals[block->class_id];
+  const Candidate cheapest = offer(ComposeBlockSchedules(chain, schedules));
+  // The chosen partition's composition stands whatever becomes of this one.
+  if (!cheapest.valid) {
+    result.note = "the cheapest chain of blocks composed invalid (" + cheapest.violation.Message() + ")";
+  } else if (std::abs(cheapest.total - chain_sum) > 1e-9 * std::max(1.0, chain_sum)) {
+    result.note = "the cheapest chain's total differs from its blocks' sum " + std::to_string(chain_sum);
+  } else {
+    result.chain_total = cheapest.total;
+  }
   return true;
 }
 
 void RepeatStart::Count() {
+  // Over every class, the alternatives' too: all proven, every partition's composition is optimal
+  // among the schedules that keep its boundaries (within the family).
   result.bound_met = static_cast<int>(std::count(proven.begin(), proven.end(), 1));
   result.exact_optimal = static_cast<int>(std::count(proven.begin(), proven.end(), 2));
+  result.searched_classes = static_cast<int>(std::count(solved.begin(), solved.end(), 1));
 }
 
 std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const RepeatPlan& plan, int round,
@@ -70,9 +92,11 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
   std::vector<int>& proven = start.proven;
   result.pieces = plan.pieces;
   result.blocks = static_cast<int>(plan.blocks.size());
-  result.classes = static_cast<int>(plan.representative.size());
+  result.classes = plan.classes();
+  result.alternatives = plan.alternatives;
+  result.alternative_classes = plan.classes() - plan.primary_classes;
   result.repeated_blocks = plan.repeated_blocks();
-  for (size_t c = 0; c < plan.count.size(); ++c) {
+  for (int c = 0; c < plan.primary_classes; ++c) {
     if (plan.count[c] > result.largest_class) {
       result.largest_class = plan.count[c];
       result.block_ops = static_cast<int>(plan.blocks[plan.representative[c]].sub.op_ids.size());
@@ -83,14 +107,39 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
   // quality counts once per copy, but a one-off head or tail of as many ops is as hard to
   // solve and still needs a schedule; it gets less, not almost nothing.
   auto weight_of = [&](size_t c) {
-    return static_cast<double>(plan.blocks[plan.representative[c]].sub.op_ids.size()) * std::sqrt(plan.count[c]);
+    return static_cast<double>(plan.ClassBlock(static_cast<int>(c)).sub.op_ids.size()) * std::sqrt(plan.count[c]);
   };
+  // The phase ties' alternatives are searched from the second round on: the first round keeps
+  // the chosen partition's classes alone, with the time they had before (a 10-s run is one
+  // round, as is the deterministic preset by default), and a longer run's later rounds, which
+  // sample the chosen classes again with other seeds, solve the other phases' classes too.
+  // (Solved from the first round they shared its time three ways, 24 classes instead of 9 on
+  // Wide-ResNet-50, and the 10-s runs and the preset lost what the cheaper chain gained.)
+  auto deferred = [&](size_t c) { return round == 0 && static_cast<int>(c) >= plan.primary_classes; };
   double weight_left = 0;
-  for (size_t c = 0; c < plan.count.size(); ++c) weight_left += weight_of(c);
   for (size_t c = 0; c < plan.count.size(); ++c) {
-    const Problem& sub = plan.blocks[plan.representative[c]].sub.problem;
+    if (!deferred(c)) weight_left += weight_of(c);
+  }
+  // A class of the alternatives only that gets no schedule (out of time, its search failed):
+  // its blocks are left out of the chains; the chosen partition's composition does not need it.
+  auto unsolved = [&](size_t c) {
+    if (static_cast<int>(c) < plan.primary_classes) return false;
+    schedules.emplace_back();
+    class_totals.push_back(0);
+    class_bounds.push_back(kept != nullptr ? kept->bounds[c] : 0);
+    proven.push_back(0);
+    start.elites.emplace_back();
+    start.solved.push_back(0);
+    return true;
+  };
+  for (size_t c = 0; c < plan.count.size(); ++c) {
+    if (deferred(c)) {
+      unsolved(c);
+      continue;
+    }
+    const Problem& sub = plan.ClassBlock(static_cast<int>(c)).sub.problem;
     const double weight = weight_of(c);
-    if (kept != nullptr && kept->proven[c] != 0) {
+    if (kept != nullptr && kept->solved[c] && kept->proven[c] != 0) {
       // Proven optimal (as a standalone block, at least within the exact solver's family):
       // another search of it finds nothing better, and its time goes to the others.
       schedules.push_back(kept->schedules[c]);
@@ -98,13 +147,14 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
       class_bounds.push_back(kept->bounds[c]);
       proven.push_back(kept->proven[c]);
       start.elites.push_back(kept->elites.size() > c ? kept->elites[c] : std::vector<Schedule>{});
+      start.solved.push_back(1);
       weight_left -= weight;
       continue;
     }
     // Continued: the class's search goes on from the elite schedules it left (its starts and the
     // exact solver's run were had in the round it began).
     std::vector<Schedule> nested_starts;
-    if (resume && kept != nullptr) {
+    if (resume && kept != nullptr && kept->solved[c]) {
       nested_starts = kept->elites.size() > c && !kept->elites[c].empty() ? kept->elites[c]
                                                                           : std::vector<Schedule>{kept->schedules[c]};
     }
@@ -132,8 +182,8 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
     // class is not searched).
     Latency bound = 0;
     if (!plan.pieces) {
-      if (kept != nullptr) {
-        bound = kept->bounds[c];
+      if (kept != nullptr && kept->bounds[c] > 0) {
+        bound = kept->bounds[c];  // 0: an alternative's class that no round has solved yet
       } else if (params.deterministic || !stop.load(std::memory_order_relaxed)) {
         bound = ComputeLowerBound(sub).total();
       }
@@ -150,6 +200,7 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
       // composition that is behind their best (take_repeats).
       const bool late = now >= share_end;
       if (stop.load(std::memory_order_relaxed) || (late && !plan.pieces)) {
+        if (unsolved(c)) continue;
         result.note = "out of time before every block class was solved";
         break;
       }
@@ -181,18 +232,22 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
     try {
       solved = RunSearch(sub, nested, class_deadline, nested_stop, nested_callbacks, nullptr, nested_starts);
     } catch (const std::exception& error) {
+      if (unsolved(c)) continue;
       // E.g. no valid start for a block: the graph's own starts stand, the search goes on.
       result.note = std::string("a block class could not be solved: ") + error.what();
       break;
     }
     result.moves += solved.moves;
-    start.elites.push_back(resume_next ? std::move(solved.elite) : std::vector<Schedule>{});
-    schedules.push_back(WithoutFinalRetention(solved.best));
-    const Evaluation check = EvaluateFast(sub, schedules.back());
+    Schedule schedule = WithoutFinalRetention(solved.best);
+    const Evaluation check = EvaluateFast(sub, schedule);
     if (!check.ok()) {
+      if (unsolved(c)) continue;
       result.note = "a block's schedule turned invalid without its final retention";
       break;
     }
+    start.elites.push_back(resume_next ? std::move(solved.elite) : std::vector<Schedule>{});
+    schedules.push_back(std::move(schedule));
+    start.solved.push_back(1);
     class_totals.push_back(check.total);
     class_bounds.push_back(bound);
     // The final retention dropped never adds latency, so a proof of the searched schedule holds
@@ -216,13 +271,13 @@ void ProveRepeatClasses(const SearchParams& params, const RepeatPlan& plan, Repe
                         const std::function<Candidate(const Schedule&)>& offer) {
   if (!start.composed) return;
   const Clock::time_point proofs_begun = Clock::now();
-  auto ops_of = [&](size_t c) { return plan.blocks[plan.representative[c]].sub.op_ids.size(); };
+  auto ops_of = [&](size_t c) { return plan.ClassBlock(static_cast<int>(c)).sub.op_ids.size(); };
   // A block of more ops than a subgraph of the family may hold is left to the search: the family
   // would restrict it, and the solver's first expansion (every connected closed op set a first
   // subgraph can be) does not end on such a block (ViT-B/16's 159-op layer: not one state in 15 s).
   std::vector<size_t> order;
   for (size_t c = 0; c < start.proven.size(); ++c) {
-    if (start.proven[c] != 0) continue;
+    if (start.proven[c] != 0 || !start.solved[c]) continue;
     if (static_cast<int64_t>(ops_of(c)) > params.exact.max_subgraph_ops) {
       ++start.result.proof_too_large;
     } else {
@@ -239,7 +294,7 @@ void ProveRepeatClasses(const SearchParams& params, const RepeatPlan& plan, Repe
     if (!proofs || stop.load(std::memory_order_relaxed) || (!params.deterministic && Clock::now() >= proofs_end)) {
       break;
     }
-    const Problem& sub = plan.blocks[plan.representative[c]].sub.problem;
+    const Problem& sub = plan.ClassBlock(static_cast<int>(c)).sub.problem;
     ExactOptions options;
     options.max_subgraph_ops = static_cast<int>(params.exact.max_subgraph_ops);
     options.max_contexts = params.exact.max_contexts;

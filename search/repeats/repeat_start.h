@@ -29,12 +29,18 @@ struct RepeatStart {
   std::vector<Latency> totals;
   std::vector<Latency> bounds;
   std::vector<int> proven;  // 0 unproven, 1 meets the block's bound, 2 optimal within the family
+  // Per class: it has a schedule. Every class of the chosen partition has one when `composed`;
+  // a class of the phase ties' alternatives only (RepeatPlan::alternative_blocks) may be left
+  // without (out of time, or its search failed), and its blocks are then not composed.
+  std::vector<char> solved;
   // Per class: its nested search's elite schedules, best first, when a later round is to continue
   // it (repeats.round_continue; else empty).
   std::vector<std::vector<Schedule>> elites;
   bool composed = false;    // every class solved and the blocks composed into a valid schedule
 
-  // Offers the composition of the classes' schedules and checks its total against their sum.
+  // Offers the composition of the classes' schedules and checks its total against their sum;
+  // where the plan has alternatives, then also the cheapest chain of blocks (CheapestChain) when
+  // it is another.
   bool Compose(const RepeatPlan& plan, const std::function<Candidate(const Schedule&)>& offer);
   void Count();
 };

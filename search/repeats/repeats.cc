@@ -299,6 +299,8 @@ RepeatPlan PlanFromRanges(const Problem& problem, const Layout& layout,
       sub = ExtractSubproblem(problem, CanonicalOrder(problem, layout, a, b));
     }
     RepeatBlock block;
+    block.begin = a;
+    block.end = b;
     std::vector<int>& candidates = classes_by_hash[HashProblem(sub.problem)];
     block.class_id = -1;
     for (const int c : candidates) {
@@ -319,6 +321,7 @@ RepeatPlan PlanFromRanges(const Problem& problem, const Layout& layout,
   for (const RepeatBlock& block : plan.blocks) {
     if (!SameWeightPaths(problem, block.sub)) return {};
   }
+  plan.primary_classes = plan.classes();
   return plan;
 }
 
@@ -372,6 +375,7 @@ RepeatPlan FindRepeatedBlocks(const Problem& problem, const RepeatOptions& optio
   });
   auto end_of = [](const Run& run) { return run.start + run.ops * run.repeats; };
   std::vector<Run> final_runs;
+  std::vector<std::vector<Run>> final_ties;  // per final run: its other phases covering as much
   for (const Run& original : runs) {
     int floor = 0;
     int ceiling = n;
@@ -385,6 +389,7 @@ RepeatPlan FindRepeatedBlocks(const Problem& problem, const RepeatOptions& optio
     int narrowest = layout.width[original.start];
     for (int q = original.start; q < original.start + original.ops; ++q) narrowest = std::min(narrowest, layout.width[q]);
     Run best = original;
+    std::vector<Run> phases;
     int tried = 0;
     for (int q = original.start; q < original.start + original.ops && tried < kPhases; ++q) {
       if (layout.width[q] != narrowest) continue;
@@ -405,24 +410,104 @@ RepeatPlan FindRepeatedBlocks(const Problem& problem, const RepeatOptions& optio
       const bool in_step = (run.start - floor) % run.ops == 0;
       const bool best_in_step = (best.start - floor) % best.ops == 0;
       if (run.repeats > best.repeats || (run.repeats == best.repeats && in_step && !best_in_step)) best = run;
+      phases.push_back(run);
+    }
+    // Neither phase is right everywhere (docs/search.md, "Phase ties of the repeated-block
+    // start"): the others that cover as much are kept for the alternatives.
+    std::vector<Run> ties;
+    for (const Run& run : phases) {
+      if (run.repeats == best.repeats && run.start != best.start) ties.push_back(run);
     }
     final_runs.push_back(best);
+    final_ties.push_back(std::move(ties));
   }
-  runs = std::move(final_runs);
-  std::sort(runs.begin(), runs.end(), [](const Run& x, const Run& y) { return x.start < y.start; });
-  std::vector<std::pair<int, int>> best_ranges;  // position ranges of the blocks
-  int cursor = 0;
-  for (const Run& run : runs) {
-    if (cursor < run.start) best_ranges.emplace_back(cursor, run.start);
-    for (int k = 0; k < run.repeats; ++k) {
-      best_ranges.emplace_back(run.start + k * run.ops, run.start + (k + 1) * run.ops);
+  std::vector<int> by_start(final_runs.size());
+  for (size_t i = 0; i < by_start.size(); ++i) by_start[i] = static_cast<int>(i);
+  std::sort(by_start.begin(), by_start.end(),
+            [&](int x, int y) { return final_runs[x].start < final_runs[y].start; });
+  // The position ranges of the blocks of runs in order; none when two runs overlap (a moved run
+  // can reach into a neighbour that was bounded by its other phase).
+  auto ranges_of = [&](const std::vector<Run>& chosen) {
+    std::vector<std::pair<int, int>> ranges;
+    int cursor = 0;
+    for (const Run& run : chosen) {
+      if (run.start < cursor) return std::vector<std::pair<int, int>>{};
+      if (cursor < run.start) ranges.emplace_back(cursor, run.start);
+      for (int k = 0; k < run.repeats; ++k) ranges.emplace_back(run.start + k * run.ops, run.start + (k + 1) * run.ops);
+      cursor = end_of(run);
     }
-    cursor = run.start + run.repeats * run.ops;
-  }
-  if (cursor < n) best_ranges.emplace_back(cursor, n);
-  RepeatPlan plan = PlanFromRanges(problem, layout, best_ranges);
+    if (cursor < n) ranges.emplace_back(cursor, n);
+    return ranges;
+  };
+  std::vector<Run> chosen;
+  for (const int i : by_start) chosen.push_back(final_runs[i]);
+  RepeatPlan plan = PlanFromRanges(problem, layout, ranges_of(chosen));
   // Solving apart pays only when most of the graph repeats.
   if (plan.repeated_ops() * 2 < n) return {};
+  if (options.phase_alternatives <= 0) return plan;
+  // The other partitions: every tied run moved to its next phase at once, then each tied run
+  // alone to each of its other phases.
+  std::vector<std::vector<Run>> partitions;
+  std::vector<Run> all_moved;
+  int tied_runs = 0;
+  for (const int i : by_start) {
+    all_moved.push_back(final_ties[i].empty() ? final_runs[i] : final_ties[i][0]);
+    tied_runs += !final_ties[i].empty();
+  }
+  if (tied_runs > 1) partitions.push_back(all_moved);
+  for (size_t k = 0; k < by_start.size(); ++k) {
+    for (const Run& tie : final_ties[by_start[k]]) {
+      std::vector<Run> one = chosen;
+      one[k] = tie;
+      partitions.push_back(std::move(one));
+    }
+  }
+  std::unordered_map<uint64_t, std::vector<int>> classes_by_hash;
+  for (int c = 0; c < plan.classes(); ++c) {
+    classes_by_hash[HashProblem(plan.blocks[plan.representative[c]].sub.problem)].push_back(c);
+  }
+  std::vector<std::pair<int, int>> known;  // ranges of the blocks so far
+  for (const RepeatBlock& b : plan.blocks) known.emplace_back(b.begin, b.end);
+  for (const std::vector<Run>& partition : partitions) {
+    if (plan.alternatives >= options.phase_alternatives) break;
+    const std::vector<std::pair<int, int>> ranges = ranges_of(partition);
+    if (ranges.empty()) continue;
+    RepeatPlan other;
+    try {
+      other = PlanFromRanges(problem, layout, ranges);
+    } catch (const std::logic_error&) {
+      continue;  // its last block would export a tensor: no such partition
+    }
+    if (other.blocks.empty()) continue;
+    bool added = false;
+    for (RepeatBlock& block : other.blocks) {
+      if (std::find(known.begin(), known.end(), std::pair{block.begin, block.end}) != known.end()) continue;
+      known.emplace_back(block.begin, block.end);
+      added = true;
+      std::vector<int>& candidates = classes_by_hash[HashProblem(block.sub.problem)];
+      block.class_id = -1;
+      for (const int c : candidates) {
+        if (plan.ClassBlock(c).sub.problem == block.sub.problem) block.class_id = c;
+      }
+      if (block.class_id < 0) {
+        block.class_id = plan.classes();
+        candidates.push_back(block.class_id);
+        plan.representative.push_back(static_cast<int>(plan.alternative_blocks.size()));
+        plan.count.push_back(0);
+      }
+      if (block.class_id >= plan.primary_classes) ++plan.count[block.class_id];
+      plan.alternative_blocks.push_back(std::move(block));
+    }
+    plan.alternatives += added;
+  }
+  std::stable_sort(plan.alternative_blocks.begin(), plan.alternative_blocks.end(),
+                   [](const RepeatBlock& x, const RepeatBlock& y) { return x.begin < y.begin; });
+  // The representatives of the alternatives' classes, after the sort.
+  for (int c = plan.primary_classes; c < plan.classes(); ++c) plan.representative[c] = -1;
+  for (size_t i = 0; i < plan.alternative_blocks.size(); ++i) {
+    const int c = plan.alternative_blocks[i].class_id;
+    if (c >= plan.primary_classes && plan.representative[c] < 0) plan.representative[c] = static_cast<int>(i);
+  }
   return plan;
 }
 
@@ -432,13 +517,56 @@ Schedule WithoutFinalRetention(Schedule schedule) {
   return schedule;
 }
 
-Schedule ComposeBlockSchedules(const RepeatPlan& plan, const std::vector<Schedule>& class_schedules) {
+Schedule ComposeBlockSchedules(const std::vector<const RepeatBlock*>& chain,
+                               const std::vector<Schedule>& class_schedules) {
   Schedule composed;
-  for (const RepeatBlock& block : plan.blocks) {
-    const Schedule mapped = MapScheduleToFull(block.sub, WithoutFinalRetention(class_schedules.at(block.class_id)));
+  for (const RepeatBlock* block : chain) {
+    const Schedule mapped = MapScheduleToFull(block->sub, WithoutFinalRetention(class_schedules.at(block->class_id)));
     composed.subgraphs.insert(composed.subgraphs.end(), mapped.subgraphs.begin(), mapped.subgraphs.end());
   }
   return composed;
+}
+
+Schedule ComposeBlockSchedules(const RepeatPlan& plan, const std::vector<Schedule>& class_schedules) {
+  std::vector<const RepeatBlock*> chain;
+  for (const RepeatBlock& block : plan.blocks) chain.push_back(&block);
+  return ComposeBlockSchedules(chain, class_schedules);
+}
+
+std::vector<const RepeatBlock*> CheapestChain(const RepeatPlan& plan, const std::vector<Latency>& totals,
+                                              const std::vector<char>& solved) {
+  std::vector<const RepeatBlock*> primary;
+  Latency primary_total = 0;
+  for (const RepeatBlock& block : plan.blocks) {
+    primary.push_back(&block);
+    primary_total += totals.at(block.class_id);
+  }
+  if (plan.alternative_blocks.empty() || plan.blocks.empty()) return primary;
+  const int n = plan.blocks.back().end;
+  // Blocks by first position, the chosen partition's first: on equal sums its chain stays.
+  std::vector<std::vector<const RepeatBlock*>> from(n + 1);
+  for (const RepeatBlock& block : plan.blocks) from[block.begin].push_back(&block);
+  for (const RepeatBlock& block : plan.alternative_blocks) {
+    if (solved.at(block.class_id)) from[block.begin].push_back(&block);
+  }
+  std::vector<Latency> lowest(n + 1, -1);
+  std::vector<const RepeatBlock*> via(n + 1, nullptr);
+  lowest[0] = 0;
+  for (int p = 0; p < n; ++p) {
+    if (lowest[p] < 0) continue;
+    for (const RepeatBlock* block : from[p]) {
+      const Latency total = lowest[p] + totals.at(block->class_id);
+      if (lowest[block->end] < 0 || total < lowest[block->end]) {
+        lowest[block->end] = total;
+        via[block->end] = block;
+      }
+    }
+  }
+  if (lowest[n] < 0 || lowest[n] >= primary_total * (1 - 1e-12)) return primary;
+  std::vector<const RepeatBlock*> chain;
+  for (int p = n; p > 0; p = via[p]->begin) chain.push_back(via[p]);
+  std::reverse(chain.begin(), chain.end());
+  return chain;
 }
 
 }  // namespace annealer

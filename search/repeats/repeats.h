@@ -22,6 +22,14 @@
 // 5. A block some of whose exported tensors are also consumed inside it is merged with the next
 //    block: its standalone problem could keep such a tensor ephemeral where the graph needs it
 //    written (eval/model/subproblem.h, condition (a)).
+// 6. Phase ties: where two phases of a run cover as many blocks (e.g. a residual layer cut before
+//    or after the ReLU that closes the block before it), which one composes cheaper depends on
+//    the chip and the layer, so with RepeatOptions::phase_alternatives > 0 the other phases are
+//    kept: up to that many other partitions (every tied run moved to its next phase at once,
+//    then each tied run alone), their blocks with the chosen partition's, classes shared by
+//    exact equality. The start's first round solves the chosen partition's classes alone (so it
+//    is the start without the ties, to the byte); later rounds solve every class and compose
+//    both the chosen partition and the cheapest chain of blocks (CheapestChain); both are offered.
 //
 // Composition (ComposeBlockSchedules): every block gets its class's schedule through its own id
 // maps, the blocks run in order, and nothing is retained across a block boundary. Then each
@@ -46,19 +54,35 @@ struct RepeatOptions {
   // that the standalone problem still sees fusion and retention across a few periods; a
   // repetition whose blocks stay smaller (too few repeats to merge) is ignored.
   int64_t min_block_ops = 16;
+  // Phase ties (step 6 above): at most this many other partitions, whose blocks are kept beside
+  // the chosen one's; 0 = the chosen phase alone.
+  int64_t phase_alternatives = 0;
 };
 
 struct RepeatBlock {
   Subproblem sub;  // the block's ops in canonical order, as a standalone problem
   int class_id = 0;
+  int begin = 0, end = 0;  // its positions in the layout the plan cut (repeats: [begin, end))
 };
 
 struct RepeatPlan {
   std::vector<RepeatBlock> blocks;         // in execution order; their ops partition the graph's
-  std::vector<int> representative;         // per class: its first block
-  std::vector<int> count;                  // per class: its blocks
+  // Per class: its first block (in `blocks`, or for a class of the alternatives only, in
+  // `alternative_blocks`) and its blocks (in `blocks`; in `alternative_blocks` for those).
+  std::vector<int> representative;
+  std::vector<int> count;
   bool pieces = false;                     // cut by CutIntoPieces (search/repeats/pieces.h), not by repeats
-  int repeated_blocks() const;             // blocks of classes with count >= 2
+  // The phase ties' other partitions (step 6): their blocks that are not in `blocks` (each range
+  // once), by position. Classes [primary_classes, classes()) occur only here; any chain of
+  // blocks of `blocks` and these from position 0 to the end partitions the graph as well.
+  std::vector<RepeatBlock> alternative_blocks;
+  int primary_classes = 0;                 // the classes of `blocks`, numbered first
+  int alternatives = 0;                    // partitions other than `blocks`
+  int classes() const { return static_cast<int>(count.size()); }
+  const RepeatBlock& ClassBlock(int c) const {
+    return c < primary_classes ? blocks[representative[c]] : alternative_blocks[representative[c]];
+  }
+  int repeated_blocks() const;             // blocks of classes with count >= 2 (of `blocks`)
   int repeated_ops() const;                // their ops
 };
 
@@ -73,5 +97,15 @@ Schedule WithoutFinalRetention(Schedule schedule);
 // The whole graph's schedule: block after block, each the schedule of its class (in the ids of
 // the class's standalone problem, e.g. of its representative's sub; final retention dropped).
 Schedule ComposeBlockSchedules(const RepeatPlan& plan, const std::vector<Schedule>& class_schedules);
+// The same for any chain of blocks (of `blocks` and `alternative_blocks`) that partitions the graph.
+Schedule ComposeBlockSchedules(const std::vector<const RepeatBlock*>& chain,
+                               const std::vector<Schedule>& class_schedules);
+
+// The chain of blocks from the graph's start to its end whose classes' totals sum lowest, over
+// the classes for which `solved` holds (`blocks` itself when none is lower by more than rounding
+// noise). A block's cost in the graph is its class's total (above), so this is the cheapest
+// partition that can be composed from the blocks searched.
+std::vector<const RepeatBlock*> CheapestChain(const RepeatPlan& plan, const std::vector<Latency>& totals,
+                                              const std::vector<char>& solved);
 
 }  // namespace annealer

@@ -84,7 +84,7 @@ std::optional<RepeatStart> RunRounds(const SearchParams& params, const RepeatPla
   if (!first || !first->composed) return first;
   ProveRepeatClasses(params, plan, *first, setup.begun, setup.deadline, round_stop, offer);
   // Per round (index round - 1): its proven classes, counted when it has ended.
-  std::vector<std::pair<int, int>> proofs{{first->result.bound_met, first->result.exact_optimal}};
+  std::vector<RepeatResult> per_round{first->result};  // what each round proved and composed
   // What a round keeps (the proven classes) and, continuing, goes on from: round 1 after its
   // proofs, or (repeats.round_continue) the last round composed.
   std::optional<RepeatStart> last;
@@ -112,17 +112,20 @@ std::optional<RepeatStart> RunRounds(const SearchParams& params, const RepeatPla
     if (!next) break;
     first->result.moves += next->result.moves;
     if (!next->composed) break;
-    proofs.emplace_back(next->result.bound_met, next->result.exact_optimal);
+    per_round.push_back(next->result);
     if (resume) last = std::move(next);
   }
   // What the run took: the composition the workers walk from (the offer that made its round the
   // lowest; round 1 may have offered twice, its block proofs composing it again) and its round's
   // proofs.
-  if (choice.chosen >= 1 && choice.chosen <= static_cast<int>(proofs.size())) {
+  if (choice.chosen >= 1 && choice.chosen <= static_cast<int>(per_round.size())) {
     first->result.total = choice.chosen_composed;
     first->result.total_first = choice.first_composed;
-    first->result.bound_met = proofs[choice.chosen - 1].first;
-    first->result.exact_optimal = proofs[choice.chosen - 1].second;
+    const RepeatResult& taken = per_round[choice.chosen - 1];
+    first->result.bound_met = taken.bound_met;
+    first->result.exact_optimal = taken.exact_optimal;
+    first->result.searched_classes = taken.searched_classes;
+    first->result.chain_total = taken.chain_total;
   }
   first->result.rounds = choice.rounds;
   first->result.chosen_round = choice.chosen;

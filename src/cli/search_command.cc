@@ -424,13 +424,17 @@ int RunSearchCommand(int argc, char** argv) {
     }
     if (summary.repeats) {
       const RepeatResult& r = *summary.repeats;
+      // The phase ties' classes (repeats.phase_alternatives) are searched from round 2 on: the
+      // blocks are the chosen partition's, and proofs are counted out of the classes searched.
+      const int chosen_classes = r.classes - r.alternative_classes;
+      const int searched = std::max(r.searched_classes, chosen_classes);
       char seconds[32];
       std::snprintf(seconds, sizeof seconds, "%.2f s", r.seconds);
       std::string line = std::string(r.pieces ? "annealer: piece start (" : "annealer: repeated-block start (") +
                          std::string(seconds) +
                          (r.overlapped ? ", beside the workers" : "") + ", " + Compact(static_cast<double>(r.moves)) +
                          " moves): " + std::to_string(r.blocks) +
-                         " blocks in " + std::to_string(r.classes) + (r.classes == 1 ? " class" : " classes") + ", " +
+                         " blocks in " + std::to_string(chosen_classes) + (chosen_classes == 1 ? " class" : " classes") + ", " +
                          std::to_string(r.repeated_blocks) + " repeated (largest class " +
                          std::to_string(r.largest_class) + " x " + std::to_string(r.block_ops) + " ops)";
       if (r.rounds > 1 && r.polished > 0) {
@@ -446,10 +450,10 @@ int RunSearchCommand(int argc, char** argv) {
       if (r.total > 0 && r.bound_met + r.exact_optimal > 0) {
         // What is proven holds for each class as a standalone block (search/repeats/repeat_result.h).
         line += "; as standalone blocks, " + std::to_string(r.bound_met + r.exact_optimal) + " of " +
-                std::to_string(r.classes) + (r.classes == 1 ? " class" : " classes") + " proven optimal (" +
+                std::to_string(searched) + (searched == 1 ? " class" : " classes") + " proven optimal (" +
                 std::to_string(r.bound_met) + " meet their bound, " + std::to_string(r.exact_optimal) +
                 " within the exact solver's family)";
-        if (r.bound_met + r.exact_optimal == r.classes) {
+        if (r.bound_met + r.exact_optimal == searched) {
           line += ": the composed schedule is optimal among schedules that keep the block boundaries";
           if (r.exact_optimal > 0) line += ", within that family";
           if (result.total < r.total * (1 - 1e-9)) {
@@ -463,7 +467,7 @@ int RunSearchCommand(int argc, char** argv) {
         std::snprintf(seconds, sizeof seconds, "%.2f s", r.proof_seconds);
         line += "; block proofs: " + std::to_string(r.proof_runs) + " exact-solver run" +
                 (r.proof_runs == 1 ? "" : "s") + " (" + seconds + ", " + std::to_string(r.proof_states) + " states)";
-        const int open = r.classes - r.bound_met - r.exact_optimal - r.proof_too_large;
+        const int open = searched - r.bound_met - r.exact_optimal - r.proof_too_large;
         if (open > 0) {
           line += ", " + std::to_string(open) + (open == 1 ? " class" : " classes") +
                   " left unproven (more time or repeats.proof_share / repeats.proof_states)";
@@ -471,6 +475,18 @@ int RunSearchCommand(int argc, char** argv) {
         if (r.proof_too_large > 0) {
           line += ", " + std::to_string(r.proof_too_large) + (r.proof_too_large == 1 ? " class" : " classes") +
                   " too large to try (more ops than exact.max_subgraph_ops)";
+        }
+      }
+      if (r.alternatives > 0) {
+        line += "; phase ties: " + std::to_string(r.alternatives) + " other partition" +
+                (r.alternatives == 1 ? "" : "s") + ", " + std::to_string(r.alternative_classes) +
+                " classes of their own";
+        if (r.searched_classes <= chosen_classes) {
+          line += ", not searched (they are from round 2 on)";
+        } else {
+          line += r.chain_total > 0
+                      ? ", the round taken composed the cheapest chain of blocks at " + Grouped(r.chain_total)
+                      : std::string(", the round taken's cheapest chain of blocks the chosen partition's");
         }
       }
       if (!r.note.empty()) line += "; " + r.note;

@@ -274,6 +274,165 @@ TEST_CASE("repeats: no repetition, and near-copies stay apart") {
   }
 }
 
+// A chain of residual units x -> A -> B -> C(+x) -> D -> x' (Pointwise, 128x128): the cut after C
+// (the sum alone) is as narrow as the cut after D (the unit's output). Unit 0's A costs more, so
+// a run of units 1.. covers units - 1 blocks cut at either: [A, B, C, D] after unit 0, or
+// [D, A, B, C] from unit 0's D on (residual layers cut after or before the closing ReLU).
+Problem ResidualChain(int units) {
+  Problem p;
+  p.tensors.assign(1 + 4 * units, Tensor{128, 128});
+  TensorId x = 0;
+  for (int u = 0; u < units; ++u) {
+    const TensorId t = 1 + 4 * u;
+    p.ops.push_back(Op{OpKind::Pointwise, {x}, t, u == 0 ? 150.0 : 100.0});
+    p.ops.push_back(Op{OpKind::Pointwise, {t}, t + 1, 200});
+    p.ops.push_back(Op{OpKind::Pointwise, {t + 1, x}, t + 2, 50});
+    p.ops.push_back(Op{OpKind::Pointwise, {t + 2}, t + 3, 30});
+    x = t + 3;
+  }
+  p.fast_memory_capacity = 100000;
+  p.slow_memory_bandwidth = 10;
+  REQUIRE(p.Finalize().empty());
+  return p;
+}
+
+// Per block of a chain: its ops ("4 4 ...").
+std::string Sizes(const std::vector<const RepeatBlock*>& chain) {
+  std::string s;
+  for (const RepeatBlock* b : chain) s += (s.empty() ? "" : " ") + std::to_string(b->sub.op_ids.size());
+  return s;
+}
+
+TEST_CASE("repeats: where two phases of a run tie, the other phase's blocks are kept and the cheapest chain composes") {
+  const Problem chain = ResidualChain(6);
+  RepeatOptions options;
+  options.min_block_ops = 1;
+  // Without alternatives: the phase in step with the graph's start, as before.
+  const RepeatPlan alone = FindRepeatedBlocks(chain, options);
+  CHECK(Describe(alone) == "1x4 5x4 5x4 5x4 5x4 5x4");
+  CHECK(alone.alternative_blocks.empty());
+  CHECK(alone.alternatives == 0);
+  options.phase_alternatives = 4;
+  const RepeatPlan plan = FindRepeatedBlocks(chain, options);
+  CHECK(Describe(plan) == Describe(alone));
+  CheckPartition(chain, plan);
+  // One tied run: one other partition, the head [A, B, C] of unit 0, five [D, A, B, C] and the
+  // last D, each a class of its own.
+  CHECK(plan.alternatives == 1);
+  CHECK(plan.primary_classes == 2);
+  CHECK(plan.classes() == 5);
+  std::vector<const RepeatBlock*> other;
+  for (const RepeatBlock& b : plan.alternative_blocks) other.push_back(&b);
+  CHECK(Sizes(other) == "3 4 4 4 4 4 1");
+  int position = 0;
+  for (const RepeatBlock* b : other) {
+    CHECK(b->begin == position);
+    CHECK(b->class_id >= plan.primary_classes);
+    CHECK(b->sub.problem == plan.ClassBlock(b->class_id).sub.problem);
+    CHECK(ExportsAreSinks(chain, b->sub));
+    position = b->end;
+  }
+  CHECK(position == static_cast<int>(chain.ops.size()));
+  CHECK(plan.count == std::vector<int>{1, 5, 1, 5, 1});
+  // Each class's baseline: the cheapest chain's composition is valid and costs its blocks' sum,
+  // at most the chosen partition's.
+  std::vector<Schedule> schedules;
+  std::vector<Latency> totals;
+  for (int c = 0; c < plan.classes(); ++c) {
+    const Problem& sub = plan.ClassBlock(c).sub.problem;
+    schedules.push_back(BuildBaseline(sub));
+    const Evaluation e = EvaluateOracle(sub, schedules.back());
+    REQUIRE(e.ok());
+    totals.push_back(e.total);
+  }
+  const std::vector<char> solved(plan.classes(), 1);
+  auto sum_of = [&](const std::vector<const RepeatBlock*>& blocks) {
+    Latency sum = 0;
+    for (const RepeatBlock* b : blocks) sum += totals[b->class_id];
+    return sum;
+  };
+  std::vector<const RepeatBlock*> primary;
+  for (const RepeatBlock& b : plan.blocks) primary.push_back(&b);
+  const std::vector<const RepeatBlock*> cheapest = CheapestChain(plan, totals, solved);
+  CHECK(sum_of(cheapest) <= sum_of(primary));
+  const Evaluation composed = EvaluateOracle(chain, ComposeBlockSchedules(cheapest, schedules));
+  REQUIRE(composed.ok());
+  CHECK(composed.total == doctest::Approx(sum_of(cheapest)).epsilon(1e-12));
+  // The other phase's classes made cheaper: the chain is the other partition; made dearer, or
+  // left unsolved, the chosen one.
+  std::vector<Latency> cheaper = totals;
+  for (int c = plan.primary_classes; c < plan.classes(); ++c) cheaper[c] = 0.5 * totals[c];
+  CHECK(CheapestChain(plan, cheaper, solved) == other);
+  const Evaluation other_composed = EvaluateOracle(chain, ComposeBlockSchedules(other, schedules));
+  REQUIRE(other_composed.ok());
+  CHECK(other_composed.total == doctest::Approx(sum_of(other)).epsilon(1e-12));
+  std::vector<Latency> dearer = totals;
+  for (int c = plan.primary_classes; c < plan.classes(); ++c) dearer[c] = 2 * totals[c];
+  CHECK(CheapestChain(plan, dearer, solved) == primary);
+  std::vector<char> some(plan.classes(), 1);
+  some[plan.primary_classes] = 0;
+  CHECK(CheapestChain(plan, cheaper, some) == primary);
+  // The cap: none kept at 0 (above); shuffled ids keep the same blocks.
+  std::mt19937_64 rng(5);
+  const RepeatPlan again = FindRepeatedBlocks(Relabelled(chain, rng), options);
+  CHECK(again.alternatives == 1);
+  std::vector<const RepeatBlock*> again_other;
+  for (const RepeatBlock& b : again.alternative_blocks) again_other.push_back(&b);
+  CHECK(Sizes(again_other) == "3 4 4 4 4 4 1");
+}
+
+TEST_CASE("repeats: the search solves both phases' classes from round 2, deterministically, and ends valid") {
+  const Problem chain = ResidualChain(6);
+  auto search = [&](int64_t alternatives, int64_t rounds) {
+    SearchParams params;
+    params.seed = 3;
+    params.threads = 2;
+    params.deterministic = true;
+    params.epoch_moves = 200;
+    params.max_epochs = 2;
+    params.repeats.deterministic_epochs = 2;
+    params.repeats.deterministic_rounds = rounds;
+    params.repeats.min_ops = 2;
+    params.repeats.min_block_ops = 1;
+    params.repeats.phase_alternatives = alternatives;
+    std::atomic<bool> stop{false};
+    return RunSearch(chain, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
+  };
+  const SearchSummary before = search(0, 1);
+  REQUIRE(before.repeats.has_value());
+  CHECK(before.repeats->alternatives == 0);
+  CHECK(before.repeats->classes == 2);
+  // One round (a 10-s run, the deterministic preset): the alternatives' classes wait for a
+  // second round, so the run is the one without them, to the byte.
+  const SearchSummary one = search(2, 1);
+  REQUIRE(one.repeats.has_value());
+  CHECK(one.repeats->alternatives == 1);
+  CHECK(one.repeats->alternative_classes == 3);
+  CHECK(one.repeats->chain_total == 0);
+  CHECK(one.best == before.best);
+  CHECK(one.best_total == before.best_total);
+  CHECK(one.repeats->total == before.repeats->total);
+
+  const SearchSummary first = search(2, 3);
+  REQUIRE(first.repeats.has_value());
+  const RepeatResult& r = *first.repeats;
+  CHECK(r.note == "");
+  CHECK(r.alternatives == 1);
+  CHECK(r.alternative_classes == 3);
+  CHECK(r.classes == 5);
+  CHECK(r.blocks == 6);
+  // Round 1 is the single round's; later rounds solve the other phase's classes too and compose
+  // the cheapest chain when it is another partition; the composition taken is at or below round 1's.
+  CHECK(r.total_first == before.repeats->total_first);
+  CHECK(r.total <= r.total_first * (1 + 1e-12));
+  CHECK(r.rounds >= 2);
+  CHECK(EvaluateOracle(chain, first.best).total == doctest::Approx(first.best_total).epsilon(1e-12));
+  const SearchSummary second = search(2, 3);
+  CHECK(second.best == first.best);
+  CHECK(second.repeats->total == r.total);
+  CHECK(second.repeats->chain_total == r.chain_total);
+}
+
 TEST_CASE("repeats: parameters are checked against each other") {
   SearchParams params;
   CHECK(ValidateParams(params) == "");
@@ -323,7 +482,11 @@ TEST_CASE("repeats: the search's start on 12 copies of -5 is 12 optimal copies, 
   REQUIRE(mixed.repeats.has_value());
   CHECK(mixed.repeats->note == "");
   CHECK(mixed.repeats->blocks == 12);
-  CHECK(mixed.repeats->classes == 2);
+  // The changed copy makes a phase tie (both phases cover as many blocks): its partition's three
+  // classes wait for a second round, which a deterministic run of one round does not have.
+  CHECK(mixed.repeats->classes - mixed.repeats->alternative_classes == 2);
+  CHECK(mixed.repeats->alternatives == 1);
+  CHECK(mixed.repeats->searched_classes == 2);
   CHECK(mixed.repeats->repeated_blocks == 11);
   CHECK(mixed.repeats->largest_class == 11);
   // A higher base cost never makes a block cheaper than -5's optimum.
