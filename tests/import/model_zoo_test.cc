@@ -67,5 +67,30 @@ void CheckZoo(int64_t opset) {
 TEST_CASE("zoo: torch's own exports at opset 13 import with torch's MACs and a valid schedule") { CheckZoo(13); }
 TEST_CASE("zoo: torch's own exports at opset 17 import with torch's MACs and a valid schedule") { CheckZoo(17); }
 
+// What three exports hold beyond the MACs (counts from the graphs and the modules' shapes).
+TEST_CASE("zoo: nn.RNN, LocalResponseNorm's If and nn.Transformer's Trilu mask") {
+  for (const char* file : {"rnn_tagger_op13.onnx", "rnn_tagger_op17.onnx"}) {
+    CAPTURE(file);
+    const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + file, {}), ZooHardware());
+    CHECK(m.summary.onnx_ops.at("RNN") == 3);
+    // 50 steps x (x·W, h·R): the tanh layer, then 2 layers x 2 directions; and the head
+    CHECK(m.summary.problem_ops.at("matmul") == 50 * 2 + 2 * 2 * 50 * 2 + 1);
+    CHECK(m.summary.problem_ops.at("recurrent-hidden") == 50 + 2 * 2 * 50);
+  }
+  for (const char* file : {"lrn_net_op13.onnx", "lrn_net_op17.onnx"}) {
+    CAPTURE(file);
+    const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + file, {}), ZooHardware());
+    // squeeze(1) of a dim that is 1: the then-branches' Squeeze ran, the else-branches' Identity not
+    CHECK(m.summary.onnx_ops.at("If") == 2);
+    CHECK(m.summary.onnx_ops.at("Squeeze") == 2);
+    CHECK(m.summary.onnx_ops.count("Identity") == 0);
+    CHECK(m.summary.problem_ops.at("conv") + m.summary.problem_ops.at("conv-tap") == 1 + 9);
+  }
+  const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + "seq2seq_transformer_op17.onnx", {}), ZooHardware());
+  CHECK(m.summary.onnx_ops.at("Trilu") == 1);
+  // per head (4): Q, K, V, Q·Kᵀ, P·V and the output projection's rows; the FFN; the head
+  CHECK(m.summary.problem_ops.at("matmul") == 2 * (6 * 4 + 2) + 2 * (2 * 6 * 4 + 2) + 1);
+}
+
 }  // namespace
 }  // namespace annealer

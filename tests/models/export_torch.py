@@ -443,6 +443,61 @@ class MLPMixer(nn.Module):
         return self.head(self.norm(x).mean(dim=1))
 
 
+class RNNTagger(nn.Module):
+    """Plain Elman RNNs (nn.RNN, exported as ONNX RNN): a tanh layer over 50 frames of 80 bins,
+    then 2 bidirectional ReLU layers, a Linear tagger per frame; batch_first."""
+
+    def __init__(self, mels=80, classes=32):
+        super().__init__()
+        self.rnn1 = nn.RNN(mels, 128, batch_first=True)
+        self.rnn2 = nn.RNN(128, 64, 2, nonlinearity="relu", bidirectional=True, batch_first=True)
+        self.head = nn.Linear(128, classes)
+
+    def forward(self, x):                      # (N, T, mels)
+        return self.head(self.rnn2(self.rnn1(x)[0])[0])
+
+
+class Seq2Seq(nn.Module):
+    """nn.Transformer (2 encoder + 2 decoder layers, d 128, 4 heads), sequence-first as its
+    default, on one id sequence: the first 24 tokens are the source, the last 16 the target;
+    token Embedding + learned positions, the causal target mask of
+    generate_square_subsequent_mask (torch.triu: Trilu at opset 14+), a vocabulary head."""
+
+    def __init__(self, vocab=1000, d=128, src=24, tgt=16):
+        super().__init__()
+        self.src, self.tgt = src, tgt
+        self.embed = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(src + tgt, 1, d) * 0.02)
+        self.transformer = nn.Transformer(d, 4, 2, 2, 256)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, ids):                    # (1, src + tgt)
+        x = self.embed(ids.transpose(0, 1)) + self.pos     # (S, N, d)
+        s, t = x[: self.src], x[self.src:]
+        mask = self.transformer.generate_square_subsequent_mask(t.shape[0])
+        return self.head(self.transformer(s, t, tgt_mask=mask))
+
+
+class LRNNet(nn.Module):
+    """AlexNet-v1-style stem with nn.LocalResponseNorm (torch 1.13 exports its squeeze(1) as an
+    If on the pooled value's shape), ceil-mode MaxPool, AvgPool, Linear (an AdaptiveAvgPool
+    after the LRN does not export: its input's size is unknown to the exporter)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 32, 5, 2, 2)
+        self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
+        self.lrn = nn.LocalResponseNorm(5)
+        self.pool = nn.MaxPool2d(3, 2, ceil_mode=True)
+        self.avg = nn.AvgPool2d(2)
+        self.fc = nn.Linear(64 * 16, classes)
+
+    def forward(self, x):
+        x = self.pool(self.lrn(F.relu(self.conv1(x))))
+        x = self.pool(self.lrn(F.relu(self.conv2(x))))
+        return self.fc(torch.flatten(self.avg(x), 1))
+
+
 class SegOut(nn.Module):
     """torchvision's segmentation models return a dict; the export takes its 'out'."""
 
@@ -498,6 +553,9 @@ MODELS = {
     "yolov8n": (YoloV8n, ("float", (1, 3, 256, 256)), "C2f (1x1 conv, Split in halves, chained bottlenecks, Concat), SPPF (3 chained MaxPool 5x5 s1), nearest Resize x2, PAN neck, decoupled head, 3 outputs"),
     "conformer": (Conformer, ("float", (1, 1, 256, 80)), "Conv2d subsampling, Transpose+Reshape merging (C, F), Linear, macaron FFN halves, nn.MultiheadAttention, Conv1d on (N, C, T) with Transposes from/to (N, T, d), GLU, depthwise Conv1d k=31 (groups 144) with BatchNorm1d (folded by the exporter), SiLU"),
     "mlp_mixer": (MLPMixer, img(), "patch conv, Flatten+Transpose to tokens, token mixing = Transpose then Linear over the 196 tokens, channel mixing Linear, LayerNorm, GELU, ReduceMean"),
+    "rnn_tagger": (RNNTagger, ("float", (1, 50, 80)), "nn.RNN (ONNX RNN): tanh layer, then 2 bidirectional ReLU layers, batch_first, Linear per frame"),
+    "seq2seq_transformer": (Seq2Seq, ("ids", (1, 40)), "nn.Transformer encoder-decoder, sequence-first, Embedding + learned positions, causal tgt_mask from generate_square_subsequent_mask (Trilu at opset 14+), vocabulary head"),
+    "lrn_net": (LRNNet, img(64), "LocalResponseNorm (Pow, Pad, AveragePool, and an If on a shape for its squeeze(1)), ceil-mode MaxPool, AvgPool, Linear"),
     "gpt_decoder": (GPT, ("ids", (1, 128)), "token + position Embedding Gathers (position ids from Range/arange), QKV nn.Linear + chunk(3) (Split), causal masked_fill (Where), Q.K^T and P.V MatMuls, GELU, LM head tied to the token embedding (Transpose of the table, folded)"),
 }
 
@@ -564,8 +622,8 @@ class MacCounter(TorchDispatchMode):
 
 def hook_macs(model, example):
     """MACs of the weight-carrying modules from their input/output shapes: Conv, ConvTranspose,
-    Linear, and MultiheadAttention's projections (its functional forward bypasses the Linear
-    modules); batch 1."""
+    Linear, RNN/LSTM/GRU (without proj_size), and MultiheadAttention's projections (its
+    functional forward bypasses the Linear modules); batch 1."""
     total = [0]
     handles = []
     wrapped = []
@@ -578,6 +636,17 @@ def hook_macs(model, example):
 
     def linear_hook(m, inp, out):
         total[0] += out.numel() * m.in_features
+
+    def rnn_hook(m, inp, out):
+        # per layer and direction, every step multiplies the input and the hidden state by the
+        # gates' blocks (torch's count includes the first step's product with the zero state)
+        x = inp[0]
+        steps, batch = (x.shape[1], x.shape[0]) if m.batch_first else (x.shape[0], x.shape[1])
+        gates = {"LSTM": 4, "GRU": 3}.get(m.mode, 1)
+        dirs = 2 if m.bidirectional else 1
+        for layer in range(m.num_layers):
+            width = m.input_size if layer == 0 else m.hidden_size * dirs
+            total[0] += dirs * steps * batch * gates * m.hidden_size * (width + m.hidden_size)
 
     def mha_forward(m):
         # forward hooks see positional arguments only, and torchvision passes query/key/value
@@ -605,6 +674,8 @@ def hook_macs(model, example):
     for mod in model.modules():
         if isinstance(mod, swin_attention):
             handles.append(mod.register_forward_hook(swin_hook))
+        if isinstance(mod, nn.RNNBase):
+            handles.append(mod.register_forward_hook(rnn_hook))
         if isinstance(mod, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
             handles.append(mod.register_forward_hook(conv_hook))
         elif isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):

@@ -154,6 +154,40 @@ void LowerCumSum(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, out);
 }
 
+// Trilu (torch.triu / tril; nn.Transformer's generate_square_subsequent_mask at opset 14 and
+// later): of a constant, the constant with the other triangle zeroed, its values folded when
+// known (a causal mask is then the constant the model adds); of an activation, a Pointwise op of
+// one pass (a select by position) in the value's layout.
+void LowerTrilu(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "a triangle of a row statistic is not supported");
+  const std::vector<int64_t> dims = DimsOf(v);
+  if (dims.size() < 2) cx.Fail(node, "the input has rank " + std::to_string(dims.size()) + "; Trilu needs rank 2 or more");
+  int64_t k = 0;
+  if (cx.HasInput(node, 1)) {
+    const std::vector<int64_t> kv = cx.NeedInts(node, 1, "the diagonal offset k");
+    if (kv.size() != 1) cx.Fail(node, "the diagonal offset k must be a scalar");
+    k = kv[0];
+  }
+  const bool upper = Attr{node}.Int("upper", 1) != 0;
+  if (std::holds_alternative<Act>(v)) {
+    Act x = cx.NeedAct(node, 0);
+    for (TensorId& t : x.parts) t = cx.problem().Pointwise({t}, 1, node, "elementwise");
+    return cx.Set(node, 0, x);
+  }
+  Const out = *cx.GetConst(node, 0);
+  out.initializer = false;
+  if (out.values) {
+    const int64_t rows = dims[dims.size() - 2], cols = dims.back();
+    std::vector<double>& vals = *out.values;
+    for (size_t e = 0; e < vals.size(); ++e) {
+      const int64_t i = int64_t(e) / cols % rows, j = int64_t(e) % cols;
+      if (upper ? j - i < k : j - i > k) vals[e] = 0;
+    }
+  }
+  cx.Set(node, 0, out);
+}
+
 // QuantizeLinear and DequantizeLinear (quantization-aware exports): on a weight, the weight
 // itself (the cost model has no bytes); on an activation, a Pointwise op of the scaling (two
 // passes to quantize: scale and round-clip; one to dequantize).
@@ -164,6 +198,34 @@ void LowerQuantize(Context& cx, const OnnxNode& node) {
   const double passes = node.op_type == "QuantizeLinear" ? 2 : 1;
   for (TensorId& t : x.parts) t = cx.problem().Pointwise({t}, passes, node, "quantize");
   cx.Set(node, 0, x);
+}
+
+// If whose condition is known at import time (torch 1.13 writes one for squeeze(dim) of a dim
+// whose size the exporter did not know, e.g. in F.local_response_norm: Squeeze when the dim is
+// 1, else Identity; the condition is shape arithmetic): the taken branch's nodes are lowered in
+// place, reading the outer values by name, and its outputs are the If's. A condition the model
+// computes is control flow: the data-dependent error.
+void LowerIf(Context& cx, const OnnxNode& node) {
+  const Const* cond = cx.GetConst(node, 0);
+  if (!cond || !cond->values || cond->values->size() != 1) cx.Fail(node, kDataDependentShapes);
+  const std::string branch = (*cond->values)[0] != 0 ? "then_branch" : "else_branch";
+  const auto it = node.attributes.find(branch);
+  if (it == node.attributes.end() || !it->second.graph)
+    cx.Fail(node, "the " + branch + " is missing or nested more than " + std::to_string(kMaxSubgraphDepth) + " deep");
+  const OnnxSubgraph& g = *it->second.graph;
+  if (g.has_initializers) cx.Fail(node, "the " + branch + " has initializers of its own, which are not supported");
+  if (g.outputs.size() != node.outputs.size())
+    cx.Fail(node, "the " + branch + " has " + std::to_string(g.outputs.size()) + " outputs, the node " +
+                      std::to_string(node.outputs.size()));
+  for (const OnnxNode& n : g.nodes) {
+    ++cx.problem().summary().onnx_ops[n.op_type];
+    LowerNode(cx, n);
+  }
+  for (size_t i = 0; i < g.outputs.size(); ++i) {
+    OnnxNode read = node;  // the branch's output, read as this node's input
+    read.inputs = {g.outputs[i]};
+    cx.Set(node, i, cx.Get(read, 0));
+  }
 }
 
 ConverterTable ConstantConverters() {
@@ -179,6 +241,8 @@ ConverterTable ConstantConverters() {
       {"Range", LowerRange},
       {"ScatterND", LowerScatterND},
       {"CumSum", LowerCumSum},
+      {"Trilu", LowerTrilu, 14},
+      {"If", LowerIf},
       {"QuantizeLinear", LowerQuantize, 10},
       {"DequantizeLinear", LowerQuantize, 10},
   };

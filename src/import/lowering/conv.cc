@@ -112,7 +112,9 @@ bool ChannelsAsColumns(const Act& x) {
 // The nodes that read `value`, and whether it is a graph output.
 int Readers(const OnnxGraph& g, const std::string& value) {
   int n = int(std::count(g.outputs.begin(), g.outputs.end(), value));
-  for (const OnnxNode& node : g.nodes) n += int(std::count(node.inputs.begin(), node.inputs.end(), value));
+  for (const OnnxNode& node : g.nodes)
+    n += int(std::count(node.inputs.begin(), node.inputs.end(), value) +
+             std::count(node.branch_reads.begin(), node.branch_reads.end(), value));
   return n;
 }
 
@@ -134,8 +136,9 @@ bool BlocksAccepted(const OnnxGraph& g, const std::string& value) {
   for (const OnnxNode& node : g.nodes) {
     if (node.op_type == "Constant")
       for (const std::string& out : node.outputs) constants.insert(out);
-    const bool reads = std::any_of(node.inputs.begin(), node.inputs.end(), [&](const std::string& in) { return blocks.count(in) > 0; });
-    if (!reads) continue;
+    auto read = [&](const std::string& in) { return blocks.count(in) > 0; };
+    if (std::any_of(node.branch_reads.begin(), node.branch_reads.end(), read)) return false;  // an If's branch
+    if (!std::any_of(node.inputs.begin(), node.inputs.end(), read)) continue;
     if (node.op_type == "Conv" || node.op_type == "ConvTranspose") {
       if (blocks.count(node.inputs[0]) == 0) return false;  // a computed weight
       continue;
