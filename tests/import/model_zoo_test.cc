@@ -92,5 +92,39 @@ TEST_CASE("zoo: nn.RNN, LocalResponseNorm's If and nn.Transformer's Trilu mask")
   CHECK(m.summary.problem_ops.at("matmul") == 2 * (6 * 4 + 2) + 2 * (2 * 6 * 4 + 2) + 1);
 }
 
+// Three more: a loop of cells from zero states, a batch doubled by concatenation, a statistic of
+// four channels broadcast over eighty.
+TEST_CASE("zoo: nn.GRUCell/LSTMCell loops, torch.cat([h] * 2), a mean over other channels") {
+  for (const char* opset : {"13", "17"}) {
+    CAPTURE(opset);
+    const std::string suffix = std::string("_op") + opset + ".onnx";
+    {
+      const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + "cell_decoder" + suffix, {}), ZooHardware());
+      // 8 steps x (prenet, GRU 3 + 3 gate blocks, LSTM 4 + 4, projection)
+      CHECK(m.summary.problem_ops.at("matmul") == 8 * (1 + 6 + 8 + 1));
+      // the zero initial hidden states of both cells, multiplied by their recurrence weights
+      int data = 0;
+      for (const TensorOrigin& t : m.tensor_origins) data += t.value.size() > 5 && t.value.substr(t.value.size() - 5) == "~data";
+      CHECK(data == 2);
+    }
+    {
+      // the doubled latent is one Layout op reading the encoder's output once (ParseProblem in
+      // CheckZoo rejects an op naming a tensor twice)
+      const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + "guided_denoiser" + suffix, {}), ZooHardware());
+      CHECK(m.summary.onnx_ops.at("Concat") == 1);
+      CHECK(m.summary.problem_ops.at("conv-tap") == 2 * 9);
+    }
+    {
+      // the mean quality: one ones-column MatMul (priced at the vector rate), then gathered at
+      // the class scores' size
+      const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + "tta_head" + suffix, {}), ZooHardware());
+      CHECK(m.summary.problem_ops.at("reduction") == 1);
+      bool noted = false;
+      for (const Approximation& a : m.summary.approximations) noted |= a.rule == "column-reduction-matmul";
+      CHECK(noted);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace annealer

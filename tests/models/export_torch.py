@@ -498,6 +498,69 @@ class LRNNet(nn.Module):
         return self.fc(torch.flatten(self.avg(x), 1))
 
 
+class CellDecoder(nn.Module):
+    """Tacotron-style autoregressive decoder written as a Python loop of cells (8 steps traced):
+    a Linear prenet, nn.GRUCell, nn.LSTMCell, a Linear frame projection, from zero initial
+    states (torch.zeros: constants the first steps' recurrence Gemms multiply), torch.stack."""
+
+    def __init__(self, mels=80, d=256):
+        super().__init__()
+        self.d = d
+        self.prenet = nn.Linear(mels, 128)
+        self.gru = nn.GRUCell(128, d)
+        self.lstm = nn.LSTMCell(d, d)
+        self.proj = nn.Linear(d, mels)
+
+    def forward(self, x):                      # (1, T, mels)
+        h = torch.zeros(1, self.d)
+        hl, cl = torch.zeros(1, self.d), torch.zeros(1, self.d)
+        frames = []
+        for t in range(x.shape[1]):
+            h = self.gru(F.relu(self.prenet(x[:, t])), h)
+            hl, cl = self.lstm(h, (hl, cl))
+            frames.append(self.proj(hl))
+        return torch.stack(frames, 1)
+
+
+class GuidedDenoiser(nn.Module):
+    """One classifier-free-guidance step of a latent denoiser: the computed latent doubled along
+    the batch (torch.cat([h] * 2)), a learned per-branch embedding, a conv denoiser on both,
+    chunk(2) and the guidance mix u + 7.5 (c - u)."""
+
+    def __init__(self, latent=4, d=64):
+        super().__init__()
+        self.enc = nn.Conv2d(latent, d, 3, padding=1)
+        self.emb = nn.Parameter(torch.randn(2, d, 1, 1))
+        self.net = nn.Sequential(nn.Conv2d(d, d, 3, padding=1), nn.GroupNorm(8, d), nn.SiLU(),
+                                 nn.Conv2d(d, latent, 3, padding=1))
+
+    def forward(self, x):
+        h = self.enc(x)
+        e = self.net(torch.cat([h] * 2) + self.emb)
+        u, c = e.chunk(2)
+        return u + 7.5 * (c - u)
+
+
+class TTAHead(nn.Module):
+    """Flip test-time augmentation around a dense detection head: the image and its mirror
+    batched, a stride-4 conv body, a 1x1 head split into 80 class and 4 quality channels, class
+    scores times the mean quality (a statistic of other channels broadcast over them), the
+    mirrored half flipped back and averaged."""
+
+    def __init__(self, classes=80):
+        super().__init__()
+        self.classes = classes
+        self.body = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.ReLU(), nn.Conv2d(32, 64, 3, 2, 1), nn.ReLU())
+        self.head = nn.Conv2d(64, classes + 4, 1)
+
+    def forward(self, x):
+        x = torch.cat([x, x.flip(3)], 0)
+        cls, q = self.head(self.body(x)).split([self.classes, 4], 1)
+        s = cls.sigmoid() * q.sigmoid().mean(1, keepdim=True)
+        a, b = s.chunk(2, 0)
+        return (a + b.flip(3)) / 2
+
+
 class SegOut(nn.Module):
     """torchvision's segmentation models return a dict; the export takes its 'out'."""
 
@@ -556,6 +619,9 @@ MODELS = {
     "rnn_tagger": (RNNTagger, ("float", (1, 50, 80)), "nn.RNN (ONNX RNN): tanh layer, then 2 bidirectional ReLU layers, batch_first, Linear per frame"),
     "seq2seq_transformer": (Seq2Seq, ("ids", (1, 40)), "nn.Transformer encoder-decoder, sequence-first, Embedding + learned positions, causal tgt_mask from generate_square_subsequent_mask (Trilu at opset 14+), vocabulary head"),
     "lrn_net": (LRNNet, img(64), "LocalResponseNorm (Pow, Pad, AveragePool, and an If on a shape for its squeeze(1)), ceil-mode MaxPool, AvgPool, Linear"),
+    "cell_decoder": (CellDecoder, ("float", (1, 8, 80)), "Python loop of nn.GRUCell and nn.LSTMCell (Gemm per gate block, Split), zero initial states as constants, Linear prenet and projection, Stack"),
+    "guided_denoiser": (GuidedDenoiser, ("float", (1, 4, 32, 32)), "classifier-free guidance: torch.cat([h] * 2) along the batch, a (2, C, 1, 1) parameter added, GroupNorm, SiLU, chunk(2) on the batch, guidance mix"),
+    "tta_head": (TTAHead, img(64), "flip test-time augmentation (Concat of the input and its Slice step -1 on the batch), Split of a 1x1 head into 80 + 4 channels, Sigmoid, ReduceMean over 4 channels broadcast over 80, chunk on the batch, flip back"),
     "gpt_decoder": (GPT, ("ids", (1, 128)), "token + position Embedding Gathers (position ids from Range/arange), QKV nn.Linear + chunk(3) (Split), causal masked_fill (Where), Q.K^T and P.V MatMuls, GELU, LM head tied to the token embedding (Transpose of the table, folded)"),
 }
 
@@ -622,7 +688,7 @@ class MacCounter(TorchDispatchMode):
 
 def hook_macs(model, example):
     """MACs of the weight-carrying modules from their input/output shapes: Conv, ConvTranspose,
-    Linear, RNN/LSTM/GRU (without proj_size), and MultiheadAttention's projections (its
+    Linear, RNN/LSTM/GRU (without proj_size) and their cells, and MultiheadAttention's projections (its
     functional forward bypasses the Linear modules); batch 1."""
     total = [0]
     handles = []
@@ -647,6 +713,10 @@ def hook_macs(model, example):
         for layer in range(m.num_layers):
             width = m.input_size if layer == 0 else m.hidden_size * dirs
             total[0] += dirs * steps * batch * gates * m.hidden_size * (width + m.hidden_size)
+
+    def cell_hook(m, inp, out):
+        gates = {nn.LSTMCell: 4, nn.GRUCell: 3}.get(type(m), 1)
+        total[0] += inp[0].shape[0] * gates * m.hidden_size * (m.input_size + m.hidden_size)
 
     def mha_forward(m):
         # forward hooks see positional arguments only, and torchvision passes query/key/value
@@ -676,6 +746,8 @@ def hook_macs(model, example):
             handles.append(mod.register_forward_hook(swin_hook))
         if isinstance(mod, nn.RNNBase):
             handles.append(mod.register_forward_hook(rnn_hook))
+        if isinstance(mod, nn.RNNCellBase):
+            handles.append(mod.register_forward_hook(cell_hook))
         if isinstance(mod, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
             handles.append(mod.register_forward_hook(conv_hook))
         elif isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):

@@ -56,6 +56,11 @@ class Context {
   // value the exporter folded: RAFT's initial flow) is a tensor of its own, read from slow
   // memory like a model input. Constants of shape arithmetic (rank 1, scalars) are not data.
   static bool IsConstantData(const Const& c);
+  // A statistic of the columns as a value of its own (kept as an output, or read beside an
+  // operand of another shape than its source): each source times a ones column, priced at the
+  // vector rate (rule column-reduction-matmul), summed when there are several. Dims: the
+  // source's with the column axis 1.
+  Act StatValue(const OnnxNode& node, const RowStat& s);
   Act ConstantData(const Const& c);
   // x with parts: a graph input made its tensor, a pending value gathered in its default layout.
   Act Resolved(const OnnxNode& node, const Act& x);
