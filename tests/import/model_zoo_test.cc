@@ -126,5 +126,19 @@ TEST_CASE("zoo: nn.GRUCell/LSTMCell loops, torch.cat([h] * 2), a mean over other
   }
 }
 
+// EEGNet's spatial filter: a depthwise convolution with depth multiplier 2 (8 groups of one input
+// channel, 16 outputs, a 64 x 1 kernel) is vector work like a plain depthwise one: the input
+// gathered with each channel repeated (one Layout op), then 64 passes; not 8 x 64 MatMuls of K = 1.
+TEST_CASE("zoo: EEGNet's depthwise convolution with a depth multiplier") {
+  for (const char* file : {"eegnet_op13.onnx", "eegnet_op17.onnx"}) {
+    CAPTURE(file);
+    const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + file, {}), ZooHardware());
+    CHECK(m.summary.problem_ops.at("depthwise") == 2);
+    CHECK(m.summary.problem_ops.count("conv-tap") == 0);
+    // 16 channels x 129 samples x 64 taps, and the separable 1 x 16 one on 33 samples
+    CHECK(m.summary.depthwise_macs == 16 * 129 * 64 + 16 * 33 * 16);
+  }
+}
+
 }  // namespace
 }  // namespace annealer

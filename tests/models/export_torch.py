@@ -561,6 +561,33 @@ class TTAHead(nn.Module):
         return (a + b.flip(3)) / 2
 
 
+class EEGNet(nn.Module):
+    """EEGNet-8,2 (Lawhern et al. 2018) on 64 electrodes x 128 samples: a temporal Conv2d
+    (1 x 64 kernel), BN, the spatial filter as a depthwise Conv2d with depth multiplier 2
+    (groups = 8 input channels, 16 outputs, a 64 x 1 kernel across the electrodes), BN, ELU,
+    AvgPool, a separable conv (depthwise 1 x 16 + pointwise), BN, ELU, AvgPool, Linear."""
+
+    def __init__(self, electrodes=64, samples=128, f1=8, depth=2, f2=16, classes=4):
+        super().__init__()
+        self.temporal = nn.Conv2d(1, f1, (1, 64), padding=(0, 32), bias=False)
+        self.bn1 = nn.BatchNorm2d(f1)
+        self.spatial = nn.Conv2d(f1, f1 * depth, (electrodes, 1), groups=f1, bias=False)
+        self.bn2 = nn.BatchNorm2d(f1 * depth)
+        self.pool1 = nn.AvgPool2d((1, 4))
+        self.separable_dw = nn.Conv2d(f1 * depth, f1 * depth, (1, 16), padding=(0, 8), groups=f1 * depth, bias=False)
+        self.separable_pw = nn.Conv2d(f1 * depth, f2, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(f2)
+        self.pool2 = nn.AvgPool2d((1, 8))
+        width = ((samples + 1) // 4 + 1) // 8   # the even kernels' padding adds one sample each
+        self.fc = nn.Linear(f2 * width, classes)
+
+    def forward(self, x):                      # (N, 1, electrodes, samples)
+        x = self.bn1(self.temporal(x))
+        x = self.pool1(F.elu(self.bn2(self.spatial(x))))
+        x = self.pool2(F.elu(self.bn3(self.separable_pw(self.separable_dw(x)))))
+        return self.fc(torch.flatten(x, 1))
+
+
 class SegOut(nn.Module):
     """torchvision's segmentation models return a dict; the export takes its 'out'."""
 
@@ -622,6 +649,7 @@ MODELS = {
     "cell_decoder": (CellDecoder, ("float", (1, 8, 80)), "Python loop of nn.GRUCell and nn.LSTMCell (Gemm per gate block, Split), zero initial states as constants, Linear prenet and projection, Stack"),
     "guided_denoiser": (GuidedDenoiser, ("float", (1, 4, 32, 32)), "classifier-free guidance: torch.cat([h] * 2) along the batch, a (2, C, 1, 1) parameter added, GroupNorm, SiLU, chunk(2) on the batch, guidance mix"),
     "tta_head": (TTAHead, img(64), "flip test-time augmentation (Concat of the input and its Slice step -1 on the batch), Split of a 1x1 head into 80 + 4 channels, Sigmoid, ReduceMean over 4 channels broadcast over 80, chunk on the batch, flip back"),
+    "eegnet": (EEGNet, ("float", (1, 1, 64, 128)), "EEGNet: 1x64 temporal conv, depthwise conv with depth multiplier 2 (groups 8, 16 outputs, 64x1 kernel), BN, ELU, AvgPool (1,4) and (1,8), separable conv (depthwise 1x16 + 1x1), Flatten, Linear"),
     "gpt_decoder": (GPT, ("ids", (1, 128)), "token + position Embedding Gathers (position ids from Range/arange), QKV nn.Linear + chunk(3) (Split), causal masked_fill (Where), Q.K^T and P.V MatMuls, GELU, LM head tied to the token embedding (Transpose of the table, folded)"),
 }
 
