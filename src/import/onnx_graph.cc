@@ -327,18 +327,6 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
       Fail(origin, "node '" + NodeName(node, i) + "' (" + node.op_type() + "): weight '" + node.input(1) + "' has rank " +
                        std::to_string(w->second->dims_size()) + "; a convolution's weight has rank 3 or more");
   }
-  try {
-    onnx::ShapeInferenceOptions options{false, 0, true};
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (...) {
-    // Shape inference is a help, not a requirement: the lowering derives every shape it uses.
-  }
-  for (const auto& v : graph->value_info()) g.value_info[v.name()] = ReadValueInfo(v);
-  for (const auto& v : graph->output()) {
-    g.outputs.push_back(v.name());
-    OnnxValueInfo info = ReadValueInfo(v);
-    if (info.known_rank) g.value_info.emplace(v.name(), info);
-  }
 
   for (const auto& t : graph->initializer()) {
     OnnxInitializer init;
@@ -400,6 +388,25 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
         Fail(origin, "the graph has a cycle through node '" + nodes[i].name + "' (" + nodes[i].op_type + ")");
   }
   for (int i : order) g.nodes.push_back(std::move(nodes[i]));
+
+  // Shape inference on the sorted graph: libonnx 1.12's data propagation dereferences the shape
+  // data of a node's inputs before their producer is processed (a SEGV on a file whose nodes are
+  // out of order).
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted;
+  for (int i : order) *sorted.Add() = graph->node(i);
+  graph->mutable_node()->Swap(&sorted);
+  try {
+    onnx::ShapeInferenceOptions options{false, 0, true};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (...) {
+    // Shape inference is a help, not a requirement: the lowering derives every shape it uses.
+  }
+  for (const auto& v : graph->value_info()) g.value_info[v.name()] = ReadValueInfo(v);
+  for (const auto& v : graph->output()) {
+    g.outputs.push_back(v.name());
+    OnnxValueInfo info = ReadValueInfo(v);
+    if (info.known_rank) g.value_info.emplace(v.name(), info);
+  }
   for (const auto& o : g.outputs)
     if (!producer.count(o) && !defined.count(o))
       Fail(origin, "graph output '" + o + "' is produced by no node");
