@@ -142,6 +142,32 @@ TEST_CASE("zoo: EEGNet's depthwise convolution with a depth multiplier") {
   }
 }
 
+// Gathers at addresses the model computes: CLIP's end-of-text pooling (a Gather at the arg-max
+// of the ids), a scorer's lookup of ids it slices and its torch.gather of the next tokens'
+// log-probabilities: one Layout op each, reading the data and the indices.
+TEST_CASE("zoo: gathers at computed indices (CLIP's end-of-text pooling, torch.gather)") {
+  auto gathered = [](const LoweredModel& m) {
+    int n = 0;
+    for (size_t o = 0; o < m.problem.ops.size(); ++o) {
+      const OpOrigin& origin = m.op_origins[o];
+      // the gather reads the data and the indices (the slices of the ids are Layout ops too)
+      n += m.problem.ops[o].kind == OpKind::Layout && m.problem.ops[o].inputs.size() == 2 && origin.op_types.size() == 1 &&
+           (origin.op_types[0] == "Gather" || origin.op_types[0] == "GatherElements");
+    }
+    return n;
+  };
+  for (const char* opset : {"13", "17"}) {
+    CAPTURE(opset);
+    const std::string suffix = std::string("_op") + opset + ".onnx";
+    const LoweredModel clip = LowerOnnxGraph(ReadOnnxFile(kZoo + "clip_text" + suffix, {}), ZooHardware());
+    CHECK(clip.summary.onnx_ops.at("ArgMax") == 1);
+    CHECK(gathered(clip) == 1);
+    const LoweredModel scorer = LowerOnnxGraph(ReadOnnxFile(kZoo + "lm_scorer" + suffix, {}), ZooHardware());
+    CHECK(scorer.summary.onnx_ops.at("GatherElements") == 1);
+    CHECK(gathered(scorer) == 2);
+  }
+}
+
 // A file whose nodes are out of order imports as the sorted one does: ONNX shape inference runs
 // on the sorted graph (libonnx 1.12's data propagation crashed with SIGSEGV on these files with
 // their nodes reversed, before the importer's own sort).

@@ -588,6 +588,44 @@ class EEGNet(nn.Module):
         return self.fc(torch.flatten(x, 1))
 
 
+class ClipText(nn.Module):
+    """CLIP-style text encoder (d 128, 2 pre-LN layers of 4 heads, 32 tokens): token Embedding +
+    learned positions, a causal float mask, final LayerNorm, end-of-text pooling by the arg-max
+    token id (x[arange(b), ids.argmax(-1)]: a Gather at computed indices), a projection."""
+
+    def __init__(self, vocab=1000, d=128, heads=4, layers=2, seq=32, embed=64):
+        super().__init__()
+        self.token = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(seq, d) * 0.01)
+        layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers)
+        self.register_buffer("mask", torch.full((seq, seq), float("-inf")).triu(1), persistent=False)
+        self.ln = nn.LayerNorm(d)
+        self.proj = nn.Linear(d, embed, bias=False)
+
+    def forward(self, ids):                    # (N, seq)
+        x = self.ln(self.encoder(self.token(ids) + self.pos, mask=self.mask))
+        return self.proj(x[torch.arange(x.shape[0]), ids.argmax(-1)])
+
+
+class LMScorer(nn.Module):
+    """Scores a token sequence with a small causal LM: Embedding of ids[:, :-1] (a lookup at ids
+    the model slices), a GRU, a vocabulary head, log_softmax, and each next token's
+    log-probability picked by torch.gather(-1, ids[:, 1:]) (GatherElements at the model's own
+    ids), summed over the sequence."""
+
+    def __init__(self, vocab=1000, d=128):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.rnn = nn.GRU(d, d, batch_first=True)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, ids):                    # (N, T)
+        logp = F.log_softmax(self.head(self.rnn(self.embed(ids[:, :-1]))[0]), dim=-1)
+        return logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).sum(-1)
+
+
 class SegOut(nn.Module):
     """torchvision's segmentation models return a dict; the export takes its 'out'."""
 
@@ -650,6 +688,8 @@ MODELS = {
     "guided_denoiser": (GuidedDenoiser, ("float", (1, 4, 32, 32)), "classifier-free guidance: torch.cat([h] * 2) along the batch, a (2, C, 1, 1) parameter added, GroupNorm, SiLU, chunk(2) on the batch, guidance mix"),
     "tta_head": (TTAHead, img(64), "flip test-time augmentation (Concat of the input and its Slice step -1 on the batch), Split of a 1x1 head into 80 + 4 channels, Sigmoid, ReduceMean over 4 channels broadcast over 80, chunk on the batch, flip back"),
     "eegnet": (EEGNet, ("float", (1, 1, 64, 128)), "EEGNet: 1x64 temporal conv, depthwise conv with depth multiplier 2 (groups 8, 16 outputs, 64x1 kernel), BN, ELU, AvgPool (1,4) and (1,8), separable conv (depthwise 1x16 + 1x1), Flatten, Linear"),
+    "clip_text": (ClipText, ("ids", (1, 32)), "CLIP-style text encoder: norm_first nn.TransformerEncoder with a causal float mask, end-of-text pooling x[arange(b), ids.argmax(-1)] (ArgMax, Gather at computed indices), projection"),
+    "lm_scorer": (LMScorer, ("ids", (1, 24)), "Embedding of sliced ids, nn.GRU, vocabulary head, LogSoftmax, torch.gather of the next tokens' log-probabilities (GatherElements at the input ids), ReduceSum"),
     "gpt_decoder": (GPT, ("ids", (1, 128)), "token + position Embedding Gathers (position ids from Range/arange), QKV nn.Linear + chunk(3) (Split), causal masked_fill (Where), Q.K^T and P.V MatMuls, GELU, LM head tied to the token embedding (Transpose of the table, folded)"),
 }
 
