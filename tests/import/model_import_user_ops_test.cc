@@ -319,6 +319,20 @@ TEST_CASE("import user ops: If on a condition known at import time, Trilu of an 
   CheckValid(l);
 }
 
+// A conditional generator's F.one_hot(labels) @ W: the labels (a graph input) broadcast along
+// the 10 classes, one compare pass, then the MatMul (4 x 10 x 8 MACs).
+TEST_CASE("import user ops: OneHot of a label input") {
+  OnnxModelBuilder m;
+  m.Input("labels", {4}, onnx::TensorProto::INT64).Ints("depth", {}, {10}).Floats("values", {2}, {0, 1}).Weight("w", {10, 8}).Output("y");
+  m.Node("onehot", "OneHot", {"labels", "depth", "values"}, {"h"});
+  m.Node("mm", "MatMul", {"h", "w"}, {"y"});
+  const LoweredModel l = Lower(m, "onehot.onnx");
+  CHECK(l.summary.macs == 4 * 10 * 8);
+  CHECK(Role(l, "elementwise") == 1);
+  CHECK(Role(l, "layout") == 1);
+  CheckValid(l);
+}
+
 TEST_CASE("import user ops: errors stay one line naming the node") {
   {
     // An If on a value the model computes is control flow.

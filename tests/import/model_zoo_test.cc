@@ -168,6 +168,24 @@ TEST_CASE("zoo: gathers at computed indices (CLIP's end-of-text pooling, torch.g
   }
 }
 
+// A Switch MoE's F.one_hot of the router's arg-max: the index broadcast along the 4 experts (a
+// Layout op), one compare pass; the 9 MatMuls are the router and the 4 two-layer experts.
+TEST_CASE("zoo: OneHot of an arg-max (a top-1 mixture of experts)") {
+  for (const char* file : {"switch_moe_op13.onnx", "switch_moe_op17.onnx"}) {
+    CAPTURE(file);
+    const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + file, {}), ZooHardware());
+    CHECK(m.summary.onnx_ops.at("OneHot") == 1);
+    CHECK(m.summary.problem_ops.at("matmul") == 1 + 4 * 2);
+    int one_hot = 0;
+    for (size_t o = 0; o < m.problem.ops.size(); ++o)
+      if (m.op_origins[o].op_types == std::vector<std::string>{"OneHot"}) {
+        ++one_hot;
+        if (m.problem.ops[o].kind == OpKind::Pointwise) CHECK(m.problem.tensors[m.problem.ops[o].output].size() == 32 * 4);
+      }
+    CHECK(one_hot == 2);  // the gather at the output's size and the compare
+  }
+}
+
 // A file whose nodes are out of order imports as the sorted one does: ONNX shape inference runs
 // on the sorted graph (libonnx 1.12's data propagation crashed with SIGSEGV on these files with
 // their nodes reversed, before the importer's own sort).

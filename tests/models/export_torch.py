@@ -626,6 +626,30 @@ class LMScorer(nn.Module):
         return logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).sum(-1)
 
 
+class SwitchMoE(nn.Module):
+    """A top-1 (Switch) mixture-of-experts layer with dense dispatch, as exported for inference
+    without scatter: a LayerNorm, a router Linear, softmax, F.one_hot of the arg-max (OneHot),
+    each of 4 expert FFNs on every token, weighted by its one-hot column times its probability
+    and summed; a residual."""
+
+    def __init__(self, d=128, hidden=256, experts=4):
+        super().__init__()
+        self.experts = experts
+        self.norm = nn.LayerNorm(d)
+        self.router = nn.Linear(d, experts)
+        self.ffn = nn.ModuleList(nn.Sequential(nn.Linear(d, hidden), nn.GELU(), nn.Linear(hidden, d))
+                                 for _ in range(experts))
+
+    def forward(self, x):                      # (N, T, d)
+        h = self.norm(x)
+        p = self.router(h).softmax(-1)
+        gate = F.one_hot(p.argmax(-1), self.experts).to(x.dtype) * p
+        y = x
+        for e, ffn in enumerate(self.ffn):
+            y = y + gate[..., e:e + 1] * ffn(h)
+        return y
+
+
 class SegOut(nn.Module):
     """torchvision's segmentation models return a dict; the export takes its 'out'."""
 
@@ -690,6 +714,7 @@ MODELS = {
     "eegnet": (EEGNet, ("float", (1, 1, 64, 128)), "EEGNet: 1x64 temporal conv, depthwise conv with depth multiplier 2 (groups 8, 16 outputs, 64x1 kernel), BN, ELU, AvgPool (1,4) and (1,8), separable conv (depthwise 1x16 + 1x1), Flatten, Linear"),
     "clip_text": (ClipText, ("ids", (1, 32)), "CLIP-style text encoder: norm_first nn.TransformerEncoder with a causal float mask, end-of-text pooling x[arange(b), ids.argmax(-1)] (ArgMax, Gather at computed indices), projection"),
     "lm_scorer": (LMScorer, ("ids", (1, 24)), "Embedding of sliced ids, nn.GRU, vocabulary head, LogSoftmax, torch.gather of the next tokens' log-probabilities (GatherElements at the input ids), ReduceSum"),
+    "switch_moe": (SwitchMoE, ("float", (1, 32, 128)), "top-1 mixture of experts with dense dispatch: router Linear, Softmax, ArgMax, OneHot, one gate column per expert (Slice) broadcast over its FFN's output, residual"),
     "gpt_decoder": (GPT, ("ids", (1, 128)), "token + position Embedding Gathers (position ids from Range/arange), QKV nn.Linear + chunk(3) (Split), causal masked_fill (Where), Q.K^T and P.V MatMuls, GELU, LM head tied to the token embedding (Transpose of the table, folded)"),
 }
 

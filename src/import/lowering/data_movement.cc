@@ -550,6 +550,31 @@ void LowerGatherElements(Context& cx, const OnnxNode& node) {
   LowerComputedGather(cx, node, idx_dims);
 }
 
+// OneHot (F.one_hot of an arg-max, a label input): every position of a new axis of `depth`
+// compared with the index. The indices broadcast along that axis (a Layout op at the output's
+// size), then one compare pass.
+void LowerOneHot(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  const std::vector<int64_t> depth = cx.NeedInts(node, 1, "the depth");
+  if (depth.size() != 1 || depth[0] < 1) cx.Fail(node, "the depth must be one positive value, got " + DimsText(depth));
+  const std::vector<int64_t> in = DimsOf(v);
+  const int r = int(in.size()) + 1;
+  int64_t axis = Attr{node}.Int("axis", -1);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) cx.Fail(node, "axis " + std::to_string(Attr{node}.Int("axis", -1)) + " is out of range for rank " + std::to_string(r));
+  std::vector<int64_t> unsqueezed = in, out_dims = in;
+  unsqueezed.insert(unsqueezed.begin() + axis, 1);
+  out_dims.insert(out_dims.begin() + axis, depth[0]);
+  cx.CheckDims(node, out_dims);
+  if (std::holds_alternative<Const>(v)) return cx.Set(node, 0, Const{out_dims, std::nullopt, true, false, ""});
+  if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "a one-hot of a row statistic is not supported");
+  // Views of views are one gather (an arg-max without keepdims is a pending reshape itself).
+  const Act& x = std::get<Act>(v);
+  Act out = cx.Resolved(node, cx.Pending(node, cx.Pending(node, x, unsqueezed, true), out_dims, false));
+  for (TensorId& t : out.parts) t = cx.problem().Pointwise({t}, 1, node, "elementwise");
+  cx.Set(node, 0, out);
+}
+
 // GridSample (optical flow's warping, spatial transformers): each output pixel interpolates the
 // input at a computed position. A gather whose addresses are data: a Layout op over the input and
 // the grid (the DMA moves the output's size), then the interpolation's passes (4: bilinear, 1:
@@ -588,6 +613,7 @@ ConverterTable DataMovementConverters() {
       {"Concat", LowerConcat},
       {"Gather", LowerGather},
       {"GatherElements", LowerGatherElements, 11},
+      {"OneHot", LowerOneHot, 9},
       {"Slice", LowerSlice1, 0, 10},
       {"Slice", LowerSlice10, 10},
       {"Split", LowerSplit},
