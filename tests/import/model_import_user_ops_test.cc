@@ -333,6 +333,27 @@ TEST_CASE("import user ops: OneHot of a label input") {
   CheckValid(l);
 }
 
+// A Loop of a known trip count is unrolled: the carried value goes through the body three times
+// (three Relu ops, each reading the one before), the scan output stacks the three results.
+TEST_CASE("import user ops: a Loop with a carried value and a scan output") {
+  OnnxModelBuilder m;
+  m.Input("x", {2, 8}).Ints("n", {}, {3}).Ints("c", {}, {1}).Output("final").Output("stacked");
+  onnx::NodeProto& loop = m.Node("loop", "Loop", {"n", "c", "x"}, {"final", "stacked"});
+  SetBranch(loop, "body", "Relu", {"carried"}, "next");
+  onnx::GraphProto* g = loop.mutable_attribute(0)->mutable_g();
+  for (const char* in : {"step", "cond_in", "carried"}) g->add_input()->set_name(in);
+  g->clear_output();
+  for (const char* out : {"cond_in", "next", "next"}) g->add_output()->set_name(out);
+  const LoweredModel l = Lower(m, "loop.onnx");
+  CHECK(l.summary.onnx_ops.at("Relu") == 3);
+  CHECK(Role(l, "elementwise") == 3);
+  std::map<std::string, std::pair<Elements, Elements>> shape;
+  for (size_t t = 0; t < l.problem.tensors.size(); ++t)
+    shape[l.tensor_origins[t].value] = {l.problem.tensors[t].height, l.problem.tensors[t].width};
+  CHECK(shape["stacked"] == std::pair<Elements, Elements>{3 * 2, 8});
+  CheckValid(l);
+}
+
 TEST_CASE("import user ops: errors stay one line naming the node") {
   {
     // An If on a value the model computes is control flow.
@@ -357,13 +378,15 @@ TEST_CASE("import user ops: errors stay one line naming the node") {
   }
   {
     // A Loop's body reads its own inputs (iteration count, condition): they are not outer
-    // values, and the Loop is the data-dependent error (mvit_v1_b's attention pooling).
+    // values; a trip count the model computes is the data-dependent error.
     OnnxModelBuilder m;
-    m.Input("x", {2, 8}).Ints("n", {}, {3}).Ints("c", {}, {1}).Output("y");
+    m.Input("x", {2, 8}).Input("n", {1}, onnx::TensorProto::INT64).Ints("c", {}, {1}).Output("y");
     onnx::NodeProto& loop = m.Node("loop", "Loop", {"n", "c", "x"}, {"y"});
     onnx::NodeProto& body = SetBranch(loop, "body", "Add", {"carried", "step"}, "next");
     onnx::GraphProto* g = loop.mutable_attribute(0)->mutable_g();
     for (const char* in : {"step", "cond_in", "carried"}) g->add_input()->set_name(in);
+    g->clear_output();
+    for (const char* out : {"cond_in", "next"}) g->add_output()->set_name(out);
     body.set_name("body_add");
     CHECK(ImportError(m, "m.onnx") ==
           "m.onnx: node 'loop' (Loop): data-dependent shapes (detection post-processing, control flow) cannot be scheduled ahead "

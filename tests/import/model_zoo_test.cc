@@ -186,6 +186,25 @@ TEST_CASE("zoo: OneHot of an arg-max (a top-1 mixture of experts)") {
   }
 }
 
+// Loops with a trip count known at import, unrolled: torch.tensor_split as a Loop inserting the
+// pieces into a sequence (MViT's pooling attention: the class token split off K and V), and
+// nn.EmbeddingBag as a Loop over the bags with a scan output (one mean per bag, stacked).
+TEST_CASE("zoo: Loops of a known trip count (torch.tensor_split, nn.EmbeddingBag)") {
+  for (const char* opset : {"13", "17"}) {
+    CAPTURE(opset);
+    const std::string suffix = std::string("_op") + opset + ".onnx";
+    const LoweredModel pooled = LowerOnnxGraph(ReadOnnxFile(kZoo + "pooled_attention" + suffix, {}), ZooHardware());
+    CHECK(pooled.summary.onnx_ops.at("Loop") == 2);
+    CHECK(pooled.summary.onnx_ops.at("SequenceAt") == 4);
+    CHECK(pooled.summary.problem_ops.at("matmul") == 4);      // qkv, Q·Kᵀ, P·V, proj (one head)
+    CHECK(pooled.summary.problem_ops.at("depthwise") == 2);   // the K and V pooling
+    const LoweredModel bag = LowerOnnxGraph(ReadOnnxFile(kZoo + "bag_classifier" + suffix, {}), ZooHardware());
+    CHECK(bag.summary.onnx_ops.at("Loop") == 1);
+    CHECK(bag.summary.onnx_ops.at("ReduceMean") == 4);       // the body, once per bag
+    CHECK(bag.summary.problem_ops.at("reduction") == 4);
+  }
+}
+
 // A file whose nodes are out of order imports as the sorted one does: ONNX shape inference runs
 // on the sorted graph (libonnx 1.12's data propagation crashed with SIGSEGV on these files with
 // their nodes reversed, before the importer's own sort).

@@ -650,6 +650,51 @@ class SwitchMoE(nn.Module):
         return y
 
 
+class PooledAttention(nn.Module):
+    """MViT-style pooling attention on a class token + 8x8 tokens (d 96, 1 head): qkv Linear,
+    reshape/transpose/unbind, the class token split off the keys and values with
+    torch.tensor_split (torch 1.13 writes a Loop over SequenceInsert and SequenceAt), the rest
+    pooled by a depthwise stride-2 Conv2d and LayerNorm, concatenated back, attention, proj."""
+
+    def __init__(self, d=96, side=8):
+        super().__init__()
+        self.d, self.side = d, side
+        self.qkv = nn.Linear(d, 3 * d)
+        self.pool_k = nn.Conv2d(d, d, 3, 2, 1, groups=d, bias=False)
+        self.pool_v = nn.Conv2d(d, d, 3, 2, 1, groups=d, bias=False)
+        self.norm_k = nn.LayerNorm(d)
+        self.norm_v = nn.LayerNorm(d)
+        self.proj = nn.Linear(d, d)
+
+    def pool(self, x, conv, norm):             # (B, 1, 1 + side², d)
+        cls, tokens = torch.tensor_split(x, [1], dim=2)
+        b = x.shape[0]
+        t = tokens.reshape(b, self.side, self.side, self.d).permute(0, 3, 1, 2)
+        t = conv(t).flatten(2).transpose(1, 2).unsqueeze(1)
+        return norm(torch.cat([cls, t], dim=2))
+
+    def forward(self, x):                      # (B, 1 + side², d)
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, 1, d).permute(2, 0, 3, 1, 4).unbind(0)
+        k = self.pool(k, self.pool_k, self.norm_k)
+        v = self.pool(v, self.pool_v, self.norm_v)
+        a = (q @ k.transpose(-2, -1) * d ** -0.5).softmax(-1)
+        return self.proj((a @ v).transpose(1, 2).reshape(b, n, d))
+
+
+class BagClassifier(nn.Module):
+    """fastText-style classifier: nn.EmbeddingBag (mean over each row's 16 ids; torch 1.13 writes
+    a Loop over the bags with a scan output), a Linear to 8 classes."""
+
+    def __init__(self, vocab=1000, d=64, classes=8):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(vocab, d, mode="mean")
+        self.fc = nn.Linear(d, classes)
+
+    def forward(self, ids):                    # (bags, 16)
+        return self.fc(self.bag(ids))
+
+
 class SegOut(nn.Module):
     """torchvision's segmentation models return a dict; the export takes its 'out'."""
 
@@ -715,6 +760,8 @@ MODELS = {
     "clip_text": (ClipText, ("ids", (1, 32)), "CLIP-style text encoder: norm_first nn.TransformerEncoder with a causal float mask, end-of-text pooling x[arange(b), ids.argmax(-1)] (ArgMax, Gather at computed indices), projection"),
     "lm_scorer": (LMScorer, ("ids", (1, 24)), "Embedding of sliced ids, nn.GRU, vocabulary head, LogSoftmax, torch.gather of the next tokens' log-probabilities (GatherElements at the input ids), ReduceSum"),
     "switch_moe": (SwitchMoE, ("float", (1, 32, 128)), "top-1 mixture of experts with dense dispatch: router Linear, Softmax, ArgMax, OneHot, one gate column per expert (Slice) broadcast over its FFN's output, residual"),
+    "pooled_attention": (PooledAttention, ("float", (1, 65, 96)), "MViT pooling attention: qkv unbind, torch.tensor_split of the class token (Loop, SequenceEmpty/Insert/At), depthwise stride-2 Conv2d pooling of K and V, LayerNorm, Concat, Q.K^T, softmax, P.V"),
+    "bag_classifier": (BagClassifier, ("ids", (4, 16)), "nn.EmbeddingBag mean (a Loop over the bags: Slice of the ids, Gather of the table, ReduceMean, stacked scan output), Linear"),
     "gpt_decoder": (GPT, ("ids", (1, 128)), "token + position Embedding Gathers (position ids from Range/arange), QKV nn.Linear + chunk(3) (Split), causal masked_fill (Where), Q.K^T and P.V MatMuls, GELU, LM head tied to the token embedding (Transpose of the table, folded)"),
 }
 

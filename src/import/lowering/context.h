@@ -93,6 +93,13 @@ class Context {
   // Binds a name as is (initializers, graph inputs, outputs no one reads).
   void Bind(const std::string& name, Value v) { values_[name] = std::move(v); }
 
+  // ONNX sequences (SequenceEmpty/Insert/At, a Loop's carried list): their elements' values.
+  void BindSequence(const std::string& name, std::vector<Value> items) { sequences_[name] = std::move(items); }
+  const std::vector<Value>* Sequence(const std::string& name) const {
+    auto it = sequences_.find(name);
+    return it == sequences_.end() ? nullptr : &it->second;
+  }
+
   // Parts of the same count and 2-D shapes (or widths).
   bool SameShapes(const Act& a, const Act& b) const;
   bool SameWidths(const Act& a, const Act& b) const;
@@ -101,6 +108,7 @@ class Context {
   const OnnxGraph& g_;
   ProblemBuilder problem_;
   std::map<std::string, Value> values_;
+  std::map<std::string, std::vector<Value>> sequences_;
 };
 
 }  // namespace annealer::lowering
