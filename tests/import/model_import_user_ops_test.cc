@@ -393,6 +393,28 @@ TEST_CASE("import user ops: errors stay one line naming the node") {
           "of time; export the network without them (the backbone and the heads' raw outputs; see docs/model-import.md)");
   }
   {
+    // Unrolling has a budget: 4,096 iterations of a 17-node body pass 65,536 nodes.
+    OnnxModelBuilder m;
+    m.Input("x", {2, 8}).Ints("n", {}, {4096}).Ints("c", {}, {1}).Output("y");
+    onnx::NodeProto& loop = m.Node("loop", "Loop", {"n", "c", "x"}, {"y"});
+    SetBranch(loop, "body", "Identity", {"carried"}, "v0");
+    onnx::GraphProto* g = loop.mutable_attribute(0)->mutable_g();
+    for (int i = 1; i < 17; ++i) {
+      // (built by appends: GCC 12 flags "v" + std::to_string(i) with a false -Wrestrict)
+      std::string in = "v", out = "v";
+      in += std::to_string(i - 1);
+      out += std::to_string(i);
+      onnx::NodeProto* n = g->add_node();
+      n->set_op_type("Identity");
+      n->add_input(in);
+      n->add_output(out);
+    }
+    for (const char* in : {"step", "cond_in", "carried"}) g->add_input()->set_name(in);
+    g->clear_output();
+    for (const char* out : {"cond_in", "v16"}) g->add_output()->set_name(out);
+    CHECK(ImportError(m, "m.onnx") == "m.onnx: node 'loop' (Loop): the loops unroll into more than 65536 nodes");
+  }
+  {
     // A branch's attributes are checked as the graph's are (shape inference walks into it).
     OnnxModelBuilder m;
     m.Input("x", {1, 4, 8, 8}).Weight("w", {4, 4, 3, 3}).Ints("c", {}, {1}).Output("y");

@@ -271,6 +271,7 @@ void LowerSequence(Context& cx, const OnnxNode& node) {
 // scan outputs stacked along a new first axis (Unsqueeze and Concat, lowered as those ops). A
 // trip count or condition the model computes is control flow: the data-dependent error.
 constexpr int64_t kMaxLoopIterations = 4096;
+constexpr int64_t kMaxUnrolledNodes = int64_t{1} << 16;
 
 void LowerLoop(Context& cx, const OnnxNode& node) {
   const auto body_it = node.attributes.find("body");
@@ -312,6 +313,7 @@ void LowerLoop(Context& cx, const OnnxNode& node) {
   int64_t i = 0;
   for (; i < m && cond; ++i) {
     if (i >= kMaxLoopIterations) cx.Fail(node, "more than " + std::to_string(kMaxLoopIterations) + " iterations");
+    cx.CountUnrolled(node, int64_t(body.nodes.size()), kMaxUnrolledNodes);
     cx.Bind(body.inputs[0], Const{{}, std::vector<double>{double(i)}, false, false, ""});
     cx.Bind(body.inputs[1], Const{{}, std::vector<double>{cond ? 1.0 : 0.0}, false, false, ""});
     for (size_t k = 0; k < carried; ++k) bind(body.inputs[k + 2], state[k]);

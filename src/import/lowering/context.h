@@ -93,6 +93,13 @@ class Context {
   // Binds a name as is (initializers, graph inputs, outputs no one reads).
   void Bind(const std::string& name, Value v) { values_[name] = std::move(v); }
 
+  // Loops unrolled (constants.cc): the body nodes lowered so far, nested loops included; a file
+  // whose loops would unroll past `limit` nodes fails naming the node (no runaway unrolling).
+  void CountUnrolled(const OnnxNode& node, int64_t nodes, int64_t limit) {
+    unrolled_ += nodes;
+    if (unrolled_ > limit) Fail(node, "the loops unroll into more than " + std::to_string(limit) + " nodes");
+  }
+
   // ONNX sequences (SequenceEmpty/Insert/At, a Loop's carried list): their elements' values.
   void BindSequence(const std::string& name, std::vector<Value> items) { sequences_[name] = std::move(items); }
   const std::vector<Value>* Sequence(const std::string& name) const {
@@ -109,6 +116,7 @@ class Context {
   ProblemBuilder problem_;
   std::map<std::string, Value> values_;
   std::map<std::string, std::vector<Value>> sequences_;
+  int64_t unrolled_ = 0;
 };
 
 }  // namespace annealer::lowering
