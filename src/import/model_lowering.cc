@@ -71,13 +71,11 @@ LoweredModel LowerOnnxGraph(const OnnxGraph& graph, const LoweringHardware& hard
     throw InputError("hardware", "", "capacity, bandwidth and native size must be positive");
   // Post-processing with data-dependent shapes (a detector's NMS, RoIAlign over proposals): no
   // fixed problem can hold it. Said first, naming the op, rather than at whatever shape
-  // arithmetic around it fails.
+  // arithmetic around it fails. An If or a Loop is said when it is reached: its condition or trip
+  // count may be known at import time (constants.cc).
   for (const auto& node : graph.nodes)
-    if (node.op_type == "NonMaxSuppression" || node.op_type == "RoiAlign" || node.op_type == "NonZero" ||
-        node.op_type == "Loop" || node.op_type == "If")
-      lowering::FailAt(graph.origin, node,
-                       "data-dependent shapes (detection post-processing, control flow) cannot be scheduled ahead of time; "
-                       "export the network without them (the backbone and the heads' raw outputs; see docs/model-import.md)");
+    if (node.op_type == "NonMaxSuppression" || node.op_type == "RoiAlign" || node.op_type == "NonZero")
+      lowering::FailAt(graph.origin, node, lowering::kDataDependentShapes);
   Context cx(graph, hardware);
   BindInitializers(cx);
   BindGraphInputs(cx);

@@ -133,7 +133,24 @@ std::string DimsText(const std::vector<int64_t>& dims, const std::vector<std::st
   return s;
 }
 
-OnnxAttribute ReadAttribute(const onnx::AttributeProto& a) {
+OnnxAttribute ReadAttribute(const onnx::AttributeProto& a, int depth = 0);
+
+OnnxNode ReadNode(const onnx::NodeProto& node, int index, int depth) {
+  OnnxNode out;
+  out.op_type = node.op_type();
+  out.domain = node.domain();
+  out.name = NodeName(node, index);
+  out.inputs.assign(node.input().begin(), node.input().end());
+  out.outputs.assign(node.output().begin(), node.output().end());
+  for (const auto& a : node.attribute()) out.attributes[a.name()] = ReadAttribute(a, depth);
+  for (const auto& [key, a] : out.attributes)
+    if (a.graph)
+      for (const std::string& in : SubgraphOuterReads(*a.graph))
+        if (std::find(out.branch_reads.begin(), out.branch_reads.end(), in) == out.branch_reads.end()) out.branch_reads.push_back(in);
+  return out;
+}
+
+OnnxAttribute ReadAttribute(const onnx::AttributeProto& a, int depth) {
   OnnxAttribute out;
   using A = onnx::AttributeProto;
   switch (a.type()) {
@@ -142,18 +159,67 @@ OnnxAttribute ReadAttribute(const onnx::AttributeProto& a) {
     case A::FLOAT: out.floats.push_back(a.f()); break;
     case A::FLOATS: out.floats.assign(a.floats().begin(), a.floats().end()); break;
     case A::STRING: out.text = a.s(); break;
+    case A::STRINGS: out.texts.assign(a.strings().begin(), a.strings().end()); break;
     case A::TENSOR:
       out.has_tensor = true;
       out.tensor_dims.assign(a.t().dims().begin(), a.t().dims().end());
       out.tensor_values = TensorValues(a.t());
       out.tensor_is_float = IsFloatType(a.t().data_type());
       break;
+    case A::GRAPH:
+      if (depth < kMaxSubgraphDepth) {
+        auto g = std::make_shared<OnnxSubgraph>();
+        for (int i = 0; i < a.g().node_size(); ++i) g->nodes.push_back(ReadNode(a.g().node(i), i, depth + 1));
+        for (const auto& in : a.g().input()) g->inputs.push_back(in.name());
+        for (const auto& t : a.g().initializer()) g->inputs.push_back(t.name());
+        for (const auto& o : a.g().output()) g->outputs.push_back(o.name());
+        g->has_initializers = a.g().initializer_size() > 0 || a.g().sparse_initializer_size() > 0;
+        out.graph = std::move(g);
+      }
+      break;
     default: break;
   }
   return out;
 }
 
+// ONNX's shape inference divides by these (an FPE, not an exception, in libonnx 1.12), and
+// the lowering's window arithmetic must not overflow: sizes in 1..2^20, pads in 0..2^20. The
+// nodes of subgraphs (If's branches) too: both walk into them.
+void CheckNodeAttributes(const std::string& origin, const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
+                         int depth = 0) {
+  for (int i = 0; i < nodes.size(); ++i) {
+    const auto& node = nodes[i];
+    const std::string field = "node '" + NodeName(node, i) + "' (" + node.op_type() + "): ";
+    if (node.output_size() == 0) Fail(origin, field + "the node has no outputs");
+    for (const auto& a : node.attribute()) {
+      const bool sizes = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
+      const int64_t low = a.name() == "pads" ? 0 : 1;
+      auto bad = [&](int64_t v) { return v < low || v > (int64_t{1} << 20); };
+      const bool pads = a.name() == "pads" && node.op_type() != "Pad";  // Pad-2's may crop
+      if ((sizes || pads) && std::any_of(a.ints().begin(), a.ints().end(), bad))
+        Fail(origin, field + "attribute " + a.name() + (low ? " must be in 1..1048576" : " must be in 0..1048576"));
+      if (a.name() == "group" && a.i() <= 0) Fail(origin, field + "attribute group must be positive");
+      if (a.has_g() && depth < kMaxSubgraphDepth) CheckNodeAttributes(origin, a.g().node(), depth + 1);
+    }
+  }
+}
+
 }  // namespace
+
+std::vector<std::string> SubgraphOuterReads(const OnnxSubgraph& g) {
+  std::set<std::string> made(g.inputs.begin(), g.inputs.end());
+  std::vector<std::string> reads;
+  auto read = [&](const std::string& name) {
+    if (!name.empty() && !made.count(name) && std::find(reads.begin(), reads.end(), name) == reads.end()) reads.push_back(name);
+  };
+  for (const OnnxNode& n : g.nodes) {
+    for (const std::string& in : n.inputs) read(in);
+    for (const std::string& in : n.branch_reads) read(in);
+    for (const std::string& o : n.outputs) made.insert(o);
+  }
+  for (const std::string& o : g.outputs) read(o);
+  return reads;
+}
 
 bool DimsWithinLimit(const std::vector<int64_t>& dims) {
   int64_t product = 1;
@@ -244,22 +310,7 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
     g.inputs.emplace_back(in.name(), info);
   }
 
-  // ONNX's shape inference divides by these (an FPE, not an exception, in libonnx 1.12), and
-  // the lowering's window arithmetic must not overflow: sizes in 1..2^20, pads in 0..2^20.
-  for (int i = 0; i < graph->node_size(); ++i) {
-    const auto& node = graph->node(i);
-    const std::string field = "node '" + NodeName(node, i) + "' (" + node.op_type() + "): ";
-    if (node.output_size() == 0) Fail(origin, field + "the node has no outputs");
-    for (const auto& a : node.attribute()) {
-      const bool sizes = a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape";
-      const int64_t low = a.name() == "pads" ? 0 : 1;
-      auto bad = [&](int64_t v) { return v < low || v > (int64_t{1} << 20); };
-      const bool pads = a.name() == "pads" && node.op_type() != "Pad";  // Pad-2's may crop
-      if ((sizes || pads) && std::any_of(a.ints().begin(), a.ints().end(), bad))
-        Fail(origin, field + "attribute " + a.name() + (low ? " must be in 1..1048576" : " must be in 0..1048576"));
-      if (a.name() == "group" && a.i() <= 0) Fail(origin, field + "attribute group must be positive");
-    }
-  }
+  CheckNodeAttributes(origin, graph->node());
   // libonnx 1.12's shape inference dereferences what these leave out (a SEGV the fuzzer found on a
   // ConvTranspose whose weight initializer had no element type and no dims).
   std::map<std::string, const onnx::TensorProto*> initializer_of;
@@ -275,18 +326,6 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
     if (w != initializer_of.end() && w->second->dims_size() < 3)
       Fail(origin, "node '" + NodeName(node, i) + "' (" + node.op_type() + "): weight '" + node.input(1) + "' has rank " +
                        std::to_string(w->second->dims_size()) + "; a convolution's weight has rank 3 or more");
-  }
-  try {
-    onnx::ShapeInferenceOptions options{false, 0, true};
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (...) {
-    // Shape inference is a help, not a requirement: the lowering derives every shape it uses.
-  }
-  for (const auto& v : graph->value_info()) g.value_info[v.name()] = ReadValueInfo(v);
-  for (const auto& v : graph->output()) {
-    g.outputs.push_back(v.name());
-    OnnxValueInfo info = ReadValueInfo(v);
-    if (info.known_rank) g.value_info.emplace(v.name(), info);
   }
 
   for (const auto& t : graph->initializer()) {
@@ -307,14 +346,8 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
   std::map<std::string, int> producer;
   std::vector<OnnxNode> nodes(n);
   for (int i = 0; i < n; ++i) {
-    const auto& node = graph->node(i);
-    OnnxNode& out = nodes[i];
-    out.op_type = node.op_type();
-    out.domain = node.domain();
-    out.name = NodeName(node, i);
-    out.inputs.assign(node.input().begin(), node.input().end());
-    out.outputs.assign(node.output().begin(), node.output().end());
-    for (const auto& a : node.attribute()) out.attributes[a.name()] = ReadAttribute(a);
+    nodes[i] = ReadNode(graph->node(i), i, 0);
+    const OnnxNode& out = nodes[i];
     for (const auto& o : out.outputs) {
       if (o.empty()) continue;
       if (producer.count(o) || initializer_names.count(o))
@@ -326,8 +359,11 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
   for (const auto& [name, info] : g.inputs) defined.insert(name);
   std::vector<int> missing(n, 0);
   std::vector<std::vector<int>> users(n);
-  for (int i = 0; i < n; ++i)
-    for (const auto& in : nodes[i].inputs) {
+  for (int i = 0; i < n; ++i) {
+    // A branch reads outer values by name: they are its node's inputs for the order.
+    std::vector<std::string> reads = nodes[i].inputs;
+    reads.insert(reads.end(), nodes[i].branch_reads.begin(), nodes[i].branch_reads.end());
+    for (const auto& in : reads) {
       if (in.empty() || defined.count(in)) continue;
       auto it = producer.find(in);
       if (it == producer.end())
@@ -336,6 +372,7 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
       ++missing[i];
       users[it->second].push_back(i);
     }
+  }
   std::priority_queue<int, std::vector<int>, std::greater<int>> ready;
   for (int i = 0; i < n; ++i) if (missing[i] == 0) ready.push(i);
   std::vector<int> order;
@@ -351,6 +388,25 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
         Fail(origin, "the graph has a cycle through node '" + nodes[i].name + "' (" + nodes[i].op_type + ")");
   }
   for (int i : order) g.nodes.push_back(std::move(nodes[i]));
+
+  // Shape inference on the sorted graph: libonnx 1.12's data propagation dereferences the shape
+  // data of a node's inputs before their producer is processed (a SEGV on a file whose nodes are
+  // out of order).
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted;
+  for (int i : order) *sorted.Add() = graph->node(i);
+  graph->mutable_node()->Swap(&sorted);
+  try {
+    onnx::ShapeInferenceOptions options{false, 0, true};
+    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (...) {
+    // Shape inference is a help, not a requirement: the lowering derives every shape it uses.
+  }
+  for (const auto& v : graph->value_info()) g.value_info[v.name()] = ReadValueInfo(v);
+  for (const auto& v : graph->output()) {
+    g.outputs.push_back(v.name());
+    OnnxValueInfo info = ReadValueInfo(v);
+    if (info.known_rank) g.value_info.emplace(v.name(), info);
+  }
   for (const auto& o : g.outputs)
     if (!producer.count(o) && !defined.count(o))
       Fail(origin, "graph output '" + o + "' is produced by no node");

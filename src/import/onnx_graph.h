@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,14 +17,18 @@ namespace annealer {
 // A dimension is a size (>= 0) or dynamic (kDynamicDim, with the symbol in dim_params).
 inline constexpr int64_t kDynamicDim = -1;
 
+struct OnnxSubgraph;
+
 struct OnnxAttribute {
   std::vector<int64_t> ints;         // INT or INTS
   std::vector<double> floats;        // FLOAT or FLOATS
   std::string text;                  // STRING
+  std::vector<std::string> texts;    // STRINGS (an RNN's activations)
   bool has_tensor = false;           // TENSOR (Constant's value): in tensor_*
   std::vector<int64_t> tensor_dims;
   std::optional<std::vector<double>> tensor_values;  // when the data is inline and small
   bool tensor_is_float = false;
+  std::shared_ptr<const OnnxSubgraph> graph;  // GRAPH (If's branches); null past kMaxSubgraphDepth
 };
 
 struct OnnxNode {
@@ -33,7 +38,23 @@ struct OnnxNode {
   std::vector<std::string> inputs;   // "" = an omitted optional input
   std::vector<std::string> outputs;
   std::map<std::string, OnnxAttribute> attributes;
+  // The outer values its subgraphs (an If's branches) read by name: readers of a value count them.
+  std::vector<std::string> branch_reads;
 };
+
+// A subgraph attribute (an If's branch): its nodes in file order (they read the outer graph's
+// values by name) and its outputs.
+struct OnnxSubgraph {
+  std::vector<OnnxNode> nodes;
+  std::vector<std::string> inputs;   // its own (a Loop body's iteration count and state), initializers too
+  std::vector<std::string> outputs;
+  bool has_initializers = false;
+};
+inline constexpr int kMaxSubgraphDepth = 4;
+
+// The outer values a subgraph's nodes read (every name it neither makes nor takes as its own
+// input or initializer), nested ones included.
+std::vector<std::string> SubgraphOuterReads(const OnnxSubgraph& g);
 
 struct OnnxInitializer {
   std::vector<int64_t> dims;

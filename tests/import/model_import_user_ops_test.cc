@@ -25,6 +25,7 @@ namespace {
 using testing::OnnxModelBuilder;
 using testing::SetInt;
 using testing::SetInts;
+using testing::SetBranch;
 using testing::SetText;
 
 LoweredModel Lower(const OnnxModelBuilder& m, const std::string& name) {
@@ -283,7 +284,156 @@ TEST_CASE("import user ops: opset 18's spellings (axes inputs, num_outputs)") {
   CheckValid(l);
 }
 
+// torch 1.13 writes squeeze(dim) of a dim it does not know as If(shape[dim] == 1, Squeeze,
+// Identity) (F.local_response_norm): a condition known at import time lowers the taken branch in
+// place; the branch reads the outer values by name.
+TEST_CASE("import user ops: If on a condition known at import time, Trilu of an activation") {
+  for (const int64_t channels : {4, 3}) {
+    CAPTURE(channels);
+    OnnxModelBuilder m;
+    m.Input("x", {1, 4, 8, 8}).Weight("w", {4, 4, 1, 1}).Ints("one", {}, {1}).Ints("c", {}, {channels}).Output("y");
+    m.Node("conv", "Conv", {"x", "w"}, {"v"});
+    m.Node("shape", "Shape", {"v"}, {"s"});
+    SetInt(m.Node("dim", "Gather", {"s", "one"}, {"d"}), "axis", 0);
+    m.Node("eq", "Equal", {"d", "c"}, {"cond"});
+    onnx::NodeProto& n = m.Node("if", "If", {"cond"}, {"y"});
+    SetBranch(n, "then_branch", "Relu", {"v"}, "t");
+    SetBranch(n, "else_branch", "Sigmoid", {"v"}, "e");
+    const LoweredModel l = Lower(m, "if.onnx");
+    CHECK(l.summary.onnx_ops.count("Relu") == (channels == 4 ? 1u : 0u));
+    CHECK(l.summary.onnx_ops.count("Sigmoid") == (channels == 4 ? 0u : 1u));
+    CHECK(Role(l, "conv") == 1);
+    CHECK(Role(l, "elementwise") == 1);
+    // x, w, the conv's output and y: the branch's output is the If's
+    REQUIRE(l.problem.tensors.size() == 4);
+    CHECK(l.tensor_origins.back().value == "y");
+    CheckValid(l);
+  }
+  OnnxModelBuilder m;
+  m.Input("x", {1, 16, 16}).Output("y");
+  m.Node("relu", "Relu", {"x"}, {"r"});
+  m.Node("triu", "Trilu", {"r"}, {"y"});
+  m.model.mutable_opset_import(0)->set_version(17);
+  const LoweredModel l = Lower(m, "trilu.onnx");
+  CHECK(Role(l, "elementwise") == 2);
+  CheckValid(l);
+}
+
+// A conditional generator's F.one_hot(labels) @ W: the labels (a graph input) broadcast along
+// the 10 classes, one compare pass, then the MatMul (4 x 10 x 8 MACs).
+TEST_CASE("import user ops: OneHot of a label input") {
+  OnnxModelBuilder m;
+  m.Input("labels", {4}, onnx::TensorProto::INT64).Ints("depth", {}, {10}).Floats("values", {2}, {0, 1}).Weight("w", {10, 8}).Output("y");
+  m.Node("onehot", "OneHot", {"labels", "depth", "values"}, {"h"});
+  m.Node("mm", "MatMul", {"h", "w"}, {"y"});
+  const LoweredModel l = Lower(m, "onehot.onnx");
+  CHECK(l.summary.macs == 4 * 10 * 8);
+  CHECK(Role(l, "elementwise") == 1);
+  CHECK(Role(l, "layout") == 1);
+  CheckValid(l);
+}
+
+// A Loop of a known trip count is unrolled: the carried value goes through the body three times
+// (three Relu ops, each reading the one before), the scan output stacks the three results.
+TEST_CASE("import user ops: a Loop with a carried value and a scan output") {
+  OnnxModelBuilder m;
+  m.Input("x", {2, 8}).Ints("n", {}, {3}).Ints("c", {}, {1}).Output("final").Output("stacked");
+  onnx::NodeProto& loop = m.Node("loop", "Loop", {"n", "c", "x"}, {"final", "stacked"});
+  SetBranch(loop, "body", "Relu", {"carried"}, "next");
+  onnx::GraphProto* g = loop.mutable_attribute(0)->mutable_g();
+  for (const char* in : {"step", "cond_in", "carried"}) g->add_input()->set_name(in);
+  g->clear_output();
+  for (const char* out : {"cond_in", "next", "next"}) g->add_output()->set_name(out);
+  const LoweredModel l = Lower(m, "loop.onnx");
+  CHECK(l.summary.onnx_ops.at("Relu") == 3);
+  CHECK(Role(l, "elementwise") == 3);
+  std::map<std::string, std::pair<Elements, Elements>> shape;
+  for (size_t t = 0; t < l.problem.tensors.size(); ++t)
+    shape[l.tensor_origins[t].value] = {l.problem.tensors[t].height, l.problem.tensors[t].width};
+  CHECK(shape["stacked"] == std::pair<Elements, Elements>{3 * 2, 8});
+  CheckValid(l);
+}
+
 TEST_CASE("import user ops: errors stay one line naming the node") {
+  {
+    // An If on a value the model computes is control flow.
+    OnnxModelBuilder m;
+    m.Input("x", {2, 8}).Input("c", {1}, onnx::TensorProto::BOOL).Output("y");
+    onnx::NodeProto& n = m.Node("if", "If", {"c"}, {"y"});
+    SetBranch(n, "then_branch", "Relu", {"x"}, "t");
+    SetBranch(n, "else_branch", "Identity", {"x"}, "e");
+    CHECK(ImportError(m, "m.onnx") ==
+          "m.onnx: node 'if' (If): data-dependent shapes (detection post-processing, control flow) cannot be scheduled ahead of "
+          "time; export the network without them (the backbone and the heads' raw outputs; see docs/model-import.md)");
+  }
+  {
+    // A branch reading a value nothing makes names the If.
+    OnnxModelBuilder m;
+    m.Input("x", {2, 8}).Ints("c", {}, {1}).Output("y");
+    onnx::NodeProto& n = m.Node("if", "If", {"c"}, {"y"});
+    SetBranch(n, "then_branch", "Relu", {"ghost"}, "t");
+    SetBranch(n, "else_branch", "Identity", {"x"}, "e");
+    CHECK(ImportError(m, "m.onnx") ==
+          "m.onnx: node 'if' (If): input 'ghost' is not produced by any node, nor an initializer or a graph input");
+  }
+  {
+    // A Loop's body reads its own inputs (iteration count, condition): they are not outer
+    // values; a trip count the model computes is the data-dependent error.
+    OnnxModelBuilder m;
+    m.Input("x", {2, 8}).Input("n", {1}, onnx::TensorProto::INT64).Ints("c", {}, {1}).Output("y");
+    onnx::NodeProto& loop = m.Node("loop", "Loop", {"n", "c", "x"}, {"y"});
+    onnx::NodeProto& body = SetBranch(loop, "body", "Add", {"carried", "step"}, "next");
+    onnx::GraphProto* g = loop.mutable_attribute(0)->mutable_g();
+    for (const char* in : {"step", "cond_in", "carried"}) g->add_input()->set_name(in);
+    g->clear_output();
+    for (const char* out : {"cond_in", "next"}) g->add_output()->set_name(out);
+    body.set_name("body_add");
+    CHECK(ImportError(m, "m.onnx") ==
+          "m.onnx: node 'loop' (Loop): data-dependent shapes (detection post-processing, control flow) cannot be scheduled ahead "
+          "of time; export the network without them (the backbone and the heads' raw outputs; see docs/model-import.md)");
+  }
+  {
+    // Unrolling has a budget: 4,096 iterations of a 17-node body pass 65,536 nodes.
+    OnnxModelBuilder m;
+    m.Input("x", {2, 8}).Ints("n", {}, {4096}).Ints("c", {}, {1}).Output("y");
+    onnx::NodeProto& loop = m.Node("loop", "Loop", {"n", "c", "x"}, {"y"});
+    SetBranch(loop, "body", "Identity", {"carried"}, "v0");
+    onnx::GraphProto* g = loop.mutable_attribute(0)->mutable_g();
+    for (int i = 1; i < 17; ++i) {
+      // (built by appends: GCC 12 flags "v" + std::to_string(i) with a false -Wrestrict)
+      std::string in = "v", out = "v";
+      in += std::to_string(i - 1);
+      out += std::to_string(i);
+      onnx::NodeProto* n = g->add_node();
+      n->set_op_type("Identity");
+      n->add_input(in);
+      n->add_output(out);
+    }
+    for (const char* in : {"step", "cond_in", "carried"}) g->add_input()->set_name(in);
+    g->clear_output();
+    for (const char* out : {"cond_in", "v16"}) g->add_output()->set_name(out);
+    CHECK(ImportError(m, "m.onnx") == "m.onnx: node 'loop' (Loop): the loops unroll into more than 65536 nodes");
+  }
+  {
+    // A branch's attributes are checked as the graph's are (shape inference walks into it).
+    OnnxModelBuilder m;
+    m.Input("x", {1, 4, 8, 8}).Weight("w", {4, 4, 3, 3}).Ints("c", {}, {1}).Output("y");
+    onnx::NodeProto& n = m.Node("if", "If", {"c"}, {"y"});
+    SetInts(SetBranch(n, "then_branch", "Conv", {"x", "w"}, "t"), "strides", {0, 1});
+    SetBranch(n, "else_branch", "Identity", {"x"}, "e");
+    CHECK(ImportError(m, "m.onnx") == "m.onnx: node 'then_branch_Conv' (Conv): attribute strides must be in 1..1048576");
+  }
+  {
+    OnnxModelBuilder m;
+    m.Input("x", {5, 1, 8}).Weight("w", {1, 16, 8}).Weight("r", {1, 16, 16}).Output("y");
+    onnx::NodeProto& rnn = m.Node("rnn", "RNN", {"x", "w", "r"}, {"y"});
+    SetInt(rnn, "hidden_size", 16);
+    onnx::AttributeProto* a = rnn.add_attribute();
+    a->set_name("activations");
+    a->set_type(onnx::AttributeProto::STRINGS);
+    a->add_strings("Affine");
+    CHECK(ImportError(m, "m.onnx") == "m.onnx: node 'rnn' (RNN): activation 'Affine' is not supported (Tanh, Relu, Sigmoid)");
+  }
   {
     OnnxModelBuilder m;
     m.Input("a", {2, 3, 4, 5}).Input("b", {4, 5, 6}).Output("y");

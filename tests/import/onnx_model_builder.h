@@ -104,4 +104,22 @@ inline onnx::NodeProto& SetText(onnx::NodeProto& node, const std::string& name, 
   return node;
 }
 
+// A subgraph attribute (an If's branch) of one node `op` reading `inputs` and writing `output`,
+// which is also the branch's output. Returns the branch's node for more attributes.
+inline onnx::NodeProto& SetBranch(onnx::NodeProto& node, const std::string& name, const std::string& op,
+                                  std::initializer_list<std::string> inputs, const std::string& output) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  onnx::GraphProto* g = a->mutable_g();
+  g->set_name(name);
+  onnx::NodeProto* n = g->add_node();
+  n->set_name(name + "_" + op);
+  n->set_op_type(op);
+  for (const auto& in : inputs) n->add_input(in);
+  n->add_output(output);
+  g->add_output()->set_name(output);
+  return *n;
+}
+
 }  // namespace annealer::testing

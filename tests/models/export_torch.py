@@ -443,6 +443,258 @@ class MLPMixer(nn.Module):
         return self.head(self.norm(x).mean(dim=1))
 
 
+class RNNTagger(nn.Module):
+    """Plain Elman RNNs (nn.RNN, exported as ONNX RNN): a tanh layer over 50 frames of 80 bins,
+    then 2 bidirectional ReLU layers, a Linear tagger per frame; batch_first."""
+
+    def __init__(self, mels=80, classes=32):
+        super().__init__()
+        self.rnn1 = nn.RNN(mels, 128, batch_first=True)
+        self.rnn2 = nn.RNN(128, 64, 2, nonlinearity="relu", bidirectional=True, batch_first=True)
+        self.head = nn.Linear(128, classes)
+
+    def forward(self, x):                      # (N, T, mels)
+        return self.head(self.rnn2(self.rnn1(x)[0])[0])
+
+
+class Seq2Seq(nn.Module):
+    """nn.Transformer (2 encoder + 2 decoder layers, d 128, 4 heads), sequence-first as its
+    default, on one id sequence: the first 24 tokens are the source, the last 16 the target;
+    token Embedding + learned positions, the causal target mask of
+    generate_square_subsequent_mask (torch.triu: Trilu at opset 14+), a vocabulary head."""
+
+    def __init__(self, vocab=1000, d=128, src=24, tgt=16):
+        super().__init__()
+        self.src, self.tgt = src, tgt
+        self.embed = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(src + tgt, 1, d) * 0.02)
+        self.transformer = nn.Transformer(d, 4, 2, 2, 256)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, ids):                    # (1, src + tgt)
+        x = self.embed(ids.transpose(0, 1)) + self.pos     # (S, N, d)
+        s, t = x[: self.src], x[self.src:]
+        mask = self.transformer.generate_square_subsequent_mask(t.shape[0])
+        return self.head(self.transformer(s, t, tgt_mask=mask))
+
+
+class LRNNet(nn.Module):
+    """AlexNet-v1-style stem with nn.LocalResponseNorm (torch 1.13 exports its squeeze(1) as an
+    If on the pooled value's shape), ceil-mode MaxPool, AvgPool, Linear (an AdaptiveAvgPool
+    after the LRN does not export: its input's size is unknown to the exporter)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 32, 5, 2, 2)
+        self.conv2 = nn.Conv2d(32, 64, 3, padding=1)
+        self.lrn = nn.LocalResponseNorm(5)
+        self.pool = nn.MaxPool2d(3, 2, ceil_mode=True)
+        self.avg = nn.AvgPool2d(2)
+        self.fc = nn.Linear(64 * 16, classes)
+
+    def forward(self, x):
+        x = self.pool(self.lrn(F.relu(self.conv1(x))))
+        x = self.pool(self.lrn(F.relu(self.conv2(x))))
+        return self.fc(torch.flatten(self.avg(x), 1))
+
+
+class CellDecoder(nn.Module):
+    """Tacotron-style autoregressive decoder written as a Python loop of cells (8 steps traced):
+    a Linear prenet, nn.GRUCell, nn.LSTMCell, a Linear frame projection, from zero initial
+    states (torch.zeros: constants the first steps' recurrence Gemms multiply), torch.stack."""
+
+    def __init__(self, mels=80, d=256):
+        super().__init__()
+        self.d = d
+        self.prenet = nn.Linear(mels, 128)
+        self.gru = nn.GRUCell(128, d)
+        self.lstm = nn.LSTMCell(d, d)
+        self.proj = nn.Linear(d, mels)
+
+    def forward(self, x):                      # (1, T, mels)
+        h = torch.zeros(1, self.d)
+        hl, cl = torch.zeros(1, self.d), torch.zeros(1, self.d)
+        frames = []
+        for t in range(x.shape[1]):
+            h = self.gru(F.relu(self.prenet(x[:, t])), h)
+            hl, cl = self.lstm(h, (hl, cl))
+            frames.append(self.proj(hl))
+        return torch.stack(frames, 1)
+
+
+class GuidedDenoiser(nn.Module):
+    """One classifier-free-guidance step of a latent denoiser: the computed latent doubled along
+    the batch (torch.cat([h] * 2)), a learned per-branch embedding, a conv denoiser on both,
+    chunk(2) and the guidance mix u + 7.5 (c - u)."""
+
+    def __init__(self, latent=4, d=64):
+        super().__init__()
+        self.enc = nn.Conv2d(latent, d, 3, padding=1)
+        self.emb = nn.Parameter(torch.randn(2, d, 1, 1))
+        self.net = nn.Sequential(nn.Conv2d(d, d, 3, padding=1), nn.GroupNorm(8, d), nn.SiLU(),
+                                 nn.Conv2d(d, latent, 3, padding=1))
+
+    def forward(self, x):
+        h = self.enc(x)
+        e = self.net(torch.cat([h] * 2) + self.emb)
+        u, c = e.chunk(2)
+        return u + 7.5 * (c - u)
+
+
+class TTAHead(nn.Module):
+    """Flip test-time augmentation around a dense detection head: the image and its mirror
+    batched, a stride-4 conv body, a 1x1 head split into 80 class and 4 quality channels, class
+    scores times the mean quality (a statistic of other channels broadcast over them), the
+    mirrored half flipped back and averaged."""
+
+    def __init__(self, classes=80):
+        super().__init__()
+        self.classes = classes
+        self.body = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.ReLU(), nn.Conv2d(32, 64, 3, 2, 1), nn.ReLU())
+        self.head = nn.Conv2d(64, classes + 4, 1)
+
+    def forward(self, x):
+        x = torch.cat([x, x.flip(3)], 0)
+        cls, q = self.head(self.body(x)).split([self.classes, 4], 1)
+        s = cls.sigmoid() * q.sigmoid().mean(1, keepdim=True)
+        a, b = s.chunk(2, 0)
+        return (a + b.flip(3)) / 2
+
+
+class EEGNet(nn.Module):
+    """EEGNet-8,2 (Lawhern et al. 2018) on 64 electrodes x 128 samples: a temporal Conv2d
+    (1 x 64 kernel), BN, the spatial filter as a depthwise Conv2d with depth multiplier 2
+    (groups = 8 input channels, 16 outputs, a 64 x 1 kernel across the electrodes), BN, ELU,
+    AvgPool, a separable conv (depthwise 1 x 16 + pointwise), BN, ELU, AvgPool, Linear."""
+
+    def __init__(self, electrodes=64, samples=128, f1=8, depth=2, f2=16, classes=4):
+        super().__init__()
+        self.temporal = nn.Conv2d(1, f1, (1, 64), padding=(0, 32), bias=False)
+        self.bn1 = nn.BatchNorm2d(f1)
+        self.spatial = nn.Conv2d(f1, f1 * depth, (electrodes, 1), groups=f1, bias=False)
+        self.bn2 = nn.BatchNorm2d(f1 * depth)
+        self.pool1 = nn.AvgPool2d((1, 4))
+        self.separable_dw = nn.Conv2d(f1 * depth, f1 * depth, (1, 16), padding=(0, 8), groups=f1 * depth, bias=False)
+        self.separable_pw = nn.Conv2d(f1 * depth, f2, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(f2)
+        self.pool2 = nn.AvgPool2d((1, 8))
+        width = ((samples + 1) // 4 + 1) // 8   # the even kernels' padding adds one sample each
+        self.fc = nn.Linear(f2 * width, classes)
+
+    def forward(self, x):                      # (N, 1, electrodes, samples)
+        x = self.bn1(self.temporal(x))
+        x = self.pool1(F.elu(self.bn2(self.spatial(x))))
+        x = self.pool2(F.elu(self.bn3(self.separable_pw(self.separable_dw(x)))))
+        return self.fc(torch.flatten(x, 1))
+
+
+class ClipText(nn.Module):
+    """CLIP-style text encoder (d 128, 2 pre-LN layers of 4 heads, 32 tokens): token Embedding +
+    learned positions, a causal float mask, final LayerNorm, end-of-text pooling by the arg-max
+    token id (x[arange(b), ids.argmax(-1)]: a Gather at computed indices), a projection."""
+
+    def __init__(self, vocab=1000, d=128, heads=4, layers=2, seq=32, embed=64):
+        super().__init__()
+        self.token = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(seq, d) * 0.01)
+        layer = nn.TransformerEncoderLayer(d, heads, 4 * d, dropout=0.0, activation="gelu", batch_first=True,
+                                           norm_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers)
+        self.register_buffer("mask", torch.full((seq, seq), float("-inf")).triu(1), persistent=False)
+        self.ln = nn.LayerNorm(d)
+        self.proj = nn.Linear(d, embed, bias=False)
+
+    def forward(self, ids):                    # (N, seq)
+        x = self.ln(self.encoder(self.token(ids) + self.pos, mask=self.mask))
+        return self.proj(x[torch.arange(x.shape[0]), ids.argmax(-1)])
+
+
+class LMScorer(nn.Module):
+    """Scores a token sequence with a small causal LM: Embedding of ids[:, :-1] (a lookup at ids
+    the model slices), a GRU, a vocabulary head, log_softmax, and each next token's
+    log-probability picked by torch.gather(-1, ids[:, 1:]) (GatherElements at the model's own
+    ids), summed over the sequence."""
+
+    def __init__(self, vocab=1000, d=128):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d)
+        self.rnn = nn.GRU(d, d, batch_first=True)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, ids):                    # (N, T)
+        logp = F.log_softmax(self.head(self.rnn(self.embed(ids[:, :-1]))[0]), dim=-1)
+        return logp.gather(-1, ids[:, 1:].unsqueeze(-1)).squeeze(-1).sum(-1)
+
+
+class SwitchMoE(nn.Module):
+    """A top-1 (Switch) mixture-of-experts layer with dense dispatch, as exported for inference
+    without scatter: a LayerNorm, a router Linear, softmax, F.one_hot of the arg-max (OneHot),
+    each of 4 expert FFNs on every token, weighted by its one-hot column times its probability
+    and summed; a residual."""
+
+    def __init__(self, d=128, hidden=256, experts=4):
+        super().__init__()
+        self.experts = experts
+        self.norm = nn.LayerNorm(d)
+        self.router = nn.Linear(d, experts)
+        self.ffn = nn.ModuleList(nn.Sequential(nn.Linear(d, hidden), nn.GELU(), nn.Linear(hidden, d))
+                                 for _ in range(experts))
+
+    def forward(self, x):                      # (N, T, d)
+        h = self.norm(x)
+        p = self.router(h).softmax(-1)
+        gate = F.one_hot(p.argmax(-1), self.experts).to(x.dtype) * p
+        y = x
+        for e, ffn in enumerate(self.ffn):
+            y = y + gate[..., e:e + 1] * ffn(h)
+        return y
+
+
+class PooledAttention(nn.Module):
+    """MViT-style pooling attention on a class token + 8x8 tokens (d 96, 1 head): qkv Linear,
+    reshape/transpose/unbind, the class token split off the keys and values with
+    torch.tensor_split (torch 1.13 writes a Loop over SequenceInsert and SequenceAt), the rest
+    pooled by a depthwise stride-2 Conv2d and LayerNorm, concatenated back, attention, proj."""
+
+    def __init__(self, d=96, side=8):
+        super().__init__()
+        self.d, self.side = d, side
+        self.qkv = nn.Linear(d, 3 * d)
+        self.pool_k = nn.Conv2d(d, d, 3, 2, 1, groups=d, bias=False)
+        self.pool_v = nn.Conv2d(d, d, 3, 2, 1, groups=d, bias=False)
+        self.norm_k = nn.LayerNorm(d)
+        self.norm_v = nn.LayerNorm(d)
+        self.proj = nn.Linear(d, d)
+
+    def pool(self, x, conv, norm):             # (B, 1, 1 + side², d)
+        cls, tokens = torch.tensor_split(x, [1], dim=2)
+        b = x.shape[0]
+        t = tokens.reshape(b, self.side, self.side, self.d).permute(0, 3, 1, 2)
+        t = conv(t).flatten(2).transpose(1, 2).unsqueeze(1)
+        return norm(torch.cat([cls, t], dim=2))
+
+    def forward(self, x):                      # (B, 1 + side², d)
+        b, n, d = x.shape
+        q, k, v = self.qkv(x).reshape(b, n, 3, 1, d).permute(2, 0, 3, 1, 4).unbind(0)
+        k = self.pool(k, self.pool_k, self.norm_k)
+        v = self.pool(v, self.pool_v, self.norm_v)
+        a = (q @ k.transpose(-2, -1) * d ** -0.5).softmax(-1)
+        return self.proj((a @ v).transpose(1, 2).reshape(b, n, d))
+
+
+class BagClassifier(nn.Module):
+    """fastText-style classifier: nn.EmbeddingBag (mean over each row's 16 ids; torch 1.13 writes
+    a Loop over the bags with a scan output), a Linear to 8 classes."""
+
+    def __init__(self, vocab=1000, d=64, classes=8):
+        super().__init__()
+        self.bag = nn.EmbeddingBag(vocab, d, mode="mean")
+        self.fc = nn.Linear(d, classes)
+
+    def forward(self, ids):                    # (bags, 16)
+        return self.fc(self.bag(ids))
+
+
 class SegOut(nn.Module):
     """torchvision's segmentation models return a dict; the export takes its 'out'."""
 
@@ -498,6 +750,18 @@ MODELS = {
     "yolov8n": (YoloV8n, ("float", (1, 3, 256, 256)), "C2f (1x1 conv, Split in halves, chained bottlenecks, Concat), SPPF (3 chained MaxPool 5x5 s1), nearest Resize x2, PAN neck, decoupled head, 3 outputs"),
     "conformer": (Conformer, ("float", (1, 1, 256, 80)), "Conv2d subsampling, Transpose+Reshape merging (C, F), Linear, macaron FFN halves, nn.MultiheadAttention, Conv1d on (N, C, T) with Transposes from/to (N, T, d), GLU, depthwise Conv1d k=31 (groups 144) with BatchNorm1d (folded by the exporter), SiLU"),
     "mlp_mixer": (MLPMixer, img(), "patch conv, Flatten+Transpose to tokens, token mixing = Transpose then Linear over the 196 tokens, channel mixing Linear, LayerNorm, GELU, ReduceMean"),
+    "rnn_tagger": (RNNTagger, ("float", (1, 50, 80)), "nn.RNN (ONNX RNN): tanh layer, then 2 bidirectional ReLU layers, batch_first, Linear per frame"),
+    "seq2seq_transformer": (Seq2Seq, ("ids", (1, 40)), "nn.Transformer encoder-decoder, sequence-first, Embedding + learned positions, causal tgt_mask from generate_square_subsequent_mask (Trilu at opset 14+), vocabulary head"),
+    "lrn_net": (LRNNet, img(64), "LocalResponseNorm (Pow, Pad, AveragePool, and an If on a shape for its squeeze(1)), ceil-mode MaxPool, AvgPool, Linear"),
+    "cell_decoder": (CellDecoder, ("float", (1, 8, 80)), "Python loop of nn.GRUCell and nn.LSTMCell (Gemm per gate block, Split), zero initial states as constants, Linear prenet and projection, Stack"),
+    "guided_denoiser": (GuidedDenoiser, ("float", (1, 4, 32, 32)), "classifier-free guidance: torch.cat([h] * 2) along the batch, a (2, C, 1, 1) parameter added, GroupNorm, SiLU, chunk(2) on the batch, guidance mix"),
+    "tta_head": (TTAHead, img(64), "flip test-time augmentation (Concat of the input and its Slice step -1 on the batch), Split of a 1x1 head into 80 + 4 channels, Sigmoid, ReduceMean over 4 channels broadcast over 80, chunk on the batch, flip back"),
+    "eegnet": (EEGNet, ("float", (1, 1, 64, 128)), "EEGNet: 1x64 temporal conv, depthwise conv with depth multiplier 2 (groups 8, 16 outputs, 64x1 kernel), BN, ELU, AvgPool (1,4) and (1,8), separable conv (depthwise 1x16 + 1x1), Flatten, Linear"),
+    "clip_text": (ClipText, ("ids", (1, 32)), "CLIP-style text encoder: norm_first nn.TransformerEncoder with a causal float mask, end-of-text pooling x[arange(b), ids.argmax(-1)] (ArgMax, Gather at computed indices), projection"),
+    "lm_scorer": (LMScorer, ("ids", (1, 24)), "Embedding of sliced ids, nn.GRU, vocabulary head, LogSoftmax, torch.gather of the next tokens' log-probabilities (GatherElements at the input ids), ReduceSum"),
+    "switch_moe": (SwitchMoE, ("float", (1, 32, 128)), "top-1 mixture of experts with dense dispatch: router Linear, Softmax, ArgMax, OneHot, one gate column per expert (Slice) broadcast over its FFN's output, residual"),
+    "pooled_attention": (PooledAttention, ("float", (1, 65, 96)), "MViT pooling attention: qkv unbind, torch.tensor_split of the class token (Loop, SequenceEmpty/Insert/At), depthwise stride-2 Conv2d pooling of K and V, LayerNorm, Concat, Q.K^T, softmax, P.V"),
+    "bag_classifier": (BagClassifier, ("ids", (4, 16)), "nn.EmbeddingBag mean (a Loop over the bags: Slice of the ids, Gather of the table, ReduceMean, stacked scan output), Linear"),
     "gpt_decoder": (GPT, ("ids", (1, 128)), "token + position Embedding Gathers (position ids from Range/arange), QKV nn.Linear + chunk(3) (Split), causal masked_fill (Where), Q.K^T and P.V MatMuls, GELU, LM head tied to the token embedding (Transpose of the table, folded)"),
 }
 
@@ -564,8 +828,8 @@ class MacCounter(TorchDispatchMode):
 
 def hook_macs(model, example):
     """MACs of the weight-carrying modules from their input/output shapes: Conv, ConvTranspose,
-    Linear, and MultiheadAttention's projections (its functional forward bypasses the Linear
-    modules); batch 1."""
+    Linear, RNN/LSTM/GRU (without proj_size) and their cells, and MultiheadAttention's projections (its
+    functional forward bypasses the Linear modules); batch 1."""
     total = [0]
     handles = []
     wrapped = []
@@ -578,6 +842,21 @@ def hook_macs(model, example):
 
     def linear_hook(m, inp, out):
         total[0] += out.numel() * m.in_features
+
+    def rnn_hook(m, inp, out):
+        # per layer and direction, every step multiplies the input and the hidden state by the
+        # gates' blocks (torch's count includes the first step's product with the zero state)
+        x = inp[0]
+        steps, batch = (x.shape[1], x.shape[0]) if m.batch_first else (x.shape[0], x.shape[1])
+        gates = {"LSTM": 4, "GRU": 3}.get(m.mode, 1)
+        dirs = 2 if m.bidirectional else 1
+        for layer in range(m.num_layers):
+            width = m.input_size if layer == 0 else m.hidden_size * dirs
+            total[0] += dirs * steps * batch * gates * m.hidden_size * (width + m.hidden_size)
+
+    def cell_hook(m, inp, out):
+        gates = {nn.LSTMCell: 4, nn.GRUCell: 3}.get(type(m), 1)
+        total[0] += inp[0].shape[0] * gates * m.hidden_size * (m.input_size + m.hidden_size)
 
     def mha_forward(m):
         # forward hooks see positional arguments only, and torchvision passes query/key/value
@@ -605,6 +884,10 @@ def hook_macs(model, example):
     for mod in model.modules():
         if isinstance(mod, swin_attention):
             handles.append(mod.register_forward_hook(swin_hook))
+        if isinstance(mod, nn.RNNBase):
+            handles.append(mod.register_forward_hook(rnn_hook))
+        if isinstance(mod, nn.RNNCellBase):
+            handles.append(mod.register_forward_hook(cell_hook))
         if isinstance(mod, (nn.Conv1d, nn.Conv2d, nn.Conv3d)):
             handles.append(mod.register_forward_hook(conv_hook))
         elif isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)):

@@ -72,23 +72,7 @@ void Context::ResolveOutput(const std::string& name) {
   node.op_type = "graph output";
   node.outputs = {name};
   if (const RowStat* s = std::get_if<RowStat>(&it->second)) {
-    // A statistic of the columns kept as an output (a mean over the features): each source
-    // times a ones column (priced at the vector rate), summed when there are several.
-    Act out = s->like;
-    out.dims = s->like.dims;
-    out.dims[out.col_axis] = 1;
-    out.col_split = false;
-    out.parts.clear();
-    std::vector<TensorId> sums;
-    for (TensorId t : s->sources) {
-      const Elements cols = problem_.tensor(t).width;
-      const TensorId u = problem_.NewTensor(cols, 1, {name + "~ones", "view-selector"});
-      sums.push_back(problem_.MatMul(t, u, node, "reduction", problem_.hw().pointwise_base * double(CeilDiv(cols, problem_.hw().native))));
-      problem_.Note("column-reduction-matmul",
-                    "a reduction over the columns kept as a value (a feature sum, an arg-max) is a MatMul with a ones column; extra MACs = the adds (reported apart from the model's MACs)",
-                    0, problem_.tensor(t).size());
-    }
-    out.parts = {sums.size() == 1 ? sums[0] : problem_.Pointwise(sums, s->passes, node, "block-sum")};
+    Act out = StatValue(node, *s);
     // Expanded back to its source's shape (F.normalize's norm): the copies gathered.
     it->second = out.dims == s->dims ? out : Resolved(node, Pending(node, out, s->dims, false));
     return;
@@ -96,6 +80,26 @@ void Context::ResolveOutput(const std::string& name) {
   const Act* a = std::get_if<Act>(&it->second);
   if (!a || !a->pending()) return;
   it->second = Resolved(node, *a);
+}
+
+Act Context::StatValue(const OnnxNode& node, const RowStat& s) {
+  // Each source times a ones column (priced at the vector rate), summed when there are several.
+  Act out = s.like;
+  out.dims = s.like.dims;
+  out.dims[out.col_axis] = 1;
+  out.col_split = false;
+  out.parts.clear();
+  std::vector<TensorId> sums;
+  for (TensorId t : s.sources) {
+    const Elements cols = problem_.tensor(t).width;
+    const TensorId u = problem_.NewTensor(cols, 1, {(node.outputs.empty() ? node.name : node.outputs[0]) + "~ones", "view-selector"});
+    sums.push_back(problem_.MatMul(t, u, node, "reduction", problem_.hw().pointwise_base * double(CeilDiv(cols, problem_.hw().native))));
+    problem_.Note("column-reduction-matmul",
+                  "a reduction over the columns kept as a value (a feature sum, an arg-max) is a MatMul with a ones column; extra MACs = the adds (reported apart from the model's MACs)",
+                  0, problem_.tensor(t).size());
+  }
+  out.parts = {sums.size() == 1 ? sums[0] : problem_.Pointwise(sums, s.passes, node, "block-sum")};
+  return out;
 }
 
 bool Context::IsConstantData(const Const& c) {

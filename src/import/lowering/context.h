@@ -56,6 +56,11 @@ class Context {
   // value the exporter folded: RAFT's initial flow) is a tensor of its own, read from slow
   // memory like a model input. Constants of shape arithmetic (rank 1, scalars) are not data.
   static bool IsConstantData(const Const& c);
+  // A statistic of the columns as a value of its own (kept as an output, or read beside an
+  // operand of another shape than its source): each source times a ones column, priced at the
+  // vector rate (rule column-reduction-matmul), summed when there are several. Dims: the
+  // source's with the column axis 1.
+  Act StatValue(const OnnxNode& node, const RowStat& s);
   Act ConstantData(const Const& c);
   // x with parts: a graph input made its tensor, a pending value gathered in its default layout.
   Act Resolved(const OnnxNode& node, const Act& x);
@@ -88,6 +93,20 @@ class Context {
   // Binds a name as is (initializers, graph inputs, outputs no one reads).
   void Bind(const std::string& name, Value v) { values_[name] = std::move(v); }
 
+  // Loops unrolled (constants.cc): the body nodes lowered so far, nested loops included; a file
+  // whose loops would unroll past `limit` nodes fails naming the node (no runaway unrolling).
+  void CountUnrolled(const OnnxNode& node, int64_t nodes, int64_t limit) {
+    unrolled_ += nodes;
+    if (unrolled_ > limit) Fail(node, "the loops unroll into more than " + std::to_string(limit) + " nodes");
+  }
+
+  // ONNX sequences (SequenceEmpty/Insert/At, a Loop's carried list): their elements' values.
+  void BindSequence(const std::string& name, std::vector<Value> items) { sequences_[name] = std::move(items); }
+  const std::vector<Value>* Sequence(const std::string& name) const {
+    auto it = sequences_.find(name);
+    return it == sequences_.end() ? nullptr : &it->second;
+  }
+
   // Parts of the same count and 2-D shapes (or widths).
   bool SameShapes(const Act& a, const Act& b) const;
   bool SameWidths(const Act& a, const Act& b) const;
@@ -96,6 +115,8 @@ class Context {
   const OnnxGraph& g_;
   ProblemBuilder problem_;
   std::map<std::string, Value> values_;
+  std::map<std::string, std::vector<Value>> sequences_;
+  int64_t unrolled_ = 0;
 };
 
 }  // namespace annealer::lowering

@@ -1,10 +1,10 @@
 // Convolutions of 1, 2 or 3 spatial axes: Conv (dense and grouped as tap MatMuls, depthwise as
-// vector work, the model's input as an im2col matrix) and ConvTranspose (tap MatMuls at the
+// vector work, also with a depth multiplier, the model's input as an im2col matrix) and ConvTranspose (tap MatMuls at the
 // input's rows, then a view).
 //
 // Layout: the channels are the columns, the batch and spatial axes the rows (in ONNX order);
 // any other layout of the input (a Conv1d after a transpose from (N, T, C)) is gathered first.
-// A grouped convolution (1 < group, not depthwise) is one set of tap MatMuls per group, each
+// A grouped convolution (1 < group < input channels) is one set of tap MatMuls per group, each
 // group's channel block times its block of the weight (exact MACs and parameters); its output
 // is one column block per group (col_split) when every reader works blockwise, else one Layout
 // op gathers the blocks.
@@ -112,7 +112,9 @@ bool ChannelsAsColumns(const Act& x) {
 // The nodes that read `value`, and whether it is a graph output.
 int Readers(const OnnxGraph& g, const std::string& value) {
   int n = int(std::count(g.outputs.begin(), g.outputs.end(), value));
-  for (const OnnxNode& node : g.nodes) n += int(std::count(node.inputs.begin(), node.inputs.end(), value));
+  for (const OnnxNode& node : g.nodes)
+    n += int(std::count(node.inputs.begin(), node.inputs.end(), value) +
+             std::count(node.branch_reads.begin(), node.branch_reads.end(), value));
   return n;
 }
 
@@ -134,8 +136,9 @@ bool BlocksAccepted(const OnnxGraph& g, const std::string& value) {
   for (const OnnxNode& node : g.nodes) {
     if (node.op_type == "Constant")
       for (const std::string& out : node.outputs) constants.insert(out);
-    const bool reads = std::any_of(node.inputs.begin(), node.inputs.end(), [&](const std::string& in) { return blocks.count(in) > 0; });
-    if (!reads) continue;
+    auto read = [&](const std::string& in) { return blocks.count(in) > 0; };
+    if (std::any_of(node.branch_reads.begin(), node.branch_reads.end(), read)) return false;  // an If's branch
+    if (!std::any_of(node.inputs.begin(), node.inputs.end(), read)) continue;
     if (node.op_type == "Conv" || node.op_type == "ConvTranspose") {
       if (blocks.count(node.inputs[0]) == 0) return false;  // a computed weight
       continue;
@@ -333,6 +336,18 @@ void LowerConv(Context& cx, const OnnxNode& node) {
   out.dims.insert(out.dims.end(), out_size.begin(), out_size.end());
   SetChannelsLayout(out, 1);
   if (group > 1 && group == cin && cout == cin) return LowerDepthwise(cx, node, x, out, in_size, kernel, taps);
+  if (group > 1 && group == cin && cout > cin) {
+    // A depth multiplier m = cout / cin (EEGNet's spatial filter, TF's DepthwiseConv2D): output
+    // channel c·m + j reads input channel c alone. The input gathered with every channel
+    // repeated m times (one Layout op of the output's channels at the input's rows), then the
+    // depthwise passes: vector work, as m·cin single-channel MatMuls per tap would be.
+    cx.Materialized(x);
+    Act repeated = x;
+    repeated.dims[1] = cout;
+    repeated.col_split = false;
+    repeated.parts = {pb.Layout(x.parts, n * Product(in_size), cout, node, (node.outputs.empty() ? node.name : node.outputs[0]) + "~repeated")};
+    return LowerDepthwise(cx, node, repeated, out, in_size, kernel, taps);
+  }
   const Elements rows_out = n * Product(out_size);
   const bool bias = cx.HasInput(node, 2);
   if (im2col) {

@@ -206,9 +206,17 @@ void LowerConcat(Context& cx, const OnnxNode& node) {
 
 // An embedding lookup with the model's token ids: the rows are read from the table in slow
 // memory, like a model input (the table's parameters count).
+void LowerComputedGather(Context& cx, const OnnxNode& node, std::vector<int64_t> out_dims);
+
 void LowerEmbedding(Context& cx, const OnnxNode& node, const Const& table, const Act& ids) {
   if (Attr{node}.Int("axis", 0) != 0) cx.Fail(node, "an embedding lookup along axis 1 is not supported");
-  if (!ids.model_input) cx.Fail(node, "looking up rows with indices computed by the model is not supported");
+  if (!ids.model_input) {
+    // Ids the model computes or rearranges (ids[:, :-1] of a scorer, a greedy decoder's arg-max):
+    // a gather from the table at computed addresses.
+    std::vector<int64_t> dims = ids.dims;
+    dims.push_back(table.dims[1]);
+    return LowerComputedGather(cx, node, dims);
+  }
   Act out;
   out.dims = ids.dims;
   out.dims.push_back(table.dims[1]);
@@ -218,17 +226,44 @@ void LowerEmbedding(Context& cx, const OnnxNode& node, const Const& table, const
   cx.Set(node, 0, out);
 }
 
+// A gather at addresses the model computes (Gather or GatherElements with computed indices:
+// CLIP's end-of-text pooling x[arange(b), ids.argmax(-1)], torch.gather by an arg-max): a
+// Layout op over the data and the indices, at the output's size (as GridSample's gather).
+void LowerComputedGather(Context& cx, const OnnxNode& node, std::vector<int64_t> out_dims) {
+  const Value& v = cx.Get(node, 0);
+  if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "gathering from a row statistic is not supported");
+  const Const* c = std::get_if<Const>(&v);
+  if (c && !Context::IsConstantData(*c))
+    cx.Fail(node, "the indices (input 1) must be known at import time, but it is computed by the model");
+  std::vector<TensorId> sources = c ? cx.ConstantData(*c).parts : cx.Resolved(node, std::get<Act>(v)).parts;
+  for (TensorId t : cx.NeedAct(node, 1).parts) sources.push_back(t);
+  Act out;
+  out.dims = std::move(out_dims);
+  cx.CheckDims(node, out.dims);
+  SetChannelsLayout(out);
+  const auto [rows, cols] = PartShape(out);
+  out.parts = {cx.problem().Layout(sources, rows, cols, node, (node.outputs.empty() ? node.name : node.outputs[0]) + "~gathered")};
+  cx.Set(node, 0, out);
+}
+
 void LowerGather(Context& cx, const OnnxNode& node) {
   Attr a{node};
   const Value& v = cx.Get(node, 0);
   if (const Const* table = std::get_if<Const>(&v); table && table->is_float && table->dims.size() == 2 &&
                                                    std::holds_alternative<Act>(cx.Get(node, 1)))
     return LowerEmbedding(cx, node, *table, std::get<Act>(cx.Get(node, 1)));
-  const Const& idx = cx.NeedConst(node, 1, "the indices");
   std::vector<int64_t> in_dims = DimsOf(v);
   const int r = int(in_dims.size());
   int64_t axis = a.Int("axis", 0);
   if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) cx.Fail(node, "axis " + std::to_string(a.Int("axis", 0)) + " is out of range for rank " + std::to_string(r));
+  if (std::holds_alternative<Act>(cx.Get(node, 1))) {
+    std::vector<int64_t> out_dims(in_dims.begin(), in_dims.begin() + axis);
+    for (int64_t d : DimsOf(cx.Get(node, 1))) out_dims.push_back(d);
+    out_dims.insert(out_dims.end(), in_dims.begin() + axis + 1, in_dims.end());
+    return LowerComputedGather(cx, node, out_dims);
+  }
+  const Const& idx = cx.NeedConst(node, 1, "the indices");
   std::vector<int64_t> out_dims;
   for (int i = 0; i < r; ++i) {
     if (i == axis) for (int64_t d : idx.dims) out_dims.push_back(d);
@@ -500,6 +535,46 @@ void LowerTile(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, cx.PendingLike(node, *x, d));
 }
 
+// GatherElements (torch.gather): the output has the indices' dims; constant indices on a
+// constant are a constant, anything else the gather at computed addresses above.
+void LowerGatherElements(Context& cx, const OnnxNode& node) {
+  const std::vector<int64_t> in_dims = DimsOf(cx.Get(node, 0)), idx_dims = DimsOf(cx.Get(node, 1));
+  if (idx_dims.size() != in_dims.size())
+    cx.Fail(node, "the indices " + DimsText(idx_dims) + " and the data " + DimsText(in_dims) + " differ in rank");
+  if (const Const* c = cx.GetConst(node, 0); c && cx.GetConst(node, 1)) {
+    Const out;
+    out.dims = idx_dims;
+    out.is_float = c->is_float;
+    return cx.Set(node, 0, out);
+  }
+  LowerComputedGather(cx, node, idx_dims);
+}
+
+// OneHot (F.one_hot of an arg-max, a label input): every position of a new axis of `depth`
+// compared with the index. The indices broadcast along that axis (a Layout op at the output's
+// size), then one compare pass.
+void LowerOneHot(Context& cx, const OnnxNode& node) {
+  const Value& v = cx.Get(node, 0);
+  const std::vector<int64_t> depth = cx.NeedInts(node, 1, "the depth");
+  if (depth.size() != 1 || depth[0] < 1) cx.Fail(node, "the depth must be one positive value, got " + DimsText(depth));
+  const std::vector<int64_t> in = DimsOf(v);
+  const int r = int(in.size()) + 1;
+  int64_t axis = Attr{node}.Int("axis", -1);
+  if (axis < 0) axis += r;
+  if (axis < 0 || axis >= r) cx.Fail(node, "axis " + std::to_string(Attr{node}.Int("axis", -1)) + " is out of range for rank " + std::to_string(r));
+  std::vector<int64_t> unsqueezed = in, out_dims = in;
+  unsqueezed.insert(unsqueezed.begin() + axis, 1);
+  out_dims.insert(out_dims.begin() + axis, depth[0]);
+  cx.CheckDims(node, out_dims);
+  if (std::holds_alternative<Const>(v)) return cx.Set(node, 0, Const{out_dims, std::nullopt, true, false, ""});
+  if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "a one-hot of a row statistic is not supported");
+  // Views of views are one gather (an arg-max without keepdims is a pending reshape itself).
+  const Act& x = std::get<Act>(v);
+  Act out = cx.Resolved(node, cx.Pending(node, cx.Pending(node, x, unsqueezed, true), out_dims, false));
+  for (TensorId& t : out.parts) t = cx.problem().Pointwise({t}, 1, node, "elementwise");
+  cx.Set(node, 0, out);
+}
+
 // GridSample (optical flow's warping, spatial transformers): each output pixel interpolates the
 // input at a computed position. A gather whose addresses are data: a Layout op over the input and
 // the grid (the DMA moves the output's size), then the interpolation's passes (4: bilinear, 1:
@@ -537,6 +612,8 @@ ConverterTable DataMovementConverters() {
       {"Upsample", LowerUpsample},
       {"Concat", LowerConcat},
       {"Gather", LowerGather},
+      {"GatherElements", LowerGatherElements, 11},
+      {"OneHot", LowerOneHot, 9},
       {"Slice", LowerSlice1, 0, 10},
       {"Slice", LowerSlice10, 10},
       {"Split", LowerSplit},

@@ -153,9 +153,17 @@ void LowerOnActivations(Context& cx, const OnnxNode& node, const std::vector<con
     if (const Act* a = std::get_if<Act>(v)) {
       AddActOperand(cx, node, *a, out, part_inputs);
     } else if (const RowStat* s = std::get_if<RowStat>(v)) {
-      if (out.parts.size() != 1) cx.Fail(node, "row statistics of split heads are not supported");
-      for (TensorId t : s->sources) part_inputs[0].push_back(t);
-      total_passes += s->passes;
+      bool same = out.parts.size() == 1;
+      for (TensorId t : s->sources) same = same && cx.tensor(t) == cx.tensor(out.parts[0]);
+      if (same) {
+        // Layer norm spelled out: the consumer reads the statistic's source and pays its pass.
+        for (TensorId t : s->sources) part_inputs[0].push_back(t);
+        total_passes += s->passes;
+      } else {
+        // A statistic of another value (a product over a slice of the features added to the
+        // whole): computed, then gathered at the result's size.
+        AddActOperand(cx, node, cx.StatValue(node, *s), out, part_inputs);
+      }
     } else {
       const Const& c = std::get<Const>(*v);
       if (c.initializer && c.is_float && Product(c.dims) == Elems(out) && out.parts.size() == 1 && Product(c.dims) > 1) {

@@ -56,8 +56,12 @@ void LowerGemm(Context& cx, const OnnxNode& node) {
   Attr a{node};
   if (a.Int("transA", 0)) cx.Fail(node, "transA = 1 on an activation is not supported");
   const Value& av = cx.Get(node, 0);
-  if (!std::holds_alternative<Act>(av)) cx.Fail(node, "the first Gemm operand must be an activation");
-  Act x = std::get<Act>(av);
+  // A constant first operand is data of its own (an nn.LSTMCell/GRUCell loop's zero initial
+  // state times the recurrence weight: torch runs, and counts, that product).
+  const Const* ac = std::get_if<Const>(&av);
+  if (!std::holds_alternative<Act>(av) && !(ac && Context::IsConstantData(*ac)))
+    cx.Fail(node, "the first Gemm operand must be an activation");
+  Act x = ac ? cx.ConstantData(*ac) : std::get<Act>(av);
   if (x.dims.size() != 2) cx.Fail(node, "Gemm input must be 2-D, got " + DimsText(x.dims));
   x = cx.Resolved(node, x);
   const Const* w = cx.GetConst(node, 1);

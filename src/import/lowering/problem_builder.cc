@@ -114,8 +114,13 @@ int ProblemBuilder::AliveConsumers(TensorId t) const {
 TensorId ProblemBuilder::Layout(const std::vector<TensorId>& inputs, Elements rows, Elements cols, const OnnxNode& node,
                                 const std::string& value, bool note) {
   if (inputs.empty()) Fail(node, "internal: a Layout op without inputs");
+  // A gather may read one tensor at several places (a concatenation of a value and its flip
+  // along the blocks); an op names each input once (the problem reader's rule).
+  std::vector<TensorId> unique;
+  for (TensorId t : inputs)
+    if (std::find(unique.begin(), unique.end(), t) == unique.end()) unique.push_back(t);
   const TensorId out = NewTensor(rows, cols, {value, "activation"});
-  AddOp(Op{OpKind::Layout, inputs, out, 0.0}, OpOrigin{{node.name}, {node.op_type}, "layout"});
+  AddOp(Op{OpKind::Layout, unique, out, 0.0}, OpOrigin{{node.name}, {node.op_type}, "layout"});
   if (note)
     Note("layout",
        "a rearrangement of an activation (a transpose or reshape across rows and columns, a slice, a pad, a broadcast) is a "

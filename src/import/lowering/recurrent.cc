@@ -1,9 +1,11 @@
-// Recurrent layers, unrolled over the sequence: LSTM and GRU (forward, reverse, bidirectional).
+// Recurrent layers, unrolled over the sequence: LSTM, GRU and the plain RNN (nn.RNN; forward,
+// reverse, bidirectional).
 // Each step multiplies the step's input and the previous hidden state by every gate's weight
 // block (one MatMul per gate and operand: exact MACs, torch's count including the first step's
 // product with the initial state), and combines the gates in Pointwise ops. The steps of the
 // input are gathered by Layout ops (one per step), the outputs Y, Y_h (and Y_c) by Layout ops
 // over the hidden states.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -19,9 +21,26 @@ constexpr double kGruGatePasses = 4 + 1;           // a sigmoid of a sum
 constexpr double kGruNewPasses = 4 + 2;            // n = tanh(xW + r * hR)
 constexpr double kGruHiddenPasses = 3;             // h = (1 - z) * n + z * h
 
+// The plain RNN's h = f(x·W + h·R + b): the sum, then f (torch exports Tanh or Relu).
+double RnnPasses(Context& cx, const OnnxNode& node) {
+  const auto it = node.attributes.find("activations");
+  const std::vector<std::string> acts = it == node.attributes.end() ? std::vector<std::string>{} : it->second.texts;
+  double passes = 0;
+  for (const std::string& f : acts.empty() ? std::vector<std::string>{"Tanh"} : acts) {
+    double p = 0;
+    if (f == "Tanh" || f == "Sigmoid") p = 4;
+    else if (f == "Relu") p = 1;
+    else cx.Fail(node, "activation '" + f + "' is not supported (Tanh, Relu, Sigmoid)");
+    passes = std::max(passes, 1 + p);
+  }
+  return passes;
+}
+
 void LowerRecurrent(Context& cx, const OnnxNode& node) {
   const bool lstm = node.op_type == "LSTM";
-  const int gates = lstm ? 4 : 3;
+  const bool rnn = node.op_type == "RNN";
+  const int gates = lstm ? 4 : rnn ? 1 : 3;
+  const double rnn_passes = rnn ? RnnPasses(cx, node) : 0;
   Attr a{node};
   const Value& xv = cx.Get(node, 0);
   if (!std::holds_alternative<Act>(xv)) cx.Fail(node, "the sequence input must be an activation");
@@ -39,7 +58,7 @@ void LowerRecurrent(Context& cx, const OnnxNode& node) {
   const std::string direction = a.Text("direction").empty() ? "forward" : a.Text("direction");
   if (!(dirs == 2 && direction == "bidirectional") && !(dirs == 1 && (direction == "forward" || direction == "reverse")))
     cx.Fail(node, "direction '" + direction + "' does not match " + std::to_string(dirs) + " weight directions");
-  if (steps * dirs * (lstm ? 10 : 9) > 16384) cx.Fail(node, "a sequence of " + std::to_string(steps) + " steps unrolls into too many ops");
+  if (steps * dirs * (lstm ? 10 : rnn ? 3 : 9) > 16384) cx.Fail(node, "a sequence of " + std::to_string(steps) + " steps unrolls into too many ops");
   if (cx.HasInput(node, 3)) cx.problem().NoteBroadcast(cx.NeedConst(node, 3, "the biases B"));
 
   ProblemBuilder& pb = cx.problem();
@@ -63,7 +82,9 @@ void LowerRecurrent(Context& cx, const OnnxNode& node) {
         xw.push_back(pb.MatMul(step_input(t), pb.Weight(w.name, in, hidden, block), node, "matmul"));
         hr.push_back(pb.MatMul(h, pb.Weight(r.name, hidden, hidden, block), node, "matmul"));
       }
-      if (lstm) {
+      if (rnn) {
+        h = pb.Pointwise({xw[0], hr[0]}, rnn_passes, node, "recurrent-hidden");
+      } else if (lstm) {
         // Gates i, o, f, c (ONNX order); c = f*c + i*g, h = o*tanh(c).
         c = pb.Pointwise({xw[0], hr[0], xw[2], hr[2], xw[3], hr[3], c}, kLstmCellPasses, node, "recurrent-cell");
         h = pb.Pointwise({xw[1], hr[1], c}, kLstmHiddenPasses, node, "recurrent-hidden");
@@ -106,6 +127,7 @@ ConverterTable RecurrentConverters() {
   return {
       {.op_type = "LSTM", .lower = LowerRecurrent, .weight_input = RecurrentWeight},
       {.op_type = "GRU", .lower = LowerRecurrent, .weight_input = RecurrentWeight},
+      {.op_type = "RNN", .lower = LowerRecurrent, .weight_input = RecurrentWeight},
   };
 }
 

@@ -62,6 +62,11 @@ std::vector<std::string> RegisteredOpTypes();
 // The opsets an op type has converters for: "opsets 1 to 9, 10 and later"; "" if none.
 std::string ConverterOpsets(const std::string& op_type);
 
+// The error of an op whose shapes depend on the data (NMS, Loop, an If on a computed condition).
+inline constexpr const char* kDataDependentShapes =
+    "data-dependent shapes (detection post-processing, control flow) cannot be scheduled ahead of time; "
+    "export the network without them (the backbone and the heads' raw outputs; see docs/model-import.md)";
+
 // Lowers one node with its converter; fails (one line naming the node) on another domain or an
 // op type without a converter at the model's opset (the message lists the op types there are).
 void LowerNode(Context& cx, const OnnxNode& node);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "src/io/problem_reader.h"
+
 namespace annealer::lowering {
 
 int64_t Product(const std::vector<int64_t>& v, size_t from, size_t to) {
@@ -43,6 +45,10 @@ std::string Attr::Text(const std::string& k) const {
 void SetChannelsLayout(Act& a, std::optional<int> col) {
   const int r = static_cast<int>(a.dims.size());
   a.col_axis = col ? *col : (r == 4 || r == 5 ? 1 : (r == 0 ? -1 : r - 1));
+  // A rank-4/5 value that is not an image (mvit's [B, heads = 1, 3, tokens, head_dim] qkv): its
+  // size-1 axis 1 as the columns would leave more rows than a tensor side allows; its last
+  // axis is the columns instead. (Only where the channels layout could not be written at all.)
+  if (!col && (r == 4 || r == 5) && a.dims[1] == 1 && a.dims[r - 1] > 1 && Product(a.dims) > kMaxTensorSide) a.col_axis = r - 1;
   a.row_axes.clear();
   for (int i = 0; i < r; ++i) if (i != a.col_axis) a.row_axes.push_back(i);
   a.part_axes.clear();
