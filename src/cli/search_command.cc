@@ -470,7 +470,11 @@ int RunSearchCommand(int argc, char** argv) {
         const int open = searched - r.bound_met - r.exact_optimal - r.proof_too_large;
         if (open > 0) {
           line += ", " + std::to_string(open) + (open == 1 ? " class" : " classes") +
-                  " left unproven (more time or repeats.proof_share / repeats.proof_states)";
+                  " left unproven (more time or repeats.proof_share / repeats.proof_states" +
+                  // The block proofs follow round 1; the phase ties' classes are searched later (their
+                  // nested searches' own exact solver may still prove them).
+                  (searched > chosen_classes ? "; the block proofs run before the phase ties' classes are searched)"
+                                             : ")");
         }
         if (r.proof_too_large > 0) {
           line += ", " + std::to_string(r.proof_too_large) + (r.proof_too_large == 1 ? " class" : " classes") +
