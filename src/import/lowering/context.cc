@@ -91,12 +91,7 @@ Act Context::StatValue(const OnnxNode& node, const RowStat& s) {
   out.parts.clear();
   std::vector<TensorId> sums;
   for (TensorId t : s.sources) {
-    const Elements cols = problem_.tensor(t).width;
-    const TensorId u = problem_.NewTensor(cols, 1, {(node.outputs.empty() ? node.name : node.outputs[0]) + "~ones", "view-selector"});
-    sums.push_back(problem_.MatMul(t, u, node, "reduction", problem_.hw().pointwise_base * double(CeilDiv(cols, problem_.hw().native))));
-    problem_.Note("column-reduction-matmul",
-                  "a reduction over the columns kept as a value (a feature sum, an arg-max) is a MatMul with a ones column; extra MACs = the adds (reported apart from the model's MACs)",
-                  0, problem_.tensor(t).size());
+    sums.push_back(problem_.ColumnSum(t, node, (node.outputs.empty() ? node.name : node.outputs[0]) + "~ones"));
   }
   out.parts = {sums.size() == 1 ? sums[0] : problem_.Pointwise(sums, s.passes, node, "block-sum")};
   return out;

@@ -213,14 +213,7 @@ Act ColumnReduced(Context& cx, const OnnxNode& node, const Act& x_in) {
   out.col_split = false;
   out.parts.clear();
   std::vector<TensorId> blocks;
-  for (TensorId part : x.parts) {
-    const Elements cols = cx.tensor(part).width;
-    const TensorId u = pb.NewTensor(cols, 1, {node.name + "~ones", "view-selector"});
-    blocks.push_back(pb.MatMul(part, u, node, "reduction", pb.hw().pointwise_base * double(CeilDiv(cols, pb.hw().native))));
-    pb.Note("column-reduction-matmul",
-            "a reduction over the columns kept as a value (a feature sum, an arg-max) is a MatMul with a ones column; extra MACs = the adds (reported apart from the model's MACs)",
-            0, cx.tensor(part).size());
-  }
+  for (TensorId part : x.parts) blocks.push_back(pb.ColumnSum(part, node, node.name + "~ones"));
   if (x.col_split) out.parts = {pb.Pointwise(blocks, 0, node, "block-sum")};
   else out.parts = blocks;
   pb.summary().vector_element_passes += Elems(x);

@@ -46,6 +46,17 @@ namespace {
 bool IsComputeRole(const std::string& role) { return role == "matmul" || role == "conv" || role == "conv-tap"; }
 }  // namespace
 
+TensorId ProblemBuilder::ColumnSum(TensorId t, const OnnxNode& node, const std::string& ones_name) {
+  const Elements cols = tensor(t).width;
+  const TensorId ones = NewTensor(cols, 1, {ones_name, "view-selector"});
+  const TensorId sum = MatMul(t, ones, node, "reduction", hw().pointwise_base * double(CeilDiv(cols, hw().native)));
+  Note("column-reduction-matmul",
+       "a reduction over the columns kept as a value (a feature sum, an arg-max) is a MatMul with a ones column; "
+       "extra MACs = the adds (reported apart from the model's MACs)",
+       0, tensor(t).size());
+  return sum;
+}
+
 TensorId ProblemBuilder::MatMul(TensorId l, TensorId r, const OnnxNode& node, const std::string& role,
                                 std::optional<double> base) {
   const Elements m = p_.tensors[l].height, k = p_.tensors[l].width, n = p_.tensors[r].width;

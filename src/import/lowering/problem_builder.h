@@ -45,6 +45,9 @@ class ProblemBuilder {
   // l @ r. Base cost: `base`, else the profile's MatMul base per native block of K. A compute
   // role ("matmul", "conv", "conv-tap") adds M·K·N to the model's MACs.
   TensorId MatMul(TensorId l, TensorId r, const OnnxNode& node, const std::string& role, std::optional<double> base = {});
+  // The sum over the columns of `t` (rows x 1): `t` times a ones column named `ones_name`,
+  // priced at the vector rate per native block of columns, noted as rule column-reduction-matmul.
+  TensorId ColumnSum(TensorId t, const OnnxNode& node, const std::string& ones_name);
   // One elementwise op over same-shaped operands (duplicates read once), `passes` vector passes.
   TensorId Pointwise(std::vector<TensorId> inputs, double passes, const OnnxNode& node, const std::string& role);
   // The weight tensor `name`+`suffix` of rows x cols, one per name, suffix and shape.
