@@ -2485,6 +2485,35 @@ TEST_CASE("bound: P25 by hand, a MatMul alone at the shapes its fast memory allo
   CHECK(at.k == 4);
 }
 
+// What ResidualTapNets and ResidualSumNets share, drawn in this order: n = 4, A of `rows x d`
+// (K = N) from a graph input or, three times in four, its gather, the bandwidth; `Matched(r)` is
+// a Pointwise base cost at r times one tile's share of the transfers of a `rows x d` tensor.
+struct ResidualShape {
+  Elements rows = 0;
+  Elements d = 0;
+  Elements n = 0;
+  double bandwidth = 0;
+  TensorId a = 0;
+  double Matched(double ratio) const {
+    const double tiles = static_cast<double>(((rows + n - 1) / n) * ((d + n - 1) / n));
+    return ratio * static_cast<double>(rows * d) / bandwidth / tiles;
+  }
+};
+
+ResidualShape DrawResidualShape(testing::ProblemMaker& make) {
+  Problem& problem = make.problem;
+  problem.native = 4;
+  ResidualShape shape;
+  shape.n = problem.native;
+  shape.rows = make.Pick({4, 5, 6, 8, 12});
+  shape.d = make.Pick({4, 4, 6, 8});
+  problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
+  shape.bandwidth = problem.slow_memory_bandwidth;
+  shape.a = make.Tensor(shape.rows, shape.d);
+  if (!make.Coin(4)) shape.a = make.Op(OpKind::Layout, {shape.a}, shape.rows, shape.d, 0);
+  return shape;
+}
+
 // P25 where K = N: problems in which a Pointwise op may read the taps' LHS A beside a tap. Taps
 // x_i = A @ W_i (1 or 2, a weight each, K = N, so A has the taps' shape), A a graph input or a
 // Layout gather of one; 1 or 2 Pointwise readers of A (one over A and a second input sometimes, or
@@ -2497,17 +2526,12 @@ TEST_CASE("bound: P25 by hand, a MatMul alone at the shapes its fast memory allo
 Problem ResidualTapNets(std::mt19937_64& rng) {
   testing::ProblemMaker make{rng};
   Problem& problem = make.problem;
-  problem.native = 4;
-  const Elements n = problem.native;
-  const Elements rows = make.Pick({4, 5, 6, 8, 12});
-  const Elements d = make.Pick({4, 4, 6, 8});  // K = N
-  problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
-  const auto matched = [&](double ratio) {
-    const double tiles = static_cast<double>(((rows + n - 1) / n) * ((d + n - 1) / n));
-    return ratio * static_cast<double>(rows * d) / problem.slow_memory_bandwidth / tiles;
-  };
-  TensorId a = make.Tensor(rows, d);
-  if (!make.Coin(4)) a = make.Op(OpKind::Layout, {a}, rows, d, 0);  // the image's gather of a graph input
+  const ResidualShape shape = DrawResidualShape(make);
+  const Elements rows = shape.rows;
+  const Elements d = shape.d;
+  const Elements n = shape.n;
+  const TensorId a = shape.a;
+  const auto matched = [&](double ratio) { return shape.Matched(ratio); };
   const int m = static_cast<int>(make.Pick({1, 2, 2}));
   const double mm = matched(make.PickReal({0.25, 0.5, 1, 2}));
   std::vector<TensorId> parts;
@@ -2787,17 +2811,12 @@ TEST_CASE("bound: P25 where K = N, a reader of A beside the tap at w = k never b
 Problem ResidualSumNets(std::mt19937_64& rng) {
   testing::ProblemMaker make{rng};
   Problem& problem = make.problem;
-  problem.native = 4;
-  const Elements n = problem.native;
-  const Elements rows = make.Pick({4, 5, 6, 8, 12});
-  const Elements d = make.Pick({4, 4, 6, 8});  // K = N
-  problem.slow_memory_bandwidth = make.PickReal({0.5, 1, 4});
-  const auto matched = [&](double ratio) {
-    const double tiles = static_cast<double>(((rows + n - 1) / n) * ((d + n - 1) / n));
-    return ratio * static_cast<double>(rows * d) / problem.slow_memory_bandwidth / tiles;
-  };
-  TensorId a = make.Tensor(rows, d);
-  if (!make.Coin(4)) a = make.Op(OpKind::Layout, {a}, rows, d, 0);  // the image's gather of a graph input
+  const ResidualShape shape = DrawResidualShape(make);
+  const Elements rows = shape.rows;
+  const Elements d = shape.d;
+  const Elements n = shape.n;
+  const TensorId a = shape.a;
+  const auto matched = [&](double ratio) { return shape.Matched(ratio); };
   const int m = static_cast<int>(make.Pick({1, 2, 3, 3}));
   const double mm = matched(make.PickReal({0.5, 1, 2, 4}));
   std::vector<TensorId> parts;
