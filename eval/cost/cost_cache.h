@@ -58,6 +58,7 @@
 #include <span>
 #include <vector>
 
+#include "eval/cost/cache_keys.h"
 #include "eval/model/flat_problem.h"
 #include "eval/model/evaluation.h"
 #include "eval/model/problem.h"
@@ -76,31 +77,6 @@ struct CacheStats {
     return lookups == 0 ? 0.0 : static_cast<double>(hits) / static_cast<double>(lookups);
   }
 };
-
-// The words of the shape (see above) of the context `ops` after `retained_in`, retaining
-// `retain`, at no granularity and raster traversal, into `words`; false when the context has no
-// shape key. Contexts of equal words are order-preserving relabellings of each other, so
-// whatever is derived only from what pricing reads of them (e.g. search/fit/fit.h's
-// granularity fit) is the same for all of them.
-bool ContextShapeWords(const Problem& problem, const std::vector<OpId>& ops,
-                       const std::vector<TensorId>& retained_in, const std::vector<TensorId>& retain,
-                       std::vector<uint64_t>& words);
-
-// The words by which the cache's word keys (a context's shape, a thread's id keys) hold an
-// explicit traversal `order`, appended to `words`: a tag, then either the tiles (tag 0) or, when
-// shorter, the first tile and the runs of equal steps between consecutive tiles, each as its step
-// (64-bit wrapping difference) and its length (tag 1). The named patterns are two runs per row or
-// column, so a fit's traversal of up to 2,048 tiles takes a few dozen words instead of one word
-// per tile to copy and compare. The key's header holds order.size(), so the words decode to the
-// order: two orders of one length have equal words exactly when they are equal.
-void AppendTraversalWords(const std::vector<int64_t>& order, std::vector<uint64_t>& words);
-
-// Sorts ids in [0, 64 * bits.size()) and drops repeats, by a bitmap that is all zero before and
-// after: what std::sort and std::unique give, at a mark per id and a read per word of the range
-// the ids span (a shape key sorts its context's ops and tensors: on ResNet-50's contexts of 50-70
-// ops, ~200 ids, the sorts were most of the key's build). Returns whether an id was listed more
-// than once.
-bool SortById(std::vector<int32_t>& ids, std::vector<uint64_t>& bits);
 
 // What LookupValid derives of a context before it reads the shared tables: its shape key and the
 // key's hash. CostCache::PrepareValid derives it ahead, so that a caller with several lookups to
