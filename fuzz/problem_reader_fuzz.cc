@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "eval/oracle.h"
-#include "eval/cost/subgraph_cost.h"
+#include "eval/cost/evaluate_fast.h"
 #include "fuzz/fuzz_checks.h"
 #include "search/starts/baseline.h"
 #include "src/io/problem_reader.h"

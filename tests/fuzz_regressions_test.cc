@@ -8,6 +8,7 @@
 #include "eval/cost/cost_cache.h"
 #include "eval/cost/incremental.h"
 #include "eval/oracle.h"
+#include "eval/cost/evaluate_fast.h"
 #include "eval/cost/subgraph_cost.h"
 #include "fuzz/fixed_problem.h"
 #include "src/io/problem_reader.h"

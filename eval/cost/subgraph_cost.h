@@ -63,13 +63,6 @@ class PricingShortcutsOff {
   static inline thread_local int depth_ = 0;
 };
 
-class CostCache;
-
-// A whole schedule by the fast path: every subgraph by CostSubgraph (or from `cache` when not
-// null), then the sequence rules (V7, V1 coverage, V9) and the V13 warnings exactly as
-// EvaluateOracle does. Same Evaluation as EvaluateOracle, latencies to rounding.
-Evaluation EvaluateFast(const Problem& problem, const Schedule& schedule, CostCache* cache = nullptr);
-
 // Whether CostSubgraph prices this subgraph by step classes (true) or step by step (false).
 // Invalid subgraphs report false.
 bool CostSubgraphUsesStepClasses(const Problem& problem, const Subgraph& subgraph,

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "eval/bound/bounds.h"
-#include "eval/cost/subgraph_cost.h"
+#include "eval/cost/evaluate_fast.h"
 #include "search/driver.h"
 #include "search/exact/exact.h"
 #include "search/repeats/pieces.h"

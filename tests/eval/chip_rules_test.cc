@@ -17,6 +17,7 @@
 #include "eval/cost/incremental.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
+#include "eval/cost/evaluate_fast.h"
 #include "eval/cost/subgraph_cost.h"
 #include "search/starts/baseline.h"
 #include "search/driver.h"

@@ -13,7 +13,7 @@
 #include "eval/cost/cost_cache.h"
 #include "eval/cost/incremental.h"
 #include "eval/oracle.h"
-#include "eval/cost/subgraph_cost.h"
+#include "eval/cost/evaluate_fast.h"
 #include "search/starts/baseline.h"
 #include "src/import/hardware_profile.h"
 #include "tests/support/graph_builder.h"

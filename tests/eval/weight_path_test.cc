@@ -16,6 +16,7 @@
 #include "eval/cost/incremental.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
+#include "eval/cost/evaluate_fast.h"
 #include "eval/cost/subgraph_cost.h"
 #include "eval/model/subproblem.h"
 #include "search/starts/baseline.h"

@@ -11,7 +11,7 @@
 #include "eval/cost/cost_cache.h"
 #include "eval/cost/incremental.h"
 #include "eval/oracle.h"
-#include "eval/cost/subgraph_cost.h"
+#include "eval/cost/evaluate_fast.h"
 #include "src/io/json_fields.h"
 #include "src/io/problem_reader.h"
 #include "src/io/schedule_io.h"

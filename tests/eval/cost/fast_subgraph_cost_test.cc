@@ -13,6 +13,7 @@
 #include "eval/cost/cost_cache.h"
 #include "eval/oracle.h"
 #include "eval/random_schedule.h"
+#include "eval/cost/evaluate_fast.h"
 #include "eval/cost/subgraph_cost.h"
 #include "eval/model/subgraph_structure.h"
 #include "search/starts/baseline.h"
