@@ -1,3 +1,4 @@
+// See cost_cache.h for the levels a lookup tries and why; the keys themselves are cache_keys.h's.
 #include "eval/cost/cost_cache.h"
 
 #include <algorithm>
