@@ -419,6 +419,12 @@ SearchSummary RunSearch(const Problem& problem, const SearchParams& given, Clock
   rounds_setup.threads = threads;
   rounds_setup.later_threads = overlap ? later_round_threads : threads;
   rounds_setup.later_running = overlap ? &later_rounds_running : nullptr;
+  rounds_setup.nested_search = [](const Problem& block, const SearchParams& block_params,
+                                  std::chrono::steady_clock::time_point block_deadline,
+                                  const std::atomic<bool>& block_stop, const SearchCallbacks& block_callbacks,
+                                  const std::vector<Schedule>& block_starts) {
+    return RunSearch(block, block_params, block_deadline, block_stop, block_callbacks, nullptr, block_starts);
+  };
   if (!overlap) {
     std::optional<RepeatStart> start = RunRounds(params, repeat_plan, composition_passes, rounds_setup, stop, stopped,
                                                  stopped, [](const Schedule&, Latency) {}, [] {});

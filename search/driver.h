@@ -5,75 +5,16 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
-#include <optional>
-#include <string>
+#include <vector>
 
 #include "eval/bound/bounds.h"
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
-#include "search/exact/exact_result.h"
 #include "search/params.h"
-#include "search/repeats/repeat_result.h"
+#include "search/search_summary.h"
 
 namespace annealer {
-
-struct SearchProgress {
-  double elapsed_seconds = 0;
-  Latency best_total = 0;
-  int64_t moves = 0;
-  double moves_per_second = 0;  // over the workers' time (SearchSummary::worker_seconds)
-  double cache_hit_rate = 0;
-  int epoch = 0;
-};
-
-struct SearchCallbacks {
-  // Serialized (never two at once), each strictly better than the last; `found_by` = worker
-  // kind ("sa", "ga", "greedy-fusion", "pattern", "baseline", "polish", ...).
-  std::function<void(const Schedule&, Latency total, const std::string& found_by)> on_improvement;
-  std::function<void(const SearchProgress&)> on_progress;  // about every progress_interval s
-  // Once, when the exact solver has run (before the workers start).
-  std::function<void(const ExactResult&)> on_exact;
-};
-
-struct SearchSummary {
-  Schedule best;
-  Latency best_total = 0;
-  int64_t moves = 0;
-  double search_seconds = 0;  // time the workers ran (after the constructive starts)
-  // Time from the call to the first epoch of the workers (the starts that ran before them).
-  double setup_seconds = 0;
-  // The workers' thread-seconds over the thread count: search_seconds less the share of the
-  // threads the overlapped starts had. moves / worker_seconds = the moves per second of the
-  // search on the whole graph at all threads.
-  double worker_seconds = 0;
-  // The CPU time of the workers' epochs on their threads (each epoch's thread CPU clock), summed
-  // over the workers. moves / worker_cpu_seconds is a worker's moves per CPU-second, which does
-  // not depend on what else shares the cores (the starts running beside the workers, other
-  // jobs); threads x that is the rate of the search if its workers had every thread to
-  // themselves.
-  double worker_cpu_seconds = 0;
-  double cache_hit_rate = 0;
-  std::map<std::string, int> improvements_by_kind;
-  std::map<std::string, Latency> gain_by_kind;
-  int epochs = 0;
-  // Deterministic mode only: the deadline or the stop flag ended the workers before their work
-  // budget (max_epochs; 0 = none), so the last epoch was cut where the clock said and the result
-  // is not reproducible.
-  bool deterministic_cut = false;
-  // The exact solver's run (exact.time_share > 0): its status and family; when it completed
-  // (optimal), no schedule of its family beats the search's best.
-  std::optional<ExactResult> exact;
-  // The repeated-block start's run, when it ran (a graph of at least repeats.min_ops ops in
-  // which repeated blocks hold most ops, and repeats.time_share > 0).
-  std::optional<RepeatResult> repeats;
-  // The elite pool's schedules at the end, best first: where a later search may go on from
-  // (`starts` of RunSearch; the rounds of the repeated-block start, repeats.round_continue).
-  std::vector<Schedule> elite;
-};
 
 // After the constructive starts, the repeated-block start (search/repeats/repeats.h): when most of a
 // graph of at least repeats.min_ops ops is made of repeated blocks, one block per class is

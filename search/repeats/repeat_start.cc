@@ -6,7 +6,6 @@
 
 #include "eval/bound/bounds.h"
 #include "eval/cost/evaluate_fast.h"
-#include "search/driver.h"
 #include "search/exact/exact.h"
 #include "search/repeats/pieces.h"
 #include "search/repeats/rounds.h"
@@ -78,7 +77,7 @@ void RepeatStart::Count() {
 }
 
 std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const RepeatPlan& plan, int round,
-                                          const RepeatStart* kept, bool resume, bool resume_next,
+                                          const NestedSearch& search, const RepeatStart* kept, bool resume, bool resume_next,
                                           Clock::time_point begun, Clock::time_point share_end,
                                           int nested_threads, Clock::time_point deadline,
                                           const std::atomic<bool>& stop,
@@ -230,7 +229,7 @@ std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const Repe
     };
     SearchSummary solved;
     try {
-      solved = RunSearch(sub, nested, class_deadline, nested_stop, nested_callbacks, nullptr, nested_starts);
+      solved = search(sub, nested, class_deadline, nested_stop, nested_callbacks, nested_starts);
     } catch (const std::exception& error) {
       if (unsolved(c)) continue;
       // E.g. no valid start for a block: the graph's own starts stand, the search goes on.

@@ -1,5 +1,5 @@
 // One round of the repeated-block and piece starts and the block proofs after it (search/driver.h
-// describes the start; search/repeats/round_runner.h runs the rounds).
+// describes the start and passes its RunSearch down for the nested searches; search/repeats/round_runner.h runs the rounds).
 #pragma once
 
 #include <atomic>
@@ -12,8 +12,8 @@
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
 #include "search/params.h"
-#include "search/repeats/repeat_result.h"
 #include "search/repeats/repeats.h"
+#include "search/search_summary.h"
 
 namespace annealer {
 
@@ -51,8 +51,9 @@ struct RepeatStart {
 // `resume` from where `kept`'s search of it ended (its elite schedules as the nested search's
 // starts). `resume_next`: keep each class's elite for a round that resumes this one. nullopt when
 // the plan is empty; otherwise what happened, and the composed schedule through `offer`.
-// `nested_threads`: the threads of each nested search.
+// `nested_threads`: the threads of each nested search, which `search` runs.
 std::optional<RepeatStart> RunRepeatStart(const SearchParams& params, const RepeatPlan& plan, int round,
+                                          const NestedSearch& search,
                                           const RepeatStart* kept, bool resume, bool resume_next,
                                           std::chrono::steady_clock::time_point begun,
                                           std::chrono::steady_clock::time_point share_end, int nested_threads,

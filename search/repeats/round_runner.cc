@@ -78,7 +78,7 @@ std::optional<RepeatStart> RunRounds(const SearchParams& params, const RepeatPla
   // milliseconds, not measured continued.
   const bool resume = params.repeats.round_continue && !plan.pieces;
   std::optional<RepeatStart> first =
-      RunRepeatStart(params, plan, 0, nullptr, false, resume, setup.begun, setup.begun + slice, setup.threads,
+      RunRepeatStart(params, plan, 0, setup.nested_search, nullptr, false, resume, setup.begun, setup.begun + slice, setup.threads,
                      setup.deadline, round_stop, offer);
   first_done();
   if (!first || !first->composed) return first;
@@ -105,7 +105,7 @@ std::optional<RepeatStart> RunRounds(const SearchParams& params, const RepeatPla
     current_round = r + 1;
     if (setup.later_running != nullptr) setup.later_running->store(true, std::memory_order_release);
     std::optional<RepeatStart> next = RunRepeatStart(
-        params, plan, r, &kept, resume, resume, now,
+        params, plan, r, setup.nested_search, &kept, resume, resume, now,
         now + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(round_seconds)),
         setup.later_threads, setup.deadline, round_stop, offer);
     if (setup.later_running != nullptr) setup.later_running->store(false, std::memory_order_release);

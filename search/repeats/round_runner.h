@@ -28,6 +28,7 @@ struct RoundsSetup {
   // Set while a later round runs, when the workers run beside it (they leave it its threads);
   // null: the rounds run before the workers.
   std::atomic<bool>* later_running = nullptr;
+  NestedSearch nested_search;  // runs each block class's search (the driver's RunSearch)
 };
 
 // Runs the rounds: `round_stop` ends them, as does `stopped` (the run's stop test) between

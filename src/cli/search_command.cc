@@ -19,7 +19,7 @@
 #include "eval/model/subgraph_structure.h"
 #include "search/driver.h"
 #include "search/exact/exact_result.h"
-#include "search/repeats/repeat_result.h"
+#include "search/search_summary.h"
 #include "src/io/config.h"
 #include "src/io/json_fields.h"
 #include "src/import/model_source.h"
@@ -448,7 +448,7 @@ int RunSearchCommand(int argc, char** argv) {
         if (r.polished > 0) line += " (" + Grouped(r.polished) + " after the passes)";
       }
       if (r.total > 0 && r.bound_met + r.exact_optimal > 0) {
-        // What is proven holds for each class as a standalone block (search/repeats/repeat_result.h).
+        // What is proven holds for each class as a standalone block (RepeatResult, search/search_summary.h).
         line += "; as standalone blocks, " + std::to_string(r.bound_met + r.exact_optimal) + " of " +
                 std::to_string(searched) + (searched == 1 ? " class" : " classes") + " proven optimal (" +
                 std::to_string(r.bound_met) + " meet their bound, " + std::to_string(r.exact_optimal) +
