@@ -246,6 +246,30 @@ std::vector<BadModel> BadModels() {
   }
   // ... a kernel with an empty dim (no taps: a sum of nothing) ...
   bad.push_back({"empty_kernel.onnx", ConvModel({4, 4, 1, 0}, 1).Bytes(), "node 'conv' (Conv): the weight [4,4,1,0] has an empty dim"});
+  // ... a local function that calls itself (torch's export_modules_as_functions writes calls of
+  // a custom domain, expanded in place; this one would never end: the error names the call 64
+  // levels down) ...
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Output("y");
+    m.Node("call", "Block", {"x"}, {"y"}).set_domain("local");
+    m.model.add_opset_import()->set_domain("local");
+    onnx::FunctionProto* f = m.model.add_functions();
+    f->set_name("Block");
+    f->set_domain("local");
+    f->add_input("a");
+    f->add_output("b");
+    f->add_opset_import()->set_version(13);
+    onnx::NodeProto* inner = f->add_node();
+    inner->set_op_type("Block");
+    inner->set_domain("local");
+    inner->add_input("a");
+    inner->add_output("b");
+    std::string name = "call";
+    for (int i = 0; i < 64; ++i) name += "/Block#0";
+    bad.push_back({"recursive_function.onnx", m.Bytes(),
+                   "node '" + name + "' (Block): local functions nest deeper than 64 calls (a function calling itself?)"});
+  }
   // Dims whose product passes 2^40 elements (the most a problem tensor holds) are rejected at once.
   bad.push_back({"huge_input.onnx", OneNode("relu", "Relu", {"x"}, {1 << 20, 1 << 20, 2}).Bytes(),
                  "graph input 'x' of dims 1048576x1048576x2 is too large (more than 1099511627776 elements)"});
