@@ -232,6 +232,7 @@ class FunctionInliner {
         Count(node, i);
         continue;
       }
+      Count(node, i);  // calls too: functions of empty bodies calling each other twice would not end
       if (depth >= kMaxDepth)
         Fail(origin_, "node '" + NodeName(node, i) + "' (" + node.op_type() + "): local functions nest deeper than " +
                           std::to_string(kMaxDepth) + " calls (a function calling itself?)");
@@ -248,7 +249,7 @@ class FunctionInliner {
   void Count(const onnx::NodeProto& node, int index) {
     if (++nodes_ > kMaxNodes)
       Fail(origin_, "node '" + NodeName(node, index) + "' (" + node.op_type() + "): the local functions expand into more than " +
-                        std::to_string(kMaxNodes) + " nodes");
+                        std::to_string(kMaxNodes) + " nodes and calls");
   }
 
   void ExpandGraph(onnx::GraphProto* g, int depth) {

@@ -287,6 +287,46 @@ TEST_CASE("import errors: each bad model is one exact line, from the importer an
   }
 }
 
+// Local functions that call the next one twice, 40 levels, the last with an empty body: the
+// expansion would make 2^40 calls. It stops at 2^21 nodes and calls with one line naming the
+// call it reached.
+TEST_CASE("import errors: local functions doubling at every level stop at 2^21 nodes and calls") {
+  ModelBuilder m;
+  m.Input("x", {2, 8}).Output("y");
+  m.Node("call", "F0", {"x"}, {"y"}).set_domain("local");
+  m.model.add_opset_import()->set_domain("local");
+  // Names built by appends: GCC 12 flags `"F" + std::to_string(i)` with a false -Wrestrict.
+  auto name = [](int level) {
+    std::string n = "F";
+    n += std::to_string(level);
+    return n;
+  };
+  for (int level = 0; level < 40; ++level) {
+    onnx::FunctionProto* f = m.model.add_functions();
+    f->set_name(name(level));
+    f->set_domain("local");
+    f->add_input("a");
+    f->add_output("b");
+    f->add_opset_import()->set_version(13);
+    if (level == 39) continue;
+    for (const auto& [in, out] : {std::pair{"a", "t"}, std::pair{"t", "b"}}) {
+      onnx::NodeProto* inner = f->add_node();
+      inner->set_op_type(name(level + 1));
+      inner->set_domain("local");
+      inner->add_input(in);
+      inner->add_output(out);
+    }
+  }
+  const auto dir = testing::ScratchDir("import-errors", "models");
+  const std::string path = (dir / "doubling_functions.onnx").string();
+  const std::string message = ImportMessage(m.Bytes(), path);
+  std::string start = path;
+  start += ": node 'call/F1#0/";
+  CHECK(message.rfind(start, 0) == 0);
+  CHECK(message.find("): the local functions expand into more than 2097152 nodes and calls") != std::string::npos);
+  CHECK(message.find('\n') == std::string::npos);
+}
+
 TEST_CASE("import errors: usage errors exit 2, an unknown profile 1") {
   const auto dir = testing::ScratchDir("import-errors", "usage");
   const std::string model = testing::Quote(std::string(ANNEALER_SOURCE_DIR) + "/tests/models/mlp.onnx");
