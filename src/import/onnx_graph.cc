@@ -204,6 +204,122 @@ void CheckNodeAttributes(const std::string& origin, const google::protobuf::Repe
   }
 }
 
+// ONNX local functions (FunctionProto: torch's `export_modules_as_functions=True` writes one per
+// module class, and the graph calls them as ops of a custom domain) are expanded in place before
+// anything else reads the graph: every call becomes the function's nodes, its formal inputs and
+// outputs renamed to the call's values (an omitted input to ""), its other values to
+// "<function>#<call number>/<name>", each attribute reference bound to the call's attribute of
+// that name (left out when the call has none, ONNX's rule), nodes named "<call>/<node>". Calls
+// inside a function expand in turn, with the attributes bound at the level above.
+class FunctionInliner {
+ public:
+  FunctionInliner(const std::string& origin, const onnx::ModelProto& model) : origin_(origin) {
+    for (const auto& f : model.functions()) functions_[{f.domain(), f.name()}] = &f;
+  }
+
+  void Expand(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& in,
+              google::protobuf::RepeatedPtrField<onnx::NodeProto>* out, int depth) {
+    for (int i = 0; i < in.size(); ++i) {
+      const onnx::NodeProto& node = in[i];
+      const auto f = functions_.find({node.domain(), node.op_type()});
+      if (f == functions_.end()) {
+        onnx::NodeProto* copy = out->Add();
+        *copy = node;
+        for (auto& a : *copy->mutable_attribute())
+          if (a.has_g()) ExpandGraph(a.mutable_g(), depth);
+        for (auto& a : *copy->mutable_attribute())
+          for (auto& g : *a.mutable_graphs()) ExpandGraph(&g, depth);
+        Count(node, i);
+        continue;
+      }
+      Count(node, i);  // calls too: functions of empty bodies calling each other twice would not end
+      if (depth >= kMaxDepth)
+        Fail(origin_, "node '" + NodeName(node, i) + "' (" + node.op_type() + "): local functions nest deeper than " +
+                          std::to_string(kMaxDepth) + " calls (a function calling itself?)");
+      google::protobuf::RepeatedPtrField<onnx::NodeProto> body;
+      Instantiate(*f->second, node, NodeName(node, i), &body);
+      Expand(body, out, depth + 1);
+    }
+  }
+
+ private:
+  static constexpr int kMaxDepth = 64;
+  static constexpr int64_t kMaxNodes = int64_t{1} << 21;
+
+  void Count(const onnx::NodeProto& node, int index) {
+    if (++nodes_ > kMaxNodes)
+      Fail(origin_, "node '" + NodeName(node, index) + "' (" + node.op_type() + "): the local functions expand into more than " +
+                        std::to_string(kMaxNodes) + " nodes and calls");
+  }
+
+  void ExpandGraph(onnx::GraphProto* g, int depth) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    Expand(g->node(), &nodes, depth);
+    g->mutable_node()->Swap(&nodes);
+  }
+
+  void Instantiate(const onnx::FunctionProto& f, const onnx::NodeProto& call, const std::string& call_name,
+                   google::protobuf::RepeatedPtrField<onnx::NodeProto>* body) {
+    std::map<std::string, std::string> rename;
+    for (int i = 0; i < f.input_size(); ++i) rename[f.input(i)] = i < call.input_size() ? call.input(i) : "";
+    for (int i = 0; i < f.output_size() && i < call.output_size(); ++i) rename[f.output(i)] = call.output(i);
+    // Numbered: a nested call's first output may be its caller's output, whose own values would
+    // then share a prefix with it.
+    const std::string prefix = call.op_type() + "#" + std::to_string(++calls_) + "/";
+    std::map<std::string, const onnx::AttributeProto*> bound;
+    for (const auto& a : call.attribute()) bound[a.name()] = &a;
+    auto name_of = [&](const std::string& v) {
+      if (v.empty()) return v;
+      const auto it = rename.find(v);
+      return it != rename.end() ? it->second : prefix + v;
+    };
+    for (int i = 0; i < f.node_size(); ++i) {
+      onnx::NodeProto* n = body->Add();
+      *n = f.node(i);
+      n->set_name(call_name + "/" + NodeName(f.node(i), i));
+      Bind(n, name_of, bound);
+    }
+  }
+
+  // Renames a node's values (and those of its subgraphs, which read the function's values by
+  // name) and binds its attribute references.
+  template <typename NameOf>
+  static void Bind(onnx::NodeProto* n, const NameOf& name_of, const std::map<std::string, const onnx::AttributeProto*>& bound) {
+    for (auto& v : *n->mutable_input()) v = name_of(v);
+    for (auto& v : *n->mutable_output()) v = name_of(v);
+    google::protobuf::RepeatedPtrField<onnx::AttributeProto> attributes;
+    for (const auto& a : n->attribute()) {
+      if (a.ref_attr_name().empty()) {
+        *attributes.Add() = a;
+        continue;
+      }
+      const auto it = bound.find(a.ref_attr_name());
+      if (it == bound.end()) continue;
+      onnx::AttributeProto* b = attributes.Add();
+      *b = *it->second;
+      b->set_name(a.name());
+    }
+    n->mutable_attribute()->Swap(&attributes);
+    for (auto& a : *n->mutable_attribute()) {
+      std::vector<onnx::GraphProto*> graphs;
+      if (a.has_g()) graphs.push_back(a.mutable_g());
+      for (auto& g : *a.mutable_graphs()) graphs.push_back(&g);
+      for (onnx::GraphProto* g : graphs) {
+        for (auto& v : *g->mutable_input()) v.set_name(name_of(v.name()));
+        for (auto& v : *g->mutable_output()) v.set_name(name_of(v.name()));
+        for (auto& t : *g->mutable_initializer()) t.set_name(name_of(t.name()));
+        for (auto& v : *g->mutable_value_info()) v.set_name(name_of(v.name()));
+        for (auto& sub : *g->mutable_node()) Bind(&sub, name_of, bound);
+      }
+    }
+  }
+
+  const std::string& origin_;
+  std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*> functions_;
+  int64_t nodes_ = 0;
+  int64_t calls_ = 0;
+};
+
 }  // namespace
 
 std::vector<std::string> SubgraphOuterReads(const OnnxSubgraph& g) {
@@ -264,6 +380,12 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
   if (g.opset == 0) Fail(origin, "the model imports no opset of the default ONNX domain");
 
   onnx::GraphProto* graph = model.mutable_graph();
+  if (model.functions_size() > 0) {
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> expanded;
+    FunctionInliner(origin, model).Expand(graph->node(), &expanded, 0);
+    graph->mutable_node()->Swap(&expanded);
+    model.clear_functions();
+  }
   std::set<std::string> initializer_names;
   for (const auto& t : graph->initializer()) initializer_names.insert(t.name());
 

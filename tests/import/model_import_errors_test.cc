@@ -246,6 +246,30 @@ std::vector<BadModel> BadModels() {
   }
   // ... a kernel with an empty dim (no taps: a sum of nothing) ...
   bad.push_back({"empty_kernel.onnx", ConvModel({4, 4, 1, 0}, 1).Bytes(), "node 'conv' (Conv): the weight [4,4,1,0] has an empty dim"});
+  // ... a local function that calls itself (torch's export_modules_as_functions writes calls of
+  // a custom domain, expanded in place; this one would never end: the error names the call 64
+  // levels down) ...
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Output("y");
+    m.Node("call", "Block", {"x"}, {"y"}).set_domain("local");
+    m.model.add_opset_import()->set_domain("local");
+    onnx::FunctionProto* f = m.model.add_functions();
+    f->set_name("Block");
+    f->set_domain("local");
+    f->add_input("a");
+    f->add_output("b");
+    f->add_opset_import()->set_version(13);
+    onnx::NodeProto* inner = f->add_node();
+    inner->set_op_type("Block");
+    inner->set_domain("local");
+    inner->add_input("a");
+    inner->add_output("b");
+    std::string name = "call";
+    for (int i = 0; i < 64; ++i) name += "/Block#0";
+    bad.push_back({"recursive_function.onnx", m.Bytes(),
+                   "node '" + name + "' (Block): local functions nest deeper than 64 calls (a function calling itself?)"});
+  }
   // Dims whose product passes 2^40 elements (the most a problem tensor holds) are rejected at once.
   bad.push_back({"huge_input.onnx", OneNode("relu", "Relu", {"x"}, {1 << 20, 1 << 20, 2}).Bytes(),
                  "graph input 'x' of dims 1048576x1048576x2 is too large (more than 1099511627776 elements)"});
@@ -261,6 +285,46 @@ TEST_CASE("import errors: each bad model is one exact line, from the importer an
     CHECK(ImportMessage(model.bytes, path) == message);
     CheckCli(path, message);
   }
+}
+
+// Local functions that call the next one twice, 40 levels, the last with an empty body: the
+// expansion would make 2^40 calls. It stops at 2^21 nodes and calls with one line naming the
+// call it reached.
+TEST_CASE("import errors: local functions doubling at every level stop at 2^21 nodes and calls") {
+  ModelBuilder m;
+  m.Input("x", {2, 8}).Output("y");
+  m.Node("call", "F0", {"x"}, {"y"}).set_domain("local");
+  m.model.add_opset_import()->set_domain("local");
+  // Names built by appends: GCC 12 flags `"F" + std::to_string(i)` with a false -Wrestrict.
+  auto name = [](int level) {
+    std::string n = "F";
+    n += std::to_string(level);
+    return n;
+  };
+  for (int level = 0; level < 40; ++level) {
+    onnx::FunctionProto* f = m.model.add_functions();
+    f->set_name(name(level));
+    f->set_domain("local");
+    f->add_input("a");
+    f->add_output("b");
+    f->add_opset_import()->set_version(13);
+    if (level == 39) continue;
+    for (const auto& [in, out] : {std::pair{"a", "t"}, std::pair{"t", "b"}}) {
+      onnx::NodeProto* inner = f->add_node();
+      inner->set_op_type(name(level + 1));
+      inner->set_domain("local");
+      inner->add_input(in);
+      inner->add_output(out);
+    }
+  }
+  const auto dir = testing::ScratchDir("import-errors", "models");
+  const std::string path = (dir / "doubling_functions.onnx").string();
+  const std::string message = ImportMessage(m.Bytes(), path);
+  std::string start = path;
+  start += ": node 'call/F1#0/";
+  CHECK(message.rfind(start, 0) == 0);
+  CHECK(message.find("): the local functions expand into more than 2097152 nodes and calls") != std::string::npos);
+  CHECK(message.find('\n') == std::string::npos);
 }
 
 TEST_CASE("import errors: usage errors exit 2, an unknown profile 1") {

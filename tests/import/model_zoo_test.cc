@@ -227,5 +227,62 @@ TEST_CASE("zoo: exports with their nodes in reverse order import with the same c
   }
 }
 
+// Other settings of torch.onnx.export (tests/models/export_torch.py, SETTINGS).
+// export_modules_as_functions=True: the graph calls local functions (one per module class,
+// nested, with attribute references); expanded in place, the problem is the plain export's, byte
+// for byte.
+TEST_CASE("zoo: exports with local functions import as the plain exports") {
+  for (const char* model : {"resnet18", "transformer_encoder"}) {
+    CAPTURE(model);
+    const OnnxGraph functions = ReadOnnxFile(kZoo + model + "_functions_op17.onnx", {});
+    CHECK(functions.nodes.size() > 40);  // the file's graph itself is one call
+    const LoweredModel f = LowerOnnxGraph(functions, ZooHardware());
+    const LoweredModel plain = LowerOnnxGraph(ReadOnnxFile(kZoo + model + "_op17.onnx", {}), ZooHardware());
+    CHECK(ProblemToJson(f.problem) == ProblemToJson(plain.problem));
+    CHECK(f.summary.onnx_ops == plain.summary.onnx_ops);
+    CHECK(f.summary.params == plain.summary.params);
+  }
+}
+
+// training=TrainingMode.TRAINING with the model in train(): a BatchNormalization computes its batch
+// statistics (opset 13: five outputs; 17: training_mode = 1) and a Dropout drops (opset 13, 17:
+// training_mode = True; 11: the mask output). Each is priced and stated as an approximation with
+// its size; the MACs are the eval export's.
+TEST_CASE("zoo: training-mode exports: batch statistics and dropout are priced and stated") {
+  auto rule = [](const LoweredModel& m, const std::string& name) {
+    for (const Approximation& a : m.summary.approximations)
+      if (a.rule == name) return a;
+    return Approximation{};
+  };
+  for (const char* opset : {"13", "17"}) {
+    CAPTURE(opset);
+    const LoweredModel m = LowerOnnxGraph(ReadOnnxFile(kZoo + "resnet18_training_op" + opset + ".onnx", {}), ZooHardware());
+    const LoweredModel eval = LowerOnnxGraph(ReadOnnxFile(kZoo + "resnet18_op" + opset + ".onnx", {}), ZooHardware());
+    CHECK(m.summary.macs == eval.summary.macs);
+    CHECK(m.summary.onnx_ops.at("BatchNormalization") == 20);
+    const Approximation a = rule(m, "batch-statistics");
+    CHECK(a.count == 20);
+    // the outputs of the 20 convolutions: 64·112² + 4·64·56² + 4·128·28² + 128·28² + 4·256·14²
+    // + 256·14² + 4·512·7² + 512·7²
+    CHECK(a.elements == 802816 + 802816 + 501760 + 250880 + 125440);
+    CHECK(!a.traffic);
+    CHECK(m.summary.problem_ops.at("normalisation") == 20);
+  }
+  for (const char* opset : {"11", "13", "17"}) {
+    CAPTURE(opset);
+    const LoweredModel m =
+        LowerOnnxGraph(ReadOnnxFile(kZoo + "transformer_encoder_training_op" + opset + ".onnx", {}), ZooHardware());
+    CHECK(m.summary.macs == 104860160);  // torch's count (expected.json)
+    CHECK(m.summary.onnx_ops.at("Dropout") == 8);
+    const Approximation a = rule(m, "training-dropout");
+    CHECK(a.count == 8);
+    // per layer: the attention probabilities (4 heads x 64 x 64), after attention (64 x 256), in
+    // the feed-forward (64 x 1024) and after it (64 x 256)
+    CHECK(a.elements == 2 * (4 * 64 * 64 + 64 * 256 + 64 * 1024 + 64 * 256));
+    const Evaluation e = EvaluateOracle(m.problem, BuildBaseline(m.problem));
+    CHECK(e.ok());
+  }
+}
+
 }  // namespace
 }  // namespace annealer

@@ -19,6 +19,11 @@ Why each step (see README.md in the output directory for the table):
 * Stripping: each initializer keeps name, dims and data_type but loses its data, except
   integer/bool tensors of <= 64 elements (shape constants, axes, indices) and rank-0 tensors
   (Clip bounds, scales), which the importer reads. Constant nodes are left as exported.
+* Export settings: SETTINGS exports some of the models with other settings of torch.onnx.export
+  (local functions, training mode) as `<model>_<setting>_op<opset>.onnx`. The local-function
+  files are not byte-identical run to run (torch 1.13's function extraction orders the functions
+  and their attributes, and picks which module gets the name "BasicBlock.1", differently from
+  run to run, even with PYTHONHASHSEED fixed); their imports are.
 * Counts come from torch: `macs` is Σ M·K·N over aten.mm/addmm/bmm/baddbmm (and mv/dot) plus
   convolution out_elements·(Cin/groups)·kh·kw (transposed: in_elements·(Cout/groups)·kh·kw)
   seen by a TorchDispatchMode in one forward pass on the export input; the same pass is checked
@@ -765,6 +770,22 @@ MODELS = {
     "gpt_decoder": (GPT, ("ids", (1, 128)), "token + position Embedding Gathers (position ids from Range/arange), QKV nn.Linear + chunk(3) (Split), causal masked_fill (Where), Q.K^T and P.V MatMuls, GELU, LM head tied to the token embedding (Transpose of the table, folded)"),
 }
 
+# Exports with other settings of torch.onnx.export than the zoo's (docs/model-import.md, "A
+# user's check of exports that neither set holds"): name -> (model of MODELS, its opsets, the
+# settings given to torch.onnx.export besides the zoo's, whether the model is in train() mode,
+# what the file exercises). Written as `<name>_op<opset>.onnx` with the same noise, counts and
+# stripping.
+SETTINGS = {
+    "resnet18_functions": ("resnet18", (17,), {"export_modules_as_functions": True}, False,
+                           "export_modules_as_functions=True: the graph is one call of a local function (ONNX FunctionProto, domain torchvision.models.resnet), nested calls of Sequential/BasicBlock/Conv2d functions with attribute references (Conv's pads, strides, kernel_shape)"),
+    "transformer_encoder_functions": ("transformer_encoder", (17,), {"export_modules_as_functions": True}, False,
+                                      "export_modules_as_functions=True on nn.TransformerEncoder: nested local functions (TransformerEncoderLayer, MultiheadAttention's Linear, LayerNorm), shape arithmetic inside them"),
+    "resnet18_training": ("resnet18", (13, 17), {"training": torch.onnx.TrainingMode.TRAINING}, True,
+                          "training=TrainingMode.TRAINING, model in train(): 20 BatchNormalization with batch statistics (opset 13: 5 outputs; 17: training_mode=1 and the running statistics as outputs), not folded into the convs"),
+    "transformer_encoder_training": ("transformer_encoder", (11, 13, 17), {"training": torch.onnx.TrainingMode.TRAINING}, True,
+                                     "training=TrainingMode.TRAINING, model in train(): 8 Dropout nodes (p=0.1; opset 13, 17: ratio and training_mode=True inputs; opset 11: the mask output)"),
+}
+
 
 # ---------------------------------------------------------------- counting
 
@@ -922,17 +943,29 @@ def add_noise(model):
             t.copy_(torch.where(t == 0, 1e-3 * u, t))
 
 
+def _strip_tensor(t):
+    """Clears the data of a tensor except small integer ones and scalars; True if kept."""
+    n = _numel(t.dims)
+    if (t.data_type in INT_TYPES and n <= KEEP_DATA_MAX_ELEMENTS) or len(t.dims) == 0:
+        return True
+    for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
+                  "uint64_data", "string_data"):
+        t.ClearField(field)
+    return False
+
+
 def strip(model_proto):
-    """Initializers keep name/dims/data_type; data only for small integer tensors and scalars."""
-    kept = 0
-    for t in model_proto.graph.initializer:
-        n = _numel(t.dims)
-        if (t.data_type in INT_TYPES and n <= KEEP_DATA_MAX_ELEMENTS) or len(t.dims) == 0:
-            kept += 1
-            continue
-        for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
-                      "uint64_data", "string_data"):
-            t.ClearField(field)
+    """Initializers keep name/dims/data_type; data only for small integer tensors and scalars.
+    With local functions (export_modules_as_functions), every call also carries its module's
+    parameters as tensor attributes, which no function body reads: their data goes the same way."""
+    kept = sum(_strip_tensor(t) for t in model_proto.graph.initializer)
+    local = {(f.domain, f.name) for f in model_proto.functions}
+    for nodes in [model_proto.graph.node] + [f.node for f in model_proto.functions]:
+        for node in nodes:
+            if (node.domain, node.op_type) in local:
+                for a in node.attribute:
+                    if a.type == onnx.AttributeProto.TENSOR:
+                        _strip_tensor(a.t)
     return kept
 
 
@@ -976,10 +1009,19 @@ def make_input(spec):
 
 
 def export_one(name, opsets, outdir):
-    ctor, spec, constructs = MODELS[name]
+    settings, train = {}, False
+    if name in SETTINGS:
+        base, own_opsets, settings, train, constructs = SETTINGS[name]
+        opsets = [o for o in opsets if o in own_opsets] if opsets else list(own_opsets)
+        ctor, spec, _ = MODELS[base]
+    else:
+        ctor, spec, constructs = MODELS[name]
+        opsets = opsets or [13, 17]
     torch.manual_seed(SEED)
     model = ctor().eval()
     add_noise(model)
+    if train:
+        model.train()
     example = make_input(spec)
     torch_params = sum(p.numel() for p in model.parameters())
     with torch.enable_grad():   # the MHA/TransformerEncoder fast path has no ONNX export
@@ -998,7 +1040,7 @@ def export_one(name, opsets, outdir):
         try:
             with torch.enable_grad():
                 torch.onnx.export(model, example, buf, opset_version=opset,
-                                  do_constant_folding=True, input_names=["input"])
+                                  do_constant_folding=True, input_names=["input"], **settings)
         except Exception as e:  # noqa: BLE001 - reported, the others go on
             results[fname] = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:300]}"}
             if os.path.exists(os.path.join(outdir, fname)):   # no stale file from an older run
@@ -1036,6 +1078,8 @@ def export_one(name, opsets, outdir):
             "outputs": check["outputs"],
             "op_types": " ".join(f"{k}:{v}" for k, v in sorted(ops.items())),
             "constructs": constructs,
+            **({"export_settings": ", ".join(f"{k}={v}" for k, v in settings.items())
+                + (", model.train()" if train else "")} if settings else {}),
             "dispatch_ops": " ".join(f"{k}:{v}" for k, v in sorted(counter.by_op.items())),
         }
         results[fname] = entry
@@ -1150,7 +1194,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("outdir", nargs="?", default=os.path.join(here, "torch"))
     ap.add_argument("--only", default="", help="comma-separated model names (default: all)")
-    ap.add_argument("--opsets", default="13,17")
+    ap.add_argument("--opsets", default="",
+                    help="default: 13,17 for the models, each export setting's own opsets")
     ap.add_argument("--import-table", metavar="ANNEALER",
                     help="export nothing: run ANNEALER import on every file of OUTDIR/expected.json "
                          "and write the result table into OUTDIR/README.md")
@@ -1158,11 +1203,11 @@ def main():
     if args.import_table:
         write_table(args.outdir, args.import_table)
         return
-    names = [n for n in args.only.split(",") if n] or list(MODELS)
-    unknown = [n for n in names if n not in MODELS]
+    names = [n for n in args.only.split(",") if n] or list(MODELS) + list(SETTINGS)
+    unknown = [n for n in names if n not in MODELS and n not in SETTINGS]
     if unknown:
-        sys.exit(f"export_torch.py: unknown model {unknown[0]} (known: {', '.join(MODELS)})")
-    opsets = [int(o) for o in args.opsets.split(",")]
+        sys.exit(f"export_torch.py: unknown model {unknown[0]} (known: {', '.join(list(MODELS) + list(SETTINGS))})")
+    opsets = [int(o) for o in args.opsets.split(",") if o]
     os.makedirs(args.outdir, exist_ok=True)
     torch.set_num_threads(1)   # shared machine; also keeps the forward pass deterministic
     expected_path = os.path.join(args.outdir, "expected.json")
@@ -1181,7 +1226,8 @@ def main():
         except Exception as e:  # noqa: BLE001 - a model that cannot even run is reported
             err = f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
             print(f"{name}: FAILED before export: {err}", flush=True)
-            results = {f"{name}_op{o}.onnx": {"error": err} for o in opsets}
+            results = {f"{name}_op{o}.onnx": {"error": err}
+                       for o in (opsets or (SETTINGS[name][1] if name in SETTINGS else [13, 17]))}
         for fname, entry in results.items():
             if "error" in entry:
                 failures[fname] = entry["error"]

@@ -17,6 +17,36 @@ void LowerPass(Context& cx, const OnnxNode& node) {
   }
 }
 
+// A training-mode Dropout drops elements: one Pointwise op of 2 passes (a random draw compared
+// with the ratio; the select and the 1/(1-ratio) scale), the random generator's work priced as
+// one pass. From opset 12 the mode is input 2 (`training_mode`; one the model computes counts as
+// training) and the ratio input 1 (0.5 by default); before, the mode is the runtime's, and
+// torch's TrainingMode.TRAINING export is the one that asks for the mask (output 1): its
+// inference export leaves no Dropout. A ratio of 0, or inference, is the identity.
+void LowerDropout(Context& cx, const OnnxNode& node) {
+  auto known = [&](size_t i) -> std::optional<double> {
+    if (!cx.HasInput(node, i)) return std::nullopt;
+    const Const* c = cx.GetConst(node, i);
+    if (c && c->values && c->values->size() == 1) return (*c->values)[0];
+    return c ? std::nullopt : std::optional<double>(1.0);  // computed: training
+  };
+  const bool mask = node.outputs.size() > 1 && !node.outputs[1].empty();
+  const std::optional<double> mode = cx.opset() >= 12 ? known(2) : std::optional<double>(mask ? 1 : 0);
+  const std::optional<double> ratio = cx.opset() >= 12 ? known(1) : std::optional<double>(Attr{node}.Float("ratio", 0.5));
+  if (!mode || *mode == 0 || (ratio && *ratio == 0) || !std::holds_alternative<Act>(cx.Get(node, 0)))
+    return LowerPass(cx, node);
+  Act out = cx.NeedAct(node, 0);
+  cx.problem().Note("training-dropout",
+                    "a training-mode Dropout is one Pointwise op of 2 passes (the random draw compared with the ratio, "
+                    "the select and scale): the random generator's work is priced as one pass; elements = those ops' sizes",
+                    Elems(out));
+  for (TensorId& t : out.parts) t = cx.problem().Pointwise({t}, 2, node, "elementwise");
+  const std::vector<int64_t> dims = out.dims;
+  cx.Set(node, 0, std::move(out));
+  if (node.outputs.size() > 1 && !node.outputs[1].empty())
+    cx.Bind(node.outputs[1], Const{dims, std::nullopt, false, false, node.outputs[1]});
+}
+
 void LowerConstant(Context& cx, const OnnxNode& node) {
   Attr a{node};
   Const c;
@@ -367,7 +397,7 @@ ConverterTable ConstantConverters() {
   return {
       {"Constant", LowerConstant},
       {"Identity", LowerPass},
-      {"Dropout", LowerPass},
+      {"Dropout", LowerDropout},
       {"Cast", LowerPass},
       {"CastLike", LowerPass},
       {"Shape", LowerShape},

@@ -66,7 +66,31 @@ void LowerLayerNorm(Context& cx, const OnnxNode& node) {
   }
   LowerAlongAxis(cx, node, 8, -1, false);
 }
-void LowerBatchNorm(Context& cx, const OnnxNode& node) { LowerPerElement(cx, node, cx.NeedAct(node, 0), 2); }
+// BatchNormalization with the running statistics: 2 passes (scale, shift). In training mode
+// (`training_mode` = 1 from opset 14; before, the mean and variance among the outputs: torch's
+// TrainingMode.TRAINING export) it first computes each channel's statistics over the batch and
+// spatial axes: priced as InstanceNormalization (8 passes), in place, a tile not waiting for the
+// statistics of the whole batch. The statistics outputs (running or saved mean and variance, per channel)
+// are constants of the problem: nothing of the forward pass reads them.
+void LowerBatchNorm(Context& cx, const OnnxNode& node) {
+  const bool training = Attr{node}.Has("training_mode")
+                            ? Attr{node}.Int("training_mode", 0) != 0
+                            : std::any_of(node.outputs.begin() + (node.outputs.empty() ? 0 : 1), node.outputs.end(),
+                                          [](const std::string& o) { return !o.empty(); });
+  if (!training) return LowerPerElement(cx, node, cx.NeedAct(node, 0), 2);
+  // In the value's layout (a BatchNorm1d's (N, C, L) keeps L as its columns): the passes are
+  // the same, and the statistics span rows either way.
+  Act x = cx.NeedAct(node, 0);
+  if (x.dims.size() < 2) cx.Fail(node, "batch statistics need an (N, C, ...) input, got " + DimsText(x.dims));
+  cx.problem().Note("batch-statistics",
+                    "a training-mode batch normalisation computes each channel's mean and variance over the batch and "
+                    "spatial axes and normalises with them: 8 passes in place (Pointwise), a tile not waiting for the "
+                    "statistics of the whole batch (no traffic change); elements = those ops' sizes",
+                    Elems(x));
+  for (size_t i = 1; i < node.outputs.size(); ++i)
+    if (!node.outputs[i].empty()) cx.Bind(node.outputs[i], Const{{x.dims[1]}, std::nullopt, true, false, node.outputs[i]});
+  LowerPerElement(cx, node, x, 8);
+}
 // InstanceNormalization; on a value reshaped from an activation without moving data (GroupNorm
 // as exported: Reshape [N,C,H,W] -> [N,G,C/G·H·W], InstanceNormalization, Reshape back), the
 // normalisation runs on the source's tensors in place and the value stays a reshape of them, so
