@@ -24,6 +24,7 @@
 #include "src/io/config.h"
 #include "src/import/hardware_text.h"
 #include "src/import/lowering_map.h"
+#include "src/import/model_lowering.h"
 #include "src/import/model_source.h"
 #include "src/import/onnx_graph.h"
 #include "src/io/problem_writer.h"

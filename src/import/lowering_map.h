@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "eval/model/problem.h"
-#include "src/import/model_lowering.h"
+#include "src/import/lowered_model.h"
 
 namespace annealer {
 

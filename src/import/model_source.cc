@@ -1,6 +1,7 @@
 #include "src/import/model_source.h"
 
 #include "src/io/json_fields.h"
+#include "src/import/model_lowering.h"
 #include "src/import/onnx_graph.h"
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"

@@ -11,7 +11,7 @@
 
 #include "eval/model/problem.h"
 #include "src/import/hardware_profile.h"
-#include "src/import/model_lowering.h"
+#include "src/import/lowered_model.h"
 
 namespace annealer {
 

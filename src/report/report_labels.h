@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "src/import/model_lowering.h"
+#include "src/import/lowered_model.h"
 
 namespace annealer {
 

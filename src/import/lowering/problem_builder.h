@@ -14,7 +14,7 @@
 
 #include "eval/model/problem.h"
 #include "src/import/lowering/values.h"
-#include "src/import/model_lowering.h"
+#include "src/import/lowered_model.h"
 #include "src/import/onnx_graph.h"
 
 namespace annealer::lowering {
