@@ -322,7 +322,7 @@ TEST_CASE("H6: the baseline and the exact solver stay valid and above the bound"
 // writes A (400: compute-bound), and each head loads A and writes K_j on the activation path while
 // W_j streams beside them: per tile max(16 / B, 16 / Bw) + max((16 + 16) / B, 16 / Bw) = 48, two
 // row tiles, 96. With one path the head would pay its weight loads at B too (160, the one-path
-// test in bounds_test.cc). P16 under H6: P's island at a = 1 (400, serving a head costs 400), each
+// test in tests/eval/bound/islands/crossing_test.cc). P16 under H6: P's island at a = 1 (400, serving a head costs 400), each
 // head's island at (0, 0): its write 32 plus A's load 64, so 400 + 96 x heads, met. The islands
 // part gives 400 + 32 x heads; with Bw = 1/2 the weights bind (128 a head) and the islands part
 // (max(W / Bw, O / B) per island) is the bound, met too.

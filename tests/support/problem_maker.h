@@ -1,4 +1,4 @@
-// Random problems for the bound's property tests (bounds_test, weight_path_test): the choices a
+// Random problems for the bound's property tests (tests/eval/bound/, weight_path_test): the choices a
 // generator draws and the tensors and ops it adds, each op with a fresh output tensor.
 #pragma once
 
@@ -60,9 +60,10 @@ struct ProblemMaker {
   }
 };
 
-// P16's hand case (bounds_test, weight_path_test): a Pointwise op P (X -> A, 8x8, base 100) read
-// by `heads` MatMuls A @ W_j -> K_j (W_j graph inputs 8 high, 4 wide; base 0), native 4,
-// capacity 4096, bandwidth 1, a weight path of `weight_bandwidth` when positive. Not finalized.
+// P16's hand case (tests/eval/bound/islands/crossing_test.cc, weight_path_test): a Pointwise op P
+// (X -> A, 8x8, base 100) read by `heads` MatMuls A @ W_j -> K_j (W_j graph inputs 8 high, 4 wide;
+// base 0), native 4, capacity 4096, bandwidth 1, a weight path of `weight_bandwidth` when positive.
+// Not finalized.
 inline Problem SharedInputHeads(int heads, double weight_bandwidth = 0) {
   Problem p;
   p.native = 4;

@@ -22,7 +22,7 @@ std::vector<char> ForcedWrites(const Problem& problem, const Analysis& a, const 
 // with p (P3); none for a tensor that P19 streams (its readers' P14 lines count its loads).
 std::vector<Elements> IslandActivationLoads(const Problem& problem, const Analysis& a, const Built& built);
 
-// Test-only switch (tests/eval/bound/bounds_test.cc): false claims nothing, the bound as before P32. Not
+// Test-only switch (tests/eval/bound/islands/activations_test.cc): false claims nothing, the bound as before P32. Not
 // thread-safe; never set elsewhere.
 extern bool g_island_activations;
 

@@ -86,7 +86,7 @@ bool StreamedActivationSide(const Problem& problem, OpId x, int slot);
 // |t| x ceil(M/n) (RHS) per subgraph holding a reader in F (P5), divided among t's readers
 // (the F readers of one subgraph share one grid and may share each load, D5).
 double StreamedActivations(const Problem& problem, OpId x);
-// Ablation switch for tests/eval/bound/bounds_test.cc only (measures what P19 adds): false makes
+// Ablation switch for tests/eval/bound/traffic/streaming_test.cc only (measures what P19 adds): false makes
 // StreamedActivations 0, the bound as before P19. Not thread-safe; never set elsewhere.
 extern bool g_streamed_activations;
 

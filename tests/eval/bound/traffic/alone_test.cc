@@ -1,12 +1,16 @@
 // P21, a MatMul that sits alone (eval/bound/traffic/alone.h, docs/lower-bound.md "A MatMul that sits
 // alone (P21)"): its floor against the oracle's best over every tile shape, by hand, and the
 // bound with it never above the oracle on random problems at real-chip ratios, one path or two.
+// P30, a MatMul with its epilogue: loads and tiles (the same header, docs/lower-bound.md "A MatMul with
+// its epilogue: loads and tiles (P30)"): never above the oracle on MlpIslands.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <limits>
 #include <random>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "eval/bound/traffic/alone.h"
 #include "eval/bound/traffic/perstep.h"
@@ -15,6 +19,7 @@
 #include "eval/random_schedule.h"
 #include "search/exact/exact.h"
 #include "search/starts/baseline.h"
+#include "tests/support/bound_checks.h"
 #include "tests/support/problem_maker.h"
 #include "tests/support/sample_schedules.h"
 #include "tests/support/suffix_bounds.h"
@@ -25,6 +30,12 @@ namespace {
 using bound_internal::g_lone_matmul_floor;
 using bound_internal::g_per_step_excess;
 using bound_internal::LoneMatMulLatency;
+using testing::BoundAndWithout;
+using testing::ForEachGroupShape;
+using testing::ForEachValidAndAtPeak;
+using testing::RealRatioSchedules;
+using testing::ValidRandomOptions;
+using testing::kSlack;
 
 std::vector<char> Weights(const Problem& p) {
   std::vector<char> w(p.tensors.size(), 0);
@@ -367,6 +378,106 @@ TEST_CASE("P21: lone MatMuls priced step by step never above the oracle at real-
                                   << " meeting it), tightest raised bound / latency " << tightest);
   CHECK(valid > 2500);
   CHECK(raised > 250);
+}
+
+// P30's pattern: an island of one MatMul x = A @ W (K > n, W a graph input only x reads) and
+// Pointwise ops E made from it: A made by a Pointwise op (another island: it cannot feed K > n,
+// P1), E a chain of 1 to 3 ops with a branch summed back sometimes, its end read by a MatMul with
+// K > n (another island), written as a graph output, or both. Tensor sizes around the capacity
+// (A and E's outputs too large to retain or not), capacities from 1.5 to 16 native tiles, compute
+// (at native tiles) from a tenth to ten times the time to move every tensor once.
+Problem MlpIslands(std::mt19937_64& rng) {
+  testing::ProblemMaker make{rng};
+  Problem& problem = make.problem;
+  problem.native = make.Pick({4, 8});
+  const Elements n = problem.native;
+  const Elements rows = make.Pick({n / 2, n, n + 3, 2 * n});
+  const Elements k = make.Pick({n + 1, n + 3, 2 * n, 3 * n});
+  const Elements cols = make.Pick({n / 2, n, n + 2, 2 * n, 3 * n});
+  const TensorId a = make.Op(OpKind::Pointwise, {make.Tensor(rows, k)}, rows, k, make.PickReal({1, 4}));
+  TensorId z = make.Op(OpKind::MatMul, {a, make.Tensor(k, cols)}, rows, cols, make.PickReal({4, 16}));
+  const TensorId first = z;
+  const int chain = static_cast<int>(make.Pick({1, 2, 3}));
+  for (int i = 0; i < chain; ++i) {
+    z = make.Op(OpKind::Pointwise, {z}, rows, cols, make.PickReal({0, 1, 4, 8}));
+    if (i == 1 && make.Coin(2)) z = make.Op(OpKind::Pointwise, {first, z}, rows, cols, make.PickReal({1, 2}));
+  }
+  const int end = std::uniform_int_distribution<int>(0, 2)(rng);
+  if (end != 1 && cols > n) {
+    const Elements out_cols = make.Pick({n, n + 2});
+    make.Op(OpKind::MatMul, {z, make.Tensor(cols, out_cols)}, rows, out_cols, make.PickReal({2, 8}));
+  }
+  if (end == 2 || cols <= n) make.Op(OpKind::Pointwise, {z}, rows, cols, 0);  // a second reader
+  const Elements big = rows * std::max(k, cols);
+  problem.fast_memory_capacity = std::max<Elements>(
+      3 * n * n / 2, make.Pick({3 * n * n / 2, 2 * n * n, 5 * n * n / 2, 3 * n * n, 4 * n * n, 16 * n * n, big - 1, big}));
+  problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
+  REQUIRE(problem.Finalize() == "");
+  double moved = 0, compute = 0;
+  for (const annealer::Tensor& t : problem.tensors) moved += static_cast<double>(t.size());
+  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+    compute += problem.ops[o].base_cost * static_cast<double>(problem.NativeTiles(o));
+  }
+  const double ratio = make.PickReal({0.1, 0.5, 1, 2, 10});
+  for (annealer::Op& op : problem.ops) op.base_cost *= ratio * moved / problem.slow_memory_bandwidth / compute;
+  return problem;
+}
+
+// P30 against the oracle: MlpIslands, every schedule of RealRatioSchedules (also at the capacity
+// of its own peak working set), and, per problem, x with its chain, x alone and the chain alone
+// at every tile shape. Counts the problems where P30 raises the bound (against the test-only
+// switch g_alone_loads = false).
+TEST_CASE("bound: P30's MatMul with its epilogue, loads and tiles, never above the oracle") {
+  int valid = 0, tight = 0, enumerated = 0, raised = 0, decided = 0, met = 0;
+  double tightest = 0;
+  std::mt19937_64 rng(2828);
+  for (int trial = 0; trial < 600; ++trial) {
+    const Problem problem = MlpIslands(rng);
+    CAPTURE(trial);
+    LowerBound without;
+    const LowerBound bound = BoundAndWithout(problem, bound_internal::g_alone_loads, without);
+    CHECK(bound.total() >= without.total() * (1 - kSlack));
+    const bool rises = bound.total() > without.total() * (1 + 1e-9);
+    raised += rises ? 1 : 0;
+    const auto check = [&](const Evaluation& e) {
+      CHECK(bound.total() <= e.total * (1 + kSlack));
+      CHECK(bound.islands <= e.total * (1 + kSlack));
+      CHECK(bound.crossing <= e.total * (1 + kSlack));
+      if (!rises) return;
+      ++decided;
+      tightest = std::max(tightest, bound.total() / e.total);
+      met += bound.total() >= e.total * (1 - 1e-9) ? 1 : 0;
+    };
+    const std::vector<Schedule> schedules = RealRatioSchedules(
+        problem, rng, trial, 4, [](int s) { return ValidRandomOptions(0.2 + 0.25 * s, 0.3, 0.3); }, 8, 4);
+    tight += ForEachValidAndAtPeak(
+        problem, schedules, "P30 trial " + std::to_string(trial),
+        [&](const Evaluation& e) {
+          ++valid;
+          check(e);
+        },
+        [&](const Problem& squeezed, const Evaluation& e) {
+          CHECK(ComputeLowerBound(squeezed).total() <= e.total * (1 + kSlack));
+        });
+    // x is op 1; its chain the Pointwise ops made from it and from each other (up to the first
+    // op outside the island).
+    std::vector<OpId> chain;
+    for (OpId o = 2; o < static_cast<OpId>(problem.ops.size()); ++o) {
+      if (problem.ops[o].kind != OpKind::Pointwise || problem.ops[o].base_cost == 0) break;
+      chain.push_back(o);
+    }
+    std::vector<OpId> with_x = {1};
+    with_x.insert(with_x.end(), chain.begin(), chain.end());
+    enumerated += ForEachGroupShape(problem, with_x, check);
+    enumerated += ForEachGroupShape(problem, {1}, check);
+    if (!chain.empty()) enumerated += ForEachGroupShape(problem, chain, check);
+  }
+  MESSAGE("P30: bound raised on " << raised << " problems, valid schedules " << valid << ", at their peak " << tight
+                                  << ", enumerated " << enumerated << ", checked against a raised bound " << decided
+                                  << " (met " << met << "), tightest bound/latency there " << tightest);
+  CHECK(valid > 1500);
+  CHECK(enumerated > 5000);
+  CHECK(raised > 50);
 }
 
 }  // namespace
