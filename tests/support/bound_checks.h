@@ -45,8 +45,8 @@ struct Teeth {
   int floor = 0;     // schedules whose bound is P17's memory floor, above every other part
   double tightest = 0;
 };
-// One count for the whole binary: only bounds_test.cc's first cases read it, and doctest runs that
-// file before the parts' files (file order), so they count their own schedules as before.
+// One count for the whole binary: a case that reads it takes the counts it added (a copy at its
+// start), so the order the cases run in does not matter (`tightest` is the run's).
 inline Teeth teeth;
 
 // Checks the bound and every suffix bound of a valid schedule; returns false if invalid.
