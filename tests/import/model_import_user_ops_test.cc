@@ -449,5 +449,25 @@ TEST_CASE("import user ops: errors stay one line naming the node") {
   }
 }
 
+TEST_CASE("import user ops: a graph output known at import is stated, not written") {
+  // A training-mode BatchNormalization (opset 15) whose running mean is a graph output, and a
+  // Dropout whose mask is one: both are constants of the problem (the statistics and the draw are
+  // priced in their ops' passes), so neither is a problem output; their 8 + 128 elements are said.
+  OnnxModelBuilder m(15);
+  m.Input("x", {1, 8, 4, 4}).Output("y").Output("rm").Output("mask");
+  m.Weight("s", {8}).Weight("b", {8}).Weight("mean", {8}).Weight("var", {8});
+  m.Floats("ratio", {}, {0.1f});
+  SetInt(m.Node("bn", "BatchNormalization", {"x", "s", "b", "mean", "var"}, {"t", "rm", "rv"}), "training_mode", 1);
+  m.Node("drop", "Dropout", {"t", "ratio"}, {"y", "mask"});
+  const LoweredModel lowered = Lower(m, "m.onnx");
+  const Approximation* a = Rule(lowered, "constant-output");
+  REQUIRE(a != nullptr);
+  CHECK(a->count == 2);
+  CHECK(a->elements == -(8 + 128));
+  CHECK(a->traffic);
+  CHECK(lowered.problem.ops.size() == 1);  // the BatchNormalization's 8 passes; Dropout without training_mode: free
+  CheckValid(lowered);
+}
+
 }  // namespace
 }  // namespace annealer

@@ -71,6 +71,15 @@ void Context::ResolveOutput(const std::string& name) {
   node.name = name;
   node.op_type = "graph output";
   node.outputs = {name};
+  if (const Const* c = std::get_if<Const>(&it->second)) {
+    // Known at import: no op of the problem makes it, so nothing writes it. Said, since some of
+    // these stand for data (a training-mode BatchNormalization's statistics, a Dropout's mask).
+    problem_.Note("constant-output",
+                  "a graph output known at import (a constant, or the statistics or mask the lowering keeps as "
+                  "one) is no output of the problem: its write is not charged",
+                  -Product(c->dims));
+    return;
+  }
   if (const RowStat* s = std::get_if<RowStat>(&it->second)) {
     Act out = StatValue(node, *s);
     // Expanded back to its source's shape (F.normalize's norm): the copies gathered.
