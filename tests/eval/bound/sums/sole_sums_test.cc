@@ -25,6 +25,7 @@ using testing::ForEachAsppConfiguration;
 using testing::ForEachFusedSum;
 using testing::ForEachSumTwice;
 using testing::ForEachValidAndAtPeak;
+using testing::HandTapSum;
 using testing::RealRatioSchedules;
 using testing::SoleSumRun;
 using testing::SoleSumsAgainstOracle;
@@ -66,19 +67,7 @@ TEST_CASE("bound: P52's written sink of a sole sum never above the oracle") {
 // exact solver's optimum 1,192 (s and r with the five outputs loaded at 2 x 1 tiles).
 TEST_CASE("bound: P52 by hand, five MatMuls summed and a ReLU, the sink's write") {
   Problem problem;
-  problem.native = 4;
-  problem.tensors.push_back({4, 8});  // A
-  std::vector<TensorId> outs;
-  for (int i = 0; i < 5; ++i) {
-    problem.tensors.push_back({4, 4});  // W_i
-    problem.tensors.push_back({4, 8});  // x_i's output
-    const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
-    outs.push_back(w + 1);
-    problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, 100});
-  }
-  problem.tensors.push_back({4, 8});
-  const auto sum = static_cast<TensorId>(problem.tensors.size() - 1);
-  problem.ops.push_back({OpKind::Pointwise, outs, sum, 1});
+  const TensorId sum = HandTapSum(problem, 5);
   problem.tensors.push_back({4, 8});
   problem.ops.push_back({OpKind::Pointwise, {sum}, static_cast<TensorId>(problem.tensors.size() - 1), 1});
   problem.fast_memory_capacity = 24;
@@ -118,18 +107,7 @@ TEST_CASE("bound: P28 by hand, five MatMuls summed, each subgraph at its larger 
   for (const double base : {100.0, 10.0}) {
     CAPTURE(base);
     Problem problem;
-    problem.native = 4;
-    problem.tensors.push_back({4, 8});  // A
-    std::vector<TensorId> outs;
-    for (int i = 0; i < 5; ++i) {
-      problem.tensors.push_back({4, 4});  // W_i
-      problem.tensors.push_back({4, 8});  // x_i's output
-      const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
-      outs.push_back(w + 1);
-      problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, base});
-    }
-    problem.tensors.push_back({4, 8});
-    problem.ops.push_back({OpKind::Pointwise, outs, static_cast<TensorId>(problem.tensors.size() - 1), 1});
+    HandTapSum(problem, 5, base);
     problem.fast_memory_capacity = 24;
     problem.slow_memory_bandwidth = 1;
     REQUIRE(problem.Finalize().empty());

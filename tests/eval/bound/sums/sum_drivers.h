@@ -27,6 +27,26 @@
 
 namespace annealer::testing {
 
+// The hand cases' sum of taps: `problem` gets native 4, the graph input A (4×8) and `taps`
+// MatMuls A @ W_i (each W_i a 4×4 graph input, base `base`), then the Pointwise op (base 1)
+// summing their outputs; returns the sum's output.
+inline TensorId HandTapSum(Problem& problem, int taps, double base = 100) {
+  problem.native = 4;
+  problem.tensors.push_back({4, 8});  // A
+  std::vector<TensorId> outs;
+  for (int i = 0; i < taps; ++i) {
+    problem.tensors.push_back({4, 4});  // W_i
+    problem.tensors.push_back({4, 8});  // x_i's output
+    const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
+    outs.push_back(w + 1);
+    problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, base});
+  }
+  problem.tensors.push_back({4, 8});
+  const auto sum = static_cast<TensorId>(problem.tensors.size() - 1);
+  problem.ops.push_back({OpKind::Pointwise, outs, sum, 1});
+  return sum;
+}
+
 // t's producers, transitively through first inputs, earliest first (the chain that makes a tap's
 // LHS, which ForEachTapGrouping below and P54's traversals move beside it or run again there).
 inline std::vector<OpId> ProducerChain(const Problem& problem, TensorId t) {

@@ -26,6 +26,7 @@ namespace {
 using testing::BoundAndWithout;
 using testing::ForEachFusedSum;
 using testing::ForEachValidAndAtPeak;
+using testing::HandTapSum;
 using testing::PeakRoles;
 using testing::RealRatioSchedules;
 using testing::SumNets;
@@ -44,18 +45,7 @@ using testing::kSlack;
 // 1,192.
 TEST_CASE("bound: P23 by hand, five MatMuls summed, near the exact solver's best") {
   Problem problem;
-  problem.native = 4;
-  problem.tensors.push_back({4, 8});  // A
-  std::vector<TensorId> outs;
-  for (int i = 0; i < 5; ++i) {
-    problem.tensors.push_back({4, 4});  // W_i
-    problem.tensors.push_back({4, 8});  // x_i's output
-    const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
-    outs.push_back(w + 1);
-    problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, 100});
-  }
-  problem.tensors.push_back({4, 8});
-  problem.ops.push_back({OpKind::Pointwise, outs, static_cast<TensorId>(problem.tensors.size() - 1), 1});
+  HandTapSum(problem, 5);
   problem.fast_memory_capacity = 24;
   problem.slow_memory_bandwidth = 1;
   REQUIRE(problem.Finalize().empty());
@@ -199,18 +189,7 @@ TEST_CASE("bound: P23's sums never above the oracle") {
 // and 32 written: 128), costs 728.
 TEST_CASE("bound: P23 with a chip's rules by hand, three MatMuls summed, the vector buffer binding") {
   Problem problem;
-  problem.native = 4;
-  problem.tensors.push_back({4, 8});  // A
-  std::vector<TensorId> outs;
-  for (int i = 0; i < 3; ++i) {
-    problem.tensors.push_back({4, 4});  // W_i
-    problem.tensors.push_back({4, 8});  // x_i's output
-    const auto w = static_cast<TensorId>(problem.tensors.size() - 2);
-    outs.push_back(w + 1);
-    problem.ops.push_back({OpKind::MatMul, {0, w}, w + 1, 100});
-  }
-  problem.tensors.push_back({4, 8});
-  problem.ops.push_back({OpKind::Pointwise, outs, static_cast<TensorId>(problem.tensors.size() - 1), 1});
+  HandTapSum(problem, 3);
   problem.fast_memory_capacity = 32;
   problem.slow_memory_bandwidth = 1;
   problem.chip.vector_capacity = 8;
