@@ -60,6 +60,19 @@ struct ProblemMaker {
   }
 };
 
+// Scales every op's base so that the problem's compute at native tiles is `ratio` times the time
+// to move each of its tensors once (the real-chip ratios the bound tests draw); a problem
+// without compute stays as it is. `problem` must be finalized.
+inline void ScaleComputeToTraffic(Problem& problem, double ratio) {
+  double moved = 0, compute = 0;
+  for (const annealer::Tensor& t : problem.tensors) moved += static_cast<double>(t.size());
+  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
+    compute += problem.ops[o].base_cost * static_cast<double>(problem.NativeTiles(o));
+  }
+  if (compute <= 0) return;
+  for (annealer::Op& op : problem.ops) op.base_cost *= ratio * moved / problem.slow_memory_bandwidth / compute;
+}
+
 // P16's hand case (tests/eval/bound/islands/crossing_test.cc, weight_path_test): a Pointwise op P
 // (X -> A, 8x8, base 100) read by `heads` MatMuls A @ W_j -> K_j (W_j graph inputs 8 high, 4 wide;
 // base 0), native 4, capacity 4096, bandwidth 1, a weight path of `weight_bandwidth` when positive.

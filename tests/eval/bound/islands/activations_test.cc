@@ -18,6 +18,7 @@
 namespace annealer {
 namespace {
 
+using testing::ScaleComputeToTraffic;
 using testing::BoundAndWithout;
 using testing::ForEachGroupShape;
 using testing::ForEachValidAndAtPeak;
@@ -78,15 +79,7 @@ Problem ChannelMlpBlocks(std::mt19937_64& rng) {
   problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
   REQUIRE(problem.Finalize() == "");
   // Compute (at native tiles) a twentieth to twice the time to move every tensor once.
-  double moved = 0, compute = 0;
-  for (const annealer::Tensor& t : problem.tensors) moved += static_cast<double>(t.size());
-  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
-    compute += problem.ops[o].base_cost * static_cast<double>(problem.NativeTiles(o));
-  }
-  const double ratio = make.PickReal({0.05, 0.1, 0.3, 0.5, 1, 2});
-  if (compute > 0) {
-    for (annealer::Op& op : problem.ops) op.base_cost *= ratio * moved / problem.slow_memory_bandwidth / compute;
-  }
+  ScaleComputeToTraffic(problem, make.PickReal({0.05, 0.1, 0.3, 0.5, 1, 2}));
   return problem;
 }
 

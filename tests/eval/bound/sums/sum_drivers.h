@@ -339,13 +339,7 @@ inline Problem AsppTaps(std::mt19937_64& rng) {
   problem.fast_memory_capacity = make.Pick({3 * n * n / 2, 2 * n * n, 5 * n * n / 2, 3 * n * n});
   problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
   REQUIRE(problem.Finalize() == "");
-  double moved = 0, compute = 0;
-  for (const annealer::Tensor& t : problem.tensors) moved += static_cast<double>(t.size());
-  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
-    compute += problem.ops[o].base_cost * static_cast<double>(problem.NativeTiles(o));
-  }
-  const double ratio = make.PickReal({0.1, 0.5, 1, 2, 10});
-  for (annealer::Op& op : problem.ops) op.base_cost *= ratio * moved / problem.slow_memory_bandwidth / compute;
+  ScaleComputeToTraffic(problem, make.PickReal({0.1, 0.5, 1, 2, 10}));
   return problem;
 }
 

@@ -27,6 +27,7 @@
 namespace annealer {
 namespace {
 
+using testing::ScaleComputeToTraffic;
 using bound_internal::g_lone_matmul_floor;
 using bound_internal::g_per_step_excess;
 using bound_internal::LoneMatMulLatency;
@@ -413,13 +414,7 @@ Problem MlpIslands(std::mt19937_64& rng) {
       3 * n * n / 2, make.Pick({3 * n * n / 2, 2 * n * n, 5 * n * n / 2, 3 * n * n, 4 * n * n, 16 * n * n, big - 1, big}));
   problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
   REQUIRE(problem.Finalize() == "");
-  double moved = 0, compute = 0;
-  for (const annealer::Tensor& t : problem.tensors) moved += static_cast<double>(t.size());
-  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
-    compute += problem.ops[o].base_cost * static_cast<double>(problem.NativeTiles(o));
-  }
-  const double ratio = make.PickReal({0.1, 0.5, 1, 2, 10});
-  for (annealer::Op& op : problem.ops) op.base_cost *= ratio * moved / problem.slow_memory_bandwidth / compute;
+  ScaleComputeToTraffic(problem, make.PickReal({0.1, 0.5, 1, 2, 10}));
   return problem;
 }
 

@@ -27,6 +27,7 @@
 namespace annealer {
 namespace {
 
+using testing::ScaleComputeToTraffic;
 using testing::BoundAndWithout;
 using testing::CheckValidSchedule;
 using testing::ForEachGroupShape;
@@ -542,15 +543,7 @@ Problem MixerTokenBlocks(std::mt19937_64& rng) {
   problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
   REQUIRE(problem.Finalize() == "");
   // Compute (at native tiles) a tenth to ten times the time to move every tensor once.
-  double moved = 0, compute = 0;
-  for (const annealer::Tensor& t : problem.tensors) moved += static_cast<double>(t.size());
-  for (OpId o = 0; o < static_cast<OpId>(problem.ops.size()); ++o) {
-    compute += problem.ops[o].base_cost * static_cast<double>(problem.NativeTiles(o));
-  }
-  const double ratio = make.PickReal({0.1, 0.5, 1, 2, 10});
-  if (compute > 0) {
-    for (annealer::Op& op : problem.ops) op.base_cost *= ratio * moved / problem.slow_memory_bandwidth / compute;
-  }
+  ScaleComputeToTraffic(problem, make.PickReal({0.1, 0.5, 1, 2, 10}));
   return problem;
 }
 
@@ -774,15 +767,7 @@ Problem ResidualExpansions(std::mt19937_64& rng) {
   problem.fast_memory_capacity = make.Pick({n * n, 3 * n * n / 2, 2 * n * n - 1, 2 * n * n, 3 * n * n, 4 * n * n, 16 * n * n});
   problem.slow_memory_bandwidth = make.PickReal({0.25, 1, 4});
   REQUIRE(problem.Finalize() == "");
-  double moved = 0, compute = 0;
-  for (const annealer::Tensor& t : problem.tensors) moved += static_cast<double>(t.size());
-  for (OpId op = 0; op < static_cast<OpId>(problem.ops.size()); ++op) {
-    compute += problem.ops[op].base_cost * static_cast<double>(problem.NativeTiles(op));
-  }
-  const double ratio = make.PickReal({0.1, 0.5, 1, 2, 10});
-  if (compute > 0) {
-    for (annealer::Op& op : problem.ops) op.base_cost *= ratio * moved / problem.slow_memory_bandwidth / compute;
-  }
+  ScaleComputeToTraffic(problem, make.PickReal({0.1, 0.5, 1, 2, 10}));
   return problem;
 }
 
