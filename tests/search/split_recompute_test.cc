@@ -106,7 +106,7 @@ TEST_CASE("split-recompute: merged heads split into scores and values, both comp
 }
 
 TEST_CASE("split-recompute: not drawn without a three-reader tensor, alike branches peel one off") {
-  // MergeReadersApplies is false on every bundled contest problem (search_test checks it), so
+  // MergeReadersApplies is false on every bundled contest problem (moves/pattern_moves_test.cc checks it), so
   // RandomMove draws there exactly the kinds of before; here a norm read by two MatMuls.
   testing::GraphBuilder b(Elements{1} << 20, 10);
   const TensorId x = b.Tensor(64, 64), y = b.Tensor(64, 64), w1 = b.Tensor(64, 64), w2 = b.Tensor(64, 64),
