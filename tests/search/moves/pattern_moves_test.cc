@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "eval/cost/cost_cache.h"
@@ -115,7 +116,7 @@ TEST_CASE("moves: gather-k-loop swaps which reduction length a sum of MatMuls ke
   CHECK(best[static_cast<int>(MoveKind::kGatherKLoop)] == doctest::Approx(180224.0 / 273));
   for (int kind = 0; kind < kNumMoveKinds; ++kind) {
     if (kind == static_cast<int>(MoveKind::kGatherKLoop)) continue;
-    MESSAGE(MoveName(static_cast<MoveKind>(kind)) << " " << best[kind]);
+    MESSAGE(std::string(MoveName(static_cast<MoveKind>(kind))) << " " << best[kind]);
     CHECK_MESSAGE(best[kind] > 180224.0 / 273 + 100, MoveName(static_cast<MoveKind>(kind)));
   }
 }
