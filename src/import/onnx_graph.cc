@@ -213,7 +213,8 @@ void CheckNodeAttributes(const std::string& origin, const google::protobuf::Repe
 // inside a function expand in turn, with the attributes bound at the level above.
 class FunctionInliner {
  public:
-  FunctionInliner(const std::string& origin, const onnx::ModelProto& model) : origin_(origin) {
+  FunctionInliner(const std::string& origin, const onnx::ModelProto& model, int64_t opset)
+      : origin_(origin), opset_(opset) {
     for (const auto& f : model.functions()) functions_[{f.domain(), f.name()}] = &f;
   }
 
@@ -233,6 +234,13 @@ class FunctionInliner {
         continue;
       }
       Count(node, i);  // calls too: functions of empty bodies calling each other twice would not end
+      // Its nodes are lowered by the model's opset (the converters read one per graph): a body
+      // written against another would be read by the wrong rules.
+      for (const auto& imp : f->second->opset_import())
+        if ((imp.domain().empty() || imp.domain() == "ai.onnx") && imp.version() != opset_)
+          Fail(origin_, "node '" + NodeName(node, i) + "' (" + node.op_type() + "): its local function imports opset " +
+                            std::to_string(imp.version()) + " of the default domain, the model " +
+                            std::to_string(opset_) + "; export the model with one opset");
       if (depth >= kMaxDepth)
         Fail(origin_, "node '" + NodeName(node, i) + "' (" + node.op_type() + "): local functions nest deeper than " +
                           std::to_string(kMaxDepth) + " calls (a function calling itself?)");
@@ -315,6 +323,7 @@ class FunctionInliner {
   }
 
   const std::string& origin_;
+  const int64_t opset_;  // the model's, of the default domain
   std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*> functions_;
   int64_t nodes_ = 0;
   int64_t calls_ = 0;
@@ -382,7 +391,7 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
   onnx::GraphProto* graph = model.mutable_graph();
   if (model.functions_size() > 0) {
     google::protobuf::RepeatedPtrField<onnx::NodeProto> expanded;
-    FunctionInliner(origin, model).Expand(graph->node(), &expanded, 0);
+    FunctionInliner(origin, model, g.opset).Expand(graph->node(), &expanded, 0);
     graph->mutable_node()->Swap(&expanded);
     model.clear_functions();
   }

@@ -270,6 +270,27 @@ std::vector<BadModel> BadModels() {
     bad.push_back({"recursive_function.onnx", m.Bytes(),
                    "node '" + name + "' (Block): local functions nest deeper than 64 calls (a function calling itself?)"});
   }
+  // ... and one whose body is written against another opset of the default domain than the model
+  // (its nodes would be read by the model's rules) ...
+  {
+    ModelBuilder m;
+    m.Input("x", {2, 8}).Output("y");
+    m.Node("call", "Block", {"x"}, {"y"}).set_domain("local");
+    m.model.add_opset_import()->set_domain("local");
+    onnx::FunctionProto* f = m.model.add_functions();
+    f->set_name("Block");
+    f->set_domain("local");
+    f->add_input("a");
+    f->add_output("b");
+    f->add_opset_import()->set_version(11);
+    onnx::NodeProto* inner = f->add_node();
+    inner->set_op_type("Relu");
+    inner->add_input("a");
+    inner->add_output("b");
+    bad.push_back({"function_opset.onnx", m.Bytes(),
+                   "node 'call' (Block): its local function imports opset 11 of the default domain, the model 13; "
+                   "export the model with one opset"});
+  }
   // Dims whose product passes 2^40 elements (the most a problem tensor holds) are rejected at once.
   bad.push_back({"huge_input.onnx", OneNode("relu", "Relu", {"x"}, {1 << 20, 1 << 20, 2}).Bytes(),
                  "graph input 'x' of dims 1048576x1048576x2 is too large (more than 1099511627776 elements)"});
@@ -305,8 +326,8 @@ TEST_CASE("import errors: local functions doubling at every level stop at 2^21 n
     onnx::FunctionProto* f = m.model.add_functions();
     f->set_name(name(level));
     f->set_domain("local");
-    f->add_input("a");
-    f->add_output("b");
+    *f->add_input() = std::string("a");
+    *f->add_output() = std::string("b");
     f->add_opset_import()->set_version(13);
     if (level == 39) continue;
     for (const auto& [in, out] : {std::pair{"a", "t"}, std::pair{"t", "b"}}) {
