@@ -103,6 +103,27 @@ struct BadModel {
   std::string what;  // the message after "<file>: "
 };
 
+// A model whose one node calls the local function local.Block (x -> y), whose body, written at
+// `opset` of the default domain, is one node `op` of `domain` (a -> b).
+ModelBuilder BlockCall(int64_t opset, const std::string& op, const std::string& domain) {
+  ModelBuilder m;
+  m.Input("x", {2, 8}).Output("y");
+  m.Node("call", "Block", {"x"}, {"y"}).set_domain("local");
+  m.model.add_opset_import()->set_domain("local");
+  onnx::FunctionProto* f = m.model.add_functions();
+  f->set_name("Block");
+  f->set_domain("local");
+  f->add_input("a");
+  f->add_output("b");
+  f->add_opset_import()->set_version(opset);
+  onnx::NodeProto* inner = f->add_node();
+  inner->set_op_type(op);
+  inner->set_domain(domain);
+  inner->add_input("a");
+  inner->add_output("b");
+  return m;
+}
+
 std::vector<BadModel> BadModels() {
   std::vector<BadModel> bad;
   bad.push_back({"text.onnx", "This is a plain text file, not a model.\n",
@@ -250,21 +271,7 @@ std::vector<BadModel> BadModels() {
   // a custom domain, expanded in place; this one would never end: the error names the call 64
   // levels down) ...
   {
-    ModelBuilder m;
-    m.Input("x", {2, 8}).Output("y");
-    m.Node("call", "Block", {"x"}, {"y"}).set_domain("local");
-    m.model.add_opset_import()->set_domain("local");
-    onnx::FunctionProto* f = m.model.add_functions();
-    f->set_name("Block");
-    f->set_domain("local");
-    f->add_input("a");
-    f->add_output("b");
-    f->add_opset_import()->set_version(13);
-    onnx::NodeProto* inner = f->add_node();
-    inner->set_op_type("Block");
-    inner->set_domain("local");
-    inner->add_input("a");
-    inner->add_output("b");
+    const ModelBuilder m = BlockCall(13, "Block", "local");
     std::string name = "call";
     for (int i = 0; i < 64; ++i) name += "/Block#0";
     bad.push_back({"recursive_function.onnx", m.Bytes(),
@@ -273,20 +280,7 @@ std::vector<BadModel> BadModels() {
   // ... and one whose body is written against another opset of the default domain than the model
   // (its nodes would be read by the model's rules) ...
   {
-    ModelBuilder m;
-    m.Input("x", {2, 8}).Output("y");
-    m.Node("call", "Block", {"x"}, {"y"}).set_domain("local");
-    m.model.add_opset_import()->set_domain("local");
-    onnx::FunctionProto* f = m.model.add_functions();
-    f->set_name("Block");
-    f->set_domain("local");
-    f->add_input("a");
-    f->add_output("b");
-    f->add_opset_import()->set_version(11);
-    onnx::NodeProto* inner = f->add_node();
-    inner->set_op_type("Relu");
-    inner->add_input("a");
-    inner->add_output("b");
+    const ModelBuilder m = BlockCall(11, "Relu", "");
     bad.push_back({"function_opset.onnx", m.Bytes(),
                    "node 'call' (Block): its local function imports opset 11 of the default domain, the model 13; "
                    "export the model with one opset"});
