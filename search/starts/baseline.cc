@@ -5,8 +5,10 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
+#include "eval/cost/cache_keys.h"
 #include "eval/cost/cost_cache.h"
 #include "eval/cost/subgraph_cost.h"
 #include "eval/model/traversal.h"
@@ -35,13 +37,71 @@ struct SingleOp {
   bool fits() const { return latency >= 0; }
 };
 
+// What BestSingleOp settled on: the candidate's granularity and traversal pattern.
+struct SingleOpChoice {
+  Granularity granularity;
+  TraversalPattern pattern = TraversalPattern::kRaster;
+  Latency latency = -1;
+};
+
+// BaselineSharing::kByShape: contexts of equal shape keys price to the same bits at every
+// granularity and traversal, so BestSingleOp's search settles them on the same candidate, and the
+// first op of a shape answers for the others. Keyed by the op's context at one granularity for
+// all ops (equal there, equal at every candidate: the granularity is not part of the relabelling).
+class SingleOpMemo {
+ public:
+  explicit SingleOpMemo(BaselineSharing sharing) : on_(sharing == BaselineSharing::kByShape) {}
+  // The key of `op` alone after `retained_in`, retaining `retain`; false when it has no shape key.
+  bool Key(const Problem& problem, OpId op, const std::vector<TensorId>& retained_in,
+           const std::vector<TensorId>& retain) {
+    if (!on_) return false;
+    Subgraph canonical;
+    canonical.ops = {op};
+    canonical.granularity = {1, 1, 1};
+    canonical.retain = retain;
+    if (!ShapeKey(problem, canonical, retained_in, key_)) return false;
+    hash_ = HashWords(key_);
+    return true;
+  }
+  const SingleOpChoice* Find() const {
+    const auto it = choices_.find(hash_);
+    if (it == choices_.end()) return nullptr;
+    for (const auto& [key, choice] : it->second) {
+      if (key == key_) return &choice;
+    }
+    return nullptr;
+  }
+  void Store(const SingleOpChoice& choice) { choices_[hash_].emplace_back(key_, choice); }
+
+ private:
+  bool on_;
+  std::vector<uint64_t> key_;
+  uint64_t hash_ = 0;
+  std::unordered_map<uint64_t, std::vector<std::pair<std::vector<uint64_t>, SingleOpChoice>>> choices_;
+};
+
 // The op alone in a subgraph after a subgraph that retained `retained_in`, retaining `retain`:
 // the candidate tiling and traversal of least latency (the first of equals in the order tried).
 SingleOp BestSingleOp(const Problem& problem, OpId op, const std::vector<TensorId>& retained_in,
-                      const std::vector<TensorId>& retain, CostCache* cache) {
+                      const std::vector<TensorId>& retain, CostCache* cache, SingleOpMemo& memo) {
   const Elements n = problem.native;
   const Op& spec = problem.ops[op];
   const Tensor& out = problem.tensors[spec.output];
+  const auto make = [&](const Granularity& g, TraversalPattern pattern) {
+    Subgraph candidate;
+    candidate.ops = {op};
+    candidate.granularity = g;
+    candidate.traversal = MakeTraversal(pattern, CeilDiv(out.height, g.h), CeilDiv(out.width, g.w));
+    candidate.retain = retain;
+    return candidate;
+  };
+  const bool keyed = memo.Key(problem, op, retained_in, retain);
+  if (const SingleOpChoice* known = keyed ? memo.Find() : nullptr) {
+    SingleOp best;
+    best.latency = known->latency;
+    if (best.fits()) best.subgraph = make(known->granularity, known->pattern);
+    return best;
+  }
   const bool matmul = spec.kind == OpKind::MatMul;
   std::vector<Elements> ks = matmul ? Sides(n, problem.ReductionLength(op)) : std::vector<Elements>{1};
   std::vector<Elements> hs = Sides(n, n), ws = Sides(n, n);
@@ -56,6 +116,7 @@ SingleOp BestSingleOp(const Problem& problem, OpId op, const std::vector<TensorI
     if (matmul) align(ks, SideAxis::kK, problem.ReductionLength(op), std::min(n, problem.ReductionLength(op)));
   }
   SingleOp best;
+  SingleOpChoice chosen;
   for (Elements h : hs) {
     for (Elements w : ws) {
       // With the tile fixed, a smaller k splits the same loads and compute into more steps
@@ -67,11 +128,7 @@ SingleOp BestSingleOp(const Problem& problem, OpId op, const std::vector<TensorI
         const int64_t tiles = CeilDiv(out.height, h) * CeilDiv(out.width, w);
         if (best.fits() && static_cast<double>(tiles) * spec.base_cost >= best.latency) continue;
         for (TraversalPattern pattern : kAllTraversalPatterns) {
-          Subgraph candidate;
-          candidate.ops = {op};
-          candidate.granularity = {w, h, k};
-          candidate.traversal = MakeTraversal(pattern, CeilDiv(out.height, h), CeilDiv(out.width, w));
-          candidate.retain = retain;
+          Subgraph candidate = make({w, h, k}, pattern);
           SubgraphReport report;
           bool ok = false;
           if (cache != nullptr) {
@@ -85,11 +142,13 @@ SingleOp BestSingleOp(const Problem& problem, OpId op, const std::vector<TensorI
           if (ok && (!best.fits() || report.latency < best.latency)) {
             best.latency = report.latency;
             best.subgraph = std::move(candidate);
+            chosen = {best.subgraph.granularity, pattern, best.latency};
           }
         }
       }
     }
   }
+  if (keyed) memo.Store(chosen);
   return best;
 }
 
@@ -115,7 +174,7 @@ bool Retainable(const Problem& problem, const std::vector<OpId>& order, size_t i
 
 // The resident schedule of `order` (DP of BuildResidentBaseline) and its total.
 std::pair<Schedule, Latency> ResidentOver(const Problem& problem, const std::vector<OpId>& order,
-                                          CostCache* cache) {
+                                          CostCache* cache, BaselineSharing sharing) {
   constexpr Latency kInf = std::numeric_limits<Latency>::infinity();
   const size_t count = order.size();
   // choice[i][out][in]: op i's subgraph when it retains its output (out) after retained-in (in).
@@ -124,6 +183,7 @@ std::pair<Schedule, Latency> ResidentOver(const Problem& problem, const std::vec
   // the retention into op i on that path.
   std::vector<std::array<Latency, 2>> best(count, {kInf, kInf});
   std::vector<std::array<int, 2>> from(count, {0, 0});
+  SingleOpMemo memo(sharing);
   for (size_t i = 0; i < count; ++i) {
     const OpId op = order[i];
     const bool can_in = i > 0 && Retainable(problem, order, i - 1);
@@ -144,7 +204,7 @@ std::pair<Schedule, Latency> ResidentOver(const Problem& problem, const std::vec
         for (TensorId t : retained_in) held += problem.tensors[t].size();
         for (TensorId t : retain) held += problem.tensors[t].size();
         if (held + 1 > problem.fast_memory_capacity) continue;
-        single = BestSingleOp(problem, op, retained_in, retain, cache);
+        single = BestSingleOp(problem, op, retained_in, retain, cache, memo);
         if (!single.fits()) {
           if (in == 0 && out == 0) ThrowNoFit(op);
           continue;
@@ -173,11 +233,12 @@ std::pair<Schedule, Latency> ResidentOver(const Problem& problem, const std::vec
 
 }  // namespace
 
-Schedule BuildBaseline(const Problem& problem, CostCache* cache) {
+Schedule BuildBaseline(const Problem& problem, CostCache* cache, BaselineSharing sharing) {
   Schedule schedule;
   static const std::vector<TensorId> kNothing;
+  SingleOpMemo memo(sharing);
   for (OpId op : problem.topological_order) {
-    SingleOp best = BestSingleOp(problem, op, kNothing, kNothing, cache);
+    SingleOp best = BestSingleOp(problem, op, kNothing, kNothing, cache, memo);
     if (!best.fits()) ThrowNoFit(op);
     schedule.subgraphs.push_back(std::move(best.subgraph));
   }
@@ -241,11 +302,11 @@ std::vector<OpId> ResidentOrder(const Problem& problem) {
   return order;
 }
 
-Schedule BuildResidentBaseline(const Problem& problem, CostCache* cache) {
-  auto [chained, chained_total] = ResidentOver(problem, ResidentOrder(problem), cache);
+Schedule BuildResidentBaseline(const Problem& problem, CostCache* cache, BaselineSharing sharing) {
+  auto [chained, chained_total] = ResidentOver(problem, ResidentOrder(problem), cache, sharing);
   // Also over the spilling baseline's order, where the DP can only improve on it: the
   // result is never worse than BuildBaseline.
-  auto [plain, plain_total] = ResidentOver(problem, problem.topological_order, cache);
+  auto [plain, plain_total] = ResidentOver(problem, problem.topological_order, cache, sharing);
   return plain_total < chained_total ? std::move(plain) : std::move(chained);
 }
 

@@ -1,10 +1,12 @@
 // The baselines (search/starts/baseline.h): the resident one on hand-priced chains, its order, and on
 // random problems and the bundled ones valid for the oracle, never worse than the spilling one,
-// retaining only tensors whose every consumer is the next subgraph.
+// retaining only tensors whose every consumer is the next subgraph; both baselines the same
+// whether ops share candidates by context shape or each tries its own.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -152,6 +154,54 @@ TEST_CASE("resident baseline: valid, never worse than spilling, on random proble
   MESSAGE("cases " << cases << ", retaining " << retaining << ", better " << better);
   CHECK(retaining > cases / 4);
   CHECK(better > cases / 4);
+}
+
+// `problem` twice over, the second copy's ids after the first's: every op of the copy has the
+// context shape of its original.
+Problem TwoCopies(const Problem& problem) {
+  Problem twice = problem;
+  const auto shift = static_cast<TensorId>(problem.tensors.size());
+  twice.tensors.insert(twice.tensors.end(), problem.tensors.begin(), problem.tensors.end());
+  for (Op op : problem.ops) {
+    for (TensorId& t : op.inputs) t += shift;
+    op.output += shift;
+    twice.ops.push_back(op);
+  }
+  REQUIRE(twice.Finalize() == "");
+  return twice;
+}
+
+TEST_CASE("baselines: sharing candidates by context shape gives the schedules of trying every op") {
+  std::mt19937_64 rng(20261128);
+  int cases = 0;
+  int failing = 0;
+  for (int round = 0; round < 150; ++round) {
+    for (DagShape shape : kAllDagShapes) {
+      RandomProblemOptions options;
+      options.max_ops = 8;
+      Problem problem = RandomProblem(rng, shape, options);
+      if (round % 2 == 0) problem.fast_memory_capacity *= 8;  // room to retain
+      for (const Problem& p : {problem, TwoCopies(problem)}) {
+        CAPTURE(round);
+        Schedule every;
+        try {
+          every = BuildBaseline(p, nullptr, BaselineSharing::kEveryOp);
+        } catch (const std::runtime_error& error) {
+          // The same op is named whether or not its candidate came from an earlier one.
+          ++failing;
+          CHECK_THROWS_WITH_AS(BuildBaseline(p), error.what(), std::runtime_error);
+          continue;
+        }
+        ++cases;
+        CHECK(BuildBaseline(p) == every);
+        CostCache cache(1 << 12);
+        CHECK(BuildBaseline(p, &cache) == every);
+        CHECK(BuildResidentBaseline(p, &cache) == BuildResidentBaseline(p, nullptr, BaselineSharing::kEveryOp));
+      }
+    }
+  }
+  MESSAGE("cases " << cases << ", no single-op fit " << failing);
+  CHECK(cases > 1000);
 }
 
 TEST_CASE("resident baseline: the bundled problems") {
