@@ -6,7 +6,9 @@
 #include <queue>
 #include <set>
 #include <sstream>
+#include <tuple>
 
+#include <google/protobuf/unknown_field_set.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -204,25 +206,59 @@ void CheckNodeAttributes(const std::string& origin, const google::protobuf::Repe
   }
 }
 
+// Fields of newer ONNX (up to IR 10) that libonnx 1.12's protobuf predates, which its parser keeps as
+// unknown fields: a local function's attribute defaults (FunctionProto.attribute_proto, field 11)
+// and the overload that a function and a call name (FunctionProto.overload, 13;
+// NodeProto.overload, 8): from IR 10 a function is known by domain, name and overload.
+constexpr int kFunctionAttributeDefaults = 11;
+constexpr int kFunctionOverload = 13;
+constexpr int kNodeOverload = 8;
+
+std::vector<std::string> UnknownBytes(const google::protobuf::Message& m, int number) {
+  std::vector<std::string> out;
+  const google::protobuf::UnknownFieldSet& fields = m.GetReflection()->GetUnknownFields(m);
+  for (int i = 0; i < fields.field_count(); ++i) {
+    const google::protobuf::UnknownField& f = fields.field(i);
+    if (f.number() == number && f.type() == google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED)
+      out.push_back(f.length_delimited());
+  }
+  return out;
+}
+
+// A string field: the last occurrence counts (protobuf's rule), "" when absent.
+std::string UnknownString(const google::protobuf::Message& m, int number) {
+  std::vector<std::string> all = UnknownBytes(m, number);
+  return all.empty() ? std::string() : std::move(all.back());
+}
+
 // ONNX local functions (FunctionProto: torch's `export_modules_as_functions=True` writes one per
 // module class, and the graph calls them as ops of a custom domain) are expanded in place before
 // anything else reads the graph: every call becomes the function's nodes, its formal inputs and
 // outputs renamed to the call's values (an omitted input to ""), its other values to
 // "<function>#<call number>/<name>", each attribute reference bound to the call's attribute of
-// that name (left out when the call has none, ONNX's rule), nodes named "<call>/<node>". Calls
-// inside a function expand in turn, with the attributes bound at the level above.
+// that name, else to the function's default for it, else left out (ONNX's rule); nodes
+// named "<call>/<node>". A call names its function by domain, op type and overload (IR 10; ""
+// before). Calls inside a function expand in turn, with the attributes bound at the level above.
 class FunctionInliner {
  public:
   FunctionInliner(const std::string& origin, const onnx::ModelProto& model, int64_t opset)
       : origin_(origin), opset_(opset) {
-    for (const auto& f : model.functions()) functions_[{f.domain(), f.name()}] = &f;
+    for (const auto& f : model.functions()) {
+      functions_[{f.domain(), f.name(), UnknownString(f, kFunctionOverload)}] = &f;
+      std::vector<onnx::AttributeProto>& defaults = defaults_[&f];
+      for (const std::string& bytes : UnknownBytes(f, kFunctionAttributeDefaults)) {
+        if (!defaults.emplace_back().ParseFromString(bytes) || defaults.back().name().empty())
+          Fail(origin_, "local function '" + f.domain() + "." + f.name() + "': attribute default " +
+                            std::to_string(defaults.size() - 1) + " does not parse");
+      }
+    }
   }
 
   void Expand(const google::protobuf::RepeatedPtrField<onnx::NodeProto>& in,
               google::protobuf::RepeatedPtrField<onnx::NodeProto>* out, int depth) {
     for (int i = 0; i < in.size(); ++i) {
       const onnx::NodeProto& node = in[i];
-      const auto f = functions_.find({node.domain(), node.op_type()});
+      const auto f = functions_.find({node.domain(), node.op_type(), UnknownString(node, kNodeOverload)});
       if (f == functions_.end()) {
         onnx::NodeProto* copy = out->Add();
         *copy = node;
@@ -276,6 +312,7 @@ class FunctionInliner {
     const std::string prefix = call.op_type() + "#" + std::to_string(++calls_) + "/";
     std::map<std::string, const onnx::AttributeProto*> bound;
     for (const auto& a : call.attribute()) bound[a.name()] = &a;
+    for (const auto& a : defaults_.at(&f)) bound.emplace(a.name(), &a);  // the call's come first
     auto name_of = [&](const std::string& v) {
       if (v.empty()) return v;
       const auto it = rename.find(v);
@@ -324,7 +361,9 @@ class FunctionInliner {
 
   const std::string& origin_;
   const int64_t opset_;  // the model's, of the default domain
-  std::map<std::pair<std::string, std::string>, const onnx::FunctionProto*> functions_;
+  // By domain, name and overload.
+  std::map<std::tuple<std::string, std::string, std::string>, const onnx::FunctionProto*> functions_;
+  std::map<const onnx::FunctionProto*, std::vector<onnx::AttributeProto>> defaults_;
   int64_t nodes_ = 0;
   int64_t calls_ = 0;
 };
