@@ -20,7 +20,7 @@ namespace {
 // schedule_eval_fuzz: subgraph 0 retains a tensor id that does not exist. The oracle stops at
 // subgraph 0 (V8), but the cached fast path prices every subgraph in one batch first, and the
 // incremental evaluator prices them all too: subgraph 1 was priced with retained_in = {49999}
-// and read past the tensor table (ASan: heap-use-after-free in SubgraphPricer::BuildTemplates).
+// and read past the tensor table (ASan: heap-use-after-free in the pricer's BuildTemplates, eval/cost/pricer).
 TEST_CASE("fuzz regression: a retained id out of range is V8, also for the next subgraph's pricing") {
   const Problem problem = ParseProblem(fuzz::kFixedProblem, "fixed problem");
   const Schedule schedule = ParseSchedule(R"({"subgraphs": [[0, 1, 4], [2, 3]],

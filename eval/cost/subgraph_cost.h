@@ -26,6 +26,9 @@
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
 
+// PricingShortcutsOff, the scope within which CostSubgraph takes none of its shortcuts.
+#include "eval/cost/pricer/pricing_shortcuts.h"
+
 namespace annealer {
 
 // Equal to EvaluateSubgraphOracle(problem, subgraph, retained_in): verdict, violation (rule
@@ -45,23 +48,6 @@ std::optional<SubgraphResult> StructuralFailure(const Problem& problem, const Su
 // and benchmarks that check the class shortcut against the plain template walk.
 SubgraphResult CostSubgraphStepByStep(const Problem& problem, const Subgraph& subgraph,
                                       const std::vector<TensorId>& retained_in);
-
-// Within a scope on its thread, CostSubgraph prices every step by its general loops: without the
-// shortcuts a context's shape allows (loads and charges without chip rules or the weight path,
-// D5 and C5 skipped when every tensor and op has one template, held-over slices told by the
-// step indices under step classes). The shortcuts must give the same results to the bit; the
-// scope is what the tests compare them with.
-class PricingShortcutsOff {
- public:
-  PricingShortcutsOff() { ++depth_; }
-  ~PricingShortcutsOff() { --depth_; }
-  PricingShortcutsOff(const PricingShortcutsOff&) = delete;
-  PricingShortcutsOff& operator=(const PricingShortcutsOff&) = delete;
-  static bool Allowed() { return depth_ == 0; }
-
- private:
-  static inline thread_local int depth_ = 0;
-};
 
 // Whether CostSubgraph prices this subgraph by step classes (true) or step by step (false).
 // Invalid subgraphs report false.
