@@ -299,7 +299,10 @@ Problem ResidualChain(int units) {
 // Per block of a chain: its ops ("4 4 ...").
 std::string Sizes(const std::vector<const RepeatBlock*>& chain) {
   std::string s;
-  for (const RepeatBlock* b : chain) s += (s.empty() ? "" : " ") + std::to_string(b->sub.op_ids.size());
+  for (const RepeatBlock* b : chain) {
+    if (!s.empty()) s += ' ';  // appended apart: GCC 12 flags `"" + std::to_string` with a false -Wrestrict
+    s += std::to_string(b->sub.op_ids.size());
+  }
   return s;
 }
 

@@ -110,46 +110,54 @@ TEST_CASE("resident order: the producer of an op's largest sole-consumer input r
   CHECK(ResidentOrder(diamond(512)) == std::vector<OpId>{2, 0, 1, 3});
 }
 
+// `rounds` rounds of a random problem of each DAG shape with up to `max_ops` ops, every other
+// round with a roomy memory, where retention fits, as on a real chip: visit(problem, round).
+template <typename Visit>
+void ForRandomProblems(uint64_t seed, int rounds, int max_ops, Visit visit) {
+  std::mt19937_64 rng(seed);
+  for (int round = 0; round < rounds; ++round) {
+    for (DagShape shape : kAllDagShapes) {
+      RandomProblemOptions options;
+      options.max_ops = max_ops;
+      Problem problem = RandomProblem(rng, shape, options);
+      if (round % 2 == 0) problem.fast_memory_capacity *= 8;
+      visit(problem, round);
+    }
+  }
+}
+
 TEST_CASE("resident baseline: valid, never worse than spilling, on random problems") {
-  std::mt19937_64 rng(20260424);
   int cases = 0;
   int retaining = 0;
   int better = 0;
-  for (int round = 0; round < 300; ++round) {
-    for (DagShape shape : kAllDagShapes) {
-      RandomProblemOptions options;
-      options.max_ops = 10;
-      Problem problem = RandomProblem(rng, shape, options);
-      // Half the time a roomy memory, where retention fits, as on a real chip.
-      if (round % 2 == 0) problem.fast_memory_capacity *= 8;
-      Schedule spilling;
-      try {
-        spilling = BuildBaseline(problem);
-      } catch (const std::runtime_error&) {
-        CHECK_THROWS_AS(BuildResidentBaseline(problem), std::runtime_error);
-        continue;
-      }
-      ++cases;
-      const Evaluation base = EvaluateOracle(problem, spilling);
-      REQUIRE(base.ok());
-      CostCache cache(1 << 12);
-      const Schedule resident = BuildResidentBaseline(problem, &cache);
-      CHECK(resident == BuildResidentBaseline(problem));  // the cache changes nothing
-      const Evaluation e = EvaluateOracle(problem, resident);
-      CAPTURE(round);
-      REQUIRE_MESSAGE(e.ok(), e.violation.Message());
-      CHECK(e.total <= base.total * (1 + 1e-12));
-      CheckRetentionRule(problem, resident);
-      // The order is a permutation of the ops.
-      std::vector<OpId> order = ResidentOrder(problem);
-      std::sort(order.begin(), order.end());
-      for (size_t i = 0; i < order.size(); ++i) CHECK(order[i] == static_cast<OpId>(i));
-      bool any = false;
-      for (const Subgraph& sg : resident.subgraphs) any = any || !sg.retain.empty();
-      retaining += any ? 1 : 0;
-      better += e.total < base.total * (1 - 1e-9) ? 1 : 0;
+  ForRandomProblems(20260424, 300, 10, [&](const Problem& problem, int round) {
+    Schedule spilling;
+    try {
+      spilling = BuildBaseline(problem);
+    } catch (const std::runtime_error&) {
+      CHECK_THROWS_AS(BuildResidentBaseline(problem), std::runtime_error);
+      return;
     }
-  }
+    ++cases;
+    const Evaluation base = EvaluateOracle(problem, spilling);
+    REQUIRE(base.ok());
+    CostCache cache(1 << 12);
+    const Schedule resident = BuildResidentBaseline(problem, &cache);
+    CHECK(resident == BuildResidentBaseline(problem));  // the cache changes nothing
+    const Evaluation e = EvaluateOracle(problem, resident);
+    CAPTURE(round);
+    REQUIRE_MESSAGE(e.ok(), e.violation.Message());
+    CHECK(e.total <= base.total * (1 + 1e-12));
+    CheckRetentionRule(problem, resident);
+    // The order is a permutation of the ops.
+    std::vector<OpId> order = ResidentOrder(problem);
+    std::sort(order.begin(), order.end());
+    for (size_t i = 0; i < order.size(); ++i) CHECK(order[i] == static_cast<OpId>(i));
+    bool any = false;
+    for (const Subgraph& sg : resident.subgraphs) any = any || !sg.retain.empty();
+    retaining += any ? 1 : 0;
+    better += e.total < base.total * (1 - 1e-9) ? 1 : 0;
+  });
   // The test has teeth only if retention happens and pays on a good share of the problems.
   MESSAGE("cases " << cases << ", retaining " << retaining << ", better " << better);
   CHECK(retaining > cases / 4);
@@ -172,36 +180,19 @@ Problem TwoCopies(const Problem& problem) {
 }
 
 TEST_CASE("baselines: sharing candidates by context shape gives the schedules of trying every op") {
-  std::mt19937_64 rng(20261128);
   int cases = 0;
-  int failing = 0;
-  for (int round = 0; round < 150; ++round) {
-    for (DagShape shape : kAllDagShapes) {
-      RandomProblemOptions options;
-      options.max_ops = 8;
-      Problem problem = RandomProblem(rng, shape, options);
-      if (round % 2 == 0) problem.fast_memory_capacity *= 8;  // room to retain
-      for (const Problem& p : {problem, TwoCopies(problem)}) {
-        CAPTURE(round);
-        Schedule every;
-        try {
-          every = BuildBaseline(p, nullptr, BaselineSharing::kEveryOp);
-        } catch (const std::runtime_error& error) {
-          // The same op is named whether or not its candidate came from an earlier one.
-          ++failing;
-          CHECK_THROWS_WITH_AS(BuildBaseline(p), error.what(), std::runtime_error);
-          continue;
-        }
-        ++cases;
-        CHECK(BuildBaseline(p) == every);
-        CostCache cache(1 << 12);
-        CHECK(BuildBaseline(p, &cache) == every);
-        CHECK(BuildResidentBaseline(p, &cache) == BuildResidentBaseline(p, nullptr, BaselineSharing::kEveryOp));
-      }
+  ForRandomProblems(20261128, 150, 8, [&](const Problem& problem, int round) {
+    for (const Problem& p : {problem, TwoCopies(problem)}) {
+      CAPTURE(round);
+      const Schedule every = BuildBaseline(p, nullptr, BaselineSharing::kEveryOp);
+      ++cases;
+      CHECK(BuildBaseline(p) == every);
+      CostCache cache(1 << 12);
+      CHECK(BuildBaseline(p, &cache) == every);
+      CHECK(BuildResidentBaseline(p, &cache) == BuildResidentBaseline(p, nullptr, BaselineSharing::kEveryOp));
     }
-  }
-  MESSAGE("cases " << cases << ", no single-op fit " << failing);
-  CHECK(cases > 1000);
+  });
+  CHECK(cases == 2100);
 }
 
 TEST_CASE("resident baseline: the bundled problems") {
