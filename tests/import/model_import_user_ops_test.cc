@@ -284,6 +284,31 @@ TEST_CASE("import user ops: opset 18's spellings (axes inputs, num_outputs)") {
   CheckValid(l);
 }
 
+// GroupNormalization (opset 18: scale and bias per group; 21: per channel), as newer exporters
+// write nn.GroupNorm: in place, as the InstanceNormalization of torch 1.13's reshape.
+TEST_CASE("import user ops: GroupNormalization at opsets 18 and 21 runs in place") {
+  for (const int64_t opset : {18, 21}) {
+    CAPTURE(opset);
+    OnnxModelBuilder m(opset);
+    const int64_t affine = opset < 21 ? 4 : 8;
+    m.Input("x", {1, 8, 4, 4}).Output("y").Weight("s", {affine}).Weight("b", {affine});
+    m.Node("relu", "Relu", {"x"}, {"r"});
+    SetInt(m.Node("gn", "GroupNormalization", {"r", "s", "b"}, {"y"}), "num_groups", 4);
+    const LoweredModel l = Lower(m, "gn.onnx");
+    CHECK(l.summary.layout_ops == 0);
+    CHECK(l.summary.pointwise_ops == 2);
+    const Approximation* rule = Rule(l, "group-norm");
+    REQUIRE(rule != nullptr);
+    CHECK_FALSE(rule->traffic);
+    CHECK(rule->elements == 8 * 4 * 4);
+    CheckValid(l);
+  }
+  OnnxModelBuilder m(18);
+  m.Input("x", {1, 8, 4, 4}).Output("y").Weight("s", {3}).Weight("b", {3});
+  SetInt(m.Node("gn", "GroupNormalization", {"x", "s", "b"}, {"y"}), "num_groups", 3);
+  CHECK(ImportError(m, "gn3.onnx") == "gn3.onnx: node 'gn' (GroupNormalization): num_groups 3 does not divide the 8 channels");
+}
+
 // torch 1.13 writes squeeze(dim) of a dim it does not know as If(shape[dim] == 1, Squeeze,
 // Identity) (F.local_response_norm): a condition known at import time lowers the taken branch in
 // place; the branch reads the outer values by name.

@@ -91,6 +91,10 @@ void LowerBatchNorm(Context& cx, const OnnxNode& node) {
     if (!node.outputs[i].empty()) cx.Bind(node.outputs[i], Const{{x.dims[1]}, std::nullopt, true, false, node.outputs[i]});
   LowerPerElement(cx, node, x, 8);
 }
+constexpr const char* kGroupNormWhat =
+    "a group normalisation runs on the activation in place (Pointwise): its statistics span the rows and a group "
+    "of columns, which a tile does not wait for (no traffic change); elements = those ops' sizes";
+
 // InstanceNormalization; on a value reshaped from an activation without moving data (GroupNorm
 // as exported: Reshape [N,C,H,W] -> [N,G,C/G·H·W], InstanceNormalization, Reshape back), the
 // normalisation runs on the source's tensors in place and the value stays a reshape of them, so
@@ -101,13 +105,25 @@ void LowerInstanceNorm(Context& cx, const OnnxNode& node) {
   if (!a || !a->pending() || !a->reshape_only) return LowerPerElement(cx, node, cx.NeedAct(node, 0), 8);
   Act source = *a->source;
   for (TensorId& t : source.parts) t = cx.problem().Pointwise({t}, 8, node, "normalisation");
-  cx.problem().Note("group-norm",
-                    "a group normalisation runs on the activation in place (Pointwise): its statistics span the rows and a group "
-                    "of columns, which a tile does not wait for (no traffic change); elements = those ops' sizes",
-                    Elems(source));
+  cx.problem().Note("group-norm", kGroupNormWhat, Elems(source));
   Act out = *a;
   out.source = std::make_shared<const Act>(std::move(source));
   cx.Set(node, 0, out);
+}
+
+// GroupNormalization (opset 18; from 21 its scale and bias are per channel, not per group): the
+// statistics of each group of channels over the spatial axes, then the affine: in place, as the
+// InstanceNormalization of the reshape that torch writes for nn.GroupNorm (8 passes).
+void LowerGroupNorm(Context& cx, const OnnxNode& node) {
+  Act x = cx.NeedAct(node, 0);
+  if (x.dims.size() < 2) cx.Fail(node, "group normalisation needs an (N, C, ...) input, got " + DimsText(x.dims));
+  const int64_t groups = Attr{node}.Int("num_groups", 0);
+  if (groups <= 0 || x.dims[1] % groups != 0)
+    cx.Fail(node, "num_groups " + std::to_string(groups) + " does not divide the " + std::to_string(x.dims[1]) +
+                      " channels");
+  if (x.col_split) x = cx.Relayout(node, x, x.col_axis);
+  cx.problem().Note("group-norm", kGroupNormWhat, Elems(x));
+  LowerPerElement(cx, node, x, 8);
 }
 
 // MaxPool and AveragePool over the spatial axes of (N, C, spatial...) of any rank (1-D audio,
@@ -402,6 +418,7 @@ ConverterTable NormalizationConverters() {
       {"LayerNormalization", LowerLayerNorm},
       {"BatchNormalization", LowerBatchNorm},
       {"InstanceNormalization", LowerInstanceNorm},
+      {"GroupNormalization", LowerGroupNorm, 18},
       {"MaxPool", LowerPool},
       {"AveragePool", LowerPool},
       {"GlobalAveragePool", LowerGlobalPoolNode},
