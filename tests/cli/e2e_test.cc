@@ -31,17 +31,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Builds in which a search of a few hundred milliseconds may miss its deadline, so that the
-// watchdog ends it (exit 0, the best checked schedule written, this message on stderr): heavy
-// checks run the oracle on the whole schedule after every commit, and ThreadSanitizer slows
-// everything down 5-15 times. The exit status and the file are checked as everywhere else (a
-// ThreadSanitizer report makes the run exit non-zero under the tsan test preset).
-#if defined(ANNEALER_HEAVY_CHECKS) || defined(__SANITIZE_THREAD__)
-constexpr bool kSlowBuild = true;
-#else
-constexpr bool kSlowBuild = false;
-#endif
+// A search of a few hundred milliseconds may miss its deadline, so that the watchdog ends it
+// (exit 0, the best checked schedule written, this message on stderr): in builds where heavy
+// checks run the oracle on the whole schedule after every commit or ThreadSanitizer slows
+// everything down 5-15 times, and on a loaded machine in any build (among CI's parallel tests a
+// 300-ms run of mlsys-2026-1 once searched for 0.00 s: its setup, or the baseline's oracle check,
+// whose time the margins take four times over, had been slowed by the load). The exit status and
+// the file are checked as everywhere else (a ThreadSanitizer report makes the run exit non-zero
+// under the tsan preset).
 constexpr const char* kWatchdogMessage = "the search did not stop by its deadline";
+bool EndedByWatchdog(const std::string& err) { return err.find(kWatchdogMessage) != std::string::npos; }
 
 struct RunResult {
   int exit_code = -1;
@@ -111,11 +110,7 @@ TEST_CASE("e2e: a short search writes a valid schedule that evaluate accepts") {
   INFO(run.err);
   CHECK(run.exit_code == 0);
   CHECK(run.out.empty());  // the schedule went to the file
-  if (kSlowBuild) {
-    CHECK((run.err.empty() || run.err.find(kWatchdogMessage) != std::string::npos));
-  } else {
-    CHECK(run.err.empty());  // --quiet
-  }
+  CHECK((run.err.empty() || EndedByWatchdog(run.err)));  // --quiet
   CheckValidSchedule(dir, ProblemPath("mlsys-2026-5"), out);
   // No temporary files are left next to the output.
   int files = 0;
@@ -132,8 +127,7 @@ TEST_CASE("e2e: the contest form `annealer PROBLEM OUT` and the stdout form") {
   CHECK(contest.out.empty());
   CheckValidSchedule(dir, ProblemPath("mlsys-2026-1"), out);
   // The progress and summary go to stderr, the schedule is the whole of stdout.
-  CHECK((contest.err.find("annealer: best ") != std::string::npos ||
-         (kSlowBuild && contest.err.find(kWatchdogMessage) != std::string::npos)));
+  CHECK((contest.err.find("annealer: best ") != std::string::npos || EndedByWatchdog(contest.err)));
 
   const RunResult to_stdout = Run(dir, {"--time", "300ms", ProblemPath("mlsys-2026-1")});
   CHECK(to_stdout.exit_code == 0);
