@@ -23,7 +23,7 @@ void AddUnknown(google::protobuf::Message& m, int number, const std::string& byt
 }
 
 // local.Lin(a, b) -> c. Overload "t": Gemm(a, b) with transB bound to the function's attribute
-// `tb`, whose default (IR 9) is 1 and `default_bytes` when given. Overload "": Relu(a).
+// `tb`, whose default is 1 (or `default_bytes`, when given). Overload "": Relu(a).
 // The graph: y1 = Lin["t"](x [4,8], w [16,8]), y = Lin(y1, w).
 testing::OnnxModelBuilder TwoOverloads(const std::string& default_bytes = "") {
   testing::OnnxModelBuilder m(17);

@@ -91,6 +91,8 @@ void LowerBatchNorm(Context& cx, const OnnxNode& node) {
     if (!node.outputs[i].empty()) cx.Bind(node.outputs[i], Const{{x.dims[1]}, std::nullopt, true, false, node.outputs[i]});
   LowerPerElement(cx, node, x, 8);
 }
+
+// What a group normalisation states, as torch 1.13's reshaped InstanceNormalization or as the op.
 constexpr const char* kGroupNormWhat =
     "a group normalisation runs on the activation in place (Pointwise): its statistics span the rows and a group "
     "of columns, which a tile does not wait for (no traffic change); elements = those ops' sizes";
