@@ -260,6 +260,7 @@ class FunctionInliner {
       const onnx::NodeProto& node = in[i];
       const auto f = functions_.find({node.domain(), node.op_type(), UnknownString(node, kNodeOverload)});
       if (f == functions_.end()) {
+        FailOnMissingOverload(node, i);
         onnx::NodeProto* copy = out->Add();
         *copy = node;
         for (auto& a : *copy->mutable_attribute())
@@ -289,6 +290,20 @@ class FunctionInliner {
  private:
   static constexpr int kMaxDepth = 64;
   static constexpr int64_t kMaxNodes = int64_t{1} << 21;
+
+  // A call naming an overload the model does not define, of a function it defines under other
+  // overloads: say so, rather than let the lowering report an operator of an unknown domain.
+  void FailOnMissingOverload(const onnx::NodeProto& node, int index) const {
+    std::string defined;
+    for (auto it = functions_.lower_bound({node.domain(), node.op_type(), ""});
+         it != functions_.end() && std::get<0>(it->first) == node.domain() && std::get<1>(it->first) == node.op_type();
+         ++it)
+      defined += std::string(defined.empty() ? "" : ", ") + "'" + std::get<2>(it->first) + "'";
+    if (defined.empty()) return;
+    Fail(origin_, "node '" + NodeName(node, index) + "' (" + node.op_type() + "): calls overload '" +
+                      UnknownString(node, kNodeOverload) + "' of local function '" + node.domain() + "." +
+                      node.op_type() + "', which the model defines only as overload " + defined);
+  }
 
   void Count(const onnx::NodeProto& node, int index) {
     if (++nodes_ > kMaxNodes)

@@ -98,6 +98,19 @@ TEST_CASE("import: local functions of newer ONNX: a call takes its overload, an 
   } catch (const InputError& e) {
     CHECK(std::string(e.what()) == "functions.onnx: local function 'local.Lin': attribute default 0 does not parse");
   }
+
+  // A call of an overload the model does not define names the overloads it does.
+  testing::OnnxModelBuilder missing = TwoOverloads();
+  missing.graph().mutable_node(0)->mutable_unknown_fields()->Clear();
+  AddUnknown(*missing.graph().mutable_node(0), 8, "u");
+  try {
+    Lower(missing.Bytes());
+    FAIL("a call of an undefined overload imported");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()) ==
+          "functions.onnx: node 'first' (Lin): calls overload 'u' of local function 'local.Lin', which the model "
+          "defines only as overload '', 't'");
+  }
 }
 
 }  // namespace
