@@ -421,6 +421,50 @@ const Candidate& IncrementalEvaluator::Propose(ScheduleEdit&& edit) {
   return ProposeFrom(edit, &edit);
 }
 
+// The edited range of the pending proposal, as ProposeFrom's steps read it: replacement
+// positions k in [0, m) stand for committed [b, e); the kept run (none when kl == 0), new
+// positions [ka, ka + kl), is committed [kb, ke), read in place.
+struct IncrementalEvaluator::EditView {
+  const IncrementalEvaluator& ev;
+  int n, b, e, m, shift, kl, ka, kb, ke;
+  const std::vector<TensorId>& before_edit;  // retained into the edited range
+
+  ANNEALER_INLINE int KeptIndex(int k) const { return k >= ka && k < ka + kl ? kb + (k - ka) : -1; }
+  ANNEALER_INLINE const Subgraph& Sub(int k) const {
+    const auto& repl = ev.pending_edit_.replacement;
+    return k < ka ? repl[k] : k < ka + kl ? ev.schedule_.subgraphs[kb + (k - ka)] : repl[k - kl];
+  }
+  ANNEALER_INLINE const std::vector<TensorId>& RetainedInto(int k) const {
+    return k == 0 ? before_edit : Sub(k - 1).retain;
+  }
+  // What the successor finds retained.
+  const std::vector<TensorId>& SuccessorIn() const { return m > 0 ? Sub(m - 1).retain : before_edit; }
+  ANNEALER_INLINE const SequenceFacts& PendingFacts(int k) const {
+    return ev.pending_twin_[k] >= 0 ? ev.facts_[ev.pending_twin_[k]] : ev.pending_facts_[k];
+  }
+  // A kept subgraph's result is the committed one (not copied).
+  ANNEALER_INLINE const SubgraphResult& Result(int k) const {
+    const int c = KeptIndex(k);
+    return c >= 0 ? ev.results_[c] : ev.pending_results_[k];
+  }
+  // The kept run writes t (it writes the same on both sides of the edit).
+  ANNEALER_INLINE bool KeptWrites(TensorId t) const {
+    if (kl == 0) return false;
+    const std::vector<int64_t>& writers = ev.writers_[t];
+    const auto it = std::lower_bound(writers.begin(), writers.end(), ev.labels_[kb]);
+    return it != writers.end() && *it <= ev.labels_[ke - 1];
+  }
+  // Whether t is written in the edited range changes with the edit (the kept run left out).
+  ANNEALER_INLINE bool InDelta(TensorId t) const {
+    return ev.tensor_stamp_[t] == ev.stamp_ && (ev.old_region_writes_[t] > 0) != (ev.new_region_writes_[t] > 0) &&
+           !KeptWrites(t);
+  }
+  // Whether t is written before the kept run changes with the edit.
+  ANNEALER_INLINE bool InPartDelta(TensorId t) const {
+    return (ev.old_part_writes_[t] > 0) != (ev.new_part_writes_[t] > 0);
+  }
+};
+
 const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, ScheduleEdit* take) {
   const int n = static_cast<int>(schedule_.subgraphs.size());
   const int b = edit.begin, e = edit.end;
@@ -439,8 +483,9 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   }
   if (edit.kept() > 0) {
     // The kept run is read in place only where the same edit with the run copied in would find
-    // every subgraph of it a twin (below): a shift of at most one, no committed failure in the
-    // run, and the first one after the retained-in list it had. Otherwise it is copied in.
+    // every subgraph of it a twin (PriceReplacement): a shift of at most one, no committed
+    // failure in the run, and the first one after the retained-in list it had. Otherwise it is
+    // copied in.
     const int kb = edit.kept_begin, ke = edit.kept_end, ka = edit.kept_at;
     const int shift = b + ka - kb;
     const std::vector<TensorId>& before_run = ka > 0 ? edit.replacement[ka - 1].retain
@@ -475,21 +520,26 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   } else {
     pending_edit_ = edit;
   }
-  const auto& repl = pending_edit_.replacement;
   const int m = pending_edit_.size();
-  const int shift = m - (e - b);
-  // The kept run (none when kl == 0): new positions [ka, ka + kl) of the range are committed
-  // [kb, ke), read in place.
-  const int kl = pending_edit_.kept(), ka = pending_edit_.kept_at, kb = pending_edit_.kept_begin,
-            ke = pending_edit_.kept_end;
-  auto kept_index = [&](int k) ANNEALER_INLINE { return k >= ka && k < ka + kl ? kb + (k - ka) : -1; };
-  auto sub = [&](int k) ANNEALER_INLINE -> const Subgraph& {
-    return k < ka ? repl[k] : k < ka + kl ? schedule_.subgraphs[kb + (k - ka)] : repl[k - kl];
-  };
-  const std::vector<TensorId>& before_edit = b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors;
-  auto retained_into = [&](int k) ANNEALER_INLINE -> const std::vector<TensorId>& { return k == 0 ? before_edit : sub(k - 1).retain; };
+  const EditView v{*this, n, b, e, m, m - (e - b), pending_edit_.kept(), pending_edit_.kept_at,
+                   pending_edit_.kept_begin, pending_edit_.kept_end,
+                   b > 0 ? schedule_.subgraphs[b - 1].retain : kNoTensors};
+  PriceReplacement(v);
+  const Latency total = ProposedTotal(v);
+  CountRangeChanges(v);
+  Candidate candidate = CheckProposal(v);
+  if (candidate.valid) candidate.total = total;
+  for (TensorId t : touched_tensors_) {
+    old_region_writes_[t] = new_region_writes_[t] = running_writes_[t] = 0;
+  }
+  for (TensorId t : part_tensors_) old_part_writes_[t] = new_part_writes_[t] = 0;
+  for (OpId op : touched_ops_) cover_delta_[op] = 0;
+  pending_candidate_ = std::move(candidate);
+  return pending_candidate_;
+}
 
-  // Re-price the replacement and, if its retained-in context changed, the successor.
+void IncrementalEvaluator::PriceReplacement(const EditView& v) {
+  const int b = v.b, e = v.e, m = v.m, ka = v.ka, kb = v.kb, kl = v.kl;
   // Results are written in place (resize keeps the elements' string storage).
   pending_facts_.resize(m);
   pending_results_.resize(m + 1);
@@ -498,12 +548,12 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   // subgraph and its retained-in list alone, and the cache is exact. A move that carries a
   // subgraph across a long stretch (kMoveNextToProducer) replaces the whole stretch by itself
   // shifted by one: this spares a cache lookup per shifted subgraph (and a kept run, all
-  // twins by the conditions above, is not even compared).
+  // twins by the conditions in ProposeFrom, is not even compared).
   auto twin = [&](int k, const std::vector<TensorId>& retained_in) {
     for (const int p : {b + k - 1, b + k + 1, b + k}) {
       if (p < b || p >= e || !results_[p].ok()) continue;
       const std::vector<TensorId>& committed_in = p > 0 ? schedule_.subgraphs[p - 1].retain : kNoTensors;
-      if (schedule_.subgraphs[p] == sub(k) && committed_in == retained_in) return p;
+      if (schedule_.subgraphs[p] == v.Sub(k) && committed_in == retained_in) return p;
     }
     return -1;
   };
@@ -521,7 +571,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       k += kl - 1;
       continue;
     }
-    const std::vector<TensorId>& retained_in = retained_into(k);
+    const std::vector<TensorId>& retained_in = v.RetainedInto(k);
     if (const int p = twin(k, retained_in); p >= 0) {
       if (!twin_lent_[p - b]) {
         twin_lent_[p - b] = 1;
@@ -538,24 +588,19 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       pending_results_[k] = results_[p];
       continue;
     }
-    Facts(sub(k), pending_facts_[k]);
-    Price(sub(k), retained_in, pending_results_[k]);
+    Facts(v.Sub(k), pending_facts_[k]);
+    Price(v.Sub(k), retained_in, pending_results_[k]);
   }
-  auto pending_facts = [&](int k) ANNEALER_INLINE -> const SequenceFacts& {
-    return pending_twin_[k] >= 0 ? facts_[pending_twin_[k]] : pending_facts_[k];
-  };
-  // A kept subgraph's result is the committed one (not copied).
-  auto result = [&](int k) ANNEALER_INLINE -> const SubgraphResult& {
-    const int c = kept_index(k);
-    return c >= 0 ? results_[c] : pending_results_[k];
-  };
-  pending_has_successor_ = e < n;
-  const std::vector<TensorId>& successor_in = m > 0 ? sub(m - 1).retain : before_edit;
+}
+
+Latency IncrementalEvaluator::ProposedTotal(const EditView& v) {
+  const int b = v.b, e = v.e, m = v.m;
+  pending_has_successor_ = e < v.n;
   pending_successor_repriced_ = false;
   if (pending_has_successor_) {
     const std::vector<TensorId>& old_in = e > 0 ? schedule_.subgraphs[e - 1].retain : kNoTensors;
-    if (!SameSet(successor_in, old_in)) {
-      Price(schedule_.subgraphs[e], successor_in, pending_results_[m]);
+    if (!SameSet(v.SuccessorIn(), old_in)) {
+      Price(schedule_.subgraphs[e], v.SuccessorIn(), pending_results_[m]);
       pending_successor_repriced_ = true;
     }
   }
@@ -564,16 +609,20 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   Latency total = latency_sum_;
   for (int i = b; i < e; ++i) total -= latencies_[i];
   for (int k = 0; k < m; ++k) {
-    const int c = kept_index(k);
+    const int c = v.KeptIndex(k);
     total += c >= 0 ? latencies_[c] : pending_results_[k].report.latency;
   }
   if (pending_successor_repriced_) {
     total += pending_results_[m].report.latency - results_[e].report.latency;
   }
+  return total;
+}
 
+void IncrementalEvaluator::CountRangeChanges(const EditView& v) {
+  const int b = v.b, e = v.e, m = v.m, ka = v.ka, kb = v.kb, ke = v.ke, kl = v.kl;
   // Writes inside the edited range, before and after the edit. The kept run writes the same on
   // both sides, so it is left out of the counts; a tensor it writes is written in the range
-  // either way (kept_writes), which the tests below that ask "written in the new range" add.
+  // either way (KeptWrites), which the checks that ask "written in the new range" add.
   if (++stamp_ == 0) {
     std::fill(op_stamp_.begin(), op_stamp_.end(), 0);
     std::fill(tensor_stamp_.begin(), tensor_stamp_.end(), 0);
@@ -585,12 +634,6 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       tensor_stamp_[t] = stamp_;
       touched_tensors_.push_back(t);
     }
-  };
-  auto kept_writes = [&](TensorId t) ANNEALER_INLINE {
-    if (kl == 0) return false;
-    const std::vector<int64_t>& writers = writers_[t];
-    const auto it = std::lower_bound(writers.begin(), writers.end(), labels_[kb]);
-    return it != writers.end() && *it <= labels_[ke - 1];
   };
   // Before the kept run (old [b, kb), new [0, ka)) the writes are counted apart too: whether a
   // tensor is written there changes what a kept subgraph finds written before it.
@@ -607,7 +650,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       k += kl - 1;
       continue;
     }
-    for (TensorId t : pending_facts(k).writes) touch(t), ++new_region_writes_[t];
+    for (TensorId t : v.PendingFacts(k).writes) touch(t), ++new_region_writes_[t];
   }
   // Out of line, and only with a kept run: the proposal's loops stay as compact as they were.
   auto count_part = [&]() __attribute__((noinline)) {
@@ -618,30 +661,24 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       }
     }
     for (int k = 0; k < ka; ++k) {
-      for (TensorId t : pending_facts(k).writes) {
+      for (TensorId t : v.PendingFacts(k).writes) {
         if (old_part_writes_[t] == 0 && new_part_writes_[t] == 0) part_tensors_.push_back(t);
         ++new_part_writes_[t];
       }
     }
   };
   if (kl > 0) count_part();
-  auto in_delta = [&](TensorId t) {
-    return tensor_stamp_[t] == stamp_ && (old_region_writes_[t] > 0) != (new_region_writes_[t] > 0) &&
-           !kept_writes(t);
-  };
   delta_tensors_.clear();
   for (TensorId t : touched_tensors_) {
-    if (in_delta(t)) delta_tensors_.push_back(t);
+    if (v.InDelta(t)) delta_tensors_.push_back(t);
   }
-  const bool delta = !delta_tensors_.empty();
   // The kept subgraphs after the first whose status can change: those reading a tensor whose
   // written-or-not status before the run changed (the others find what they found: the same
   // retained-in list, the same writes before them). Committed positions, ascending.
   kept_recheck_.clear();
-  auto in_part_delta = [&](TensorId t) ANNEALER_INLINE { return (old_part_writes_[t] > 0) != (new_part_writes_[t] > 0); };
   auto find_recheck = [&]() __attribute__((noinline)) {
     for (TensorId t : part_tensors_) {
-      if (!in_part_delta(t)) continue;
+      if (!v.InPartDelta(t)) continue;
       const std::vector<int64_t>& readers = readers_[t];
       for (auto it = std::upper_bound(readers.begin(), readers.end(), labels_[kb]);
            it != readers.end() && *it <= labels_[ke - 1]; ++it) {
@@ -669,30 +706,25 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       k += kl - 1;
       continue;
     }
-    for (OpId op : pending_facts(k).valid_ops) {
+    for (OpId op : v.PendingFacts(k).valid_ops) {
       if (op_stamp_[op] != stamp_) touched_ops_.push_back(op);
       op_stamp_[op] = stamp_;
       ++cover_delta_[op];
     }
   }
+}
 
-  auto finish = [&](Candidate candidate) -> const Candidate& {
-    for (TensorId t : touched_tensors_) {
-      old_region_writes_[t] = new_region_writes_[t] = running_writes_[t] = 0;
-    }
-    for (TensorId t : part_tensors_) old_part_writes_[t] = new_part_writes_[t] = 0;
-    for (OpId op : touched_ops_) cover_delta_[op] = 0;
-    pending_candidate_ = std::move(candidate);
-    return pending_candidate_;
-  };
+Candidate IncrementalEvaluator::CheckProposal(const EditView& v) {
+  const int b = v.b, e = v.e, m = v.m, ka = v.ka, kb = v.kb, kl = v.kl, shift = v.shift;
+  const bool delta = !delta_tensors_.empty();
   auto local_failure = [&](const SubgraphResult& result, int position) {
-    Violation v = result.violation;
-    v.subgraph = position;
-    return Invalid(std::move(v));
+    Violation violation = result.violation;
+    violation.subgraph = position;
+    return Invalid(std::move(violation));
   };
 
   // 1. A failure before the edit stays the first one.
-  if (!failing_.empty() && failing_.front() < b) return finish(Invalid(committed_.violation));
+  if (!failing_.empty() && failing_.front() < b) return Invalid(committed_.violation);
 
   // The kept subgraphs in kept_recheck_, in order: the first V7 failure among them, or null.
   Candidate recheck_failure;
@@ -701,7 +733,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       const std::vector<TensorId>& in = schedule_.subgraphs[r - 1].retain;
       for (const auto& [op, t] : facts_[r].boundary_inputs) {
         bool written;
-        if (in_part_delta(t)) {
+        if (v.InPartDelta(t)) {
           // Written before the edit, before the run in the new range, or by the run before r.
           const std::vector<int64_t>& writers = writers_[t];
           const auto it = std::lower_bound(writers.begin(), writers.end(), labels_[kb]);
@@ -720,22 +752,22 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   // 2. The replacement and the successor, in full; of the kept run the first subgraph (a new
   // retained-in list) and those in kept_recheck_, the others passing as they did.
   for (int k = 0; k < m; ++k) {
-    const int c = kept_index(k);
+    const int c = v.KeptIndex(k);
     if (c > kb) continue;
-    if (!result(k).ok()) return finish(local_failure(result(k), b + k));
-    const std::vector<TensorId>& retained_in = retained_into(k);
+    if (!v.Result(k).ok()) return local_failure(v.Result(k), b + k);
+    const std::vector<TensorId>& retained_in = v.RetainedInto(k);
     const bool after_run = kl > 0 && k >= ka + kl;
-    for (const auto& [op, t] : pending_facts(k).boundary_inputs) {
-      const bool written = WrittenBefore(t, b) || running_writes_[t] > 0 || (after_run && kept_writes(t));
+    for (const auto& [op, t] : v.PendingFacts(k).boundary_inputs) {
+      const bool written = WrittenBefore(t, b) || running_writes_[t] > 0 || (after_run && v.KeptWrites(t));
       if (problem_.producer[t] != kNoOp && !Available(op, t, written, retained_in)) {
-        return finish(Invalid(V7Violation(b + k, op, t)));
+        return Invalid(V7Violation(b + k, op, t));
       }
     }
     if (c < 0) {
-      for (TensorId t : pending_facts(k).writes) ++running_writes_[t];
+      for (TensorId t : v.PendingFacts(k).writes) ++running_writes_[t];
     }
     if (c == kb && !kept_recheck_.empty()) {
-      if (const Candidate* failure = recheck_kept()) return finish(*failure);
+      if (const Candidate* failure = recheck_kept()) return *failure;
     }
   }
   // The successor with its old retained-in set and no tensor in delta has its committed status
@@ -744,11 +776,11 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   const bool successor_as_committed = pending_has_successor_ && !pending_successor_repriced_ && !delta;
   if (pending_has_successor_ && !successor_as_committed) {
     const SubgraphResult& successor = pending_successor_repriced_ ? pending_results_[m] : results_[e];
-    if (!successor.ok()) return finish(local_failure(successor, b + m));
+    if (!successor.ok()) return local_failure(successor, b + m);
     for (const auto& [op, t] : facts_[e].boundary_inputs) {
-      const bool written = WrittenBefore(t, b) || new_region_writes_[t] > 0 || kept_writes(t);
-      if (problem_.producer[t] != kNoOp && !Available(op, t, written, successor_in)) {
-        return finish(Invalid(V7Violation(b + m, op, t)));
+      const bool written = WrittenBefore(t, b) || new_region_writes_[t] > 0 || v.KeptWrites(t);
+      if (problem_.producer[t] != kNoOp && !Available(op, t, written, v.SuccessorIn())) {
+        return Invalid(V7Violation(b + m, op, t));
       }
     }
   }
@@ -774,11 +806,11 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       candidates_.erase(std::unique(candidates_.begin(), candidates_.end()), candidates_.end());
     }
     for (int i : candidates_) {
-      if (!results_[i].ok()) return finish(local_failure(results_[i], i + shift));
+      if (!results_[i].ok()) return local_failure(results_[i], i + shift);
       const std::vector<TensorId>& retained_in = schedule_.subgraphs[i - 1].retain;
       for (const auto& [op, t] : facts_[i].boundary_inputs) {
         bool written;
-        if (delta && in_delta(t)) {
+        if (delta && v.InDelta(t)) {
           // Written before the edit, by the replacement, or by the successor or a later
           // subgraph before i (committed labels in [label(e), label(i))).
           const std::vector<int64_t>& writers = writers_[t];
@@ -788,7 +820,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
           written = WrittenBefore(t, i);
         }
         if (problem_.producer[t] != kNoOp && !Available(op, t, written, retained_in)) {
-          return finish(Invalid(V7Violation(i + shift, op, t)));
+          return Invalid(V7Violation(i + shift, op, t));
         }
       }
     }
@@ -802,7 +834,7 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
   if (uncovered > 0) {
     for (OpId op = 0; op < static_cast<OpId>(problem_.ops.size()); ++op) {
       if (cover_count_[op] + cover_delta_[op] == 0) {
-        return finish(Invalid({"V1", -1, "op " + std::to_string(op) + " appears in no subgraph"}));
+        return Invalid({"V1", -1, "op " + std::to_string(op) + " appears in no subgraph"});
       }
     }
   }
@@ -820,16 +852,14 @@ const Candidate& IncrementalEvaluator::ProposeFrom(const ScheduleEdit& edit, Sch
       const int count = tensor_stamp_[t] == stamp_ ? written - old_region_writes_[t] + new_region_writes_[t]
                                                    : written;
       if (count == 0) {
-        return finish(Invalid({"V9", -1,
-                               "graph output tensor " + std::to_string(t) +
-                                   " is never written to slow memory"}));
+        return Invalid({"V9", -1,
+                        "graph output tensor " + std::to_string(t) + " is never written to slow memory"});
       }
     }
   }
   Candidate candidate;
   candidate.valid = true;
-  candidate.total = total;
-  return finish(candidate);
+  return candidate;
 }
 
 // Same ops and retained set as the subgraph it replaces: the same boundary inputs and writes,

@@ -301,7 +301,19 @@ class IncrementalEvaluator {
   std::optional<std::vector<int64_t>> pending_traversal_;
   const Candidate& ProposeSameFacts(int position, const Subgraph& replacement);
   // Propose; `take` (null, or `edit` itself when it was passed as an rvalue) is moved from.
+  // Its steps, in order, over the edited range as EditView (incremental.cc) reads it:
   const Candidate& ProposeFrom(const ScheduleEdit& edit, ScheduleEdit* take);
+  struct EditView;
+  // the replacement's facts and results (a committed twin's lent, the rest derived and priced);
+  void PriceReplacement(const EditView& v);
+  // the successor re-priced when what it finds retained changed; the proposal's total;
+  Latency ProposedTotal(const EditView& v);
+  // the writes and covers of the old range and the new one: touched_tensors_, delta_tensors_,
+  // touched_ops_ and the kept run's part (part_tensors_, kept_recheck_);
+  void CountRangeChanges(const EditView& v);
+  // the sequence rules from those counts: the first failure in sequence order, else valid
+  // (its total left to the caller). ProposeFrom then clears the counts.
+  Candidate CheckProposal(const EditView& v);
   void SpliceCommitted(int begin, int end, int replacement_size);
   // With ANNEALER_HEAVY_CHECKS: aborts when the committed state differs from EvaluateOracle.
   void CheckAgainstOracle() const;
