@@ -637,30 +637,13 @@ PYBIND11_MODULE(_core, m) {
         if (!parts) return py::float_(bound.total());
         py::dict d;
         d["total"] = bound.total();
-        d["compute"] = bound.compute;
-        d["graph_io"] = bound.graph_io;
-        d["traffic"] = bound.traffic;
-        d["combined"] = bound.combined;
-        d["islands"] = bound.islands;
-        d["streaming"] = bound.streaming;
-        d["crossing"] = bound.crossing;
-        d["recompute"] = bound.recompute;  // P35
-        d["internal_heads"] = bound.internal_heads;  // P43
-        d["memory_floor"] = bound.memory_floor;
-        d["tiles"] = bound.tiles;
-        d["sums"] = bound.sums;
-        d["taps"] = bound.taps;
-        d["sole_sums"] = bound.sole_sums;
-        d["shared_sums"] = bound.shared_sums;
-        d["lone_taps"] = bound.lone_taps;
-        d["upstream_sums"] = bound.upstream_sums;
-        d["lhs_strip_sums"] = bound.lhs_strip_sums;          // P40
-        d["target_sums"] = bound.target_sums;                // P46
-        d["island_activations"] = bound.island_activations;  // P32: a count inside `islands`
-        d["squeeze"] = bound.squeeze;                        // P36
-        d["tap_weights"] = bound.tap_weights;                // P42
-        d["written_sums"] = bound.written_sum_count;         // P38: a count inside `islands`
+        for (const BoundPart& part : kBoundParts) {
+          d[part.name] = bound.*part.value;
+          if (part.count != nullptr) d[part.count_name] = bound.*part.count;
+        }
         d["weight"] = bound.weight;
+        d["island_activations"] = bound.island_activations;  // P32: a count inside `islands`
+        d["written_sums"] = bound.written_sum_count;         // P38: a count inside `islands`
         return d;
       },
       py::arg("problem"), py::arg("parts") = false,

@@ -141,30 +141,85 @@ struct LowerBound {
   int island_activations = 0;
   // Terms of the traffic at `weight` (largest first), then the fixed terms.
   std::vector<BoundTerm> explanation;
-  Latency total() const {
-    Latency best = compute > graph_io ? compute : graph_io;
-    if (traffic > best) best = traffic;
-    if (combined > best) best = combined;
-    if (islands > best) best = islands;
-    if (streaming > best) best = streaming;
-    if (crossing > best) best = crossing;
-    if (recompute > best) best = recompute;
-    if (internal_heads > best) best = internal_heads;
-    if (memory_floor > best) best = memory_floor;
-    if (tiles > best) best = tiles;
-    if (sums > best) best = sums;
-    if (taps > best) best = taps;
-    if (sole_sums > best) best = sole_sums;
-    if (shared_sums > best) best = shared_sums;
-    if (lone_taps > best) best = lone_taps;
-    if (upstream_sums > best) best = upstream_sums;
-    if (lhs_strip_sums > best) best = lhs_strip_sums;
-    if (target_sums > best) best = target_sums;
-    if (squeeze > best) best = squeeze;
-    if (tap_weights > best) best = tap_weights;
-    return best;
-  }
+  // The largest of the parts (kBoundParts).
+  Latency total() const;
 };
+
+// The parts of the bound, each a lower bound of its own (total() is their maximum), with the
+// count that qualifies a part where it has one, in the order every listing gives them: `annealer
+// bound` (text and --json), `annealer evaluate --json` and Python's lower_bound(parts=True). One
+// table, so that a new part is named once. `what` is the text listing's gloss, a count in it
+// written where it says {n}; the gloss of `combined` and `islands`, which cite several figures,
+// is the listing's own.
+struct BoundPart {
+  const char* name;   // the key in JSON and Python
+  const char* label;  // the text listing's
+  Latency LowerBound::*value;
+  const char* count_name = nullptr;  // the key of its count, when it has one
+  int LowerBound::*count = nullptr;
+  const char* what = nullptr;
+};
+inline constexpr BoundPart kBoundParts[] = {
+    {"compute", "compute", &LowerBound::compute, nullptr, nullptr, "base cost x native tiles, every op once"},
+    {"graph_io", "graph I/O", &LowerBound::graph_io, nullptr, nullptr, "graph inputs loaded, outputs written once"},
+    {"traffic", "traffic", &LowerBound::traffic, nullptr, nullptr, "forced loads and writes / bandwidth"},
+    {"combined", "combined", &LowerBound::combined},
+    {"islands", "islands", &LowerBound::islands, "island_count", &LowerBound::island_count},
+    {"streaming", "streaming", &LowerBound::streaming, "streaming_ops", &LowerBound::streaming_ops,
+     "compute + weight loads of {n} MatMuls that no other op's compute can hide, streamed activations + reloads of "
+     "ops that sit alone, P14-P15, P19"},
+    {"crossing", "crossing", &LowerBound::crossing, nullptr, nullptr,
+     "islands at a weight each, + activations read in other islands: loaded unless retained, P16; with P21, P24"},
+    {"recompute", "recompute", &LowerBound::recompute, "recompute_count", &LowerBound::recompute_count,
+     "P16 with {n} crossing tensors whose producer, run again to serve an island, reloads what it is made from "
+     "first, P35"},
+    {"internal_heads", "heads", &LowerBound::internal_heads, "internal_head_count", &LowerBound::internal_head_count,
+     "P16 with {n} heads that load their operand first or are served, and every serving chain but the earliest at "
+     "its loads, P43"},
+    {"memory_floor", "memory", &LowerBound::memory_floor, nullptr, nullptr,
+     "graph I/O + Layout inputs written + reloads of sinks that sit alone, P17"},
+    {"tiles", "tiles", &LowerBound::tiles, nullptr, nullptr,
+     "per op at the tiles the fast memory allows: MatMul base per tile, operands reloaded, upstream weights "
+     "streamed per tile, P18, P22"},
+    {"sums", "sums", &LowerBound::sums, "sum_count", &LowerBound::sum_count,
+     "compute + what {n} sums of outputs too large to retain cost their subgraphs: tiles that shrink or outputs "
+     "loaded, P23"},
+    {"taps", "taps", &LowerBound::taps, "tap_count", &LowerBound::tap_count,
+     "P23 + what {n} MatMuls whose outputs leave their subgraphs pay there: the write and weight loads beyond "
+     "their compute, P25"},
+    {"sole_sums", "sole sums", &LowerBound::sole_sums, "sole_sum_count", &LowerBound::sole_sum_count,
+     "P25 with {n} output shapes of one priced sum each at their subgraphs' larger weight, not a mix, P28"},
+    {"shared_sums", "shared sums", &LowerBound::shared_sums, "shared_sum_count", &LowerBound::shared_sum_count,
+     "P28 with {n} output shapes of 2-4 priced sums priced by which sums share a subgraph, P29"},
+    {"lone_taps", "lone taps", &LowerBound::lone_taps, "lone_tap_sums", &LowerBound::lone_tap_sums,
+     "a x compute + (1-a) x own loads, + what {n} sums of K > n taps cost their first subgraph's tiles and the "
+     "taps that then sit alone, P33"},
+    {"upstream_sums", "upstream sums", &LowerBound::upstream_sums, "upstream_sum_count",
+     &LowerBound::upstream_sum_count,
+     "compute + P23's sums and {n} sums that may make a k-loop MatMul's LHS strips, each at the least of its ways, "
+     "three weights mixed, P34"},
+    {"lhs_strip_sums", "LHS-strip sums", &LowerBound::lhs_strip_sums, "lhs_strip_sum_count",
+     &LowerBound::lhs_strip_sum_count,
+     "P34 with {n} sums whose outputs may make the LHS strips of one or more MatMuls, through Pointwise ops that "
+     "fan out, P40"},
+    {"target_sums", "target sums", &LowerBound::target_sums, "target_sum_count", &LowerBound::target_sum_count,
+     "P40 with {n} sums that feed several taps, never written: once in mode T or once per group of taps an "
+     "instance holds, P46"},
+    {"squeeze", "squeeze", &LowerBound::squeeze, "squeeze_count", &LowerBound::squeeze_count,
+     "compute + what the first subgraphs of {n} multiplies waiting for a tensor gathered from their own input "
+     "pay beyond it: loads and write, P36"},
+    {"tap_weights", "tap weights", &LowerBound::tap_weights, "tap_weight_members", &LowerBound::tap_weight_members,
+     "compute + half of what the weights of {n} k-split MatMuls of one class exceed the compute that may hide "
+     "them, P42"},
+};
+
+inline Latency LowerBound::total() const {
+  Latency best = this->*kBoundParts[0].value;
+  for (const BoundPart& part : kBoundParts) {
+    if (this->*part.value > best) best = this->*part.value;
+  }
+  return best;
+}
 
 // Precomputed per-op terms for RemainingLowerBound (cheap to evaluate many times).
 struct BoundModel {

@@ -135,7 +135,8 @@ class SearchResult:
 ConfigItem = Union[dict[str, Union[bool, int, float, str]], str, os.PathLike[str]]
 
 def lower_bound(problem: Problem, parts: bool = False) -> Any:
-    """A float; parts=True: a dict with total, compute, graph_io, traffic, combined, weight."""
+    """A float; parts=True: a dict with total, weight and every part of `annealer bound --json`
+    (compute, graph_io, traffic, combined, islands, ...), each part's count beside it."""
 def baseline(problem: Problem, resident: bool = False, greedy: bool = False) -> Schedule:
     """The schedule without search `annealer baseline [--resident | --greedy]` writes."""
 def evaluate(problem: Problem, schedule: Schedule) -> Evaluation: ...

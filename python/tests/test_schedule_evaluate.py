@@ -89,7 +89,10 @@ def test_evaluate_out_of_memory_names_the_subgraph(p1):
 def test_lower_bound_parts(p1):
     parts = annealer.lower_bound(p1, parts=True)
     assert parts["total"] == annealer.lower_bound(p1)
-    assert set(parts) == {"total", "compute", "graph_io", "traffic", "combined", "weight", "islands", "streaming", "crossing", "recompute", "internal_heads", "memory_floor", "tiles", "sums", "taps", "sole_sums", "shared_sums", "lone_taps", "upstream_sums", "lhs_strip_sums", "target_sums", "island_activations", "squeeze", "tap_weights", "written_sums"}
+    assert set(parts) == {"total", "compute", "graph_io", "traffic", "combined", "weight", "islands", "streaming", "crossing", "recompute", "internal_heads", "memory_floor", "tiles", "sums", "taps", "sole_sums", "shared_sums", "lone_taps", "upstream_sums", "lhs_strip_sums", "target_sums", "island_activations", "squeeze", "tap_weights", "written_sums",
+                          "island_count", "streaming_ops", "recompute_count", "internal_head_count", "sum_count", "tap_count", "sole_sum_count", "shared_sum_count", "lone_tap_sums", "upstream_sum_count", "lhs_strip_sum_count", "target_sum_count", "squeeze_count", "tap_weight_members"}
+    # The parts' counts are those of `annealer bound --json`, as integers.
+    assert isinstance(parts["island_count"], int) and parts["island_count"] >= 1
     # P23 claims no excess on -1: its part is the compute, and so are P25's and P28's.
     assert parts["sums"] == parts["compute"] == 112000
     assert parts["taps"] == parts["sole_sums"] == parts["shared_sums"] == 112000

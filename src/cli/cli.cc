@@ -28,7 +28,6 @@
 #include "src/import/model_source.h"
 #include "src/import/onnx_graph.h"
 #include "src/io/problem_writer.h"
-#include "src/io/problem_writer.h"
 #include "src/io/json_fields.h"
 #include "src/io/problem_reader.h"
 #include "src/io/schedule_io.h"
@@ -205,27 +204,9 @@ std::string EvaluationJson(const Problem& problem, const ScheduleSummary& summar
   const std::optional<double>& gap = summary.gap_percent;
   out += "  \"total_latency\": " + FormatNumber(evaluation.total) + ",\n";
   out += "  \"lower_bound\": " + FormatNumber(bound.total()) + ",\n";
-  out += "  \"lower_bound_compute\": " + FormatNumber(bound.compute) + ",\n";
-  out += "  \"lower_bound_graph_io\": " + FormatNumber(bound.graph_io) + ",\n";
-  out += "  \"lower_bound_traffic\": " + FormatNumber(bound.traffic) + ",\n";
-  out += "  \"lower_bound_combined\": " + FormatNumber(bound.combined) + ",\n";
-  out += "  \"lower_bound_islands\": " + FormatNumber(bound.islands) + ",\n";
-  out += "  \"lower_bound_streaming\": " + FormatNumber(bound.streaming) + ",\n";
-  out += "  \"lower_bound_crossing\": " + FormatNumber(bound.crossing) + ",\n";
-  out += "  \"lower_bound_recompute\": " + FormatNumber(bound.recompute) + ",\n";
-  out += "  \"lower_bound_internal_heads\": " + FormatNumber(bound.internal_heads) + ",\n";
-  out += "  \"lower_bound_memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
-  out += "  \"lower_bound_tiles\": " + FormatNumber(bound.tiles) + ",\n";
-  out += "  \"lower_bound_sums\": " + FormatNumber(bound.sums) + ",\n";
-  out += "  \"lower_bound_taps\": " + FormatNumber(bound.taps) + ",\n";
-  out += "  \"lower_bound_sole_sums\": " + FormatNumber(bound.sole_sums) + ",\n";
-  out += "  \"lower_bound_shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
-  out += "  \"lower_bound_lone_taps\": " + FormatNumber(bound.lone_taps) + ",\n";
-  out += "  \"lower_bound_upstream_sums\": " + FormatNumber(bound.upstream_sums) + ",\n";
-  out += "  \"lower_bound_lhs_strip_sums\": " + FormatNumber(bound.lhs_strip_sums) + ",\n";
-  out += "  \"lower_bound_target_sums\": " + FormatNumber(bound.target_sums) + ",\n";
-  out += "  \"lower_bound_squeeze\": " + FormatNumber(bound.squeeze) + ",\n";
-  out += "  \"lower_bound_tap_weights\": " + FormatNumber(bound.tap_weights) + ",\n";
+  for (const BoundPart& part : kBoundParts) {
+    out += "  \"lower_bound_" + std::string(part.name) + "\": " + FormatNumber(bound.*part.value) + ",\n";
+  }
   out += "  \"lower_bound_island_activations\": " + std::to_string(bound.island_activations) + ",\n";
   out += "  \"gap\": " + (gap ? FormatNumber(*gap) : std::string("null")) + ",\n";
   out += "  \"partial_edge_tiles\": [" + JoinIds(summary.partial_edge_tiles, ", ") + "],\n";
@@ -297,56 +278,24 @@ std::string EvaluationText(const std::string& problem_path, const Problem& probl
 
 std::string BoundJson(const LowerBound& bound) {
   std::string out = "{\n  \"lower_bound\": " + FormatNumber(bound.total()) + ",\n";
-  out += "  \"compute\": " + FormatNumber(bound.compute) + ",\n";
-  out += "  \"graph_io\": " + FormatNumber(bound.graph_io) + ",\n";
-  out += "  \"traffic\": " + FormatNumber(bound.traffic) + ",\n";
-  out += "  \"combined\": " + FormatNumber(bound.combined) + ",\n";
-  out += "  \"weight\": " + FormatNumber(bound.weight) + ",\n";
-  out += "  \"islands\": " + FormatNumber(bound.islands) + ",\n";
-  out += "  \"island_count\": " + std::to_string(bound.island_count) + ",\n";
-  out += "  \"island_values\": [";
-  for (size_t i = 0; i < bound.island_values.size(); ++i) out += (i > 0 ? ", " : "") + FormatNumber(bound.island_values[i]);
-  out += "],\n";
-  out += "  \"island_of\": [" + JoinIds(std::vector<int32_t>(bound.island_of.begin(), bound.island_of.end()), ", ") + "],\n";
-  out += "  \"per_step_twins\": " + std::to_string(bound.per_step_twins) + ",\n";
-  out += "  \"first_in_loop_twins\": " + std::to_string(bound.first_in_loop_twins) + ",\n";
-  // P50 only where it prices a window, so that the files of problems without one keep their bytes.
-  if (bound.gather_windows > 0) out += "  \"gather_windows\": " + std::to_string(bound.gather_windows) + ",\n";
-  // Only where P49 caps a claim (a weight path), so that other problems' output stays as it was.
-  if (bound.fill_capped_twins > 0) {
-    out += "  \"fill_capped_twins\": " + std::to_string(bound.fill_capped_twins) + ",\n";
+  auto count = [&](const char* name, int value) { out += "  \"" + std::string(name) + "\": " + std::to_string(value) + ",\n"; };
+  for (const BoundPart& part : kBoundParts) {
+    out += "  \"" + std::string(part.name) + "\": " + FormatNumber(bound.*part.value) + ",\n";
+    if (part.value == &LowerBound::combined) out += "  \"weight\": " + FormatNumber(bound.weight) + ",\n";
+    if (part.count != nullptr) count(part.count_name, bound.*part.count);
+    if (part.value != &LowerBound::islands) continue;
+    out += "  \"island_values\": [";
+    for (size_t i = 0; i < bound.island_values.size(); ++i) out += (i > 0 ? ", " : "") + FormatNumber(bound.island_values[i]);
+    out += "],\n";
+    out += "  \"island_of\": [" + JoinIds(std::vector<int32_t>(bound.island_of.begin(), bound.island_of.end()), ", ") + "],\n";
+    count("per_step_twins", bound.per_step_twins);
+    count("first_in_loop_twins", bound.first_in_loop_twins);
+    // P50 and P49 only where they price something, so that the files of other problems keep their bytes.
+    if (bound.gather_windows > 0) count("gather_windows", bound.gather_windows);
+    if (bound.fill_capped_twins > 0) count("fill_capped_twins", bound.fill_capped_twins);
+    count("island_activations", bound.island_activations);
+    count("written_sums", bound.written_sum_count);
   }
-  out += "  \"island_activations\": " + std::to_string(bound.island_activations) + ",\n";
-  out += "  \"written_sums\": " + std::to_string(bound.written_sum_count) + ",\n";
-  out += "  \"streaming\": " + FormatNumber(bound.streaming) + ",\n";
-  out += "  \"streaming_ops\": " + std::to_string(bound.streaming_ops) + ",\n";
-  out += "  \"crossing\": " + FormatNumber(bound.crossing) + ",\n";
-  out += "  \"recompute\": " + FormatNumber(bound.recompute) + ",\n";
-  out += "  \"recompute_count\": " + std::to_string(bound.recompute_count) + ",\n";
-  out += "  \"internal_heads\": " + FormatNumber(bound.internal_heads) + ",\n";
-  out += "  \"internal_head_count\": " + std::to_string(bound.internal_head_count) + ",\n";
-  out += "  \"memory_floor\": " + FormatNumber(bound.memory_floor) + ",\n";
-  out += "  \"tiles\": " + FormatNumber(bound.tiles) + ",\n";
-  out += "  \"sums\": " + FormatNumber(bound.sums) + ",\n";
-  out += "  \"sum_count\": " + std::to_string(bound.sum_count) + ",\n";
-  out += "  \"taps\": " + FormatNumber(bound.taps) + ",\n";
-  out += "  \"tap_count\": " + std::to_string(bound.tap_count) + ",\n";
-  out += "  \"sole_sums\": " + FormatNumber(bound.sole_sums) + ",\n";
-  out += "  \"sole_sum_count\": " + std::to_string(bound.sole_sum_count) + ",\n";
-  out += "  \"shared_sums\": " + FormatNumber(bound.shared_sums) + ",\n";
-  out += "  \"shared_sum_count\": " + std::to_string(bound.shared_sum_count) + ",\n";
-  out += "  \"lone_taps\": " + FormatNumber(bound.lone_taps) + ",\n";
-  out += "  \"lone_tap_sums\": " + std::to_string(bound.lone_tap_sums) + ",\n";
-  out += "  \"upstream_sums\": " + FormatNumber(bound.upstream_sums) + ",\n";
-  out += "  \"upstream_sum_count\": " + std::to_string(bound.upstream_sum_count) + ",\n";
-  out += "  \"lhs_strip_sums\": " + FormatNumber(bound.lhs_strip_sums) + ",\n";
-  out += "  \"lhs_strip_sum_count\": " + std::to_string(bound.lhs_strip_sum_count) + ",\n";
-  out += "  \"target_sums\": " + FormatNumber(bound.target_sums) + ",\n";
-  out += "  \"target_sum_count\": " + std::to_string(bound.target_sum_count) + ",\n";
-  out += "  \"squeeze\": " + FormatNumber(bound.squeeze) + ",\n";
-  out += "  \"squeeze_count\": " + std::to_string(bound.squeeze_count) + ",\n";
-  out += "  \"tap_weights\": " + FormatNumber(bound.tap_weights) + ",\n";
-  out += "  \"tap_weight_members\": " + std::to_string(bound.tap_weight_members) + ",\n";
   out += "  \"terms\": [";
   for (size_t i = 0; i < bound.explanation.size(); ++i) {
     const BoundTerm& term = bound.explanation[i];
@@ -360,6 +309,24 @@ std::string BoundJson(const LowerBound& bound) {
   return out;
 }
 
+// The islands part cites the lines its islands take the maximum of, with their counts.
+std::string IslandsGloss(const LowerBound& bound) {
+  return "sum over " + std::to_string(bound.island_count) +
+         " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21, P23, P25, P24: per-step excess of " +
+         std::to_string(bound.per_step_twins) + " weight-streaming MatMuls, " +
+         std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26" +
+         (bound.fill_capped_twins > 0
+              ? ", " + std::to_string(bound.fill_capped_twins) + " with their last k-steps' fresh compute capped, P49"
+              : std::string()) +
+         "; P14 with the transfers of " + std::to_string(bound.island_activations) +
+         " activations too large to retain, P32; " + std::to_string(bound.written_sum_count) +
+         " sums whose unfused inputs are written and loaded, P38" +
+         (bound.gather_windows > 0
+              ? "; " + std::to_string(bound.gather_windows) + " windows of gathers and loads that little compute can hide, P50"
+              : std::string()) +
+         ")";
+}
+
 std::string BoundText(const std::string& problem_path, const Problem& problem,
                       const LowerBound& bound) {
   std::string out = "problem      " + problem_path + ": " + std::to_string(problem.ops.size()) +
@@ -367,59 +334,22 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
                     std::to_string(problem.fast_memory_capacity) + ", bandwidth " +
                     Readable(problem.slow_memory_bandwidth) + "\n";
   out += "lower bound  " + Readable(bound.total()) + "\n";
-  out += "  compute    " + Readable(bound.compute) + "  (base cost x native tiles, every op once)\n";
-  out += "  graph I/O  " + Readable(bound.graph_io) + "  (graph inputs loaded, outputs written once)\n";
-  out += "  traffic    " + Readable(bound.traffic) + "  (forced loads and writes / bandwidth)\n";
-  out += "  combined   " + Readable(bound.combined) + "  (a x compute + (1-a) x traffic, a = " +
-         Readable(bound.weight) + ", each op in its cheapest mode)\n";
-  out += "  islands    " + Readable(bound.islands) + "  (sum over " + std::to_string(bound.island_count) +
-         " islands of ops that may share a subgraph of max(compute, forced traffic, P14, P18, P21, P23, P25, P24: per-step excess of " +
-         std::to_string(bound.per_step_twins) + " weight-streaming MatMuls, " +
-         std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26" +
-         (bound.fill_capped_twins > 0
-              ? ", " + std::to_string(bound.fill_capped_twins) + " with their last k-steps' fresh compute capped, P49"
-              : std::string()) +
-         "; P14 with the transfers of " +
-         std::to_string(bound.island_activations) + " activations too large to retain, P32; " +
-         std::to_string(bound.written_sum_count) + " sums whose unfused inputs are written and loaded, P38" +
-         (bound.gather_windows > 0
-              ? "; " + std::to_string(bound.gather_windows) + " windows of gathers and loads that little compute can hide, P50"
-              : std::string()) +
-         "))\n";
-  out += "  streaming  " + Readable(bound.streaming) + "  (compute + weight loads of " +
-         std::to_string(bound.streaming_ops) +
-         " MatMuls that no other op's compute can hide, streamed activations + reloads of ops that sit alone, P14-P15, P19)\n";
-  out += "  crossing   " + Readable(bound.crossing) +
-         "  (islands at a weight each, + activations read in other islands: loaded unless retained, P16; with P21, P24)\n";
-  out += "  recompute  " + Readable(bound.recompute) + "  (P16 with " + std::to_string(bound.recompute_count) +
-         " crossing tensors whose producer, run again to serve an island, reloads what it is made from first, P35)\n";
-  out += "  heads      " + Readable(bound.internal_heads) + "  (P16 with " + std::to_string(bound.internal_head_count) +
-         " heads that load their operand first or are served, and every serving chain but the earliest at its loads, P43)\n";
-  out += "  memory     " + Readable(bound.memory_floor) +
-         "  (graph I/O + Layout inputs written + reloads of sinks that sit alone, P17)\n";
-  out += "  tiles      " + Readable(bound.tiles) +
-         "  (per op at the tiles the fast memory allows: MatMul base per tile, operands reloaded, upstream weights streamed per tile, P18, P22)\n";
-  out += "  sums       " + Readable(bound.sums) + "  (compute + what " + std::to_string(bound.sum_count) +
-         " sums of outputs too large to retain cost their subgraphs: tiles that shrink or outputs loaded, P23)\n";
-  out += "  taps       " + Readable(bound.taps) + "  (P23 + what " + std::to_string(bound.tap_count) +
-         " MatMuls whose outputs leave their subgraphs pay there: the write and weight loads beyond their compute, P25)\n";
-  out += "  sole sums  " + Readable(bound.sole_sums) + "  (P25 with " + std::to_string(bound.sole_sum_count) +
-         " output shapes of one priced sum each at their subgraphs' larger weight, not a mix, P28)\n";
-  out += "  shared sums " + Readable(bound.shared_sums) + "  (P28 with " + std::to_string(bound.shared_sum_count) +
-         " output shapes of 2-4 priced sums priced by which sums share a subgraph, P29)\n";
-  out += "  lone taps  " + Readable(bound.lone_taps) + "  (a x compute + (1-a) x own loads, + what " +
-         std::to_string(bound.lone_tap_sums) +
-         " sums of K > n taps cost their first subgraph's tiles and the taps that then sit alone, P33)\n";
-  out += "  upstream sums " + Readable(bound.upstream_sums) + "  (compute + P23's sums and " + std::to_string(bound.upstream_sum_count) +
-         " sums that may make a k-loop MatMul's LHS strips, each at the least of its ways, three weights mixed, P34)\n";
-  out += "  LHS-strip sums " + Readable(bound.lhs_strip_sums) + "  (P34 with " + std::to_string(bound.lhs_strip_sum_count) +
-         " sums whose outputs may make the LHS strips of one or more MatMuls, through Pointwise ops that fan out, P40)\n";
-  out += "  target sums " + Readable(bound.target_sums) + "  (P40 with " + std::to_string(bound.target_sum_count) +
-         " sums that feed several taps, never written: once in mode T or once per group of taps an instance holds, P46)\n";
-  out += "  squeeze    " + Readable(bound.squeeze) + "  (compute + what the first subgraphs of " + std::to_string(bound.squeeze_count) +
-         " multiplies waiting for a tensor gathered from their own input pay beyond it: loads and write, P36)\n";
-  out += "  tap weights " + Readable(bound.tap_weights) + "  (compute + half of what the weights of " +
-         std::to_string(bound.tap_weight_members) + " k-split MatMuls of one class exceed the compute that may hide them, P42)\n\n";
+  for (const BoundPart& part : kBoundParts) {
+    std::string label = part.label;
+    label.resize(std::max<size_t>(label.size(), 10), ' ');
+    out += "  " + label + " " + Readable(bound.*part.value) + "  (";
+    if (part.value == &LowerBound::combined) {
+      out += "a x compute + (1-a) x traffic, a = " + Readable(bound.weight) + ", each op in its cheapest mode";
+    } else if (part.value == &LowerBound::islands) {
+      out += IslandsGloss(bound);
+    } else {
+      std::string what = part.what;
+      if (const size_t n = what.find("{n}"); n != std::string::npos) what.replace(n, 3, std::to_string(bound.*part.count));
+      out += what;
+    }
+    out += ")\n";
+  }
+  out += "\n";
   out += "forced traffic at a = " + Readable(bound.weight) + " (elements, largest first):\n";
   std::vector<std::vector<std::string>> rows = {{"tensor", "op", "elements", "why"}};
   for (const BoundTerm& term : bound.explanation) {
