@@ -29,7 +29,7 @@
 #include "src/io/json_fields.h"
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
-#include "tests/eval/incremental_walk.h"
+#include "tests/eval/extension_properties.h"
 
 namespace annealer {
 namespace {
@@ -183,93 +183,33 @@ TEST_CASE("H5: prefetch hides the next step's double-buffered loads in the curre
 
 // ---- Property tests: every evaluator against the oracle, random rules.
 
-struct Tally {
-  int valid = 0, invalid = 0, prefetched = 0;
-  std::map<std::string, int> rules;
-};
-
-void CheckSubgraphs(const Problem& problem, const Schedule& schedule, const std::string& what, Tally& tally) {
-  std::vector<TensorId> retained_in;
-  for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
-    const Subgraph& s = schedule.subgraphs[i];
-    const SubgraphResult oracle = EvaluateSubgraphOracle(problem, s, retained_in);
-    for (const SubgraphResult& fast : {CostSubgraph(problem, s, retained_in), CostSubgraphStepByStep(problem, s, retained_in)}) {
-      INFO(what << ", subgraph " << i);
-      INFO("oracle: " << oracle.violation.Message() << " latency " << oracle.report.latency);
-      INFO("fast:   " << fast.violation.Message() << " latency " << fast.report.latency);
-      CHECK(fast.verdict == oracle.verdict);
-      CHECK(fast.violation.Message() == oracle.violation.Message());
-      CHECK(Close(fast.report.latency, oracle.report.latency));
-      CHECK(Close(fast.report.compute_time, oracle.report.compute_time));
-      CHECK(Close(fast.report.memory_time, oracle.report.memory_time));
-      CHECK(fast.report.peak_working_set == oracle.report.peak_working_set);
-    }
-    if (oracle.ok()) {
-      ++tally.valid;
-      // The sum of T1 over the steps without prefetch: prefetch only ever lowers it.
-      double roofline = 0;
-      EvaluateSubgraphOracleSteps(problem, s, retained_in, [&](const StepRecord& r) { roofline += r.latency(); });
-      if (problem.chip.prefetch && oracle.report.latency < oracle.report.compute_time + oracle.report.memory_time) {
+TEST_CASE("chip rules: the fast path, EvaluateFast and the cache equal the oracle with random rules") {
+  testing::SubgraphTally tally;
+  int prefetched = 0;
+  const int whole_valid = testing::FastAgainstOracle(
+      26000,
+      [](Problem& problem, std::mt19937_64& rng, int) {
+        problem.chip = RandomChipRules(problem, rng);
+        REQUIRE(CheckChipRules(problem.chip, problem.native, problem.fast_memory_capacity).empty());
+      },
+      tally,
+      [&](const Problem& problem, const Subgraph& s, const std::vector<TensorId>& retained_in,
+          const SubgraphResult& oracle) {
+        // Prefetch only ever lowers the sum of the steps' rooflines.
+        if (!problem.chip.prefetch || oracle.report.latency >= oracle.report.compute_time + oracle.report.memory_time) return;
         Problem plain = problem;
         plain.chip.prefetch = false;
         const double without = EvaluateSubgraphOracle(plain, s, retained_in).report.latency;
         CHECK(oracle.report.latency <= without * (1 + 1e-12));
-        if (oracle.report.latency < without * (1 - 1e-12)) ++tally.prefetched;
-      }
-      // Every step is at least its compute and the total at least the traffic (what the bound uses).
-      CHECK(oracle.report.latency >= oracle.report.compute_time * (1 - 1e-12));
-      CHECK(oracle.report.latency >= oracle.report.memory_time * (1 - 1e-12));
-    } else {
-      ++tally.invalid;
-      ++tally.rules[oracle.violation.rule];
-    }
-    retained_in = s.retain;
-  }
-}
-
-TEST_CASE("chip rules: the fast path, EvaluateFast and the cache equal the oracle with random rules") {
-  Tally tally;
-  int whole_valid = 0;
-  for (DagShape shape : kAllDagShapes) {
-    std::mt19937_64 rng(26000 + static_cast<int>(shape));
-    for (int trial = 0; trial < 120; ++trial) {
-      RandomProblemOptions problem_options;
-      problem_options.max_ops = 3 + trial % 8;
-      problem_options.layout_probability = trial % 4 == 0 ? 0.3 : 0;
-      Problem problem = RandomProblem(rng, shape, problem_options);
-      problem.chip = RandomChipRules(problem, rng);
-      REQUIRE(CheckChipRules(problem.chip, problem.native, problem.fast_memory_capacity).empty());
-      CostCache cache(1 << 10);
-      for (int s = 0; s < 3; ++s) {
-        RandomScheduleOptions options;
-        options.fuse_probability = 0.3 + 0.3 * s;
-        options.invalid_probability = 0.1;
-        options.max_steps = 500;
-        const Schedule schedule = RandomSchedule(problem, rng, options);
-        const std::string what = "shape " + std::to_string(static_cast<int>(shape)) + " trial " +
-                                 std::to_string(trial) + " schedule " + std::to_string(s);
-        CheckSubgraphs(problem, schedule, what, tally);
-        const Evaluation oracle = EvaluateOracle(problem, schedule);
-        for (CostCache* c : {static_cast<CostCache*>(nullptr), &cache, &cache}) {
-          const Evaluation fast = EvaluateFast(problem, schedule, c);
-          INFO(what << ": oracle " << oracle.violation.Message() << ", fast " << fast.violation.Message());
-          REQUIRE(fast.verdict == oracle.verdict);
-          CHECK(fast.violation.Message() == oracle.violation.Message());
-          CHECK(Close(fast.total, oracle.total));
-        }
-        whole_valid += oracle.ok();
-      }
-    }
-  }
-  std::string by_rule;
-  for (const auto& [rule, count] : tally.rules) by_rule += " " + rule + ":" + std::to_string(count);
-  MESSAGE("chip rules: subgraphs valid " << tally.valid << " (prefetch lowered " << tally.prefetched
-                                         << "), invalid " << tally.invalid << " by rule" << by_rule
+        if (oracle.report.latency < without * (1 - 1e-12)) ++prefetched;
+      });
+  MESSAGE("chip rules: subgraphs valid " << tally.valid << " (prefetch lowered " << prefetched << "), invalid "
+                                         << tally.invalid << " by rule" << testing::ByRule(tally)
                                          << "; whole schedules valid " << whole_valid);
   CHECK(tally.valid > 3000);
   CHECK(tally.rules["H1"] > 200);
   CHECK(tally.rules["H3"] > 200);
-  CHECK(tally.prefetched > 30);
+  CHECK(prefetched > 30);
   CHECK(whole_valid > 100);
 }
 
@@ -345,39 +285,17 @@ TEST_CASE("chip rules: incremental evaluation equals the oracle over random edit
 }
 
 TEST_CASE("chip rules: the lower bound stays below the oracle with rules on (prefetch included)") {
-  int valid = 0, prefetch = 0;
-  for (DagShape shape : kAllDagShapes) {
-    std::mt19937_64 rng(27000 + static_cast<int>(shape));
-    for (int trial = 0; trial < 80; ++trial) {
-      RandomProblemOptions problem_options;
-      problem_options.max_ops = 3 + trial % 9;
-      problem_options.native = trial % 2 == 0 ? 8 : 32;
-      Problem problem = RandomProblem(rng, shape, problem_options);
-      problem.chip = RandomChipRules(problem, rng);
-      if (trial % 3 == 0) {  // traffic-dominated, where prefetch and the traffic terms meet
-        for (Op& op : problem.ops) op.base_cost *= 0.05;
-        problem.slow_memory_bandwidth = 1;
-      }
-      const LowerBound bound = ComputeLowerBound(problem);
-      const BoundModel model = BuildBoundModel(problem);
-      for (int s = 0; s < 4; ++s) {
-        RandomScheduleOptions options;
-        options.fuse_probability = 0.2 + 0.25 * s;
-        options.recompute_probability = 0.2;
-        options.invalid_probability = 0;
-        options.max_steps = 500;
-        const Schedule schedule = RandomSchedule(problem, rng, options);
-        const Evaluation evaluation = EvaluateOracle(problem, schedule);
-        if (!evaluation.ok()) continue;
-        ++valid;
-        prefetch += problem.chip.prefetch;
-        INFO("shape " << static_cast<int>(shape) << " trial " << trial << " schedule " << s);
-        CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
-        // Suffix bounds: the ops not yet run, against the latency of the subgraphs left.
-        testing::CheckSuffixBounds(model, problem, schedule, evaluation);
-      }
-    }
-  }
+  int prefetch = 0;
+  const int valid = testing::BoundBelowOracle(
+      27000, false,
+      [](Problem& problem, std::mt19937_64& rng, int trial) {
+        problem.chip = RandomChipRules(problem, rng);
+        if (trial % 3 == 0) {  // traffic-dominated, where prefetch and the traffic terms meet
+          for (Op& op : problem.ops) op.base_cost *= 0.05;
+          problem.slow_memory_bandwidth = 1;
+        }
+      },
+      [&](const Problem& problem) { prefetch += problem.chip.prefetch; });
   MESSAGE("chip rules, bound: valid schedules " << valid << " (" << prefetch << " with prefetch)");
   CHECK(valid > 500);
   CHECK(prefetch > 150);

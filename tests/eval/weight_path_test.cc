@@ -25,7 +25,7 @@
 #include "src/io/json_fields.h"
 #include "src/io/problem_reader.h"
 #include "src/io/problem_writer.h"
-#include "tests/eval/incremental_walk.h"
+#include "tests/eval/extension_properties.h"
 #include "tests/support/problem_maker.h"
 #include "tests/support/sample_schedules.h"
 #include "tests/support/suffix_bounds.h"
@@ -142,11 +142,6 @@ TEST_CASE("H6: a sub-problem keeps every tensor on its path, or says it does not
 
 // ---- Property tests.
 
-struct Tally {
-  int valid = 0, invalid = 0, moved = 0, weighed = 0;
-  std::map<std::string, int> rules;
-};
-
 // Draws the rules: half the problems with H1-H4 as well (prefetch off), half with H6 alone.
 void DrawRules(Problem& problem, std::mt19937_64& rng, int trial) {
   problem.chip = trial % 2 == 0 ? RandomChipRules(problem, rng) : ChipRules{};
@@ -161,84 +156,33 @@ bool HasWeights(const Problem& problem) {
   return false;
 }
 
-void CheckSubgraphs(const Problem& problem, const Schedule& schedule, const std::string& what, Tally& tally) {
-  Problem one_path = problem;
-  one_path.chip.weight_bandwidth = 0;
-  one_path.chip.weight_fifo_capacity = 0;
-  std::vector<TensorId> retained_in;
-  for (size_t i = 0; i < schedule.subgraphs.size(); ++i) {
-    const Subgraph& s = schedule.subgraphs[i];
-    const SubgraphResult oracle = EvaluateSubgraphOracle(problem, s, retained_in);
-    for (const SubgraphResult& fast : {CostSubgraph(problem, s, retained_in), CostSubgraphStepByStep(problem, s, retained_in)}) {
-      INFO(what << ", subgraph " << i);
-      INFO("oracle: " << oracle.violation.Message() << " latency " << oracle.report.latency);
-      INFO("fast:   " << fast.violation.Message() << " latency " << fast.report.latency);
-      CHECK(fast.verdict == oracle.verdict);
-      CHECK(fast.violation.Message() == oracle.violation.Message());
-      CHECK(Close(fast.report.latency, oracle.report.latency));
-      CHECK(Close(fast.report.compute_time, oracle.report.compute_time));
-      CHECK(Close(fast.report.memory_time, oracle.report.memory_time));
-      CHECK(fast.report.peak_working_set == oracle.report.peak_working_set);
-    }
-    if (oracle.ok()) {
-      ++tally.valid;
-      CHECK(oracle.report.latency >= oracle.report.compute_time * (1 - 1e-12));
-      CHECK(oracle.report.latency >= oracle.report.memory_time * (1 - 1e-12));
-      const SubgraphResult plain = EvaluateSubgraphOracle(one_path, s, retained_in);
-      if (plain.ok() && !Close(plain.report.latency, oracle.report.latency)) ++tally.moved;
-      if (plain.ok() && plain.report.peak_working_set != oracle.report.peak_working_set) ++tally.weighed;
-    } else {
-      ++tally.invalid;
-      ++tally.rules[oracle.violation.rule];
-    }
-    retained_in = s.retain;
-  }
-}
-
 TEST_CASE("H6: the fast path, EvaluateFast and the cache equal the oracle with a random weight path") {
-  Tally tally;
-  int whole_valid = 0;
-  for (DagShape shape : kAllDagShapes) {
-    std::mt19937_64 rng(36000 + static_cast<int>(shape));
-    for (int trial = 0; trial < 120; ++trial) {
-      RandomProblemOptions problem_options;
-      problem_options.max_ops = 3 + trial % 8;
-      problem_options.layout_probability = trial % 4 == 0 ? 0.3 : 0;
-      Problem problem = RandomProblem(rng, shape, problem_options);
-      DrawRules(problem, rng, trial);
-      if (trial % 3 == 0) {  // traffic-dominated: where the two paths decide the latency
-        for (Op& op : problem.ops) op.base_cost *= 0.05;
-      }
-      CostCache cache(1 << 10);
-      for (int s = 0; s < 3; ++s) {
-        RandomScheduleOptions options;
-        options.fuse_probability = 0.3 + 0.3 * s;
-        options.invalid_probability = 0.1;
-        options.max_steps = 500;
-        const Schedule schedule = RandomSchedule(problem, rng, options);
-        const std::string what = "shape " + std::to_string(static_cast<int>(shape)) + " trial " +
-                                 std::to_string(trial) + " schedule " + std::to_string(s);
-        CheckSubgraphs(problem, schedule, what, tally);
-        const Evaluation oracle = EvaluateOracle(problem, schedule);
-        for (CostCache* c : {static_cast<CostCache*>(nullptr), &cache, &cache}) {
-          const Evaluation fast = EvaluateFast(problem, schedule, c);
-          INFO(what << ": oracle " << oracle.violation.Message() << ", fast " << fast.violation.Message());
-          REQUIRE(fast.verdict == oracle.verdict);
-          CHECK(fast.violation.Message() == oracle.violation.Message());
-          CHECK(Close(fast.total, oracle.total));
+  testing::SubgraphTally tally;
+  int moved = 0, weighed = 0;
+  const int whole_valid = testing::FastAgainstOracle(
+      36000,
+      [](Problem& problem, std::mt19937_64& rng, int trial) {
+        DrawRules(problem, rng, trial);
+        if (trial % 3 == 0) {  // traffic-dominated: where the two paths decide the latency
+          for (Op& op : problem.ops) op.base_cost *= 0.05;
         }
-        whole_valid += oracle.ok();
-      }
-    }
-  }
-  std::string by_rule;
-  for (const auto& [rule, count] : tally.rules) by_rule += " " + rule + ":" + std::to_string(count);
-  MESSAGE("H6: subgraphs valid " << tally.valid << " (latency moved by the weight path " << tally.moved
-                                 << ", working set " << tally.weighed << "), invalid " << tally.invalid
-                                 << " by rule" << by_rule << "; whole schedules valid " << whole_valid);
+      },
+      tally,
+      [&](const Problem& problem, const Subgraph& s, const std::vector<TensorId>& retained_in,
+          const SubgraphResult& oracle) {
+        Problem one_path = problem;
+        one_path.chip.weight_bandwidth = 0;
+        one_path.chip.weight_fifo_capacity = 0;
+        const SubgraphResult plain = EvaluateSubgraphOracle(one_path, s, retained_in);
+        if (plain.ok() && !Close(plain.report.latency, oracle.report.latency)) ++moved;
+        if (plain.ok() && plain.report.peak_working_set != oracle.report.peak_working_set) ++weighed;
+      });
+  MESSAGE("H6: subgraphs valid " << tally.valid << " (latency moved by the weight path " << moved << ", working set "
+                                 << weighed << "), invalid " << tally.invalid << " by rule" << testing::ByRule(tally)
+                                 << "; whole schedules valid " << whole_valid);
   CHECK(tally.valid > 3000);
-  CHECK(tally.moved > 500);
-  CHECK(tally.weighed > 500);
+  CHECK(moved > 500);
+  CHECK(weighed > 500);
   CHECK(tally.rules["H6"] > 50);
   CHECK(whole_valid > 100);
 }
@@ -255,43 +199,18 @@ TEST_CASE("H6: incremental evaluation equals the oracle over random edits") {
 }
 
 TEST_CASE("H6: the lower bound stays below the oracle on random valid schedules") {
-  int valid = 0, with_weights = 0;
-  for (DagShape shape : kAllDagShapes) {
-    std::mt19937_64 rng(37000 + static_cast<int>(shape));
-    for (int trial = 0; trial < 80; ++trial) {
-      RandomProblemOptions problem_options;
-      problem_options.max_ops = 3 + trial % 9;
-      problem_options.native = trial % 2 == 0 ? 8 : 32;
-      problem_options.layout_probability = trial % 5 == 0 ? 0.3 : 0;
-      Problem problem = RandomProblem(rng, shape, problem_options);
-      DrawRules(problem, rng, trial);
-      if (trial % 3 == 0) {  // traffic-dominated: the paths' terms decide the bound
-        for (Op& op : problem.ops) op.base_cost *= 0.05;
-        problem.slow_memory_bandwidth = 1 + trial % 7;
-        problem.chip.weight_bandwidth = trial % 2 == 0 ? 0.5 : 3;
-      }
-      const LowerBound bound = ComputeLowerBound(problem);
-      const BoundModel model = BuildBoundModel(problem);
-      const bool weights = HasWeights(problem);
-      for (int s = 0; s < 4; ++s) {
-        RandomScheduleOptions options;
-        options.fuse_probability = 0.2 + 0.25 * s;
-        options.recompute_probability = 0.2;
-        options.invalid_probability = 0;
-        options.max_steps = 500;
-        const Schedule schedule = RandomSchedule(problem, rng, options);
-        const Evaluation evaluation = EvaluateOracle(problem, schedule);
-        if (!evaluation.ok()) continue;
-        ++valid;
-        with_weights += weights;
-        INFO("shape " << static_cast<int>(shape) << " trial " << trial << " schedule " << s << ": bound compute "
-                      << bound.compute << " io " << bound.graph_io << " traffic " << bound.traffic << " combined "
-                      << bound.combined << " islands " << bound.islands << ", oracle " << evaluation.total);
-        CHECK(bound.total() <= evaluation.total * (1 + 1e-9));
-        testing::CheckSuffixBounds(model, problem, schedule, evaluation);
-      }
-    }
-  }
+  int with_weights = 0;
+  const int valid = testing::BoundBelowOracle(
+      37000, true,
+      [](Problem& problem, std::mt19937_64& rng, int trial) {
+        DrawRules(problem, rng, trial);
+        if (trial % 3 == 0) {  // traffic-dominated: the paths' terms decide the bound
+          for (Op& op : problem.ops) op.base_cost *= 0.05;
+          problem.slow_memory_bandwidth = 1 + trial % 7;
+          problem.chip.weight_bandwidth = trial % 2 == 0 ? 0.5 : 3;
+        }
+      },
+      [&](const Problem& problem) { with_weights += HasWeights(problem); });
   MESSAGE("H6, bound: valid schedules " << valid << " (" << with_weights << " on problems with weights)");
   CHECK(valid > 500);
   CHECK(with_weights > 300);
