@@ -79,32 +79,6 @@ inline bool CheckValidSchedule(const Problem& problem, const Schedule& schedule,
   return true;
 }
 
-// Random valid schedules of at most 400 steps with these probabilities.
-inline RandomScheduleOptions ValidRandomOptions(double fuse, double recompute, double extra_retain) {
-  RandomScheduleOptions options;
-  options.fuse_probability = fuse;
-  options.recompute_probability = recompute;
-  options.extra_retain_probability = extra_retain;
-  options.invalid_probability = 0;
-  options.max_steps = 400;
-  return options;
-}
-
-// The schedules a real-ratio property test checks a part against: `randoms` random valid
-// schedules (the s-th drawn with `options(s)`), both baselines where they exist, a short search
-// every `search_every` trials and the exact solver's best (no recomputation) every
-// `exact_every` (0: never). Only the random schedules draw from `rng`.
-inline std::vector<Schedule> RealRatioSchedules(const Problem& problem, std::mt19937_64& rng, int trial, int randoms,
-                                                const std::function<RandomScheduleOptions(int)>& options,
-                                                int search_every, int exact_every) {
-  std::vector<Schedule> schedules;
-  for (int s = 0; s < randoms; ++s) schedules.push_back(RandomSchedule(problem, rng, options(s)));
-  testing::AppendBaselines(problem, schedules);
-  if (trial % search_every == 0) schedules.push_back(ShortSearch(problem, 1 + trial, 2).best);
-  if (exact_every > 0 && trial % exact_every == 0) testing::AppendExactBest(problem, schedules);
-  return schedules;
-}
-
 // Each schedule valid by CheckValidSchedule (under `label`) with its oracle evaluation, then,
 // where it is still valid there, the problem at the schedule's own peak working set: a bound must
 // hold at every capacity the schedule fits, the tightest one included. Returns how many were

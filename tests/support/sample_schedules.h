@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <functional>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -96,6 +97,32 @@ inline SearchSummary ShortSearch(const Problem& problem, uint64_t seed, int epoc
   params.max_epochs = epochs;
   std::atomic<bool> stop{false};
   return RunSearch(problem, params, std::chrono::steady_clock::now() + std::chrono::hours(1), stop, {});
+}
+
+// Random valid schedules of at most 400 steps with these probabilities.
+inline RandomScheduleOptions ValidRandomOptions(double fuse, double recompute, double extra_retain) {
+  RandomScheduleOptions options;
+  options.fuse_probability = fuse;
+  options.recompute_probability = recompute;
+  options.extra_retain_probability = extra_retain;
+  options.invalid_probability = 0;
+  options.max_steps = 400;
+  return options;
+}
+
+// The schedules a real-ratio property test checks a part against: `randoms` random valid
+// schedules (the s-th drawn with `options(s)`), both baselines where they exist, a short search
+// every `search_every` trials and the exact solver's best (no recomputation) every
+// `exact_every` (0: never, for either). Only the random schedules draw from `rng`.
+inline std::vector<Schedule> RealRatioSchedules(const Problem& problem, std::mt19937_64& rng, int trial, int randoms,
+                                                const std::function<RandomScheduleOptions(int)>& options,
+                                                int search_every, int exact_every) {
+  std::vector<Schedule> schedules;
+  for (int s = 0; s < randoms; ++s) schedules.push_back(RandomSchedule(problem, rng, options(s)));
+  AppendBaselines(problem, schedules);
+  if (search_every > 0 && trial % search_every == 0) schedules.push_back(ShortSearch(problem, 1 + trial, 2).best);
+  if (exact_every > 0 && trial % exact_every == 0) AppendExactBest(problem, schedules);
+  return schedules;
 }
 
 // The exact solver's best with its default budget (which finishes on the bound parts' hand

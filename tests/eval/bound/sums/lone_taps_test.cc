@@ -233,7 +233,6 @@ int ForEachTapGrouping(const Problem& p, const std::function<void(const Evaluati
   return checked;
 }
 
-using testing::ShortSearch;
 
 TEST_CASE("P33: the bound is never above the oracle on sums of k-split taps (property)") {
   std::mt19937_64 rng(3333);
@@ -252,18 +251,10 @@ TEST_CASE("P33: the bound is never above the oracle on sums of k-split taps (pro
     if (raises) ++raised;
     std::vector<Schedule> schedules;
     try {
-    for (int s = 0; s < 6; ++s) {
-      RandomScheduleOptions options;
-      options.fuse_probability = 0.2 + 0.15 * s;
-      options.recompute_probability = s % 2 == 0 ? 0.1 : 0.4;
-      options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
-      options.invalid_probability = 0;
-      options.max_steps = 400;
-      schedules.push_back(RandomSchedule(p, rng, options));
-    }
-    testing::AppendBaselines(p, schedules);
-    if (trial % 25 == 0) schedules.push_back(ShortSearch(p, 1 + trial).best);
-    if (trial % 10 == 0) testing::AppendExactBest(p, schedules);
+      schedules = testing::RealRatioSchedules(
+          p, rng, trial, 6,
+          [](int s) { return testing::ValidRandomOptions(0.2 + 0.15 * s, s % 2 == 0 ? 0.1 : 0.4, 0.3 + 0.2 * (s % 2)); },
+          25, 10);
     } catch (const std::runtime_error&) {
       continue;  // some op fits the fast memory at no granularity alone: no valid schedule
     }

@@ -355,17 +355,10 @@ TEST_CASE("P39: a tap with its LHS retained never costs less than its price, nor
     // The bound over random, baseline and exact schedules.
     std::vector<Schedule> schedules;
     try {
-      for (int s = 0; s < 4; ++s) {
-        RandomScheduleOptions options;
-        options.fuse_probability = 0.2 + 0.2 * s;
-        options.recompute_probability = s % 2 == 0 ? 0.1 : 0.4;
-        options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
-        options.invalid_probability = 0;
-        options.max_steps = 400;
-        schedules.push_back(RandomSchedule(p, rng, options));
-      }
-      testing::AppendBaselines(p, schedules);
-      if (trial % 10 == 0) testing::AppendExactBest(p, schedules);
+      schedules = testing::RealRatioSchedules(
+          p, rng, trial, 4,
+          [](int s) { return testing::ValidRandomOptions(0.2 + 0.2 * s, s % 2 == 0 ? 0.1 : 0.4, 0.3 + 0.2 * (s % 2)); },
+          0, 10);
     } catch (const std::runtime_error&) {
       continue;  // some op fits the fast memory at no granularity alone: no valid schedule
     }

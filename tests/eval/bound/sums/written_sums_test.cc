@@ -243,7 +243,6 @@ int ForEachGrouping(const Problem& p, const std::function<void(const Evaluation&
   return checked;
 }
 
-using testing::ShortSearch;
 
 TEST_CASE("P38: the bound is never above the oracle on sums of MatMul outputs (property)") {
   std::mt19937_64 rng(3838);
@@ -264,18 +263,10 @@ TEST_CASE("P38: the bound is never above the oracle on sums of MatMul outputs (p
     if (raises) ++raised;
     std::vector<Schedule> schedules;
     try {
-      for (int s = 0; s < 6; ++s) {
-        RandomScheduleOptions options;
-        options.fuse_probability = 0.2 + 0.15 * s;
-        options.recompute_probability = s % 2 == 0 ? 0.1 : 0.4;
-        options.extra_retain_probability = 0.3 + 0.2 * (s % 2);
-        options.invalid_probability = 0;
-        options.max_steps = 400;
-        schedules.push_back(RandomSchedule(p, rng, options));
-      }
-      testing::AppendBaselines(p, schedules);
-      if (trial % 40 == 0) schedules.push_back(ShortSearch(p, 1 + trial).best);
-      if (trial % 10 == 0) testing::AppendExactBest(p, schedules);
+      schedules = testing::RealRatioSchedules(
+          p, rng, trial, 6,
+          [](int s) { return testing::ValidRandomOptions(0.2 + 0.15 * s, s % 2 == 0 ? 0.1 : 0.4, 0.3 + 0.2 * (s % 2)); },
+          40, 10);
     } catch (const std::runtime_error&) {
       continue;  // some op fits the fast memory at no granularity alone: no valid schedule
     }
