@@ -333,7 +333,12 @@ std::string BoundText(const std::string& problem_path, const Problem& problem,
                     " ops, " + std::to_string(problem.tensors.size()) + " tensors, capacity " +
                     std::to_string(problem.fast_memory_capacity) + ", bandwidth " +
                     Readable(problem.slow_memory_bandwidth) + "\n";
-  out += "lower bound  " + Readable(bound.total()) + "\n";
+  // The parts that reach the bound: what a gap would have to be closed against.
+  std::string set_by;
+  for (const BoundPart& part : kBoundParts) {
+    if (bound.*part.value >= bound.total()) set_by += std::string(set_by.empty() ? "" : ", ") + part.label;
+  }
+  out += "lower bound  " + Readable(bound.total()) + "  (set by " + set_by + ")\n";
   for (const BoundPart& part : kBoundParts) {
     std::string label = part.label;
     label.resize(std::max<size_t>(label.size(), 10), ' ');

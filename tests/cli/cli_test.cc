@@ -262,7 +262,7 @@ TEST_CASE("cli: bound prints the bound, its parts and the forced traffic") {
   const RunResult text = Run("bound " + Quote(Problem("mlsys-2026-1.json")));
   CHECK(text.exit_code == 0);
   CHECK(text.err.empty());
-  CHECK(text.out.find("lower bound  367001.6\n") != std::string::npos);
+  CHECK(text.out.find("lower bound  367001.6  (set by traffic, combined)\n") != std::string::npos);
   CHECK(text.out.find("  compute    112000") != std::string::npos);
   CHECK(text.out.find("  graph I/O  65536") != std::string::npos);
   CHECK(text.out.find("streamed once per column tile: x4 (P5, V2); a graph input (V8)") !=
