@@ -1,4 +1,4 @@
-// libFuzzer target: the YAML configuration loader (src/io/config.h) on arbitrary text. Accepted
+// libFuzzer target: the YAML configuration loader (src/io/yaml/config.h) on arbitrary text. Accepted
 // text must give a configuration that passes ValidateParams or is refused by it with a reason
 // (as the search command does), and that survives the --print-config round trip exactly.
 #include <cstddef>
@@ -7,7 +7,7 @@
 
 #include "fuzz/fuzz_checks.h"
 #include "search/params.h"
-#include "src/io/config.h"
+#include "src/io/yaml/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace annealer;

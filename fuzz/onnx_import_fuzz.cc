@@ -10,8 +10,8 @@
 #include "src/io/json_fields.h"
 #include "src/import/model_lowering.h"
 #include "src/import/onnx_graph.h"
-#include "src/io/problem_reader.h"
-#include "src/io/problem_writer.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/problem_writer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace annealer;

@@ -1,4 +1,4 @@
-// libFuzzer target: the problem reader (src/io/problem_reader.h) on arbitrary bytes. A problem it
+// libFuzzer target: the problem reader (src/io/contest/problem_reader.h) on arbitrary bytes. A problem it
 // accepts must be one the rest of the program can use without crashing: the baseline builder
 // (search/starts/baseline.h) either builds a schedule or says which op fits nowhere, and on small
 // problems the oracle and the fast path agree on that schedule.
@@ -12,7 +12,7 @@
 #include "eval/cost/evaluate_fast.h"
 #include "fuzz/fuzz_checks.h"
 #include "search/starts/baseline.h"
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// libFuzzer target: the schedule reader (src/io/schedule_io.h) on arbitrary bytes, then every
+// libFuzzer target: the schedule reader (src/io/contest/schedule_io.h) on arbitrary bytes, then every
 // evaluator on what it accepts, against two fixed problems (the second with Layout ops): the
 // oracle (eval/oracle.h), the fast path cold and through a cost cache (eval/cost/subgraph_cost.h)
 // and the incremental evaluator (eval/cost/incremental.h). The fast ones must give the oracle's verdict, rule, failing subgraph and
@@ -16,8 +16,8 @@
 #include "eval/cost/evaluate_fast.h"
 #include "fuzz/fixed_problem.h"
 #include "fuzz/fuzz_checks.h"
-#include "src/io/problem_reader.h"
-#include "src/io/schedule_io.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/schedule_io.h"
 
 namespace annealer {
 namespace {

@@ -1,5 +1,5 @@
 // annealer._core: the engine for Python, thin over the same public API the command line uses
-// (src/io/problem_reader, src/io/schedule_io, src/jobs/search_job, src/report/schedule_summary, src/report/report_html).
+// (src/io/contest/problem_reader, src/io/contest/schedule_io, src/jobs/search_job, src/report/schedule_summary, src/report/report_html).
 // The Python layer (python/annealer/__init__.py) only adapts arguments and adds docstrings'
 // examples; every check, price and search happens here, in the C++ code the CLI runs.
 #include <pybind11/functional.h>
@@ -25,15 +25,15 @@
 #include "eval/oracle.h"
 #include "eval/model/problem.h"
 #include "eval/model/schedule.h"
-#include "src/io/config.h"
+#include "src/io/yaml/config.h"
 #include "src/import/hardware_profile.h"
 #include "src/io/json_fields.h"
 #include "src/import/model_source.h"
-#include "src/io/problem_reader.h"
-#include "src/io/problem_writer.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/problem_writer.h"
 #include "src/report/report_html.h"
 #include "src/io/run_log.h"
-#include "src/io/schedule_io.h"
+#include "src/io/contest/schedule_io.h"
 #include "src/report/schedule_summary.h"
 #include "src/jobs/search_job.h"
 #include "src/io/text_format.h"

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "src/cli/cli.h"
-#include "src/io/config.h"
+#include "src/io/yaml/config.h"
 #include "tests/support/test_files.h"
 
 namespace annealer {

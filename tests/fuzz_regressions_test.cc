@@ -11,8 +11,8 @@
 #include "eval/cost/evaluate_fast.h"
 #include "eval/cost/subgraph_cost.h"
 #include "fuzz/fixed_problem.h"
-#include "src/io/problem_reader.h"
-#include "src/io/schedule_io.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/schedule_io.h"
 
 namespace annealer {
 namespace {

@@ -39,7 +39,7 @@
 #include "eval/cost/evaluate_fast.h"
 #include "eval/cost/subgraph_cost.h"
 #include "search/starts/baseline.h"
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 
 namespace annealer {
 namespace {

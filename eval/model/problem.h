@@ -58,7 +58,7 @@ struct Problem {
 
   // Fills the derived fields. Returns an empty string on success, otherwise a one-line reason
   // (a tensor produced twice, a cycle, a MatMul or Pointwise op whose shapes do not fit). The
-  // reader (src/io/problem_reader) checks every rule first, naming the file's fields; the shape
+  // reader (src/io/contest/problem_reader) checks every rule first, naming the file's fields; the shape
   // check here guards problems built in code, whose derived fields are filled all the same.
   std::string Finalize();
 

@@ -11,8 +11,8 @@
 #include "src/import/builtin_hardware.h"
 #include "src/io/json_fields.h"
 #include "src/io/message_text.h"
-#include "src/io/problem_reader.h"
-#include "src/io/yaml_document.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/yaml/yaml_document.h"
 
 namespace annealer {
 namespace {

@@ -3,8 +3,8 @@
 #include "src/io/json_fields.h"
 #include "src/import/model_lowering.h"
 #include "src/import/onnx_graph.h"
-#include "src/io/problem_reader.h"
-#include "src/io/problem_writer.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/problem_writer.h"
 
 namespace annealer {
 

@@ -20,8 +20,8 @@
 #include "search/starts/constructive.h"
 #include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
-#include "src/io/config.h"
-#include "src/io/schedule_io.h"
+#include "src/io/yaml/config.h"
+#include "src/io/contest/schedule_io.h"
 #include "src/io/text_format.h"
 
 namespace annealer {

@@ -21,10 +21,10 @@
 
 #include "eval/bound/bounds.h"
 #include "eval/oracle.h"
-#include "src/io/config.h"
-#include "src/io/problem_reader.h"
+#include "src/io/yaml/config.h"
+#include "src/io/contest/problem_reader.h"
 #include "src/io/run_log.h"
-#include "src/io/schedule_io.h"
+#include "src/io/contest/schedule_io.h"
 
 namespace annealer {
 namespace {

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "eval/oracle.h"
-#include "src/io/config.h"
+#include "src/io/yaml/config.h"
 #include "src/io/json_fields.h"
-#include "src/io/problem_reader.h"
-#include "src/io/schedule_io.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/schedule_io.h"
 #include "src/jobs/search_job.h"
 #include "tests/support/test_files.h"
 

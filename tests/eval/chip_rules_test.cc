@@ -27,8 +27,8 @@
 #include "tests/support/suffix_bounds.h"
 #include "tests/support/test_files.h"
 #include "src/io/json_fields.h"
-#include "src/io/problem_reader.h"
-#include "src/io/problem_writer.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/problem_writer.h"
 #include "tests/eval/extension_properties.h"
 
 namespace annealer {

@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "eval/oracle.h"
-#include "src/io/problem_reader.h"
-#include "src/io/schedule_io.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/schedule_io.h"
 
 namespace annealer {
 namespace {

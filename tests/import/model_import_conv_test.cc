@@ -23,8 +23,8 @@
 #include "src/import/model_lowering.h"
 #include "src/import/onnx_graph.h"
 #include "src/io/json_fields.h"
-#include "src/io/problem_reader.h"
-#include "src/io/problem_writer.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/problem_writer.h"
 #include "tests/import/import_counts.h"
 #include "tests/import/onnx_model_builder.h"
 

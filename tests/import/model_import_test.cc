@@ -17,8 +17,8 @@
 #include "src/import/model_lowering.h"
 #include "src/import/model_source.h"
 #include "src/import/onnx_graph.h"
-#include "src/io/problem_reader.h"
-#include "src/io/problem_writer.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/problem_writer.h"
 #include "tests/support/test_files.h"
 #include "tests/import/import_counts.h"
 

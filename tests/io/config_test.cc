@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "src/io/config.h"
+#include "src/io/yaml/config.h"
 #include "tests/support/graph_builder.h"
 
 namespace annealer {

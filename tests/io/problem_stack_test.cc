@@ -1,5 +1,5 @@
-// bench/tools/stack_problem's library part: chained copies of a problem (src/io/problem_stack.h) and the
-// problem writer (src/io/problem_writer.h).
+// bench/tools/stack_problem's library part: chained copies of a problem (src/io/contest/problem_stack.h) and the
+// problem writer (src/io/contest/problem_writer.h).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,9 +7,9 @@
 
 #include "eval/oracle.h"
 #include "search/starts/baseline.h"
-#include "src/io/problem_reader.h"
-#include "src/io/problem_stack.h"
-#include "src/io/problem_writer.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/problem_stack.h"
+#include "src/io/contest/problem_writer.h"
 
 namespace annealer {
 namespace {

@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include "src/io/problem_reader.h"
-#include "src/io/problem_writer.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/problem_writer.h"
 
 namespace annealer {
 namespace {

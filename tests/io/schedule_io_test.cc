@@ -12,7 +12,7 @@
 #include <sstream>
 #include <string>
 
-#include "src/io/schedule_io.h"
+#include "src/io/contest/schedule_io.h"
 
 namespace annealer {
 namespace {

@@ -11,7 +11,7 @@
 #include "src/io/json_fields.h"
 #include "src/import/lowering_map.h"
 #include "src/import/model_source.h"
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 #include "src/report/report_html.h"
 #include "src/report/report_labels.h"
 #include "src/report/schedule_summary.h"

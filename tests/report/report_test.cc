@@ -14,7 +14,7 @@
 #include "eval/random_schedule.h"
 #include "search/starts/baseline.h"
 #include "src/report/dag_layout.h"
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 #include "src/report/report_html.h"
 #include "src/io/run_log.h"
 #include "src/report/schedule_summary.h"

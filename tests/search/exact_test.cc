@@ -18,7 +18,7 @@
 #include "search/starts/baseline.h"
 #include "search/driver.h"
 #include "search/exact/exact.h"
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 
 namespace annealer {
 namespace {

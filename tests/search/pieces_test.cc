@@ -15,7 +15,7 @@
 #include "search/repeats/pieces.h"
 #include "search/repeats/repeats.h"
 #include "search/starts/baseline.h"
-#include "src/io/problem_stack.h"
+#include "src/io/contest/problem_stack.h"
 #include "tests/support/test_files.h"
 
 namespace annealer {

@@ -8,7 +8,7 @@
 #include "eval/oracle.h"
 #include "search/driver.h"
 #include "search/repeats/rounds.h"
-#include "src/io/problem_stack.h"
+#include "src/io/contest/problem_stack.h"
 #include "tests/support/test_files.h"
 
 namespace annealer {

@@ -13,7 +13,7 @@
 #include "search/starts/baseline.h"
 #include "search/driver.h"
 #include "search/repeats/repeats.h"
-#include "src/io/problem_stack.h"
+#include "src/io/contest/problem_stack.h"
 #include "tests/support/test_files.h"
 
 namespace annealer {

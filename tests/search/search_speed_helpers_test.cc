@@ -13,7 +13,7 @@
 #include "eval/model/traversal.h"
 #include "search/moves/move_kit.h"
 #include "search/subgraph_tools.h"
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 #include "tests/support/test_files.h"
 
 namespace annealer {

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <string>
 
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 
 namespace annealer::testing {
 

@@ -32,8 +32,8 @@
 #include "search/passes/serve_retained.h"
 #include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
-#include "src/io/problem_reader.h"
-#include "src/io/schedule_io.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/schedule_io.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // stack_problem: writes a deep problem made of N chained copies of a contest problem (see
-// src/io/problem_stack.h), for the scaling benchmark bench/scale.sh.
+// src/io/contest/problem_stack.h), for the scaling benchmark bench/scale.sh.
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "src/io/json_fields.h"
-#include "src/io/problem_reader.h"
-#include "src/io/problem_stack.h"
-#include "src/io/problem_writer.h"
-#include "src/io/schedule_io.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/problem_stack.h"
+#include "src/io/contest/problem_writer.h"
+#include "src/io/contest/schedule_io.h"
 
 namespace {
 

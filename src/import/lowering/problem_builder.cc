@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "src/io/json_fields.h"
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 #include "src/io/message_text.h"
 
 namespace annealer::lowering {

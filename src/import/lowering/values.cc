@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 
 namespace annealer::lowering {
 

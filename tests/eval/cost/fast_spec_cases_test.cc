@@ -13,8 +13,8 @@
 #include "eval/oracle.h"
 #include "eval/cost/evaluate_fast.h"
 #include "src/io/json_fields.h"
-#include "src/io/problem_reader.h"
-#include "src/io/schedule_io.h"
+#include "src/io/contest/problem_reader.h"
+#include "src/io/contest/schedule_io.h"
 
 namespace annealer {
 namespace {

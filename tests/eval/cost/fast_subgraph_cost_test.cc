@@ -17,7 +17,7 @@
 #include "eval/cost/subgraph_cost.h"
 #include "eval/model/subgraph_structure.h"
 #include "search/starts/baseline.h"
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 #include "tests/eval/cost/subgraph_oracle_check.h"
 
 namespace annealer {

@@ -20,7 +20,7 @@
 #include "eval/random_schedule.h"
 #include "search/fit/fit.h"
 #include "search/subgraph_tools.h"
-#include "src/io/problem_stack.h"
+#include "src/io/contest/problem_stack.h"
 #include "tests/support/problem_maker.h"
 #include "tests/support/test_files.h"
 

@@ -18,7 +18,7 @@
 #include "search/starts/baseline.h"
 #include "search/starts/constructive.h"
 #include "search/subgraph_tools.h"
-#include "src/io/problem_stack.h"
+#include "src/io/contest/problem_stack.h"
 #include "tests/search/hand_cases.h"
 #include "tests/support/graph_builder.h"
 #include "tests/support/test_files.h"

@@ -1,5 +1,5 @@
 // Loading one YAML document with one-line, located errors; shared by the readers of YAML
-// files (src/io/config for search hyperparameters, src/import/hardware_profile for hardware profiles).
+// files (src/io/yaml/config for search hyperparameters, src/import/hardware_profile for hardware profiles).
 #pragma once
 
 // yaml-cpp 0.7's node templates trip GCC 12's -Wdangling-pointer (a false positive in the

@@ -1,4 +1,4 @@
-#include "src/io/problem_writer.h"
+#include "src/io/contest/problem_writer.h"
 
 #include <cstdint>
 #include <vector>

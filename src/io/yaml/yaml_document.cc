@@ -1,4 +1,4 @@
-#include "src/io/yaml_document.h"
+#include "src/io/yaml/yaml_document.h"
 
 #pragma GCC diagnostic push
 #ifndef __clang__

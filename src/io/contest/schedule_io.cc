@@ -1,4 +1,4 @@
-#include "src/io/schedule_io.h"
+#include "src/io/contest/schedule_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

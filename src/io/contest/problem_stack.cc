@@ -1,4 +1,4 @@
-#include "src/io/problem_stack.h"
+#include "src/io/contest/problem_stack.h"
 
 #include <vector>
 

@@ -1,4 +1,4 @@
-#include "src/io/problem_reader.h"
+#include "src/io/contest/problem_reader.h"
 #include "src/io/message_text.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "src/io/config.h"
+#include "src/io/yaml/config.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "src/io/message_text.h"
-#include "src/io/yaml_document.h"
+#include "src/io/yaml/yaml_document.h"
 
 namespace annealer {
 namespace {

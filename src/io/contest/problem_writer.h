@@ -1,4 +1,4 @@
-// eval::Problem -> the contest's problem JSON (spec A.1), the inverse of src/io/problem_reader:
+// eval::Problem -> the contest's problem JSON (spec A.1), the inverse of src/io/contest/problem_reader:
 // ParseProblem(ProblemToJson(p)) == p for every problem the reader accepts.
 #pragma once
 
