@@ -1,7 +1,9 @@
-// The valid-schedule sample a bound's property test checks against the oracle (alone_test,
-// weight_path_test): six random schedules from light to heavy fusion, recomputation and
-// retention, the two layer-by-layer baselines where they exist, and, when asked, the exact
-// solver's best within a small budget (the schedules that come closest to a tight bound).
+// The valid-schedule samples a bound's property test checks against the oracle: SampleSchedules
+// (alone_test, weight_path_test: six random schedules from light to heavy fusion, recomputation
+// and retention, the two layer-by-layer baselines where they exist, and, when asked, the exact
+// solver's best within a small budget, the schedules that come closest to a tight bound), and
+// RealRatioSchedules (the same kinds in the numbers and at the draws a driver gives, with a short
+// search every so many problems).
 #pragma once
 
 #include <doctest/doctest.h>
