@@ -599,8 +599,9 @@ Latency IncrementalEvaluator::ProposedTotal(const EditView& v) {
   pending_successor_repriced_ = false;
   if (pending_has_successor_) {
     const std::vector<TensorId>& old_in = e > 0 ? schedule_.subgraphs[e - 1].retain : kNoTensors;
-    if (!SameSet(v.SuccessorIn(), old_in)) {
-      Price(schedule_.subgraphs[e], v.SuccessorIn(), pending_results_[m]);
+    const std::vector<TensorId>& successor_in = v.SuccessorIn();
+    if (!SameSet(successor_in, old_in)) {
+      Price(schedule_.subgraphs[e], successor_in, pending_results_[m]);
       pending_successor_repriced_ = true;
     }
   }
@@ -777,9 +778,10 @@ Candidate IncrementalEvaluator::CheckProposal(const EditView& v) {
   if (pending_has_successor_ && !successor_as_committed) {
     const SubgraphResult& successor = pending_successor_repriced_ ? pending_results_[m] : results_[e];
     if (!successor.ok()) return local_failure(successor, b + m);
+    const std::vector<TensorId>& successor_in = v.SuccessorIn();
     for (const auto& [op, t] : facts_[e].boundary_inputs) {
       const bool written = WrittenBefore(t, b) || new_region_writes_[t] > 0 || v.KeptWrites(t);
-      if (problem_.producer[t] != kNoOp && !Available(op, t, written, v.SuccessorIn())) {
+      if (problem_.producer[t] != kNoOp && !Available(op, t, written, successor_in)) {
         return Invalid(V7Violation(b + m, op, t));
       }
     }
