@@ -23,6 +23,7 @@ namespace annealer {
 namespace {
 
 using testing::OnnxModelBuilder;
+using testing::SetFloat;
 using testing::SetInt;
 using testing::SetInts;
 using testing::SetBranch;
@@ -472,6 +473,172 @@ TEST_CASE("import user ops: errors stay one line naming the node") {
     m.Node("topk", "TopK", {"y", "k"}, {"v", "i"});
     CHECK(ImportError(m, "m.onnx") == "m.onnx: node 'topk' (TopK): k must be one value in 1..8, got [9]");
   }
+}
+
+// The transformer ops ONNX 23 defines as functions (torch's dynamo exporter writes SDPA as
+// Attention and nn.RMSNorm as RMSNormalization at opset 23). Attention, grouped-query, causal,
+// 3-D: the heads split from the projections, Q and K scaled (a Mul per head), Q·Kᵀ per query head
+// reading its group's Kᵀ (one transposed copy per key head), the causal mask folded into a Sum,
+// the softmax, P·V; the same problem as the 4-D form with the exporter's reshapes.
+TEST_CASE("import user ops: Attention (opset 23) as its function body, grouped heads, causal") {
+  auto model = [](bool three_d) {
+    OnnxModelBuilder m(23);
+    m.Input("x", {1, 16, 64}).Output("y").Weight("wq", {64, 64}).Weight("wk", {64, 32}).Weight("wv", {64, 32});
+    m.Node("qp", "MatMul", {"x", "wq"}, {"q"});
+    m.Node("kp", "MatMul", {"x", "wk"}, {"k"});
+    m.Node("vp", "MatMul", {"x", "wv"}, {"v"});
+    if (three_d) {
+      onnx::NodeProto& n = m.Node("attn", "Attention", {"q", "k", "v"}, {"y"});
+      SetInt(SetInt(SetInt(n, "q_num_heads", 4), "kv_num_heads", 2), "is_causal", 1);
+      return m;
+    }
+    m.Ints("sq", {4}, {1, 16, 4, 16}).Ints("skv", {4}, {1, 16, 2, 16}).Ints("so", {3}, {1, 16, 64});
+    m.Node("rq", "Reshape", {"q", "sq"}, {"q4"});
+    m.Node("rk", "Reshape", {"k", "skv"}, {"k4"});
+    m.Node("rv", "Reshape", {"v", "skv"}, {"v4"});
+    SetInts(m.Node("tq", "Transpose", {"q4"}, {"q5"}), "perm", {0, 2, 1, 3});
+    SetInts(m.Node("tk", "Transpose", {"k4"}, {"k5"}), "perm", {0, 2, 1, 3});
+    SetInts(m.Node("tv", "Transpose", {"v4"}, {"v5"}), "perm", {0, 2, 1, 3});
+    SetInt(m.Node("attn", "Attention", {"q5", "k5", "v5"}, {"a4"}), "is_causal", 1);
+    SetInts(m.Node("ta", "Transpose", {"a4"}, {"a5"}), "perm", {0, 2, 1, 3});
+    m.Node("ra", "Reshape", {"a5", "so"}, {"y"});
+    return m;
+  };
+  const LoweredModel l = Lower(model(true), "attention.onnx");
+  CHECK(l.summary.onnx_ops.at("Attention") == 1);
+  CHECK(l.summary.macs == 16 * 64 * 64 + 2 * 16 * 64 * 32 + 2 * 4 * 16 * 16 * 16);
+  CHECK(testing::ComputeMatMulMacs(l) == l.summary.macs);
+  // Q·Kᵀ of query heads 0, 1 read key head 0's transposed copy, heads 2, 3 key head 1's.
+  std::vector<TensorId> keys;
+  for (size_t o = 0; o < l.problem.ops.size(); ++o)
+    if (l.op_origins[o].nodes[0] == "attn" && l.problem.ops[o].kind == OpKind::MatMul && keys.size() < 4)
+      keys.push_back(l.problem.ops[o].inputs[1]);
+  REQUIRE(keys.size() == 4);
+  CHECK(keys[0] == keys[1]);
+  CHECK(keys[2] == keys[3]);
+  CHECK(keys[1] != keys[2]);
+  CHECK(l.tensor_origins[keys[0]].value == "attn~k_scaled[0]");
+  CHECK(Role(l, "matmul") == 4 + 2 + 2 + 4 + 4);  // projections split by heads, then Q·Kᵀ and P·V per query head
+  CHECK(Role(l, "elementwise") == 4 + 2 + 4);     // √scale on Q and K heads, the masked scores
+  CHECK(Role(l, "normalisation") == 4);
+  CHECK(Role(l, "layout") == 2);                  // Kᵀ per key head; y is the heads' column blocks
+  CHECK(l.tensor_origins.back().value == "y[3]");
+  const Approximation* mask = Rule(l, "broadcast-constant");
+  REQUIRE(mask != nullptr);
+  CHECK(mask->elements == -16 * 16);
+  CheckValid(l);
+
+  const LoweredModel l4 = Lower(model(false), "attention4.onnx");
+  CHECK(l4.summary.macs == l.summary.macs);
+  CHECK(l4.summary.problem_ops == l.summary.problem_ops);
+  CHECK(l4.problem.tensors.size() == l.problem.tensors.size());
+  CHECK(l4.summary.vector_element_passes == l.summary.vector_element_passes);
+
+  OnnxModelBuilder old = model(true);
+  old.model.mutable_opset_import(0)->set_version(22);
+  CHECK(ImportError(old, "old.onnx") ==
+        "old.onnx: node 'attn' (Attention): operator not supported at opset 22 (the importer lowers it at opsets 23 and "
+        "later); convert the model to another opset");
+}
+
+// Attention with a key/value cache (past_key, past_value concatenated in front: present_key and
+// present_value are outputs), a soft cap (Div, Tanh, Mul per head), a computed mask broadcast over
+// the heads and the probabilities as qk_matmul_output (mode 3).
+TEST_CASE("import user ops: Attention with a cache, a soft cap, a computed mask and its scores") {
+  OnnxModelBuilder m(24);
+  m.Input("q", {1, 2, 4, 16}).Input("k", {1, 2, 4, 16}).Input("v", {1, 2, 4, 8});
+  m.Input("pk", {1, 2, 6, 16}).Input("pv", {1, 2, 6, 8}).Input("mask", {1, 1, 4, 10});
+  m.Output("y").Output("present_k").Output("present_v").Output("probs");
+  onnx::NodeProto& n = m.Node("attn", "Attention", {"q", "k", "v", "mask", "pk", "pv"}, {"y", "present_k", "present_v", "probs"});
+  SetInt(SetFloat(n, "softcap", 30.0f), "qk_matmul_output_mode", 3);
+  const LoweredModel l = Lower(m, "cache.onnx");
+  CHECK(l.summary.macs == 2 * (4 * 16 * 10 + 4 * 10 * 8));
+  const auto mms = ComputeMatMuls(l);
+  REQUIRE(mms.size() == 4);
+  CHECK(mms[0] == std::array<Elements, 3>{4, 16, 10});
+  CHECK(mms[2] == std::array<Elements, 3>{4, 10, 8});
+  CHECK(Role(l, "elementwise") == 2 * (2 + 3 + 1));  // √scale on Q and K; the soft cap; the mask's Sum
+  CHECK(Role(l, "normalisation") == 2);
+  std::map<std::string, std::pair<Elements, Elements>> shape;
+  for (size_t t = 0; t < l.problem.tensors.size(); ++t)
+    shape[l.tensor_origins[t].value] = {l.problem.tensors[t].height, l.problem.tensors[t].width};
+  CHECK(shape["present_k[0]"] == std::pair<Elements, Elements>{10, 16});
+  CHECK(shape["present_v[1]"] == std::pair<Elements, Elements>{10, 8});
+  CHECK(shape["probs[1]"] == std::pair<Elements, Elements>{4, 10});
+  CheckValid(l);
+}
+
+TEST_CASE("import user ops: Attention's and RotaryEmbedding's errors name the node") {
+  auto attention = [](std::initializer_list<std::string> inputs, std::vector<int64_t> kd, int64_t heads) {
+    OnnxModelBuilder m(23);
+    m.Input("q", {1, 8, 32}).Input("k", kd).Input("v", {1, 8, 32}).Input("pk", {1, 2, 3, 16}).Output("y");
+    m.Floats("mask", {8, 9}, {});
+    onnx::NodeProto& n = m.Node("attn", "Attention", inputs, {"y"});
+    if (heads > 0) SetInt(SetInt(n, "q_num_heads", heads), "kv_num_heads", heads);
+    return m;
+  };
+  CHECK(ImportError(attention({"q", "k", "v"}, {1, 8, 32}, 0), "a.onnx") ==
+        "a.onnx: node 'attn' (Attention): 3-D Q, K and V need the q_num_heads and kv_num_heads attributes");
+  CHECK(ImportError(attention({"q", "k", "v"}, {1, 8, 32}, 3), "a.onnx") ==
+        "a.onnx: node 'attn' (Attention): the hidden sizes of Q, K and V (32, 32, 32) must divide by q_num_heads 3 and "
+        "kv_num_heads 3");
+  CHECK(ImportError(attention({"q", "k", "v"}, {1, 2, 8, 16}, 2), "a.onnx") ==
+        "a.onnx: node 'attn' (Attention): Q, K and V must all be 3-D (batch, sequence, hidden) or all 4-D (batch, heads, "
+        "sequence, head size), got [1,8,32], [1,2,8,16] and [1,8,32]");
+  CHECK(ImportError(attention({"q", "k", "v"}, {1, 0, 32}, 2), "a.onnx") ==
+        "a.onnx: node 'attn' (Attention): K [1,0,32] must not be empty");
+  CHECK(ImportError(attention({"q", "k", "v", "", "pk"}, {1, 8, 32}, 2), "a.onnx") ==
+        "a.onnx: node 'attn' (Attention): past_key and past_value go together: give both or neither");
+  CHECK(ImportError(attention({"q", "k", "v", "mask"}, {1, 8, 32}, 2), "a.onnx") ==
+        "a.onnx: node 'attn' (Attention): attn_mask [8,9] does not broadcast to (batch, q heads, q sequence, keys) [1,2,8,8]");
+
+  auto rotary = [](std::vector<int64_t> cache, int64_t heads, int64_t dim) {
+    OnnxModelBuilder m(23);
+    m.Input("x", {1, 8, 32}).Output("y").Weight("cos", cache).Weight("sin", cache).Ints("pos", {1, 8}, {0, 1, 2, 3, 4, 5, 6, 7});
+    onnx::NodeProto& n = m.Node("rope", "RotaryEmbedding", {"x", "cos", "sin", "pos"}, {"y"});
+    if (heads > 0) SetInt(n, "num_heads", heads);
+    if (dim > 0) SetInt(n, "rotary_embedding_dim", dim);
+    return m;
+  };
+  CHECK(ImportError(rotary({16, 8}, 0, 0), "r.onnx") ==
+        "r.onnx: node 'rope' (RotaryEmbedding): a 3-D input (batch, sequence, hidden) needs the num_heads attribute");
+  CHECK(ImportError(rotary({16, 8}, 2, 7), "r.onnx") ==
+        "r.onnx: node 'rope' (RotaryEmbedding): rotary_embedding_dim 7 must be even and at most the head size 16");
+  CHECK(ImportError(rotary({16, 4}, 2, 0), "r.onnx") ==
+        "r.onnx: node 'rope' (RotaryEmbedding): cos_cache [16,4] must be (positions, 8): rotary_embedding_dim / 2 values "
+        "per position");
+}
+
+// RMSNormalization: the layer normalisation's passes without its mean, centring and shift (5);
+// RotaryEmbedding: 3 passes over the rotated columns in place, a partial rotation's share of
+// them; caches known at import folded, computed ones gathered at the input's size.
+TEST_CASE("import user ops: RMSNormalization and RotaryEmbedding (opset 23) run in place") {
+  OnnxModelBuilder m(23);
+  m.Input("x", {1, 8, 32}).Output("y").Weight("g", {32}).Weight("cos", {16, 4}).Weight("sin", {16, 4});
+  m.Ints("pos", {1, 8}, {0, 1, 2, 3, 4, 5, 6, 7});
+  m.Node("norm", "RMSNormalization", {"x", "g"}, {"n"});
+  SetInt(SetInt(m.Node("rope", "RotaryEmbedding", {"n", "cos", "sin", "pos"}, {"y"}), "num_heads", 2), "rotary_embedding_dim", 8);
+  const LoweredModel l = Lower(m, "rope.onnx");
+  CHECK(l.problem.ops.size() == 2);
+  CHECK(l.summary.layout_ops == 0);
+  CHECK(l.summary.vector_element_passes == 5 * 256 + 256 * 3 / 2);  // 3 passes over 8 of each head's 16 columns
+  const Approximation* rotary = Rule(l, "rotary");
+  REQUIRE(rotary != nullptr);
+  CHECK_FALSE(rotary->traffic);
+  CHECK(rotary->elements == 256);
+  const Approximation* rows = Rule(l, "broadcast-constant");
+  REQUIRE(rows != nullptr);
+  CHECK(rows->elements == -2 * 8 * 4);  // the cos and sin rows of the 8 positions
+  CheckValid(l);
+
+  // Caches computed by the model (from its position input), 4-D heads: gathered at the input's size.
+  OnnxModelBuilder c(23);
+  c.Input("x", {1, 2, 8, 16}).Input("cos", {1, 8, 8}).Input("sin", {1, 8, 8}).Output("y");
+  c.Node("rope", "RotaryEmbedding", {"x", "cos", "sin"}, {"y"});
+  const LoweredModel lc = Lower(c, "rope_computed.onnx");
+  CHECK(lc.summary.layout_ops == 2);
+  CHECK(lc.summary.vector_element_passes == 3 * 256);
+  CheckValid(lc);
 }
 
 TEST_CASE("import user ops: a graph output known at import is stated, not written") {

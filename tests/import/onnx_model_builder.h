@@ -88,6 +88,14 @@ inline onnx::NodeProto& SetInt(onnx::NodeProto& node, const std::string& name, i
   return node;
 }
 
+inline onnx::NodeProto& SetFloat(onnx::NodeProto& node, const std::string& name, float value) {
+  onnx::AttributeProto* a = node.add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+  return node;
+}
+
 inline onnx::NodeProto& SetInts(onnx::NodeProto& node, const std::string& name, const std::vector<int64_t>& values) {
   onnx::AttributeProto* a = node.add_attribute();
   a->set_name(name);

@@ -46,7 +46,11 @@ Act& Context::Materialized(Act& a) {
   if (a.model_input) {
     const auto [rows, cols] = PartShape(a);
     const bool graph_input = std::any_of(g_.inputs.begin(), g_.inputs.end(), [&](const auto& in) { return in.first == a.name; });
-    a.parts = {problem_.NewTensor(rows, cols, {a.name, graph_input ? "model-input" : "embedding-rows"})};
+    int64_t count = 1;
+    for (int ax : a.part_axes) count *= a.dims[ax];
+    a.parts.clear();
+    for (int64_t i = 0; i < count; ++i)
+      a.parts.push_back(problem_.NewTensor(rows, cols, {a.name + PartSuffix(i, count), graph_input ? "model-input" : "embedding-rows"}));
     a.model_input = false;
     values_[a.name] = a;
   }

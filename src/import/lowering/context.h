@@ -81,7 +81,8 @@ class Context {
   Act PendingLike(const OnnxNode& node, const Act& x, std::vector<int64_t> dims) {
     return Pending(node, x, std::move(dims), false, x.col_axis, x.part_axes);
   }
-  // Makes a graph input (or embedding rows) its tensor, once: the binding is updated too.
+  // Makes a graph input (or embedding rows) its tensor, once: the binding is updated too. A
+  // layout with parts (an attention input's heads) makes a tensor per part.
   Act& Materialized(Act& a);
 
   // ---- binding outputs

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "src/import/lowering/elementwise.h"
 #include "src/import/lowering/folding.h"
 #include "src/import/lowering/registry.h"
 
@@ -119,6 +120,8 @@ void AddActOperand(Context& cx, const OnnxNode& node, const Act& act_in, const A
   for (size_t p = 0; p < out.parts.size(); ++p) part_inputs[p].push_back(act.parts[p]);
 }
 
+}  // namespace
+
 // An activation result: all activation operands share one shape and layout, the largest's
 // (column blocks merged when another operand is not in the same blocks).
 void LowerOnActivations(Context& cx, const OnnxNode& node, const std::vector<const Value*>& data, double passes) {
@@ -181,6 +184,8 @@ void LowerOnActivations(Context& cx, const OnnxNode& node, const std::vector<con
   }
   cx.Set(node, 0, out);
 }
+
+namespace {
 
 void LowerElementwise(Context& cx, const OnnxNode& node) {
   const std::string& op = node.op_type;

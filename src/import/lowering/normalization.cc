@@ -44,10 +44,10 @@ void LowerAlongAxis(Context& cx, const OnnxNode& node, double passes, int64_t de
 void LowerSoftmax1(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node, 5, 1, true); }
 // From opset 13: one axis, -1 by default.
 void LowerSoftmax13(Context& cx, const OnnxNode& node) { LowerAlongAxis(cx, node, 5, -1, false); }
-// LayerNormalization normalises over every axis from `axis` on: over the last one, along the
-// columns; over several (nn.LayerNorm((S, D))) in place, when the columns are among them and no
-// part is: the statistics then span rows and columns, as a group norm's do.
-void LowerLayerNorm(Context& cx, const OnnxNode& node) {
+// LayerNormalization and RMSNormalization normalise over every axis from `axis` on: over the
+// last one, along the columns; over several (nn.LayerNorm((S, D))) in place, when the columns
+// are among them and no part is: the statistics then span rows and columns, as a group norm's do.
+void LowerTrailingNorm(Context& cx, const OnnxNode& node, double passes) {
   const Value& v = cx.Get(node, 0);
   const int r = int(DimsOf(v).size());
   int64_t axis = Attr{node}.Int("axis", -1);
@@ -57,15 +57,20 @@ void LowerLayerNorm(Context& cx, const OnnxNode& node) {
     const bool parts_outside = std::all_of(x.part_axes.begin(), x.part_axes.end(), [&](int p) { return p < axis; });
     if (x.col_axis >= axis && !x.col_split && parts_outside) {
       cx.problem().Note("layer-norm-axes",
-                        "a layer normalisation over several trailing axes runs on the activation in place (Pointwise): its "
+                        "a layer (or RMS) normalisation over several trailing axes runs on the activation in place (Pointwise): its "
                         "statistics span rows and columns, which a tile does not wait for (no traffic change); elements = "
                         "those ops' sizes",
                         Elems(x));
-      return LowerPerElement(cx, node, x, 8);
+      return LowerPerElement(cx, node, x, passes);
     }
   }
-  LowerAlongAxis(cx, node, 8, -1, false);
+  LowerAlongAxis(cx, node, passes, -1, false);
 }
+// LayerNormalization: mean, centre, square, sum, root, normalise, scale, shift: 8 passes.
+void LowerLayerNorm(Context& cx, const OnnxNode& node) { LowerTrailingNorm(cx, node, 8); }
+// RMSNormalization (opset 23; nn.RMSNorm as newer exporters write it): the layer
+// normalisation without its mean, centring and shift: square, sum, root, normalise, scale.
+void LowerRmsNorm(Context& cx, const OnnxNode& node) { LowerTrailingNorm(cx, node, 5); }
 // BatchNormalization with the running statistics: 2 passes (scale, shift). In training mode
 // (`training_mode` = 1 from opset 14; before, the mean and variance among the outputs: torch's
 // TrainingMode.TRAINING export) it first computes each channel's statistics over the batch and
@@ -418,6 +423,7 @@ ConverterTable NormalizationConverters() {
       {"LogSoftmax", LowerSoftmax1, 0, 13},
       {"LogSoftmax", LowerSoftmax13, 13},
       {"LayerNormalization", LowerLayerNorm},
+      {"RMSNormalization", LowerRmsNorm, 23},
       {"BatchNormalization", LowerBatchNorm},
       {"InstanceNormalization", LowerInstanceNorm},
       {"GroupNormalization", LowerGroupNorm, 18},

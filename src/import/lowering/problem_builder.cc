@@ -98,7 +98,7 @@ TensorId ProblemBuilder::Weight(const std::string& name, Elements rows, Elements
 void ProblemBuilder::Note(const std::string& rule, const std::string& what, int64_t elements, int64_t extra_macs) {
   // Rules whose elements are the ops they concern, not traffic.
   const bool traffic = rule != "row-reduction" && rule != "group-norm" && rule != "scan" && rule != "top-k" && rule != "layer-norm-axes" &&
-                       rule != "batch-statistics" && rule != "training-dropout";
+                       rule != "batch-statistics" && rule != "training-dropout" && rule != "rotary";
   for (auto& a : approximations_)
     if (a.rule == rule) {
       ++a.count;

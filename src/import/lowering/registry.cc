@@ -10,7 +10,7 @@ ConverterTable BuildTable() {
   ConverterTable all;
   for (ConverterTable (*family)() : {ConstantConverters, ConvConverters, MatMulConverters, NormalizationConverters,
                                      ReshapeConverters, DataMovementConverters, ElementwiseConverters,
-                                     RecurrentConverters})
+                                     RecurrentConverters, AttentionConverters})
     for (ConverterEntry& e : family()) all.push_back(std::move(e));
   for (size_t i = 0; i < all.size(); ++i) {
     if (!all[i].lower || all[i].since >= all[i].until)

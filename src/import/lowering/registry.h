@@ -49,6 +49,7 @@ ConverterTable ReshapeConverters();       // reshape.cc
 ConverterTable DataMovementConverters();  // data_movement.cc
 ConverterTable ElementwiseConverters();   // elementwise.cc
 ConverterTable RecurrentConverters();     // recurrent.cc
+ConverterTable AttentionConverters();     // attention.cc
 
 // All converters, built from the family tables on first use. Building checks that no two
 // entries of one op type overlap in opsets (a std::logic_error: a programming error).
