@@ -641,6 +641,45 @@ TEST_CASE("import user ops: RMSNormalization and RotaryEmbedding (opset 23) run 
   CheckValid(lc);
 }
 
+// What torch writes for `>=`, `<=`, torch.isinf, torch.atan, torch.tan, F.softsign (opset 12+):
+// one Pointwise op each at its passes; on values known at import, folded (here the condition of
+// an If, whose branch tells the folded value).
+TEST_CASE("import user ops: comparisons, IsInf, trigonometric functions and Softsign") {
+  OnnxModelBuilder m(17);
+  m.Input("x", {1, 8, 32}).Floats("c", {}, {0.1f}).Output("y");
+  m.Node("ge", "GreaterOrEqual", {"x", "c"}, {"a"});
+  m.Node("le", "LessOrEqual", {"x", "c"}, {"b"});
+  m.Node("or", "Xor", {"a", "b"}, {"keep"});
+  m.Node("inf", "IsInf", {"x"}, {"i"});
+  m.Node("where", "Where", {"i", "c", "x"}, {"w"});
+  m.Node("atan", "Atan", {"w"}, {"t"});
+  m.Node("soft", "Softsign", {"t"}, {"u"});
+  m.Node("mul", "Mul", {"u", "keep"}, {"y"});
+  const LoweredModel l = Lower(m, "compare.onnx");
+  CHECK(Role(l, "elementwise") == 8);
+  CHECK(l.summary.vector_element_passes == 256 * (1 + 1 + 1 + 1 + 1 + 4 + 2 + 1));
+  CheckValid(l);
+
+  for (const int64_t channels : {4, 5}) {
+    CAPTURE(channels);
+    OnnxModelBuilder f(17);
+    f.Input("x", {1, 4, 8, 8}).Weight("w", {4, 4, 1, 1}).Ints("one", {}, {1}).Ints("four", {}, {4}).Output("y");
+    f.Node("conv", "Conv", {"x", "w"}, {"v"});
+    f.Node("shape", "Shape", {"v"}, {"s"});
+    SetInt(f.Node("dim", "Gather", {"s", "one"}, {"d"}), "axis", 0);
+    f.Ints("c", {}, {channels});
+    f.Node("ge", "GreaterOrEqual", {"d", "c"}, {"ge_c"});
+    f.Node("le", "LessOrEqual", {"d", "four"}, {"le_4"});
+    f.Node("both", "And", {"ge_c", "le_4"}, {"cond"});
+    onnx::NodeProto& n = f.Node("if", "If", {"cond"}, {"y"});
+    SetBranch(n, "then_branch", "Relu", {"v"}, "t");
+    SetBranch(n, "else_branch", "Sigmoid", {"v"}, "e");
+    const LoweredModel lf = Lower(f, "fold.onnx");
+    CHECK(lf.summary.onnx_ops.count("Relu") == (channels == 4 ? 1u : 0u));  // 4 >= 4 and 4 <= 4; not 4 >= 5
+    CheckValid(lf);
+  }
+}
+
 TEST_CASE("import user ops: a graph output known at import is stated, not written") {
   // A training-mode BatchNormalization (opset 15) whose running mean is a graph output, and a
   // Dropout whose mask is one: both are constants of the problem (the statistics and the draw are

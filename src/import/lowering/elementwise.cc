@@ -22,9 +22,12 @@ const std::map<std::string, double>& ElementwisePasses() {
       {"Selu", 2}, {"HardSigmoid", 2}, {"HardSwish", 3}, {"Sigmoid", 4}, {"Tanh", 4},
       {"Erf", 4}, {"Softplus", 4}, {"Mish", 6}, {"Gelu", 8}, {"Floor", 1}, {"Ceil", 1},
       {"Round", 1}, {"Sign", 1}, {"Where", 1}, {"Mean", 1}, {"Celu", 2}, {"ThresholdedRelu", 1},
-      {"Sin", 4}, {"Cos", 4}, {"BitShift", 1}, {"Mod", 2},
-      // Comparisons and logic: one pass.
-      {"Equal", 1}, {"Less", 1}, {"Greater", 1}, {"Not", 1}, {"And", 1}, {"Or", 1}};
+      {"Sin", 4}, {"Cos", 4}, {"Tan", 4}, {"Asin", 4}, {"Acos", 4}, {"Atan", 4}, {"Sinh", 4}, {"Cosh", 4},
+      {"Asinh", 4}, {"Acosh", 4}, {"Atanh", 4}, {"Softsign", 2}, {"Shrink", 1}, {"BitShift", 1}, {"Mod", 2},
+      // Comparisons, logic and bit operations: one pass.
+      {"Equal", 1}, {"Less", 1}, {"Greater", 1}, {"LessOrEqual", 1}, {"GreaterOrEqual", 1}, {"Not", 1}, {"And", 1},
+      {"Or", 1}, {"Xor", 1}, {"IsNaN", 1}, {"IsInf", 1}, {"BitwiseAnd", 1}, {"BitwiseOr", 1}, {"BitwiseXor", 1},
+      {"BitwiseNot", 1}};
   return kPasses;
 }
 

@@ -53,6 +53,9 @@ std::optional<std::vector<double>> FoldBinary(const std::string& op, const Const
     else if (op == "Equal") r = x == y;
     else if (op == "Less") r = x < y;
     else if (op == "Greater") r = x > y;
+    else if (op == "GreaterOrEqual") r = x >= y;
+    else if (op == "LessOrEqual") r = x <= y;
+    else if (op == "Xor") r = (x != 0) != (y != 0);
     else if (op == "Max") r = std::max(x, y);
     else if (op == "Min") r = std::min(x, y);
     else if (op == "Pow") r = std::pow(x, y);
