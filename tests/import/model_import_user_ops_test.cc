@@ -680,6 +680,44 @@ TEST_CASE("import user ops: comparisons, IsInf, trigonometric functions and Soft
   }
 }
 
+// torch 1.13's slice assignment into a tensor (`c[:, 4:8] = h`, a static cache) is a ScatterND
+// into an activation, Tensor.scatter_add a ScatterElements with reduction add: the data with
+// the updates over it, one Layout op at the data's size reading both (and a pass for the add).
+TEST_CASE("import user ops: ScatterND and ScatterElements into activations") {
+  OnnxModelBuilder m(16);
+  m.Input("x", {1, 4, 32}).Input("cache", {1, 16, 32}).Weight("w", {32, 32}).Output("c").Output("s");
+  m.Ints("idx", {1, 4, 2}, {0, 4, 0, 5, 0, 6, 0, 7}).Ints("cols", {1, 4, 32}, std::vector<int64_t>(128, 3));
+  m.Node("lin", "MatMul", {"x", "w"}, {"h"});
+  m.Node("put", "ScatterND", {"cache", "idx", "h"}, {"c"});
+  SetText(m.Node("add", "ScatterElements", {"x", "cols", "h"}, {"s"}), "reduction", "add");
+  const LoweredModel l = Lower(m, "scatter.onnx");
+  std::map<std::string, size_t> made;
+  for (size_t o = 0; o < l.problem.ops.size(); ++o) made[l.tensor_origins[l.problem.ops[o].output].value] = o;
+  REQUIRE(made.count("c") == 1);
+  const Op& put = l.problem.ops[made["c"]];
+  CHECK(put.kind == OpKind::Layout);
+  REQUIRE(put.inputs.size() == 2);
+  CHECK(l.tensor_origins[put.inputs[0]].value == "cache");
+  CHECK(l.tensor_origins[put.inputs[1]].value == "h");
+  CHECK(l.problem.tensors[put.output].height == 16);
+  REQUIRE(made.count("s") == 1);
+  const Op& add = l.problem.ops[made["s"]];
+  CHECK(add.kind == OpKind::Pointwise);
+  CHECK(l.problem.ops[l.problem.producer[add.inputs[1]]].kind == OpKind::Layout);  // h gathered at x's size
+  CHECK(l.summary.layout_ops == 2);
+  CheckValid(l);
+
+  OnnxModelBuilder k(16);  // every operand known at import: a constant of the data's dims
+  k.Input("x", {1, 4, 32}).Output("y").Floats("z", {1, 4}, {0, 0, 0, 0}).Ints("i", {1, 1}, {2}).Floats("u", {1, 1}, {1});
+  SetInt(k.Node("onehot", "ScatterElements", {"z", "i", "u"}, {"m"}), "axis", 1);
+  k.Ints("shape", {3}, {1, 4, 1});
+  k.Node("r", "Reshape", {"m", "shape"}, {"m3"});
+  k.Node("mul", "Mul", {"x", "m3"}, {"y"});
+  const LoweredModel lk = Lower(k, "scatter_const.onnx");
+  CHECK(lk.summary.layout_ops == 0);
+  CHECK(lk.problem.ops.size() == 1);
+}
+
 TEST_CASE("import user ops: a graph output known at import is stated, not written") {
   // A training-mode BatchNormalization (opset 15) whose running mean is a graph output, and a
   // Dropout whose mask is one: both are constants of the problem (the statistics and the draw are

@@ -129,39 +129,6 @@ void LowerRange(Context& cx, const OnnxNode& node) {
 
 }  // namespace
 
-// ScatterND of constants (a mask built at export time: swin's shifted-window attention mask
-// written into zeros): a constant, its values folded when every operand has them.
-void LowerScatterND(Context& cx, const OnnxNode& node) {
-  const Const* data = cx.GetConst(node, 0);
-  if (!data) cx.Fail(node, "scattering into an activation computed by the model is not supported");
-  const Const& idx = cx.NeedConst(node, 1, "the indices");
-  const Const& upd = cx.NeedConst(node, 2, "the updates");
-  Const out = *data;
-  if (Attr{node}.Text("reduction") != "" && Attr{node}.Text("reduction") != "none") out.values.reset();
-  if (out.values && idx.values && upd.values && !idx.dims.empty()) {
-    const size_t k = size_t(idx.dims.back());
-    if (k == 0 || k > data->dims.size()) cx.Fail(node, "the indices' last dim " + std::to_string(k) + " does not fit the data's rank");
-    int64_t slice = 1;  // elements each index writes
-    for (size_t a = k; a < data->dims.size(); ++a) slice *= data->dims[a];
-    const size_t n = idx.values->size() / k;
-    if (int64_t(upd.values->size()) != int64_t(n) * slice) cx.Fail(node, "the updates do not match the indices");
-    for (size_t i = 0; i < n; ++i) {
-      int64_t pos = 0;
-      for (size_t a = 0; a < k; ++a) {
-        int64_t j = int64_t((*idx.values)[i * k + a]);
-        if (j < 0) j += data->dims[a];
-        if (j < 0 || j >= data->dims[a]) cx.Fail(node, "an index is out of range");
-        pos = pos * data->dims[a] + j;
-      }
-      for (int64_t e = 0; e < slice; ++e) (*out.values)[size_t(pos * slice + e)] = (*upd.values)[size_t(int64_t(i) * slice + e)];
-    }
-  } else {
-    out.values.reset();
-  }
-  out.initializer = false;
-  cx.Set(node, 0, out);
-}
-
 // CumSum of a constant (DETR's sine position embedding sums a mask known at export time): a
 // constant of the same dims (its values are not needed for shapes). Of an activation: one add
 // per element, a Pointwise op in any layout.
@@ -404,7 +371,6 @@ ConverterTable ConstantConverters() {
       {"Size", LowerSize},
       {"ConstantOfShape", LowerConstantOfShape},
       {"Range", LowerRange},
-      {"ScatterND", LowerScatterND},
       {"CumSum", LowerCumSum},
       {"Trilu", LowerTrilu, 14},
       {"If", LowerIf},

@@ -1,5 +1,6 @@
 // Data movement: the ops that change the rows of an activation or split its columns: Concat,
-// Gather, Slice, Split, Resize, Upsample, Pad (views with other rows, or column blocks).
+// Gather, Slice, Split, Resize, Upsample, Pad (views with other rows, or column blocks), and the
+// scatters that write into one.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -602,6 +603,105 @@ void LowerGridSample(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, out);
 }
 
+// ---- scatter -------------------------------------------------------------------------------
+bool ScatterReadsActivation(Context& cx, const OnnxNode& node) {
+  for (size_t i = 0; i < 3; ++i)
+    if (cx.HasInput(node, i) && !std::holds_alternative<Const>(cx.Get(node, i))) return true;
+  return false;
+}
+
+// ScatterND and ScatterElements into or from an activation (torch's slice assignment
+// `c[:, 4:8] = h` and `index_put_`, `Tensor.scatter`): the data with the updates written over
+// it, one Layout op per part of the data, at its size, reading the data, the updates and
+// computed indices (as a gather at computed addresses reads its indices). With a reduction (add,
+// mul, max, min) the updates are gathered at the data's size and a Pointwise pass combines them.
+// Data or updates known at import are folded (as a bias is).
+void LowerScatterAct(Context& cx, const OnnxNode& node) {
+  ProblemBuilder& pb = cx.problem();
+  std::vector<TensorId> read;  // the updates and the computed indices
+  for (size_t i : {2, 1}) {
+    const Value& v = cx.Get(node, i);
+    if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "scattering a row statistic is not supported");
+    if (const Act* a = std::get_if<Act>(&v)) {
+      for (TensorId t : cx.Resolved(node, *a).parts) read.push_back(t);
+    } else if (i == 2) {
+      pb.NoteBroadcast(std::get<Const>(v));
+    }
+  }
+  const Value& data = cx.Get(node, 0);
+  if (std::holds_alternative<RowStat>(data)) cx.Fail(node, "scattering into a row statistic is not supported");
+  Act out;
+  std::vector<TensorId> data_parts;
+  if (const Act* a = std::get_if<Act>(&data)) {
+    out = cx.Resolved(node, *a);
+    data_parts = out.parts;
+  } else {
+    pb.NoteBroadcast(std::get<Const>(data));
+    out.dims = DimsOf(data);
+    cx.CheckDims(node, out.dims);
+    SetChannelsLayout(out);
+    out.parts = {TensorId{}};
+    out.col_split = false;
+  }
+  const std::string reduction = Attr{node}.Text("reduction");
+  const bool reduces = !reduction.empty() && reduction != "none";
+  const std::string value = node.outputs.empty() ? node.name : node.outputs[0];
+  const auto [rows, cols] = PartShape(out);
+  for (size_t p = 0; p < out.parts.size(); ++p) {
+    const std::string name = value + PartSuffix(int64_t(p), int64_t(out.parts.size())) + "~scattered";
+    std::vector<TensorId> sources = read;
+    if (!reduces && !data_parts.empty()) sources.insert(sources.begin(), data_parts[p]);
+    if (sources.empty()) cx.Fail(node, "internal: a scatter that reads no tensor");
+    out.parts[p] = pb.Layout(sources, rows, cols, node, name);
+    if (reduces && !data_parts.empty()) out.parts[p] = pb.Pointwise({data_parts[p], out.parts[p]}, 1, node, "elementwise");
+  }
+  cx.Set(node, 0, out);
+}
+
+// ScatterND of constants (a mask built at export time: swin's shifted-window attention mask
+// written into zeros): a constant, its values folded when every operand has them. Into or from
+// an activation: LowerScatterAct.
+void LowerScatterND(Context& cx, const OnnxNode& node) {
+  if (ScatterReadsActivation(cx, node)) return LowerScatterAct(cx, node);
+  const Const* data = cx.GetConst(node, 0);
+  const Const& idx = cx.NeedConst(node, 1, "the indices");
+  const Const& upd = cx.NeedConst(node, 2, "the updates");
+  Const out = *data;
+  if (Attr{node}.Text("reduction") != "" && Attr{node}.Text("reduction") != "none") out.values.reset();
+  if (out.values && idx.values && upd.values && !idx.dims.empty()) {
+    const size_t k = size_t(idx.dims.back());
+    if (k == 0 || k > data->dims.size()) cx.Fail(node, "the indices' last dim " + std::to_string(k) + " does not fit the data's rank");
+    int64_t slice = 1;  // elements each index writes
+    for (size_t a = k; a < data->dims.size(); ++a) slice *= data->dims[a];
+    const size_t n = idx.values->size() / k;
+    if (int64_t(upd.values->size()) != int64_t(n) * slice) cx.Fail(node, "the updates do not match the indices");
+    for (size_t i = 0; i < n; ++i) {
+      int64_t pos = 0;
+      for (size_t a = 0; a < k; ++a) {
+        int64_t j = int64_t((*idx.values)[i * k + a]);
+        if (j < 0) j += data->dims[a];
+        if (j < 0 || j >= data->dims[a]) cx.Fail(node, "an index is out of range");
+        pos = pos * data->dims[a] + j;
+      }
+      for (int64_t e = 0; e < slice; ++e) (*out.values)[size_t(pos * slice + e)] = (*upd.values)[size_t(int64_t(i) * slice + e)];
+    }
+  } else {
+    out.values.reset();
+  }
+  out.initializer = false;
+  cx.Set(node, 0, out);
+}
+
+// ScatterElements (torch's Tensor.scatter): of constants, a constant of the data's dims; into
+// or from an activation, LowerScatterAct.
+void LowerScatterElements(Context& cx, const OnnxNode& node) {
+  if (ScatterReadsActivation(cx, node)) return LowerScatterAct(cx, node);
+  Const out = cx.NeedConst(node, 0, "the data");
+  out.values.reset();
+  out.initializer = false;
+  cx.Set(node, 0, out);
+}
+
 }  // namespace
 
 ConverterTable DataMovementConverters() {
@@ -621,6 +721,8 @@ ConverterTable DataMovementConverters() {
       {"SpaceToDepth", LowerDepthSpace},
       {"Tile", LowerTile},
       {"GridSample", LowerGridSample, 16},
+      {"ScatterND", LowerScatterND, 11},
+      {"ScatterElements", LowerScatterElements, 11},
   };
 }
 
