@@ -228,6 +228,8 @@ def build_cases():
         "argmax_head": (um.ArgmaxHead, [f32(1, 8, 64)], "logits, argmax, max values"),
         "cumsum_topk": (um.CumsumTopk, [f32(1, 16, 32)], "cumsum of an activation, topk"),
         "where_act": (um.WhereAct, [f32(1, 8, 32)], "where on a computed condition, clamp, abs, sqrt"),
+        "compare_scatter": (um.CompareScatter, [f32(1, 16, 32), ("cache", "float", (1, 32, 32))],
+                            ">=, <=, isinf, nan_to_num, atan, tan, softsign; a slice assignment into a cache (ScatterND), a scatter by an argsort (ScatterElements)"),
         "glu_prelu": (um.GLUPrelu, [f32(1, 8, 10, 10)], "GLU, per-channel PReLU, F.normalize, channels-last Linear"),
         "acts": (um.Acts, [f32(1, 16, 64)], "SiLU, Mish, Hardswish, Hardsigmoid, GELU tanh, ELU, Softplus, SELU, ReLU6, CELU, PReLU"),
         "lstm": (um.LSTMNet, [f32(1, 20, 40)], "2-layer LSTM, batch_first, last step"),

@@ -6,7 +6,7 @@ Conv3d, ConvTranspose 1-D to 3-D, grouped and dilated convolutions, GroupNorm, I
 BatchNorm1d, Upsample and interpolate (nearest, linear, bilinear, trilinear), PixelShuffle,
 adaptive and ceil-mode pooling, Linear on 3-D/4-D inputs, matmul with broadcasting and 1-D
 operands, bmm, chunk/split/stack/permute, softmax on every axis, reductions, arg-max, top-k,
-cumsum, LSTM and GRU. Random initialisation only."""
+cumsum, LSTM and GRU, comparisons and scatters into activations. Random initialisation only."""
 
 import math
 import torch
@@ -568,3 +568,20 @@ class MHABiasKV(nn.Module):
         self.mha = nn.MultiheadAttention(64, 4, add_bias_kv=True, add_zero_attn=True)
     def forward(self, x):
         return self.mha(x, x, x, need_weights=False)[0]
+
+
+class CompareScatter(nn.Module):
+    """Comparisons (>=, <=), torch.isinf / nan_to_num, atan, tan, softsign; a cache written in
+    place (slice assignment: ScatterND into an activation) and a scatter by an argsort."""
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(32, 32)
+    def forward(self, x, cache):       # x (1, 16, 32), cache (1, 32, 32)
+        h = self.lin(x)
+        keep = (h >= 0.1) | (h <= -0.1)
+        h = torch.nan_to_num(torch.where(torch.isinf(h), torch.zeros_like(h), h)) * keep
+        s = torch.atan(h) + F.softsign(h) + torch.tan(h)
+        c = cache.clone()
+        c[:, 8:24] = s
+        y = torch.zeros_like(s).scatter(2, torch.argsort(s, -1), s)
+        return (c @ c.transpose(1, 2)).softmax(-1) @ c, y
