@@ -568,6 +568,38 @@ TEST_CASE("import user ops: Attention with a cache, a soft cap, a computed mask 
   CheckValid(l);
 }
 
+// Opset 24's key/value cache updated outside Attention: TensorScatter writes the new key and
+// value rows into fixed-size caches (graph inputs, a tensor per head) at the batch's write
+// index, one Layout op per head; Attention reads the caches with nonpad_kv_seqlen, a padding mask
+// of positions (folded).
+TEST_CASE("import user ops: TensorScatter's cache update feeds Attention (opset 24)") {
+  OnnxModelBuilder m(24);
+  m.Input("q", {1, 4, 1, 16}).Input("k", {1, 2, 1, 16}).Input("v", {1, 2, 1, 16});
+  m.Input("kcache", {1, 2, 8, 16}).Input("vcache", {1, 2, 8, 16}).Input("lens", {1}, onnx::TensorProto::INT64);
+  m.Output("y").Output("kpres").Output("vpres");
+  m.Node("kup", "TensorScatter", {"kcache", "k", "lens"}, {"kpres"});
+  m.Node("vup", "TensorScatter", {"vcache", "v", "lens"}, {"vpres"});
+  m.Node("attn", "Attention", {"q", "kpres", "vpres", "", "", "", "lens"}, {"y"});
+  const LoweredModel l = Lower(m, "decode.onnx");
+  CHECK(l.summary.macs == 4 * (16 * 8 + 8 * 16));
+  std::map<std::string, std::pair<Elements, Elements>> shape;
+  for (size_t t = 0; t < l.problem.tensors.size(); ++t)
+    shape[l.tensor_origins[t].value] = {l.problem.tensors[t].height, l.problem.tensors[t].width};
+  CHECK(shape["kcache[1]"] == std::pair<Elements, Elements>{8, 16});
+  CHECK(shape["kpres[1]"] == std::pair<Elements, Elements>{8, 16});
+  CHECK(Role(l, "layout") == 2 + 2 + 2);  // the caches' heads updated; Kᵀ per key head
+  const Approximation* mask = Rule(l, "broadcast-constant");
+  REQUIRE(mask != nullptr);
+  CHECK(mask->elements == -8);  // the padding mask of the 8 cache positions
+  CheckValid(l);
+
+  OnnxModelBuilder bad(24);
+  bad.Input("c", {1, 2, 8, 16}).Input("u", {1, 2, 9, 16}).Output("y");
+  bad.Node("up", "TensorScatter", {"c", "u"}, {"y"});
+  CHECK(ImportError(bad, "bad.onnx") ==
+        "bad.onnx: node 'up' (TensorScatter): the update [1,2,9,16] must be the cache [1,2,8,16] but for a sequence axis no longer");
+}
+
 TEST_CASE("import user ops: Attention's and RotaryEmbedding's errors name the node") {
   auto attention = [](std::initializer_list<std::string> inputs, std::vector<int64_t> kd, int64_t heads) {
     OnnxModelBuilder m(23);

@@ -1,7 +1,8 @@
-// The transformer ops ONNX defines as functions from opset 23, as newer exporters write them
-// (torch's dynamo exporter: F.scaled_dot_product_attention as Attention): Attention lowers as its
-// function body, RotaryEmbedding as one Pointwise op in place. (RMSNormalization, a normalisation,
-// is in normalization.cc.)
+// The transformer ops ONNX defines from opset 23, as newer exporters write them (torch's
+// dynamo exporter: F.scaled_dot_product_attention as Attention): Attention lowers as its
+// function body, RotaryEmbedding as one Pointwise op in place, TensorScatter (a key/value cache
+// updated outside Attention) as a Layout op per head. (RMSNormalization, a normalisation, is in
+// normalization.cc.)
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -140,6 +141,60 @@ Act AppendRows(Context& cx, const OnnxNode& node, const Act& past_in, const Act&
   for (size_t i = 0; i < now.parts.size(); ++i)
     out.parts.push_back(cx.problem().Layout({past.parts[i], now.parts[i]}, rows, cols, node, name + PartSuffix(int64_t(i), int64_t(now.parts.size()))));
   return out;
+}
+
+// TensorScatter (opset 24: a key/value cache updated outside Attention): the cache with the
+// update written along `axis` from each batch index's write position, one Layout op per part of
+// the cache reading its part, the update (its matching part, when both are laid out alike) and
+// computed write indices. A 4-D graph-input cache with the sequence at axis 2, (batch, heads,
+// sequence, head size), is made a tensor per batch index and head, as Attention reads it.
+void LowerTensorScatter(Context& cx, const OnnxNode& node) {
+  const std::vector<int64_t> dims = DimsOf(cx.Get(node, 0)), update_dims = DimsOf(cx.Get(node, 1));
+  const int rank = int(dims.size());
+  int64_t axis = Attr{node}.Int("axis", -2);
+  if (axis < 0) axis += rank;
+  if (axis <= 0 || axis >= rank) cx.Fail(node, "axis " + std::to_string(Attr{node}.Int("axis", -2)) + " is not a sequence axis of rank " + std::to_string(rank));
+  bool fits = update_dims.size() == dims.size() && update_dims[size_t(axis)] <= dims[size_t(axis)];
+  for (int i = 0; fits && i < rank; ++i) fits = i == axis || update_dims[size_t(i)] == dims[size_t(i)];
+  if (!fits) cx.Fail(node, "the update " + DimsText(update_dims) + " must be the cache " + DimsText(dims) + " but for a sequence axis no longer");
+  if (std::holds_alternative<Const>(cx.Get(node, 0)) && std::holds_alternative<Const>(cx.Get(node, 1)))
+    return cx.Set(node, 0, Const{dims, std::nullopt, true, false, ""});
+  if (rank == 4 && axis == 2) {
+    MaterializeHeads(cx, node, 0);
+    MaterializeHeads(cx, node, 1);
+  }
+  const Value& cache = cx.Get(node, 0);
+  const Value& update = cx.Get(node, 1);
+  for (const Value* v : {&cache, &update})
+    if (std::holds_alternative<RowStat>(*v)) cx.Fail(node, "a cache update of a row statistic is not supported");
+  ProblemBuilder& pb = cx.problem();
+  Act out;
+  if (const Act* c = std::get_if<Act>(&cache)) {
+    out = cx.Resolved(node, *c);
+  } else {
+    pb.NoteBroadcast(std::get<Const>(cache));  // a cache known at import: folded
+    out.dims = dims;
+    SetChannelsLayout(out);
+    out.parts = {TensorId{}};
+  }
+  std::vector<TensorId> update_parts;
+  if (const Act* u = std::get_if<Act>(&update)) update_parts = cx.Relayout(node, *u, out.col_axis, out.part_axes).parts;
+  else pb.NoteBroadcast(std::get<Const>(update));
+  std::vector<TensorId> indices;
+  if (cx.HasInput(node, 2))
+    if (const Act* w = std::get_if<Act>(&cx.Get(node, 2))) indices = cx.Resolved(node, *w).parts;
+  const bool cache_act = std::holds_alternative<Act>(cache);
+  const auto [rows, cols] = PartShape(out);
+  const std::string value = node.outputs.empty() ? node.name : node.outputs[0];
+  for (size_t p = 0; p < out.parts.size(); ++p) {
+    std::vector<TensorId> sources;
+    if (cache_act) sources.push_back(out.parts[p]);
+    if (update_parts.size() == out.parts.size()) sources.push_back(update_parts[p]);
+    else sources.insert(sources.end(), update_parts.begin(), update_parts.end());
+    sources.insert(sources.end(), indices.begin(), indices.end());
+    out.parts[p] = pb.Layout(sources, rows, cols, node, value + PartSuffix(int64_t(p), int64_t(out.parts.size())) + "~updated");
+  }
+  cx.Set(node, 0, out);
 }
 
 // Attention (opsets 23 to 25): Q, K, V as [B, heads, S, head size] (3-D inputs split by
@@ -313,6 +368,7 @@ ConverterTable AttentionConverters() {
   return {
       {"Attention", LowerAttention, 23},
       {"RotaryEmbedding", LowerRotaryEmbedding, 23},
+      {"TensorScatter", LowerTensorScatter, 24},
   };
 }
 

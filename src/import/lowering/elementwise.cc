@@ -20,7 +20,7 @@ const std::map<std::string, double>& ElementwisePasses() {
       {"Add", 1}, {"Sub", 1}, {"Mul", 1}, {"Div", 1}, {"Max", 1}, {"Min", 1}, {"Sum", 1},
       {"Pow", 2}, {"Sqrt", 2}, {"Reciprocal", 2}, {"Exp", 2}, {"Log", 2}, {"Elu", 2},
       {"Selu", 2}, {"HardSigmoid", 2}, {"HardSwish", 3}, {"Sigmoid", 4}, {"Tanh", 4},
-      {"Erf", 4}, {"Softplus", 4}, {"Mish", 6}, {"Gelu", 8}, {"Floor", 1}, {"Ceil", 1},
+      {"Erf", 4}, {"Softplus", 4}, {"Mish", 6}, {"Swish", 6}, {"Gelu", 8}, {"Floor", 1}, {"Ceil", 1},
       {"Round", 1}, {"Sign", 1}, {"Where", 1}, {"Mean", 1}, {"Celu", 2}, {"ThresholdedRelu", 1},
       {"Sin", 4}, {"Cos", 4}, {"Tan", 4}, {"Asin", 4}, {"Acos", 4}, {"Atan", 4}, {"Sinh", 4}, {"Cosh", 4},
       {"Asinh", 4}, {"Acosh", 4}, {"Atanh", 4}, {"Softsign", 2}, {"Shrink", 1}, {"BitShift", 1}, {"Mod", 2},
