@@ -692,8 +692,8 @@ void LowerScatterND(Context& cx, const OnnxNode& node) {
   cx.Set(node, 0, out);
 }
 
-// ScatterElements (torch's Tensor.scatter): of constants, a constant of the data's dims; into
-// or from an activation, LowerScatterAct.
+// ScatterElements (torch's Tensor.scatter; Scatter before opset 11): of constants, a constant
+// of the data's dims; into or from an activation, LowerScatterAct.
 void LowerScatterElements(Context& cx, const OnnxNode& node) {
   if (ScatterReadsActivation(cx, node)) return LowerScatterAct(cx, node);
   Const out = cx.NeedConst(node, 0, "the data");
@@ -721,8 +721,9 @@ ConverterTable DataMovementConverters() {
       {"SpaceToDepth", LowerDepthSpace},
       {"Tile", LowerTile},
       {"GridSample", LowerGridSample, 16},
-      {"ScatterND", LowerScatterND, 11},
-      {"ScatterElements", LowerScatterElements, 11},
+      {"ScatterND", LowerScatterND},
+      {"ScatterElements", LowerScatterElements},
+      {"Scatter", LowerScatterElements, 0, 11},  // ScatterElements' name before opset 11
   };
 }
 
