@@ -11,7 +11,6 @@
 #include <google/protobuf/unknown_field_set.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
-#include <onnx/shape_inference/implementation.h>
 
 #include "src/io/json_fields.h"
 #include "src/io/message_text.h"
@@ -184,9 +183,8 @@ OnnxAttribute ReadAttribute(const onnx::AttributeProto& a, int depth) {
   return out;
 }
 
-// ONNX's shape inference divides by these (an FPE, not an exception, in libonnx 1.12), and
-// the lowering's window arithmetic must not overflow: sizes in 1..2^20, pads in 0..2^20. The
-// nodes of subgraphs (If's branches) too: both walk into them.
+// The lowering's window arithmetic divides by these and must not overflow: sizes in 1..2^20,
+// pads in 0..2^20. The nodes of subgraphs (If's branches) too: the lowering walks into them.
 void CheckNodeAttributes(const std::string& origin, const google::protobuf::RepeatedPtrField<onnx::NodeProto>& nodes,
                          int depth = 0) {
   for (int i = 0; i < nodes.size(); ++i) {
@@ -452,7 +450,7 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
   std::set<std::string> initializer_names;
   for (const auto& t : graph->initializer()) initializer_names.insert(t.name());
 
-  // Fix the input dims first, so that shape inference sees them.
+  // Fix the input dims first.
   std::set<std::string> used_inputs;
   for (auto& in : *graph->mutable_input()) {
     if (initializer_names.count(in.name())) continue;
@@ -496,8 +494,8 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
   }
 
   CheckNodeAttributes(origin, graph->node());
-  // libonnx 1.12's shape inference dereferences what these leave out (a SEGV the fuzzer found on a
-  // ConvTranspose whose weight initializer had no element type and no dims).
+  // An initializer without an element type, and a convolution's weight without dims, are malformed
+  // (the fuzzer found them as a SEGV in libonnx 1.12's shape inference, which the import no longer runs).
   std::map<std::string, const onnx::TensorProto*> initializer_of;
   for (const auto& t : graph->initializer()) {
     if (t.data_type() == onnx::TensorProto::UNDEFINED)
@@ -574,24 +572,10 @@ OnnxGraph ParseOnnx(const std::string& bytes, const std::string& origin,
   }
   for (int i : order) g.nodes.push_back(std::move(nodes[i]));
 
-  // Shape inference on the sorted graph: libonnx 1.12's data propagation dereferences the shape
-  // data of a node's inputs before their producer is processed (a SEGV on a file whose nodes are
-  // out of order).
-  google::protobuf::RepeatedPtrField<onnx::NodeProto> sorted;
-  for (int i : order) *sorted.Add() = graph->node(i);
-  graph->mutable_node()->Swap(&sorted);
-  try {
-    onnx::ShapeInferenceOptions options{false, 0, true};
-    onnx::shape_inference::InferShapes(model, onnx::OpSchemaRegistry::Instance(), options);
-  } catch (...) {
-    // Shape inference is a help, not a requirement: the lowering derives every shape it uses.
-  }
-  for (const auto& v : graph->value_info()) g.value_info[v.name()] = ReadValueInfo(v);
-  for (const auto& v : graph->output()) {
-    g.outputs.push_back(v.name());
-    OnnxValueInfo info = ReadValueInfo(v);
-    if (info.known_rank) g.value_info.emplace(v.name(), info);
-  }
+  // No ONNX shape inference: the lowering derives every shape it uses, and libonnx 1.12's
+  // inference (with data propagation) crashes on malformed files that its own checks let through
+  // (a SEGV on a Slice whose axes are out of range, read by a Shape: found by the fuzzer).
+  for (const auto& v : graph->output()) g.outputs.push_back(v.name());
   for (const auto& o : g.outputs)
     if (!producer.count(o) && !defined.count(o))
       Fail(origin, "graph output '" + o + "' is produced by no node");

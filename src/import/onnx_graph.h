@@ -1,6 +1,6 @@
 // An ONNX model as plain data: the nodes in a topological order, the initializers' shapes (and
 // the values of the small constant ones that shape arithmetic needs), the graph inputs with their
-// possibly dynamic dims, and the shapes ONNX shape inference found. This is the only file that
+// possibly dynamic dims. This is the only file that
 // sees protobuf: the lowering (src/import/model_lowering.h) works on these structs, so it can be tested
 // and fuzzed without writing protobuf.
 #pragma once
@@ -77,7 +77,6 @@ struct OnnxGraph {
   std::map<std::string, OnnxInitializer> initializers;
   std::vector<std::pair<std::string, OnnxValueInfo>> inputs;  // graph inputs, initializers excluded
   std::vector<std::string> outputs;
-  std::map<std::string, OnnxValueInfo> value_info;             // from the file and shape inference
 };
 
 inline constexpr int64_t kMaxConstantElements = 4096;
@@ -90,8 +89,8 @@ bool DimsWithinLimit(const std::vector<int64_t>& dims);
 
 // Reads and checks an ONNX file: not ONNX, truncated, no graph, a node using a value nothing
 // defines, a cycle. `input_dims` fixes graph input shapes (required for dynamic dims; the error
-// names the input and its dynamic dims). Runs ONNX shape inference with data propagation after
-// the input dims are fixed. Throws InputError "<file>: ..." (one line).
+// names the input and its dynamic dims). Runs no ONNX shape inference: the lowering derives every
+// shape it uses. Throws InputError "<file>: ..." (one line).
 OnnxGraph ReadOnnxFile(const std::string& path,
                        const std::map<std::string, std::vector<int64_t>>& input_dims);
 // The same from bytes in memory (the fuzz target and tests); `origin` names them in messages.

@@ -235,6 +235,31 @@ std::vector<BadModel> BadModels() {
     m.graph().mutable_node(0)->clear_output();
     bad.push_back({"split_no_outputs.onnx", m.Bytes(), "node 'split' (Split): the node has no outputs"});
   }
+  // Found by fuzz/onnx_import_fuzz from a torch export's seed: a Slice whose axes are out of
+  // range, read by a Shape (a SEGV in libonnx 1.12's shape inference with data propagation,
+  // which the import no longer runs).
+  {
+    ModelBuilder m = OneNode("slice", "Slice", {"x", "starts", "ends", "axes"}, {1, 16, 32});
+    m.Initializer("starts", {1}, {4}).Initializer("ends", {1}, {8}).Initializer("axes", {1}, {5});
+    m.graph().mutable_node(0)->set_output(0, "s");
+    m.Node("shape", "Shape", {"s"}, {"sh"});
+    m.Node("expand", "Expand", {"x", "sh"}, {"y"});
+    bad.push_back({"slice_axes_shape.onnx", m.Bytes(), "node 'slice' (Slice): bad axes or steps"});
+  }
+  // ... a ConstantOfShape of a negative dim (std::length_error, a message without the file), ...
+  bad.push_back({"constant_of_shape_negative.onnx",
+                 OneNode("fill", "ConstantOfShape", {"shape"}).Initializer("shape", {2}, {-3, 4}).Bytes(),
+                 "node 'fill' (ConstantOfShape): the output shape [-3,4] has a negative dim or more than 1099511627776 elements"});
+  // ... an Expand of a constant to dims whose product overflows (UBSan: signed overflow), ...
+  bad.push_back({"expand_overflow.onnx",
+                 OneNode("expand", "Expand", {"c", "shape"}).Initializer("c", {1}, {1})
+                     .Initializer("shape", {2}, {int64_t{1} << 40, int64_t{1} << 32}).Bytes(),
+                 "node 'expand' (Expand): the output shape [1099511627776,4294967296] has a negative dim or more than "
+                 "1099511627776 elements"});
+  // ... a Slice whose ends are shorter than its starts (read past the end), ...
+  bad.push_back({"slice_short_ends.onnx",
+                 OneNode("slice", "Slice", {"x", "starts", "ends"}).Initializer("starts", {2}, {0, 1}).Initializer("ends", {1}, {1}).Bytes(),
+                 "node 'slice' (Slice): starts, ends, axes and steps have 2, 1, 2 and 2 entries: they must match"});
   // ... an empty Range bound (std::out_of_range, a message without the file), ...
   {
     ModelBuilder m = OneNode("relu", "Relu", {"x"});

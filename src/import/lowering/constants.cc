@@ -96,6 +96,7 @@ void LowerSize(Context& cx, const OnnxNode& node) {
 
 void LowerConstantOfShape(Context& cx, const OnnxNode& node) {
   std::vector<int64_t> shape = cx.NeedInts(node, 0, "the shape");
+  cx.CheckDims(node, shape);  // a negative dim would make a vector of 2^64 - n values
   Const out;
   out.dims = shape;
   double fill = 0;

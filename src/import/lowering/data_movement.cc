@@ -330,6 +330,9 @@ void SliceWith(Context& cx, const OnnxNode& node, const std::vector<int64_t>& st
   const int r = int(in_dims.size());
   if (axes.empty()) for (size_t i = 0; i < starts.size(); ++i) axes.push_back(int64_t(i));
   if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    cx.Fail(node, "starts, ends, axes and steps have " + std::to_string(starts.size()) + ", " + std::to_string(ends.size()) +
+                      ", " + std::to_string(axes.size()) + " and " + std::to_string(steps.size()) + " entries: they must match");
   std::vector<int64_t> out_dims = in_dims;
   std::vector<std::array<int64_t, 3>> ranges(r);
   for (int i = 0; i < r; ++i) ranges[i] = {0, in_dims[i], 1};

@@ -216,6 +216,7 @@ void LowerExpand(Context& cx, const OnnxNode& node) {
   bool ok = true;
   std::vector<int64_t> out_dims = Broadcast(DimsOf(v), shape, ok);
   if (!ok) cx.Fail(node, "shapes do not broadcast");
+  cx.CheckDims(node, out_dims);  // before any product of them
   if (const Const* c = std::get_if<Const>(&v)) {
     Const out = *c;
     out.dims = out_dims;
