@@ -260,6 +260,15 @@ std::vector<BadModel> BadModels() {
   bad.push_back({"slice_short_ends.onnx",
                  OneNode("slice", "Slice", {"x", "starts", "ends"}).Initializer("starts", {2}, {0, 1}).Initializer("ends", {1}, {1}).Bytes(),
                  "node 'slice' (Slice): starts, ends, axes and steps have 2, 1, 2 and 2 entries: they must match"});
+  // ... a reduction and a Flatten along an axis the input does not have (imported silently), ...
+  bad.push_back({"reduce_axis.onnx",
+                 OneNode("sum", "ReduceSum", {"x", "axes"}, {1, 16, 32}).Initializer("axes", {1}, {-4}).Bytes(),
+                 "node 'sum' (ReduceSum): axis -4 is out of range for rank 3"});
+  {
+    ModelBuilder m = OneNode("flat", "Flatten", {"x"}, {1, 16, 32});
+    SetInt(*m.graph().mutable_node(0), "axis", -9);
+    bad.push_back({"flatten_axis.onnx", m.Bytes(), "node 'flat' (Flatten): axis -9 is out of range for rank 3"});
+  }
   // ... an empty Range bound (std::out_of_range, a message without the file), ...
   {
     ModelBuilder m = OneNode("relu", "Relu", {"x"});

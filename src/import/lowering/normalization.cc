@@ -298,6 +298,9 @@ void LowerReduce(Context& cx, const OnnxNode& node) {
   const Value& v = cx.Get(node, 0);
   std::vector<int64_t> axes = a.Ints("axes");
   if (axes.empty() && cx.HasInput(node, 1)) axes = cx.NeedInts(node, 1, "the axes");
+  const int64_t rank = int64_t(DimsOf(v).size());
+  for (int64_t i : axes)
+    if (i < -rank || i >= rank) cx.Fail(node, "axis " + std::to_string(i) + " is out of range for rank " + std::to_string(rank));
   const bool keep = a.Int("keepdims", 1) != 0;
   if (const Const* c = std::get_if<Const>(&v)) {
     // Shape arithmetic (a detector's preprocessing reduces the image size): the reduced dims,

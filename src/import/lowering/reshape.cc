@@ -37,9 +37,12 @@ std::vector<int64_t> ReshapeDims(Context& cx, const OnnxNode& node, const std::v
   return out_dims;
 }
 
-std::vector<int64_t> FlattenDims(const OnnxNode& node, const std::vector<int64_t>& in_dims) {
+std::vector<int64_t> FlattenDims(Context& cx, const OnnxNode& node, const std::vector<int64_t>& in_dims) {
   int64_t axis = Attr{node}.Int("axis", 1);
-  if (axis < 0) axis += int64_t(in_dims.size());
+  const int64_t rank = int64_t(in_dims.size());
+  if (axis < -rank || axis > rank)
+    cx.Fail(node, "axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (axis < 0) axis += rank;
   return {Product(in_dims, 0, axis), Product(in_dims, axis)};
 }
 
@@ -199,7 +202,7 @@ void LowerReshape(Context& cx, const OnnxNode& node) {
 }
 void LowerFlatten(Context& cx, const OnnxNode& node) {
   const Value& v = cx.Get(node, 0);
-  SetReshaped(cx, node, v, FlattenDims(node, DimsOf(v)));
+  SetReshaped(cx, node, v, FlattenDims(cx, node, DimsOf(v)));
 }
 void LowerSqueeze(Context& cx, const OnnxNode& node) {
   const Value& v = cx.Get(node, 0);
