@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/import/lowering/data_movement.h"
 #include "src/import/lowering/elementwise.h"
 #include "src/import/lowering/registry.h"
 #include "src/import/lowering/reshape.h"
@@ -144,9 +145,8 @@ Act AppendRows(Context& cx, const OnnxNode& node, const Act& past_in, const Act&
 }
 
 // TensorScatter (opset 24: a key/value cache updated outside Attention): the cache with the
-// update written along `axis` from each batch index's write position, one Layout op per part of
-// the cache reading its part, the update (its matching part, when both are laid out alike) and
-// computed write indices. A 4-D graph-input cache with the sequence at axis 2, (batch, heads,
+// update written along `axis` from each batch index's write position: ScatterInto, each head of
+// the cache reading the update's head and computed write indices. A 4-D graph-input cache with the sequence at axis 2, (batch, heads,
 // sequence, head size), is made a tensor per batch index and head, as Attention reads it.
 void LowerTensorScatter(Context& cx, const OnnxNode& node) {
   const std::vector<int64_t> dims = DimsOf(cx.Get(node, 0)), update_dims = DimsOf(cx.Get(node, 1));
@@ -163,38 +163,7 @@ void LowerTensorScatter(Context& cx, const OnnxNode& node) {
     MaterializeHeads(cx, node, 0);
     MaterializeHeads(cx, node, 1);
   }
-  const Value& cache = cx.Get(node, 0);
-  const Value& update = cx.Get(node, 1);
-  for (const Value* v : {&cache, &update})
-    if (std::holds_alternative<RowStat>(*v)) cx.Fail(node, "a cache update of a row statistic is not supported");
-  ProblemBuilder& pb = cx.problem();
-  Act out;
-  if (const Act* c = std::get_if<Act>(&cache)) {
-    out = cx.Resolved(node, *c);
-  } else {
-    pb.NoteBroadcast(std::get<Const>(cache));  // a cache known at import: folded
-    out.dims = dims;
-    SetChannelsLayout(out);
-    out.parts = {TensorId{}};
-  }
-  std::vector<TensorId> update_parts;
-  if (const Act* u = std::get_if<Act>(&update)) update_parts = cx.Relayout(node, *u, out.col_axis, out.part_axes).parts;
-  else pb.NoteBroadcast(std::get<Const>(update));
-  std::vector<TensorId> indices;
-  if (cx.HasInput(node, 2))
-    if (const Act* w = std::get_if<Act>(&cx.Get(node, 2))) indices = cx.Resolved(node, *w).parts;
-  const bool cache_act = std::holds_alternative<Act>(cache);
-  const auto [rows, cols] = PartShape(out);
-  const std::string value = node.outputs.empty() ? node.name : node.outputs[0];
-  for (size_t p = 0; p < out.parts.size(); ++p) {
-    std::vector<TensorId> sources;
-    if (cache_act) sources.push_back(out.parts[p]);
-    if (update_parts.size() == out.parts.size()) sources.push_back(update_parts[p]);
-    else sources.insert(sources.end(), update_parts.begin(), update_parts.end());
-    sources.insert(sources.end(), indices.begin(), indices.end());
-    out.parts[p] = pb.Layout(sources, rows, cols, node, value + PartSuffix(int64_t(p), int64_t(out.parts.size())) + "~updated");
-  }
-  cx.Set(node, 0, out);
+  ScatterInto(cx, node, 1, 2, true, false);
 }
 
 // Attention (opsets 23 to 25): Q, K, V as [B, heads, S, head size] (3-D inputs split by

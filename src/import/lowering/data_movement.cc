@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include "src/import/lowering/data_movement.h"
 #include "src/import/lowering/folding.h"
 #include "src/import/lowering/registry.h"
 
@@ -613,24 +614,11 @@ bool ScatterReadsActivation(Context& cx, const OnnxNode& node) {
   return false;
 }
 
-// ScatterND and ScatterElements into or from an activation (torch's slice assignment
-// `c[:, 4:8] = h` and `index_put_`, `Tensor.scatter`): the data with the updates written over
-// it, one Layout op per part of the data, at its size, reading the data, the updates and
-// computed indices (as a gather at computed addresses reads its indices). With a reduction (add,
-// mul, max, min) the updates are gathered at the data's size and a Pointwise pass combines them.
-// Data or updates known at import are folded (as a bias is).
-void LowerScatterAct(Context& cx, const OnnxNode& node) {
+}  // namespace
+
+void ScatterInto(Context& cx, const OnnxNode& node, size_t updates, std::optional<size_t> indices, bool match_parts,
+                 bool reduces) {
   ProblemBuilder& pb = cx.problem();
-  std::vector<TensorId> read;  // the updates and the computed indices
-  for (size_t i : {2, 1}) {
-    const Value& v = cx.Get(node, i);
-    if (std::holds_alternative<RowStat>(v)) cx.Fail(node, "scattering a row statistic is not supported");
-    if (const Act* a = std::get_if<Act>(&v)) {
-      for (TensorId t : cx.Resolved(node, *a).parts) read.push_back(t);
-    } else if (i == 2) {
-      pb.NoteBroadcast(std::get<Const>(v));
-    }
-  }
   const Value& data = cx.Get(node, 0);
   if (std::holds_alternative<RowStat>(data)) cx.Fail(node, "scattering into a row statistic is not supported");
   Act out;
@@ -646,19 +634,43 @@ void LowerScatterAct(Context& cx, const OnnxNode& node) {
     out.parts = {TensorId{}};
     out.col_split = false;
   }
-  const std::string reduction = Attr{node}.Text("reduction");
-  const bool reduces = !reduction.empty() && reduction != "none";
+  std::vector<TensorId> update_parts, index_parts;
+  const Value& u = cx.Get(node, updates);
+  if (std::holds_alternative<RowStat>(u)) cx.Fail(node, "scattering a row statistic is not supported");
+  if (const Act* a = std::get_if<Act>(&u))
+    update_parts = match_parts ? cx.Relayout(node, *a, out.col_axis, out.part_axes).parts : cx.Resolved(node, *a).parts;
+  else
+    pb.NoteBroadcast(std::get<Const>(u));
+  if (indices && cx.HasInput(node, *indices)) {
+    const Value& w = cx.Get(node, *indices);
+    if (std::holds_alternative<RowStat>(w)) cx.Fail(node, "scattering by a row statistic is not supported");
+    if (const Act* a = std::get_if<Act>(&w)) index_parts = cx.Resolved(node, *a).parts;
+  }
+  const bool matched = match_parts && update_parts.size() == out.parts.size();
   const std::string value = node.outputs.empty() ? node.name : node.outputs[0];
   const auto [rows, cols] = PartShape(out);
   for (size_t p = 0; p < out.parts.size(); ++p) {
     const std::string name = value + PartSuffix(int64_t(p), int64_t(out.parts.size())) + "~scattered";
-    std::vector<TensorId> sources = read;
-    if (!reduces && !data_parts.empty()) sources.insert(sources.begin(), data_parts[p]);
+    std::vector<TensorId> sources;
+    if (!reduces && !data_parts.empty()) sources.push_back(data_parts[p]);
+    if (matched) sources.push_back(update_parts[p]);
+    else sources.insert(sources.end(), update_parts.begin(), update_parts.end());
+    sources.insert(sources.end(), index_parts.begin(), index_parts.end());
     if (sources.empty()) cx.Fail(node, "internal: a scatter that reads no tensor");
     out.parts[p] = pb.Layout(sources, rows, cols, node, name);
     if (reduces && !data_parts.empty()) out.parts[p] = pb.Pointwise({data_parts[p], out.parts[p]}, 1, node, "elementwise");
   }
   cx.Set(node, 0, out);
+}
+
+namespace {
+
+// ScatterND and ScatterElements into or from an activation (torch's slice assignment
+// `c[:, 4:8] = h` and `index_put_`, `Tensor.scatter`): ScatterInto, the updates at input 2, the
+// indices at 1.
+void LowerScatterAct(Context& cx, const OnnxNode& node) {
+  const std::string reduction = Attr{node}.Text("reduction");
+  ScatterInto(cx, node, 2, 1, false, !reduction.empty() && reduction != "none");
 }
 
 // ScatterND of constants (a mask built at export time: swin's shifted-window attention mask
