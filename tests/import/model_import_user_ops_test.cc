@@ -151,6 +151,59 @@ TEST_CASE("import user ops: grouped-query attention expands the key heads") {
   CheckValid(l);
 }
 
+// What torch 1.13 writes for a decoder step with a cache of past keys and values (GPT-2 style,
+// `torch.cat([past_k, k], dim=-2)` at opset 17): 4-D graph inputs [B, heads, past, head_dim]
+// concatenated with the step's heads along the rows, the keys transposed for Q·Kᵀ, both
+// concatenations graph outputs (present).
+TEST_CASE("import user ops: a cache of heads concatenated along the rows is gathered once per head") {
+  OnnxModelBuilder m;
+  m.Input("x", {1, 4, 64}).Input("past_k", {1, 4, 12, 16}).Input("past_v", {1, 4, 12, 16});
+  m.Output("o").Output("present_k").Output("present_v");
+  m.Weight("wq", {64, 64}).Weight("wk", {64, 64}).Weight("wv", {64, 64});
+  m.Ints("heads", {4}, {1, 4, 4, 16});
+  for (const char* t : {"q", "k", "v"}) {
+    const std::string n = t;
+    m.Node(n + "p", "MatMul", {"x", "w" + n}, {n + "2"});
+    m.Node(n + "r", "Reshape", {n + "2", "heads"}, {n + "3"});
+    SetInts(m.Node(n + "t", "Transpose", {n + "3"}, {n + "4"}), "perm", {0, 2, 1, 3});
+  }
+  SetInt(m.Node("cat_k", "Concat", {"past_k", "k4"}, {"present_k"}), "axis", -2);
+  SetInt(m.Node("cat_v", "Concat", {"past_v", "v4"}, {"present_v"}), "axis", 2);
+  SetInts(m.Node("kt", "Transpose", {"present_k"}, {"kT"}), "perm", {0, 1, 3, 2});
+  m.Node("qk", "MatMul", {"q4", "kT"}, {"s"});
+  SetInt(m.Node("softmax", "Softmax", {"s"}, {"p"}), "axis", -1);
+  m.Node("pv", "MatMul", {"p", "present_v"}, {"o"});
+  const LoweredModel l = Lower(m, "cache.onnx");
+  CHECK(l.summary.macs == 3 * 4 * 64 * 64 + 2 * 4 * 4 * 16 * 16);
+  CHECK(testing::ComputeMatMulMacs(l) == l.summary.macs);
+  // The caches are a tensor per head (12 rows of head_dim), not one tensor whose columns are the heads.
+  std::vector<std::string> inputs;
+  for (size_t t = 0; t < l.tensor_origins.size(); ++t)
+    if (l.tensor_origins[t].role == "model-input" && l.tensor_origins[t].value.rfind("past", 0) == 0) {
+      CHECK(l.problem.tensors[t].height == 12);
+      CHECK(l.problem.tensors[t].width == 16);
+      inputs.push_back(l.tensor_origins[t].value);
+    }
+  CHECK(inputs == std::vector<std::string>{"past_k[0]", "past_k[1]", "past_k[2]", "past_k[3]", "past_v[0]", "past_v[1]",
+                                           "past_v[2]", "past_v[3]"});
+  // Gathered straight from the cache and the step's heads: Kᵀ per head for Q·Kᵀ, V per head for
+  // P·V, and the two present outputs; no gather of a gathered concatenation (each 4 x 16 x 16).
+  std::map<std::string, int> gathers;
+  for (size_t o = 0; o < l.problem.ops.size(); ++o) {
+    if (l.problem.ops[o].kind != OpKind::Layout) continue;
+    ++gathers[l.op_origins[o].nodes[0]];
+    for (TensorId in : l.problem.ops[o].inputs) {
+      const OpId from = l.problem.producer[in];
+      CHECK((from == kNoOp || l.problem.ops[from].kind != OpKind::Layout));
+    }
+  }
+  CHECK(gathers == std::map<std::string, int>{{"qk", 4}, {"pv", 4}, {"present_k", 1}, {"present_v", 1}});
+  const Approximation* layout = Rule(l, "layout");
+  REQUIRE(layout != nullptr);
+  CHECK(layout->elements == 4 * (4 * 16 * 16));
+  CheckValid(l);
+}
+
 TEST_CASE("import user ops: reductions over the columns, over everything, and arg-max") {
   // y [2,16,32]: mean over (1, 2) keepdims (a column then a row reduction), sum over -1 without
   // keepdims, arg-max over -1, and a mean over -1 with keepdims kept as an output.

@@ -59,11 +59,7 @@ Act& Context::Materialized(Act& a) {
 
 Act Context::NeedAct(const OnnxNode& node, size_t i) {
   const Value& v = Get(node, i);
-  if (const Act* a = std::get_if<Act>(&v)) {
-    Act copy = Resolved(node, *a);
-    if (a->pending() && !a->name.empty()) values_[a->name] = copy;  // gathered once
-    return copy;
-  }
+  if (const Act* a = std::get_if<Act>(&v)) return Resolved(node, *a);
   if (const Const* c = std::get_if<Const>(&v); c && IsConstantData(*c)) return ConstantData(*c);
   Fail(node, "input '" + node.inputs[i] + "' must be an activation computed by the model here");
 }
@@ -160,6 +156,16 @@ Act Context::Relayout(const OnnxNode& node, const Act& x_in, int col_axis, const
   for (int64_t i = 0; i < count; ++i)
     out.parts.push_back(problem_.Layout(one_to_one ? std::vector<TensorId>{inputs[i]} : inputs, rows, cols, node,
                                         value + PartSuffix(i, count)));
+  // A name's pending binding gathered in its own layout: the name is rebound to the gathered
+  // value, so that later readers do not gather it again. (Only the binding itself, not a view a
+  // converter derived from a copy of it.)
+  auto same_view = [&](const Act& b) {
+    return b.binding == x.binding && b.source == x.source && b.dims == x.dims && b.col_axis == x.col_axis &&
+           b.row_axes == x.row_axes && b.part_axes == x.part_axes && b.reshape_only == x.reshape_only;
+  };
+  if (x.binding != 0 && out.col_axis == x.col_axis && out.part_axes == x.part_axes && out.row_axes == x.row_axes)
+    if (auto it = values_.find(x.name); it != values_.end())
+      if (const Act* bound = std::get_if<Act>(&it->second); bound && same_view(*bound)) it->second = out;
   return out;
 }
 
@@ -170,17 +176,10 @@ Act Context::Pending(const OnnxNode& node, const Act& x_in, std::vector<int64_t>
   Act p;
   p.dims = std::move(dims);
   p.name = x.name;
-  if (col_axis >= 0 && col_axis < int(p.dims.size())) {
-    SetChannelsLayout(p, col_axis);
-    for (int ax : part_axes) {
-      if (ax < 0 || ax >= int(p.dims.size()) || ax == col_axis) continue;
-      p.row_axes.erase(std::remove(p.row_axes.begin(), p.row_axes.end(), ax), p.row_axes.end());
-      if (p.dims[ax] > 1) p.part_axes.push_back(ax);
-    }
-    std::sort(p.part_axes.begin(), p.part_axes.end());
-  } else {
+  if (col_axis >= 0 && col_axis < int(p.dims.size()))
+    SetLayout(p, col_axis, part_axes);
+  else
     SetChannelsLayout(p);
-  }
   if (x.pending()) {
     p.source = x.source;
     p.reshape_only = x.reshape_only && reshape_only;
@@ -198,6 +197,7 @@ void Context::Set(const OnnxNode& node, size_t out, Value v) {
   CheckDims(node, DimsOf(v));
   if (auto* a = std::get_if<Act>(&v)) {
     a->name = node.outputs[out];
+    a->binding = a->pending() ? ++bindings_ : 0;
     Elements e = 0;
     for (size_t i = 0; i < a->parts.size(); ++i) {
       const TensorId t = a->parts[i];

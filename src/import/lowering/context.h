@@ -50,7 +50,7 @@ class Context {
   // The values of a constant input with inline data, rounded to integers.
   std::vector<int64_t> NeedInts(const OnnxNode& node, size_t i, const std::string& what) const;
   // A copy of an activation input, materialized (a graph input becomes its tensor on first use;
-  // a pending value is gathered in its default layout, once: the binding is updated too).
+  // a pending value is gathered in its default layout, once: see Resolved).
   Act NeedAct(const OnnxNode& node, size_t i);
   // A constant used as data (a parameter read as an activation: learned queries or latents; a
   // value the exporter folded: RAFT's initial flow) is a tensor of its own, read from slow
@@ -62,7 +62,8 @@ class Context {
   // source's with the column axis 1.
   Act StatValue(const OnnxNode& node, const RowStat& s);
   Act ConstantData(const Const& c);
-  // x with parts: a graph input made its tensor, a pending value gathered in its default layout.
+  // x with parts: a graph input made its tensor, a pending value gathered in its default layout
+  // (when x is a name's binding, the name is rebound to the gathered value: gathered once).
   Act Resolved(const OnnxNode& node, const Act& x);
 
   // ---- rearranging (Layout ops, docs/cost-model.md L1-L6)
@@ -118,6 +119,7 @@ class Context {
   std::map<std::string, Value> values_;
   std::map<std::string, std::vector<Value>> sequences_;
   int64_t unrolled_ = 0;
+  int64_t bindings_ = 0;  // serials of the pending values Set binds (Act::binding)
 };
 
 }  // namespace annealer::lowering

@@ -148,22 +148,37 @@ void ConcatChannels(Context& cx, const OnnxNode& node, const std::vector<const V
   cx.Set(node, 0, out);
 }
 
-// Along rows (a class token and the patches, windows, sequences): one Layout op gathers the
-// activations (constants are folded, as a bias is).
+// Along rows (a class token and the patches, windows, a KV cache and the step's new keys): a
+// pending rearrangement of the inputs' tensors (a pending input's source tensors), gathered where
+// a consumer asks for a layout, so a concatenation and the transpose or split into heads after it
+// cost one Layout op, not two (constants are folded, as a bias is). Gathered without a consumer's
+// wish, it is one tensor with the columns of the last input laid out already. A graph input among
+// the inputs takes that input's layout: a cache of heads becomes a tensor per head, not a tensor
+// whose columns are the heads.
 void ConcatRows(Context& cx, const OnnxNode& node, const std::vector<const Value*>& ins, const Act& act,
                 const std::vector<int64_t>& out_dims) {
+  const Act* like = &act;  // the last activation, or the last one laid out already
+  for (const Value* v : ins)
+    if (const Act* x = std::get_if<Act>(v); x && !x->model_input && !x->pending()) like = x;
+  Act source;  // every tensor an element of the output is copied from
+  source.dims = out_dims;
+  SetLayout(source, like->col_axis, like->part_axes);
+  for (const Value* v : ins) {
+    if (const Const* c = std::get_if<Const>(v)) cx.problem().NoteBroadcast(*c);
+    const Act* x = std::get_if<Act>(v);
+    if (!x) continue;
+    Act y = *x;
+    if (y.model_input && x != like) {
+      SetLayout(y, like->col_axis, like->part_axes);
+      cx.Materialized(y);
+    }
+    const std::vector<TensorId> parts = y.pending() ? y.source->parts : cx.Resolved(node, y).parts;
+    source.parts.insert(source.parts.end(), parts.begin(), parts.end());
+  }
   Act out;
   out.dims = out_dims;
-  SetChannelsLayout(out, act.col_axis);
-  std::vector<TensorId> sources;
-  ProblemBuilder& pb = cx.problem();
-  for (const Value* v : ins) {
-    if (const Const* c = std::get_if<Const>(v)) pb.NoteBroadcast(*c);
-    if (const Act* x = std::get_if<Act>(v))
-      for (TensorId t : cx.Resolved(node, *x).parts) sources.push_back(t);
-  }
-  const auto [rows, cols] = PartShape(out);
-  out.parts = {pb.Layout(sources, rows, cols, node, node.outputs.empty() ? node.name : node.outputs[0])};
+  SetChannelsLayout(out, like->col_axis);
+  out.source = std::make_shared<const Act>(std::move(source));
   cx.Set(node, 0, out);
 }
 

@@ -55,6 +55,16 @@ void SetChannelsLayout(Act& a, std::optional<int> col) {
   a.col_split = false;
 }
 
+void SetLayout(Act& a, int col_axis, const std::vector<int>& part_axes) {
+  SetChannelsLayout(a, col_axis);
+  for (int ax : part_axes) {
+    if (ax < 0 || ax >= int(a.dims.size()) || ax == col_axis) continue;
+    a.row_axes.erase(std::remove(a.row_axes.begin(), a.row_axes.end(), ax), a.row_axes.end());
+    if (a.dims[ax] > 1) a.part_axes.push_back(ax);
+  }
+  std::sort(a.part_axes.begin(), a.part_axes.end());
+}
+
 std::pair<Elements, Elements> PartShape(const Act& a) {
   Elements rows = 1;
   for (int ax : a.row_axes) rows *= a.dims[ax];

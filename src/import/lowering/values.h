@@ -44,6 +44,10 @@ struct Act {
   std::string name;
   std::shared_ptr<const Act> source;  // set iff pending: the materialized value it rearranges
   bool reshape_only = false;  // pending through reshapes only: ONNX's flat order of `source` kept
+  // A pending value bound to `name` by Context::Set carries that binding's serial (0 otherwise:
+  // a view a converter derives is not the binding, even under the same name): resolving it
+  // rebinds the name to the gathered value, so a value is gathered once whoever reads it.
+  int64_t binding = 0;
   bool pending() const { return source != nullptr; }
 };
 // A value known at import time: an initializer or folded shape arithmetic.
@@ -79,6 +83,9 @@ struct Attr {
 // Channels-last 2-D layout: NCHW-like values (rank 4 or 5, from images) keep axis 1 as columns;
 // rank 2 and sequence values (B, S, D) use the last axis. `col` overrides the column axis.
 void SetChannelsLayout(Act& a, std::optional<int> col = std::nullopt);
+// `col_axis` as the columns, a part per index of each of `part_axes` of size > 1 (axes out of
+// range or the column axis ignored), the other axes the rows in ONNX order.
+void SetLayout(Act& a, int col_axis, const std::vector<int>& part_axes);
 // Rows x columns of each part.
 std::pair<Elements, Elements> PartShape(const Act& a);
 inline int64_t Elems(const Act& a) { return Product(a.dims); }
