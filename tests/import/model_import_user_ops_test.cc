@@ -154,11 +154,12 @@ TEST_CASE("import user ops: grouped-query attention expands the key heads") {
 // What torch 1.13 writes for a decoder step with a cache of past keys and values (GPT-2 style,
 // `torch.cat([past_k, k], dim=-2)` at opset 17): 4-D graph inputs [B, heads, past, head_dim]
 // concatenated with the step's heads along the rows, the keys transposed for Q·Kᵀ, both
-// concatenations graph outputs (present).
+// concatenations graph outputs (present); and a 4-D graph input read per head as it is (an
+// encoder's values in a cross-attention, `mem`).
 TEST_CASE("import user ops: a cache of heads concatenated along the rows is gathered once per head") {
   OnnxModelBuilder m;
-  m.Input("x", {1, 4, 64}).Input("past_k", {1, 4, 12, 16}).Input("past_v", {1, 4, 12, 16});
-  m.Output("o").Output("present_k").Output("present_v");
+  m.Input("x", {1, 4, 64}).Input("past_k", {1, 4, 12, 16}).Input("past_v", {1, 4, 12, 16}).Input("mem", {1, 4, 16, 16});
+  m.Output("o").Output("present_k").Output("present_v").Output("o2");
   m.Weight("wq", {64, 64}).Weight("wk", {64, 64}).Weight("wv", {64, 64});
   m.Ints("heads", {4}, {1, 4, 4, 16});
   for (const char* t : {"q", "k", "v"}) {
@@ -173,21 +174,23 @@ TEST_CASE("import user ops: a cache of heads concatenated along the rows is gath
   m.Node("qk", "MatMul", {"q4", "kT"}, {"s"});
   SetInt(m.Node("softmax", "Softmax", {"s"}, {"p"}), "axis", -1);
   m.Node("pv", "MatMul", {"p", "present_v"}, {"o"});
+  m.Node("pm", "MatMul", {"p", "mem"}, {"o2"});
   const LoweredModel l = Lower(m, "cache.onnx");
-  CHECK(l.summary.macs == 3 * 4 * 64 * 64 + 2 * 4 * 4 * 16 * 16);
+  CHECK(l.summary.macs == 3 * 4 * 64 * 64 + 3 * 4 * 4 * 16 * 16);
   CHECK(testing::ComputeMatMulMacs(l) == l.summary.macs);
   // The caches are a tensor per head (12 rows of head_dim), not one tensor whose columns are the heads.
   std::vector<std::string> inputs;
   for (size_t t = 0; t < l.tensor_origins.size(); ++t)
-    if (l.tensor_origins[t].role == "model-input" && l.tensor_origins[t].value.rfind("past", 0) == 0) {
-      CHECK(l.problem.tensors[t].height == 12);
+    if (l.tensor_origins[t].role == "model-input" && l.tensor_origins[t].value != "x") {
+      CHECK(l.problem.tensors[t].height == (l.tensor_origins[t].value[0] == 'm' ? 16 : 12));
       CHECK(l.problem.tensors[t].width == 16);
       inputs.push_back(l.tensor_origins[t].value);
     }
   CHECK(inputs == std::vector<std::string>{"past_k[0]", "past_k[1]", "past_k[2]", "past_k[3]", "past_v[0]", "past_v[1]",
-                                           "past_v[2]", "past_v[3]"});
+                                           "past_v[2]", "past_v[3]", "mem[0]", "mem[1]", "mem[2]", "mem[3]"});
   // Gathered straight from the cache and the step's heads: Kᵀ per head for Q·Kᵀ, V per head for
-  // P·V, and the two present outputs; no gather of a gathered concatenation (each 4 x 16 x 16).
+  // P·V, and the two present outputs; no gather of a gathered concatenation (each 4 x 16 x 16);
+  // `mem` is read as it is.
   std::map<std::string, int> gathers;
   for (size_t o = 0; o < l.problem.ops.size(); ++o) {
     if (l.problem.ops[o].kind != OpKind::Layout) continue;

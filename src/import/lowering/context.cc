@@ -129,7 +129,16 @@ Act Context::Resolved(const OnnxNode& node, const Act& x) {
 
 Act Context::Relayout(const OnnxNode& node, const Act& x_in, int col_axis, const std::vector<int>& part_axes) {
   Act x = x_in;
-  if (x.model_input) Materialized(x);
+  if (x.model_input) {
+    // A graph input read first in this layout is given it (a cache [batch, heads, rows, head
+    // size] read per head is a tensor per head): nothing to gather.
+    SetLayout(x, col_axis, part_axes);
+    int64_t count = 1;
+    for (int ax : x.part_axes) count = Mul(node, count, x.dims[ax]);
+    if (col_axis >= 0 && col_axis < int(x.dims.size()) && count <= kMaxLayoutParts) return Materialized(x);
+    SetChannelsLayout(x);
+    Materialized(x);
+  }
   if (HasLayout(x, col_axis, part_axes)) return x;
   if (x.pending() && x.reshape_only && x.dims == x.source->dims && HasLayout(*x.source, col_axis, part_axes)) return *x.source;
   const std::vector<TensorId>& inputs = x.pending() ? x.source->parts : x.parts;
