@@ -205,6 +205,24 @@ TEST_CASE("import user ops: a cache of heads concatenated along the rows is gath
   REQUIRE(layout != nullptr);
   CHECK(layout->elements == 4 * (4 * 16 * 16));
   CheckValid(l);
+
+  // The first step: a cache of no past steps ([1, 4, 0, 16]) adds nothing to the concatenation.
+  OnnxModelBuilder first;
+  first.Input("k", {1, 4, 4, 16}).Input("past_k", {1, 4, 0, 16}).Output("present_k").Output("kk");
+  first.Node("relu", "Relu", {"k"}, {"kr"});
+  SetInt(first.Node("cat", "Concat", {"past_k", "kr"}, {"present_k"}), "axis", 2);
+  SetInts(first.Node("t", "Transpose", {"present_k"}, {"kt"}), "perm", {0, 1, 3, 2});
+  first.Node("mm", "MatMul", {"present_k", "kt"}, {"kk"});
+  const LoweredModel f = Lower(first, "first.onnx");
+  CHECK(f.summary.macs == 4 * 4 * 16 * 4);
+  CheckValid(f);
+  // Read by anything else, an empty value is a one-line error naming it.
+  OnnxModelBuilder empty;
+  empty.Input("past_k", {1, 4, 0, 16}).Output("y");
+  empty.Node("relu", "Relu", {"past_k"}, {"y"});
+  CHECK(ImportError(empty, "empty.onnx") ==
+        "empty.onnx: 'past_k' has no elements (a dim of 0): an empty value is read only by a Concat, which skips it, or "
+        "as shape arithmetic");
 }
 
 TEST_CASE("import user ops: reductions over the columns, over everything, and arg-max") {

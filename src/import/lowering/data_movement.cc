@@ -206,6 +206,15 @@ void LowerConcat(Context& cx, const OnnxNode& node) {
     if (std::holds_alternative<RowStat>(*v)) cx.Fail(node, "concatenating a row statistic is not supported");
     if (const Const* c = std::get_if<Const>(v)) all_const_values &= c->values.has_value();
   }
+  // An empty input (a cache of no past steps yet, [batch, heads, 0, head size]) adds nothing.
+  if (acts > 0 && std::any_of(ins.begin(), ins.end(), [](const Value* v) { return Product(DimsOf(*v)) == 0; })) {
+    std::erase_if(ins, [](const Value* v) { return Product(DimsOf(*v)) == 0; });
+    act = nullptr;
+    acts = 0;
+    for (const Value* v : ins)
+      if (const Act* x = std::get_if<Act>(v)) act = x, ++acts;
+    if (acts == 1 && ins.size() == 1) return cx.Set(node, 0, *ins[0]);
+  }
   if (acts == 0) {
     Const out;
     out.dims = out_dims;

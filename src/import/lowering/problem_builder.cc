@@ -18,7 +18,9 @@ void FailAt(const std::string& origin, const OnnxNode& node, const std::string& 
 }
 
 TensorId ProblemBuilder::NewTensor(Elements rows, Elements cols, TensorOrigin origin) {
-  if (rows <= 0 || cols <= 0) throw InputError(origin_, "", OneLineForMessage("internal: empty tensor for '" + origin.value + "'"));
+  if (rows <= 0 || cols <= 0)
+    throw InputError(origin_, "", OneLineForMessage("'" + origin.value + "' has no elements (a dim of 0): an empty value is read only by a "
+                                                    "Concat, which skips it, or as shape arithmetic"));
   if (rows > kMaxTensorSide || cols > kMaxTensorSide)
     throw InputError(origin_, "", OneLineForMessage("'" + origin.value + "' would be a tensor of " + std::to_string(rows) + " x " +
                                                     std::to_string(cols) + " (rows x columns): the problem format allows at most " +
