@@ -30,9 +30,9 @@ std::string DimsText(const std::vector<int64_t>& d);  // "[1,3,224,224]"
 //
 // A pending value is a rearrangement of another activation that no relabelling of the 2-D
 // layout expresses (a reshape across rows and columns, a transpose of a pending value, a pad of
-// a channels-last value): it has dims and the default layout but no parts until a consumer asks
-// for a layout (Context::Relayout), when Layout ops gather it from `source`'s parts. A chain of
-// such views costs one Layout op, in the layout its consumer wants.
+// a channels-last value, a concatenation along rows): it has dims and the default layout but no
+// parts until a consumer asks for a layout (Context::Relayout), when Layout ops gather it from
+// `source`'s parts. A chain of such views costs one Layout op, in the layout its consumer wants.
 struct Act {
   std::vector<int64_t> dims;
   std::vector<int> row_axes;
@@ -42,7 +42,9 @@ struct Act {
   std::vector<TensorId> parts;
   bool model_input = false;  // a graph input not yet made a tensor (a Conv may read it as im2col)
   std::string name;
-  std::shared_ptr<const Act> source;  // set iff pending: the materialized value it rearranges
+  // Set iff pending: the materialized value it rearranges (of a concatenation, a value whose
+  // parts are every input's tensors; only its parts are read then).
+  std::shared_ptr<const Act> source;
   bool reshape_only = false;  // pending through reshapes only: ONNX's flat order of `source` kept
   // A pending value bound to `name` by Context::Set carries that binding's serial (0 otherwise:
   // a view a converter derives is not the binding, even under the same name): resolving it
