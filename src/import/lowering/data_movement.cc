@@ -152,9 +152,10 @@ void ConcatChannels(Context& cx, const OnnxNode& node, const std::vector<const V
 // pending rearrangement of the inputs' tensors (a pending input's source tensors), gathered where
 // a consumer asks for a layout, so a concatenation and the transpose or split into heads after it
 // cost one Layout op, not two (constants are folded, as a bias is). Gathered without a consumer's
-// wish, it is one tensor with the columns of the last input laid out already. A graph input among
-// the inputs takes that input's layout: a cache of heads becomes a tensor per head, not a tensor
-// whose columns are the heads.
+// wish, it has the layout of the last input laid out already (a tensor per head for a cache's
+// heads or RoPE's rotated halves), or one tensor with the last input's columns when all are
+// rearrangements themselves. A graph input among the inputs takes that layout: a cache of heads
+// becomes a tensor per head, not a tensor whose columns are the heads.
 void ConcatRows(Context& cx, const OnnxNode& node, const std::vector<const Value*>& ins, const Act& act,
                 const std::vector<int64_t>& out_dims) {
   const Act* like = &act;  // the last activation, or the last one laid out already
@@ -177,7 +178,10 @@ void ConcatRows(Context& cx, const OnnxNode& node, const std::vector<const Value
   }
   Act out;
   out.dims = out_dims;
-  SetChannelsLayout(out, like->col_axis);
+  if (like->pending() || like->model_input)
+    SetChannelsLayout(out, like->col_axis);
+  else
+    SetLayout(out, like->col_axis, like->part_axes);
   out.source = std::make_shared<const Act>(std::move(source));
   cx.Set(node, 0, out);
 }
