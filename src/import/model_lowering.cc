@@ -58,6 +58,7 @@ void BindGraphInputs(Context& cx) {
     Act a;
     a.dims = info.dims;
     a.name = name;
+    a.input = name;
     a.model_input = true;
     lowering::SetChannelsLayout(a);
     cx.Bind(name, a);

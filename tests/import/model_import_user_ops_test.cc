@@ -225,6 +225,45 @@ TEST_CASE("import user ops: a cache of heads concatenated along the rows is gath
         "as shape arithmetic");
 }
 
+// A graph input read through a view (a Transpose, a Slice) and as itself is one input: its first
+// reader lays it out, and a reading in another layout gathers from those tensors (before, each
+// reading made tensors of its own, the view's as "embedding-rows": the input counted twice).
+TEST_CASE("import user ops: a graph input read through a view and as itself is made tensors once") {
+  // An encoder memory read per head transposed (Kᵀ) and as itself (an elementwise op).
+  OnnxModelBuilder m;
+  m.Input("q", {1, 4, 8, 16}).Input("mk", {1, 4, 12, 16}).Output("s").Output("twice");
+  SetInts(m.Node("t", "Transpose", {"mk"}, {"mkT"}), "perm", {0, 1, 3, 2});
+  m.Node("qk", "MatMul", {"q", "mkT"}, {"s"});
+  m.Node("add", "Add", {"mk", "mk"}, {"twice"});
+  const LoweredModel l = Lower(m, "memory.onnx");
+  Elements input_elements = 0;
+  for (size_t t = 0; t < l.tensor_origins.size(); ++t) {
+    if (l.problem.producer[t] != kNoOp || l.tensor_origins[t].role == "weight") continue;
+    CHECK(l.tensor_origins[t].role == "model-input");
+    input_elements += l.problem.tensors[t].size();
+  }
+  CHECK(input_elements == 4 * 8 * 16 + 4 * 12 * 16);
+  const Approximation* layout = Rule(l, "layout");
+  REQUIRE(layout != nullptr);
+  CHECK(layout->elements == 4 * 12 * 16);  // mk gathered once for the Add, from the per-head Kᵀ tensors
+  CheckValid(l);
+
+  // A sequence-first input [S, 1, D] read through the batch-first transpose and by the residual
+  // Add: the same data either way, one tensor and no gather.
+  OnnxModelBuilder seq;
+  seq.Input("x", {64, 1, 32}).Output("y").Weight("w", {32, 32});
+  SetInts(seq.Node("t", "Transpose", {"x"}, {"xb"}), "perm", {1, 0, 2});
+  seq.Node("proj", "MatMul", {"xb", "w"}, {"p"});
+  SetInts(seq.Node("back", "Transpose", {"p"}, {"ps"}), "perm", {1, 0, 2});
+  seq.Node("res", "Add", {"x", "ps"}, {"y"});
+  const LoweredModel ls = Lower(seq, "seq_first.onnx");
+  int inputs = 0;
+  for (size_t t = 0; t < ls.tensor_origins.size(); ++t) inputs += ls.tensor_origins[t].role == "model-input";
+  CHECK(inputs == 1);
+  CHECK(Rule(ls, "layout") == nullptr);
+  CheckValid(ls);
+}
+
 TEST_CASE("import user ops: reductions over the columns, over everything, and arg-max") {
   // y [2,16,32]: mean over (1, 2) keepdims (a column then a row reduction), sum over -1 without
   // keepdims, arg-max over -1, and a mean over -1 with keepdims kept as an output.

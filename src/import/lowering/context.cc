@@ -43,17 +43,43 @@ std::vector<int64_t> Context::NeedInts(const OnnxNode& node, size_t i, const std
 }
 
 Act& Context::Materialized(Act& a) {
-  if (a.model_input) {
-    const auto [rows, cols] = PartShape(a);
-    const bool graph_input = std::any_of(g_.inputs.begin(), g_.inputs.end(), [&](const auto& in) { return in.first == a.name; });
-    int64_t count = 1;
-    for (int ax : a.part_axes) count *= a.dims[ax];
-    a.parts.clear();
-    for (int64_t i = 0; i < count; ++i)
-      a.parts.push_back(problem_.NewTensor(rows, cols, {a.name + PartSuffix(i, count), graph_input ? "model-input" : "embedding-rows"}));
-    a.model_input = false;
+  if (!a.model_input) return a;
+  const std::string origin = a.input.empty() ? a.name : a.input;
+  // v as the input laid out as `made`: its tensors when the shape and layout agree, else a
+  // rearrangement of them.
+  auto view_of = [&](Act& v, const Act& made) {
+    if (SameDataLayout(made, v)) {
+      v.parts = made.parts;
+      v.model_input = false;
+      return;
+    }
+    Act p;
+    p.dims = v.dims;
+    p.name = v.name;
+    SetLayout(p, v.col_axis, v.part_axes);
+    p.source = std::make_shared<const Act>(made);
+    p.binding = ++bindings_;
+    v = std::move(p);
+  };
+  if (auto it = inputs_.find(origin); it != inputs_.end()) {
+    view_of(a, it->second);
     values_[a.name] = a;
+    return a;
   }
+  const auto [rows, cols] = PartShape(a);
+  const bool graph_input = std::any_of(g_.inputs.begin(), g_.inputs.end(), [&](const auto& in) { return in.first == origin; });
+  int64_t count = 1;
+  for (int ax : a.part_axes) count *= a.dims[ax];
+  a.parts.clear();
+  for (int64_t i = 0; i < count; ++i)
+    a.parts.push_back(problem_.NewTensor(rows, cols, {origin + PartSuffix(i, count), graph_input ? "model-input" : "embedding-rows"}));
+  a.model_input = false;
+  inputs_[origin] = a;
+  values_[a.name] = a;
+  // The input's own binding, when a view of it was read first.
+  if (a.name != origin)
+    if (auto own = values_.find(origin); own != values_.end())
+      if (Act* x = std::get_if<Act>(&own->second); x && x->model_input) view_of(*x, a);
   return a;
 }
 
@@ -135,8 +161,7 @@ Act Context::Relayout(const OnnxNode& node, const Act& x_in, int col_axis, const
     SetLayout(x, col_axis, part_axes);
     int64_t count = 1;
     for (int ax : x.part_axes) count = Mul(node, count, x.dims[ax]);
-    if (col_axis >= 0 && col_axis < int(x.dims.size()) && count <= kMaxLayoutParts) return Materialized(x);
-    SetChannelsLayout(x);
+    if (col_axis < 0 || col_axis >= int(x.dims.size()) || count > kMaxLayoutParts) SetChannelsLayout(x);
     Materialized(x);
   }
   if (HasLayout(x, col_axis, part_axes)) return x;

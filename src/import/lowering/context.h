@@ -83,7 +83,10 @@ class Context {
     return Pending(node, x, std::move(dims), false, x.col_axis, x.part_axes);
   }
   // Makes a graph input (or embedding rows) its tensor, once: the binding is updated too. A
-  // layout with parts (an attention input's heads) makes a tensor per part.
+  // layout with parts (an attention input's heads) makes a tensor per part. The first reader of
+  // a graph input, through whichever view of it, lays it out: a view read later in another shape
+  // or layout, and the graph input itself, become rearrangements of those tensors (pending,
+  // gathered when read), never a second copy of the input.
   Act& Materialized(Act& a);
 
   // ---- binding outputs
@@ -118,6 +121,7 @@ class Context {
   ProblemBuilder problem_;
   std::map<std::string, Value> values_;
   std::map<std::string, std::vector<Value>> sequences_;
+  std::map<std::string, Act> inputs_;  // graph inputs (and embedding rows) made tensors, by Act::input
   int64_t unrolled_ = 0;
   int64_t bindings_ = 0;  // serials of the pending values Set binds (Act::binding)
 };

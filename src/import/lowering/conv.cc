@@ -289,6 +289,7 @@ void LowerDepthwise(Context& cx, const OnnxNode& node, Act& x, Act& out, const s
   const Elements rows_out = n * Product(out_size);
   const bool bias = cx.HasInput(node, 2);
   cx.Materialized(x);
+  if (x.pending()) x = cx.Relayout(node, x, 1);  // the input laid out otherwise by an earlier reader
   if (out_size == in_size && taps > 1) {
     Elements padded = 1;
     for (size_t i = 0; i < in_size.size(); ++i) padded *= in_size[i] + kernel[i] - 1;
@@ -342,6 +343,7 @@ void LowerConv(Context& cx, const OnnxNode& node) {
     // repeated m times (one Layout op of the output's channels at the input's rows), then the
     // depthwise passes: vector work, as m·cin single-channel MatMuls per tap would be.
     cx.Materialized(x);
+    if (x.pending()) x = cx.Relayout(node, x, 1);
     Act repeated = x;
     repeated.dims[1] = cout;
     repeated.col_split = false;

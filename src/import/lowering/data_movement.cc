@@ -252,6 +252,7 @@ void LowerEmbedding(Context& cx, const OnnxNode& node, const Const& table, const
   out.dims.push_back(table.dims[1]);
   out.model_input = true;
   out.name = node.outputs.empty() ? node.name : node.outputs[0];
+  out.input = out.name;
   SetChannelsLayout(out, int(out.dims.size()) - 1);
   cx.Set(node, 0, out);
 }
@@ -682,8 +683,9 @@ void ScatterInto(Context& cx, const OnnxNode& node, size_t updates, std::optiona
     std::vector<TensorId> sources;
     if (!reduces && !data_parts.empty()) sources.push_back(data_parts[p]);
     if (matched) sources.push_back(update_parts[p]);
-    else sources.insert(sources.end(), update_parts.begin(), update_parts.end());
-    sources.insert(sources.end(), index_parts.begin(), index_parts.end());
+    else
+      for (TensorId t : update_parts) sources.push_back(t);
+    for (TensorId t : index_parts) sources.push_back(t);
     if (sources.empty()) cx.Fail(node, "internal: a scatter that reads no tensor");
     out.parts[p] = pb.Layout(sources, rows, cols, node, name);
     if (reduces && !data_parts.empty()) out.parts[p] = pb.Pointwise({data_parts[p], out.parts[p]}, 1, node, "elementwise");

@@ -1,6 +1,7 @@
 #include "src/import/lowering/values.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "src/io/contest/problem_reader.h"
 
@@ -88,6 +89,21 @@ bool HasLayout(const Act& x, int col_axis, const std::vector<int>& part_axes) {
     return out;
   };
   return sized(x.part_axes) == sized(part_axes) && RowsInOnnxOrder(x);
+}
+
+bool SameDataLayout(const Act& a, const Act& b) {
+  auto squeezed = [](const Act& x) {
+    std::vector<int> index(x.dims.size(), -1);
+    std::vector<int64_t> dims;
+    for (size_t i = 0; i < x.dims.size(); ++i)
+      if (x.dims[i] > 1) index[i] = int(dims.size()), dims.push_back(x.dims[i]);
+    auto at = [&](int ax) { return ax < 0 || ax >= int(index.size()) ? -1 : index[size_t(ax)]; };
+    std::vector<int> parts;
+    for (int ax : x.part_axes) if (at(ax) >= 0) parts.push_back(at(ax));
+    std::sort(parts.begin(), parts.end());
+    return std::make_tuple(dims, at(x.col_axis), parts);
+  };
+  return !a.col_split && !b.col_split && RowsInOnnxOrder(a) && RowsInOnnxOrder(b) && squeezed(a) == squeezed(b);
 }
 
 }  // namespace annealer::lowering

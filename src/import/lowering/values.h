@@ -41,6 +41,9 @@ struct Act {
   bool col_split = false;
   std::vector<TensorId> parts;
   bool model_input = false;  // a graph input not yet made a tensor (a Conv may read it as im2col)
+  // Of a model input: the graph input (or embedding rows) it is, whatever name a view of it
+  // (a Transpose, a Reshape, an Identity) binds it under: its data is made tensors once.
+  std::string input;
   std::string name;
   // Set iff pending: the materialized value it rearranges (of a concatenation, a value whose
   // parts are every input's tensors; only its parts are read then).
@@ -96,5 +99,9 @@ bool RowsInOnnxOrder(const Act& x);
 // Whether x's parts are laid out with `col_axis` as the columns, the other axes but
 // `part_axes` (one part per index) as rows in ONNX order; size-1 axes do not matter.
 bool HasLayout(const Act& x, int col_axis, const std::vector<int>& part_axes);
+// Whether a and b lay the same data out alike: equal dims, column axis and part axes once the
+// size-1 axes are dropped, rows in ONNX order in both ([64, 1, 256] and [1, 64, 256] by their
+// last axis: one tensor for both).
+bool SameDataLayout(const Act& a, const Act& b);
 
 }  // namespace annealer::lowering
