@@ -157,7 +157,8 @@ Act Context::Relayout(const OnnxNode& node, const Act& x_in, int col_axis, const
   Act x = x_in;
   if (x.model_input) {
     // A graph input read first in this layout is given it (a cache [batch, heads, rows, head
-    // size] read per head is a tensor per head): nothing to gather.
+    // size] read per head is a tensor per head): nothing to gather. One that another reading laid
+    // out already is gathered from those tensors (Materialized makes it a rearrangement).
     SetLayout(x, col_axis, part_axes);
     int64_t count = 1;
     for (int ax : x.part_axes) count = Mul(node, count, x.dims[ax]);
