@@ -782,6 +782,7 @@ LowerBound ComputeDecoupledLowerBound(const Problem& problem, BoundModel* model_
   const GatherWindows gather = GatherWindowExcess(original, built, per_step);
   bound.gather_windows = gather.windows;
   bound.fill_capped_twins = per_step.capped;
+  bound.unheld_strip_twins = per_step.unheld_strips;
   bound.island_of = built.island_of;
   bound.island_values.assign(built.islands, 0);
   for (int i = 0; i < built.islands; ++i) {

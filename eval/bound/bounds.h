@@ -294,6 +294,14 @@
 //     column and step the R rows of tiles cost at least max(R m_j, M k_j / B) against (1 - a) R w_j
 //     taken away, at least (m_j - (1 - a) w_j) max(R0, M k_j / (B m_j)): P24's delta with that term
 //     in place of R0 (m_j - (1 - a) w_j). eval/bound/traffic/perstep.h.
+//  P56 (T1, R5, V2, V8, D2, D5, M1, L1, P24, P48) LHS strips no step holds: in an island's own value,
+//     on one path or two, when every twin of a qualifying class (P24) reads as its LHS a tensor no
+//     step finds in fast memory (a graph input, never retained, V8; or an op's output larger than
+//     the fast memory, R5, made by no Layout op) that the class reads only as twins' LHS, q twins at
+//     most per LHS (D5), each step loads at least M_r k_j / q of LHS strips per twin (M1: k <= n <
+//     K, V2). With two paths P48's term at that strip; on one path the strip shares the weight's
+//     path, so the R >= R0 rows of a column cost at least max(R0 c_j, R0 w_j + M k_j / (q B)) at
+//     a = 1. eval/bound/traffic/perstep.h.
 //  P50 (T1, T2, H5, H6, L1, L2, V7, V8, V11, R1, P12, P24, P26) Gathers in a window of little
 //     compute: no prefetch. A Layout op g of island I whose input's maker x lies in another island,
 //     read by z in I: the subgraphs of I after the one that wrote g's input and up to z's first

@@ -53,6 +53,9 @@ struct LowerBound {
   // P49: of them, the MatMuls whose claim in their island's own value rises because the fresh
   // compute that may fill their last k-steps is capped (weight path only; 0 elsewhere).
   int fill_capped_twins = 0;
+  // P56: of them, the MatMuls whose claim in their island's own value rises because every step
+  // loads their LHS strip, an LHS no step finds in fast memory (larger than it, or a graph input).
+  int unheld_strip_twins = 0;
   // P14, P15, P19: per op, compute (or, at the weight a, its own loads) plus the weight (and,
   // P19, streamed activation) time of heavy MatMuls that no other op's compute can hide, plus
   // the reloads of ops that sit alone;

@@ -290,9 +290,10 @@ std::string BoundJson(const LowerBound& bound) {
     out += "  \"island_of\": [" + JoinIds(std::vector<int32_t>(bound.island_of.begin(), bound.island_of.end()), ", ") + "],\n";
     count("per_step_twins", bound.per_step_twins);
     count("first_in_loop_twins", bound.first_in_loop_twins);
-    // P50 and P49 only where they price something, so that the files of other problems keep their bytes.
+    // P50, P49 and P56 only where they price something, so that the files of other problems keep their bytes.
     if (bound.gather_windows > 0) count("gather_windows", bound.gather_windows);
     if (bound.fill_capped_twins > 0) count("fill_capped_twins", bound.fill_capped_twins);
+    if (bound.unheld_strip_twins > 0) count("unheld_strip_twins", bound.unheld_strip_twins);
     count("island_activations", bound.island_activations);
     count("written_sums", bound.written_sum_count);
   }
@@ -317,6 +318,9 @@ std::string IslandsGloss(const LowerBound& bound) {
          std::to_string(bound.first_in_loop_twins) + " of them must run in their k-loop, P26" +
          (bound.fill_capped_twins > 0
               ? ", " + std::to_string(bound.fill_capped_twins) + " with their last k-steps' fresh compute capped, P49"
+              : std::string()) +
+         (bound.unheld_strip_twins > 0
+              ? ", " + std::to_string(bound.unheld_strip_twins) + " loading in every step an LHS strip no step holds, P56"
               : std::string()) +
          "; P14 with the transfers of " + std::to_string(bound.island_activations) +
          " activations too large to retain, P32; " + std::to_string(bound.written_sum_count) +

@@ -15,6 +15,7 @@ namespace annealer::bound_internal {
 
 bool g_per_step_excess = true;
 bool g_lhs_strips = true;
+bool g_unheld_strips = true;
 
 namespace {
 
@@ -26,12 +27,19 @@ namespace {
 // R >= R0 of max(R m, X) - (1 - a) R w is p max(R0, X / m), p = m - (1 - a) w (R real: a floor).
 // The least over o_j >= the strip of max(c, w, o) - (1 - a - b) o is (a + b) max(c, w, strip).
 // Kept apart from PerStepExcess's own loop so that P24's figures stay bit for bit.
+//
+// P56, one path (a = 1): the strip and the weight slice share the path, so a row tile's step costs
+// max(c_j, w_j + its strip); over R >= R0 rows at least max(R c_j, R w_j + X_j), least at R0.
 double LhsStripExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
-                      double weight_bandwidth, double a, double lhs_time, double fill_cap) {
+                      double weight_bandwidth, double a, double lhs_time, double fill_cap, bool one_path) {
   const double b = 1 - a;
   const double r0 = static_cast<double>(CeilDiv(rows, native));
   const double native_tiles = r0 * static_cast<double>(CeilDiv(cols, native));
-  const auto term = [&](double m, double w, double strip) { return (m - b * w) * std::max(r0, strip / m); };
+  const auto term = [&](double c, double w, double strip) {
+    if (one_path) return std::max(r0 * c, r0 * w + strip);
+    const double m = std::max(c, w);
+    return (m - b * w) * std::max(r0, strip / m);
+  };
   double best = std::numeric_limits<double>::infinity();
   std::vector<double> gammas;
   for (Elements k = 1; k <= std::min(native, reduction - 1); ++k) {
@@ -51,7 +59,7 @@ double LhsStripExcess(double beta, Elements rows, Elements cols, Elements reduct
         const double full = static_cast<double>(k * wc) / weight_bandwidth;
         const double last = static_cast<double>(k_last * wc) / weight_bandwidth;
         classes[num++] = {static_cast<double>(count),
-                          static_cast<double>(steps - 1) * term(std::max(c_full, full), full, strip_full), last};
+                          static_cast<double>(steps - 1) * term(c_full, full, strip_full), last};
       }
       // In gamma each column's last step is constant, then concave (strip / m), then linear with a
       // slope of at least R0 per column (the tiles number at least the native ones): between the
@@ -59,13 +67,17 @@ double LhsStripExcess(double beta, Elements rows, Elements cols, Elements reduct
       const auto excess = [&](double gamma) {
         double sum = 0;
         for (int i = 0; i < num; ++i) {
-          const double m = std::max(c_last + gamma, classes[i].last_weight);
-          sum += classes[i].count * (classes[i].before + term(m, classes[i].last_weight, strip_last));
+          sum += classes[i].count * (classes[i].before + term(c_last + gamma, classes[i].last_weight, strip_last));
         }
         return sum - a * (beta + gamma) * native_tiles;
       };
       gammas.assign(1, 0.0);
-      for (int i = 0; i < num; ++i) gammas.push_back(classes[i].last_weight - c_last);
+      for (int i = 0; i < num; ++i) {
+        gammas.push_back(classes[i].last_weight - c_last);
+        // One path: each column's last step is convex in gamma with its kink where the compute
+        // meets the weight slice and the strip's share of a row.
+        if (one_path) gammas.push_back(classes[i].last_weight + strip_last / r0 - c_last);
+      }
       gammas.push_back(strip_last / r0 - c_last);
       // P49: on [0, fill_cap] the least is at 0, a breakpoint below the cap, or the cap.
       if (fill_cap < std::numeric_limits<double>::infinity()) gammas.push_back(fill_cap);
@@ -84,7 +96,8 @@ void PerStepExcessAt(double beta, Elements rows, Elements cols, Elements reducti
                      std::span<double> out) {
   if (lhs_time > 0) {
     for (std::size_t i = 0; i < alphas.size(); ++i) {
-      out[i] = LhsStripExcess(beta, rows, cols, reduction, native, weight_bandwidth, alphas[i], lhs_time, fill_cap);
+      out[i] = LhsStripExcess(beta, rows, cols, reduction, native, weight_bandwidth, alphas[i], lhs_time, fill_cap,
+                              false);
     }
     return;
   }
@@ -145,6 +158,12 @@ void PerStepExcessAt(double beta, Elements rows, Elements cols, Elements reducti
       }
     }
   }
+}
+
+double OnePathStripExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
+                          double bandwidth, double lhs_time) {
+  return LhsStripExcess(beta, rows, cols, reduction, native, bandwidth, 1.0, lhs_time,
+                        std::numeric_limits<double>::infinity(), true);
 }
 
 double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
@@ -315,8 +334,10 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     Elements rows, cols, reduction;
     double lhs_time;  // P48: M / B when every twin of the class streams a graph input as its LHS
     double fill_cap;  // P49: the fresh compute a last step may hold (infinity: uncapped)
+    double strip_time;  // P56: M / (B q) when every twin's LHS is never in fast memory (0: none)
     std::array<double, PerStepIsland::kGrid + 1> delta;
     std::array<double, PerStepIsland::kGrid + 1> capped;  // delta with gamma at most fill_cap
+    std::array<double, PerStepIsland::kGrid + 1> own;     // capped, with P56's strips where they raise it
   };
   // P48 (two paths only; one path keeps P24's figures): the LHS a graph input on the activation
   // path that the MatMul alone reads, so that no step finds its strip in fast memory.
@@ -325,6 +346,32 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     const TensorId lhs = op.inputs[0];
     return g_lhs_strips && two_paths && problem.producer[lhs] == kNoOp && !weights[lhs] &&
            lhs != op.inputs[1] && problem.consumers[lhs].size() == 1;
+  };
+  // P56: a twin's LHS is never in fast memory when a step asks for its strip if it is a graph
+  // input (never retained, V8; with two paths, one on the activation path) or an op's output
+  // larger than the fast memory (a retained tensor counts whole, R5), made by no Layout op (one in
+  // the class would gather it inside the subgraph, L1), and read in the class by twins alone, as
+  // their LHS (no other request of it can precede a strip, M1). q: the most twins of the class that
+  // read one LHS (their requests in a step are one, D5). 0: some twin's LHS is not such a tensor.
+  const Elements capacity = problem.fast_memory_capacity;
+  const auto strip_share = [&](const std::vector<OpId>& members, const World& world, int root) {
+    int q = 0;
+    for (OpId y : members) {
+      const TensorId lhs = problem.ops[y].inputs[0];
+      const OpId maker = problem.producer[lhs];
+      const bool unheld = maker == kNoOp ? !two_paths || !weights[lhs]
+                                         : problem.ops[maker].kind != OpKind::Layout && problem.tensors[lhs].size() > capacity;
+      if (!unheld) return 0;
+      int readers = 0;
+      for (OpId c : problem.consumers[lhs]) {
+        if (world.class_of[c] != root) continue;
+        const Op& reader = problem.ops[c];
+        if (reader.kind != OpKind::MatMul || reader.inputs[1] == lhs) return 0;
+        ++readers;
+      }
+      q = std::max(q, readers);
+    }
+    return q;
   };
   std::vector<Signature> signatures;
   // Per candidate: its signature's delta when its T instances' class qualifies (-1: it claims
@@ -365,6 +412,8 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
     int sig = -1;
     if (twins_only) {
       const double lhs_time = lhs_all ? static_cast<double>(shape.height) / bandwidth : 0.0;
+      const int q = g_unheld_strips ? strip_share(members, world, root) : 0;
+      const double strip_time = q > 0 ? static_cast<double>(shape.height) / (bandwidth * q) : 0.0;
       // P49 (weight path only, so that one-path bounds stay P24's): the class caps gamma.
       // Every breakpoint of delta in gamma lies below n min(n, N) / Bw (the last weight slice) and
       // n M / B (P48's strip): a cap at or above both binds nothing, and counts as none.
@@ -378,12 +427,12 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
       for (int i = 0; i < static_cast<int>(signatures.size()); ++i) {
         const Signature& s = signatures[i];
         if (s.beta == xop.base_cost && s.rows == shape.height && s.cols == shape.width && s.reduction == k_star &&
-            s.lhs_time == lhs_time && s.fill_cap == fill_cap) {
+            s.lhs_time == lhs_time && s.fill_cap == fill_cap && s.strip_time == strip_time) {
           sig = i;
         }
       }
       if (sig < 0) {
-        Signature s{xop.base_cost, shape.height, shape.width, k_star, lhs_time, fill_cap, {}, {}};
+        Signature s{xop.base_cost, shape.height, shape.width, k_star, lhs_time, fill_cap, strip_time, {}, {}, {}};
         std::array<double, PerStepIsland::kGrid + 1> alphas{};
         for (int i = 0; i <= PerStepIsland::kGrid; ++i) alphas[i] = static_cast<double>(i) / PerStepIsland::kGrid;
         PerStepExcessAt(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth, alphas, s.lhs_time,
@@ -397,6 +446,23 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
           // delta_Phi >= delta; where the cap does not bind the two differ by rounding alone (the
           // cap is one more point on a flat or rising piece), and delta keeps the figures as they were.
           s.capped[i] = capped[i] > s.delta[i] + 1e-9 * (1 + std::abs(s.delta[i])) ? capped[i] : s.delta[i];
+        }
+        // P56, in the island's own value only (P16, P43 and P50 keep P24's claims): with two paths
+        // P48's form at the strip's share; on one path only a = 1 is read (the points are (a, 0)).
+        s.own = s.capped;
+        if (strip_time > 0 && strip_time != lhs_time) {
+          std::array<double, PerStepIsland::kGrid + 1> strips{};
+          if (two_paths) {
+            PerStepExcessAt(s.beta, s.rows, s.cols, s.reduction, n, weight_bandwidth, alphas, strip_time, fill_cap,
+                            strips);
+          } else {
+            strips = s.capped;
+            strips[PerStepIsland::kGrid] =
+                OnePathStripExcess(s.beta, s.rows, s.cols, s.reduction, n, bandwidth, strip_time);
+          }
+          for (int i = 0; i <= PerStepIsland::kGrid; ++i) {
+            if (strips[i] > s.capped[i] + 1e-9 * (1 + std::abs(s.capped[i]))) s.own[i] = strips[i];
+          }
         }
         sig = static_cast<int>(signatures.size());
         signatures.push_back(s);
@@ -448,16 +514,20 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
         const double own = std::min(s.delta[g], alpha * claims[c].upstream);
         result.op_claims[claims[c].op][g] = own;
         sum += own;
-        capped_sum += std::min(s.capped[g], alpha * claims[c].upstream);
+        capped_sum += std::min(s.own[g], alpha * claims[c].upstream);
       }
       result.claims[i][g] = sum;
       own_claims[g] = capped_sum;
     }
     for (int c : island_claims[i]) {
       const Signature& s = signatures[claims[c].signature];
-      bool raised = false;
-      for (int g = 0; g <= PerStepIsland::kGrid; ++g) raised = raised || s.capped[g] > s.delta[g];
+      bool raised = false, strips = false;
+      for (int g = 0; g <= PerStepIsland::kGrid; ++g) {
+        raised = raised || s.capped[g] > s.delta[g];
+        strips = strips || s.own[g] > s.capped[g];
+      }
       result.capped += raised ? 1 : 0;
+      result.unheld_strips += strips ? 1 : 0;
     }
     double best = 0;
     for (int k = 0; k <= PerStepIsland::kGrid; ++k) {

@@ -41,6 +41,11 @@ namespace annealer::bound_internal {
 // With one path (no prefetch) a step costs max(c, m), m >= w / B for a candidate whose RHS is a
 // graph input it alone reads: the least over m >= w of max(c, m) - (1 - a) m is a max(c, w), the
 // same claim at b = 0 (alpha = 1) with Bw = B and no FIFO.
+// P56 (the islands' own values only; P16, P43 and P50 keep the claims above): when every twin's LHS
+// is a tensor no step finds in fast memory (a graph input, or an op's output larger than the fast
+// memory, made by no Layout op) that the class reads only as twins' LHS, at most q twins to one LHS,
+// each step also loads M_r k_j / q of strips per twin: with two paths P48's term at that strip, on
+// one path max(R0 c_j, R0 w_j + M k_j / (q B)) per column and step, the strip beside the weight.
 struct PerStepIsland {
   static constexpr int kGrid = 20;  // alpha = g / kGrid
   // Per island: the best over (a, b) on a grid of step 1 / kGrid of
@@ -51,6 +56,9 @@ struct PerStepIsland {
   // steps at some grid point (their islands' values use the capped claims; `claims`, which P16
   // and P43 add beside the compute of instances run again, stay P24's).
   int capped = 0;
+  // P56: the twins whose island value counts LHS strips that no step finds in fast memory (an
+  // LHS larger than the fast memory, or on one path a graph input) beyond P24's and P48's claims.
+  int unheld_strips = 0;
   // Per island and g: the sum of its MatMuls' claims at alpha = g / kGrid (each claim is the least
   // of affine functions of alpha, so the sum is concave and above its chords).
   std::vector<std::array<double, kGrid + 1>> claims;
@@ -78,6 +86,11 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
 double PerStepExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
                      double weight_bandwidth, double a, double lhs_time = 0,
                      double fill_cap = std::numeric_limits<double>::infinity());
+// P56 on one path (a = 1; the points there are (a, 0)): delta(1) when every step of a twin also
+// loads its LHS strip on the one path, lhs_time = M / (B q) per reduction column (the LHS never in
+// fast memory, at most q twins of a subgraph sharing one LHS).
+double OnePathStripExcess(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
+                          double bandwidth, double lhs_time);
 // The same at every a of `alphas` (out[i] for alphas[i]), in one walk of the (k, w) grid: each
 // value is the one PerStepExcess gives for that a, bit for bit.
 void PerStepExcessAt(double beta, Elements rows, Elements cols, Elements reduction, Elements native,
@@ -89,5 +102,7 @@ void PerStepExcessAt(double beta, Elements rows, Elements cols, Elements reducti
 extern bool g_per_step_excess;
 // The same for P48 alone: false prices every twin as P24 did before it.
 extern bool g_lhs_strips;
+// The same for P56 alone: false leaves the islands' own values at P24's, P48's and P49's claims.
+extern bool g_unheld_strips;
 
 }  // namespace annealer::bound_internal
