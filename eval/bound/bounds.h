@@ -302,6 +302,12 @@
 //     K, V2). With two paths P48's term at that strip; on one path the strip shares the weight's
 //     path, so the R >= R0 rows of a column cost at least max(R0 c_j, R0 w_j + M k_j / (q B)) at
 //     a = 1. eval/bound/traffic/perstep.h.
+//  P57 (W, V8, D3, C3, P24) An upstream weight instance the fast memory cannot hold: on one path a
+//     step holds the weight slices it requests (W; a graph input, never retained, V8), so in P24's
+//     upstream instance of x in SR or FR each step requests [0, K) x C with |C| <= c = min(n,
+//     capacity / K): its factor grows by ceil(N / c) / ceil(N / n), as P24's weight FIFO makes it
+//     (FL, the whole weight in a step, is out already when it does not fit, P2).
+//     eval/bound/traffic/perstep.h.
 //  P50 (T1, T2, H5, H6, L1, L2, V7, V8, V11, R1, P12, P24, P26) Gathers in a window of little
 //     compute: no prefetch. A Layout op g of island I whose input's maker x lies in another island,
 //     read by z in I: the subgraphs of I after the one that wrote g's input and up to z's first

@@ -16,6 +16,7 @@ namespace annealer::bound_internal {
 bool g_per_step_excess = true;
 bool g_lhs_strips = true;
 bool g_unheld_strips = true;
+bool g_upstream_capacity = true;
 
 namespace {
 
@@ -240,8 +241,10 @@ PerStepIsland PerStepIslands(const Problem& problem, const Analysis& a, const Bu
   // columns of the weight a step requests in SR and FR (c_max = min(n, FIFO / K)): each step
   // then charges at least one native column of x's output per at most c_max of its columns, so a
   // pass over them charges ceil(N / c_max) where native tiles count ceil(N / n). Infinity: no
-  // such instance.
-  const Elements fifo = problem.chip.weight_fifo_capacity;
+  // such instance. P57: on one path the weight's slices of a step sit in the fast memory (W; a
+  // graph input is never retained, V8), which caps them as the FIFO does.
+  const Elements fifo = two_paths ? problem.chip.weight_fifo_capacity
+                                  : (g_upstream_capacity ? problem.fast_memory_capacity : 0);
   const auto other_factor = [&](OpId y) {
     const Op& op = problem.ops[y];
     const Elements k = problem.ReductionLength(y), cols = problem.tensors[op.output].width;

@@ -46,6 +46,9 @@ namespace annealer::bound_internal {
 // memory, made by no Layout op) that the class reads only as twins' LHS, at most q twins to one LHS,
 // each step also loads M_r k_j / q of strips per twin: with two paths P48's term at that strip, on
 // one path max(R0 c_j, R0 w_j + M k_j / (q B)) per column and step, the strip beside the weight.
+// P57: on one path the fast memory caps an upstream instance's weight slices as the FIFO does with
+// a weight path (a step's slices sit in it, W): SR and FR pass over x's columns min(n, capacity /
+// K) at a time (FL, the whole weight at once, P2 rules out already when it does not fit).
 struct PerStepIsland {
   static constexpr int kGrid = 20;  // alpha = g / kGrid
   // Per island: the best over (a, b) on a grid of step 1 / kGrid of
@@ -104,5 +107,7 @@ extern bool g_per_step_excess;
 extern bool g_lhs_strips;
 // The same for P56 alone: false leaves the islands' own values at P24's, P48's and P49's claims.
 extern bool g_unheld_strips;
+// The same for P57 alone: false leaves a one-path upstream instance's factor uncapped.
+extern bool g_upstream_capacity;
 
 }  // namespace annealer::bound_internal

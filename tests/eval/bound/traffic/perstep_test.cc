@@ -167,6 +167,32 @@ TEST_CASE("P24: a MatMul that may run upstream of a head claims no more than tha
   CHECK(f.total == doctest::Approx(96));
 }
 
+// P57, one path (B = 4): the same x = G @ W (K = 8 > n = 4, base 4) and head (base 64), with a fast
+// memory of 24 elements. An upstream instance of x requests [0, 8) x C of W in each step (D3),
+// which must sit in the fast memory (W): FL (all 32 of W) is out, and SR passes over x's 4 columns
+// at most 3 at a time, 2 native columns' compute where the native tiles count 1: its surplus is
+// (2 - 1) x 4 = 4, and x claims it: the bound rises from 68 to 72. The optimum is 80 (the exact
+// solver; with 64 elements of fast memory the fused schedule above is valid, and 68 optimal).
+TEST_CASE("P57: a fast memory below the weight caps an upstream instance on one path, by hand") {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{8, 4}, {4, 8}, {4, 4}, {4, 1}, {4, 1}};  // G, W, x, Mvec, head ({width, height})
+  p.ops = {{OpKind::MatMul, {0, 1}, 2, 4}, {OpKind::MatMul, {3, 2}, 4, 64}};
+  p.fast_memory_capacity = 24;
+  p.slow_memory_bandwidth = 4;
+  REQUIRE(p.Finalize().empty());
+  const LowerBound bound = ComputeLowerBound(p);
+  bound_internal::g_upstream_capacity = false;
+  const LowerBound before = ComputeLowerBound(p);
+  bound_internal::g_upstream_capacity = true;
+  CHECK(before.total() == doctest::Approx(68));
+  CHECK(bound.total() == doctest::Approx(72));
+  CHECK(testing::ExactOptimum(p) == doctest::Approx(80));
+  p.fast_memory_capacity = 64;
+  CHECK(ComputeLowerBound(p).total() == doctest::Approx(68));
+  CHECK(testing::ExactOptimum(p) == doctest::Approx(68));
+}
+
 // Y1 = A1 @ W and Y2 = A2 @ W read one weight (8 x 4, K = 8 > n = 4, base 4 each), Z = Y1 + Y2
 // (base 0, a graph output), B = 100, Bw = 1. Together at [4, 4, 4] each step computes 4 and loads
 // one 4 x 4 slice of W for both (D5): 16 + 16 = 32, the weight's one load, so the bound is 32 and
@@ -218,6 +244,41 @@ Problem Head(std::mt19937_64& rng) {
   REQUIRE(problem.Finalize() == "");
   REQUIRE(CheckChipRules(problem.chip, problem.native, problem.fast_memory_capacity).empty());
   return problem;
+}
+
+// P57 on random heads (above: x = G @ W with K > n feeding a head with K = M <= n, where x may run
+// upstream) and P24's blocks, on one path with a fast memory of 12 to 64 elements, around their
+// weights' 24 to 192: every valid schedule (random, both baselines, the exact solver's best) at or
+// above the bound, the part on and off.
+TEST_CASE("P57: the capped upstream instance never raises the bound above the oracle on random heads and blocks") {
+  std::mt19937_64 rng(57100);
+  int raised = 0, drawn = 0;
+  testing::RaisedTally tally;
+  for (int trial = 0; trial < 1500; ++trial) {
+    Problem problem = trial % 3 == 2 ? Blocks(rng) : Head(rng);
+    problem.chip = ChipRules{};
+    problem.fast_memory_capacity = std::vector<Elements>{12, 16, 24, 32, 48, 64}[trial % 6];
+    const double ratio[] = {0.1, 0.5, 2, 10};
+    for (Op& op : problem.ops) op.base_cost *= ratio[(trial / 6) % 4];
+    if (!testing::BaselineIfAny(problem)) continue;  // an op that fits no tile
+    ++drawn;
+    const LowerBound bound = ComputeLowerBound(problem);
+    bound_internal::g_upstream_capacity = false;
+    const LowerBound before = ComputeLowerBound(problem);
+    bound_internal::g_upstream_capacity = true;
+    const bool rises = bound.total() > before.total() * (1 + 1e-9);
+    CHECK(bound.total() >= before.total() * (1 - 1e-12));
+    raised += rises ? 1 : 0;
+    const BoundModel model = BuildBoundModel(problem);
+    const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, rises || trial % 4 == 0);
+    testing::CheckBoundOnSchedules(problem, model, bound, before, schedules, rises, true,
+                                   "trial " + std::to_string(trial), tally);
+  }
+  MESSAGE("P57: problems " << drawn << ", valid schedules " << tally.valid << ", problems whose bound P57 raises "
+                           << raised << " (" << tally.raised_schedules << " schedules, " << tally.met
+                           << " met exactly), tightest bound/latency where raised " << tally.tightest);
+  CHECK(tally.valid > 3000);
+  CHECK(raised > 30);
 }
 
 TEST_CASE("P24: the per-step excess never above the oracle on random blocks with a weight path") {

@@ -201,10 +201,11 @@ Problem SwiGluBlocks(std::mt19937_64& rng) {
 // Random LLaMA-like MLPs (above), stems and blocks (P24's and P48's generators) with a fast memory of
 // 12 to 48 elements, below most of their LHS (8 to 96 elements): on one path half of the time, with
 // a weight path the other half. The bound against the oracle's latency of random schedules, both baselines
-// and the exact solver's best; the part on and off.
+// and the exact solver's best; the part on and off, and P57 (whose fast memory caps a one-path
+// upstream instance's weight, tests/eval/bound/traffic/perstep_test.cc) on and off.
 TEST_CASE("P56: the unheld LHS strips never raise the bound above the oracle on random MLPs, stems and blocks") {
   std::mt19937_64 rng(56100);
-  int raised = 0, raised_one_path = 0, drawn = 0;
+  int raised = 0, raised_one_path = 0, raised_upstream = 0, drawn = 0;
   testing::RaisedTally tally;
   for (int trial = 0; trial < 2000; ++trial) {
     Problem problem = trial % 3 == 0 ? SwiGluBlocks(rng) : testing::Blocks(rng, trial % 3 == 1);
@@ -221,22 +222,31 @@ TEST_CASE("P56: the unheld LHS strips never raise the bound above the oracle on 
     bound_internal::g_unheld_strips = false;
     const LowerBound before = ComputeLowerBound(problem);
     bound_internal::g_unheld_strips = true;
+    // P57 (a one-path upstream instance capped by the fast memory) is at stake here too.
+    bound_internal::g_upstream_capacity = false;
+    const LowerBound uncapped = ComputeLowerBound(problem);
+    bound_internal::g_upstream_capacity = true;
+    CHECK(bound.total() >= uncapped.total() * (1 - 1e-12));
+    if (!one_path) CHECK(bound.total() == uncapped.total());
+    raised_upstream += bound.total() > uncapped.total() * (1 + 1e-9) ? 1 : 0;
     const bool rises = bound.total() > before.total() * (1 + 1e-9);
     CHECK(bound.total() >= before.total() * (1 - 1e-12));
     raised += rises ? 1 : 0;
     raised_one_path += rises && one_path ? 1 : 0;
     const BoundModel model = BuildBoundModel(problem);
-    const std::vector<Schedule> schedules = testing::SampleSchedules(problem, rng, rises || trial % 4 == 0);
+    const std::vector<Schedule> schedules =
+        testing::SampleSchedules(problem, rng, rises || bound.total() > uncapped.total() || trial % 4 == 0);
     testing::CheckBoundOnSchedules(problem, model, bound, before, schedules, rises, true,
                                    "trial " + std::to_string(trial), tally);
   }
   MESSAGE("P56: problems " << drawn << ", valid schedules " << tally.valid << ", problems whose bound P56 raises "
                            << raised << " (" << raised_one_path << " on one path; " << tally.raised_schedules
                            << " schedules, " << tally.met << " met exactly), tightest bound/latency where raised "
-                           << tally.tightest);
+                           << tally.tightest << "; P57 raises " << raised_upstream);
   CHECK(tally.valid > 4000);
   CHECK(raised > 40);
   CHECK(raised_one_path > 20);
+  CHECK(raised_upstream > 0);
 }
 
 }  // namespace
