@@ -18,6 +18,7 @@
 #include "tests/support/mixer_blocks.h"
 #include "tests/support/problem_maker.h"
 #include "tests/support/sample_schedules.h"
+#include "tests/support/stem_shapes.h"
 #include "tests/support/suffix_bounds.h"
 
 namespace annealer {
@@ -332,7 +333,7 @@ Problem StreamedLhs(Elements m, Elements n_cols, Elements k, double beta, double
 
 TEST_CASE("P48: one MatMul's excess with its LHS strips is a floor of the oracle's subgraphs, and their least") {
   std::mt19937_64 rng(48001);
-  int compared = 0, above = 0, tight = 0;
+  testing::StemTally tally;
   for (int trial = 0; trial < 16; ++trial) {
     testing::ProblemMaker make{rng};
     const Elements m = make.Pick({2, 3, 4, 6}), n_cols = make.Pick({4, 5, 8}), k = make.Pick({5, 6, 8, 9});
@@ -341,43 +342,22 @@ TEST_CASE("P48: one MatMul's excess with its LHS strips is a floor of the oracle
     const double lhs_time = static_cast<double>(m) / b;
     const double excess = PerStepExcess(beta, m, n_cols, k, 4, bw, a, lhs_time);
     const double without = PerStepExcess(beta, m, n_cols, k, 4, bw, a);
-    const Elements row_tiles = (m + 3) / 4, native_tiles = row_tiles * ((n_cols + 3) / 4);
-    double least = std::numeric_limits<double>::infinity();
-    const double step = 0.5;
-    int most_tiles = 0;
-    for (double gamma = 0; gamma <= 60; gamma += step) {
-      const Problem p = StreamedLhs(m, n_cols, k, beta, gamma, bw, b);
-      for (Elements w = 1; w <= 4; ++w) {
-        for (Elements h = 1; h <= 4; ++h) {
-          for (Elements kk = 1; kk <= 4; ++kk) {
-            Schedule s;
-            s.subgraphs = {Sub({0, 1}, {w, h, kk}, {3}), Sub({2}, {4, 4, 1})};
-            const Evaluation e = EvaluateOracle(p, s);
-            REQUIRE(e.ok());
-            const Elements rows_of_tiles = (m + h - 1) / h;
-            const double weight_time = static_cast<double>(k * n_cols * rows_of_tiles) / bw;
-            const double value = e.subgraphs[0].latency - a * (beta + gamma) * static_cast<double>(native_tiles) -
-                                 (1 - a) * weight_time;
-            least = std::min(least, value);
-            most_tiles = std::max<int>(most_tiles, static_cast<int>(rows_of_tiles * ((n_cols + w - 1) / w)));
-            ++compared;
-          }
-        }
-      }
-    }
+    const Elements native_tiles = ((m + 3) / 4) * ((n_cols + 3) / 4);
+    const testing::StemLeast found = testing::LeastOverStemShapes(
+        m, n_cols, 60, [&](double gamma) { return StreamedLhs(m, n_cols, k, beta, gamma, bw, b); },
+        [&](double latency, double gamma, Elements rows_of_tiles) {
+          const double weight_time = static_cast<double>(k * n_cols * rows_of_tiles) / bw;
+          return latency - a * (beta + gamma) * static_cast<double>(native_tiles) - (1 - a) * weight_time;
+        });
     INFO("trial " << trial << ": M " << m << " N " << n_cols << " K " << k << " beta " << beta << " Bw " << bw << " B "
                   << b << " a " << a << ": excess " << excess << " (P24 alone " << without << "), oracle's least "
-                  << least);
-    CHECK(excess >= without - 1e-9);
-    CHECK(excess <= least + 1e-6);  // a floor of every subgraph
-    // Their least up to the grid where the rows of tiles it takes are whole (R real is a floor).
-    tight += least - excess <= step * most_tiles + 1e-6 ? 1 : 0;
-    above += excess > without + 1e-9 ? 1 : 0;
+                  << found.least);
+    tally.Check(excess, without, found);
   }
-  MESSAGE("P48, excess: " << compared << " subgraphs priced, " << above << " of 16 products above P24's, "
-                          << tight << " within the grid of the oracle's least");
-  CHECK(above >= 4);
-  CHECK(tight >= 8);
+  MESSAGE("P48, excess: " << tally.compared << " subgraphs priced, " << tally.above << " of 16 products above P24's, "
+                          << tally.tight << " within the grid of the oracle's least");
+  CHECK(tally.above >= 4);
+  CHECK(tally.tight >= 8);
 }
 
 // The hand case: Y = G @ W (G a graph input 4 x 8 that only Y reads, W an 8 x 8 weight, base 4;

@@ -16,6 +16,7 @@
 #include "tests/support/mixer_blocks.h"
 #include "tests/support/problem_maker.h"
 #include "tests/support/sample_schedules.h"
+#include "tests/support/stem_shapes.h"
 #include "tests/support/suffix_bounds.h"
 
 namespace annealer {
@@ -23,14 +24,6 @@ namespace {
 
 using bound_internal::OnePathStripExcess;
 using bound_internal::PerStepExcess;
-
-Subgraph Sub(std::vector<OpId> ops, Granularity g, std::vector<TensorId> retain = {}) {
-  Subgraph s;
-  s.ops = std::move(ops);
-  s.granularity = g;
-  s.retain = std::move(retain);
-  return s;
-}
 
 // One path: G (M x K, a graph input only Y reads) -> Y = G @ W (W a graph input, base beta) -> E
 // (Pointwise, base gamma) -> F (base 0, a graph output). {Y, E} retains E for {F}, so its steps
@@ -53,7 +46,7 @@ Problem OnePathStem(Elements m, Elements n_cols, Elements k, double beta, double
 // their least where the rows of tiles are whole.
 TEST_CASE("P56: one MatMul's one-path excess with its LHS strips is a floor of the oracle's subgraphs, and their least") {
   std::mt19937_64 rng(56001);
-  int compared = 0, above = 0, tight = 0;
+  testing::StemTally tally;
   for (int trial = 0; trial < 16; ++trial) {
     testing::ProblemMaker make{rng};
     const Elements m = make.Pick({2, 3, 4, 6, 8}), n_cols = make.Pick({4, 5, 8}), k = make.Pick({5, 6, 8, 9});
@@ -61,36 +54,17 @@ TEST_CASE("P56: one MatMul's one-path excess with its LHS strips is a floor of t
     const double excess = OnePathStripExcess(beta, m, n_cols, k, 4, b, static_cast<double>(m) / b);
     const double without = PerStepExcess(beta, m, n_cols, k, 4, b, 1);
     const Elements native_tiles = ((m + 3) / 4) * ((n_cols + 3) / 4);
-    double least = std::numeric_limits<double>::infinity();
-    const double step = 0.5;
-    int most_tiles = 0;
-    for (double gamma = 0; gamma <= 80; gamma += step) {
-      const Problem p = OnePathStem(m, n_cols, k, beta, gamma, b);
-      for (Elements w = 1; w <= 4; ++w) {
-        for (Elements h = 1; h <= 4; ++h) {
-          for (Elements kk = 1; kk <= 4; ++kk) {
-            Schedule s;
-            s.subgraphs = {Sub({0, 1}, {w, h, kk}, {3}), Sub({2}, {4, 4, 1})};
-            const Evaluation e = EvaluateOracle(p, s);
-            REQUIRE(e.ok());
-            least = std::min(least, e.subgraphs[0].latency - (beta + gamma) * static_cast<double>(native_tiles));
-            most_tiles = std::max<int>(most_tiles, static_cast<int>(((m + h - 1) / h) * ((n_cols + w - 1) / w)));
-            ++compared;
-          }
-        }
-      }
-    }
+    const testing::StemLeast found = testing::LeastOverStemShapes(
+        m, n_cols, 80, [&](double gamma) { return OnePathStem(m, n_cols, k, beta, gamma, b); },
+        [&](double latency, double gamma, Elements) { return latency - (beta + gamma) * static_cast<double>(native_tiles); });
     INFO("trial " << trial << ": M " << m << " N " << n_cols << " K " << k << " beta " << beta << " B " << b
-                  << ": excess " << excess << " (P24 alone " << without << "), oracle's least " << least);
-    CHECK(excess >= without - 1e-9);
-    CHECK(excess <= least + 1e-6);
-    tight += least - excess <= step * most_tiles + 1e-6 ? 1 : 0;
-    above += excess > without + 1e-9 ? 1 : 0;
+                  << ": excess " << excess << " (P24 alone " << without << "), oracle's least " << found.least);
+    tally.Check(excess, without, found);
   }
-  MESSAGE("P56, one-path excess: " << compared << " subgraphs priced, " << above << " of 16 products above P24's, "
-                                   << tight << " within the grid of the oracle's least");
-  CHECK(above >= 8);
-  CHECK(tight >= 8);
+  MESSAGE("P56, one-path excess: " << tally.compared << " subgraphs priced, " << tally.above
+                                   << " of 16 products above P24's, " << tally.tight << " within the grid of the oracle's least");
+  CHECK(tally.above >= 8);
+  CHECK(tally.tight >= 8);
 }
 
 // By hand, one path, n = 4, B = 2: X (4 x 32, a graph input) -> G = p(X) (Pointwise, base 0; 128
@@ -122,7 +96,7 @@ TEST_CASE("P56: an LHS an op makes larger than the fast memory loads a strip in 
   CHECK(bound.total() == doctest::Approx(481));
   CHECK(before.total() == doctest::Approx(481));
   Schedule s;
-  s.subgraphs = {Sub({0}, {4, 4, 1}), Sub({1, 2}, {4, 4, 4})};
+  s.subgraphs = {testing::Sg({0}, {4, 4, 1}), testing::Sg({1, 2}, {4, 4, 4})};
   const Evaluation e = EvaluateOracle(p, s);
   REQUIRE(e.ok());
   CHECK(e.total == doctest::Approx(481));
