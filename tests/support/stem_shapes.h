@@ -15,6 +15,27 @@
 
 namespace annealer::testing {
 
+// The stem: G (M x K, a graph input only Y reads) -> Y = G @ W (W a graph input, base beta) -> E
+// (Pointwise, base gamma) -> F (base 0, a graph output), n = 4. With bw > 0 W is on a weight path
+// of that bandwidth (P48), with bw = 0 everything moves on the one path at b (P56). {Y, E} retaining
+// E for {F} loads G's strips and W's slices and writes nothing.
+inline Problem StemProblem(Elements m, Elements n_cols, Elements k, double beta, double gamma, double b, double bw) {
+  Problem p;
+  p.native = 4;
+  p.tensors = {{k, m}, {n_cols, k}, {n_cols, m}, {n_cols, m}, {n_cols, m}};  // G, W, Y, E, F
+  p.ops = {{OpKind::MatMul, {0, 1}, 2, beta}, {OpKind::Pointwise, {2}, 3, gamma}, {OpKind::Pointwise, {3}, 4, 0}};
+  p.fast_memory_capacity = 1 << 20;
+  p.slow_memory_bandwidth = b;
+  p.chip.weight_bandwidth = bw;
+  REQUIRE(p.Finalize().empty());
+  REQUIRE(p.chip.two_paths() == (bw > 0));
+  if (bw > 0) {
+    REQUIRE(p.OnWeightPath(1));
+    REQUIRE(!p.OnWeightPath(0));
+  }
+  return p;
+}
+
 struct StemLeast {
   double least = std::numeric_limits<double>::infinity();
   int most_tiles = 0;  // the most tiles a shape took (the grid's step times it bounds the gap)

@@ -313,24 +313,6 @@ TEST_CASE("P24: the per-step excess never above the oracle on random blocks with
   CHECK(raised_one_path > 5);
 }
 
-// P48: G (M x K, a graph input only Y reads) -> Y = G @ W (W a weight, base beta) -> E (Pointwise,
-// base gamma) -> F (base 0, a graph output). {Y, E} retains E for {F}, so its steps load G's strips
-// and W's slices and write nothing: the oracle's latency of {Y, E} is the sum the excess takes with
-// the strips' activation term.
-Problem StreamedLhs(Elements m, Elements n_cols, Elements k, double beta, double gamma, double bw, double b) {
-  Problem p;
-  p.native = 4;
-  p.tensors = {{k, m}, {n_cols, k}, {n_cols, m}, {n_cols, m}, {n_cols, m}};  // G, W, Y, E, F
-  p.ops = {{OpKind::MatMul, {0, 1}, 2, beta}, {OpKind::Pointwise, {2}, 3, gamma}, {OpKind::Pointwise, {3}, 4, 0}};
-  p.fast_memory_capacity = 1 << 20;
-  p.slow_memory_bandwidth = b;
-  p.chip.weight_bandwidth = bw;
-  REQUIRE(p.Finalize().empty());
-  REQUIRE(p.OnWeightPath(1));
-  REQUIRE(!p.OnWeightPath(0));
-  return p;
-}
-
 TEST_CASE("P48: one MatMul's excess with its LHS strips is a floor of the oracle's subgraphs, and their least") {
   std::mt19937_64 rng(48001);
   testing::StemTally tally;
@@ -344,7 +326,7 @@ TEST_CASE("P48: one MatMul's excess with its LHS strips is a floor of the oracle
     const double without = PerStepExcess(beta, m, n_cols, k, 4, bw, a);
     const Elements native_tiles = ((m + 3) / 4) * ((n_cols + 3) / 4);
     const testing::StemLeast found = testing::LeastOverStemShapes(
-        m, n_cols, 60, [&](double gamma) { return StreamedLhs(m, n_cols, k, beta, gamma, bw, b); },
+        m, n_cols, 60, [&](double gamma) { return testing::StemProblem(m, n_cols, k, beta, gamma, b, bw); },
         [&](double latency, double gamma, Elements rows_of_tiles) {
           const double weight_time = static_cast<double>(k * n_cols * rows_of_tiles) / bw;
           return latency - a * (beta + gamma) * static_cast<double>(native_tiles) - (1 - a) * weight_time;

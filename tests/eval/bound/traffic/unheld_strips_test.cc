@@ -25,21 +25,6 @@ namespace {
 using bound_internal::OnePathStripExcess;
 using bound_internal::PerStepExcess;
 
-// One path: G (M x K, a graph input only Y reads) -> Y = G @ W (W a graph input, base beta) -> E
-// (Pointwise, base gamma) -> F (base 0, a graph output). {Y, E} retains E for {F}, so its steps
-// load G's strips and W's slices over the one path and write nothing.
-Problem OnePathStem(Elements m, Elements n_cols, Elements k, double beta, double gamma, double b) {
-  Problem p;
-  p.native = 4;
-  p.tensors = {{k, m}, {n_cols, k}, {n_cols, m}, {n_cols, m}, {n_cols, m}};  // G, W, Y, E, F
-  p.ops = {{OpKind::MatMul, {0, 1}, 2, beta}, {OpKind::Pointwise, {2}, 3, gamma}, {OpKind::Pointwise, {3}, 4, 0}};
-  p.fast_memory_capacity = 1 << 20;
-  p.slow_memory_bandwidth = b;
-  REQUIRE(p.Finalize().empty());
-  REQUIRE(!p.chip.two_paths());
-  return p;
-}
-
 // delta(1) with the strips on the one path is the least, over every tile shape and epilogue
 // compute gamma >= 0, of the subgraph's latency - (beta + gamma) x native tiles: a floor of the
 // oracle's latency of {Y, E} for every w, h, k and gamma on a grid, and within the grid's step of
@@ -55,7 +40,7 @@ TEST_CASE("P56: one MatMul's one-path excess with its LHS strips is a floor of t
     const double without = PerStepExcess(beta, m, n_cols, k, 4, b, 1);
     const Elements native_tiles = ((m + 3) / 4) * ((n_cols + 3) / 4);
     const testing::StemLeast found = testing::LeastOverStemShapes(
-        m, n_cols, 80, [&](double gamma) { return OnePathStem(m, n_cols, k, beta, gamma, b); },
+        m, n_cols, 80, [&](double gamma) { return testing::StemProblem(m, n_cols, k, beta, gamma, b, 0); },
         [&](double latency, double gamma, Elements) { return latency - (beta + gamma) * static_cast<double>(native_tiles); });
     INFO("trial " << trial << ": M " << m << " N " << n_cols << " K " << k << " beta " << beta << " B " << b
                   << ": excess " << excess << " (P24 alone " << without << "), oracle's least " << found.least);
