@@ -1,5 +1,5 @@
 // The lower bound's result types: what ComputeLowerBound (eval/bound/bounds.h, which states the
-// facts P1-P55 each part rests on) reports part by part, and the per-op model RemainingLowerBound
+// facts P1-P57 each part rests on) reports part by part, and the per-op model RemainingLowerBound
 // reads. Their own header so that the parts (eval/bound/analysis.h) build into them without
 // depending on the entry points that call the parts.
 #pragma once
